@@ -1,0 +1,83 @@
+// swift-tools-version: 6.0
+//
+// Outbox: an embedded engine that sends offline writes exactly once and proves what happened
+// to each of them. The targets show the architecture:
+//
+//   CLMDB, CSodium     system libraries (LMDB for the journal; libsodium for SHA-256 on Linux)
+//   OutboxStorage      the LMDB layer; the only module that imports CLMDB
+//   OutboxCrypto       SHA-256 (CryptoKit on Apple platforms, libsodium on Linux)
+//   OutboxCore         pure: identifiers, requests, events, the record codec, the fold
+//   Outbox             the public engine: the journal, its projections, the API
+//   OutboxTesting      test doubles apps can use too: a manual clock, a scripted transport
+import PackageDescription
+
+let testSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "Outbox",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "Outbox", targets: ["Outbox"]),
+        .library(name: "OutboxTesting", targets: ["OutboxTesting"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLMDB",
+            pkgConfig: "lmdb",
+            providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]
+        ),
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
+        ),
+        .target(
+            name: "OutboxStorage",
+            dependencies: ["CLMDB"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "OutboxCrypto",
+            dependencies: [.target(name: "CSodium", condition: .when(platforms: [.linux, .android]))],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "OutboxCore",
+            dependencies: ["OutboxCrypto"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "Outbox",
+            dependencies: ["OutboxCore", "OutboxStorage", "OutboxCrypto"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "OutboxTesting",
+            dependencies: ["Outbox"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "OutboxStorageTests",
+            dependencies: ["OutboxStorage"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
+            name: "OutboxCoreTests",
+            dependencies: ["OutboxCore", "OutboxCrypto"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
+            name: "OutboxTests",
+            dependencies: ["Outbox", "OutboxTesting", "OutboxStorage"],
+            swiftSettings: testSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

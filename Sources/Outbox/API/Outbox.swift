@@ -1,0 +1,114 @@
+@_exported public import Foundation
+@_exported public import OutboxCore
+@_exported public import OutboxCrypto
+import OutboxStorage
+import Synchronization
+
+/// The engine: one account's journal of offline writes, sent exactly once.
+///
+/// ```swift
+/// let outbox = try Outbox(
+///     directory: journalURL,
+///     transport: myTransport,
+///     configuration: OutboxConfiguration(account: "member-42")
+/// )
+/// let id = try await outbox.enqueue(request)   // returns once durable
+/// let row = try outbox.operation(id)           // .status == .queued
+/// ```
+///
+/// Every enqueue, attempt and outcome is an immutable event in an LMDB journal; every status,
+/// schedule and view is folded from those events. Reads are synchronous and safe from any
+/// thread; writes suspend until durable.
+public final class Outbox: Sendable {
+    /// The version of the engine, recorded in the journal each time it is opened.
+    public static let engineVersion = "0.1.0"
+
+    /// The journal's directory.
+    public let directory: URL
+    public let configuration: OutboxConfiguration
+    let transport: any OutboxTransport
+
+    let store: JournalStore
+    let writer: JournalWriter
+    let broadcaster: ChangeBroadcaster
+    private let closed = Atomic<Bool>(false)
+
+    /// Opens (or creates) the journal in `directory`.
+    ///
+    /// Opening costs nothing proportional to the journal's length. A journal whose projections
+    /// were written by another layout has them rebuilt from its events first.
+    /// - Throws: ``OutboxError/alreadyOpen(path:)`` when this process has it open,
+    ///   ``OutboxError/newerFormat(found:supported:)`` for a journal of a newer engine,
+    ///   ``OutboxError/wrongAccount(journal:configured:)``, ``OutboxError/notAJournal(path:reason:)``.
+    public convenience init(directory: URL, transport: any OutboxTransport, configuration: OutboxConfiguration) throws {
+        try self.init(directory: directory, transport: transport, configuration: configuration, faultHook: nil)
+    }
+
+    init(directory: URL, transport: any OutboxTransport, configuration: OutboxConfiguration, faultHook: LMDBFaultHook?) throws {
+        precondition(configuration.maxConcurrentLanes >= 1, "maxConcurrentLanes must be at least 1")
+        precondition(!configuration.account.isEmpty, "account must not be empty")
+        self.directory = directory
+        self.configuration = configuration
+        self.transport = transport
+        let store = try JournalStore.open(
+            directory: directory,
+            options: JournalStore.Options(
+                readOnly: false,
+                syncOnCommit: configuration.durability == .full,
+                initialMapSizeBytes: configuration.initialJournalBytes,
+                maxMapSizeBytes: configuration.maxJournalBytes,
+                faultHook: faultHook,
+                account: configuration.account
+            )
+        )
+        let broadcaster = ChangeBroadcaster()
+        self.store = store
+        self.broadcaster = broadcaster
+        self.writer = JournalWriter(store: store, clock: configuration.clock) { events in
+            broadcaster.publish(events)
+        }
+        do {
+            _ = try writer.appendNow([
+                JournalStore.Draft(
+                    operationID: nil,
+                    body: .journalOpened(
+                        JournalOpened(
+                            formatVersion: RecordCodec.formatVersion,
+                            engineVersion: Self.engineVersion,
+                            appVersion: configuration.appVersion
+                        )
+                    )
+                )
+            ])
+        } catch {
+            store.close()
+            throw error
+        }
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Whether `operationType` may be queued: `false` for ``OperationPolicy/onlineOnly`` types.
+    /// Ask before the member confirms, so the form can say "needs a connection" first.
+    public func canQueue(_ operationType: String) -> Bool {
+        configuration.policy(for: operationType) != .onlineOnly
+    }
+
+    /// Finishes the writes already accepted, ends every ``changes()`` stream and closes the
+    /// journal. Later calls throw ``OutboxError/closed``. Closing twice does nothing.
+    public func close() {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        writer.close()
+        broadcaster.finish()
+        store.close()
+    }
+
+    /// Whether ``close()`` has run.
+    public var isClosed: Bool { closed.load(ordering: .acquiring) }
+
+    func ensureOpen() throws(OutboxError) {
+        if isClosed { throw .closed }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+public import OutboxCore
+
+/// How an ``Outbox`` behaves. Everything but ``account`` has a default.
+///
+/// ```swift
+/// let configuration = OutboxConfiguration(
+///     account: "member-42",
+///     session: mySession,
+///     operationPolicies: ["dispatch.cancel": .onlineOnly]
+/// )
+/// ```
+public struct OutboxConfiguration: Sendable {
+    /// Whose journal this is. A journal directory belongs to one account; opening it for
+    /// another throws ``OutboxError/wrongAccount(journal:configured:)``.
+    public var account: String
+    /// When failed attempts are retried.
+    public var retryPolicy: RetryPolicy
+    /// The only source of time.
+    public var clock: any OutboxClock
+    /// Who is signed in, asked before every send.
+    public var session: any OutboxSession
+    /// How many lanes are sent at once. Writes to one entity are always sent in order.
+    public var maxConcurrentLanes: Int
+    /// The queueing policy of each operation type; unlisted types are ``OperationPolicy/idempotent``.
+    public var operationPolicies: [String: OperationPolicy]
+    /// How durable a commit is before `enqueue` returns.
+    public var durability: Durability
+    /// The largest payload accepted; larger ones are refused at enqueue.
+    public var maxPayloadBytes: Int
+    /// The most the journal file may grow to. A write that needs more fails with
+    /// ``OutboxError/storageFull(limitBytes:)`` before anything says "saved".
+    public var maxJournalBytes: Int
+    /// The journal's size when created; it doubles as needed, up to ``maxJournalBytes``.
+    public var initialJournalBytes: Int
+    /// The embedding app's version, recorded each time the journal is opened.
+    public var appVersion: String?
+
+    public init(
+        account: String,
+        retryPolicy: RetryPolicy = .standard,
+        clock: any OutboxClock = SystemClock(),
+        session: (any OutboxSession)? = nil,
+        maxConcurrentLanes: Int = 1,
+        operationPolicies: [String: OperationPolicy] = [:],
+        durability: Durability = .full,
+        maxPayloadBytes: Int = OutboxRequest.defaultMaxPayloadBytes,
+        maxJournalBytes: Int = 1 << 30,
+        initialJournalBytes: Int = 4 << 20,
+        appVersion: String? = nil
+    ) {
+        self.account = account
+        self.retryPolicy = retryPolicy
+        self.clock = clock
+        self.session = session ?? FixedSession(account: account)
+        self.maxConcurrentLanes = maxConcurrentLanes
+        self.operationPolicies = operationPolicies
+        self.durability = durability
+        self.maxPayloadBytes = maxPayloadBytes
+        self.maxJournalBytes = maxJournalBytes
+        self.initialJournalBytes = initialJournalBytes
+        self.appVersion = appVersion
+    }
+
+    /// The policy of an operation type.
+    public func policy(for operationType: String) -> OperationPolicy {
+        operationPolicies[operationType] ?? .idempotent
+    }
+}
+
+/// Which writes may wait in the queue (see `Docs/replay.md`).
+///
+/// A write may be queued only if its replay can be proved either way: the server applies it at
+/// most once however often it is sent, and the device holds everything it needs.
+public enum OperationPolicy: String, Sendable, Codable {
+    /// A create carrying its client-generated id and `Idempotency-Key`: the server replays the
+    /// stored outcome for a repeat. The default.
+    case idempotent
+    /// A transition reachable from one state only (e.g. delivered): a 409 on a replay proves it
+    /// was already applied, so it settles as synced, recorded as a replay.
+    case terminalTransition
+    /// Never queued: a replay could not be told apart from a conflict. `enqueue` refuses it.
+    case onlineOnly
+}
+
+/// How durable a commit is when `enqueue` returns.
+public enum Durability: String, Sendable, Codable {
+    /// Flushed to disk on every commit: survives power loss. The default.
+    case full
+    /// Written to the operating system, not flushed: survives the app being killed, not the
+    /// device losing power. Commits are much cheaper.
+    case processCrash
+}

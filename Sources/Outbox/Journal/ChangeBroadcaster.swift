@@ -1,0 +1,58 @@
+import Foundation
+import OutboxCore
+import Synchronization
+
+/// What one commit changed.
+public struct OutboxChange: Sendable, Equatable {
+    /// The seqs the commit appended.
+    public var seqs: ClosedRange<JournalSequence>
+    /// The operations it touched.
+    public var operations: Set<OperationID>
+    /// The kinds of event it appended.
+    public var kinds: Set<JournalEventKind>
+
+    public init(seqs: ClosedRange<JournalSequence>, operations: Set<OperationID>, kinds: Set<JournalEventKind>) {
+        self.seqs = seqs
+        self.operations = operations
+        self.kinds = kinds
+    }
+
+    init?(events: [JournalEvent]) {
+        guard let first = events.first?.seq, let last = events.last?.seq else { return nil }
+        self.seqs = first...last
+        self.operations = Set(events.compactMap(\.operationID))
+        self.kinds = Set(events.map(\.kind))
+    }
+}
+
+/// Hands every commit's change to each subscriber's stream.
+final class ChangeBroadcaster: Sendable {
+    private let subscribers = Mutex<[Int: AsyncStream<OutboxChange>.Continuation]>([:])
+    private let nextID = Atomic<Int>(0)
+
+    func subscribe() -> AsyncStream<OutboxChange> {
+        let (stream, continuation) = AsyncStream.makeStream(of: OutboxChange.self)
+        let id = nextID.add(1, ordering: .relaxed).newValue
+        subscribers.withLock { $0[id] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.subscribers.withLock { $0.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func publish(_ events: [JournalEvent]) {
+        guard let change = OutboxChange(events: events) else { return }
+        for continuation in subscribers.withLock({ Array($0.values) }) {
+            continuation.yield(change)
+        }
+    }
+
+    /// Ends every stream: the outbox closed.
+    func finish() {
+        let all = subscribers.withLock { subscribers in
+            defer { subscribers.removeAll() }
+            return Array(subscribers.values)
+        }
+        for continuation in all { continuation.finish() }
+    }
+}

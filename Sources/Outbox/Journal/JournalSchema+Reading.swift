@@ -1,0 +1,132 @@
+import Foundation
+import OutboxCore
+import OutboxStorage
+
+/// Typed reads of the journal, inside a transaction.
+extension JournalSchema {
+    /// The seq of the last event; ``JournalSequence/zero`` for an empty journal.
+    func lastSeq(in txn: borrowing LMDBTransaction) throws -> JournalSequence {
+        guard let last = try txn.last(events) else { return .zero }
+        return JournalSequence(key: last.key) ?? .zero
+    }
+
+    /// The seq of the first event still in the journal.
+    func firstSeq(in txn: borrowing LMDBTransaction) throws -> JournalSequence? {
+        var first: JournalSequence?
+        try txn.scan(events) { key, _ in
+            first = JournalSequence(key: key)
+            return .stop
+        }
+        return first
+    }
+
+    /// The folded state of one operation.
+    func state(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState? {
+        try txn.withValue(operations, key: id.bytes) { value in
+            guard let value else { return nil }
+            do {
+                return try StateCodec.decode(Array(value))
+            } catch {
+                throw OutboxError.projectionCorrupt(reason: "the state of operation \(id): \(error)")
+            }
+        }
+    }
+
+    /// The engine-level state folded from engine events.
+    func engineState(in txn: borrowing LMDBTransaction) throws -> EngineState {
+        try txn.withValue(meta, key: MetaKey.engineState) { value in
+            guard let value else { return EngineState() }
+            do {
+                return try StateCodec.decodeEngine(Array(value))
+            } catch {
+                throw OutboxError.projectionCorrupt(reason: "the engine state: \(error)")
+            }
+        }
+    }
+
+    /// The event at `seq`, checksum checked.
+    func event(_ seq: JournalSequence, in txn: borrowing LMDBTransaction) throws -> JournalEvent? {
+        guard let record = try txn.get(events, key: seq.key) else { return nil }
+        return try RecordCodec.decode(record, seq: seq)
+    }
+
+    /// Every event of one operation, in journal order, read through the history index.
+    func history(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> [JournalEvent] {
+        let prefix = id.bytes
+        var seqs: [JournalSequence] = []
+        try txn.scan(operationEvents, from: prefix) { key, _ in
+            guard key.starts(with: prefix), let seq = JournalSequence(key: key.dropFirst(16)) else { return .stop }
+            seqs.append(seq)
+            return .next
+        }
+        return try seqs.map { seq in
+            guard let event = try event(seq, in: txn) else {
+                throw OutboxError.projectionCorrupt(reason: "operation \(id) lists seq \(seq), which is not in the journal")
+            }
+            return event
+        }
+    }
+
+    /// The payload stored in an operation's `enqueued` event.
+    func payload(of state: OperationState, in txn: borrowing LMDBTransaction) throws -> Data {
+        guard let event = try event(state.firstSeq, in: txn), case .enqueued(let enqueued) = event.body,
+            event.operationID == state.id
+        else {
+            throw OutboxError.projectionCorrupt(reason: "operation \(state.id) has no enqueued event at seq \(state.firstSeq)")
+        }
+        return enqueued.request.payload
+    }
+
+    func counter(_ name: String, in txn: borrowing LMDBTransaction) throws -> Int64 {
+        try Projection.readCounter(Array(name.utf8), schema: self, in: txn)
+    }
+
+    /// Every non-zero counter whose name starts with `prefix`, by the rest of its name.
+    func counters(prefix: String, in txn: borrowing LMDBTransaction) throws -> [String: Int64] {
+        let prefixBytes = Array(prefix.utf8)
+        var result: [String: Int64] = [:]
+        try txn.scan(counters, from: prefixBytes) { key, value in
+            guard key.starts(with: prefixBytes) else { return .stop }
+            let name = String(decoding: key.dropFirst(prefixBytes.count), as: UTF8.self)
+            result[name] = Int64(bitPattern: value.reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+            return .next
+        }
+        return result
+    }
+
+    /// Ids of the rows of one status, in journal order.
+    func operationIDs(
+        withStatus status: OutboxStatus,
+        limit: Int = .max,
+        in txn: borrowing LMDBTransaction
+    ) throws -> [OperationID] {
+        let prefix = JournalSchema.statusPrefix(status)
+        var ids: [OperationID] = []
+        try txn.scan(byStatus, from: prefix) { key, value in
+            guard key.starts(with: prefix), ids.count < limit else { return .stop }
+            if let id = OperationID(bytes: value) { ids.append(id) }
+            return .next
+        }
+        return ids
+    }
+
+    /// Folds one event into the stored projections: the operation's state and indexes, the
+    /// history index, the counters, the engine state.
+    /// - Throws: ``OutboxError/illegalTransition(operation:status:event:reason:)`` when the event
+    ///   does not follow from the stored state (a rebuild reports it as damage at that seq).
+    func project(_ event: JournalEvent, recordSize: Int, in txn: borrowing LMDBTransaction) throws {
+        if let id = event.operationID {
+            let before = try state(id, in: txn)
+            let after: OperationState
+            do {
+                after = try Fold.apply(event, to: before)
+            } catch {
+                throw OutboxError.journalCorrupt(seq: event.seq, reason: "illegal transition: \(error)")
+            }
+            try Projection.apply(event, recordSize: recordSize, before: before, after: after, engine: nil, schema: self, in: txn)
+        } else {
+            let engine = try engineState(in: txn).applying(event)
+            try Projection.apply(event, recordSize: recordSize, before: nil, after: nil, engine: engine, schema: self, in: txn)
+        }
+    }
+}

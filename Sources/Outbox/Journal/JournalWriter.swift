@@ -1,0 +1,105 @@
+import Dispatch
+import Foundation
+import OutboxCore
+import Synchronization
+
+/// The journal's single writer, with group commit.
+///
+/// Callers from any task hand it a unit of events and suspend. One serial queue takes every unit
+/// waiting at that moment and commits them in one write transaction, so many tasks enqueueing at
+/// once share one commit (and one flush to disk). Each caller resumes only after the commit that
+/// holds its own events, with those events or the reason its unit was refused.
+final class JournalWriter: Sendable {
+    typealias Unit = [JournalStore.Draft]
+
+    /// The most units one transaction takes; the rest wait for the next.
+    static let maxUnitsPerCommit = 1024
+
+    private struct Submission {
+        var unit: Unit
+        var continuation: CheckedContinuation<[JournalEvent], any Error>
+    }
+
+    private struct State {
+        var pending: [Submission] = []
+        var draining = false
+        var closed = false
+    }
+
+    private let store: JournalStore
+    private let clock: any OutboxClock
+    private let queue = DispatchQueue(label: "outbox.journal-writer", qos: .userInitiated)
+    private let state = Mutex(State())
+    private let onCommit: @Sendable ([JournalEvent]) -> Void
+
+    /// - Parameter onCommit: called on the writer's queue after each commit, with every event it
+    ///   holds, before the callers resume.
+    init(store: JournalStore, clock: any OutboxClock, onCommit: @escaping @Sendable ([JournalEvent]) -> Void) {
+        self.store = store
+        self.clock = clock
+        self.onCommit = onCommit
+    }
+
+    /// Appends one unit and returns once it is durable.
+    /// - Throws: the unit's own refusal (an illegal transition), or the commit's failure
+    ///   (``OutboxError/storageFull(limitBytes:)``, ``OutboxError/closed``): nothing was written.
+    func append(_ unit: Unit) async throws -> [JournalEvent] {
+        try await withCheckedThrowingContinuation { continuation in
+            let startDraining = state.withLock { state -> Bool? in
+                guard !state.closed else { return nil }
+                state.pending.append(Submission(unit: unit, continuation: continuation))
+                guard !state.draining else { return false }
+                state.draining = true
+                return true
+            }
+            switch startDraining {
+            case nil: continuation.resume(throwing: OutboxError.closed)
+            case true?: queue.async { self.drain() }
+            case false?: break
+            }
+        }
+    }
+
+    /// Appends one unit from synchronous code (opening), on the writer's queue.
+    func appendNow(_ unit: Unit) throws -> [JournalEvent] {
+        try queue.sync {
+            let result = try store.append([unit], at: clock.now())[0]
+            let events = try result.get()
+            if !events.isEmpty { onCommit(events) }
+            return events
+        }
+    }
+
+    /// Refuses new units and waits for the ones accepted to be committed.
+    func close() {
+        state.withLock { $0.closed = true }
+        queue.sync {}
+        // A drain scheduled before closing may still be queued behind the sync above.
+        while state.withLock({ $0.draining }) { queue.sync {} }
+    }
+
+    private func drain() {
+        while true {
+            let batch = state.withLock { state -> [Submission] in
+                let count = min(state.pending.count, Self.maxUnitsPerCommit)
+                let batch = Array(state.pending.prefix(count))
+                state.pending.removeFirst(count)
+                if batch.isEmpty { state.draining = false }
+                return batch
+            }
+            if batch.isEmpty { return }
+            let results: [Result<[JournalEvent], OutboxError>]
+            do {
+                results = try store.append(batch.map(\.unit), at: clock.now())
+            } catch {
+                for submission in batch { submission.continuation.resume(throwing: error) }
+                continue
+            }
+            let committed = results.flatMap { (try? $0.get()) ?? [] }
+            if !committed.isEmpty { onCommit(committed) }
+            for (submission, result) in zip(batch, results) {
+                submission.continuation.resume(with: result.mapError { $0 as any Error })
+            }
+        }
+    }
+}

@@ -1,0 +1,52 @@
+package import Foundation
+package import OutboxCrypto
+
+/// Appends big-endian fields to a byte buffer: the encoding side of the record format.
+package struct ByteWriter {
+    package private(set) var bytes: [UInt8]
+
+    package init(capacity: Int = 64) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    package mutating func write(_ value: UInt8) { bytes.append(value) }
+    package mutating func write(_ value: UInt16) { bytes.append(contentsOf: value.bigEndianBytes) }
+    package mutating func write(_ value: UInt32) { bytes.append(contentsOf: value.bigEndianBytes) }
+    package mutating func write(_ value: UInt64) { bytes.append(contentsOf: value.bigEndianBytes) }
+    package mutating func write(_ value: Bool) { bytes.append(value ? 1 : 0) }
+
+    /// A moment as the IEEE 754 bits of its seconds since 1970: exact on the way back.
+    package mutating func write(_ date: Date) { write(date.timeIntervalSince1970.bitPattern) }
+
+    /// A length-prefixed (u32) byte run.
+    package mutating func write(bytes run: some Collection<UInt8>) {
+        write(UInt32(run.count))
+        bytes.append(contentsOf: run)
+    }
+
+    /// A length-prefixed UTF-8 string.
+    package mutating func write(_ text: String) { write(bytes: text.utf8) }
+
+    package mutating func write(_ digest: SHA256Digest) { bytes.append(contentsOf: digest.bytes) }
+
+    package mutating func write(_ id: OperationID) { bytes.append(contentsOf: id.bytes) }
+
+    /// A presence byte, then the value when present.
+    package mutating func writeOptional<T>(_ value: T?, _ writeValue: (inout ByteWriter, T) -> Void) {
+        guard let value else {
+            write(UInt8(0))
+            return
+        }
+        write(UInt8(1))
+        writeValue(&self, value)
+    }
+
+    package mutating func write(_ text: String?) { writeOptional(text) { $0.write($1) } }
+    package mutating func write(_ date: Date?) { writeOptional(date) { $0.write($1) } }
+
+    /// Overwrites four bytes at `offset` (used to fill in a length after the fact).
+    package mutating func patch(_ value: UInt32, at offset: Int) {
+        bytes.replaceSubrange(offset..<offset + 4, with: value.bigEndianBytes)
+    }
+}

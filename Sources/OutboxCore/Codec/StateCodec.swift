@@ -1,0 +1,143 @@
+import Foundation
+import OutboxCrypto
+
+/// The stored form of an ``OperationState`` in the `operations` projection.
+///
+/// A projection, not a record: it can always be rebuilt from the events, so its layout is
+/// versioned by the projection version and a change to it only costs a rebuild at open.
+package enum StateCodec {
+    package static func encode(_ state: OperationState) -> [UInt8] {
+        var writer = ByteWriter(capacity: 256)
+        writer.write(state.id)
+        writer.write(state.status.code)
+        writer.write(state.businessID)
+        writer.write(state.operationType)
+        writer.write(state.method)
+        writer.write(state.endpoint)
+        writer.write(state.entityID)
+        writer.write(state.category)
+        writer.write(state.entityLabel)
+        writer.write(state.summary)
+        writer.write(UInt32(state.payloadVersion))
+        writer.write(UInt32(state.payloadByteCount))
+        writer.write(state.requestHash)
+        writer.write(state.account)
+        writer.write(state.createdAt)
+        writer.write(UInt32(state.attemptCount))
+        writer.write(state.nextAttemptAt)
+        writer.write(state.lastAttemptAt)
+        switch state.lastOutcome {
+        case nil: writer.write(UInt8(0))
+        case .response(let statusCode)?:
+            writer.write(UInt8(1))
+            writer.write(UInt16(clamping: statusCode))
+        case .noResponse(let failure)?:
+            writer.write(UInt8(2))
+            writer.write(failure.code)
+        case .notSent?: writer.write(UInt8(3))
+        }
+        writer.write(state.latestOutcome?.code ?? 0)
+        writer.write(state.lastErrorCode)
+        writer.write(state.lastErrorMessage)
+        writer.write(state.approvalRequestID)
+        writer.write(state.serverRevision)
+        writer.write(state.firstSeq.rawValue)
+        writer.write(state.latestSeq.rawValue)
+        writer.write(state.changedAt)
+        return writer.bytes
+    }
+
+    package static func decode(_ bytes: [UInt8]) throws(DecodingProblem) -> OperationState {
+        var reader = ByteReader(bytes)
+        let id = try reader.readOperationID()
+        let status = try reader.readCode(OutboxStatus.self, "status")
+        let businessID = try reader.readString("business id")
+        let operationType = try reader.readString("operation type")
+        let method = try reader.readString("method")
+        let endpoint = try reader.readString("endpoint")
+        let entityID = try reader.readOptionalString("entity id")
+        let category = try reader.readString("category")
+        let entityLabel = try reader.readString("entity label")
+        let summary = try reader.readString("summary")
+        let payloadVersion = Int(try reader.readUInt32("payload version"))
+        let payloadByteCount = Int(try reader.readUInt32("payload size"))
+        let requestHash = try reader.readDigest("request hash")
+        let account = try reader.readString("account")
+        let createdAt = try reader.readDate("created at")
+        let enqueued = Enqueued(
+            request: OutboxRequest(
+                businessID: businessID, operationType: operationType, method: method, endpoint: endpoint,
+                payload: Data(), entityID: entityID, category: category, entityLabel: entityLabel,
+                summary: summary, payloadVersion: payloadVersion
+            ),
+            requestHash: requestHash,
+            account: account
+        )
+        var state = OperationState(id: id, seq: .zero, recordedAt: createdAt, enqueued: enqueued)
+        state.status = status
+        state.payloadByteCount = payloadByteCount
+        state.attemptCount = Int(try reader.readUInt32("attempt count"))
+        state.nextAttemptAt = try reader.readOptionalDate("next attempt")
+        state.lastAttemptAt = try reader.readOptionalDate("last attempt")
+        switch try reader.readUInt8("last outcome") {
+        case 0: state.lastOutcome = nil
+        case 1: state.lastOutcome = .response(statusCode: Int(try reader.readUInt16("status code")))
+        case 2: state.lastOutcome = .noResponse(try reader.readCode(TransportFailure.self, "transport failure"))
+        case 3: state.lastOutcome = .notSent
+        case let tag: throw DecodingProblem("unknown outcome tag \(tag)")
+        }
+        let outcomeCode = try reader.readUInt8("latest outcome")
+        state.latestOutcome = outcomeCode == 0 ? nil : OutcomeCategory(code: outcomeCode)
+        state.lastErrorCode = try reader.readOptionalString("error code")
+        state.lastErrorMessage = try reader.readOptionalString("error message")
+        state.approvalRequestID = try reader.readOptionalString("approval request id")
+        state.serverRevision = try reader.readOptionalString("server revision")
+        state.firstSeq = JournalSequence(rawValue: try reader.readUInt64("first seq"))
+        state.latestSeq = JournalSequence(rawValue: try reader.readUInt64("latest seq"))
+        state.changedAt = try reader.readDate("changed at")
+        try reader.expectEnd("the operation state")
+        return state
+    }
+
+    package static func encode(_ engine: EngineState) -> [UInt8] {
+        var writer = ByteWriter(capacity: 96)
+        writer.write(engine.isPaused)
+        writer.write(engine.pauseReason)
+        writer.write(engine.pausedAt)
+        writer.writeOptional(engine.pausedBy) { $0.write($1) }
+        writer.writeOptional(engine.lastOpened) { writer, opened in
+            writer.write(UInt16(opened.formatVersion))
+            writer.write(opened.engineVersion)
+            writer.write(opened.appVersion)
+        }
+        writer.write(UInt64(engine.openCount))
+        writer.write(UInt64(engine.compactionCount))
+        writer.writeOptional(engine.compactedThrough) { $0.write($1.rawValue) }
+        return writer.bytes
+    }
+
+    package static func decodeEngine(_ bytes: [UInt8]) throws(DecodingProblem) -> EngineState {
+        var reader = ByteReader(bytes)
+        var engine = EngineState()
+        engine.isPaused = try reader.readBool("paused")
+        engine.pauseReason = try reader.readOptionalString("pause reason")
+        engine.pausedAt = try reader.readOptionalDate("paused at")
+        engine.pausedBy = try reader.readOptional("paused by") { (reader) throws(DecodingProblem) in
+            try reader.readOperationID()
+        }
+        engine.lastOpened = try reader.readOptional("last opened") { (reader) throws(DecodingProblem) in
+            JournalOpened(
+                formatVersion: Int(try reader.readUInt16("format version")),
+                engineVersion: try reader.readString("engine version"),
+                appVersion: try reader.readOptionalString("app version")
+            )
+        }
+        engine.openCount = Int(try reader.readUInt64("open count"))
+        engine.compactionCount = Int(try reader.readUInt64("compaction count"))
+        engine.compactedThrough = try reader.readOptional("compacted through") { (reader) throws(DecodingProblem) in
+            JournalSequence(rawValue: try reader.readUInt64("seq"))
+        }
+        try reader.expectEnd("the engine state")
+        return engine
+    }
+}

@@ -1,0 +1,216 @@
+/// An enum stored in the journal as a one-byte code.
+///
+/// Codes are part of the record format: never renumber one, only add.
+public protocol JournalCode: CaseIterable, CustomStringConvertible {
+    /// The byte the journal stores.
+    var code: UInt8 { get }
+}
+
+extension JournalCode {
+    /// The case stored as `code`; `nil` for a byte no case has.
+    public init?(code: UInt8) {
+        guard let match = Self.allCases.first(where: { $0.code == code }) else { return nil }
+        self = match
+    }
+}
+
+extension JournalCode where Self: RawRepresentable, RawValue == String {
+    public var description: String { rawValue }
+}
+
+/// What woke the worker for a pass.
+public enum WakeReason: String, Sendable, Codable, JournalCode {
+    /// The app started: a sweep of everything due.
+    case appLaunch
+    /// The device regained a network path.
+    case connectivityRegained
+    /// The app came to the foreground.
+    case foreground
+    /// An inline save's own attempt failed as retryable.
+    case saveRetryable
+    /// The timer armed for the earliest scheduled retry fired.
+    case timer
+    /// The app asked for a pass now (`drain()`).
+    case drain
+    /// An inline save sending its own row at once.
+    case inlineSave
+    /// The session was refreshed after a 401 pause.
+    case sessionResumed
+    /// A write was enqueued.
+    case enqueued
+    /// A person asked to retry a failed or blocked row.
+    case retryRequested
+
+    public var code: UInt8 {
+        switch self {
+        case .appLaunch: 1
+        case .connectivityRegained: 2
+        case .foreground: 3
+        case .saveRetryable: 4
+        case .timer: 5
+        case .drain: 6
+        case .inlineSave: 7
+        case .sessionResumed: 8
+        case .enqueued: 9
+        case .retryRequested: 10
+        }
+    }
+
+}
+
+/// Why no response arrived.
+public enum TransportFailure: String, Sendable, Codable, JournalCode {
+    case offline
+    case timedOut
+    case connectionLost
+    case cannotConnect
+    case hostNotFound
+    case secureConnectionFailed
+    case cancelled
+    case other
+
+    public var code: UInt8 {
+        switch self {
+        case .offline: 1
+        case .timedOut: 2
+        case .connectionLost: 3
+        case .cannotConnect: 4
+        case .hostNotFound: 5
+        case .secureConnectionFailed: 6
+        case .cancelled: 7
+        case .other: 8
+        }
+    }
+
+}
+
+/// What an attempt produced.
+public enum AttemptOutcome: Sendable, Equatable, CustomStringConvertible {
+    /// The server answered with this HTTP status.
+    case response(statusCode: Int)
+    /// No response arrived: offline, a timeout, a reset connection.
+    case noResponse(TransportFailure)
+    /// The engine refused to send (the stored payload no longer matched its hash).
+    case notSent
+
+    public var description: String {
+        switch self {
+        case .response(let statusCode): "HTTP \(statusCode)"
+        case .noResponse(let failure): "no response (\(failure))"
+        case .notSent: "not sent"
+        }
+    }
+}
+
+/// What the engine decided from an attempt's outcome (the disposition table).
+public enum Disposition: String, Sendable, Codable, JournalCode {
+    /// 2xx with JSON: applied. The row is synced.
+    case accepted
+    /// The server had already applied this key (a replayed response, or a terminal transition's
+    /// 409): synced, recorded as a replay.
+    case replayed
+    /// 202 with an approval body: held for someone's decision.
+    case pendingApproval = "pending_approval"
+    /// No response, 5xx, 429, in progress, or a non-JSON 2xx: queued and scheduled.
+    case transientFailure = "transient_failure"
+    /// 401: queued with no schedule, the worker paused until the session is refreshed.
+    case unauthorized
+    /// 400, 404, 422 and other 4xx: the payload needs correcting.
+    case rejected
+    /// 403, a key conflict, a corrupt payload: a person must decide.
+    case blocked
+
+    /// The status the row takes.
+    public var status: OutboxStatus {
+        switch self {
+        case .accepted, .replayed: .synced
+        case .pendingApproval: .pendingApproval
+        case .transientFailure, .unauthorized: .queued
+        case .rejected: .failed
+        case .blocked: .blocked
+        }
+    }
+
+    public var code: UInt8 {
+        switch self {
+        case .accepted: 1
+        case .replayed: 2
+        case .pendingApproval: 3
+        case .transientFailure: 4
+        case .unauthorized: 5
+        case .rejected: 6
+        case .blocked: 7
+        }
+    }
+
+}
+
+/// The latest outcome of an operation, as the reconciliation ledger names it.
+public enum OutcomeCategory: String, Sendable, Codable, JournalCode {
+    case accepted
+    case replayed
+    case pendingApproval = "pending_approval"
+    case transientFailure = "transient_failure"
+    case rejected
+    case blocked
+    case unauthorized
+    case abandoned
+
+    public init(_ disposition: Disposition) {
+        switch disposition {
+        case .accepted: self = .accepted
+        case .replayed: self = .replayed
+        case .pendingApproval: self = .pendingApproval
+        case .transientFailure: self = .transientFailure
+        case .unauthorized: self = .unauthorized
+        case .rejected: self = .rejected
+        case .blocked: self = .blocked
+        }
+    }
+
+    public var code: UInt8 {
+        switch self {
+        case .accepted: 1
+        case .replayed: 2
+        case .pendingApproval: 3
+        case .transientFailure: 4
+        case .rejected: 5
+        case .blocked: 6
+        case .unauthorized: 7
+        case .abandoned: 8
+        }
+    }
+
+}
+
+/// Who asked for a decision recorded in the journal.
+public enum Requester: String, Sendable, Codable, JournalCode {
+    /// The member, from the app.
+    case member
+    /// The app itself, on the member's behalf (sign-out).
+    case app
+
+    public var code: UInt8 {
+        switch self {
+        case .member: 1
+        case .app: 2
+        }
+    }
+
+}
+
+/// Why a row was discarded.
+public enum DiscardReason: String, Sendable, Codable, JournalCode {
+    /// The member chose to drop it.
+    case memberDiscarded
+    /// The member signed out and chose to drop what was waiting.
+    case signOut
+
+    public var code: UInt8 {
+        switch self {
+        case .memberDiscarded: 1
+        case .signOut: 2
+        }
+    }
+
+}

@@ -1,0 +1,280 @@
+public import Foundation
+public import OutboxCrypto
+
+/// One immutable entry of the journal.
+///
+/// Everything the engine knows is folded from these: the status of each operation, the Sync
+/// tab, the ledger, the retry schedule and every audit answer.
+public struct JournalEvent: Sendable, Equatable {
+    /// The event's position: the only order that counts.
+    public var seq: JournalSequence
+    /// The operation it belongs to; `nil` for engine-level events.
+    public var operationID: OperationID?
+    /// When it was recorded, by the device clock: for display only.
+    public var recordedAt: Date
+    /// What happened, with its details.
+    public var body: JournalEventBody
+
+    public init(seq: JournalSequence, operationID: OperationID?, recordedAt: Date, body: JournalEventBody) {
+        self.seq = seq
+        self.operationID = operationID
+        self.recordedAt = recordedAt
+        self.body = body
+    }
+
+    /// The event's kind.
+    public var kind: JournalEventKind { body.kind }
+}
+
+/// The kinds of event, version 1 of the catalogue.
+public enum JournalEventKind: String, Sendable, Codable, JournalCode {
+    case enqueued
+    case attemptStarted
+    case attemptFinished
+    case attemptAbandoned
+    case withdrawn
+    case requeued
+    case discarded
+    case approvalDecided
+    case sessionPaused
+    case sessionResumed
+    case journalOpened
+    case compacted
+
+    /// Whether events of this kind belong to an operation (the rest are engine-level).
+    public var isOperationEvent: Bool {
+        switch self {
+        case .enqueued, .attemptStarted, .attemptFinished, .attemptAbandoned, .withdrawn, .requeued,
+            .discarded, .approvalDecided:
+            true
+        case .sessionPaused, .sessionResumed, .journalOpened, .compacted:
+            false
+        }
+    }
+
+    /// The one-byte code of the record format.
+    public var code: UInt8 {
+        switch self {
+        case .enqueued: 1
+        case .attemptStarted: 2
+        case .attemptFinished: 3
+        case .attemptAbandoned: 4
+        case .withdrawn: 5
+        case .requeued: 6
+        case .discarded: 7
+        case .approvalDecided: 8
+        case .sessionPaused: 64
+        case .sessionResumed: 65
+        case .journalOpened: 66
+        case .compacted: 67
+        }
+    }
+
+}
+
+/// An event's details, one case per kind.
+public enum JournalEventBody: Sendable, Equatable {
+    case enqueued(Enqueued)
+    case attemptStarted(AttemptStarted)
+    case attemptFinished(AttemptFinished)
+    case attemptAbandoned(AttemptAbandoned)
+    case withdrawn(Withdrawn)
+    case requeued(Requeued)
+    case discarded(Discarded)
+    case approvalDecided(ApprovalDecided)
+    case sessionPaused(SessionPaused)
+    case sessionResumed
+    case journalOpened(JournalOpened)
+    case compacted(Compacted)
+
+    public var kind: JournalEventKind {
+        switch self {
+        case .enqueued: .enqueued
+        case .attemptStarted: .attemptStarted
+        case .attemptFinished: .attemptFinished
+        case .attemptAbandoned: .attemptAbandoned
+        case .withdrawn: .withdrawn
+        case .requeued: .requeued
+        case .discarded: .discarded
+        case .approvalDecided: .approvalDecided
+        case .sessionPaused: .sessionPaused
+        case .sessionResumed: .sessionResumed
+        case .journalOpened: .journalOpened
+        case .compacted: .compacted
+        }
+    }
+}
+
+// MARK: - Operation events
+
+/// A write became durable on the device. Its operation id is the idempotency key.
+public struct Enqueued: Sendable, Equatable {
+    /// The request, payload included, exactly as it will be sent.
+    public var request: OutboxRequest
+    /// SHA-256 of ``OutboxRequest/payload``: checked before every send.
+    public var requestHash: SHA256Digest
+    /// The account the write was made under; it is never sent under another.
+    public var account: String
+
+    public init(request: OutboxRequest, requestHash: SHA256Digest, account: String) {
+        self.request = request
+        self.requestHash = requestHash
+        self.account = account
+    }
+}
+
+/// An attempt to send began. Durable before the request leaves the device.
+public struct AttemptStarted: Sendable, Equatable {
+    public var attempt: AttemptNumber
+    /// What woke the worker.
+    public var trigger: WakeReason
+
+    public init(attempt: AttemptNumber, trigger: WakeReason) {
+        self.attempt = attempt
+        self.trigger = trigger
+    }
+}
+
+/// An attempt ended with an outcome, and the engine decided what follows.
+public struct AttemptFinished: Sendable, Equatable {
+    public var attempt: AttemptNumber
+    /// What came back: a status code, or no response at all.
+    public var outcome: AttemptOutcome
+    /// What the engine decided from it.
+    public var disposition: Disposition
+    /// The error body's `code`, or the engine's own code (`payload_corrupt`, `offline`, ...).
+    public var errorCode: String?
+    /// A message the member can read.
+    public var errorMessage: String?
+    /// The moment a `Retry-After` header named, when one came.
+    public var retryAfter: Date?
+    /// The request id of a 202 that holds the write for approval.
+    public var approvalRequestID: String?
+    /// The record's revision, when the server returned one.
+    public var serverRevision: String?
+    /// When the next attempt is due, for a rescheduled row.
+    public var nextAttemptAt: Date?
+
+    public init(
+        attempt: AttemptNumber,
+        outcome: AttemptOutcome,
+        disposition: Disposition,
+        errorCode: String? = nil,
+        errorMessage: String? = nil,
+        retryAfter: Date? = nil,
+        approvalRequestID: String? = nil,
+        serverRevision: String? = nil,
+        nextAttemptAt: Date? = nil
+    ) {
+        self.attempt = attempt
+        self.outcome = outcome
+        self.disposition = disposition
+        self.errorCode = errorCode
+        self.errorMessage = errorMessage
+        self.retryAfter = retryAfter
+        self.approvalRequestID = approvalRequestID
+        self.serverRevision = serverRevision
+        self.nextAttemptAt = nextAttemptAt
+    }
+}
+
+/// An attempt that started has no outcome because the process ended; written at the next open.
+/// The row is due at once and replayed under the same key.
+public struct AttemptAbandoned: Sendable, Equatable {
+    public var attempt: AttemptNumber
+
+    public init(attempt: AttemptNumber) {
+        self.attempt = attempt
+    }
+}
+
+/// An inline save the server rejected as invalid: the form shows the error, and the operation
+/// never existed for the member.
+public struct Withdrawn: Sendable, Equatable {
+    public var errorCode: String
+    public var errorMessage: String
+
+    public init(errorCode: String, errorMessage: String) {
+        self.errorCode = errorCode
+        self.errorMessage = errorMessage
+    }
+}
+
+/// A failed or blocked row was put back in the queue, due at once.
+public struct Requeued: Sendable, Equatable {
+    public var requestedBy: Requester
+
+    public init(requestedBy: Requester) {
+        self.requestedBy = requestedBy
+    }
+}
+
+/// A row was dropped. Its payload stays readable in the history.
+public struct Discarded: Sendable, Equatable {
+    public var requestedBy: Requester
+    public var reason: DiscardReason
+
+    public init(requestedBy: Requester, reason: DiscardReason) {
+        self.requestedBy = requestedBy
+        self.reason = reason
+    }
+}
+
+/// Someone approved or rejected a write the server held for approval.
+public struct ApprovalDecided: Sendable, Equatable {
+    public var approved: Bool
+    /// The decision's reference, when the app has one.
+    public var reference: String?
+
+    public init(approved: Bool, reference: String?) {
+        self.approved = approved
+        self.reference = reference
+    }
+}
+
+// MARK: - Engine events
+
+/// The worker paused: the server answered 401. Rows stay queued until the session is refreshed.
+public struct SessionPaused: Sendable, Equatable {
+    /// The error code that paused it, e.g. `unauthorized`.
+    public var reason: String
+    /// The operation whose attempt was answered 401.
+    public var triggeredBy: OperationID?
+
+    public init(reason: String, triggeredBy: OperationID?) {
+        self.reason = reason
+        self.triggeredBy = triggeredBy
+    }
+}
+
+/// The journal was opened by an engine.
+public struct JournalOpened: Sendable, Equatable {
+    public var formatVersion: Int
+    public var engineVersion: String
+    /// The embedding app's version, when it gave one.
+    public var appVersion: String?
+
+    public init(formatVersion: Int, engineVersion: String, appVersion: String?) {
+        self.formatVersion = formatVersion
+        self.engineVersion = engineVersion
+        self.appVersion = appVersion
+    }
+}
+
+/// Detailed events of settled operations were removed.
+public struct Compacted: Sendable, Equatable {
+    /// The first and last seq of the range compacted.
+    public var firstSeq: JournalSequence
+    public var lastSeq: JournalSequence
+    /// How many events were removed.
+    public var removedCount: Int
+    /// SHA-256 over the removed records, in order.
+    public var digest: SHA256Digest
+
+    public init(firstSeq: JournalSequence, lastSeq: JournalSequence, removedCount: Int, digest: SHA256Digest) {
+        self.firstSeq = firstSeq
+        self.lastSeq = lastSeq
+        self.removedCount = removedCount
+        self.digest = digest
+    }
+}

@@ -1,0 +1,50 @@
+public import Foundation
+
+/// The engine-level facts folded from engine events: whether the worker is paused and why, and
+/// which engine last opened the journal.
+public struct EngineState: Sendable, Equatable {
+    /// The worker was paused by a 401 and the session has not been refreshed since.
+    public var isPaused: Bool = false
+    /// The error code that paused it.
+    public var pauseReason: String?
+    /// When it paused.
+    public var pausedAt: Date?
+    /// The operation whose attempt was answered 401.
+    public var pausedBy: OperationID?
+    /// The last `journalOpened` event.
+    public var lastOpened: JournalOpened?
+    /// How many times the journal was opened.
+    public var openCount: Int = 0
+    /// How many compactions ran, and the seq the last one reached.
+    public var compactionCount: Int = 0
+    public var compactedThrough: JournalSequence?
+
+    public init() {}
+
+    /// Applies an engine event; operation events leave the state as it is.
+    public func applying(_ event: JournalEvent) -> EngineState {
+        var next = self
+        switch event.body {
+        case .sessionPaused(let paused):
+            next.isPaused = true
+            next.pauseReason = paused.reason
+            next.pausedAt = event.recordedAt
+            next.pausedBy = paused.triggeredBy
+        case .sessionResumed:
+            next.isPaused = false
+            next.pauseReason = nil
+            next.pausedAt = nil
+            next.pausedBy = nil
+        case .journalOpened(let opened):
+            next.lastOpened = opened
+            next.openCount += 1
+        case .compacted(let compacted):
+            next.compactionCount += 1
+            next.compactedThrough = compacted.lastSeq
+        case .enqueued, .attemptStarted, .attemptFinished, .attemptAbandoned, .withdrawn, .requeued, .discarded,
+            .approvalDecided:
+            break
+        }
+        return next
+    }
+}

@@ -1,0 +1,132 @@
+/// The pure fold: (operation state, event) -> the next state.
+///
+/// Implements every transition of the status table and refuses every other:
+///
+/// | from | event | to |
+/// |---|---|---|
+/// | (none) | `enqueued` | queued |
+/// | queued | `attemptStarted` (attempt n+1) | syncing |
+/// | syncing | `attemptFinished` (attempt n) | by its disposition |
+/// | syncing | `attemptAbandoned` (attempt n) | queued, due now |
+/// | failed | `withdrawn` | withdrawn |
+/// | failed, blocked | `requeued` | queued, due now |
+/// | queued, failed, blocked | `discarded` | discarded |
+/// | pending_approval | `approvalDecided` | synced (approved) or failed (rejected) |
+///
+/// The engine checks each event with the fold before writing it, so it never writes an illegal
+/// one; `verify` folds a journal from scratch and reports any it finds.
+public enum Fold {
+    /// Applies one operation event.
+    ///
+    /// - Parameters:
+    ///   - event: an event of an operation (engine events are refused).
+    ///   - state: the operation's state before it; `nil` when the operation has no events yet.
+    /// - Throws: ``OutboxError/illegalTransition(operation:status:event:reason:)`` naming the
+    ///   operation, its status and the event.
+    public static func apply(_ event: JournalEvent, to state: OperationState?) throws(OutboxError) -> OperationState {
+        guard let id = event.operationID else {
+            preconditionFailure("engine event \(event.kind) at seq \(event.seq) folded as an operation event")
+        }
+        func illegal(_ reason: String) -> OutboxError {
+            .illegalTransition(operation: id, status: state?.status, event: event.kind, reason: reason)
+        }
+        if case .enqueued(let enqueued) = event.body {
+            guard state == nil else { throw illegal("the operation was already enqueued") }
+            return OperationState(id: id, seq: event.seq, recordedAt: event.recordedAt, enqueued: enqueued)
+        }
+        guard var next = state else { throw illegal("the operation was never enqueued") }
+        guard id == next.id else { throw illegal("the event belongs to another operation") }
+        guard event.seq > next.latestSeq else { throw illegal("seq \(event.seq) is not after \(next.latestSeq)") }
+        if next.status.isTerminal { throw illegal("nothing may follow a terminal status") }
+
+        switch event.body {
+        case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted:
+            preconditionFailure("handled above or not an operation event")
+
+        case .attemptStarted(let started):
+            guard next.status == .queued else { throw illegal("only a queued row may be attempted") }
+            guard started.attempt.rawValue == next.attemptCount + 1 else {
+                throw illegal("attempt \(started.attempt) started after \(next.attemptCount) attempts")
+            }
+            next.status = .syncing
+            next.attemptCount = started.attempt.rawValue
+            next.lastAttemptAt = event.recordedAt
+
+        case .attemptFinished(let finished):
+            guard next.status == .syncing else { throw illegal("no attempt is in flight") }
+            guard finished.attempt.rawValue == next.attemptCount else {
+                throw illegal("attempt \(finished.attempt) finished while attempt \(next.attemptCount) is in flight")
+            }
+            next.status = finished.disposition.status
+            next.lastOutcome = finished.outcome
+            next.latestOutcome = OutcomeCategory(finished.disposition)
+            next.serverRevision = finished.serverRevision ?? next.serverRevision
+            next.nextAttemptAt = finished.disposition == .transientFailure ? finished.nextAttemptAt : nil
+            switch finished.disposition {
+            case .accepted, .replayed:
+                next.lastErrorCode = nil
+                next.lastErrorMessage = nil
+            case .pendingApproval:
+                next.lastErrorCode = nil
+                next.lastErrorMessage = nil
+                next.approvalRequestID = finished.approvalRequestID
+            case .transientFailure, .unauthorized, .rejected, .blocked:
+                next.lastErrorCode = finished.errorCode
+                next.lastErrorMessage = finished.errorMessage
+            }
+
+        case .attemptAbandoned(let abandoned):
+            guard next.status == .syncing else { throw illegal("no attempt is in flight") }
+            guard abandoned.attempt.rawValue == next.attemptCount else {
+                throw illegal("attempt \(abandoned.attempt) abandoned while attempt \(next.attemptCount) is in flight")
+            }
+            next.status = .queued
+            next.nextAttemptAt = nil
+            next.latestOutcome = .abandoned
+
+        case .withdrawn(let withdrawn):
+            guard next.status == .failed else { throw illegal("only a rejected inline save may be withdrawn") }
+            next.status = .withdrawn
+            next.lastErrorCode = withdrawn.errorCode
+            next.lastErrorMessage = withdrawn.errorMessage
+
+        case .requeued:
+            guard next.status == .failed || next.status == .blocked else {
+                throw illegal("only a failed or blocked row may be retried")
+            }
+            next.status = .queued
+            next.nextAttemptAt = nil
+
+        case .discarded:
+            guard next.status == .queued || next.status == .failed || next.status == .blocked else {
+                throw illegal("only a queued, failed or blocked row may be discarded")
+            }
+            next.status = .discarded
+            next.nextAttemptAt = nil
+
+        case .approvalDecided(let decision):
+            guard next.status == .pendingApproval else { throw illegal("the row is not waiting for approval") }
+            if decision.approved {
+                next.status = .synced
+                next.latestOutcome = .accepted
+            } else {
+                next.status = .failed
+                next.latestOutcome = .rejected
+                next.lastErrorCode = ErrorCode.approvalRejected
+                next.lastErrorMessage = "The approver rejected this change."
+            }
+        }
+        next.latestSeq = event.seq
+        next.changedAt = event.recordedAt
+        return next
+    }
+
+    /// Folds a whole history from nothing.
+    public static func replay(_ events: some Sequence<JournalEvent>) throws(OutboxError) -> OperationState? {
+        var state: OperationState?
+        for event in events {
+            state = try apply(event, to: state)
+        }
+        return state
+    }
+}

@@ -1,0 +1,68 @@
+/// A position in the journal: strictly increasing, gap-free, starting at 1.
+///
+/// The only order that counts. Wall-clock moments are for display; nothing is ordered or
+/// expired by them.
+public struct JournalSequence: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible,
+    ExpressibleByIntegerLiteral
+{
+    public var rawValue: UInt64
+
+    public init(rawValue: UInt64) {
+        self.rawValue = rawValue
+    }
+
+    public init(integerLiteral value: UInt64) {
+        self.rawValue = value
+    }
+
+    /// The position before the first event: an empty journal's last sequence.
+    public static let zero = JournalSequence(rawValue: 0)
+
+    /// The position right after this one.
+    public var next: JournalSequence { JournalSequence(rawValue: rawValue + 1) }
+
+    /// The 8-byte big-endian key the event is stored under, so keys sort in journal order.
+    public var key: [UInt8] { rawValue.bigEndianBytes }
+
+    /// Reads a key written by ``key``.
+    public init?(key: some Collection<UInt8>) {
+        guard key.count == 8 else { return nil }
+        self.rawValue = key.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    public static func < (lhs: JournalSequence, rhs: JournalSequence) -> Bool {
+        lhs.rawValue < rhs.rawValue
+    }
+
+    public var description: String { String(rawValue) }
+}
+
+/// The number of an attempt to send one operation: 1 for the first, then 2, 3, ...
+public struct AttemptNumber: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible,
+    ExpressibleByIntegerLiteral
+{
+    public var rawValue: Int
+
+    public init(rawValue: Int) {
+        self.rawValue = rawValue
+    }
+
+    public init(integerLiteral value: Int) {
+        self.rawValue = value
+    }
+
+    public var next: AttemptNumber { AttemptNumber(rawValue: rawValue + 1) }
+
+    public static func < (lhs: AttemptNumber, rhs: AttemptNumber) -> Bool {
+        lhs.rawValue < rhs.rawValue
+    }
+
+    public var description: String { String(rawValue) }
+}
+
+extension FixedWidthInteger {
+    /// The value's bytes, most significant first.
+    package var bigEndianBytes: [UInt8] {
+        withUnsafeBytes(of: bigEndian) { Array($0) }
+    }
+}

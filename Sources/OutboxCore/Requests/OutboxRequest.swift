@@ -1,0 +1,64 @@
+public import Foundation
+
+/// One write, as the app hands it to the outbox and as it will be sent, byte for byte.
+///
+/// ```swift
+/// let request = OutboxRequest(
+///     businessID: "pharmacy-7",
+///     operationType: "product.create",
+///     endpoint: "/products",
+///     payload: Data(#"{"id":"6F1C...","name":"Antiseptic 500 ml"}"#.utf8),
+///     category: "Products",
+///     entityLabel: "Antiseptic 500 ml",
+///     summary: "New product"
+/// )
+/// ```
+///
+/// Credentials never belong here: the transport adds authorization when it sends.
+public struct OutboxRequest: Sendable, Equatable {
+    /// The business (tenant) the write belongs to; part of the server's idempotency scope.
+    public var businessID: String
+    /// What the write does, e.g. `"product.create"`; its queueing policy is looked up by it.
+    public var operationType: String
+    /// `POST`, `PUT`, `PATCH` or `DELETE`.
+    public var method: String
+    /// The path the request is sent to, e.g. `"/products"`.
+    public var endpoint: String
+    /// The body, exactly as it will be sent: JSON.
+    public var payload: Data
+    /// The ordering lane: writes to one entity are sent one after the other, in the order they
+    /// were queued. `nil` gives the write a lane of its own.
+    public var entityID: String?
+    /// The Sync tab card the write appears under, e.g. `"Products"`.
+    public var category: String
+    /// What the member calls the record, e.g. `"Antiseptic 500 ml"`.
+    public var entityLabel: String
+    /// One line saying what the write does, e.g. `"New product"`.
+    public var summary: String
+    /// The schema version of ``payload``, sent with it so a server can accept an older shape.
+    public var payloadVersion: Int
+
+    public init(
+        businessID: String,
+        operationType: String,
+        method: String = "POST",
+        endpoint: String,
+        payload: Data,
+        entityID: String? = nil,
+        category: String,
+        entityLabel: String,
+        summary: String,
+        payloadVersion: Int = 1
+    ) {
+        self.businessID = businessID
+        self.operationType = operationType
+        self.method = method
+        self.endpoint = endpoint
+        self.payload = payload
+        self.entityID = entityID
+        self.category = category
+        self.entityLabel = entityLabel
+        self.summary = summary
+        self.payloadVersion = payloadVersion
+    }
+}

@@ -1,0 +1,347 @@
+import CLMDB
+public import Foundation
+import Synchronization
+
+/// One LMDB environment: a directory holding `data.mdb` and `lock.mdb`.
+///
+/// ```swift
+/// let environment = try LMDBEnvironment.open(directory: url, options: .init())
+/// let events = try environment.openDatabase("events")
+/// try environment.write { txn in try txn.put(events, key: key, value: record, flags: .append) }
+/// let record = try environment.read { txn in try txn.get(events, key: key) }
+/// ```
+///
+/// Transactions are synchronous and scoped to a closure: returning commits, throwing aborts and
+/// rethrows. There is no `await` inside one, because LMDB's write lock belongs to a thread.
+/// Writes are serialized here; reads run on any thread at once (`MDB_NOTLS`) and never block
+/// the writer. A path is opened at most once per process, as LMDB requires.
+public final class LMDBEnvironment: @unchecked Sendable {
+    // Why unchecked: `handle` is only used through LMDB calls, which are safe across threads
+    // for an MDB_NOTLS environment while the map gate is held; the mutable state sits in a Mutex.
+
+    /// How an environment is opened.
+    public struct Options: Sendable {
+        /// Open without writing: for other processes and tools reading a live journal.
+        public var readOnly: Bool
+        /// Flush to disk on every commit (`true`: durable against power loss). `false` uses
+        /// `MDB_NOSYNC`: a commit survives the process being killed, not the system crashing.
+        public var syncOnCommit: Bool
+        /// The map's size at creation; it doubles when full, up to ``maxMapSizeBytes``.
+        public var initialMapSizeBytes: Int
+        /// The most the map may grow to. A write that needs more fails with
+        /// ``LMDBError/mapFull`` and writes nothing.
+        public var maxMapSizeBytes: Int
+        /// How many named databases the environment may hold.
+        public var maxDatabases: UInt32
+        /// How many read transactions may be open at once across every process.
+        public var maxReaders: UInt32
+        /// Forces failures for tests (see ``LMDBFaultHook``).
+        public var faultHook: LMDBFaultHook?
+
+        public init(
+            readOnly: Bool = false,
+            syncOnCommit: Bool = true,
+            initialMapSizeBytes: Int = 4 << 20,
+            maxMapSizeBytes: Int = 1 << 30,
+            maxDatabases: UInt32 = 16,
+            maxReaders: UInt32 = 126,
+            faultHook: LMDBFaultHook? = nil
+        ) {
+            self.readOnly = readOnly
+            self.syncOnCommit = syncOnCommit
+            self.initialMapSizeBytes = initialMapSizeBytes
+            self.maxMapSizeBytes = maxMapSizeBytes
+            self.maxDatabases = maxDatabases
+            self.maxReaders = maxReaders
+            self.faultHook = faultHook
+        }
+    }
+
+    /// What the environment reports of its size and use.
+    public struct Info: Sendable, Equatable {
+        /// The map's current size.
+        public var mapSizeBytes: Int
+        /// The bytes in use: the pages up to the last one written.
+        public var usedBytes: Int
+        public var pageSizeBytes: Int
+        /// Read transactions open now, across processes.
+        public var readersInUse: Int
+        /// The id of the last committed write transaction.
+        public var lastTransactionID: Int
+    }
+
+    /// The canonical path of the directory.
+    public let path: String
+    public let options: Options
+
+    private let handle: OpaquePointer
+    private let gate = MapGate()
+    /// Serializes writers of this process; also held while closing.
+    private let writer = NSLock()
+    private let state: Mutex<State>
+
+    private struct State {
+        var mapSizeBytes: Int
+        var isClosed = false
+    }
+
+    /// Paths opened by this process. LMDB's locks are per process: a second handle on the same
+    /// files would release the first one's locks when closed.
+    private static let openPaths = Mutex(Set<String>())
+
+    /// The version of the linked LMDB library.
+    public static var libraryVersion: String { LMDB.version }
+
+    /// Opens (and, unless read-only, creates) the environment in `directory`.
+    ///
+    /// Clears stale reader slots left by dead processes (`mdb_reader_check`).
+    /// - Throws: ``LMDBEnvironmentError/alreadyOpen(path:)`` when this process has the path
+    ///   open; ``LMDBError/noSuchFile`` when a read-only open finds no environment;
+    ///   ``LMDBError/invalid`` or ``LMDBError/versionMismatch`` for a file LMDB cannot read.
+    public static func open(directory: URL, options: Options = Options()) throws -> LMDBEnvironment {
+        if !options.readOnly {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        }
+        let path = directory.standardizedFileURL.resolvingSymlinksInPath().path
+        let claimed = openPaths.withLock { $0.insert(path).inserted }
+        guard claimed else { throw LMDBEnvironmentError.alreadyOpen(path: path) }
+        do {
+            return try LMDBEnvironment(path: path, options: options)
+        } catch {
+            _ = openPaths.withLock { $0.remove(path) }
+            throw error
+        }
+    }
+
+    private init(path: String, options: Options) throws {
+        precondition(options.initialMapSizeBytes > 0, "initialMapSizeBytes must be positive")
+        precondition(options.maxMapSizeBytes >= options.initialMapSizeBytes, "maxMapSizeBytes below initialMapSizeBytes")
+        var env: OpaquePointer?
+        try LMDB.check(mdb_env_create(&env), "mdb_env_create")
+        guard let env else { throw LMDBError.invalid }
+        do {
+            try LMDB.check(mdb_env_set_maxdbs(env, options.maxDatabases), "mdb_env_set_maxdbs")
+            try LMDB.check(mdb_env_set_maxreaders(env, options.maxReaders), "mdb_env_set_maxreaders")
+            try LMDB.check(mdb_env_set_mapsize(env, options.initialMapSizeBytes), "mdb_env_set_mapsize")
+            var flags = UInt32(MDB_NOTLS)
+            if options.readOnly { flags |= UInt32(MDB_RDONLY) }
+            if !options.syncOnCommit { flags |= UInt32(MDB_NOSYNC) }
+            try LMDB.check(mdb_env_open(env, path, flags, 0o600), "mdb_env_open")
+            var dead: Int32 = 0
+            try LMDB.check(mdb_reader_check(env, &dead), "mdb_reader_check")
+        } catch {
+            mdb_env_close(env)
+            throw error
+        }
+        self.handle = env
+        self.path = path
+        self.options = options
+        // An existing file may already be larger than the initial size: LMDB adopts its size.
+        var info = MDB_envinfo()
+        mdb_env_info(env, &info)
+        self.state = Mutex(State(mapSizeBytes: info.me_mapsize))
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Closes the environment, waiting for transactions in progress. Later calls throw
+    /// ``LMDBError/closed``. Closing twice does nothing.
+    public func close() {
+        writer.withLock {
+            gate.withExclusive {
+                let wasOpen = state.withLock { state in
+                    defer { state.isClosed = true }
+                    return !state.isClosed
+                }
+                guard wasOpen else { return }
+                mdb_env_close(handle)
+                _ = Self.openPaths.withLock { $0.remove(path) }
+            }
+        }
+    }
+
+    /// Whether ``close()`` has run.
+    public var isClosed: Bool { state.withLock { $0.isClosed } }
+
+    // MARK: Databases
+
+    /// Opens the named database, creating it unless the environment is read-only.
+    /// - Throws: ``LMDBEnvironmentError/noSuchDatabase(name:)`` when a read-only environment
+    ///   has no database of that name; ``LMDBError/incompatible`` when `name` is not a database.
+    public func openDatabase(_ name: String) throws -> LMDBDatabase {
+        try gate.withShared {
+            try ensureOpen()
+            var txn: OpaquePointer?
+            let flags = options.readOnly ? UInt32(MDB_RDONLY) : 0
+            try LMDB.check(mdb_txn_begin(handle, nil, flags, &txn), "mdb_txn_begin")
+            var dbi = MDB_dbi()
+            let create = options.readOnly ? 0 : UInt32(MDB_CREATE)
+            let found: Bool
+            do {
+                found = try LMDB.found(mdb_dbi_open(txn, name, create, &dbi), "mdb_dbi_open")
+            } catch {
+                mdb_txn_abort(txn)
+                throw error
+            }
+            guard found else {
+                mdb_txn_abort(txn)
+                throw LMDBEnvironmentError.noSuchDatabase(name: name)
+            }
+            // Committing keeps the handle open for every later transaction.
+            try LMDB.check(mdb_txn_commit(txn), "mdb_txn_commit")
+            return LMDBDatabase(handle: dbi, name: name)
+        }
+    }
+
+    // MARK: Transactions
+
+    /// Runs `body` in a read transaction: one consistent snapshot of the environment, unaffected
+    /// by writes committed while it runs. Any thread may read, many at once.
+    public func read<R>(_ body: (borrowing LMDBTransaction) throws -> R) throws -> R {
+        while true {
+            let outcome: R? = try gate.withShared {
+                try ensureOpen()
+                guard let txn = try begin(readOnly: true) else { return nil }
+                defer { mdb_txn_abort(txn) }
+                return try body(LMDBTransaction(pointer: txn, isReadOnly: true, faultHook: options.faultHook))
+            }
+            if let outcome { return outcome }
+            try adoptResizedMap()
+        }
+    }
+
+    /// Runs `body` in the write transaction and commits it when `body` returns.
+    ///
+    /// Writes are serialized. When the map fills, the transaction is aborted, the map doubled
+    /// (up to ``Options/maxMapSizeBytes``) and `body` run again from the start, so `body` must
+    /// do nothing but transaction work. Past the maximum, ``LMDBError/mapFull`` is thrown and
+    /// nothing of the transaction is written.
+    /// - Throws: whatever `body` throws (the transaction is aborted), or the commit's error.
+    public func write<R>(_ body: (borrowing LMDBTransaction) throws -> R) throws -> R {
+        precondition(!options.readOnly, "write on a read-only environment")
+        writer.lock()
+        defer { writer.unlock() }
+        while true {
+                do {
+                    let outcome: R? = try gate.withShared {
+                        try ensureOpen()
+                        guard let txn = try begin(readOnly: false) else { return nil }
+                        let result: R
+                        do {
+                            result = try body(LMDBTransaction(pointer: txn, isReadOnly: false, faultHook: options.faultHook))
+                        } catch {
+                            mdb_txn_abort(txn)
+                            throw error
+                        }
+                        try commit(txn)
+                        return result
+                    }
+                    if let outcome { return outcome }
+                    try adoptResizedMap()
+                } catch let error as LMDBError where error == .mapFull {
+                    try growMap()
+                }
+        }
+    }
+
+    /// Flushes committed data to disk: needed only when ``Options/syncOnCommit`` is off.
+    public func sync() throws {
+        try gate.withShared {
+            try ensureOpen()
+            try LMDB.injected(options.faultHook, .sync)
+            try LMDB.check(mdb_env_sync(handle, 1), "mdb_env_sync")
+        }
+    }
+
+    /// The environment's size and use.
+    public func info() throws -> Info {
+        try gate.withShared {
+            try ensureOpen()
+            var info = MDB_envinfo()
+            var stat = MDB_stat()
+            try LMDB.check(mdb_env_info(handle, &info), "mdb_env_info")
+            try LMDB.check(mdb_env_stat(handle, &stat), "mdb_env_stat")
+            let pageSize = Int(stat.ms_psize)
+            return Info(
+                mapSizeBytes: info.me_mapsize,
+                usedBytes: (info.me_last_pgno + 1) * pageSize,
+                pageSizeBytes: pageSize,
+                readersInUse: Int(info.me_numreaders),
+                lastTransactionID: info.me_last_txnid
+            )
+        }
+    }
+
+    /// The current map size.
+    public var mapSizeBytes: Int { state.withLock { $0.mapSizeBytes } }
+
+    // MARK: Internals
+
+    private func ensureOpen() throws(LMDBError) {
+        if state.withLock({ $0.isClosed }) { throw LMDBError.closed }
+    }
+
+    /// Begins a transaction; `nil` when another process grew the map and this one must adopt
+    /// the new size first (`MDB_MAP_RESIZED`).
+    private func begin(readOnly: Bool) throws(LMDBError) -> OpaquePointer? {
+        try LMDB.injected(options.faultHook, .beginTransaction)
+        var txn: OpaquePointer?
+        let rc = mdb_txn_begin(handle, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn)
+        if rc == MDB_MAP_RESIZED { return nil }
+        try LMDB.check(rc, "mdb_txn_begin")
+        return txn
+    }
+
+    private func commit(_ txn: OpaquePointer) throws(LMDBError) {
+        do {
+            try LMDB.injected(options.faultHook, .commit)
+        } catch {
+            // A failed commit frees its transaction; a forced failure must leave the same state.
+            mdb_txn_abort(txn)
+            throw error
+        }
+        try LMDB.check(mdb_txn_commit(txn), "mdb_txn_commit")
+    }
+
+    /// Doubles the map, up to the maximum; past it rethrows ``LMDBError/mapFull``.
+    private func growMap() throws {
+        let current = state.withLock { $0.mapSizeBytes }
+        guard current < options.maxMapSizeBytes else { throw LMDBError.mapFull }
+        let next = min(current * 2, options.maxMapSizeBytes)
+        try gate.withExclusive {
+            try ensureOpen()
+            try LMDB.check(mdb_env_set_mapsize(handle, next), "mdb_env_set_mapsize")
+            state.withLock { $0.mapSizeBytes = next }
+        }
+    }
+
+    /// Another process grew the map: take its size (`mdb_env_set_mapsize(0)`).
+    private func adoptResizedMap() throws {
+        try gate.withExclusive {
+            try ensureOpen()
+            try LMDB.check(mdb_env_set_mapsize(handle, 0), "mdb_env_set_mapsize")
+            var info = MDB_envinfo()
+            mdb_env_info(handle, &info)
+            state.withLock { $0.mapSizeBytes = info.me_mapsize }
+        }
+    }
+}
+
+/// Errors of the environment's own rules, as opposed to LMDB's return codes.
+public enum LMDBEnvironmentError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// This process already has the environment at `path` open.
+    case alreadyOpen(path: String)
+    /// A read-only environment has no database of that name.
+    case noSuchDatabase(name: String)
+
+    public var description: String {
+        switch self {
+        case .alreadyOpen(let path):
+            "the LMDB environment at \(path) is already open in this process; open it once and share it"
+        case .noSuchDatabase(let name):
+            "the environment has no database named '\(name)'"
+        }
+    }
+}

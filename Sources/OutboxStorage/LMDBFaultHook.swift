@@ -1,0 +1,23 @@
+/// The LMDB calls a fault hook can fail on purpose.
+public enum LMDBCall: String, Sendable, CaseIterable {
+    case beginTransaction
+    case put
+    case delete
+    case commit
+    case sync
+}
+
+/// A test seam in the one place LMDB return codes are checked.
+///
+/// Before each call of ``LMDBCall`` the environment asks the hook; a returned error is raised
+/// as if LMDB had returned it, with LMDB's own cleanup (a forced commit failure aborts the
+/// transaction, as a real one frees it). Used to prove that a full map, a full reader table or an
+/// I/O error never loses acknowledged data.
+public struct LMDBFaultHook: Sendable {
+    let decide: @Sendable (LMDBCall) -> LMDBError?
+
+    /// - Parameter decide: called before every hooked call; return an error to force it.
+    public init(_ decide: @escaping @Sendable (LMDBCall) -> LMDBError?) {
+        self.decide = decide
+    }
+}

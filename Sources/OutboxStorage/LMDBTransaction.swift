@@ -1,0 +1,150 @@
+import CLMDB
+public import Foundation
+
+/// A transaction, lent to the closure of ``LMDBEnvironment/read(_:)`` or
+/// ``LMDBEnvironment/write(_:)`` and valid only inside it.
+///
+/// The type cannot be copied, so it cannot escape its closure: bytes read from the map are
+/// copied out (``get(_:key:)``) or used inside a closure (``withValue(_:key:_:)``,
+/// ``scan(_:from:reverse:_:)``), never kept as pointers.
+public struct LMDBTransaction: ~Copyable {
+    let pointer: OpaquePointer
+    public let isReadOnly: Bool
+    let faultHook: LMDBFaultHook?
+
+    // MARK: Reading
+
+    /// The value stored under `key`, copied out of the map; `nil` when there is none.
+    public func get(_ database: LMDBDatabase, key: some ContiguousBytes) throws -> [UInt8]? {
+        try withValue(database, key: key) { bytes in bytes.map { Array($0) } }
+    }
+
+    /// Lends the value stored under `key` (or `nil`) to `body` without copying it.
+    public func withValue<R>(
+        _ database: LMDBDatabase,
+        key: some ContiguousBytes,
+        _ body: (UnsafeRawBufferPointer?) throws -> R
+    ) throws -> R {
+        var value = MDB_val()
+        let found = try key.withUnsafeBytes { (keyBytes) throws -> Bool in
+            var keyValue = MDB_val(keyBytes)
+            return try LMDB.found(mdb_get(pointer, database.handle, &keyValue, &value), "mdb_get")
+        }
+        return try body(found ? value.bytes : nil)
+    }
+
+    /// Whether `key` has a value.
+    public func contains(_ database: LMDBDatabase, key: some ContiguousBytes) throws -> Bool {
+        try withValue(database, key: key) { $0 != nil }
+    }
+
+    /// The number of entries in `database`.
+    public func count(_ database: LMDBDatabase) throws -> Int {
+        var stat = MDB_stat()
+        try LMDB.check(mdb_stat(pointer, database.handle, &stat), "mdb_stat")
+        return stat.ms_entries
+    }
+
+    /// Visits entries in key order, starting at the first key `>= start` (or `<= start` when
+    /// reversed); from the first (or last) key when `start` is `nil`. `body` answers whether to go
+    /// on. The buffers are valid only during the call.
+    public func scan(
+        _ database: LMDBDatabase,
+        from start: [UInt8]? = nil,
+        reverse: Bool = false,
+        _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> LMDBScanStep
+    ) throws {
+        var cursor: OpaquePointer?
+        try LMDB.check(mdb_cursor_open(pointer, database.handle, &cursor), "mdb_cursor_open")
+        defer { mdb_cursor_close(cursor) }
+        var key = MDB_val()
+        var value = MDB_val()
+        let step = reverse ? MDB_PREV : MDB_NEXT
+        var positioned: Bool
+        if let start {
+            positioned = try start.withUnsafeBytes { (startBytes) throws -> Bool in
+                key = MDB_val(startBytes)
+                return try LMDB.found(mdb_cursor_get(cursor, &key, &value, MDB_SET_RANGE), "mdb_cursor_get")
+            }
+            if reverse {
+                if !positioned {
+                    // Every key is below `start`: begin at the last one.
+                    positioned = try LMDB.found(mdb_cursor_get(cursor, &key, &value, MDB_LAST), "mdb_cursor_get")
+                } else if !key.bytes.elementsEqual(start) {
+                    // Landed on the first key above `start`: step back below it.
+                    positioned = try LMDB.found(mdb_cursor_get(cursor, &key, &value, MDB_PREV), "mdb_cursor_get")
+                }
+            }
+        } else {
+            let first = reverse ? MDB_LAST : MDB_FIRST
+            positioned = try LMDB.found(mdb_cursor_get(cursor, &key, &value, first), "mdb_cursor_get")
+        }
+        while positioned {
+            if case .stop = try body(key.bytes, value.bytes) { return }
+            positioned = try LMDB.found(mdb_cursor_get(cursor, &key, &value, step), "mdb_cursor_get")
+        }
+    }
+
+    /// The last entry in key order, copied out; `nil` when the database is empty.
+    public func last(_ database: LMDBDatabase) throws -> (key: [UInt8], value: [UInt8])? {
+        var result: (key: [UInt8], value: [UInt8])?
+        try scan(database, reverse: true) { key, value in
+            result = (Array(key), Array(value))
+            return .stop
+        }
+        return result
+    }
+
+    // MARK: Writing
+
+    /// Stores `value` under `key`.
+    /// - Throws: ``LMDBError/mapFull`` when the map has no room (the environment's
+    ///   ``LMDBEnvironment/write(_:)`` grows it and runs the transaction again),
+    ///   ``LMDBError/keyExists`` for `.append` out of order or `.noOverwrite` on a present key.
+    public func put(
+        _ database: LMDBDatabase,
+        key: some ContiguousBytes,
+        value: some ContiguousBytes,
+        flags: LMDBPutFlags = []
+    ) throws {
+        precondition(!isReadOnly, "put in a read-only transaction")
+        try LMDB.injected(faultHook, .put)
+        try key.withUnsafeBytes { (keyBytes) throws in
+            try value.withUnsafeBytes { (valueBytes) throws in
+                var keyValue = MDB_val(keyBytes)
+                var dataValue = MDB_val(valueBytes)
+                try LMDB.check(mdb_put(pointer, database.handle, &keyValue, &dataValue, flags.rawValue), "mdb_put")
+            }
+        }
+    }
+
+    /// Removes `key`; answers whether it was there.
+    @discardableResult
+    public func delete(_ database: LMDBDatabase, key: some ContiguousBytes) throws -> Bool {
+        precondition(!isReadOnly, "delete in a read-only transaction")
+        try LMDB.injected(faultHook, .delete)
+        return try key.withUnsafeBytes { (keyBytes) throws -> Bool in
+            var keyValue = MDB_val(keyBytes)
+            return try LMDB.found(mdb_del(pointer, database.handle, &keyValue, nil), "mdb_del")
+        }
+    }
+
+    /// Removes every entry of `database`, keeping the database itself.
+    public func removeAll(_ database: LMDBDatabase) throws {
+        precondition(!isReadOnly, "removeAll in a read-only transaction")
+        try LMDB.check(mdb_drop(pointer, database.handle, 0), "mdb_drop")
+    }
+}
+
+/// An empty buffer still needs an address LMDB may read zero bytes from.
+nonisolated(unsafe) private let emptyBytes = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)
+
+extension MDB_val {
+    init(_ bytes: UnsafeRawBufferPointer) {
+        self.init(mv_size: bytes.count, mv_data: UnsafeMutableRawPointer(mutating: bytes.baseAddress) ?? emptyBytes)
+    }
+
+    var bytes: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: mv_data, count: mv_size)
+    }
+}

@@ -1,0 +1,107 @@
+public import Foundation
+public import Outbox
+import Synchronization
+
+/// A transport that answers from a script and records everything it was sent.
+///
+/// ```swift
+/// let transport = ScriptedTransport(otherwise: .fail(.offline))
+/// transport.script(.respond(.json(201, #"{"id":"p1"}"#)), .fail(.timedOut))
+/// // ... the engine sends ...
+/// transport.requests.count   // 2
+/// ```
+///
+/// Each send takes the next step of the script; when the script is empty, ``otherwise``.
+public final class ScriptedTransport: OutboxTransport {
+    /// One scripted answer.
+    public enum Step: Sendable {
+        /// Answer with this response.
+        case respond(TransportResponse)
+        /// No response: throw a `URLError` of this failure's class.
+        case fail(TransportFailure)
+        /// Compute the answer (a model server, a suspension point for a test).
+        case handle(@Sendable (TransportRequest) async throws -> TransportResponse)
+    }
+
+    private struct State {
+        var script: [Step] = []
+        var otherwise: Step
+        var requests: [TransportRequest] = []
+    }
+
+    private let state: Mutex<State>
+
+    /// - Parameter otherwise: the answer when the script is empty (by default: offline).
+    public init(otherwise: Step = .fail(.offline)) {
+        state = Mutex(State(otherwise: otherwise))
+    }
+
+    /// Appends steps to the script.
+    public func script(_ steps: Step...) {
+        state.withLock { $0.script.append(contentsOf: steps) }
+    }
+
+    /// Sets the answer used when the script is empty.
+    public func setOtherwise(_ step: Step) {
+        state.withLock { $0.otherwise = step }
+    }
+
+    /// Every request sent so far, in order.
+    public var requests: [TransportRequest] {
+        state.withLock { $0.requests }
+    }
+
+    /// Steps not yet used.
+    public var remainingSteps: Int {
+        state.withLock { $0.script.count }
+    }
+
+    public func send(_ request: TransportRequest) async throws -> TransportResponse {
+        let step = state.withLock { state -> Step in
+            state.requests.append(request)
+            return state.script.isEmpty ? state.otherwise : state.script.removeFirst()
+        }
+        switch step {
+        case .respond(let response):
+            return response
+        case .fail(let failure):
+            throw URLError(failure.urlErrorCode)
+        case .handle(let handler):
+            return try await handler(request)
+        }
+    }
+}
+
+extension TransportResponse {
+    /// A response with a JSON body and `Content-Type: application/json`.
+    public static func json(_ statusCode: Int, _ body: String, headers: [String: String] = [:]) -> TransportResponse {
+        var allHeaders = headers
+        allHeaders["Content-Type"] = "application/json"
+        return TransportResponse(statusCode: statusCode, headers: allHeaders, body: Data(body.utf8))
+    }
+
+    /// An error response with the JSON error body servers send: `{"code": ..., "message": ...}`.
+    public static func error(_ statusCode: Int, code: String, message: String, headers: [String: String] = [:]) -> TransportResponse {
+        // A dictionary of strings always serializes: this cannot throw.
+        let body = try! JSONSerialization.data(withJSONObject: ["code": code, "message": message], options: [.sortedKeys])
+        var response = json(statusCode, "", headers: headers)
+        response.body = body
+        return response
+    }
+}
+
+extension TransportFailure {
+    /// A `URLError` code of this class.
+    public var urlErrorCode: URLError.Code {
+        switch self {
+        case .offline: .notConnectedToInternet
+        case .timedOut: .timedOut
+        case .connectionLost: .networkConnectionLost
+        case .cannotConnect: .cannotConnectToHost
+        case .hostNotFound: .cannotFindHost
+        case .secureConnectionFailed: .secureConnectionFailed
+        case .cancelled: .cancelled
+        case .other: .unknown
+        }
+    }
+}

@@ -1,0 +1,163 @@
+import Foundation
+import OutboxCore
+import Testing
+
+/// The fold, table-driven: every status against every kind of event.
+@Suite("The fold")
+struct FoldTests {
+    static let id = Samples.id
+    static let moment = Samples.moment
+
+    /// A state of the given status, as if reached by legal events, with `attempts` started.
+    static func state(_ status: OutboxStatus, attempts: Int = 1) -> OperationState {
+        var state = OperationState(id: id, seq: 1, recordedAt: moment, enqueued: Samples.enqueued())
+        state.status = status
+        state.attemptCount = status == .queued ? attempts - 1 : attempts
+        state.latestSeq = 10
+        return state
+    }
+
+    static func event(_ body: JournalEventBody, seq: JournalSequence = 11) -> JournalEvent {
+        JournalEvent(seq: seq, operationID: id, recordedAt: moment.addingTimeInterval(60), body: body)
+    }
+
+    static func finished(_ disposition: Disposition, attempt: AttemptNumber = 1) -> JournalEventBody {
+        .attemptFinished(AttemptFinished(
+            attempt: attempt, outcome: .response(statusCode: 500), disposition: disposition,
+            errorCode: "code", errorMessage: "message", approvalRequestID: "apr-1",
+            nextAttemptAt: moment.addingTimeInterval(2)
+        ))
+    }
+
+    /// Every (status, event) pair the fold allows, and the status it leads to.
+    static let legal: [(from: OutboxStatus, body: JournalEventBody, to: OutboxStatus)] = [
+        (.queued, .attemptStarted(AttemptStarted(attempt: 1, trigger: .appLaunch)), .syncing),
+        (.syncing, finished(.accepted), .synced),
+        (.syncing, finished(.replayed), .synced),
+        (.syncing, finished(.pendingApproval), .pendingApproval),
+        (.syncing, finished(.transientFailure), .queued),
+        (.syncing, finished(.unauthorized), .queued),
+        (.syncing, finished(.rejected), .failed),
+        (.syncing, finished(.blocked), .blocked),
+        (.syncing, .attemptAbandoned(AttemptAbandoned(attempt: 1)), .queued),
+        (.failed, .withdrawn(Withdrawn(errorCode: "validation_failed", errorMessage: "bad")), .withdrawn),
+        (.failed, .requeued(Requeued(requestedBy: .member)), .queued),
+        (.blocked, .requeued(Requeued(requestedBy: .member)), .queued),
+        (.queued, .discarded(Discarded(requestedBy: .member, reason: .memberDiscarded)), .discarded),
+        (.failed, .discarded(Discarded(requestedBy: .member, reason: .memberDiscarded)), .discarded),
+        (.blocked, .discarded(Discarded(requestedBy: .app, reason: .signOut)), .discarded),
+        (.pendingApproval, .approvalDecided(ApprovalDecided(approved: true, reference: nil)), .synced),
+        (.pendingApproval, .approvalDecided(ApprovalDecided(approved: false, reference: nil)), .failed),
+    ]
+
+    /// One representative body of each operation event kind but `enqueued`.
+    static let representatives: [JournalEventBody] = [
+        .attemptStarted(AttemptStarted(attempt: 1, trigger: .appLaunch)),
+        finished(.accepted),
+        .attemptAbandoned(AttemptAbandoned(attempt: 1)),
+        .withdrawn(Withdrawn(errorCode: "validation_failed", errorMessage: "bad")),
+        .requeued(Requeued(requestedBy: .member)),
+        .discarded(Discarded(requestedBy: .member, reason: .memberDiscarded)),
+        .approvalDecided(ApprovalDecided(approved: true, reference: nil)),
+    ]
+
+    @Test func enqueueStartsAnOperationQueuedAndDueNow() throws {
+        let event = Self.event(.enqueued(Samples.enqueued()), seq: 1)
+        let state = try Fold.apply(event, to: nil)
+        #expect(state.status == .queued)
+        #expect(state.nextAttemptAt == nil)
+        #expect(state.attemptCount == 0)
+        #expect(state.firstSeq == 1 && state.latestSeq == 1)
+        #expect(state.payloadByteCount == Samples.request().payload.count)
+    }
+
+    @Test func everyLegalTransitionLeadsWhereTheTableSays() throws {
+        for (from, body, to) in Self.legal {
+            let next = try Fold.apply(Self.event(body), to: Self.state(from))
+            #expect(next.status == to, "\(from) + \(body.kind)")
+            #expect(next.latestSeq == 11)
+        }
+    }
+
+    @Test func everyOtherPairIsRefusedNamingTheOperationStatusAndEvent() {
+        let legalPairs = Set(Self.legal.map { "\($0.from)/\($0.body.kind)" })
+        for status in OutboxStatus.allCases {
+            for body in Self.representatives + [.enqueued(Samples.enqueued())] {
+                guard !legalPairs.contains("\(status)/\(body.kind)") else { continue }
+                #expect {
+                    try Fold.apply(Self.event(body), to: Self.state(status))
+                } throws: { error in
+                    guard case OutboxError.illegalTransition(let operation, let from, let kind, _) = error else { return false }
+                    return operation == Self.id && from == status && kind == body.kind
+                }
+            }
+        }
+    }
+
+    @Test func anOperationEventBeforeEnqueueIsRefused() {
+        for body in Self.representatives {
+            #expect(throws: OutboxError.self) { try Fold.apply(Self.event(body), to: nil) }
+        }
+    }
+
+    @Test func attemptsMustBeNumberedInOrder() {
+        #expect(throws: OutboxError.self) {
+            try Fold.apply(Self.event(.attemptStarted(AttemptStarted(attempt: 3, trigger: .timer))), to: Self.state(.queued))
+        }
+        #expect(throws: OutboxError.self) {
+            try Fold.apply(Self.event(Self.finished(.accepted, attempt: 2)), to: Self.state(.syncing))
+        }
+        #expect(throws: OutboxError.self) {
+            try Fold.apply(Self.event(.attemptAbandoned(AttemptAbandoned(attempt: 2))), to: Self.state(.syncing))
+        }
+    }
+
+    @Test func aSeqThatDoesNotAdvanceIsRefused() {
+        let body = JournalEventBody.attemptStarted(AttemptStarted(attempt: 1, trigger: .timer))
+        #expect(throws: OutboxError.self) { try Fold.apply(Self.event(body, seq: 10), to: Self.state(.queued)) }
+    }
+
+    @Test func dispositionsSetAndClearTheErrorAndSchedule() throws {
+        let retry = try Fold.apply(Self.event(Self.finished(.transientFailure)), to: Self.state(.syncing))
+        #expect(retry.nextAttemptAt == Self.moment.addingTimeInterval(2))
+        #expect(retry.lastErrorCode == "code" && retry.lastErrorMessage == "message")
+        #expect(retry.latestOutcome == .transientFailure)
+
+        let paused = try Fold.apply(Self.event(Self.finished(.unauthorized)), to: Self.state(.syncing))
+        #expect(paused.status == .queued && paused.nextAttemptAt == nil)
+
+        var failing = Self.state(.syncing)
+        failing.lastErrorCode = "old"
+        let synced = try Fold.apply(Self.event(Self.finished(.accepted)), to: failing)
+        #expect(synced.lastErrorCode == nil && synced.lastErrorMessage == nil)
+        #expect(synced.approvalRequestID == nil)
+
+        let held = try Fold.apply(Self.event(Self.finished(.pendingApproval)), to: Self.state(.syncing))
+        #expect(held.approvalRequestID == "apr-1")
+
+        let abandoned = try Fold.apply(Self.event(.attemptAbandoned(AttemptAbandoned(attempt: 1))), to: Self.state(.syncing))
+        #expect(abandoned.nextAttemptAt == nil && abandoned.latestOutcome == .abandoned)
+    }
+
+    @Test func aRejectedApprovalFailsWithAReason() throws {
+        let rejected = try Fold.apply(
+            Self.event(.approvalDecided(ApprovalDecided(approved: false, reference: "r"))),
+            to: Self.state(.pendingApproval)
+        )
+        #expect(rejected.status == .failed)
+        #expect(rejected.lastErrorCode == ErrorCode.approvalRejected)
+        #expect(rejected.latestOutcome == .rejected)
+    }
+
+    @Test func engineStateFoldsPausesAndOpens() {
+        var engine = EngineState()
+        func apply(_ body: JournalEventBody) {
+            engine = engine.applying(JournalEvent(seq: 1, operationID: nil, recordedAt: Self.moment, body: body))
+        }
+        apply(.journalOpened(JournalOpened(formatVersion: 1, engineVersion: "0.1.0", appVersion: nil)))
+        apply(.sessionPaused(SessionPaused(reason: "unauthorized", triggeredBy: Self.id)))
+        #expect(engine.isPaused && engine.pausedBy == Self.id && engine.openCount == 1)
+        apply(.sessionResumed)
+        #expect(!engine.isPaused && engine.pauseReason == nil)
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import OutboxCore
+import OutboxCrypto
+import Testing
+
+@Suite("The record format")
+struct RecordCodecTests {
+    @Test func everyKindIsSampled() {
+        let sampled = Set(Samples.bodies.map(\.kind))
+        #expect(sampled == Set(JournalEventKind.allCases))
+    }
+
+    @Test(arguments: Samples.events())
+    func everyEventRoundTrips(_ event: JournalEvent) throws {
+        let record = RecordCodec.encode(event)
+        #expect(try RecordCodec.decode(record, seq: event.seq) == event)
+    }
+
+    @Test func theHeaderIsReadableWithoutTheBody() throws {
+        let event = Samples.events()[0]
+        let header = try RecordCodec.decodeHeader(RecordCodec.encode(event), seq: event.seq)
+        #expect(header.kind == .enqueued)
+        #expect(header.seq == event.seq)
+        #expect(header.operationID == Samples.id)
+        #expect(header.recordedAt == event.recordedAt)
+        #expect(header.formatVersion == 1)
+    }
+
+    @Test(arguments: Samples.events())
+    func aFlippedByteAnywhereIsCaughtWithItsSeq(_ event: JournalEvent) {
+        let record = RecordCodec.encode(event)
+        for index in record.indices {
+            for flip: UInt8 in [0x01, 0x80, 0xFF] {
+                var damaged = record
+                damaged[index] ^= flip
+                do {
+                    _ = try RecordCodec.decode(damaged, seq: event.seq)
+                    Issue.record("byte \(index) ^ \(flip) of the \(event.kind) record went unnoticed")
+                } catch OutboxError.journalCorrupt(let seq, let reason) {
+                    #expect(seq == event.seq)
+                    #expect(reason.contains("checksum"), "byte \(index): \(reason)")
+                } catch {
+                    Issue.record("byte \(index): unexpected \(error)")
+                }
+            }
+        }
+    }
+
+    @Test func truncatedRecordsAreCorruptNotCrashes() {
+        let event = Samples.events()[0]
+        let record = RecordCodec.encode(event)
+        for length in [0, 1, 10, 43, record.count - 1] {
+            #expect(throws: OutboxError.self) { try RecordCodec.decode(Array(record.prefix(length)), seq: event.seq) }
+        }
+    }
+
+    @Test func aRecordStoredUnderAnotherSeqIsCorrupt() {
+        let event = Samples.events()[2]
+        let record = RecordCodec.encode(event)
+        #expect {
+            try RecordCodec.decode(record, seq: 99)
+        } throws: { error in
+            guard case OutboxError.journalCorrupt(let seq, let reason) = error else { return false }
+            return seq == 99 && reason.contains("seq 3")
+        }
+    }
+
+    @Test func aSoundRecordOfANewerFormatIsRefusedWithBothVersions() {
+        let event = Samples.events()[2]
+        var record = RecordCodec.encode(event)
+        record[0] = 0
+        record[1] = 2
+        // A newer engine's record carries its own valid checksum.
+        record = Array(record.dropLast(4))
+        record += CRC32CVector.checksum(record).bigEndianBytes
+        #expect(throws: OutboxError.newerFormat(found: 2, supported: 1)) {
+            try RecordCodec.decode(record, seq: event.seq)
+        }
+    }
+}
+
+/// Recomputes checksums for tests that forge records.
+enum CRC32CVector {
+    static func checksum(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = (crc & 1) == 1 ? (crc >> 1) ^ 0x82F6_3B78 : crc >> 1 }
+        }
+        return crc ^ 0xFFFF_FFFF
+    }
+}
+
+@Suite("Checksums and hashes")
+struct ChecksumTests {
+    @Test func crc32cMatchesTheStandardCheckValue() {
+        // The CRC-32C check value from the catalogue of parametrised CRC algorithms.
+        #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)
+        #expect(CRC32CVector.checksum(Array("123456789".utf8)) == 0xE306_9283)
+    }
+
+    @Test func theSlicedChecksumEqualsTheBitwiseOneAtEveryLength() {
+        var generator = SystemRandomNumberGenerator()
+        for length in 0..<70 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            #expect(CRC32C.checksum(bytes) == CRC32CVector.checksum(bytes), "length \(length)")
+        }
+    }
+
+    @Test func sha256MatchesTheFIPSVector() {
+        #expect(SHA256Digest(of: Data("abc".utf8)).hex == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(SHA256Digest(ofConcatenated: [Array("a".utf8), Array("bc".utf8)]) == SHA256Digest(of: Data("abc".utf8)))
+        #expect(SHA256Digest(bytes: [1, 2, 3]) == nil)
+    }
+}
+
+extension JournalEvent: CustomTestStringConvertible {
+    public var testDescription: String { "\(kind)#\(seq)" }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import OutboxCore
+import OutboxCrypto
+
+/// Events of every kind, with optional fields both present and absent.
+enum Samples {
+    static let moment = Date(timeIntervalSince1970: 1_800_000_000.125)
+    static let id = OperationID("E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!
+
+    static func request(entityID: String? = "product-1") -> OutboxRequest {
+        OutboxRequest(
+            businessID: "pharmacy-7",
+            operationType: "product.create",
+            endpoint: "/products",
+            payload: Data(#"{"id":"product-1","name":"Antiseptic 500 ml","price":12.5}"#.utf8),
+            entityID: entityID,
+            category: "Products",
+            entityLabel: "Antiseptic 500 ml",
+            summary: "New product"
+        )
+    }
+
+    static func enqueued(_ request: OutboxRequest = request()) -> Enqueued {
+        Enqueued(request: request, requestHash: SHA256Digest(of: request.payload), account: "member-42")
+    }
+
+    /// One body of every kind (and more than one where optionals differ).
+    static let bodies: [JournalEventBody] = [
+        .enqueued(enqueued()),
+        .enqueued(enqueued(request(entityID: nil))),
+        .attemptStarted(AttemptStarted(attempt: 1, trigger: .connectivityRegained)),
+        .attemptFinished(AttemptFinished(attempt: 1, outcome: .noResponse(.timedOut), disposition: .transientFailure,
+                                         errorCode: "timed_out", errorMessage: "The server did not answer.",
+                                         nextAttemptAt: moment.addingTimeInterval(2))),
+        .attemptFinished(AttemptFinished(attempt: 2, outcome: .response(statusCode: 429), disposition: .transientFailure,
+                                         retryAfter: moment.addingTimeInterval(30), nextAttemptAt: moment.addingTimeInterval(30))),
+        .attemptFinished(AttemptFinished(attempt: 3, outcome: .response(statusCode: 202), disposition: .pendingApproval,
+                                         approvalRequestID: "apr-9")),
+        .attemptFinished(AttemptFinished(attempt: 4, outcome: .response(statusCode: 201), disposition: .accepted,
+                                         serverRevision: "rev-3")),
+        .attemptFinished(AttemptFinished(attempt: 1, outcome: .notSent, disposition: .blocked,
+                                         errorCode: "payload_corrupt", errorMessage: "The saved change was damaged.")),
+        .attemptAbandoned(AttemptAbandoned(attempt: 2)),
+        .withdrawn(Withdrawn(errorCode: "validation_failed", errorMessage: "Price must be positive.")),
+        .requeued(Requeued(requestedBy: .member)),
+        .discarded(Discarded(requestedBy: .app, reason: .signOut)),
+        .approvalDecided(ApprovalDecided(approved: true, reference: "owner-ok")),
+        .approvalDecided(ApprovalDecided(approved: false, reference: nil)),
+        .sessionPaused(SessionPaused(reason: "unauthorized", triggeredBy: id)),
+        .sessionPaused(SessionPaused(reason: "unauthorized", triggeredBy: nil)),
+        .sessionResumed,
+        .journalOpened(JournalOpened(formatVersion: 1, engineVersion: "0.1.0", appVersion: "3.2 (41)")),
+        .journalOpened(JournalOpened(formatVersion: 1, engineVersion: "0.1.0", appVersion: nil)),
+        .compacted(Compacted(firstSeq: 1, lastSeq: 900, removedCount: 850, digest: SHA256Digest(of: Data("x".utf8)))),
+    ]
+
+    static func events() -> [JournalEvent] {
+        bodies.enumerated().map { offset, body in
+            JournalEvent(
+                seq: JournalSequence(rawValue: UInt64(offset + 1)),
+                operationID: body.kind.isOperationEvent ? id : nil,
+                recordedAt: moment.addingTimeInterval(Double(offset)),
+                body: body
+            )
+        }
+    }
+}
