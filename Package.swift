@@ -9,6 +9,8 @@
 //   OutboxCore         pure: identifiers, requests, events, the record codec, the fold
 //   Outbox             the public engine: the journal, its projections, the API
 //   OutboxTesting      test doubles apps can use too: a manual clock, a scripted transport
+//   outbox-demo        the engine's main job, end to end
+//   outbox-test-child  a process the tests drive and kill: reads a live journal, crashes mid-write
 import PackageDescription
 
 let testSettings: [SwiftSetting] = [
@@ -26,6 +28,7 @@ let package = Package(
     products: [
         .library(name: "Outbox", targets: ["Outbox"]),
         .library(name: "OutboxTesting", targets: ["OutboxTesting"]),
+        .executable(name: "outbox-demo", targets: ["outbox-demo"]),
     ],
     targets: [
         .systemLibrary(
@@ -63,6 +66,18 @@ let package = Package(
             dependencies: ["Outbox"],
             swiftSettings: strictSettings
         ),
+        .executableTarget(
+            name: "outbox-demo",
+            dependencies: ["Outbox"],
+            path: "Sources/OutboxDemo",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "outbox-test-child",
+            dependencies: ["Outbox", "OutboxStorage"],
+            path: "Sources/OutboxTestChild",
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "OutboxStorageTests",
             dependencies: ["OutboxStorage"],
@@ -75,7 +90,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OutboxTests",
-            dependencies: ["Outbox", "OutboxTesting", "OutboxStorage"],
+            dependencies: ["Outbox", "OutboxTesting", "OutboxStorage", "outbox-test-child"],
             swiftSettings: testSettings
         ),
     ],

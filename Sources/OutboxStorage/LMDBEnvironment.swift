@@ -303,6 +303,16 @@ public final class LMDBEnvironment: @unchecked Sendable {
             throw error
         }
         try LMDB.check(mdb_txn_commit(txn), "mdb_txn_commit")
+        #if canImport(Darwin)
+        // LMDB flushes with fsync on Apple platforms, which leaves data in the drive's cache;
+        // only F_FULLFSYNC makes a commit survive power loss there.
+        if options.syncOnCommit {
+            var fd: Int32 = -1
+            if mdb_env_get_fd(handle, &fd) == MDB_SUCCESS, fcntl(fd, F_FULLFSYNC) == -1 {
+                throw LMDBError(rawValue: errno)
+            }
+        }
+        #endif
     }
 
     /// Doubles the map, up to the maximum; past it rethrows ``LMDBError/mapFull``.

@@ -117,3 +117,17 @@ struct ChecksumTests {
 extension JournalEvent: CustomTestStringConvertible {
     public var testDescription: String { "\(kind)#\(seq)" }
 }
+
+@Suite("Moments in records")
+struct MomentTests {
+    @Test func aMomentFromTheSystemClockRoundTripsExactly() throws {
+        for _ in 0..<1000 {
+            let moment = Date(timeIntervalSinceReferenceDate: Double.random(in: 0...2_000_000_000))
+            let event = JournalEvent(seq: 1, operationID: nil, recordedAt: moment, body: .sessionResumed)
+            #expect(try RecordCodec.decode(RecordCodec.encode(event), seq: 1).recordedAt == moment)
+        }
+        let now = Date()
+        let event = JournalEvent(seq: 1, operationID: nil, recordedAt: now, body: .sessionResumed)
+        #expect(try RecordCodec.decode(RecordCodec.encode(event), seq: 1).recordedAt == now)
+    }
+}

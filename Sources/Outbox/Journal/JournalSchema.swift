@@ -75,14 +75,14 @@ struct JournalSchema: Sendable {
     /// Due moments sort as unsigned integers; a row due now sorts first.
     static func scheduleKey(dueAt: Date?, firstSeq: JournalSequence) -> [UInt8] {
         guard let dueAt else { return [UInt8](repeating: 0, count: 8) + firstSeq.key }
-        return sortableBits(dueAt.timeIntervalSince1970).bigEndianBytes + firstSeq.key
+        return sortableBits(dueAt.timeIntervalSinceReferenceDate).bigEndianBytes + firstSeq.key
     }
 
     /// The moment a schedule key names; `nil` for "due now".
     static func scheduledMoment(_ key: UnsafeRawBufferPointer) -> Date? {
         let bits = key.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         guard bits != 0 else { return nil }
-        return Date(timeIntervalSince1970: unsortableBits(bits))
+        return Date(timeIntervalSinceReferenceDate: unsortableBits(bits))
     }
 
     static func laneKey(_ lane: String, firstSeq: JournalSequence) -> [UInt8] {

@@ -24,6 +24,8 @@ final class JournalWriter: Sendable {
         var pending: [Submission] = []
         var draining = false
         var closed = false
+        /// Set by tests to hold submissions back, so that a known set lands in one commit.
+        var held = false
     }
 
     private let store: JournalStore
@@ -48,7 +50,7 @@ final class JournalWriter: Sendable {
             let startDraining = state.withLock { state -> Bool? in
                 guard !state.closed else { return nil }
                 state.pending.append(Submission(unit: unit, continuation: continuation))
-                guard !state.draining else { return false }
+                guard !state.draining, !state.held else { return false }
                 state.draining = true
                 return true
             }
@@ -70,8 +72,30 @@ final class JournalWriter: Sendable {
         }
     }
 
+    /// Holds submissions back until ``release()``: lets a test gather a known batch.
+    func hold() {
+        state.withLock { $0.held = true }
+    }
+
+    /// Commits everything held, in one transaction per ``maxUnitsPerCommit`` units.
+    func release() {
+        let start = state.withLock { state -> Bool in
+            state.held = false
+            guard !state.draining, !state.pending.isEmpty else { return false }
+            state.draining = true
+            return true
+        }
+        if start { queue.async { self.drain() } }
+    }
+
+    /// Units waiting for a commit.
+    var pendingCount: Int {
+        state.withLock { $0.pending.count }
+    }
+
     /// Refuses new units and waits for the ones accepted to be committed.
     func close() {
+        release()
         state.withLock { $0.closed = true }
         queue.sync {}
         // A drain scheduled before closing may still be queued behind the sync above.

@@ -59,7 +59,7 @@ package struct ByteReader {
     package mutating func readDate(_ what: StaticString = "moment") throws(DecodingProblem) -> Date {
         let seconds = Double(bitPattern: try readUInt64(what))
         guard seconds.isFinite else { throw DecodingProblem("\(what) is not a finite moment") }
-        return Date(timeIntervalSince1970: seconds)
+        return Date(timeIntervalSinceReferenceDate: seconds)
     }
 
     package mutating func readBytes(_ what: StaticString = "bytes") throws(DecodingProblem) -> [UInt8] {

@@ -16,8 +16,9 @@ package struct ByteWriter {
     package mutating func write(_ value: UInt64) { bytes.append(contentsOf: value.bigEndianBytes) }
     package mutating func write(_ value: Bool) { bytes.append(value ? 1 : 0) }
 
-    /// A moment as the IEEE 754 bits of its seconds since 1970: exact on the way back.
-    package mutating func write(_ date: Date) { write(date.timeIntervalSince1970.bitPattern) }
+    /// A moment as the IEEE 754 bits of its seconds since 2001-01-01T00:00:00Z, the reference
+    /// date `Date` itself counts from: exact on the way back.
+    package mutating func write(_ date: Date) { write(date.timeIntervalSinceReferenceDate.bitPattern) }
 
     /// A length-prefixed (u32) byte run.
     package mutating func write(bytes run: some Collection<UInt8>) {

@@ -9,7 +9,7 @@ public import Foundation
 ///      3     1  flags: bit 0 set when the event belongs to an operation
 ///      4     8  seq (u64), equal to the record's key
 ///     12    16  operation id (zero bytes for an engine event)
-///     28     8  recorded-at: IEEE 754 bits of seconds since 1970 (u64)
+///     28     8  recorded-at: IEEE 754 bits of seconds since 2001-01-01T00:00:00Z (u64)
 ///     36     4  body length n (u32)
 ///     40     n  body, the kind's fields in catalogue order
 ///   40+n     4  CRC-32C of bytes 0 ..< 40+n (u32)

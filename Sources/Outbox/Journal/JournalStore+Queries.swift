@@ -1,0 +1,52 @@
+import Foundation
+import OutboxCore
+import OutboxStorage
+
+/// The reads both the engine and a read-only ``JournalReader`` answer, each in one snapshot.
+extension JournalStore {
+    func operationSnapshot(_ id: OperationID) throws(OutboxError) -> OperationSnapshot? {
+        let schema = self.schema
+        return try read { txn in
+            guard let state = try schema.state(id, in: txn) else { return nil }
+            return OperationSnapshot(state: state, request: state.request(payload: try schema.payload(of: state, in: txn)))
+        }
+    }
+
+    func operationState(_ id: OperationID) throws(OutboxError) -> OperationState? {
+        let schema = self.schema
+        return try read { txn in try schema.state(id, in: txn) }
+    }
+
+    /// Every event of one operation, in order.
+    /// - Throws: ``OutboxError/operationNotFound(_:)`` when it has none.
+    func history(_ id: OperationID) throws(OutboxError) -> [JournalEvent] {
+        let schema = self.schema
+        let events = try read { txn in try schema.history(id, in: txn) }
+        guard !events.isEmpty else { throw .operationNotFound(id) }
+        return events
+    }
+
+    func lastSeq() throws(OutboxError) -> JournalSequence {
+        let schema = self.schema
+        return try read { txn in try schema.lastSeq(in: txn) }
+    }
+
+    func engineState() throws(OutboxError) -> EngineState {
+        let schema = self.schema
+        return try read { txn in try schema.engineState(in: txn) }
+    }
+
+    /// Up to `limit` events from `start` on, in journal order, checksums checked.
+    func events(from start: JournalSequence, limit: Int) throws(OutboxError) -> [JournalEvent] {
+        let schema = self.schema
+        return try read { txn in
+            var events: [JournalEvent] = []
+            try txn.scan(schema.events, from: start.key) { key, value in
+                guard events.count < limit else { return .stop }
+                events.append(try RecordCodec.decode(Array(value), seq: JournalSequence(key: key) ?? .zero))
+                return .next
+            }
+            return events
+        }
+    }
+}

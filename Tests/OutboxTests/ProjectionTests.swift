@@ -1,0 +1,77 @@
+import Foundation
+@testable import Outbox
+import OutboxStorage
+import Testing
+
+@Suite("Projections equal a rebuild from the events")
+struct ProjectionTests {
+    @Test(arguments: 0..<4)
+    func afterASeededRandomHistory(_ round: Int) async throws {
+        let seed = testSeed()
+        let journal = TestJournal()
+        let outbox = try journal.open()
+        var history = RandomHistory(seed: seed)
+        for _ in 0..<1500 {
+            try await history.step(outbox, now: journal.clock.now())
+            journal.clock.advance(by: 1)
+        }
+        let mismatches = try outbox.store.compareProjectionsWithRebuild()
+        #expect(mismatches.isEmpty, "seed \(seed): \(mismatches.prefix(5))")
+        #expect(history.refusals > 0, "seed \(seed): the history tried no illegal event")
+
+        // Every status the history believes in is the one stored.
+        for (id, status) in history.statuses {
+            #expect(try outbox.operationState(id)?.status == status, "seed \(seed): \(id)")
+        }
+        let eventCount = try outbox.lastSeq()
+        outbox.close()
+
+        let reopened = try journal.open()
+        defer { reopened.close() }
+        #expect(try reopened.store.compareProjectionsWithRebuild().isEmpty, "seed \(seed) after reopening")
+        #expect(try reopened.lastSeq() == eventCount.next, "reopening appends one journalOpened event")
+    }
+
+    @Test func anotherProjectionVersionIsRebuiltAtOpen() async throws {
+        let seed = testSeed()
+        let journal = TestJournal()
+        let outbox = try journal.open()
+        var history = RandomHistory(seed: seed)
+        for _ in 0..<300 { try await history.step(outbox, now: journal.clock.now()) }
+        let states = try history.statuses.keys.map { try outbox.operationState($0) }
+        // Damage the projections the way an older layout would look: wrong version, stale rows.
+        let schema = outbox.store.schema
+        try outbox.store.environment.write { txn in
+            try txn.put(schema.meta, key: JournalSchema.MetaKey.projectionVersion, value: UInt32(0).bigEndianBytes)
+            try txn.removeAll(schema.byStatus)
+            try txn.put(schema.counters, key: Array("status/queued".utf8), value: UInt64(999).bigEndianBytes)
+        }
+        #expect(try !outbox.store.compareProjectionsWithRebuild().isEmpty)
+        outbox.close()
+
+        let reopened = try journal.open()
+        defer { reopened.close() }
+        #expect(try reopened.store.compareProjectionsWithRebuild().isEmpty, "seed \(seed)")
+        #expect(try history.statuses.keys.map { try reopened.operationState($0) } == states)
+    }
+
+    @Test func theIndexesHoldWhatEachStatusImplies() async throws {
+        let journal = TestJournal()
+        let outbox = try journal.open()
+        defer { outbox.close() }
+        let first = try await outbox.enqueue(productRequest(1, entityID: "shelf-1"))
+        let second = try await outbox.enqueue(productRequest(2, entityID: "shelf-1", category: "Employees"))
+        try await outbox.discard(second)
+        let schema = outbox.store.schema
+        try outbox.store.read { txn throws in
+            #expect(try schema.operationIDs(withStatus: .queued, in: txn) == [first])
+            #expect(try schema.operationIDs(withStatus: .discarded, in: txn) == [second])
+            #expect(try schema.counter(CounterName.status(.queued), in: txn) == 1)
+            #expect(try schema.counter(CounterName.status(.discarded), in: txn) == 1)
+            #expect(try schema.counters(prefix: CounterName.tabPrefix(.waiting), in: txn) == ["Products": 1])
+            #expect(try txn.count(schema.schedule) == 1)
+            #expect(try txn.count(schema.lanes) == 1)
+            #expect(try schema.counter(CounterName.events, in: txn) == 4)
+        }
+    }
+}

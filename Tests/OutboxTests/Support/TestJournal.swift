@@ -1,0 +1,74 @@
+import Foundation
+@testable import Outbox
+import OutboxTesting
+
+/// A journal in a fresh temporary directory, with a manual clock and a scripted transport.
+final class TestJournal: Sendable {
+    let directory: URL
+    let clock: ManualClock
+    let transport: ScriptedTransport
+    let account: String
+
+    init(account: String = "member-42", transport: ScriptedTransport = ScriptedTransport()) {
+        directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("outbox-test-\(UUID().uuidString)", isDirectory: true)
+        clock = ManualClock()
+        self.transport = transport
+        self.account = account
+    }
+
+    func configuration() -> OutboxConfiguration {
+        OutboxConfiguration(account: account, clock: clock)
+    }
+
+    func open(_ configure: (inout OutboxConfiguration) -> Void = { _ in }) throws -> Outbox {
+        var configuration = configuration()
+        configure(&configuration)
+        return try Outbox(directory: directory, transport: transport, configuration: configuration)
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    deinit {
+        remove()
+    }
+}
+
+/// A product the pharmacy creates: valid, distinct per `number`.
+func productRequest(_ number: Int = 1, entityID: String? = nil, category: String = "Products") -> OutboxRequest {
+    OutboxRequest(
+        businessID: "pharmacy-7",
+        operationType: "product.create",
+        endpoint: "/products",
+        payload: Data(#"{"id":"product-\#(number)","name":"Antiseptic \#(number)","price":12.5}"#.utf8),
+        entityID: entityID,
+        category: category,
+        entityLabel: "Antiseptic \(number)",
+        summary: "New product"
+    )
+}
+
+/// A generator that repeats its numbers for a seed (SplitMix64).
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// The seed of a randomized test: `OUTBOX_SEED` when set (to replay a failure), else fresh.
+func testSeed() -> UInt64 {
+    if let text = ProcessInfo.processInfo.environment["OUTBOX_SEED"], let seed = UInt64(text) { return seed }
+    return UInt64.random(in: 0...UInt64.max)
+}
