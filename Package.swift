@@ -9,6 +9,8 @@
 //   OutboxCore         pure: identifiers, requests, events, the record codec, the fold
 //   Outbox             the public engine: the journal, its projections, the API
 //   OutboxTesting      test doubles apps can use too: a manual clock, a scripted transport
+//   IdempotencyClaims  the server half: claims that make a replayed write apply once
+//   OutboxTestServer   a loopback HTTP server with fault injection (and outbox-test-server)
 //   outbox-demo        the engine's main job, end to end
 //   outbox-test-child  a process the tests drive and kill: reads a live journal, crashes mid-write
 import PackageDescription
@@ -28,7 +30,10 @@ let package = Package(
     products: [
         .library(name: "Outbox", targets: ["Outbox"]),
         .library(name: "OutboxTesting", targets: ["OutboxTesting"]),
+        .library(name: "IdempotencyClaims", targets: ["IdempotencyClaims"]),
+        .library(name: "OutboxTestServer", targets: ["OutboxTestServer"]),
         .executable(name: "outbox-demo", targets: ["outbox-demo"]),
+        .executable(name: "outbox-test-server", targets: ["outbox-test-server"]),
     ],
     targets: [
         .systemLibrary(
@@ -66,6 +71,22 @@ let package = Package(
             dependencies: ["Outbox"],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "IdempotencyClaims",
+            dependencies: ["OutboxStorage", "OutboxCrypto"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "OutboxTestServer",
+            dependencies: ["IdempotencyClaims", "OutboxStorage", "OutboxCrypto"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "outbox-test-server",
+            dependencies: ["OutboxTestServer"],
+            path: "Sources/OutboxTestServerMain",
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "outbox-demo",
             dependencies: ["Outbox"],
@@ -77,6 +98,16 @@ let package = Package(
             dependencies: ["Outbox", "OutboxStorage"],
             path: "Sources/OutboxTestChild",
             swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "IdempotencyClaimsTests",
+            dependencies: ["IdempotencyClaims", "OutboxStorage", "OutboxCrypto"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
+            name: "OutboxTestServerTests",
+            dependencies: ["OutboxTestServer", "IdempotencyClaims", "outbox-test-server"],
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "OutboxStorageTests",

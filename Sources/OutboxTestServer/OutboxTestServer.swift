@@ -1,0 +1,1 @@
+// A loopback HTTP test server with fault injection. Built in its own change.
