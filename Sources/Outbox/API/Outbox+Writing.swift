@@ -15,6 +15,13 @@ extension Outbox {
     ///   ``OutboxError/onlineOnly(operationType:)``, ``OutboxError/storageFull(limitBytes:)``
     ///   (nothing was saved), ``OutboxError/closed``.
     public func enqueue(_ request: OutboxRequest) async throws -> OperationID {
+        let id = try await appendEnqueued(request)
+        await worker.becameDue(at: configuration.clock.now(), because: .enqueued)
+        return id
+    }
+
+    /// Validates and appends the `enqueued` event; returns once durable.
+    func appendEnqueued(_ request: OutboxRequest) async throws -> OperationID {
         try ensureOpen()
         guard canQueue(request.operationType) else { throw OutboxError.onlineOnly(operationType: request.operationType) }
         try request.validate(maxPayloadBytes: configuration.maxPayloadBytes)
@@ -24,11 +31,12 @@ extension Outbox {
         return id
     }
 
-    /// Puts a failed or blocked row back in the queue, due at once.
+    /// Puts a failed or blocked row back in the queue, due at once, and lets the worker know.
     /// - Throws: ``OutboxError/illegalTransition(operation:status:event:reason:)`` for any other
     ///   status; ``OutboxError/operationNotFound(_:)``.
     public func retry(_ id: OperationID) async throws {
         try await appendDecision(id, .requeued(Requeued(requestedBy: .member)))
+        await worker.becameDue(at: configuration.clock.now(), because: .retryRequested)
     }
 
     /// Drops a queued, failed or blocked row. Its payload stays readable in ``history(_:)``.

@@ -31,6 +31,8 @@ public final class Outbox: Sendable {
     let store: JournalStore
     let writer: JournalWriter
     let broadcaster: ChangeBroadcaster
+    let replayPass: ReplayPass
+    let worker: ReplayWorker
     private let closed = Atomic<Bool>(false)
 
     /// Opens (or creates) the journal in `directory`.
@@ -64,25 +66,41 @@ public final class Outbox: Sendable {
         let broadcaster = ChangeBroadcaster()
         self.store = store
         self.broadcaster = broadcaster
-        self.writer = JournalWriter(store: store, clock: configuration.clock) { events in
+        let writer = JournalWriter(store: store, clock: configuration.clock) { events in
             broadcaster.publish(events)
         }
+        self.writer = writer
+        self.replayPass = ReplayPass(store: store, writer: writer, transport: transport, configuration: configuration)
+        self.worker = ReplayWorker(pass: replayPass, clock: configuration.clock)
         do {
-            _ = try writer.appendNow([
-                JournalStore.Draft(
-                    operationID: nil,
-                    body: .journalOpened(
-                        JournalOpened(
-                            formatVersion: RecordCodec.formatVersion,
-                            engineVersion: Self.engineVersion,
-                            appVersion: configuration.appVersion
-                        )
-                    )
-                )
-            ])
+            try Self.recordOpening(store: store, writer: writer, appVersion: configuration.appVersion)
         } catch {
+            writer.close()
             store.close()
             throw error
+        }
+    }
+
+    /// Appends `journalOpened` and, for every attempt the last process started and never saw
+    /// end, `attemptAbandoned`: those rows are due at once, replayed under the same key.
+    private static func recordOpening(store: JournalStore, writer: JournalWriter, appVersion: String?) throws {
+        let schema = store.schema
+        let interrupted = try store.read { txn in
+            try schema.operationIDs(withStatus: .syncing, in: txn).compactMap { try schema.state($0, in: txn) }
+        }
+        let opened = JournalStore.Draft(operationID: nil, body: .journalOpened(JournalOpened(
+            formatVersion: RecordCodec.formatVersion, engineVersion: engineVersion, appVersion: appVersion
+        )))
+        let abandoned = interrupted.map { state in
+            JournalStore.Draft(operationID: state.id, body: .attemptAbandoned(AttemptAbandoned(
+                attempt: AttemptNumber(rawValue: state.attemptCount)
+            )))
+        }
+        do {
+            _ = try writer.appendNow([opened] + abandoned)
+        } catch OutboxError.storageFull where abandoned.isEmpty {
+            // A journal too full to record its opening still opens: everything in it stays
+            // readable, and what is queued can still drain as space allows.
         }
     }
 
@@ -100,6 +118,8 @@ public final class Outbox: Sendable {
     /// journal. Later calls throw ``OutboxError/closed``. Closing twice does nothing.
     public func close() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let worker = self.worker
+        Task { await worker.shutdown() }
         writer.close()
         broadcaster.finish()
         store.close()

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// When a failed attempt is retried: exponential backoff, capped, optionally with jitter.
 ///
@@ -35,5 +35,61 @@ public struct RetryPolicy: Sendable, Equatable {
         var policy = self
         policy.jitterFraction = fraction
         return policy
+    }
+}
+
+extension RetryPolicy {
+    /// The delay after failed attempt number `attempt` of `operation`, jitter included.
+    ///
+    /// `initialDelaySeconds × multiplier^(attempt-1)`, capped at ``maxDelaySeconds``; with jitter,
+    /// less up to ``jitterFraction`` of it, by an amount derived from the operation id and the
+    /// attempt (the same every time they are the same).
+    public func delaySeconds(afterAttempt attempt: AttemptNumber, of operation: OperationID) -> Double {
+        let exponent = Double(max(attempt.rawValue, 1) - 1)
+        let uncapped = initialDelaySeconds * pow(multiplier, exponent)
+        let delay = uncapped.isFinite ? min(uncapped, maxDelaySeconds) : maxDelaySeconds
+        guard jitterFraction > 0 else { return delay }
+        return delay * (1 - jitterFraction * Self.unitInterval(operation, attempt))
+    }
+
+    /// When the next attempt is due after failed attempt `attempt`, decided at `now`.
+    ///
+    /// The backoff, or the server's `Retry-After` moment when that is later; never further than
+    /// the cap from now, because a due moment beyond the cap is read as a clock that moved
+    /// backwards (see ``effectiveDue(_:now:firstSeen:)``).
+    public func nextAttempt(
+        afterAttempt attempt: AttemptNumber,
+        of operation: OperationID,
+        now: Date,
+        retryAfter: Date? = nil
+    ) -> Date {
+        let backoff = now.addingTimeInterval(delaySeconds(afterAttempt: attempt, of: operation))
+        let due = max(backoff, retryAfter ?? backoff)
+        return min(due, now.addingTimeInterval(maxDelaySeconds))
+    }
+
+    /// When a queued row with stored due moment `due` is really due, read at `now`.
+    ///
+    /// Retry moments are wall-clock, so a device clock moved backwards could strand a row for
+    /// hours. A due moment further than the cap from the moment it was first seen counts as that
+    /// moment plus the cap.
+    /// - Parameters:
+    ///   - due: the stored due moment; `nil` means due at once.
+    ///   - firstSeen: when the worker first saw this row's due moment beyond the cap.
+    public func effectiveDue(_ due: Date?, now: Date, firstSeen: Date? = nil) -> Date? {
+        guard let due else { return nil }
+        let limit = (firstSeen ?? now).addingTimeInterval(maxDelaySeconds)
+        return min(due, limit)
+    }
+
+    /// A number in 0..<1 fixed by the operation and the attempt (SplitMix64 of the id's bits).
+    static func unitInterval(_ operation: OperationID, _ attempt: AttemptNumber) -> Double {
+        var mixed = operation.bytes.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        mixed ^= operation.bytes.suffix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        mixed &+= UInt64(attempt.rawValue) &* 0x9E37_79B9_7F4A_7C15
+        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+        mixed ^= mixed >> 31
+        return Double(mixed >> 11) / Double(1 << 53)
     }
 }

@@ -1,0 +1,38 @@
+import Foundation
+import OutboxCore
+
+extension Outbox {
+    /// Tells the worker something happened that may let queued rows through: the app launched,
+    /// the network came back, the app came to the foreground, a save's own attempt failed as
+    /// retryable. Overlapping wakes collapse into one pass.
+    ///
+    /// Until the first wake (or ``drain()``), the worker sends nothing on its own.
+    public func wake(_ reason: WakeReason) {
+        guard !isClosed else { return }
+        let worker = self.worker
+        Task { await worker.wake(reason) }
+    }
+
+    /// Runs one pass now and returns when it ends. If a pass is running, waits for it and then
+    /// for one more, so every row due at the call is considered.
+    public func drain() async {
+        guard !isClosed else { return }
+        await worker.drain()
+    }
+
+    /// The session was refreshed after a 401: resumes the worker and drains what waited.
+    /// - Throws: ``OutboxError/closed``, or a storage error recording the resumption.
+    public func resumeSession() async throws {
+        try ensureOpen()
+        if try engineState().isPaused {
+            _ = try await writer.append([JournalStore.Draft(operationID: nil, body: .sessionResumed)])
+        }
+        await worker.wake(.sessionResumed)
+    }
+
+    /// The moment the worker's timer will next run a pass for a scheduled retry; `nil` when
+    /// nothing is scheduled (or the worker is paused, or was never woken).
+    public var nextWake: Date? {
+        worker.armedTimer.withLock { $0 }
+    }
+}

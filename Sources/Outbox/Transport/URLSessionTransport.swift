@@ -1,0 +1,87 @@
+public import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An ``OutboxTransport`` over `URLSession`.
+///
+/// ```swift
+/// let transport = URLSessionTransport(
+///     baseURL: URL(string: "https://api.example.com/v1")!,
+///     timeoutSeconds: 30,
+///     authorize: { ["Authorization": "Bearer \(try await tokens.fresh())"] }
+/// )
+/// ```
+///
+/// Credentials are asked for at send time (`authorize`), never stored with a queued row.
+/// Redirects are not followed: a write is sent to the endpoint it was queued for, or its answer
+/// is recorded as unexpected. Responses are never cached and no cookies are kept.
+public final class URLSessionTransport: OutboxTransport {
+    /// The server's base URL; an endpoint `/products` is sent to `baseURL/products`.
+    public let baseURL: URL
+    /// How long one request may take before it counts as no response.
+    public let timeoutSeconds: TimeInterval
+    private let authorize: @Sendable () async throws -> [String: String]
+    private let session: URLSession
+
+    /// - Parameters:
+    ///   - authorize: called before every send for fresh headers (authorization). Throwing
+    ///     means no request was sent: the attempt is recorded as no response and retried.
+    public init(
+        baseURL: URL,
+        timeoutSeconds: TimeInterval = 30,
+        authorize: @escaping @Sendable () async throws -> [String: String] = { [:] }
+    ) {
+        self.baseURL = baseURL
+        self.timeoutSeconds = timeoutSeconds
+        self.authorize = authorize
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = timeoutSeconds
+        configuration.timeoutIntervalForResource = timeoutSeconds
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieAcceptPolicy = .never
+        self.session = URLSession(configuration: configuration, delegate: NoRedirects(), delegateQueue: nil)
+    }
+
+    deinit {
+        session.invalidateAndCancel()
+    }
+
+    public func send(_ request: TransportRequest) async throws -> TransportResponse {
+        var urlRequest = URLRequest(url: try url(for: request.endpoint), timeoutInterval: timeoutSeconds)
+        urlRequest.httpMethod = request.method
+        for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        for (name, value) in try await authorize() { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        urlRequest.httpBody = request.body
+        let (data, response) = try await session.data(for: urlRequest)
+        guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
+        var headers: [String: String] = [:]
+        for (name, value) in http.allHeaderFields {
+            if let name = name as? String, let value = value as? String { headers[name] = value }
+        }
+        return TransportResponse(statusCode: http.statusCode, headers: headers, body: data)
+    }
+
+    /// `baseURL` with the endpoint (a path, maybe with a query) appended.
+    func url(for endpoint: String) throws -> URL {
+        var base = baseURL.absoluteString
+        while base.hasSuffix("/") { base.removeLast() }
+        guard let url = URL(string: base + endpoint) else { throw URLError(.badURL) }
+        return url
+    }
+}
+
+/// Refuses every redirect, so the 3xx itself is the answer.
+private final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+    }
+}

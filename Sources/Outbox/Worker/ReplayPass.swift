@@ -1,0 +1,316 @@
+import Foundation
+import OutboxCore
+import OutboxCrypto
+import OutboxStorage
+import Synchronization
+
+/// One pass of the worker, and one attempt at one row: the part that reads the journal, asks the
+/// session, sends, and records what happened.
+final class ReplayPass: Sendable {
+    let store: JournalStore
+    let writer: JournalWriter
+    let transport: any OutboxTransport
+    let configuration: OutboxConfiguration
+    /// Rows whose due moment was seen beyond the cap from now (the clock moved backwards), and
+    /// when: each is due at that moment plus the cap.
+    private let beyondCapSince = Mutex<[OperationID: Date]>([:])
+
+    init(store: JournalStore, writer: JournalWriter, transport: any OutboxTransport, configuration: OutboxConfiguration) {
+        self.store = store
+        self.writer = writer
+        self.transport = transport
+        self.configuration = configuration
+    }
+
+    private var clock: any OutboxClock { configuration.clock }
+    private var policy: RetryPolicy { configuration.retryPolicy }
+
+    // MARK: A pass
+
+    /// Sends every queued row whose moment has come, in journal order, one at a time per lane
+    /// and up to `maxConcurrentLanes` lanes at once. Stops starting rows when the session is gone
+    /// or a 401 paused the worker.
+    /// - Returns: the earliest scheduled retry left, for the timer; `nil` when none or paused.
+    func run(trigger: WakeReason) async -> Date? {
+        guard (try? store.engineState().isPaused) == false else { return nil }
+        let slots = configuration.maxConcurrentLanes
+        await withTaskGroup(of: (lane: String, halts: Bool).self) { group in
+            var plan = PassPlan()
+            plan.add((try? dueCandidates()) ?? [])
+            var inFlight = 0
+            var halted = false
+            while !Task.isCancelled {
+                while !halted, inFlight < slots, let candidate = plan.next() {
+                    guard (try? laneHead(candidate.lane)) == candidate.id else {
+                        plan.dropLane(candidate.lane)
+                        continue
+                    }
+                    inFlight += 1
+                    group.addTask {
+                        let report = await self.attempt(candidate.id, trigger: trigger)
+                        return (candidate.lane, report.haltsPass)
+                    }
+                }
+                if inFlight == 0 {
+                    // Everything planned is done: look once more for rows that became due meanwhile.
+                    let seen = plan.seen.count
+                    if !halted { plan.add((try? dueCandidates()) ?? []) }
+                    if halted || plan.seen.count == seen { break }
+                    continue
+                }
+                guard let done = await group.next() else { break }
+                inFlight -= 1
+                plan.finished(lane: done.lane)
+                if done.halts { halted = true }
+            }
+        }
+        guard (try? store.engineState().isPaused) == false else { return nil }
+        return try? nextDue()
+    }
+
+    /// Queued rows due now, from the schedule index.
+    private func dueCandidates() throws -> [PassPlan.Candidate] {
+        let now = clock.now()
+        let schema = store.schema
+        let cap = policy.maxDelaySeconds
+        var due: [(OperationID, storedDue: Date?)] = []
+        var beyondCap: [OperationID] = []
+        try store.read { txn in
+            try txn.scan(schema.schedule) { key, value in
+                let moment = JournalSchema.scheduledMoment(key)
+                guard moment.map({ $0 <= now }) ?? true else { return .stop }
+                if let id = OperationID(bytes: value) { due.append((id, moment)) }
+                return .next
+            }
+            try txn.scan(schema.schedule, reverse: true) { key, value in
+                guard let moment = JournalSchema.scheduledMoment(key), moment > now.addingTimeInterval(cap) else { return .stop }
+                if let id = OperationID(bytes: value) { beyondCap.append(id) }
+                return .next
+            }
+        }
+        let clamped = beyondCapSince.withLock { seen -> [OperationID] in
+            for id in beyondCap where seen[id] == nil { seen[id] = now }
+            seen = seen.filter { beyondCap.contains($0.key) }
+            return seen.filter { $0.value.addingTimeInterval(cap) <= now }.map(\.key)
+        }
+        let ids = due.map(\.0) + clamped
+        return try store.read { txn in
+            try ids.compactMap { id in
+                guard let state = try schema.state(id, in: txn), state.status == .queued else { return nil }
+                return PassPlan.Candidate(id: id, lane: state.lane, firstSeq: state.firstSeq)
+            }
+        }
+    }
+
+    /// The first row of `lane` not yet terminal: the only one of the lane that may be sent.
+    func laneHead(_ lane: String) throws -> OperationID? {
+        let schema = store.schema
+        let prefix = JournalSchema.lanePrefix(lane)
+        return try store.read { txn in
+            var head: OperationID?
+            try txn.scan(schema.lanes, from: prefix) { key, value in
+                if key.starts(with: prefix) { head = OperationID(bytes: value) }
+                return .stop
+            }
+            return head
+        }
+    }
+
+    /// The earliest moment a queued lane head is due, its due moment clamped to the cap.
+    func nextDue() throws -> Date? {
+        let now = clock.now()
+        let schema = store.schema
+        var candidates: [(OperationID, Date)] = []
+        try store.read { txn in
+            try txn.scan(schema.schedule) { key, value in
+                guard candidates.count < 64 else { return .stop }
+                if let moment = JournalSchema.scheduledMoment(key), let id = OperationID(bytes: value) {
+                    candidates.append((id, moment))
+                }
+                return .next
+            }
+        }
+        let since = beyondCapSince.withLock { $0 }
+        var earliest: Date?
+        for (id, stored) in candidates {
+            guard let state = try store.operationState(id), try laneHead(state.lane) == id,
+                let due = policy.effectiveDue(stored, now: now, firstSeen: since[id])
+            else { continue }
+            earliest = min(earliest ?? due, due)
+        }
+        return earliest
+    }
+
+    // MARK: One attempt
+
+    /// What became of one attempt.
+    enum Report {
+        /// The row was not sent: another attempt or a decision got there first.
+        case skipped
+        /// The row was not sent and the pass must stop: signed out, another account, paused.
+        case halted
+        /// The attempt ran and was recorded.
+        case finished(Classification, TransportResponse?, operationType: String)
+        /// The attempt ran but its outcome could not be recorded (the journal closed or is full):
+        /// the row stays syncing until the next open abandons it.
+        case unrecorded
+
+        var haltsPass: Bool {
+            switch self {
+            case .halted: true
+            case .finished(let classification, _, _): classification.disposition == .unauthorized
+            case .skipped, .unrecorded: false
+            }
+        }
+    }
+
+    /// Sends one queued row: asks the session, checks the payload against its hash, records
+    /// `attemptStarted` (durable before the request leaves), sends the stored bytes under the
+    /// operation's key, and records `attemptFinished` with the disposition.
+    /// - Parameter withdrawOnRejection: an inline save withdraws a row the server rejects as
+    ///   invalid, in the same commit as the outcome.
+    func attempt(_ id: OperationID, trigger: WakeReason, withdrawOnRejection: Bool = false) async -> Report {
+        let account = await configuration.session.currentAccount()
+        let schema = store.schema
+        let snapshot: (state: OperationState, payload: Data?, paused: Bool)?
+        do {
+            snapshot = try store.read { txn in
+                guard let state = try schema.state(id, in: txn) else { return nil }
+                let payload = try? schema.payload(of: state, in: txn)
+                return (state, payload, try schema.engineState(in: txn).isPaused)
+            }
+        } catch {
+            return .skipped
+        }
+        guard let snapshot, snapshot.state.status == .queued else { return .skipped }
+        let state = snapshot.state
+        // Nothing is ever sent under another identity, or while a 401 has paused the worker.
+        guard account == state.account, !snapshot.paused else { return .halted }
+
+        let attempt = AttemptNumber(rawValue: state.attemptCount + 1)
+        let started = JournalStore.Draft(operationID: id, body: .attemptStarted(AttemptStarted(attempt: attempt, trigger: trigger)))
+        guard let payload = snapshot.payload, SHA256Digest(of: payload) == state.requestHash else {
+            let corrupt = Classification(
+                outcome: .notSent, disposition: .blocked, errorCode: ErrorCode.payloadCorrupt,
+                errorMessage: "The saved change was damaged on this device and was not sent. Someone needs to look at it."
+            )
+            return await record(corrupt, attempt: attempt, state: state, response: nil, before: [started])
+        }
+        do {
+            _ = try await writer.append([started])
+        } catch {
+            return .skipped
+        }
+
+        let result: TransportResult
+        do {
+            result = .response(try await transport.send(transportRequest(for: state, payload: payload)))
+        } catch {
+            result = .noResponse(TransportFailure(error))
+        }
+        let classification = DispositionTable.classify(result, policy: configuration.policy(for: state.operationType), now: clock.now())
+        var withdrawal: [JournalStore.Draft] = []
+        if withdrawOnRejection, classification.disposition == .rejected {
+            withdrawal.append(JournalStore.Draft(operationID: id, body: .withdrawn(Withdrawn(
+                errorCode: classification.errorCode ?? ErrorCode.validationFailed,
+                errorMessage: classification.errorMessage ?? "The server refused this change."
+            ))))
+        }
+        let response: TransportResponse? = if case .response(let value) = result { value } else { nil }
+        return await record(classification, attempt: attempt, state: state, response: response, after: withdrawal)
+    }
+
+    /// Appends `attemptFinished` between `before` and `after`, with the engine's pause when the
+    /// answer was 401, as one unit: they land together or not at all.
+    private func record(
+        _ classification: Classification,
+        attempt: AttemptNumber,
+        state: OperationState,
+        response: TransportResponse?,
+        before: [JournalStore.Draft] = [],
+        after: [JournalStore.Draft] = []
+    ) async -> Report {
+        let now = clock.now()
+        let nextAttemptAt = classification.disposition == .transientFailure
+            ? policy.nextAttempt(afterAttempt: attempt, of: state.id, now: now, retryAfter: classification.retryAfter)
+            : nil
+        let finished = JournalStore.Draft(
+            operationID: state.id,
+            body: .attemptFinished(AttemptFinished(attempt: attempt, classification, nextAttemptAt: nextAttemptAt))
+        )
+        var unit = before + [finished] + after
+        if classification.disposition == .unauthorized {
+            unit.append(JournalStore.Draft(operationID: nil, body: .sessionPaused(SessionPaused(
+                reason: classification.errorCode ?? ErrorCode.unauthorized, triggeredBy: state.id
+            ))))
+        }
+        do {
+            _ = try await writer.append(unit)
+        } catch {
+            return .unrecorded
+        }
+        return .finished(classification, response, operationType: state.operationType)
+    }
+
+    /// The request exactly as stored, under the operation's key. No credentials: the transport
+    /// adds them when it sends.
+    func transportRequest(for state: OperationState, payload: Data) -> TransportRequest {
+        TransportRequest(
+            method: state.method,
+            endpoint: state.endpoint,
+            headers: [
+                OutboxHeader.idempotencyKey: state.id.idempotencyKey,
+                OutboxHeader.contentType: "application/json",
+                OutboxHeader.payloadVersion: String(state.payloadVersion),
+                OutboxHeader.businessID: state.businessID,
+            ],
+            body: payload
+        )
+    }
+}
+
+/// The headers the engine sets on every request.
+public enum OutboxHeader {
+    /// The operation id: the same on every attempt, so the server applies the write once.
+    public static let idempotencyKey = "Idempotency-Key"
+    public static let contentType = "Content-Type"
+    /// The payload's schema version, so a server can accept an older shape.
+    public static let payloadVersion = "Outbox-Payload-Version"
+    /// The business the write belongs to: part of the server's idempotency scope.
+    public static let businessID = "X-Business-ID"
+}
+
+extension TransportFailure {
+    /// The class of a transport's error: `URLError`s by their code, cancellation as such,
+    /// anything else as `other`.
+    init(_ error: any Error) {
+        if error is CancellationError {
+            self = .cancelled
+            return
+        }
+        guard let urlError = error as? URLError else {
+            self = .other
+            return
+        }
+        switch urlError.code {
+        case .notConnectedToInternet, .dataNotAllowed, .internationalRoamingOff, .callIsActive:
+            self = .offline
+        case .timedOut:
+            self = .timedOut
+        case .networkConnectionLost:
+            self = .connectionLost
+        case .cannotConnectToHost:
+            self = .cannotConnect
+        case .cannotFindHost, .dnsLookupFailed:
+            self = .hostNotFound
+        case .secureConnectionFailed, .serverCertificateHasBadDate, .serverCertificateUntrusted,
+            .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid, .clientCertificateRejected,
+            .clientCertificateRequired:
+            self = .secureConnectionFailed
+        case .cancelled:
+            self = .cancelled
+        default:
+            self = .other
+        }
+    }
+}

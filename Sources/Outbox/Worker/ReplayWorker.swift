@@ -1,0 +1,87 @@
+import Foundation
+import OutboxCore
+import Synchronization
+
+/// Carries out the ``WorkerStateMachine``'s actions: runs passes, arms the timer on the clock,
+/// and resumes `drain()` callers.
+actor ReplayWorker {
+    private let pass: ReplayPass
+    private let clock: any OutboxClock
+    private var machine = WorkerStateMachine()
+    private var passTask: Task<Void, Never>?
+    private var timerTask: Task<Void, Never>?
+    private var drainers: [Int: CheckedContinuation<Void, Never>] = [:]
+    private var nextDrainerID = 0
+    /// The timer's moment, readable synchronously (`Outbox.nextWake`).
+    nonisolated let armedTimer = Mutex<Date?>(nil)
+
+    init(pass: ReplayPass, clock: any OutboxClock) {
+        self.pass = pass
+        self.clock = clock
+    }
+
+    func wake(_ reason: WakeReason) {
+        perform(machine.wake(reason))
+    }
+
+    /// Runs a pass (or waits for the one running, then one more) and returns when it ends.
+    func drain() async {
+        let id = nextDrainerID
+        nextDrainerID += 1
+        await withCheckedContinuation { continuation in
+            drainers[id] = continuation
+            perform(machine.drain(waiter: id))
+        }
+    }
+
+    /// An enqueue or a retry made a row due at `moment`.
+    func becameDue(at moment: Date, because reason: WakeReason) {
+        perform(machine.becameDue(at: moment, because: reason))
+    }
+
+    /// Stops the timer and any pass; releases every drain caller.
+    func shutdown() {
+        perform(machine.close())
+        passTask?.cancel()
+        timerTask?.cancel()
+    }
+
+    private func passFinished(nextDue: Date?) {
+        passTask = nil
+        perform(machine.passFinished(nextDue: nextDue))
+    }
+
+    private func timerFired(_ deadline: Date) {
+        perform(machine.timerFired(deadline: deadline))
+    }
+
+    private func perform(_ actions: [WorkerStateMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .startPass(let reason):
+                passTask = Task {
+                    let nextDue = await pass.run(trigger: reason)
+                    self.passFinished(nextDue: nextDue)
+                }
+            case .resumeDrainers(let ids):
+                for id in ids { drainers.removeValue(forKey: id)?.resume() }
+            case .armTimer(let deadline, _):
+                timerTask?.cancel()
+                armedTimer.withLock { $0 = deadline }
+                timerTask = Task { [clock] in
+                    do {
+                        try await clock.sleep(until: deadline)
+                    } catch {
+                        return
+                    }
+                    self.timerFired(deadline)
+                }
+            case .cancelTimer:
+                timerTask?.cancel()
+                timerTask = nil
+                armedTimer.withLock { $0 = nil }
+            }
+        }
+        if machine.timerDeadline == nil { armedTimer.withLock { $0 = nil } }
+    }
+}

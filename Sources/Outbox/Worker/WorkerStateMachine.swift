@@ -1,0 +1,124 @@
+import Foundation
+import OutboxCore
+
+/// When the worker runs a pass and when its timer fires: a pure state machine.
+///
+/// Single-flight: a wake while a pass runs does not start a second one; it asks for one more
+/// pass after the current one. `drain()` callers wait for a pass that starts after their call. The
+/// timer is armed after every pass for the earliest scheduled retry, and re-armed sooner when an
+/// enqueue or a retry makes something due. The ``ReplayWorker`` actor carries out the actions.
+struct WorkerStateMachine {
+    enum Action: Equatable {
+        case startPass(WakeReason)
+        case resumeDrainers([Int])
+        case armTimer(Date, WakeReason)
+        case cancelTimer
+    }
+
+    /// Whether anything asked the worker to work yet (an app launch, a drain, ...). Until then an
+    /// enqueue sends nothing on its own.
+    private(set) var isStarted = false
+    private(set) var isPassRunning = false
+    private(set) var isClosed = false
+    /// The moment the timer is armed for.
+    private(set) var timerDeadline: Date?
+    private var timerReason: WakeReason = .timer
+    /// A pass asked for while one runs, and why.
+    private var rerun: WakeReason?
+    /// The number of the pass running, or of the last one run.
+    private var passNumber = 0
+    /// Drain callers, each with the pass whose end it waits for.
+    private var drainers: [(id: Int, pass: Int)] = []
+
+    /// A wake signal: app launch, connectivity, foreground, a retryable save.
+    mutating func wake(_ reason: WakeReason) -> [Action] {
+        guard !isClosed else { return [] }
+        isStarted = true
+        return requestPass(reason)
+    }
+
+    /// `drain()`: a pass now, and the caller waits until a pass that starts after this call ends.
+    mutating func drain(waiter: Int) -> [Action] {
+        guard !isClosed else { return [.resumeDrainers([waiter])] }
+        isStarted = true
+        drainers.append((waiter, passNumber + 1))
+        return requestPass(.drain)
+    }
+
+    /// The pass ended; `nextDue` is the earliest scheduled retry it left (nil: none, or paused).
+    mutating func passFinished(nextDue: Date?) -> [Action] {
+        precondition(isPassRunning, "a pass finished while none was running")
+        isPassRunning = false
+        var actions: [Action] = []
+        let done = drainers.filter { $0.pass <= passNumber }.map(\.id)
+        drainers.removeAll { $0.pass <= passNumber }
+        if !done.isEmpty { actions.append(.resumeDrainers(done)) }
+        guard !isClosed else { return actions }
+        if let reason = rerun {
+            rerun = nil
+            actions += startPass(reason)
+        } else if let nextDue {
+            timerDeadline = nextDue
+            timerReason = .timer
+            actions.append(.armTimer(nextDue, .timer))
+        } else if timerDeadline != nil {
+            timerDeadline = nil
+            actions.append(.cancelTimer)
+        }
+        return actions
+    }
+
+    /// An enqueue or a retry made a row due at `moment`: re-arm the timer if that is sooner.
+    mutating func becameDue(at moment: Date, because reason: WakeReason) -> [Action] {
+        guard isStarted, !isClosed else { return [] }
+        if isPassRunning {
+            rerun = rerun ?? reason
+            return []
+        }
+        if let deadline = timerDeadline, deadline <= moment { return [] }
+        timerDeadline = moment
+        timerReason = reason
+        return [.armTimer(moment, reason)]
+    }
+
+    /// The timer armed for `deadline` fired. A stale timer (re-armed since) is ignored.
+    mutating func timerFired(deadline: Date) -> [Action] {
+        guard !isClosed, timerDeadline == deadline else { return [] }
+        timerDeadline = nil
+        return requestPass(timerReason)
+    }
+
+    /// The outbox closed: release every drain caller, stop the timer.
+    mutating func close() -> [Action] {
+        isClosed = true
+        rerun = nil
+        var actions: [Action] = []
+        if !drainers.isEmpty { actions.append(.resumeDrainers(drainers.map(\.id))) }
+        drainers.removeAll()
+        if timerDeadline != nil {
+            timerDeadline = nil
+            actions.append(.cancelTimer)
+        }
+        return actions
+    }
+
+    private mutating func requestPass(_ reason: WakeReason) -> [Action] {
+        if isPassRunning {
+            rerun = rerun ?? reason
+            return []
+        }
+        return startPass(reason)
+    }
+
+    private mutating func startPass(_ reason: WakeReason) -> [Action] {
+        isPassRunning = true
+        passNumber += 1
+        var actions: [Action] = [.startPass(reason)]
+        if timerDeadline != nil {
+            // The pass will arm the timer afresh when it ends.
+            timerDeadline = nil
+            actions.append(.cancelTimer)
+        }
+        return actions
+    }
+}

@@ -1,0 +1,180 @@
+public import Foundation
+
+/// What a transport produced for one attempt: a response, or none.
+public enum TransportResult: Sendable, Equatable {
+    case response(TransportResponse)
+    case noResponse(TransportFailure)
+}
+
+/// The engine's decision about one attempt, ready to be recorded in `attemptFinished`.
+public struct Classification: Sendable, Equatable {
+    public var outcome: AttemptOutcome
+    public var disposition: Disposition
+    public var errorCode: String?
+    /// A message the member can read.
+    public var errorMessage: String?
+    public var retryAfter: Date?
+    public var approvalRequestID: String?
+    public var serverRevision: String?
+
+    public init(
+        outcome: AttemptOutcome,
+        disposition: Disposition,
+        errorCode: String? = nil,
+        errorMessage: String? = nil,
+        retryAfter: Date? = nil,
+        approvalRequestID: String? = nil,
+        serverRevision: String? = nil
+    ) {
+        self.outcome = outcome
+        self.disposition = disposition
+        self.errorCode = errorCode
+        self.errorMessage = errorMessage
+        self.retryAfter = retryAfter
+        self.approvalRequestID = approvalRequestID
+        self.serverRevision = serverRevision
+    }
+}
+
+extension AttemptFinished {
+    /// The event recording attempt `attempt` as classified, due again at `nextAttemptAt`.
+    public init(attempt: AttemptNumber, _ classification: Classification, nextAttemptAt: Date?) {
+        self.init(
+            attempt: attempt,
+            outcome: classification.outcome,
+            disposition: classification.disposition,
+            errorCode: classification.errorCode,
+            errorMessage: classification.errorMessage,
+            retryAfter: classification.retryAfter,
+            approvalRequestID: classification.approvalRequestID,
+            serverRevision: classification.serverRevision,
+            nextAttemptAt: nextAttemptAt
+        )
+    }
+}
+
+/// The disposition table: a pure function from an attempt's result to what follows.
+///
+/// | result | disposition |
+/// |---|---|
+/// | body `code` `idempotency_conflict` (409 or 422) | blocked |
+/// | body `code` `idempotency_in_progress` (409 or 425) | transient failure |
+/// | 202 with `request_id` or `approval_request_id` | pending approval |
+/// | other 2xx with a JSON body, or 204 | accepted (replayed when `Idempotent-Replayed: true`) |
+/// | 2xx with a body that is not JSON (a captive portal) | transient failure, `invalid_response` |
+/// | no response; 5xx; 429; 408 | transient failure, `Retry-After` kept |
+/// | 401 | unauthorized: queued, the worker paused |
+/// | 403 | blocked |
+/// | 409 for a ``OperationPolicy/terminalTransition`` | replayed: it was already applied |
+/// | 400, 404, 409, 422, other 4xx | rejected |
+/// | 1xx, 3xx, anything else | transient failure, `unexpected_status` (recorded as such, never guessed synced) |
+///
+/// The body's `code` decides before the status. The body's `message` (else a message of the
+/// engine's own) is what the member reads.
+public enum DispositionTable {
+    public static func classify(_ result: TransportResult, policy: OperationPolicy, now: Date) -> Classification {
+        let response: TransportResponse
+        switch result {
+        case .noResponse(let failure):
+            return Classification(
+                outcome: .noResponse(failure),
+                disposition: .transientFailure,
+                errorCode: failure == .offline ? "offline" : "no_response",
+                errorMessage: failure == .offline
+                    ? "No connection. This change will be sent when the internet is back."
+                    : "The server did not answer (\(failure)). This change will be sent again automatically."
+            )
+        case .response(let value):
+            response = value
+        }
+        let status = response.statusCode
+        let body = ResponseBody(response)
+        let retryAfter = response.header("Retry-After").flatMap { RetryAfter.moment($0, now: now) }
+        func decided(
+            _ disposition: Disposition,
+            code: String? = nil,
+            message: String? = nil,
+            approvalRequestID: String? = nil
+        ) -> Classification {
+            let isError = disposition != .accepted && disposition != .replayed && disposition != .pendingApproval
+            return Classification(
+                outcome: .response(statusCode: status),
+                disposition: disposition,
+                errorCode: isError ? (body.code ?? code) : nil,
+                errorMessage: isError ? (body.message ?? message) : nil,
+                retryAfter: disposition == .transientFailure ? retryAfter : nil,
+                approvalRequestID: approvalRequestID,
+                serverRevision: body.revision ?? response.header("ETag")
+            )
+        }
+
+        // The body's code decides before the status.
+        if status >= 400, body.code == ErrorCode.idempotencyConflict {
+            return decided(.blocked, message: "A different change was already sent under this change's key. Someone needs to look at it.")
+        }
+        if status >= 400, body.code == ErrorCode.idempotencyInProgress {
+            return decided(.transientFailure, message: "The server is still finishing an earlier copy of this change. It will be checked again shortly.")
+        }
+
+        switch status {
+        case 202 where body.approvalRequestID != nil:
+            return decided(.pendingApproval, approvalRequestID: body.approvalRequestID)
+        case 204:
+            return decided(response.header("Idempotent-Replayed")?.lowercased() == "true" ? .replayed : .accepted)
+        case 200..<300:
+            guard body.isJSON else {
+                return decided(.transientFailure, code: ErrorCode.invalidResponse,
+                               message: "The network answered with a page that is not the server's (a Wi-Fi sign-in page?). This change will be sent again automatically.")
+            }
+            return decided(response.header("Idempotent-Replayed")?.lowercased() == "true" ? .replayed : .accepted)
+        case 401:
+            return decided(.unauthorized, code: ErrorCode.unauthorized, message: "Your session expired. Sign in again to send your changes.")
+        case 403:
+            return decided(.blocked, code: ErrorCode.forbidden, message: "You are not allowed to make this change. Ask the business owner.")
+        case 409 where policy == .terminalTransition:
+            return Classification(outcome: .response(statusCode: status), disposition: .replayed,
+                                  errorCode: body.code, errorMessage: nil, serverRevision: body.revision)
+        case 408, 429, 500..<600:
+            return decided(.transientFailure, code: status == 429 ? "rate_limited" : "server_unavailable",
+                           message: status == 429
+                               ? "The server is busy. This change will be sent again automatically."
+                               : "The server is having trouble (HTTP \(status)). This change will be sent again automatically.")
+        case 400..<500:
+            return decided(.rejected, code: status == 404 ? "not_found" : ErrorCode.validationFailed,
+                           message: "The server refused this change (HTTP \(status)). It needs correcting.")
+        default:
+            return decided(.transientFailure, code: "unexpected_status",
+                           message: "The server answered unexpectedly (HTTP \(status)). This change will be sent again automatically.")
+        }
+    }
+}
+
+/// The fields the engine reads from a response body, when it is JSON.
+struct ResponseBody {
+    var isJSON = false
+    var code: String?
+    var message: String?
+    var approvalRequestID: String?
+    var revision: String?
+
+    init(_ response: TransportResponse) {
+        guard !response.body.isEmpty,
+            let value = try? JSONSerialization.jsonObject(with: response.body, options: [.fragmentsAllowed])
+        else { return }
+        isJSON = true
+        guard let object = value as? [String: Any] else { return }
+        code = Self.text(object["code"])
+        message = Self.text(object["message"])
+        approvalRequestID = Self.text(object["request_id"]) ?? Self.text(object["approval_request_id"])
+        revision = Self.text(object["revision"]) ?? Self.text(object["server_revision"])
+    }
+
+    /// A non-empty string, or a number written as one.
+    private static func text(_ value: Any?) -> String? {
+        switch value {
+        case let string as String where !string.isEmpty: string
+        case let number as NSNumber: number.stringValue
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+@testable import Outbox
+import OutboxTesting
+import Testing
+
+@Suite("Inline save", .timeLimit(.minutes(1)))
+struct SaveTests {
+    @Test func aSaveTheServerAcceptsIsSyncedInTheSameInteraction() async throws {
+        let journal = TestJournal()
+        let server = InMemoryServer()
+        let outbox = try journal.open(server: server)
+        defer { outbox.close() }
+        let result = try await outbox.save(productRequest(1))
+        guard case .synced(let response) = result else {
+            Issue.record("expected synced, got \(result)")
+            return
+        }
+        #expect(response.statusCode == 201)
+        #expect(server.records.count == 1)
+        let id = try #require(server.records.first.flatMap { OperationID($0.key) })
+        #expect(try outbox.operation(id)?.status == .synced)
+        guard case .attemptStarted(let started) = try outbox.history(id)[1].body else { return }
+        #expect(started.trigger == .inlineSave)
+    }
+
+    @Test func aSaveHeldForApprovalSaysSo() async throws {
+        let journal = TestJournal()
+        let server = InMemoryServer()
+        server.inject(.holdForApproval(requestID: "apr-77"))
+        let outbox = try journal.open(server: server)
+        defer { outbox.close() }
+        #expect(try await outbox.save(productRequest(1)) == .pendingApproval(approvalRequestID: "apr-77"))
+    }
+
+    @Test func aSaveWithNoSignalIsQueuedAndTheWorkerWoken() async throws {
+        let journal = TestJournal()
+        let server = InMemoryServer()
+        server.setOnline(false)
+        let outbox = try journal.open(server: server)
+        defer { outbox.close() }
+        let result = try await outbox.save(productRequest(1))
+        guard case .queued(let id) = result else {
+            Issue.record("expected queued, got \(result)")
+            return
+        }
+        let row = try #require(try outbox.operation(id))
+        #expect(row.status == .queued && row.attemptCount == 1)
+        // The save woke the worker: its timer is armed for the retry.
+        await journal.clock.waitForSleepers(1)
+        server.setOnline(true)
+        journal.clock.advance(by: 2)
+        try await eventually(outbox) { try outbox.operation(id)?.status == .synced }
+        #expect(server.appliedCount(id.idempotencyKey) == 1)
+    }
+
+    @Test func aValidationErrorWithdrawsTheRowAndReturnsTheMessage() async throws {
+        let journal = TestJournal()
+        let server = InMemoryServer()
+        server.inject(.respond(.error(422, code: "validation_failed", message: "Price must be positive")))
+        let outbox = try journal.open(server: server)
+        defer { outbox.close() }
+        let result = try await outbox.save(productRequest(1))
+        #expect(result == .rejected(code: "validation_failed", message: "Price must be positive"))
+        let id = try #require(server.requests.first?.headers["Idempotency-Key"].flatMap(OperationID.init))
+        let row = try #require(try outbox.operation(id))
+        #expect(row.status == .withdrawn)
+        #expect(try outbox.history(id).map(\.kind) == [.enqueued, .attemptStarted, .attemptFinished, .withdrawn])
+    }
+
+    @Test func aForbiddenSaveIsBlockedWithItsReason() async throws {
+        let journal = TestJournal()
+        let server = InMemoryServer()
+        server.inject(.respond(.error(403, code: "not_owner", message: "Only the owner may add products")))
+        let outbox = try journal.open(server: server)
+        defer { outbox.close() }
+        let result = try await outbox.save(productRequest(1))
+        guard case .blocked(let id, let code, let message) = result else {
+            Issue.record("expected blocked, got \(result)")
+            return
+        }
+        #expect(code == "not_owner" && message == "Only the owner may add products")
+        #expect(try outbox.operation(id)?.status == .blocked)
+    }
+
+    @Test func aSaveBehindAnEarlierWriteToTheSameEntityWaitsItsTurn() async throws {
+        let journal = TestJournal()
+        let server = InMemoryServer()
+        server.setOnline(false)
+        let outbox = try journal.open(server: server)
+        defer { outbox.close() }
+        let earlier = try await outbox.enqueue(productRequest(1, entityID: "shelf-1"))
+        server.setOnline(true)
+        let result = try await outbox.save(productRequest(2, entityID: "shelf-1"))
+        guard case .queued(let later) = result else {
+            Issue.record("expected queued, got \(result)")
+            return
+        }
+        #expect(try outbox.operation(later)?.attemptCount == 0)
+        await outbox.drain()
+        #expect(server.records.map(\.key) == [earlier.idempotencyKey, later.idempotencyKey])
+    }
+
+    @Test func aCaptivePortalLeavesTheSaveQueued() async throws {
+        let journal = TestJournal()
+        let server = InMemoryServer()
+        server.inject(.respond(TransportResponse(statusCode: 200, headers: ["Content-Type": "text/html"], body: Data("<html>Log in to Wi-Fi</html>".utf8))))
+        let outbox = try journal.open(server: server)
+        defer { outbox.close() }
+        guard case .queued(let id) = try await outbox.save(productRequest(1)) else {
+            Issue.record("a captive portal's page is not a success")
+            return
+        }
+        #expect(try outbox.operation(id)?.lastErrorCode == "invalid_response")
+        #expect(server.records.isEmpty)
+    }
+
+    @Test func anOnlineOnlySaveIsRefusedBeforeAnythingIsWritten() async throws {
+        let journal = TestJournal()
+        let outbox = try journal.open(server: InMemoryServer()) { $0.operationPolicies = ["dispatch.cancel": .onlineOnly] }
+        defer { outbox.close() }
+        var request = productRequest(1)
+        request.operationType = "dispatch.cancel"
+        await #expect(throws: OutboxError.onlineOnly(operationType: "dispatch.cancel")) { try await outbox.save(request) }
+        #expect(try outbox.lastSeq() == 1)
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+@testable import Outbox
+import Testing
+
+@Suite("The worker's state machine")
+struct WorkerStateMachineTests {
+    let t0 = Date(timeIntervalSinceReferenceDate: 800_000_000)
+
+    @Test func overlappingWakesCollapseIntoOneMorePass() {
+        var machine = WorkerStateMachine()
+        #expect(machine.wake(.appLaunch) == [.startPass(.appLaunch)])
+        #expect(machine.wake(.foreground) == [])
+        #expect(machine.wake(.connectivityRegained) == [])
+        #expect(machine.passFinished(nextDue: nil) == [.startPass(.foreground)])
+        #expect(machine.passFinished(nextDue: nil) == [])
+        #expect(!machine.isPassRunning)
+    }
+
+    @Test func aDrainWaitsForAPassThatStartsAfterIt() {
+        var machine = WorkerStateMachine()
+        #expect(machine.wake(.appLaunch) == [.startPass(.appLaunch)])
+        #expect(machine.drain(waiter: 1) == [])
+        // The pass running at the call is not enough.
+        #expect(machine.passFinished(nextDue: nil) == [.startPass(.drain)])
+        #expect(machine.passFinished(nextDue: nil) == [.resumeDrainers([1])])
+    }
+
+    @Test func aDrainWhenIdleRunsAPassAtOnce() {
+        var machine = WorkerStateMachine()
+        #expect(machine.drain(waiter: 7) == [.startPass(.drain)])
+        #expect(machine.drain(waiter: 8) == [])
+        #expect(machine.passFinished(nextDue: nil) == [.resumeDrainers([7]), .startPass(.drain)])
+        #expect(machine.passFinished(nextDue: nil) == [.resumeDrainers([8])])
+    }
+
+    @Test func theTimerIsArmedAfterAPassAndFiresAPass() {
+        var machine = WorkerStateMachine()
+        _ = machine.wake(.appLaunch)
+        let due = t0.addingTimeInterval(2)
+        #expect(machine.passFinished(nextDue: due) == [.armTimer(due, .timer)])
+        #expect(machine.timerDeadline == due)
+        #expect(machine.timerFired(deadline: t0) == [], "a stale timer is ignored")
+        #expect(machine.timerFired(deadline: due) == [.startPass(.timer)])
+        #expect(machine.passFinished(nextDue: nil) == [])
+        #expect(machine.timerDeadline == nil)
+    }
+
+    @Test func somethingDueSoonerReArmsTheTimer() {
+        var machine = WorkerStateMachine()
+        _ = machine.wake(.appLaunch)
+        let later = t0.addingTimeInterval(300)
+        _ = machine.passFinished(nextDue: later)
+        #expect(machine.becameDue(at: t0, because: .enqueued) == [.armTimer(t0, .enqueued)])
+        #expect(machine.becameDue(at: later, because: .enqueued) == [], "not sooner")
+        #expect(machine.timerFired(deadline: t0) == [.startPass(.enqueued)])
+    }
+
+    @Test func nothingIsSentOnItsOwnBeforeTheFirstWake() {
+        var machine = WorkerStateMachine()
+        #expect(machine.becameDue(at: t0, because: .enqueued) == [])
+        #expect(!machine.isStarted)
+    }
+
+    @Test func somethingDueDuringAPassAsksForAnotherPass() {
+        var machine = WorkerStateMachine()
+        _ = machine.wake(.appLaunch)
+        #expect(machine.becameDue(at: t0, because: .retryRequested) == [])
+        #expect(machine.passFinished(nextDue: nil) == [.startPass(.retryRequested)])
+    }
+
+    @Test func closingReleasesDrainersAndStopsTheTimer() {
+        var machine = WorkerStateMachine()
+        _ = machine.wake(.appLaunch)
+        _ = machine.drain(waiter: 3)
+        #expect(machine.close() == [.resumeDrainers([3])])
+        #expect(machine.wake(.foreground) == [])
+        #expect(machine.drain(waiter: 4) == [.resumeDrainers([4])])
+        #expect(machine.passFinished(nextDue: t0) == [])
+    }
+}
+
+@Suite("A pass's plan")
+struct PassPlanTests {
+    func candidate(_ seq: UInt64, lane: String) -> PassPlan.Candidate {
+        PassPlan.Candidate(id: OperationID(), lane: lane, firstSeq: JournalSequence(rawValue: seq))
+    }
+
+    @Test func rowsComeInJournalOrderOneAtATimePerLane() {
+        var plan = PassPlan()
+        let a1 = candidate(1, lane: "a"), b2 = candidate(2, lane: "b"), a3 = candidate(3, lane: "a"), c4 = candidate(4, lane: "c")
+        plan.add([c4, a3, b2, a1])
+        #expect(plan.next() == a1)
+        #expect(plan.next() == b2)
+        #expect(plan.next() == c4, "lane a is busy: its second row waits")
+        #expect(plan.next() == nil)
+        plan.finished(lane: "a")
+        #expect(plan.next() == a3)
+        #expect(plan.next() == nil)
+    }
+
+    @Test func aRowIsOfferedOncePerPass() {
+        var plan = PassPlan()
+        let row = candidate(1, lane: "a")
+        plan.add([row])
+        #expect(plan.next() == row)
+        plan.finished(lane: "a")
+        plan.add([row])
+        #expect(plan.next() == nil)
+        #expect(plan.seen.count == 1)
+    }
+
+    @Test func aDroppedLaneOffersNothingMore() {
+        var plan = PassPlan()
+        let a1 = candidate(1, lane: "a"), a2 = candidate(2, lane: "a"), b3 = candidate(3, lane: "b")
+        plan.add([a1, a2, b3])
+        #expect(plan.next() == a1)
+        plan.dropLane("a")
+        #expect(plan.next() == b3)
+        plan.finished(lane: "b")
+        #expect(plan.next() == nil)
+        #expect(plan.isEmpty)
+    }
+}
