@@ -89,6 +89,11 @@ public final class LMDBEnvironment: @unchecked Sendable {
     /// files would release the first one's locks when closed.
     private static let openPaths = Mutex(Set<String>())
 
+    /// Whether this process has the environment at `path` (canonical) open.
+    public static func isOpen(path: String) -> Bool {
+        openPaths.withLock { $0.contains(path) }
+    }
+
     /// The version of the linked LMDB library.
     public static var libraryVersion: String { LMDB.version }
 

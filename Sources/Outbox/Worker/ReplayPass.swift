@@ -14,6 +14,8 @@ final class ReplayPass: Sendable {
     /// Rows whose due moment was seen beyond the cap from now (the clock moved backwards), and
     /// when: each is due at that moment plus the cap.
     private let beyondCapSince = Mutex<[OperationID: Date]>([:])
+    /// Set once the worker is stopped (sign-out): no row is started after it.
+    private let stopped = Atomic<Bool>(false)
 
     init(store: JournalStore, writer: JournalWriter, transport: any OutboxTransport, configuration: OutboxConfiguration) {
         self.store = store
@@ -23,6 +25,11 @@ final class ReplayPass: Sendable {
     }
 
     private var clock: any OutboxClock { configuration.clock }
+
+    /// Starts no more rows, in this pass or any other; attempts in flight finish and are recorded.
+    func stop() {
+        stopped.store(true, ordering: .releasing)
+    }
     private var policy: RetryPolicy { configuration.retryPolicy }
 
     // MARK: A pass
@@ -40,6 +47,7 @@ final class ReplayPass: Sendable {
             var inFlight = 0
             var halted = false
             while !Task.isCancelled {
+                if stopped.load(ordering: .acquiring) { halted = true }
                 while !halted, inFlight < slots, let candidate = plan.next() {
                     guard (try? laneHead(candidate.lane)) == candidate.id else {
                         plan.dropLane(candidate.lane)
@@ -170,6 +178,7 @@ final class ReplayPass: Sendable {
     /// - Parameter withdrawOnRejection: an inline save withdraws a row the server rejects as
     ///   invalid, in the same commit as the outcome.
     func attempt(_ id: OperationID, trigger: WakeReason, withdrawOnRejection: Bool = false) async -> Report {
+        guard !stopped.load(ordering: .acquiring) else { return .halted }
         let account = await configuration.session.currentAccount()
         let schema = store.schema
         let snapshot: (state: OperationState, payload: Data?, paused: Bool)?

@@ -46,6 +46,15 @@ actor ReplayWorker {
         timerTask?.cancel()
     }
 
+    /// Stops the worker for good and waits for the pass in progress to end, so every attempt in
+    /// flight has its outcome recorded.
+    func stop() async {
+        pass.stop()
+        perform(machine.close())
+        timerTask?.cancel()
+        await passTask?.value
+    }
+
     private func passFinished(nextDue: Date?) {
         passTask = nil
         perform(machine.passFinished(nextDue: nextDue))

@@ -12,7 +12,7 @@
 /// | `blocked` | the server refused the member or the key; it needs a person |
 /// | `withdrawn` | an inline save the server rejected; it never existed for the member (terminal) |
 /// | `discarded` | a person chose to drop it; its payload stays in the history (terminal) |
-public enum OutboxStatus: String, Sendable, Codable, JournalCode {
+public enum OutboxStatus: String, Sendable, Codable, CodingKeyRepresentable, JournalCode {
     case queued
     case syncing
     case synced

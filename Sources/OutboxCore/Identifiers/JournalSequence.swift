@@ -66,3 +66,14 @@ extension FixedWidthInteger {
         withUnsafeBytes(of: bigEndian) { Array($0) }
     }
 }
+
+extension JournalSequence: Codable {
+    public init(from decoder: any Decoder) throws {
+        rawValue = try decoder.singleValueContainer().decode(UInt64.self)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}

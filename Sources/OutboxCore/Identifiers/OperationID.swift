@@ -44,3 +44,20 @@ public struct OperationID: Hashable, Sendable, Comparable, CustomStringConvertib
         lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
     }
 }
+
+extension OperationID: Codable {
+    /// Encoded as its UUID string, the idempotency key.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let id = OperationID(text) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a UUID: \(text)")
+        }
+        self = id
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(uuid.uuidString)
+    }
+}

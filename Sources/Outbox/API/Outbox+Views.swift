@@ -1,0 +1,65 @@
+import Foundation
+import OutboxCore
+
+extension Outbox {
+    /// The Sync tab, from the local journal alone.
+    ///
+    /// ```swift
+    /// let tab = try outbox.syncTab(isOnline: reachability.isOnline)
+    /// tab.banner.text                  // "Connect to the internet to sync these changes"
+    /// tab.card("Products")?.countText  // "1 change"
+    /// ```
+    /// Read from counters and indexes: as fast at ten thousand waiting rows as at one.
+    /// - Parameter rowsPerCard: the most detail rows per card (each card's count covers all).
+    public func syncTab(isOnline: Bool, rowsPerCard: Int = 50) throws -> SyncTab {
+        try ensureOpen()
+        return try store.syncTab(isOnline: isOnline, rowsPerCard: rowsPerCard)
+    }
+
+    /// Rows that need the network or a person: queued, syncing, failed, blocked. Never waiting
+    /// for approval, synced, withdrawn or discarded.
+    public func badgeCount() throws -> Int {
+        try ensureOpen()
+        return try store.badgeCount()
+    }
+
+    /// The reconciliation ledger: one row per operation, in journal order, without payloads or
+    /// field values.
+    ///
+    /// ```swift
+    /// var page = try outbox.ledger(LedgerQuery(status: .blocked, limit: 100))
+    /// while let last = page.last {
+    ///     page = try outbox.ledger(LedgerQuery(status: .blocked, after: last.seq, limit: 100))
+    /// }
+    /// ```
+    public func ledger(_ query: LedgerQuery = LedgerQuery()) throws -> [LedgerEntry] {
+        try ensureOpen()
+        return try store.ledger(query)
+    }
+
+    /// Queue depth, the oldest pending row's age, attempts and outcomes, conflicts by type, and the
+    /// journal's size.
+    public func metrics() throws -> OutboxMetrics {
+        try ensureOpen()
+        return try store.metrics(now: configuration.clock.now())
+    }
+
+    /// A fresh Sync tab now and after every commit. A slow reader gets the newest tab, never a
+    /// backlog. The stream ends when the outbox closes.
+    /// - Parameter isOnline: asked each time a tab is built.
+    public func syncTabUpdates(isOnline: @escaping @Sendable () -> Bool, rowsPerCard: Int = 50) -> AsyncStream<SyncTab> {
+        let changes = self.changes()
+        let (stream, continuation) = AsyncStream.makeStream(of: SyncTab.self, bufferingPolicy: .bufferingNewest(1))
+        let store = self.store
+        let task = Task {
+            if let tab = try? store.syncTab(isOnline: isOnline(), rowsPerCard: rowsPerCard) { continuation.yield(tab) }
+            for await _ in changes {
+                guard let tab = try? store.syncTab(isOnline: isOnline(), rowsPerCard: rowsPerCard) else { break }
+                continuation.yield(tab)
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import OutboxCore
+import OutboxStorage
+
+/// The member's and support's views, answered from counters and indexes: never a journal scan.
+extension JournalStore {
+    /// The Sync tab, each card holding at most `rowsPerCard` rows (its count covers them all).
+    func syncTab(isOnline: Bool, rowsPerCard: Int) throws(OutboxError) -> SyncTab {
+        let schema = self.schema
+        return try read { txn in
+            var cards: [SyncCard] = []
+            for (category, count) in try schema.counters(prefix: CounterName.tabPrefix(.waiting), in: txn) {
+                let rows = try schema.tabRows(.waiting, category: category, limit: rowsPerCard, in: txn)
+                guard let latest = rows.first else { continue }
+                cards.append(SyncCard(category: category, count: Int(count), latestChangeAt: latest.changedAt, rows: rows))
+            }
+            cards.sort { ($0.latestChangeAt, $1.category) > ($1.latestChangeAt, $0.category) }
+
+            let approvalCounts = try schema.counters(prefix: CounterName.tabPrefix(.approval), in: txn)
+            var approvalRows: [SyncRow] = []
+            for category in approvalCounts.keys {
+                approvalRows += try schema.tabRows(.approval, category: category, limit: rowsPerCard, in: txn)
+            }
+            approvalRows.sort { $0.changedAt > $1.changedAt }
+            let approvalCount = Int(approvalCounts.values.reduce(0, +))
+            let approvalCard = approvalRows.first.map {
+                SyncCard(category: SyncCard.approvalCategory, count: approvalCount, latestChangeAt: $0.changedAt,
+                         rows: Array(approvalRows.prefix(rowsPerCard)))
+            }
+
+            let depth = try schema.queueDepth(in: txn)
+            let waitingForNetwork = depth[.queued, default: 0] + depth[.syncing, default: 0]
+            let needingAttention = depth[.failed, default: 0] + depth[.blocked, default: 0]
+            return SyncTab(
+                cards: cards,
+                approvalCard: approvalCard,
+                totalCount: cards.reduce(0) { $0 + $1.count } + approvalCount,
+                banner: .make(isOnline: isOnline, waitingForNetwork: waitingForNetwork,
+                              needingAttention: needingAttention, waitingForApproval: approvalCount)
+            )
+        }
+    }
+
+    /// Queued, syncing, failed and blocked rows: never pending approval, synced, withdrawn or
+    /// discarded.
+    func badgeCount() throws(OutboxError) -> Int {
+        let schema = self.schema
+        return try read { txn in
+            try OutboxStatus.allCases.filter(\.needsAttention).reduce(0) {
+                $0 + Int(try schema.counter(CounterName.status($1), in: txn))
+            }
+        }
+    }
+
+    /// Ledger rows in journal order, filtered and paged.
+    func ledger(_ query: LedgerQuery) throws(OutboxError) -> [LedgerEntry] {
+        let schema = self.schema
+        let statuses = query.status.map { [$0] } ?? OutboxStatus.allCases
+        return try read { txn in
+            // Each status's rows are in journal order; take enough of each, then merge.
+            var states: [OperationState] = []
+            for status in statuses {
+                let prefix = JournalSchema.statusPrefix(status)
+                let start = query.after.map { JournalSchema.statusKey(status, firstSeq: $0.next) } ?? prefix
+                var taken = 0
+                try txn.scan(schema.byStatus, from: start) { key, value in
+                    guard key.starts(with: prefix), taken < query.limit else { return .stop }
+                    guard let id = OperationID(bytes: value), let state = try schema.state(id, in: txn) else { return .next }
+                    if let from = query.createdFrom, state.createdAt < from { return .next }
+                    if let before = query.createdBefore, state.createdAt >= before { return .next }
+                    states.append(state)
+                    taken += 1
+                    return .next
+                }
+            }
+            return states.sorted { $0.firstSeq < $1.firstSeq }.prefix(query.limit).map(LedgerEntry.init)
+        }
+    }
+
+    /// The engine's numbers at `now`.
+    func metrics(now: Date) throws(OutboxError) -> OutboxMetrics {
+        let schema = self.schema
+        let fileBytes = (try? environment.info().usedBytes) ?? 0
+        return try read { txn in
+            let depth = try schema.queueDepth(in: txn)
+            var oldest: OperationState?
+            for status in [OutboxStatus.queued, .syncing] {
+                guard let id = try schema.operationIDs(withStatus: status, limit: 1, in: txn).first,
+                    let state = try schema.state(id, in: txn)
+                else { continue }
+                if oldest.map({ state.firstSeq < $0.firstSeq }) ?? true { oldest = state }
+            }
+            let outcomes = try schema.counters(prefix: "outcome/", in: txn)
+            func outcome(_ disposition: Disposition) -> Int { Int(outcomes[disposition.rawValue] ?? 0) }
+            return OutboxMetrics(
+                queueDepth: depth,
+                oldestPendingAgeSeconds: oldest.map { now.timeIntervalSince($0.createdAt) },
+                oldestPendingOperation: oldest?.id,
+                totalAttempts: Int(try schema.counter(CounterName.attempts, in: txn)),
+                accepted: outcome(.accepted),
+                replayed: outcome(.replayed),
+                rejected: outcome(.rejected),
+                blocked: outcome(.blocked),
+                transientFailures: outcome(.transientFailure),
+                conflictsByOperationType: try schema.counters(prefix: CounterName.conflictsPrefix, in: txn).mapValues { Int($0) },
+                journalEvents: Int(try schema.counter(CounterName.events, in: txn)),
+                journalEventBytes: Int(try schema.counter(CounterName.eventBytes, in: txn)),
+                journalFileBytes: fileBytes
+            )
+        }
+    }
+}
+
+extension JournalSchema {
+    /// Rows by status, every status present.
+    func queueDepth(in txn: borrowing LMDBTransaction) throws -> [OutboxStatus: Int] {
+        var depth: [OutboxStatus: Int] = [:]
+        for status in OutboxStatus.allCases {
+            depth[status] = Int(try counter(CounterName.status(status), in: txn))
+        }
+        return depth
+    }
+
+    /// The newest `limit` rows of one Sync tab card.
+    func tabRows(_ group: TabGroup, category: String, limit: Int, in txn: borrowing LMDBTransaction) throws -> [SyncRow] {
+        let prefix = JournalSchema.tabPrefix(group, category: category)
+        var rows: [SyncRow] = []
+        // Reverse from just past the prefix: the highest latest seq comes first.
+        try txn.scan(syncTab, from: prefix + [UInt8](repeating: 0xFF, count: 8), reverse: true) { key, value in
+            guard key.starts(with: prefix), rows.count < limit else { return .stop }
+            if let id = OperationID(bytes: value), let state = try self.state(id, in: txn) {
+                rows.append(SyncRow(state))
+            }
+            return .next
+        }
+        return rows
+    }
+}

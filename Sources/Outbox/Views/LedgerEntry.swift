@@ -1,0 +1,84 @@
+public import Foundation
+public import OutboxCore
+
+/// One row of the reconciliation ledger: what support reads first.
+///
+/// It names what happened to an operation and never what it held: no payload, no field value, no
+/// label or summary.
+public struct LedgerEntry: Sendable, Equatable, Codable {
+    public var operationID: OperationID
+    public var operationType: String
+    /// The entity type, from the operation type: `"product"` for `"product.create"`.
+    public var entityType: String
+    /// The local seq of its `enqueued` event.
+    public var seq: JournalSequence
+    public var createdAt: Date
+    public var attempts: Int
+    /// The latest outcome: `accepted`, `replayed`, `pending_approval`, `transient_failure`,
+    /// `rejected`, `blocked`, `unauthorized`, `abandoned`; `none` before any attempt.
+    public var latestOutcome: String
+    /// The record's revision, when the server returned one.
+    public var serverRevision: String?
+    public var status: OutboxStatus
+    /// Whether the status is terminal (synced, withdrawn, discarded).
+    public var isTerminal: Bool
+
+    public init(_ state: OperationState) {
+        operationID = state.id
+        operationType = state.operationType
+        entityType = String(state.operationType.split(separator: ".", maxSplits: 1).first ?? Substring(state.operationType))
+        seq = state.firstSeq
+        createdAt = state.createdAt
+        attempts = state.attemptCount
+        latestOutcome = state.latestOutcome?.rawValue ?? "none"
+        serverRevision = state.serverRevision
+        status = state.status
+        isTerminal = state.status.isTerminal
+    }
+}
+
+/// Which ledger rows to read.
+public struct LedgerQuery: Sendable, Equatable {
+    /// Only rows of this status.
+    public var status: OutboxStatus?
+    /// Only rows created at or after this moment.
+    public var createdFrom: Date?
+    /// Only rows created before this moment.
+    public var createdBefore: Date?
+    /// Only rows whose enqueue comes after this seq: pass the last row's `seq` for the next page.
+    public var after: JournalSequence?
+    /// The most rows returned.
+    public var limit: Int
+
+    public init(status: OutboxStatus? = nil, createdFrom: Date? = nil, createdBefore: Date? = nil,
+                after: JournalSequence? = nil, limit: Int = 500) {
+        self.status = status
+        self.createdFrom = createdFrom
+        self.createdBefore = createdBefore
+        self.after = after
+        self.limit = limit
+    }
+}
+
+/// The engine's numbers, read from its counters without a scan.
+public struct OutboxMetrics: Sendable, Equatable, Codable {
+    /// Rows by status, every status present (zero when none).
+    public var queueDepth: [OutboxStatus: Int]
+    /// How long the oldest queued or syncing row has waited, by the clock now.
+    public var oldestPendingAgeSeconds: Double?
+    public var oldestPendingOperation: OperationID?
+    /// Attempts started, ever.
+    public var totalAttempts: Int
+    /// Attempt outcomes, ever.
+    public var accepted: Int
+    public var replayed: Int
+    public var rejected: Int
+    public var blocked: Int
+    public var transientFailures: Int
+    /// `idempotency_conflict` answers, by operation type.
+    public var conflictsByOperationType: [String: Int]
+    /// The journal's size: events, their record bytes, and the bytes of the file in use.
+    public var journalEvents: Int
+    public var journalEventBytes: Int
+    public var journalFileBytes: Int
+}

@@ -1,0 +1,109 @@
+public import Foundation
+public import OutboxCore
+
+/// The Sync tab: what is waiting on this device, read from the local journal alone.
+public struct SyncTab: Sendable, Equatable, Codable {
+    /// Waiting to sync (queued, syncing, failed, blocked): one card per category, the card
+    /// changed most recently first.
+    public var cards: [SyncCard]
+    /// Waiting for someone's approval.
+    public var approvalCard: SyncCard?
+    /// Both populations.
+    public var totalCount: Int
+    public var banner: SyncBanner
+
+    public init(cards: [SyncCard], approvalCard: SyncCard?, totalCount: Int, banner: SyncBanner) {
+        self.cards = cards
+        self.approvalCard = approvalCard
+        self.totalCount = totalCount
+        self.banner = banner
+    }
+
+    /// The card of `category`, if anything of it waits.
+    public func card(_ category: String) -> SyncCard? {
+        cards.first { $0.category == category }
+    }
+}
+
+/// One card: a category of waiting changes.
+public struct SyncCard: Sendable, Equatable, Codable {
+    /// The category (`OutboxRequest.category`), or ``SyncCard/approvalCategory``.
+    public var category: String
+    /// How many rows wait in it (all of them, not only those in ``rows``).
+    public var count: Int
+    /// The moment of its latest change.
+    public var latestChangeAt: Date
+    /// Its rows, newest first, up to the tab's row limit.
+    public var rows: [SyncRow]
+
+    /// The approval card's category.
+    public static let approvalCategory = "Waiting for approval"
+
+    /// "1 change", "3 changes".
+    public var countText: String { count == 1 ? "1 change" : "\(count) changes" }
+}
+
+/// One waiting change as the member sees it. Failed and blocked rows carry their last error.
+public struct SyncRow: Sendable, Equatable, Codable {
+    public var operationID: OperationID
+    public var category: String
+    public var entityLabel: String
+    public var summary: String
+    public var status: OutboxStatus
+    /// When it last changed.
+    public var changedAt: Date
+    public var lastErrorCode: String?
+    /// Why it waits, in words the member reads.
+    public var lastErrorMessage: String?
+
+    public init(_ state: OperationState) {
+        operationID = state.id
+        category = state.category
+        entityLabel = state.entityLabel
+        summary = state.summary
+        status = state.status
+        changedAt = state.changedAt
+        lastErrorCode = state.lastErrorCode
+        lastErrorMessage = state.lastErrorMessage
+    }
+}
+
+/// The line at the top of the Sync tab.
+public struct SyncBanner: Sendable, Equatable, Codable {
+    public enum Kind: String, Sendable, Codable {
+        /// Offline, with changes waiting for the network.
+        case offline
+        /// Online, with changes that will sync on their own.
+        case willSync
+        /// Nothing waits for the network, but failed or blocked changes need a person.
+        case needsAttention
+        /// Everything synced but changes waiting for approval.
+        case waitingForApproval
+        /// Nothing waiting at all.
+        case allSynced
+    }
+
+    public var kind: Kind
+    /// What the member reads.
+    public var text: String
+
+    /// The banner for these counts.
+    public static func make(isOnline: Bool, waitingForNetwork: Int, needingAttention: Int, waitingForApproval: Int) -> SyncBanner {
+        if waitingForNetwork > 0 {
+            return isOnline
+                ? SyncBanner(kind: .willSync, text: "These changes will sync automatically")
+                : SyncBanner(kind: .offline, text: "Connect to the internet to sync these changes")
+        }
+        if needingAttention > 0 {
+            let text = needingAttention == 1 ? "1 change needs your attention" : "\(needingAttention) changes need your attention"
+            return SyncBanner(kind: .needsAttention, text: text)
+        }
+        if waitingForApproval > 0 {
+            let text = waitingForApproval == 1
+                ? "All synced; 1 change is waiting for approval"
+                : "All synced; \(waitingForApproval) changes are waiting for approval"
+            return SyncBanner(kind: .waitingForApproval, text: text)
+        }
+        return SyncBanner(kind: .allSynced, text: "You're all synced")
+    }
+}
