@@ -11,6 +11,7 @@
 //   OutboxTesting      test doubles apps can use too: a manual clock, a scripted transport
 //   IdempotencyClaims  the server half: claims that make a replayed write apply once
 //   OutboxTestServer   a loopback HTTP server with fault injection (and outbox-test-server)
+//   JournalInspect     the support tool's logic (and journal-inspect, its thin executable)
 //   outbox-demo        the engine's main job, end to end
 //   outbox-test-child  a process the tests drive and kill: reads a live journal, crashes mid-write
 import PackageDescription
@@ -33,6 +34,7 @@ let package = Package(
         .library(name: "IdempotencyClaims", targets: ["IdempotencyClaims"]),
         .library(name: "OutboxTestServer", targets: ["OutboxTestServer"]),
         .executable(name: "outbox-demo", targets: ["outbox-demo"]),
+        .executable(name: "journal-inspect", targets: ["journal-inspect"]),
         .executable(name: "outbox-test-server", targets: ["outbox-test-server"]),
     ],
     targets: [
@@ -87,6 +89,17 @@ let package = Package(
             path: "Sources/OutboxTestServerMain",
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "JournalInspect",
+            dependencies: ["Outbox", "OutboxStorage"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "journal-inspect",
+            dependencies: ["JournalInspect"],
+            path: "Sources/JournalInspectMain",
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "outbox-demo",
             dependencies: ["Outbox"],
@@ -107,6 +120,11 @@ let package = Package(
         .testTarget(
             name: "OutboxTestServerTests",
             dependencies: ["OutboxTestServer", "IdempotencyClaims", "outbox-test-server"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
+            name: "JournalInspectTests",
+            dependencies: ["JournalInspect", "Outbox", "OutboxTesting", "OutboxStorage", "journal-inspect"],
             swiftSettings: testSettings
         ),
         .testTarget(

@@ -1,0 +1,1 @@
+// journal-inspect: the support engineer's tool. Built in its own change.

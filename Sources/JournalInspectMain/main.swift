@@ -1,0 +1,1 @@
+print("journal-inspect: not built yet")
