@@ -84,18 +84,10 @@ public final class Outbox: Sendable {
     /// Appends `journalOpened` and, for every attempt the last process started and never saw
     /// end, `attemptAbandoned`: those rows are due at once, replayed under the same key.
     private static func recordOpening(store: JournalStore, writer: JournalWriter, appVersion: String?) throws {
-        let schema = store.schema
-        let interrupted = try store.read { txn in
-            try schema.operationIDs(withStatus: .syncing, in: txn).compactMap { try schema.state($0, in: txn) }
-        }
         let opened = JournalStore.Draft(operationID: nil, body: .journalOpened(JournalOpened(
             formatVersion: RecordCodec.formatVersion, engineVersion: engineVersion, appVersion: appVersion
         )))
-        let abandoned = interrupted.map { state in
-            JournalStore.Draft(operationID: state.id, body: .attemptAbandoned(AttemptAbandoned(
-                attempt: AttemptNumber(rawValue: state.attemptCount)
-            )))
-        }
+        let abandoned = try store.interruptedAttempts()
         do {
             _ = try writer.appendNow([opened] + abandoned)
         } catch OutboxError.storageFull where abandoned.isEmpty {
@@ -121,8 +113,24 @@ public final class Outbox: Sendable {
         let worker = self.worker
         Task { await worker.shutdown() }
         writer.close()
+        if configuration.durability == .processCrash {
+            // The last commits are in the OS's cache: hand them to the disk before letting go.
+            try? store.environment.sync()
+        }
         broadcaster.finish()
         store.close()
+    }
+
+    /// Flushes every commit to disk. Needed only with the ``Durability/processCrash`` tier, where
+    /// commits are not flushed one by one: call it when the app moves to the background.
+    /// - Throws: the storage error when the flush fails; what was committed stays committed.
+    public func flush() throws {
+        try ensureOpen()
+        do {
+            try store.environment.sync()
+        } catch {
+            throw OutboxError(storage: error, limitBytes: configuration.maxJournalBytes)
+        }
     }
 
     /// Whether ``close()`` has run.

@@ -16,6 +16,9 @@ final class ReplayPass: Sendable {
     private let beyondCapSince = Mutex<[OperationID: Date]>([:])
     /// Set once the worker is stopped (sign-out): no row is started after it.
     private let stopped = Atomic<Bool>(false)
+    /// Rows whose attempt this process has in flight. A syncing row not in it lost its outcome
+    /// (the commit recording it failed) and is abandoned by the next pass.
+    private let inFlight = Mutex<Set<OperationID>>([])
 
     init(store: JournalStore, writer: JournalWriter, transport: any OutboxTransport, configuration: OutboxConfiguration) {
         self.store = store
@@ -39,6 +42,7 @@ final class ReplayPass: Sendable {
     /// or a 401 paused the worker.
     /// - Returns: the earliest scheduled retry left, for the timer; `nil` when none or paused.
     func run(trigger: WakeReason) async -> Date? {
+        await abandonOrphans()
         guard (try? store.engineState().isPaused) == false else { return nil }
         let slots = configuration.maxConcurrentLanes
         await withTaskGroup(of: (lane: String, halts: Bool).self) { group in
@@ -74,6 +78,19 @@ final class ReplayPass: Sendable {
         }
         guard (try? store.engineState().isPaused) == false else { return nil }
         return try? nextDue()
+    }
+
+    /// Records `attemptAbandoned` for syncing rows no attempt of this process holds: their
+    /// outcome could not be recorded. They are due at once, replayed under the same key.
+    private func abandonOrphans() async {
+        guard let syncing = try? store.interruptedAttempts(), !syncing.isEmpty else { return }
+        // Read the rows first, then who holds them: an attempt inserts itself before its
+        // `attemptStarted` commits, so every live attempt seen syncing is held here.
+        let holding = inFlight.withLock { $0 }
+        for draft in syncing where draft.operationID.map({ !holding.contains($0) }) ?? false {
+            // A row another attempt settled meanwhile is refused by the fold: nothing to do.
+            _ = try? await writer.append([draft])
+        }
     }
 
     /// Queued rows due now, from the schedule index.
@@ -205,6 +222,8 @@ final class ReplayPass: Sendable {
             )
             return await record(corrupt, attempt: attempt, state: state, response: nil, before: [started])
         }
+        inFlight.withLock { _ = $0.insert(id) }
+        defer { inFlight.withLock { _ = $0.remove(id) } }
         do {
             _ = try await writer.append([started])
         } catch {
