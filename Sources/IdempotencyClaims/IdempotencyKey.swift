@@ -1,0 +1,75 @@
+/// The value of a request's `Idempotency-Key` header, checked.
+///
+/// The client sends one key per logical write and sends it again, unchanged, on every retry.
+/// Surrounding white space is dropped (HTTP ignores it); what remains must be 1 to
+/// ``maxBytes`` bytes of visible characters.
+///
+/// ```swift
+/// switch IdempotencyKey.parse(request.header("Idempotency-Key")) {
+/// case .success(let key): ...
+/// case .failure(let problem): ...   // answer 400
+/// }
+/// ```
+public struct IdempotencyKey: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The longest key accepted, in UTF-8 bytes.
+    public static let maxBytes = 255
+
+    /// Why a header value is not a usable key.
+    public enum Problem: Error, Hashable, Sendable, CustomStringConvertible {
+        /// No header, or only white space.
+        case missing
+        /// Longer than ``IdempotencyKey/maxBytes``.
+        case tooLong(bytes: Int)
+        /// Holds a control character.
+        case controlCharacter
+
+        public var description: String {
+            switch self {
+            case .missing:
+                "the Idempotency-Key header is required on this request and must not be blank"
+            case .tooLong(let bytes):
+                "the Idempotency-Key header is \(bytes) bytes long; the most accepted is \(IdempotencyKey.maxBytes)"
+            case .controlCharacter:
+                "the Idempotency-Key header holds a control character"
+            }
+        }
+    }
+
+    public let rawValue: String
+
+    /// Wraps a key known to be valid; `nil` unless ``parse(_:)`` would accept it unchanged.
+    public init?(rawValue: String) {
+        guard case .success(let key) = Self.parse(rawValue), key.rawValue == rawValue else { return nil }
+        self.rawValue = rawValue
+    }
+
+    private init(checked: String) {
+        rawValue = checked
+    }
+
+    /// Checks a header's value: `nil` (no header) and blank values are ``Problem/missing``.
+    public static func parse(_ header: String?) -> Result<IdempotencyKey, Problem> {
+        guard let header else { return .failure(.missing) }
+        let trimmed = header.trimmingHTTPWhitespace()
+        if trimmed.isEmpty { return .failure(.missing) }
+        let bytes = trimmed.utf8.count
+        if bytes > maxBytes { return .failure(.tooLong(bytes: bytes)) }
+        if trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            return .failure(.controlCharacter)
+        }
+        return .success(IdempotencyKey(checked: trimmed))
+    }
+
+    public var description: String { rawValue }
+}
+
+extension String {
+    /// Drops leading and trailing spaces and tabs (HTTP's optional white space) and line breaks.
+    func trimmingHTTPWhitespace() -> String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
+            return ""
+        }
+        return String(self[first...last])
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import IdempotencyClaims
+import OutboxStorage
+
+/// The two shipped stores, for tests that must hold for both.
+enum Backend: String, CaseIterable, CustomStringConvertible, Sendable {
+    case memory
+    case lmdb
+
+    var description: String { rawValue }
+}
+
+/// What the write under test does: count one effect for its key, then answer or fail.
+struct Write: Sendable {
+    var status = 201
+    /// Fails after counting the effect, inside the transaction.
+    var failsAfterEffect = false
+
+    static let create = Write()
+    static let approval = Write(status: 202)
+    static let failing = Write(failsAfterEffect: true)
+}
+
+struct ScriptedWriteFailure: Error {}
+
+/// One claims instance over one backend, with an effect counter in the same database, so a
+/// test can see whether a write committed.
+final class ClaimsHarness: Sendable {
+    let clock: ManualClaimClock
+    let scope = ClaimScope(businessID: "b-1", operationType: "product.create")
+    private let handleRequest: @Sendable (ClaimScope, String?, Data, () throws -> Void, Write) throws -> ClaimAnswer
+    private let readClaim: @Sendable (ClaimScope, IdempotencyKey) throws -> ClaimRecord?
+    private let putClaim: @Sendable (ClaimID, ClaimRecord) throws -> Void
+    private let purge: @Sendable () throws -> Int
+    private let readEffects: @Sendable () throws -> [String: Int]
+    private let close: @Sendable () -> Void
+
+    /// An in-memory or LMDB-backed harness; `commitFault` forces LMDB commit failures.
+    static func make(
+        _ backend: Backend,
+        policy: ClaimPolicy = ClaimPolicy(),
+        clock: ManualClaimClock = ManualClaimClock(),
+        commitFault: (@Sendable () -> LMDBError?)? = nil
+    ) throws -> ClaimsHarness {
+        switch backend {
+        case .memory:
+            let store = InMemoryClaimStore(records: [String: Int]())
+            return ClaimsHarness(
+                claims: IdempotencyClaims(store: store, policy: policy, clock: clock),
+                clock: clock,
+                bump: { txn, key in
+                    let count = txn.records[key, default: 0] + 1
+                    txn.records[key] = count
+                    return count
+                },
+                effects: { store.records() },
+                close: {})
+        case .lmdb:
+            let directory = TemporaryDirectory()
+            let hook = commitFault.map { fault in LMDBFaultHook { call in call == .commit ? fault() : nil } }
+            let environment = try LMDBEnvironment.open(
+                directory: directory.url, options: .init(syncOnCommit: false, faultHook: hook))
+            let effects = try environment.openDatabase("effects")
+            let store = try LMDBClaimStore(environment: environment)
+            return ClaimsHarness(
+                claims: IdempotencyClaims(store: store, policy: policy, clock: clock),
+                clock: clock,
+                bump: { txn, key in
+                    try txn.withLMDB { lmdb in
+                        let count = (try lmdb.get(effects, key: Array(key.utf8)).map(decodeCount) ?? 0) + 1
+                        try lmdb.put(effects, key: Array(key.utf8), value: encodeCount(count))
+                        return count
+                    }
+                },
+                effects: {
+                    try environment.read { txn in
+                        var counts: [String: Int] = [:]
+                        try txn.scan(effects) { key, value in
+                            counts[String(decoding: key, as: UTF8.self)] = decodeCount(Array(value))
+                            return .next
+                        }
+                        return counts
+                    }
+                },
+                close: {
+                    environment.close()
+                    directory.remove()
+                })
+        }
+    }
+
+    private init<Store: ClaimStore>(
+        claims: IdempotencyClaims<Store>,
+        clock: ManualClaimClock,
+        bump: @escaping @Sendable (Store.Transaction, String) throws -> Int,
+        effects: @escaping @Sendable () throws -> [String: Int],
+        close: @escaping @Sendable () -> Void
+    ) {
+        self.clock = clock
+        handleRequest = { scope, key, body, whileClaimed, write in
+            try claims.handle(scope: scope, key: key, body: body, whileClaimed: whileClaimed) { txn in
+                let count = try bump(txn, "\(scope)/\(key ?? "")")
+                if write.failsAfterEffect { throw ScriptedWriteFailure() }
+                return ClaimResponse(
+                    status: write.status,
+                    headers: [
+                        .init(name: "Content-Type", value: "application/json"),
+                        .init(name: "Location", value: "/products/p-\(count)"),
+                        .init(name: "X-Request-ID", value: UUID().uuidString),
+                    ],
+                    body: Data(#"{"id":"p-1","effect":\#(count)}"#.utf8))
+            }
+        }
+        readClaim = { scope, key in try claims.claim(scope: scope, key: key) }
+        putClaim = { id, record in
+            try claims.store.transaction { txn in try claims.store.putClaim(record, for: id, in: txn) }
+        }
+        purge = { try claims.purgeExpired() }
+        readEffects = effects
+        self.close = close
+    }
+
+    deinit {
+        close()
+    }
+
+    /// One request with `key` and `body` in the harness's scope (or `scope`).
+    func handle(
+        key: String?,
+        body: String = #"{"id":"p-1","name":"Café"}"#,
+        scope: ClaimScope? = nil,
+        write: Write = .create,
+        whileClaimed: () throws -> Void = {}
+    ) throws -> ClaimAnswer {
+        try handleRequest(scope ?? self.scope, key, Data(body.utf8), whileClaimed, write)
+    }
+
+    func claim(_ key: String, scope: ClaimScope? = nil) throws -> ClaimRecord? {
+        guard let key = IdempotencyKey(rawValue: key) else { return nil }
+        return try readClaim(scope ?? self.scope, key)
+    }
+
+    func put(_ record: ClaimRecord, key: String) throws {
+        guard let key = IdempotencyKey(rawValue: key) else { return }
+        try putClaim(ClaimID(scope: scope, key: key), record)
+    }
+
+    func purgeExpired() throws -> Int { try purge() }
+
+    /// How many times the write committed for `key` in the harness's scope (or `scope`).
+    func effects(_ key: String, scope: ClaimScope? = nil) throws -> Int {
+        try readEffects()["\(scope ?? self.scope)/\(key)"] ?? 0
+    }
+
+    func totalEffects() throws -> Int {
+        try readEffects().values.reduce(0, +)
+    }
+}
+
+private func encodeCount(_ count: Int) -> [UInt8] {
+    Array(String(count).utf8)
+}
+
+private func decodeCount(_ bytes: [UInt8]) -> Int {
+    Int(String(decoding: bytes, as: UTF8.self)) ?? -1
+}
