@@ -12,6 +12,7 @@
 //   IdempotencyClaims  the server half: claims that make a replayed write apply once
 //   OutboxTestServer   a loopback HTTP server with fault injection (and outbox-test-server)
 //   JournalInspect     the support tool's logic (and journal-inspect, its thin executable)
+//   OutboxSimulation   a seeded, deterministic simulation of the engine under faults
 //   outbox-demo        the engine's main job, end to end
 //   outbox-test-child  a process the tests drive and kill: reads a live journal, crashes mid-write
 import PackageDescription
@@ -100,6 +101,11 @@ let package = Package(
             path: "Sources/JournalInspectMain",
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "OutboxSimulation",
+            dependencies: ["Outbox", "OutboxTesting", "IdempotencyClaims"],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "outbox-demo",
             dependencies: ["Outbox"],
@@ -125,6 +131,11 @@ let package = Package(
         .testTarget(
             name: "JournalInspectTests",
             dependencies: ["JournalInspect", "Outbox", "OutboxTesting", "OutboxStorage", "journal-inspect"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
+            name: "OutboxSimulationTests",
+            dependencies: ["OutboxSimulation", "Outbox", "OutboxTesting"],
             swiftSettings: testSettings
         ),
         .testTarget(

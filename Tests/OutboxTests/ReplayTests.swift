@@ -171,6 +171,41 @@ struct ReplayTests {
         #expect(try ids.dropFirst().allSatisfy { try outbox.operation($0)?.attemptCount == 0 })
     }
 
+    @Test func aSignedOutWorkerAsksAgainOneCapLaterAndNeverSpins() async throws {
+        let journal = TestJournal()
+        let server = InMemoryServer()
+        let session = SwitchableSession(account: nil)
+        let outbox = try journal.open(server: server, session: session)
+        defer { outbox.close() }
+        _ = try await outbox.enqueue(productRequest(1))
+        await outbox.drain()
+        #expect(server.requests.isEmpty)
+        #expect(outbox.nextWake == journal.clock.now().addingTimeInterval(300))
+
+        // Signed in again and no wake at all: the timer's next pass finds the session back.
+        session.signIn(journal.account)
+        journal.clock.advance(by: 300)
+        try await eventually(outbox) { server.records.count == 1 }
+    }
+
+    @Test func theTimerFindsALaneHeadBehindManyBlockedRows() async throws {
+        let journal = TestJournal()
+        let server = InMemoryServer()
+        server.inject(.respond(.error(403, code: "not_owner", message: "Ask the owner")))
+        let outbox = try journal.open(server: server)
+        defer { outbox.close() }
+        // A blocked head holds its lane: the seventy rows behind it stay due now, first in the
+        // schedule, and must not hide the one row that can go.
+        _ = try await outbox.enqueue(productRequest(0, entityID: "shelf-1"))
+        await outbox.drain()
+        for number in 1...70 { _ = try await outbox.enqueue(productRequest(number, entityID: "shelf-1")) }
+        server.inject(.respond(.error(503, code: "maintenance", message: "Back soon")))
+        let free = try await outbox.enqueue(productRequest(100, entityID: "shelf-2"))
+        await outbox.drain()
+        #expect(try outbox.operation(free)?.status == .queued)
+        #expect(outbox.nextWake == journal.clock.now().addingTimeInterval(2))
+    }
+
     @Test func nothingIsSentUnderAnotherAccount() async throws {
         let journal = TestJournal()
         let server = InMemoryServer()

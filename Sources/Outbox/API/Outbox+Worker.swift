@@ -9,8 +9,26 @@ extension Outbox {
     /// Until the first wake (or ``drain()``), the worker sends nothing on its own.
     public func wake(_ reason: WakeReason) {
         guard !isClosed else { return }
-        let worker = self.worker
-        Task { await worker.wake(reason) }
+        wakesInFlight.add(1, ordering: .relaxed)
+        Task {
+            await worker.wake(reason)
+            self.wakesInFlight.subtract(1, ordering: .releasing)
+        }
+    }
+
+    /// Returns once everything the engine was set to do at this moment of its clock is done: wakes
+    /// delivered, passes ended, no timer due, nothing waiting to be committed. A deterministic
+    /// simulation steps the engine with it.
+    package func settle() async {
+        while !isClosed {
+            // A wake on its way to the worker starts a pass only once delivered: wait for it first.
+            if wakesInFlight.load(ordering: .acquiring) > 0 {
+                await Task.yield()
+                continue
+            }
+            await worker.waitUntilIdle()
+            if wakesInFlight.load(ordering: .acquiring) == 0, writer.pendingCount == 0 { return }
+        }
     }
 
     /// Runs one pass now and returns when it ends. If a pass is running, waits for it and then

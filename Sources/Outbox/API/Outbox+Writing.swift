@@ -25,7 +25,7 @@ extension Outbox {
         try ensureOpen()
         guard canQueue(request.operationType) else { throw OutboxError.onlineOnly(operationType: request.operationType) }
         try request.validate(maxPayloadBytes: configuration.maxPayloadBytes)
-        let id = OperationID()
+        let id = configuration.operationIDSource?() ?? OperationID()
         let enqueued = Enqueued(request: request, requestHash: SHA256Digest(of: request.payload), account: configuration.account)
         _ = try await writer.append([JournalStore.Draft(operationID: id, body: .enqueued(enqueued))])
         return id

@@ -33,6 +33,8 @@ public final class Outbox: Sendable {
     let broadcaster: ChangeBroadcaster
     let replayPass: ReplayPass
     let worker: ReplayWorker
+    /// Wake signals handed to the worker and not yet delivered.
+    let wakesInFlight = Atomic<Int>(0)
     private let closed = Atomic<Bool>(false)
 
     /// Opens (or creates) the journal in `directory`.

@@ -35,6 +35,9 @@ public struct OutboxConfiguration: Sendable {
     public var initialJournalBytes: Int
     /// The embedding app's version, recorded each time the journal is opened.
     public var appVersion: String?
+    /// Where operation ids come from: random UUIDs unless a deterministic simulation supplies
+    /// its own.
+    package var operationIDSource: (@Sendable () -> OperationID)?
 
     public init(
         account: String,

@@ -110,6 +110,17 @@ extension JournalSchema {
         return ids
     }
 
+    /// The first row of `lane` not yet terminal: the only one of the lane that may be sent.
+    func laneHead(_ lane: String, in txn: borrowing LMDBTransaction) throws -> OperationID? {
+        let prefix = JournalSchema.lanePrefix(lane)
+        var head: OperationID?
+        try txn.scan(lanes, from: prefix) { key, value in
+            if key.starts(with: prefix) { head = OperationID(bytes: value) }
+            return .stop
+        }
+        return head
+    }
+
     /// Folds one event into the stored projections: the operation's state and indexes, the
     /// history index, the counters, the engine state.
     /// - Throws: ``OutboxError/illegalTransition(operation:status:event:reason:)`` when the event

@@ -40,15 +40,19 @@ final class ReplayPass: Sendable {
     /// Sends every queued row whose moment has come, in journal order, one at a time per lane
     /// and up to `maxConcurrentLanes` lanes at once. Stops starting rows when the session is gone
     /// or a 401 paused the worker.
-    /// - Returns: the earliest scheduled retry left, for the timer; `nil` when none or paused.
+    /// - Returns: when the timer should run the next pass: the earliest scheduled retry left;
+    ///   `nil` when nothing is scheduled or a 401 paused the worker. A pass the session halted
+    ///   (signed out, another account) asks again one cap later, and a pass that sent nothing
+    ///   never asks for another at once: the worker never spins.
     func run(trigger: WakeReason) async -> Date? {
         await abandonOrphans()
         guard (try? store.engineState().isPaused) == false else { return nil }
         let slots = configuration.maxConcurrentLanes
-        await withTaskGroup(of: (lane: String, halts: Bool).self) { group in
+        let (sent, halted) = await withTaskGroup(of: (lane: String, report: Report).self) { group in
             var plan = PassPlan()
             plan.add((try? dueCandidates()) ?? [])
             var inFlight = 0
+            var sent = 0
             var halted = false
             while !Task.isCancelled {
                 if stopped.load(ordering: .acquiring) { halted = true }
@@ -58,10 +62,7 @@ final class ReplayPass: Sendable {
                         continue
                     }
                     inFlight += 1
-                    group.addTask {
-                        let report = await self.attempt(candidate.id, trigger: trigger)
-                        return (candidate.lane, report.haltsPass)
-                    }
+                    group.addTask { (candidate.lane, await self.attempt(candidate.id, trigger: trigger)) }
                 }
                 if inFlight == 0 {
                     // Everything planned is done: look once more for rows that became due meanwhile.
@@ -73,11 +74,17 @@ final class ReplayPass: Sendable {
                 guard let done = await group.next() else { break }
                 inFlight -= 1
                 plan.finished(lane: done.lane)
-                if done.halts { halted = true }
+                if case .finished = done.report { sent += 1 }
+                if done.report.haltsPass { halted = true }
             }
+            return (sent, halted)
         }
         guard (try? store.engineState().isPaused) == false else { return nil }
-        return try? nextDue()
+        let now = clock.now()
+        let poll = now.addingTimeInterval(policy.maxDelaySeconds)
+        if halted { return poll }
+        guard let next = try? nextDue() else { return nil }
+        return sent == 0 && next <= now ? poll : next
     }
 
     /// Records `attemptAbandoned` for syncing rows no attempt of this process holds: their
@@ -114,7 +121,10 @@ final class ReplayPass: Sendable {
             }
         }
         let clamped = beyondCapSince.withLock { seen -> [OperationID] in
-            for id in beyondCap where seen[id] == nil { seen[id] = now }
+            for id in beyondCap {
+                // First seen now, or seen "in the future" because the clock moved back again since.
+                if seen[id].map({ $0 > now }) ?? true { seen[id] = now }
+            }
             seen = seen.filter { beyondCap.contains($0.key) }
             return seen.filter { $0.value.addingTimeInterval(cap) <= now }.map(\.key)
         }
@@ -130,38 +140,36 @@ final class ReplayPass: Sendable {
     /// The first row of `lane` not yet terminal: the only one of the lane that may be sent.
     func laneHead(_ lane: String) throws -> OperationID? {
         let schema = store.schema
-        let prefix = JournalSchema.lanePrefix(lane)
-        return try store.read { txn in
-            var head: OperationID?
-            try txn.scan(schema.lanes, from: prefix) { key, value in
-                if key.starts(with: prefix) { head = OperationID(bytes: value) }
-                return .stop
-            }
-            return head
-        }
+        return try store.read { txn in try schema.laneHead(lane, in: txn) }
     }
 
     /// The earliest moment a queued lane head is due, its due moment clamped to the cap.
+    ///
+    /// Walks the schedule in due order and stops at the first lane head: rows before it wait
+    /// behind an earlier row of their lane, which is itself scheduled (or waits for a person).
     func nextDue() throws -> Date? {
         let now = clock.now()
         let schema = store.schema
-        var candidates: [(OperationID, Date)] = []
-        try store.read { txn in
-            try txn.scan(schema.schedule) { key, value in
-                guard candidates.count < 64 else { return .stop }
-                if let moment = JournalSchema.scheduledMoment(key), let id = OperationID(bytes: value) {
-                    candidates.append((id, moment))
-                }
-                return .next
-            }
-        }
         let since = beyondCapSince.withLock { $0 }
         var earliest: Date?
-        for (id, stored) in candidates {
-            guard let state = try store.operationState(id), try laneHead(state.lane) == id,
-                let due = policy.effectiveDue(stored, now: now, firstSeen: since[id])
-            else { continue }
-            earliest = min(earliest ?? due, due)
+        try store.read { txn in
+            var heads: [String: OperationID?] = [:]
+            try txn.scan(schema.schedule) { key, value in
+                // A row due now (no stored moment) counts as due at this moment.
+                let stored = JournalSchema.scheduledMoment(key) ?? now
+                if let earliest, stored >= earliest { return .stop }
+                guard let id = OperationID(bytes: value), let state = try schema.state(id, in: txn) else { return .next }
+                let head: OperationID?
+                if let known = heads[state.lane] {
+                    head = known
+                } else {
+                    head = try schema.laneHead(state.lane, in: txn)
+                    heads[state.lane] = head
+                }
+                guard head == id, let due = policy.effectiveDue(stored, now: now, firstSeen: since[id]) else { return .next }
+                earliest = min(earliest ?? due, due)
+                return .next
+            }
         }
         return earliest
     }

@@ -11,6 +11,7 @@ actor ReplayWorker {
     private var passTask: Task<Void, Never>?
     private var timerTask: Task<Void, Never>?
     private var drainers: [Int: CheckedContinuation<Void, Never>] = [:]
+    private var idleWaiters: [CheckedContinuation<Void, Never>] = []
     private var nextDrainerID = 0
     /// The timer's moment, readable synchronously (`Outbox.nextWake`).
     nonisolated let armedTimer = Mutex<Date?>(nil)
@@ -55,6 +56,19 @@ actor ReplayWorker {
         await passTask?.value
     }
 
+    /// Returns once no pass runs or is asked for and the timer is not due: everything the
+    /// worker was going to do at this moment of the clock is done.
+    func waitUntilIdle() async {
+        if isIdle { return }
+        await withCheckedContinuation { idleWaiters.append($0) }
+    }
+
+    private var isIdle: Bool {
+        guard !machine.isPassRunning else { return false }
+        guard let deadline = machine.timerDeadline, !machine.isClosed else { return true }
+        return deadline > clock.now()
+    }
+
     private func passFinished(nextDue: Date?) {
         passTask = nil
         perform(machine.passFinished(nextDue: nextDue))
@@ -92,5 +106,10 @@ actor ReplayWorker {
             }
         }
         if machine.timerDeadline == nil { armedTimer.withLock { $0 = nil } }
+        if isIdle, !idleWaiters.isEmpty {
+            let waiters = idleWaiters
+            idleWaiters.removeAll()
+            for waiter in waiters { waiter.resume() }
+        }
     }
 }

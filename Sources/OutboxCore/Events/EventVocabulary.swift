@@ -40,6 +40,9 @@ public enum WakeReason: String, Sendable, Codable, JournalCode {
     case enqueued
     /// A person asked to retry a failed or blocked row.
     case retryRequested
+    /// The device's clock was changed (iOS: `significantTimeChangeNotification`): retry moments
+    /// are wall-clock, so the timer is re-armed from the new time.
+    case clockChanged
 
     public var code: UInt8 {
         switch self {
@@ -53,6 +56,7 @@ public enum WakeReason: String, Sendable, Codable, JournalCode {
         case .sessionResumed: 8
         case .enqueued: 9
         case .retryRequested: 10
+        case .clockChanged: 11
         }
     }
 

@@ -1,0 +1,167 @@
+import Foundation
+import Outbox
+import OutboxTesting
+import Synchronization
+
+/// Ways a request can go wrong between the phone and the server.
+enum NetworkFault: String, Sendable, CaseIterable {
+    /// Lost before reaching the server: a timeout, nothing applied.
+    case lostBeforeServer
+    /// The server committed; the response was lost on the way back.
+    case lostAfterCommit
+    /// 503 (or 500) from the server, nothing applied.
+    case serverError
+    /// 429 with a Retry-After.
+    case rateLimited
+    /// 401: the session expired; the app refreshes it later.
+    case sessionExpired
+    /// A captive portal's HTML 200.
+    case captivePortal
+    /// The first copy holds its claim finalizing while the client gives up; a retry meets 409
+    /// in progress until the simulation lets it finish.
+    case slowFinalizing
+    /// The server applied it; then the process died before the outcome was recorded.
+    case crashAfterSend
+}
+
+/// The simulated network: one seeded generator decides each request's fate, in the order the
+/// requests come (the simulation sends one at a time, so the order is the seed's).
+final class SimulatedNetwork: OutboxTransport {
+    private struct State {
+        var generator: SeededRandom
+        var online = true
+        var healthy = false
+        var faultPercent: Int
+        var latencySeconds: ClosedRange<Double>
+        /// Virtual time requests spent on the wire, not yet added to the clock.
+        var latencyOwed: Double = 0
+        var requests = 0
+        var faultsInjected: [NetworkFault: Int] = [:]
+    }
+
+    let server: ModelServer
+    private let state: Mutex<State>
+    /// Kills the engine in the middle of an attempt: set by the simulation for each engine it
+    /// opens.
+    private let crashHandler = Mutex<(@Sendable () -> Void)?>(nil)
+
+    init(seed: UInt64, server: ModelServer, faultPercent: Int) {
+        self.server = server
+        state = Mutex(State(generator: SeededRandom(seed: seed), faultPercent: faultPercent, latencySeconds: 0...2))
+    }
+
+    var isOnline: Bool { state.withLock { $0.online } }
+
+    func setOnline(_ online: Bool) {
+        state.withLock { $0.online = online }
+    }
+
+    /// From now on every request reaches the server and its answer comes back.
+    func heal() {
+        state.withLock {
+            $0.online = true
+            $0.healthy = true
+        }
+    }
+
+    /// What to run when a request kills the engine after the server applied it.
+    func onCrash(_ handler: @escaping @Sendable () -> Void) {
+        crashHandler.withLock { $0 = handler }
+    }
+
+    var faultsInjected: [NetworkFault: Int] { state.withLock { $0.faultsInjected } }
+
+    /// The latency spent since the last call, to move the clock by.
+    func takeLatency() -> Double {
+        state.withLock { state in
+            defer { state.latencyOwed = 0 }
+            return state.latencyOwed
+        }
+    }
+    var requestCount: Int { state.withLock { $0.requests } }
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        let (online, fault, latency, retryAfter) = state.withLock { state -> (Bool, NetworkFault?, Double, Int) in
+            state.requests += 1
+            let latency = state.generator.double(in: state.latencySeconds)
+            guard state.online else { return (false, nil, latency, 0) }
+            guard !state.healthy, state.generator.int(in: 0..<100) < state.faultPercent else { return (true, nil, latency, 0) }
+            let fault = NetworkFault.allCases[state.generator.int(in: 0..<NetworkFault.allCases.count)]
+            state.faultsInjected[fault, default: 0] += 1
+            return (true, fault, latency, state.generator.int(in: 1..<120))
+        }
+        // Latency is virtual time the request spends out. The clock is moved by it at the next step
+        // boundary, not here: moving it mid-request would fire timers at moments only the thread
+        // scheduler decides, and a seed would no longer replay exactly.
+        state.withLock { $0.latencyOwed += latency }
+        guard online else { throw URLError(.notConnectedToInternet) }
+        switch fault {
+        case nil:
+            return try server.handle(request)
+        case .lostBeforeServer:
+            throw URLError(.timedOut)
+        case .lostAfterCommit:
+            _ = try server.handle(request)
+            throw URLError(.networkConnectionLost)
+        case .serverError:
+            return .error(503, code: "maintenance", message: "Back soon")
+        case .rateLimited:
+            return .error(429, code: "rate_limited", message: "Slow down", headers: ["Retry-After": String(retryAfter)])
+        case .sessionExpired:
+            return .error(401, code: "token_expired", message: "Sign in again")
+        case .captivePortal:
+            return TransportResponse(statusCode: 200, headers: ["Content-Type": "text/html"], body: Data("<html>Wi-Fi sign-in</html>".utf8))
+        case .slowFinalizing:
+            server.handleSlowly(request)
+            throw URLError(.timedOut)
+        case .crashAfterSend:
+            let response = try server.handle(request)
+            // The process dies with the response in hand: its outcome is never recorded.
+            crashHandler.withLock { $0 }?()
+            return response
+        }
+    }
+}
+
+/// SplitMix64: a small generator whose numbers repeat for a seed, on every platform.
+struct SeededRandom: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    mutating func int(in range: Range<Int>) -> Int {
+        Int.random(in: range, using: &self)
+    }
+
+    mutating func double(in range: ClosedRange<Double>) -> Double {
+        Double.random(in: range, using: &self)
+    }
+
+    mutating func chance(_ percent: Int) -> Bool {
+        int(in: 0..<100) < percent
+    }
+
+    mutating func pick<T>(_ items: [T]) -> T? {
+        items.isEmpty ? nil : items[int(in: 0..<items.count)]
+    }
+
+    /// A UUID from the generator's bits (version 4 layout).
+    mutating func uuid() -> UUID {
+        let high = next(), low = next()
+        var bytes = withUnsafeBytes(of: high.bigEndian) { Array($0) } + withUnsafeBytes(of: low.bigEndian) { Array($0) }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+    }
+}
