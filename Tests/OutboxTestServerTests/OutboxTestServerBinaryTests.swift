@@ -4,13 +4,19 @@ import Testing
 
 @Suite("The outbox-test-server executable", .timeLimit(.minutes(1)))
 struct OutboxTestServerBinaryTests {
-    /// The executable, built beside the test bundle.
+    /// The executable, built beside the test bundle: found by walking up from the test
+    /// process's executable (Linux) or from the loaded `.xctest` bundle (Apple platforms, where
+    /// the process is the `xctest` tool).
     static func executable() throws -> URL {
-        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<5 {
-            let candidate = directory.appendingPathComponent("outbox-test-server")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            directory.deleteLastPathComponent()
+        let starts = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
+            + Bundle.allBundles.map(\.bundleURL).filter { $0.pathExtension == "xctest" }
+        for start in starts {
+            var directory = start
+            for _ in 0..<5 {
+                let candidate = directory.appendingPathComponent("outbox-test-server")
+                if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+                directory.deleteLastPathComponent()
+            }
         }
         throw BinaryError.notBuilt
     }

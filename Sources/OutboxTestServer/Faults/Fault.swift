@@ -77,16 +77,18 @@ public struct Fault: Hashable, Sendable, Codable {
     /// - Throws: ``FaultDecodingError`` naming what is wrong.
     public static func decodeList(_ body: Data) throws(FaultDecodingError) -> [Fault] {
         struct Wrapped: Decodable { var faults: [Fault] }
-        let decoder = JSONDecoder()
+        let kinds = Kind.allCases.map(\.rawValue).joined(separator: ", ")
+        let isArray = body.first { !" \t\r\n".utf8.contains($0) } == UInt8(ascii: "[")
         do {
-            if let list = try? decoder.decode([Fault].self, from: body) { return list }
-            return try decoder.decode(Wrapped.self, from: body).faults
+            return isArray
+                ? try JSONDecoder().decode([Fault].self, from: body)
+                : try JSONDecoder().decode(Wrapped.self, from: body).faults
         } catch let DecodingError.dataCorrupted(context) where context.codingPath.last?.stringValue == "fault" {
-            throw FaultDecodingError(
-                message: "unknown fault kind; expected one of \(Kind.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw FaultDecodingError(message: "unknown fault kind; expected one of \(kinds)")
         } catch {
-            throw FaultDecodingError(message: "expected a JSON array of faults like [{\"fault\":\"server_error\"}] "
-                + "or {\"faults\":[...]}; kinds: \(Kind.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw FaultDecodingError(
+                message: #"expected a JSON array of faults like [{"fault":"server_error"}] or {"faults":[...]}; kinds: "#
+                    + kinds)
         }
     }
 }
