@@ -2,6 +2,7 @@ public import Foundation
 
 /// One HTTP/1.x request as the server read it.
 public struct HTTPRequest: Sendable, Equatable {
+    /// The method as sent, e.g. `POST`.
     public var method: String
     /// The path, without the query.
     public var path: String
@@ -11,6 +12,7 @@ public struct HTTPRequest: Sendable, Equatable {
     public var minorVersion: Int
     /// Header lines in their order, names as sent.
     public var headers: [(name: String, value: String)]
+    /// The body, `Content-Length` bytes of it.
     public var body: Data
 
     public init(

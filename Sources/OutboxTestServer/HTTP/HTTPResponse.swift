@@ -3,9 +3,11 @@ public import IdempotencyClaims
 
 /// One response, as the server writes it.
 public struct HTTPResponse: Sendable, Equatable {
+    /// The HTTP status, e.g. 201.
     public var status: Int
     /// Header lines in order. `Content-Length` and `Connection` are added when written.
     public var headers: [ClaimResponse.Header]
+    /// The body, byte for byte.
     public var body: Data
 
     public init(status: Int, headers: [ClaimResponse.Header] = [], body: Data = Data()) {
