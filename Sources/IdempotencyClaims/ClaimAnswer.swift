@@ -17,6 +17,7 @@ public struct ClaimAnswer: Hashable, Sendable {
         case keyInvalid
     }
 
+    /// How the response came about.
     public var outcome: Outcome
     /// The response to send, exactly.
     public var response: ClaimResponse

@@ -20,6 +20,7 @@ public struct ClaimRecord: Hashable, Sendable {
     public var fingerprint: SHA256Digest
     /// When the claim was taken, by the server's clock.
     public var takenAt: Date
+    /// In progress or completed.
     public var state: State
 
     public init(fingerprint: SHA256Digest, takenAt: Date, state: State) {

@@ -25,8 +25,11 @@ public struct ClaimResponse: Hashable, Sendable {
     /// The header a replay carries, with the value `true`.
     public static let replayedHeaderName = "Idempotent-Replayed"
 
+    /// The HTTP status, e.g. 201.
     public var status: Int
+    /// The header lines, in the order sent.
     public var headers: [Header]
+    /// The body, byte for byte.
     public var body: Data
 
     public init(status: Int, headers: [Header] = [], body: Data = Data()) {

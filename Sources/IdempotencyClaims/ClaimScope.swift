@@ -18,7 +18,9 @@ public struct ClaimScope: Hashable, Sendable, CustomStringConvertible {
 
 /// One claim's identity: its scope and its key.
 public struct ClaimID: Hashable, Sendable {
+    /// The business and operation type.
     public var scope: ClaimScope
+    /// The request's checked `Idempotency-Key`.
     public var key: IdempotencyKey
 
     public init(scope: ClaimScope, key: IdempotencyKey) {

@@ -35,6 +35,7 @@ public struct IdempotencyKey: RawRepresentable, Hashable, Sendable, CustomString
         }
     }
 
+    /// The key as checked: trimmed, non-empty, at most ``maxBytes`` bytes.
     public let rawValue: String
 
     /// Wraps a key known to be valid; `nil` unless ``parse(_:)`` would accept it unchanged.

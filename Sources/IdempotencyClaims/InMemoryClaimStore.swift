@@ -8,6 +8,9 @@ import Synchronization
 /// returning from the closure commits both at once, throwing discards both. Transactions are
 /// serialized; ``records()`` reads the last committed state at any time without waiting.
 ///
+/// - Warning: a transaction must not start another one (nor call ``reset(records:)``): it would
+///   wait for itself.
+///
 /// ```swift
 /// struct Catalog: Sendable { var products: [String: Product] = [:] }
 /// let store = InMemoryClaimStore(records: Catalog())

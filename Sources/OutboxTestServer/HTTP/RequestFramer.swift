@@ -1,0 +1,214 @@
+import Foundation
+
+/// The bounds on what one request may be.
+public struct HTTPLimits: Sendable, Equatable {
+    /// The most bytes the request line and headers may take, blank line included.
+    public var maxHeaderBytes: Int
+    /// The most header lines.
+    public var maxHeaderCount: Int
+    /// The largest `Content-Length` accepted; larger bodies are refused with 413 unread.
+    public var maxBodyBytes: Int
+
+    public init(maxHeaderBytes: Int = 16 << 10, maxHeaderCount: Int = 100, maxBodyBytes: Int = 1 << 20) {
+        self.maxHeaderBytes = maxHeaderBytes
+        self.maxHeaderCount = maxHeaderCount
+        self.maxBodyBytes = maxBodyBytes
+    }
+}
+
+/// What the bytes read so far on a connection come to.
+enum Framing: Equatable {
+    /// Not a whole request yet.
+    case needMore
+    /// One request, which took the first `consumed` bytes.
+    case request(HTTPRequest, consumed: Int)
+    /// Bytes the server will not take: answer this, then close the connection.
+    case reject(HTTPResponse)
+}
+
+/// Cuts HTTP/1.1 requests out of a connection's bytes. Pure: bytes in, a ``Framing`` out.
+///
+/// Only `Content-Length` bodies are read; a request with `Transfer-Encoding` (chunked) is
+/// refused with 411. Anything malformed is a 400, never a crash; the limits of ``HTTPLimits``
+/// are enforced before the bytes beyond them are read.
+enum RequestFramer {
+    private static let crlf: [UInt8] = [13, 10]
+    private static let headEnd: [UInt8] = [13, 10, 13, 10]
+
+    static func frame(_ buffer: [UInt8], limits: HTTPLimits) -> Framing {
+        // Empty lines before a request line are ignored (RFC 9112 §2.2).
+        var start = 0
+        while buffer.count >= start + 2, buffer[start] == 13, buffer[start + 1] == 10 { start += 2 }
+        if buffer.count > start, buffer[start] == 10 { return badRequest("a line ends in a bare LF; lines end in CRLF") }
+
+        let searchEnd = min(buffer.count, start + limits.maxHeaderBytes)
+        guard let terminator = firstIndex(of: headEnd, in: buffer, from: start, to: searchEnd) else {
+            if buffer.count - start >= limits.maxHeaderBytes {
+                return .reject(.problem(
+                    431, code: "headers_too_large",
+                    message: "the request line and headers exceed \(limits.maxHeaderBytes) bytes"))
+            }
+            return .needMore
+        }
+        let head: ParsedHead
+        switch parseHead(Array(buffer[start..<terminator]), limits: limits) {
+        case .success(let parsed): head = parsed
+        case .failure(let rejection): return .reject(rejection.response)
+        }
+        let bodyStart = terminator + headEnd.count
+        guard buffer.count - bodyStart >= head.contentLength else { return .needMore }
+        var request = head.request
+        request.body = Data(buffer[bodyStart..<bodyStart + head.contentLength])
+        return .request(request, consumed: bodyStart + head.contentLength)
+    }
+
+    // MARK: The head
+
+    private struct ParsedHead {
+        var request: HTTPRequest
+        var contentLength: Int
+    }
+
+    private struct Rejection: Error {
+        var response: HTTPResponse
+    }
+
+    private static func badRequest(_ message: String) -> Framing {
+        .reject(.problem(400, code: "malformed_request", message: message))
+    }
+
+    private static func reject(_ status: Int, _ code: String, _ message: String) -> Rejection {
+        Rejection(response: .problem(status, code: code, message: message))
+    }
+
+    private static func parseHead(_ bytes: [UInt8], limits: HTTPLimits) -> Result<ParsedHead, Rejection> {
+        let lines = split(bytes, on: crlf)
+        guard let requestLine = lines.first else { return .failure(reject(400, "malformed_request", "empty request")) }
+        if let problem = lines.lazy.compactMap(lineProblem).first {
+            return .failure(reject(400, "malformed_request", problem))
+        }
+        let parts = requestLine.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
+        guard parts.count == 3 else {
+            return .failure(reject(400, "malformed_request", "the request line must be METHOD SP TARGET SP VERSION"))
+        }
+        let method = String(decoding: parts[0], as: UTF8.self)
+        let target = String(decoding: parts[1], as: UTF8.self)
+        let version = String(decoding: parts[2], as: UTF8.self)
+        guard !method.isEmpty, method.utf8.allSatisfy(isTokenByte) else {
+            return .failure(reject(400, "malformed_request", "the method is not a token"))
+        }
+        guard target.hasPrefix("/"), !target.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7f }) else {
+            return .failure(reject(400, "malformed_request", "the request target must be a path beginning with '/'"))
+        }
+        let minorVersion: Int
+        switch version {
+        case "HTTP/1.1": minorVersion = 1
+        case "HTTP/1.0": minorVersion = 0
+        default:
+            if version.hasPrefix("HTTP/"), version.count == 8 {
+                return .failure(reject(505, "http_version_not_supported", "only HTTP/1.0 and HTTP/1.1 are served"))
+            }
+            return .failure(reject(400, "malformed_request", "the request line does not end in an HTTP version"))
+        }
+
+        var headers: [(name: String, value: String)] = []
+        for line in lines.dropFirst() {
+            guard headers.count < limits.maxHeaderCount else {
+                return .failure(reject(431, "headers_too_large", "more than \(limits.maxHeaderCount) header lines"))
+            }
+            if let first = line.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") {
+                return .failure(reject(400, "malformed_request", "folded header lines are not accepted"))
+            }
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
+                return .failure(reject(400, "malformed_request", "a header line has no ':'"))
+            }
+            let name = line[line.startIndex..<colon]
+            guard !name.isEmpty, name.allSatisfy(isTokenByte) else {
+                return .failure(reject(400, "malformed_request", "a header name is not a token"))
+            }
+            let value = trimmingSpaces(line[(colon + 1)...])
+            headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+        }
+        var request = HTTPRequest(method: method, path: target, minorVersion: minorVersion, headers: headers)
+        if let question = target.firstIndex(of: "?") {
+            request.path = String(target[..<question])
+            request.query = String(target[target.index(after: question)...])
+        }
+
+        if request.header("Transfer-Encoding") != nil {
+            return .failure(reject(
+                411, "length_required",
+                "chunked or other transfer-coded request bodies are not supported; send Content-Length"))
+        }
+        let lengths = headers
+            .filter { $0.name.lowercased() == "content-length" }
+            .flatMap { $0.value.split(separator: ",", omittingEmptySubsequences: false) }
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        var contentLength = 0
+        if let first = lengths.first {
+            guard lengths.allSatisfy({ $0 == first }), !first.isEmpty, first.utf8.count <= 18,
+                first.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+                let length = Int(first)
+            else {
+                return .failure(reject(400, "malformed_request", "Content-Length is not one decimal number"))
+            }
+            contentLength = length
+        }
+        guard contentLength <= limits.maxBodyBytes else {
+            return .failure(reject(
+                413, "body_too_large", "the body of \(contentLength) bytes exceeds the limit of \(limits.maxBodyBytes)"))
+        }
+        return .success(ParsedHead(request: request, contentLength: contentLength))
+    }
+
+    /// Why a line of the head cannot be HTTP: a bare CR or LF, or another control byte.
+    private static func lineProblem(_ line: ArraySlice<UInt8>) -> String? {
+        for byte in line where (byte < 0x20 && byte != UInt8(ascii: "\t")) || byte == 0x7f {
+            return byte == 10 || byte == 13
+                ? "a line ends in a bare CR or LF; lines end in CRLF"
+                : "the head holds a control character"
+        }
+        return nil
+    }
+
+    // MARK: Bytes
+
+    /// `tchar` of RFC 9110: the bytes a method or header name may hold.
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        default:
+            Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+        }
+    }
+
+    private static func trimmingSpaces(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        let isSpace: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) }) else {
+            return []
+        }
+        return bytes[first...last]
+    }
+
+    private static func firstIndex(of needle: [UInt8], in haystack: [UInt8], from start: Int, to end: Int) -> Int? {
+        guard end - start >= needle.count else { return nil }
+        var index = start
+        while index <= end - needle.count {
+            if haystack[index] == needle[0], haystack[index..<index + needle.count].elementsEqual(needle) { return index }
+            index += 1
+        }
+        return nil
+    }
+
+    private static func split(_ bytes: [UInt8], on separator: [UInt8]) -> [ArraySlice<UInt8>] {
+        var lines: [ArraySlice<UInt8>] = []
+        var lineStart = 0
+        while let next = firstIndex(of: separator, in: bytes, from: lineStart, to: bytes.count) {
+            lines.append(bytes[lineStart..<next])
+            lineStart = next + separator.count
+        }
+        lines.append(bytes[lineStart...])
+        return lines
+    }
+}

@@ -1,1 +1,0 @@
-// A loopback HTTP test server with fault injection. Built in its own change.

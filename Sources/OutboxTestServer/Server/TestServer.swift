@@ -1,0 +1,182 @@
+public import Foundation
+public import IdempotencyClaims
+
+/// A loopback HTTP/1.1 server with idempotent create endpoints and scriptable faults: the other
+/// side of the outbox's tests.
+///
+/// ```swift
+/// let server = try TestServer()                 // 127.0.0.1, a port the system picks
+/// defer { server.stop() }
+/// server.addFaults([Fault(.dropAfterCommit, endpoint: "/products")])
+/// // ... point the client at server.baseURL, send, retry ...
+/// #expect(try server.appliedCounts() == ["op-1": 1])
+/// ```
+///
+/// Endpoints: `POST /products` and `POST /employees` (creates through ``IdempotencyClaims``),
+/// and the control API under `/_control/` (see `Docs/server.md`). It listens on 127.0.0.1 only.
+/// Each connection is served by a thread of its own, up to ``Configuration/maxConnections``.
+public final class TestServer: Sendable {
+    /// How the server is set up. The defaults suit a test; shorten the timeouts for tests of them.
+    public struct Configuration: Sendable {
+        /// Where the server keeps claims and records.
+        public enum Storage: Sendable {
+            /// In memory: gone when the server stops.
+            case memory
+            /// An LMDB environment in this directory: a server started again on it replays what
+            /// it answered before.
+            case lmdb(directory: URL)
+        }
+
+        /// The port on 127.0.0.1; 0 lets the system pick a free one (see ``TestServer/port``).
+        public var port: UInt16
+        public var storage: Storage
+        /// Retention and lease of the claims.
+        public var claimPolicy: ClaimPolicy
+        /// The server's clock for claims.
+        public var clock: any ClaimClock
+        /// The largest request body; larger ones are answered 413 without being read.
+        public var maxBodyBytes: Int
+        /// The most bytes of request line and headers; more is answered 431.
+        public var maxHeaderBytes: Int
+        /// The most header lines; more is answered 431.
+        public var maxHeaderCount: Int
+        /// The most connections served at once; more are answered 503 and closed.
+        public var maxConnections: Int
+        /// The longest a request may take to arrive, and a kept-alive connection may stay idle,
+        /// in seconds. A connection idle this long is closed; a request cut off is answered 408.
+        public var readTimeout: TimeInterval
+        /// The longest one write may wait for a peer that does not read, in seconds.
+        public var writeTimeout: TimeInterval
+        /// The longest the `slow` fault holds a request when nothing releases it, in seconds.
+        public var slowHoldLimit: TimeInterval
+
+        public init(
+            port: UInt16 = 0,
+            storage: Storage = .memory,
+            claimPolicy: ClaimPolicy = ClaimPolicy(),
+            clock: any ClaimClock = SystemClaimClock(),
+            maxBodyBytes: Int = 1 << 20,
+            maxHeaderBytes: Int = 16 << 10,
+            maxHeaderCount: Int = 100,
+            maxConnections: Int = 64,
+            readTimeout: TimeInterval = 10,
+            writeTimeout: TimeInterval = 10,
+            slowHoldLimit: TimeInterval = 30
+        ) {
+            precondition(maxConnections > 0, "maxConnections must be positive")
+            precondition(readTimeout > 0 && writeTimeout > 0 && slowHoldLimit > 0, "timeouts must be positive")
+            self.port = port
+            self.storage = storage
+            self.claimPolicy = claimPolicy
+            self.clock = clock
+            self.maxBodyBytes = maxBodyBytes
+            self.maxHeaderBytes = maxHeaderBytes
+            self.maxHeaderCount = maxHeaderCount
+            self.maxConnections = maxConnections
+            self.readTimeout = readTimeout
+            self.writeTimeout = writeTimeout
+            self.slowHoldLimit = slowHoldLimit
+        }
+    }
+
+    public let configuration: Configuration
+    private let core: ServerCore
+
+    /// Starts the server: it is listening when this returns.
+    /// - Throws: ``SocketError`` when the port cannot be bound; storage errors for an LMDB
+    ///   directory that cannot be opened (or is open already in this process).
+    public init(_ configuration: Configuration = Configuration()) throws {
+        let storage: any ServerStorage = switch configuration.storage {
+        case .memory:
+            MemoryServerStorage(policy: configuration.claimPolicy, clock: configuration.clock)
+        case .lmdb(let directory):
+            try LMDBServerStorage(directory: directory, policy: configuration.claimPolicy, clock: configuration.clock)
+        }
+        let routes = Routes(storage: storage, faults: FaultQueue(), holds: Holds(), slowHoldLimit: configuration.slowHoldLimit)
+        do {
+            core = try ServerCore(configuration: configuration, routes: routes)
+        } catch {
+            storage.close()
+            throw error
+        }
+        self.configuration = configuration
+        core.start()
+    }
+
+    deinit {
+        core.stop()
+    }
+
+    /// The port the server listens on, on 127.0.0.1.
+    public var port: UInt16 { core.port }
+
+    /// `http://127.0.0.1:<port>`.
+    public var baseURL: URL {
+        // A literal address and a number always make a URL.
+        URL(string: "http://127.0.0.1:\(port)")!
+    }
+
+    /// Stops accepting, closes every connection, releases held requests, and returns once every
+    /// thread of the server has ended. Calling it again does nothing.
+    public func stop() {
+        core.stop()
+    }
+
+    // MARK: Control, from Swift
+
+    /// Queues faults after those already queued. Each is consumed by the first business request
+    /// it matches.
+    public func addFaults(_ faults: [Fault]) {
+        _ = core.routes.faults.append(faults)
+    }
+
+    /// The faults not yet consumed, in order.
+    public var pendingFaults: [Fault] {
+        core.routes.faults.pending
+    }
+
+    /// Forgets faults, records, counts and claims, and releases held requests.
+    public func reset() throws {
+        core.routes.faults.removeAll()
+        core.routes.holds.release()
+        try core.routes.storage.reset()
+    }
+
+    /// Releases the requests the `slow` fault holds for `key`, or all of them when `nil`.
+    /// - Returns: how many were released.
+    @discardableResult
+    public func release(key: String? = nil) -> Int {
+        core.routes.holds.release(key: key)
+    }
+
+    /// The `Idempotency-Key`s of the requests held by the `slow` fault now.
+    public var heldKeys: [String] {
+        core.routes.holds.heldKeys
+    }
+
+    /// Returns once a request with `key` is held by the `slow` fault: its claim is taken and it
+    /// waits to finalize. Returns at once if the server has stopped.
+    public func waitUntilHeld(key: String) async {
+        await core.routes.holds.waitUntilHeld(key: key)
+    }
+
+    /// How many times the write was applied, per `Idempotency-Key`.
+    public func appliedCounts() throws -> [String: Int] {
+        try core.routes.storage.appliedCounts()
+    }
+
+    /// The records created, sorted by type, business and id.
+    public func records() throws -> [StoredRecord] {
+        try core.routes.storage.records()
+    }
+
+    /// The writes parked by the `pending_approval` fault, in order.
+    public func approvals() throws -> [PendingApproval] {
+        try core.routes.storage.approvals()
+    }
+
+    /// How many connections are open now.
+    public var openConnectionCount: Int {
+        core.openConnectionCount
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import IdempotencyClaims
+import OutboxStorage
+
+/// ``ServerStorage`` in an LMDB environment: claims, records, approvals and counts in one
+/// file, so a restarted server still replays what it answered before.
+///
+/// Databases: `idempotency_claims` (``LMDBClaimStore``), `records` (key `type␟business␟id`,
+/// JSON value), `approvals` (big-endian sequence number, JSON value), `applied` (key, decimal
+/// count).
+final class LMDBServerStorage: ServerStorage {
+    private let environment: LMDBEnvironment
+    private let claims: IdempotencyClaims<LMDBClaimStore>
+    private let tables: Tables
+
+    private struct Tables: Sendable {
+        let records: LMDBDatabase
+        let approvals: LMDBDatabase
+        let applied: LMDBDatabase
+    }
+
+    init(directory: URL, policy: ClaimPolicy, clock: any ClaimClock) throws {
+        let environment = try LMDBEnvironment.open(directory: directory, options: .init(syncOnCommit: false))
+        do {
+            tables = Tables(
+                records: try environment.openDatabase("records"),
+                approvals: try environment.openDatabase("approvals"),
+                applied: try environment.openDatabase("applied"))
+            claims = IdempotencyClaims(store: try LMDBClaimStore(environment: environment), policy: policy, clock: clock)
+        } catch {
+            environment.close()
+            throw error
+        }
+        self.environment = environment
+    }
+
+    private struct Transaction: ServerTransaction {
+        let txn: LMDBClaimStore.Transaction
+        let tables: Tables
+
+        func record(type: String, businessID: String, id: String) throws -> StoredRecord? {
+            let key = Array(StoredRecord.storageKey(type: type, businessID: businessID, id: id).utf8)
+            guard let bytes = try txn.withLMDB({ try $0.get(tables.records, key: key) }) else { return nil }
+            return try JSONDecoder().decode(StoredRecord.self, from: Data(bytes))
+        }
+
+        func put(_ record: StoredRecord) throws {
+            let value = try JSONEncoder().encode(record)
+            try txn.withLMDB { try $0.put(tables.records, key: Array(record.storageKey.utf8), value: value) }
+        }
+
+        func approvalCount() throws -> Int {
+            try txn.withLMDB { try $0.count(tables.approvals) }
+        }
+
+        func add(_ approval: PendingApproval) throws {
+            let value = try JSONEncoder().encode(approval)
+            try txn.withLMDB { lmdb in
+                let sequence = UInt64(try lmdb.count(tables.approvals) + 1)
+                try lmdb.put(tables.approvals, key: sequence.bigEndianBytes, value: value, flags: .append)
+            }
+        }
+
+        func countApplied(key: String) throws {
+            try txn.withLMDB { lmdb in
+                let stored = try lmdb.get(tables.applied, key: Array(key.utf8)).flatMap { Int(String(decoding: $0, as: UTF8.self)) }
+                try lmdb.put(tables.applied, key: Array(key.utf8), value: Array(String((stored ?? 0) + 1).utf8))
+            }
+        }
+    }
+
+    func handle(
+        scope: ClaimScope,
+        key: String?,
+        body: Data,
+        whileClaimed: () throws -> Void,
+        write: (any ServerTransaction) throws -> ClaimResponse
+    ) throws -> ClaimAnswer {
+        try claims.handle(scope: scope, key: key, body: body, whileClaimed: whileClaimed) { txn in
+            try write(Transaction(txn: txn, tables: tables))
+        }
+    }
+
+    func appliedCounts() throws -> [String: Int] {
+        try environment.read { txn in
+            var counts: [String: Int] = [:]
+            try txn.scan(tables.applied) { key, value in
+                counts[String(decoding: key, as: UTF8.self)] = Int(String(decoding: value, as: UTF8.self)) ?? 0
+                return .next
+            }
+            return counts
+        }
+    }
+
+    func records() throws -> [StoredRecord] {
+        try decodeAll(StoredRecord.self, in: tables.records)
+    }
+
+    func approvals() throws -> [PendingApproval] {
+        try decodeAll(PendingApproval.self, in: tables.approvals)
+    }
+
+    private func decodeAll<Value: Decodable>(_ type: Value.Type, in database: LMDBDatabase) throws -> [Value] {
+        let values = try environment.read { txn in
+            var values: [Data] = []
+            try txn.scan(database) { _, value in
+                values.append(Data(value))
+                return .next
+            }
+            return values
+        }
+        let decoder = JSONDecoder()
+        return try values.map { try decoder.decode(Value.self, from: $0) }
+    }
+
+    func reset() throws {
+        let claimsDatabase = claims.store.database
+        try environment.write { txn in
+            for database in [tables.records, tables.approvals, tables.applied, claimsDatabase] {
+                try txn.removeAll(database)
+            }
+        }
+    }
+
+    func close() {
+        environment.close()
+    }
+}
+
+extension UInt64 {
+    var bigEndianBytes: [UInt8] {
+        withUnsafeBytes(of: bigEndian) { Array($0) }
+    }
+}

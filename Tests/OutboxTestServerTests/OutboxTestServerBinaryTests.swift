@@ -1,0 +1,117 @@
+import Foundation
+import OutboxTestServer
+import Testing
+
+@Suite("The outbox-test-server executable", .timeLimit(.minutes(1)))
+struct OutboxTestServerBinaryTests {
+    /// The executable, built beside the test bundle: found by walking up from the test
+    /// process's executable (Linux) or from the loaded `.xctest` bundle (Apple platforms, where
+    /// the process is the `xctest` tool).
+    static func executable() throws -> URL {
+        let starts = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
+            + Bundle.allBundles.map(\.bundleURL).filter { $0.pathExtension == "xctest" }
+        for start in starts {
+            var directory = start
+            for _ in 0..<5 {
+                let candidate = directory.appendingPathComponent("outbox-test-server")
+                if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+                directory.deleteLastPathComponent()
+            }
+        }
+        throw BinaryError.notBuilt
+    }
+
+    enum BinaryError: Error {
+        case notBuilt
+        case noPortLine(String)
+    }
+
+    @Test func theBinaryPrintsItsPortServesAndStopsOnSIGTERM() async throws {
+        let process = Process()
+        process.executableURL = try Self.executable()
+        process.arguments = ["--read-timeout", "2"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+
+        let line = try await onThread { () -> String in
+            var bytes = Data()
+            while !bytes.contains(UInt8(ascii: "\n")) {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                bytes += chunk
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        let prefix = "listening on 127.0.0.1:"
+        guard line.hasPrefix(prefix), let port = UInt16(line.dropFirst(prefix.count).prefix { $0.isNumber }) else {
+            throw BinaryError.noPortLine(line)
+        }
+
+        let created = try await exchange(port, request(key: "op-1", body: #"{"id":"p-1"}"#))
+        #expect(created.status == 201)
+        let applied = try await exchange(port, request("GET", "/_control/applied"))
+        #expect(applied.json as? [String: Int] == ["op-1": 1])
+
+        process.terminate()
+        let status = try await onThread { () -> Int32 in
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+        #expect(status == 0, "a clean stop on SIGTERM")
+    }
+}
+
+@Suite("The outbox-test-server command line")
+struct ServerCommandLineTests {
+    @Test func noArgumentsRunTheDefaults() throws {
+        guard case .run(let configuration) = try ServerCommandLine.parse([]).get() else {
+            Issue.record("expected run")
+            return
+        }
+        #expect(configuration.port == 0)
+        #expect(configuration.maxBodyBytes == 1 << 20)
+        guard case .memory = configuration.storage else {
+            Issue.record("expected memory storage")
+            return
+        }
+    }
+
+    @Test func everyOptionIsApplied() throws {
+        let parsed = try ServerCommandLine.parse([
+            "--port", "8080", "--data-dir", "/tmp/x", "--max-body-bytes", "10", "--max-connections", "3",
+            "--read-timeout", "0.5", "--retention-days", "45",
+        ]).get()
+        guard case .run(let configuration) = parsed, case .lmdb(let directory) = configuration.storage else {
+            Issue.record("expected run with lmdb storage")
+            return
+        }
+        #expect(configuration.port == 8080)
+        #expect(directory.path == "/tmp/x")
+        #expect(configuration.maxBodyBytes == 10)
+        #expect(configuration.maxConnections == 3)
+        #expect(configuration.readTimeout == 0.5)
+        #expect(configuration.claimPolicy.retention == 45 * 86_400)
+    }
+
+    @Test func helpIsAskedForWithEitherSpelling() throws {
+        for flag in ["-h", "--help"] {
+            guard case .help = try ServerCommandLine.parse(["--port", "1", flag]).get() else {
+                Issue.record("expected help for \(flag)")
+                continue
+            }
+        }
+    }
+
+    @Test(arguments: [
+        ["--port"], ["--port", "70000"], ["--read-timeout", "-1"], ["--max-connections", "0"], ["--frobnicate", "1"], ["stray"],
+    ])
+    func badCommandLinesAreUsageErrors(_ arguments: [String]) {
+        guard case .failure(let error) = ServerCommandLine.parse(arguments) else {
+            Issue.record("\(arguments) should not parse")
+            return
+        }
+        #expect(!error.message.isEmpty)
+    }
+}
