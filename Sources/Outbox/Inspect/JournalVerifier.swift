@@ -146,10 +146,10 @@ struct JournalVerifier {
         var note: String?
         if !projectionsAreCurrent {
             note = "the stored projections are of another layout than this engine's (\(JournalSchema.projectionVersion)); "
-                + "the engine rebuilds them at its next open, so they were not compared"
+                + "the engine rebuilds them at its next open"
         } else if !damaged.isEmpty {
             note = "\(damaged.count) record\(damaged.count == 1 ? "" : "s") could not be read, "
-                + "so the events cannot be folded faithfully and the projections were not compared"
+                + "so the events cannot be folded faithfully to compare with"
         } else {
             for mismatch in try image.mismatches(withStoredIn: schema, txn: txn) {
                 findings.append(VerificationFinding(
