@@ -17,6 +17,15 @@ public enum EventText {
         }
     }
 
+    /// The fewest words for a drawing: `503`, `offline`, `not sent`.
+    public static func shortOutcome(_ outcome: AttemptOutcome) -> String {
+        switch outcome {
+        case .response(let statusCode): "\(statusCode)"
+        case .noResponse(let failure): failure.rawValue
+        case .notSent: "not sent"
+        }
+    }
+
     /// `code: message`, or whichever of the two there is.
     public static func error(code: String?, message: String?) -> String {
         switch (code, message) {

@@ -4,11 +4,11 @@ public import Foundation
 public enum Moments {
     /// `2027-01-15T08:00:00Z`: whole seconds, UTC.
     public static func absolute(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        return formatter.string(from: date)
+        date.formatted(iso8601)
     }
+
+    /// One value-type style shared by every call: made once, safe from any thread.
+    private static let iso8601 = Date.ISO8601FormatStyle(timeZone: TimeZone(identifier: "UTC") ?? .gmt)
 
     /// A span in its two largest units: `45 s`, `5 min 3 s`, `2 h 14 min`, `3 d 2 h`; below a
     /// second, `less than 1 s`.

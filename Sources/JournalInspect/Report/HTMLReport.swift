@@ -183,7 +183,7 @@ public enum HTMLReport {
     /// The operation as a line: saved, then each attempt as a dot coloured by its outcome, the
     /// gap before it above the line, then where it stands.
     static func attemptLine(_ timeline: OperationTimeline) -> String {
-        let step = 84.0, left = 24.0, middle = 34.0
+        let step = 96.0, left = 28.0, middle = 34.0
         let attempts = timeline.attempts
         let count = attempts.count + 2
         let width = left * 2 + step * Double(count - 1)
@@ -201,7 +201,7 @@ public enum HTMLReport {
             if attempt.wasAbandoned {
                 (outcomeClass, label) = ("o-abandoned", "cut off")
             } else if let disposition = attempt.disposition, let outcome = attempt.outcome {
-                (outcomeClass, label) = ("o-\(disposition.rawValue)", EventText.outcome(outcome))
+                (outcomeClass, label) = ("o-\(disposition.rawValue)", EventText.shortOutcome(outcome))
             } else {
                 (outcomeClass, label) = ("o-inflight", "in flight")
             }
