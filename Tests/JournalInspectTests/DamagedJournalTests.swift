@@ -85,4 +85,20 @@ struct DamagedJournalTests {
         #expect(verify.code == .findings)
         #expect(verify.output.contains("another layout"))
     }
+
+    @Test func anOperationWhoseEnqueueIsDamagedStillHasATimelineInAFoldedJournal() async throws {
+        let journal = try await EveryStatusJournal.write(into: directory.url)
+        try Tamper.flipByte(directory.url, seq: 12)
+        try Tamper.setMeta(directory.url, key: "projection-version", to: 0)
+        // The fold never saw its enqueue, so no prefix finds it: the whole id still does.
+        let result = inspect([directory.url.path, "timeline", journal.failed.idempotencyKey])
+        #expect(result.code == .damaged)
+        #expect(result.output.contains(" 12  -                     DAMAGED"))
+        #expect(result.output.contains("attemptStarted") && result.output.contains("attemptFinished"))
+        #expect(result.output.contains("unreadable: the enqueued record is damaged"))
+        let unknown = OperationID()
+        let missing = inspect([directory.url.path, "timeline", unknown.idempotencyKey])
+        #expect(missing.code == .usage)
+        #expect(missing.errors.contains("no operation \(unknown.idempotencyKey) in this journal"))
+    }
 }

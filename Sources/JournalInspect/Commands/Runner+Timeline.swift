@@ -57,7 +57,7 @@ public enum TimelineText {
             fields.add("Status", style.paint(state.status.rawValue, Style.color(of: state.status))
                 + ", \(state.attemptCount) attempt\(state.attemptCount == 1 ? "" : "s")")
         } else {
-            fields.add("Status", style.paint("unknown: the journal's projections do not know this operation", .red))
+            fields.add("Status", style.paint("unknown: no state of it could be read or folded from its events", .red))
         }
         if let payload = timeline.payload {
             let check = payload.matches
@@ -76,7 +76,7 @@ public enum TimelineText {
         text += "\n" + style.paint("Verdict:", .bold) + " " + Verdict.text(for: timeline, engine: engine) + "\n"
         if !timeline.isComplete {
             text += style.paint("Incomplete:", .boldRed) + " \(timeline.damaged.count) of its records could not be read; "
-                + "the verdict follows the journal's projections.\n"
+                + (timeline.state == nil ? "no verdict can be proved.\n" : "the verdict follows the state the journal holds for it.\n")
         }
         return text
     }

@@ -36,7 +36,8 @@ struct Runner {
     func finish(damaged: [DamagedRecord]) -> ExitCode {
         guard !damaged.isEmpty else { return .success }
         var text = ""
-        for record in damaged {
+        var seen: Set<JournalSequence> = []
+        for record in damaged.sorted(by: { $0.seq < $1.seq }) where seen.insert(record.seq).inserted {
             text += "journal-inspect: warning: the record at seq \(record.seq) is damaged (\(record.reason))"
             if let id = record.claimedOperationID { text += "; its header names operation \(id)" }
             text += "; carried on without it\n"
@@ -55,6 +56,9 @@ struct Runner {
     func resolve(_ prefix: String, command: CommandName) throws -> OperationID {
         let matches = try reader.operationIDs(matchingPrefix: prefix)
         if matches.count == 1, let only = matches.first { return only }
+        // A whole id the projections do not know may still have events (a damaged enqueue):
+        // the command reads them, or says the journal has none.
+        if matches.isEmpty, let whole = OperationID(prefix) { return whole }
         if matches.isEmpty {
             throw UsageError("no operation's id starts with '\(prefix)'; 'journal-inspect \(journalArgument) ops' lists them",
                              command: command)

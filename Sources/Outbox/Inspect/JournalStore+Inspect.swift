@@ -8,6 +8,9 @@ struct FoldedJournal: Sendable {
     var image: ProjectionImage
     /// The records the fold could not read: reported by every read that meets them.
     var damaged: [DamagedRecord]
+    /// The seqs of every readable event of each operation, in order, including events the fold
+    /// refused (``verify`` names those).
+    var eventSeqs: [OperationID: [JournalSequence]]
 
     /// Folds every readable, legal event of the journal, in one snapshot.
     static func fold(schema: JournalSchema, in txn: borrowing LMDBTransaction) throws -> FoldedJournal {
@@ -16,13 +19,7 @@ struct FoldedJournal: Sendable {
             verifier.check(seq: JournalSequence(key: key) ?? .zero, record: Array(value))
             return .next
         }
-        return FoldedJournal(image: verifier.image, damaged: verifier.damaged)
-    }
-
-    /// The seqs of one operation's events, in order.
-    func seqs(of id: OperationID) -> [JournalSequence] {
-        let prefix = id.bytes
-        return image.historyKeys.filter { $0.starts(with: prefix) }.compactMap { JournalSequence(key: $0.dropFirst(16)) }.sorted()
+        return FoldedJournal(image: verifier.image, damaged: verifier.damaged, eventSeqs: verifier.eventSeqs)
     }
 }
 
@@ -135,7 +132,7 @@ extension JournalStore {
             var damaged: [DamagedRecord] = []
             if let folded {
                 state = folded.image.states[id]
-                seqs = folded.seqs(of: id)
+                seqs = folded.eventSeqs[id] ?? []
                 damaged = folded.damaged.filter { $0.claimedOperationID == id }
             } else {
                 state = try schema.state(id, in: txn)

@@ -21,6 +21,9 @@ struct JournalVerifier {
     private(set) var findings: [VerificationFinding] = []
     private(set) var damaged: [DamagedRecord] = []
     private(set) var recordsChecked = 0
+    /// The seq of every readable event of each operation, legal or not: what a timeline of a
+    /// folded journal lists.
+    private(set) var eventSeqs: [OperationID: [JournalSequence]] = [:]
     private var damagedOperations: [OperationID: JournalSequence] = [:]
     private var gaps: [ClosedRange<UInt64>] = []
     private var compacted: [ClosedRange<UInt64>] = []
@@ -48,6 +51,7 @@ struct JournalVerifier {
             try? image.apply(event, recordSize: record.count)
             return
         }
+        eventSeqs[id, default: []].append(seq)
         if case .enqueued(let enqueued) = event.body, SHA256Digest(of: enqueued.request.payload) != enqueued.requestHash {
             findings.append(VerificationFinding(
                 kind: .payloadHashMismatch, seq: seq, operationID: id,
