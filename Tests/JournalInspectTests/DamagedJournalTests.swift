@@ -62,14 +62,13 @@ struct DamagedJournalTests {
     }
 
     @Test func aDamagedLastRecordStillLeavesASummaryFromTheOneBefore() async throws {
-        let journal = try await EveryStatusJournal.write(into: directory.url)
+        _ = try await EveryStatusJournal.write(into: directory.url)
         try Tamper.flipByte(directory.url, seq: 34)
         let result = inspect([directory.url.path, "summary"])
         #expect(result.code == .damaged)
         #expect(result.output.contains("Last event      2027-01-15T09:11:06Z"), "seq 33, recorded at the same moment")
         #expect(result.output.contains("total                      9"))
         #expect(result.errors.contains("the record at seq 34 is damaged"))
-        _ = journal
     }
 
     @Test func aFoldedJournalReportsTheRecordsItCouldNotFold() async throws {

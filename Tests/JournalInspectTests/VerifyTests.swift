@@ -6,12 +6,13 @@ import Testing
 /// `verify` (the library, then the tool's exit code) finds exactly it, with its seq and operation.
 @Suite("verify: plant damage, find it", .timeLimit(.minutes(1)))
 struct VerifyTests {
-    /// A journal of every status, and the seq of `id`'s `enqueued` event.
+    /// A fresh journal of every status, in its own directory.
     private func journal() async throws -> (TemporaryDirectory, EveryStatusJournal) {
         let directory = TemporaryDirectory()
         return (directory, try await EveryStatusJournal.write(into: directory.url))
     }
 
+    /// The seq of `id`'s `enqueued` event.
     private func firstSeq(of id: OperationID, in directory: URL) throws -> JournalSequence {
         let reader = try JournalReader(directory: directory)
         defer { reader.close() }
