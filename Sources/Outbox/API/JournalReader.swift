@@ -1,5 +1,5 @@
-import Foundation
-import OutboxCore
+public import Foundation
+public import OutboxCore
 package import OutboxStorage
 
 /// A read-only view of a journal, for other processes and tools (a widget, `journal-inspect`).
@@ -7,19 +7,26 @@ package import OutboxStorage
 /// ```swift
 /// let reader = try JournalReader(directory: journalURL)
 /// let events = try reader.history(id)
+/// let page = try reader.events(matching: EventQuery(kinds: [.attemptFinished], limit: 100))
+/// let report = try reader.verify()
 /// ```
 ///
-/// It never writes and never blocks the engine writing the same journal: each read sees one
-/// consistent snapshot. Open it in a process that does not also have the journal open as an
-/// ``Outbox`` (that one answers the same reads).
+/// It never writes and never blocks the engine writing the same journal: LMDB opens the data file
+/// read-only, and each read sees one consistent snapshot. Open it in a process that does not also
+/// have the journal open as an ``Outbox`` (that one answers the same reads).
+///
+/// A journal whose stored projections were written by another layout is folded from its events
+/// at open instead (every read answers the same). A damaged record is reported by the reads that
+/// meet it, as a ``DamagedRecord``, and they carry on with the rest.
 public final class JournalReader: Sendable {
     let store: JournalStore
     /// The projections folded from the events, when the stored ones are of another layout.
-    private let folded: ProjectionImage?
+    private let folded: FoldedJournal?
 
     /// Opens the journal in `directory` read-only.
     /// - Throws: ``OutboxError/notAJournal(path:reason:)`` for a missing path or something that
-    ///   is not a journal; ``OutboxError/newerFormat(found:supported:)``.
+    ///   is not a journal; ``OutboxError/newerFormat(found:supported:)``;
+    ///   ``OutboxError/alreadyOpen(path:)`` when this process has the journal open.
     public init(directory: URL) throws {
         let store = try JournalStore.open(directory: directory, options: JournalStore.Options(readOnly: true))
         self.store = store
@@ -27,7 +34,12 @@ public final class JournalReader: Sendable {
             folded = nil
         } else {
             let schema = store.schema
-            folded = try store.read { txn in try ProjectionImage.build(schema: schema, in: txn) }
+            do {
+                folded = try store.read { txn in try FoldedJournal.fold(schema: schema, in: txn) }
+            } catch {
+                store.close()
+                throw error
+            }
         }
     }
 
@@ -42,33 +54,110 @@ public final class JournalReader: Sendable {
     /// engine rebuilds them at its next open, and this reader folded the events at open instead.
     public var projectionsAreCurrent: Bool { store.projectionsAreCurrent }
 
+    /// The records the fold at open could not read, when the projections are of another layout
+    /// (empty otherwise): operations and counts folded without them may be incomplete.
+    public var recordsSkippedByFold: [DamagedRecord] { folded?.damaged ?? [] }
+
+    // MARK: Operations
+
+    /// One operation as it stands, with its request; `nil` when no operation has this id.
     public func operation(_ id: OperationID) throws -> OperationSnapshot? {
         guard let folded else { return try store.operationSnapshot(id) }
-        guard let state = folded.states[id] else { return nil }
+        guard let state = folded.image.states[id] else { return nil }
         let schema = store.schema
         let payload = try store.read { txn in try schema.payload(of: state, in: txn) }
         return OperationSnapshot(state: state, request: state.request(payload: payload))
     }
 
+    /// Every event of one operation, in journal order.
+    /// - Throws: ``OutboxError/operationNotFound(_:)``; ``OutboxError/journalCorrupt(seq:reason:)``
+    ///   for a damaged record (``timeline(of:)`` carries on past it instead).
     public func history(_ id: OperationID) throws -> [JournalEvent] {
         guard folded != nil else { return try store.history(id) }
-        let events = try store.events(from: 1, limit: .max).filter { $0.operationID == id }
-        guard !events.isEmpty else { throw OutboxError.operationNotFound(id) }
-        return events
+        let timeline = try store.timeline(of: id, folded: folded)
+        if let damaged = timeline.damaged.first { throw OutboxError.journalCorrupt(seq: damaged.seq, reason: damaged.reason) }
+        guard !timeline.events.isEmpty else { throw OutboxError.operationNotFound(id) }
+        return timeline.events
+    }
+
+    /// Operations filtered by status, category, type and creation moment, newest first.
+    ///
+    /// ```swift
+    /// let waiting = try reader.operations(matching: OperationQuery(statuses: [.queued], limit: 50))
+    /// ```
+    public func operations(matching query: OperationQuery) throws -> [OperationState] {
+        try store.operations(matching: query, folded: folded)
+    }
+
+    /// The operations whose id starts with `prefix` (hyphens and case ignored), so a person may
+    /// type the first few characters of an id.
+    /// - Returns: every match, sorted; empty when none.
+    public func operationIDs(matchingPrefix prefix: String) throws -> [OperationID] {
+        try store.operationIDs(matchingPrefix: prefix, folded: folded)
+    }
+
+    /// Everything the journal holds about one operation, carrying on past damaged records (listed
+    /// in ``OperationTimeline/damaged``).
+    /// - Throws: ``OutboxError/operationNotFound(_:)`` when the journal has nothing of it.
+    public func timeline(of id: OperationID) throws -> OperationTimeline {
+        try store.timeline(of: id, folded: folded)
+    }
+
+    // MARK: Events
+
+    /// A page of events matching `query`, carrying on past damaged records (listed in the page).
+    ///
+    /// ```swift
+    /// let tail = try reader.events(matching: EventQuery(order: .newestFirst, limit: 20))
+    /// ```
+    public func events(matching query: EventQuery) throws -> EventPage {
+        try store.events(matching: query, folded: folded)
+    }
+
+    /// Up to `limit` events from `start` on, in journal order.
+    /// - Throws: ``OutboxError/journalCorrupt(seq:reason:)`` at the first damaged record
+    ///   (``events(matching:)`` carries on past it instead).
+    public func events(from start: JournalSequence = 1, limit: Int = 1000) throws -> [JournalEvent] {
+        try store.events(from: start, limit: limit)
     }
 
     public func lastSeq() throws -> JournalSequence {
         try store.lastSeq()
     }
 
+    // MARK: Views
+
+    /// The engine-level state: whether the worker is paused and why, which engine opened it.
     public func engineState() throws -> EngineState {
         guard let folded else { return try store.engineState() }
-        return folded.engine
+        return folded.image.engine
     }
 
-    public func events(from start: JournalSequence = 1, limit: Int = 1000) throws -> [JournalEvent] {
-        try store.events(from: start, limit: limit)
+    /// The reconciliation ledger: one row per operation, in journal order, without payloads.
+    public func ledger(_ query: LedgerQuery = LedgerQuery()) throws -> [LedgerEntry] {
+        try store.ledger(query, folded: folded)
     }
+
+    /// The journal at a glance: versions, seq range, size, counts by status, the oldest pending
+    /// operation, the worker's pause, the last event's moment.
+    public func summary() throws -> JournalSummary {
+        try store.summary(folded: folded)
+    }
+
+    /// The count of operations not yet terminal after each event, in journal order, thinned to
+    /// at most `maxSamples` samples (each the highest of its stretch): the queue's depth over the
+    /// journal's life.
+    public func queueDepthHistory(maxSamples: Int = 500) throws -> [QueueDepthSample] {
+        try store.queueDepthHistory(maxSamples: maxSamples)
+    }
+
+    /// Checks every record's checksum and every operation's invariants, and compares the stored
+    /// projections with a rebuild from the events. Reads only.
+    public func verify() throws -> VerificationReport {
+        try store.verify()
+    }
+
+    // MARK: For tools in this package
 
     /// Runs `body` on one snapshot of the journal, for tools in this package.
     package func withSnapshot<R>(_ body: (borrowing LMDBTransaction) throws -> R) throws -> R {

@@ -93,29 +93,36 @@ extension JournalStore {
     func compareProjectionsWithRebuild() throws(OutboxError) -> [ProjectionMismatch] {
         let schema = self.schema
         return try read { txn in
-            let image = try ProjectionImage.build(schema: schema, in: txn)
-            var mismatches: [ProjectionMismatch] = []
-            for (database, expected) in image.expectedTables(schema: schema).sorted(by: { $0.key.name < $1.key.name }) {
-                let name = database.name
-                var stored: [[UInt8]: [UInt8]] = [:]
-                try txn.scan(database) { key, value in
-                    stored[Array(key)] = Array(value)
-                    return .next
-                }
-                for (key, value) in expected where stored[key] != value {
-                    let problem = stored[key] == nil ? "missing" : "differs from the rebuild"
-                    mismatches.append(ProjectionMismatch(database: name, key: Self.describe(key), problem: problem))
-                }
-                for key in stored.keys where expected[key] == nil {
-                    mismatches.append(ProjectionMismatch(database: name, key: Self.describe(key), problem: "not in the rebuild"))
-                }
-            }
-            let storedEngine = try schema.engineState(in: txn)
-            if storedEngine != image.engine {
-                mismatches.append(ProjectionMismatch(database: "meta", key: "engine-state", problem: "differs from the rebuild"))
-            }
-            return mismatches
+            try ProjectionImage.build(schema: schema, in: txn).mismatches(withStoredIn: schema, txn: txn)
         }
+    }
+}
+
+extension ProjectionImage {
+    /// Compares every stored projection with this image.
+    /// - Returns: each difference; empty when the stored projections equal the image.
+    func mismatches(withStoredIn schema: JournalSchema, txn: borrowing LMDBTransaction) throws -> [ProjectionMismatch] {
+        var mismatches: [ProjectionMismatch] = []
+        for (database, expected) in expectedTables(schema: schema).sorted(by: { $0.key.name < $1.key.name }) {
+            let name = database.name
+            var stored: [[UInt8]: [UInt8]] = [:]
+            try txn.scan(database) { key, value in
+                stored[Array(key)] = Array(value)
+                return .next
+            }
+            for (key, value) in expected where stored[key] != value {
+                let problem = stored[key] == nil ? "missing" : "differs from the rebuild"
+                mismatches.append(ProjectionMismatch(database: name, key: Self.describe(key), problem: problem))
+            }
+            for key in stored.keys where expected[key] == nil {
+                mismatches.append(ProjectionMismatch(database: name, key: Self.describe(key), problem: "not in the rebuild"))
+            }
+        }
+        let storedEngine = try schema.engineState(in: txn)
+        if storedEngine != engine {
+            mismatches.append(ProjectionMismatch(database: "meta", key: "engine-state", problem: "differs from the rebuild"))
+        }
+        return mismatches
     }
 
     private static func describe(_ key: [UInt8]) -> String {

@@ -1,0 +1,220 @@
+import Foundation
+import Outbox
+
+// The JSON documents of each command. Their field names are part of the tool's interface,
+// documented in Docs/journal-inspect.md: add fields, never rename one.
+
+struct SummaryDocument: Encodable {
+    struct Pending: Encodable {
+        var operationID: OperationID
+        var status: OutboxStatus
+        var operationType: String
+        var entityLabel: String
+        var createdAt: Date
+        var ageSeconds: Double
+    }
+
+    struct Worker: Encodable {
+        var paused: Bool
+        var pauseReason: String?
+        var pausedAt: Date?
+        var pausedBy: OperationID?
+    }
+
+    struct LastOpened: Encodable {
+        var formatVersion: Int
+        var engineVersion: String
+        var appVersion: String?
+        var openCount: Int
+    }
+
+    var path: String
+    var formatVersion: Int
+    var projectionVersion: Int?
+    var projectionsAreCurrent: Bool
+    var account: String?
+    var firstSeq: JournalSequence?
+    var lastSeq: JournalSequence
+    var eventCount: Int
+    var eventBytes: Int
+    var fileBytes: Int
+    var usedBytes: Int
+    var statusCounts: [OutboxStatus: Int]
+    var operationCount: Int
+    var oldestPending: Pending?
+    var worker: Worker
+    var lastOpened: LastOpened?
+    var lastEventAt: Date?
+    var damaged: [DamagedRecord]
+    var generatedAt: Date
+
+    init(_ summary: JournalSummary, now: Date, damaged: [DamagedRecord]) {
+        path = summary.path
+        formatVersion = summary.formatVersion
+        projectionVersion = summary.projectionVersion
+        projectionsAreCurrent = summary.projectionsAreCurrent
+        account = summary.account
+        firstSeq = summary.firstSeq
+        lastSeq = summary.lastSeq
+        eventCount = summary.eventCount
+        eventBytes = summary.eventBytes
+        fileBytes = summary.fileBytes
+        usedBytes = summary.usedBytes
+        statusCounts = summary.statusCounts
+        operationCount = summary.operationCount
+        oldestPending = summary.oldestPending.map {
+            Pending(operationID: $0.id, status: $0.status, operationType: $0.operationType, entityLabel: $0.entityLabel,
+                    createdAt: $0.createdAt, ageSeconds: now.timeIntervalSince($0.createdAt))
+        }
+        worker = Worker(paused: summary.engine.isPaused, pauseReason: summary.engine.pauseReason,
+                        pausedAt: summary.engine.pausedAt, pausedBy: summary.engine.pausedBy)
+        lastOpened = summary.engine.lastOpened.map {
+            LastOpened(formatVersion: $0.formatVersion, engineVersion: $0.engineVersion, appVersion: $0.appVersion,
+                       openCount: summary.engine.openCount)
+        }
+        lastEventAt = summary.lastEventAt
+        self.damaged = damaged
+        generatedAt = now
+    }
+}
+
+struct OperationsDocument: Encodable {
+    var operations: [ExportedOperation]
+}
+
+struct LedgerDocument: Encodable {
+    var ledger: [LedgerEntry]
+}
+
+struct EventsDocument: Encodable {
+    var events: [ExportedEvent]
+    var damaged: [DamagedRecord]
+    /// Where the next page would start, when the limit cut the range short.
+    var nextSeq: JournalSequence?
+}
+
+struct AttemptDocument: Encodable {
+    var attempt: Int
+    var startedSeq: JournalSequence
+    var startedAt: Date
+    var trigger: WakeReason
+    var endedSeq: JournalSequence?
+    var endedAt: Date?
+    /// `response`, `no_response` or `not_sent`; absent while in flight or when abandoned.
+    var outcome: String?
+    var httpStatus: Int?
+    var transportFailure: TransportFailure?
+    var disposition: Disposition?
+    var errorCode: String?
+    var errorMessage: String?
+    var retryAfter: Date?
+    var nextAttemptAt: Date?
+    var approvalRequestID: String?
+    var serverRevision: String?
+    var abandoned: Bool
+    var inFlight: Bool
+    var secondsSincePreviousAttempt: Double?
+
+    init(_ attempt: AttemptSummary) {
+        self.attempt = attempt.number.rawValue
+        startedSeq = attempt.startedSeq
+        startedAt = attempt.startedAt
+        trigger = attempt.trigger
+        endedSeq = attempt.endedSeq
+        endedAt = attempt.endedAt
+        switch attempt.outcome {
+        case .response(let statusCode)?:
+            outcome = "response"
+            httpStatus = statusCode
+        case .noResponse(let failure)?:
+            outcome = "no_response"
+            transportFailure = failure
+        case .notSent?:
+            outcome = "not_sent"
+        case nil:
+            outcome = nil
+        }
+        disposition = attempt.disposition
+        errorCode = attempt.errorCode
+        errorMessage = attempt.errorMessage
+        retryAfter = attempt.retryAfter
+        nextAttemptAt = attempt.nextAttemptAt
+        approvalRequestID = attempt.approvalRequestID
+        serverRevision = attempt.serverRevision
+        abandoned = attempt.wasAbandoned
+        inFlight = attempt.isInFlight
+        secondsSincePreviousAttempt = attempt.secondsSincePreviousAttempt
+    }
+}
+
+struct PayloadDocument: Encodable {
+    var bytes: Int
+    var sha256: String
+    var recordedSHA256: String
+    var matches: Bool
+    /// The payload's text, only with `--payload`.
+    var content: String?
+
+    init(_ check: PayloadCheck, includeContent: Bool) {
+        bytes = check.byteCount
+        sha256 = check.computedHash.hex
+        recordedSHA256 = check.recordedHash.hex
+        matches = check.matches
+        content = includeContent ? String(decoding: check.payload, as: UTF8.self) : nil
+    }
+}
+
+struct TimelineDocument: Encodable {
+    var operationID: OperationID
+    var operation: ExportedOperation?
+    var events: [ExportedEvent]
+    var attempts: [AttemptDocument]
+    var payload: PayloadDocument?
+    var damaged: [DamagedRecord]
+    var complete: Bool
+    var verdict: String
+
+    init(_ timeline: OperationTimeline, engine: EngineState, includePayload: Bool) {
+        operationID = timeline.id
+        operation = timeline.state.map(ExportedOperation.init)
+        events = timeline.events.map { ExportedEvent($0, includePayload: includePayload) }
+        attempts = timeline.attempts.map(AttemptDocument.init)
+        payload = timeline.payload.map { PayloadDocument($0, includeContent: includePayload) }
+        damaged = timeline.damaged
+        complete = timeline.isComplete
+        verdict = Verdict.text(for: timeline, engine: engine)
+    }
+}
+
+struct VerifyDocument: Encodable {
+    var clean: Bool
+    var recordsChecked: Int
+    var operationsChecked: Int
+    var projectionsCompared: Bool
+    var projectionsNote: String?
+    var findings: [VerificationFinding]
+
+    init(_ report: VerificationReport) {
+        clean = report.isClean
+        recordsChecked = report.recordsChecked
+        operationsChecked = report.operationsChecked
+        projectionsCompared = report.projectionsCompared
+        projectionsNote = report.projectionsNote
+        findings = report.findings
+    }
+}
+
+struct ExportDocument: Encodable {
+    var exportedAt: Date
+    var journal: String
+    var payloadsIncluded: Bool
+    var operations: [TimelineDocument]
+    var ledger: [LedgerEntry]
+}
+
+struct ReportDocument: Encodable {
+    var file: String
+    var bytes: Int
+    var operations: Int
+    var damaged: [DamagedRecord]
+}

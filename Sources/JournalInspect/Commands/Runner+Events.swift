@@ -1,0 +1,145 @@
+import Foundation
+public import Outbox
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `events`: the raw stream, a page of it, or its tail followed as the app writes.
+extension Runner {
+    func events(_ options: EventsOptions) throws -> ExitCode {
+        var query = EventQuery(
+            fromSeq: options.from,
+            toSeq: options.to,
+            kinds: options.kinds.isEmpty ? nil : Set(options.kinds),
+            operationTypes: options.types.isEmpty ? nil : Set(options.types),
+            recordedFrom: options.since?.resolve(now: now),
+            recordedBefore: options.until?.resolve(now: now),
+            // Without --from: the journal's tail.
+            order: options.from == nil ? .newestFirst : .oldestFirst,
+            limit: options.limit
+        )
+        if let operation = options.operation { query.operationID = try resolve(operation, command: .events) }
+        // The follower reads on from the last seq of this snapshot, so nothing prints twice.
+        let snapshotEnd = try reader.lastSeq()
+        if options.follow { query.toSeq = snapshotEnd }
+
+        let page = try reader.events(matching: query)
+        let events = query.order == .newestFirst ? Array(page.events.reversed()) : page.events
+        let damaged = page.damaged.sorted { $0.seq < $1.seq }
+        let seqWidth = max(3, String(snapshotEnd.rawValue).count)
+        if options.follow && json {
+            write(try events.map { try encodeJSON(ExportedEvent($0), pretty: false) }.joined())
+        } else if json {
+            write(try encodeJSON(EventsDocument(events: events.map { ExportedEvent($0) }, damaged: damaged, nextSeq: page.nextSeq)))
+        } else {
+            var text = EventsText.header(seqWidth: seqWidth, style: style)
+            text += EventsText.lines(events, damaged: damaged, seqWidth: seqWidth, style: style)
+            if let next = page.nextSeq, !options.follow {
+                text += query.order == .oldestFirst
+                    ? "(\(events.count) events shown; the next page starts at --from \(next))\n"
+                    : "(the latest \(events.count) shown; earlier ones end at --to \(next))\n"
+            } else if events.isEmpty && damaged.isEmpty && !options.follow {
+                text += "(no events match)\n"
+            }
+            write(text)
+        }
+        guard options.follow else { return finish(damaged: damaged) }
+        _ = finish(damaged: damaged)
+        // A first page cut short by --limit is followed from where it stopped.
+        let followFrom = (query.order == .oldestFirst ? page.nextSeq : nil) ?? snapshotEnd.next
+        return try follow(query, from: followFrom, seqWidth: seqWidth)
+    }
+
+    /// Prints new events as they are committed, until interrupted (SIGINT or SIGTERM: exit 0).
+    private func follow(_ base: EventQuery, from start: JournalSequence, seqWidth: Int) throws -> ExitCode {
+        FollowInterruption.install()
+        var query = base
+        query.order = .oldestFirst
+        query.toSeq = nil
+        query.limit = 1000
+        var cursor = start
+        var sawDamage = false
+        while !FollowInterruption.requested {
+            query.fromSeq = cursor
+            let page = try reader.events(matching: query)
+            if json {
+                write(try page.events.map { try encodeJSON(ExportedEvent($0), pretty: false) }.joined())
+            } else if !page.events.isEmpty || !page.damaged.isEmpty {
+                write(EventsText.lines(page.events, damaged: page.damaged, seqWidth: seqWidth, style: style))
+            }
+            if !page.damaged.isEmpty {
+                sawDamage = true
+                _ = finish(damaged: page.damaged)
+            }
+            if let next = page.nextSeq {
+                cursor = next
+                continue
+            }
+            if let examined = page.lastExamined { cursor = examined.next }
+            FollowInterruption.pause(seconds: context.followPollSeconds)
+        }
+        return sawDamage ? .damaged : .success
+    }
+}
+
+/// Ctrl-C (or SIGTERM) ends `events --follow` cleanly: the loop notices between two looks.
+enum FollowInterruption {
+    private static let flag = Atomic<Bool>(false)
+
+    static var requested: Bool { flag.load(ordering: .relaxed) }
+
+    static func install() {
+        // A C signal handler captures nothing: it may only touch this static atomic, which is
+        // lock-free and so safe in a handler.
+        signal(SIGINT) { _ in FollowInterruption.flag.store(true, ordering: .relaxed) }
+        signal(SIGTERM) { _ in FollowInterruption.flag.store(true, ordering: .relaxed) }
+        // A parent may start us with these blocked (a spawning process passes its thread's mask
+        // on); a follower that cannot be interrupted would never end.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGINT)
+        sigaddset(&signals, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &signals, nil)
+    }
+
+    /// Sleeps between looks; a signal cuts the sleep short.
+    static func pause(seconds: Double) {
+        usleep(UInt32(max(0, min(seconds, 10)) * 1_000_000))
+    }
+}
+
+/// Events as fixed-width lines, so lines printed later by `--follow` stay aligned.
+public enum EventsText {
+    static let momentWidth = 20
+    static let kindWidth = 16
+    static let operationWidth = 9
+
+    public static func header(seqWidth: Int, style: Style) -> String {
+        style.paint(line(seq: "SEQ", moment: "MOMENT", kind: "KIND", operation: "OPERATION", detail: "DETAIL", seqWidth: seqWidth), .bold)
+            + "\n"
+    }
+
+    public static func lines(_ events: [JournalEvent], damaged: [DamagedRecord], seqWidth: Int, style: Style) -> String {
+        var rows: [(seq: JournalSequence, text: String)] = events.map { event in
+            let text = line(seq: "\(event.seq)", moment: Moments.absolute(event.recordedAt), kind: event.kind.rawValue,
+                            operation: event.operationID.map(EventText.shortID) ?? "-", detail: EventText.detail(event),
+                            seqWidth: seqWidth)
+            return (event.seq, text)
+        }
+        rows += damaged.map { record in
+            let text = line(seq: "\(record.seq)", moment: "-", kind: "DAMAGED",
+                            operation: record.claimedOperationID.map(EventText.shortID) ?? "?", detail: record.reason, seqWidth: seqWidth)
+            return (record.seq, style.paint(text, .red))
+        }
+        return rows.sorted { $0.seq < $1.seq }.map { $0.text + "\n" }.joined()
+    }
+
+    static func line(seq: String, moment: String, kind: String, operation: String, detail: String, seqWidth: Int) -> String {
+        func pad(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(0, width - text.count)) }
+        let seqText = String(repeating: " ", count: max(0, seqWidth - seq.count)) + seq
+        return "\(seqText)  \(pad(moment, momentWidth))  \(pad(kind, kindWidth))  \(pad(operation, operationWidth))  \(detail)"
+    }
+}

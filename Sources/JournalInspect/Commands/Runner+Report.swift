@@ -1,0 +1,47 @@
+import Foundation
+import Outbox
+
+/// `report --html <file>`: the one file a ticket needs.
+extension Runner {
+    func report(_ options: ReportOptions) throws -> ExitCode {
+        var ids: [OperationID] = []
+        if options.ids.isEmpty {
+            ids = try reader.operations(matching: OperationQuery(limit: options.limit)).map(\.id)
+        } else {
+            for prefix in options.ids {
+                let id = try resolve(prefix, command: .report)
+                if !ids.contains(id) { ids.append(id) }
+            }
+        }
+        let summary = try reader.summary()
+        let engine = try reader.engineState()
+        var timelines: [OperationTimeline] = []
+        var damaged = summary.damaged + foldDamage
+        for id in ids {
+            let timeline = try reader.timeline(of: id)
+            damaged += timeline.damaged.filter { record in !damaged.contains { $0.seq == record.seq } }
+            timelines.append(timeline)
+        }
+        let html = HTMLReport.render(HTMLReportInput(
+            summary: summary,
+            depth: try reader.queueDepthHistory(maxSamples: 400),
+            timelines: timelines,
+            engine: engine,
+            generatedAt: now,
+            damaged: damaged.sorted { $0.seq < $1.seq }
+        ))
+        let data = Data(html.utf8)
+        do {
+            try data.write(to: URL(fileURLWithPath: options.htmlPath), options: .atomic)
+        } catch {
+            throw RunFailure(code: .cannotCreate, message: "cannot write the report to \(options.htmlPath): \(error.localizedDescription)")
+        }
+        if json {
+            write(try encodeJSON(ReportDocument(file: options.htmlPath, bytes: data.count, operations: timelines.count, damaged: damaged)))
+        } else {
+            write("Wrote \(options.htmlPath) (\(Moments.bytes(data.count))): the summary, the queue's depth over "
+                + "\(summary.eventCount) events, and \(timelines.count) operation timeline\(timelines.count == 1 ? "" : "s").\n")
+        }
+        return finish(damaged: damaged)
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+public import Outbox
+
+/// Events and outcomes in a few words, for tables.
+public enum EventText {
+    /// The first 8 characters of an id: enough to type it back as a prefix.
+    public static func shortID(_ id: OperationID) -> String {
+        String(id.idempotencyKey.prefix(8))
+    }
+
+    /// `201`, `no response (offline)`, `not sent`.
+    public static func outcome(_ outcome: AttemptOutcome) -> String {
+        switch outcome {
+        case .response(let statusCode): "\(statusCode)"
+        case .noResponse(let failure): "no response (\(failure))"
+        case .notSent: "not sent"
+        }
+    }
+
+    /// The fewest words for a drawing: `503`, `offline`, `not sent`.
+    public static func shortOutcome(_ outcome: AttemptOutcome) -> String {
+        switch outcome {
+        case .response(let statusCode): "\(statusCode)"
+        case .noResponse(let failure): failure.rawValue
+        case .notSent: "not sent"
+        }
+    }
+
+    /// `code: message`, or whichever of the two there is.
+    public static func error(code: String?, message: String?) -> String {
+        switch (code, message) {
+        case (let code?, let message?): "\(code): \(message)"
+        case (let code?, nil): code
+        case (nil, let message?): message
+        case (nil, nil): ""
+        }
+    }
+
+    /// One line of details for the `events` stream. Never the payload: its size.
+    public static func detail(_ event: JournalEvent) -> String {
+        switch event.body {
+        case .enqueued(let enqueued):
+            let request = enqueued.request
+            return "\(request.operationType) \(request.method) \(request.endpoint) \"\(request.entityLabel)\" "
+                + "[\(request.category)], \(request.payload.count) bytes"
+        case .attemptStarted(let started):
+            return "attempt \(started.attempt), woken by \(started.trigger)"
+        case .attemptFinished(let finished):
+            var text = "attempt \(finished.attempt): \(outcome(finished.outcome)) -> \(finished.disposition.rawValue)"
+            if let next = finished.nextAttemptAt { text += ", next at \(Moments.absolute(next))" }
+            if let id = finished.approvalRequestID { text += ", approval request \(id)" }
+            if let revision = finished.serverRevision { text += ", revision \(revision)" }
+            let error = error(code: finished.errorCode, message: finished.errorMessage)
+            if !error.isEmpty { text += "; \(error)" }
+            return text
+        case .attemptAbandoned(let abandoned):
+            return "attempt \(abandoned.attempt) had no outcome when the app ended; due again at once"
+        case .withdrawn(let withdrawn):
+            return error(code: withdrawn.errorCode, message: withdrawn.errorMessage)
+        case .requeued(let requeued):
+            return "retry asked by the \(requeued.requestedBy)"
+        case .discarded(let discarded):
+            return discarded.reason == .signOut ? "on sign-out" : "by the \(discarded.requestedBy)"
+        case .approvalDecided(let decision):
+            return (decision.approved ? "approved" : "rejected") + (decision.reference.map { " (\($0))" } ?? "")
+        case .sessionPaused(let paused):
+            return "worker paused: \(paused.reason)" + (paused.triggeredBy.map { " (operation \(shortID($0)))" } ?? "")
+        case .sessionResumed:
+            return "worker resumed: the session was refreshed"
+        case .journalOpened(let opened):
+            return "format \(opened.formatVersion), engine \(opened.engineVersion)" + (opened.appVersion.map { ", app \($0)" } ?? "")
+        case .compacted(let compacted):
+            return "seqs \(compacted.firstSeq)...\(compacted.lastSeq) compacted, \(compacted.removedCount) events removed"
+        }
+    }
+}

@@ -1,0 +1,58 @@
+public import Foundation
+
+/// Moments and durations as people read them: absolute in ISO-8601 UTC, relative in words.
+public enum Moments {
+    /// `2027-01-15T08:00:00Z`: whole seconds, UTC.
+    public static func absolute(_ date: Date) -> String {
+        date.formatted(iso8601)
+    }
+
+    /// One value-type style shared by every call: made once, safe from any thread.
+    private static let iso8601 = Date.ISO8601FormatStyle(timeZone: TimeZone(identifier: "UTC") ?? .gmt)
+
+    /// A span in its two largest units: `45 s`, `5 min 3 s`, `2 h 14 min`, `3 d 2 h`; below a
+    /// second, `less than 1 s`.
+    public static func duration(_ seconds: Double) -> String {
+        guard seconds.isFinite else { return "forever" }
+        let magnitude = abs(seconds)
+        if magnitude < 1 { return "less than 1 s" }
+        let total = Int(magnitude.rounded(.down))
+        let units: [(name: String, seconds: Int)] = [("d", 86_400), ("h", 3600), ("min", 60), ("s", 1)]
+        var parts: [String] = []
+        var rest = total
+        for unit in units {
+            let count = rest / unit.seconds
+            rest %= unit.seconds
+            if count > 0 || !parts.isEmpty { parts.append("\(count) \(unit.name)") }
+            if parts.count == 2 { break }
+        }
+        // "2 h 0 min" reads as "2 h".
+        if parts.count == 2, parts[1].hasPrefix("0 ") { parts.removeLast() }
+        return (seconds < 0 ? "-" : "") + parts.joined(separator: " ")
+    }
+
+    /// `2 h 14 min ago`, `in 3 min`, or `just now`.
+    public static func relative(_ date: Date, now: Date) -> String {
+        let seconds = now.timeIntervalSince(date)
+        if abs(seconds) < 1 { return "just now" }
+        return seconds > 0 ? "\(duration(seconds)) ago" : "in \(duration(-seconds))"
+    }
+
+    /// `2027-01-15T08:00:00Z (2 h 14 min ago)`.
+    public static func both(_ date: Date, now: Date) -> String {
+        "\(absolute(date)) (\(relative(date, now: now)))"
+    }
+
+    /// `12.3 KB`, `4.0 MB`: bytes in powers of 1,024.
+    public static func bytes(_ count: Int) -> String {
+        if count < 1024 { return "\(count) B" }
+        let units = ["KB", "MB", "GB", "TB"]
+        var value = Double(count) / 1024
+        var unit = 0
+        while value >= 1024, unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return String(format: "%.1f %@", value, units[unit])
+    }
+}

@@ -1,0 +1,91 @@
+/// Aligned columns: each as wide as its widest cell, two spaces apart, no trailing spaces.
+/// Widths are measured before colour is added, so escapes never break the alignment.
+public struct TextTable: Sendable {
+    public struct Cell: Sendable, ExpressibleByStringLiteral {
+        public var text: String
+        public var color: Style.Color?
+
+        public init(_ text: String, _ color: Style.Color? = nil) {
+            self.text = text
+            self.color = color
+        }
+
+        public init(stringLiteral value: String) {
+            self.init(value)
+        }
+    }
+
+    public var headers: [String]
+    /// Columns whose cells align right (counts).
+    public var rightAligned: Set<Int>
+    public var rows: [[Cell]] = []
+
+    public init(headers: [String], rightAligned: Set<Int> = []) {
+        self.headers = headers
+        self.rightAligned = rightAligned
+    }
+
+    public mutating func add(_ cells: [Cell]) {
+        rows.append(cells)
+    }
+
+    public func render(_ style: Style) -> String {
+        let columns = headers.count
+        var widths = headers.map(\.count)
+        for row in rows {
+            for (column, cell) in row.enumerated() where column < columns {
+                widths[column] = max(widths[column], cell.text.count)
+            }
+        }
+        func line(_ cells: [Cell]) -> String {
+            var text = ""
+            for column in 0..<columns {
+                let cell = column < cells.count ? cells[column] : Cell("")
+                let padding = String(repeating: " ", count: widths[column] - cell.text.count)
+                let isLast = column == columns - 1
+                if column > 0 { text += "  " }
+                if rightAligned.contains(column) {
+                    text += padding + style.paint(cell.text, cell.color)
+                } else {
+                    text += style.paint(cell.text, cell.color) + (isLast ? "" : padding)
+                }
+            }
+            while text.hasSuffix(" ") { text.removeLast() }
+            return text
+        }
+        var output = line(headers.map { Cell($0, .bold) }) + "\n"
+        for row in rows { output += line(row) + "\n" }
+        return output
+    }
+}
+
+/// Label-value lines, the labels padded to one width.
+public struct FieldList: Sendable {
+    public var fields: [(label: String, value: String)] = []
+
+    public init() {}
+
+    public mutating func add(_ label: String, _ value: String) {
+        fields.append((label, value))
+    }
+
+    public func render(_ style: Style) -> String {
+        let width = fields.map(\.label.count).max() ?? 0
+        return fields.map { field in
+            style.paint(field.label, .bold) + String(repeating: " ", count: width - field.label.count + 2) + field.value
+        }.joined(separator: "\n") + "\n"
+    }
+}
+
+/// Comma-separated values (RFC 4180): a field holding a comma, a quote or a line break is quoted,
+/// its quotes doubled.
+public enum CSV {
+    public static func field(_ text: String) -> String {
+        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    public static func line(_ fields: [String]) -> String {
+        fields.map(field).joined(separator: ",") + "\r\n"
+    }
+}

@@ -1,0 +1,331 @@
+import Foundation
+import Outbox
+
+/// The pure parser: arguments in, an ``Invocation`` or a ``UsageError`` out. No I/O.
+///
+/// `journal-inspect <journal-dir> [<command>] [arguments and options]`. `--json` is accepted
+/// anywhere; `-h`/`--help` anywhere asks for help (the command's, when one is named);
+/// `--option value` and `--option=value` are the same; options that take lists take a
+/// comma-separated list, and may be repeated.
+public enum CommandLineParser {
+    public static func parse(_ arguments: [String]) -> Result<Invocation, UsageError> {
+        do {
+            return .success(try invocation(arguments))
+        } catch let error as UsageError {
+            return .failure(error)
+        } catch {
+            return .failure(UsageError("\(error)"))
+        }
+    }
+
+    private static func invocation(_ arguments: [String]) throws -> Invocation {
+        if arguments.contains(where: { $0 == "-h" || $0 == "--help" }) {
+            let named = arguments.lazy.compactMap(CommandName.init(rawValue:)).first
+            return .help(named.map(HelpTopic.command) ?? .tool)
+        }
+        if arguments.first == "help" {
+            guard arguments.count <= 2 else { throw UsageError("help takes at most one command name") }
+            guard let word = arguments.dropFirst().first else { return .help(.tool) }
+            guard let name = CommandName(rawValue: word) else { throw unknownCommand(word) }
+            return .help(.command(name))
+        }
+        if arguments == ["--version"] { return .version }
+
+        var json = false
+        var rest: [String] = []
+        for argument in arguments {
+            if argument == "--json" { json = true } else { rest.append(argument) }
+        }
+        guard let journal = rest.first else {
+            throw UsageError("give the journal's directory: journal-inspect <journal-dir> [<command>] [options]")
+        }
+        if journal.hasPrefix("-") {
+            throw UsageError("'\(journal)' is not a journal directory; the directory comes first: journal-inspect <journal-dir> [<command>] [options]")
+        }
+        var tokens = Tokens(Array(rest.dropFirst()))
+        guard let word = tokens.peek, !word.hasPrefix("-") else {
+            try tokens.expectEnd(command: .summary)
+            return .run(journal: journal, command: .summary, json: json)
+        }
+        tokens.advance()
+        guard let name = CommandName(rawValue: word) else { throw unknownCommand(word) }
+        let command = try parseCommand(name, &tokens)
+        if json, case .ledger(let options) = command, options.csv {
+            throw UsageError("--csv and --json are two formats: choose one", command: .ledger)
+        }
+        return .run(journal: journal, command: command, json: json)
+    }
+
+    private static func unknownCommand(_ word: String) -> UsageError {
+        UsageError("unknown command '\(word)'; the commands are \(CommandName.allCases.map(\.rawValue).joined(separator: ", "))")
+    }
+
+    private static func parseCommand(_ name: CommandName, _ tokens: inout Tokens) throws -> Command {
+        switch name {
+        case .summary:
+            try tokens.expectEnd(command: name)
+            return .summary
+        case .verify:
+            try tokens.expectEnd(command: name)
+            return .verify
+        case .ops:
+            var options = OpsOptions()
+            while let token = tokens.next() {
+                switch try tokens.option(token, command: name) {
+                case ("--status", let value?): options.statuses += try list(value, "--status", name, parse: status)
+                case ("--category", let value?): options.categories += try list(value, "--category", name) { $0 }
+                case ("--type", let value?): options.types += try list(value, "--type", name) { $0 }
+                case ("--since", let value?): options.since = try moment(value, "--since", name)
+                case ("--until", let value?): options.until = try moment(value, "--until", name)
+                case ("--limit", let value?): options.limit = try limit(value, name)
+                default: throw tokens.unexpected(token, command: name)
+                }
+            }
+            try checkOrder(options.since, options.until, name)
+            return .ops(options)
+        case .timeline:
+            var id: String?
+            var includePayload = false
+            while let token = tokens.next() {
+                switch try tokens.option(token, command: name) {
+                case ("--payload", nil): includePayload = true
+                case (let positional, nil) where !positional.hasPrefix("-") && id == nil: id = positional
+                default: throw tokens.unexpected(token, command: name)
+                }
+            }
+            guard let id else { throw UsageError("timeline needs an operation id (its first characters are enough)", command: name) }
+            var options = TimelineOptions(id: try operationPrefix(id, name))
+            options.includePayload = includePayload
+            return .timeline(options)
+        case .events:
+            var options = EventsOptions()
+            while let token = tokens.next() {
+                switch try tokens.option(token, command: name) {
+                case ("--from", let value?): options.from = try seq(value, "--from", name)
+                case ("--to", let value?): options.to = try seq(value, "--to", name)
+                case ("--kind", let value?): options.kinds += try list(value, "--kind", name, parse: kind)
+                case ("--type", let value?): options.types += try list(value, "--type", name) { $0 }
+                case ("--operation", let value?): options.operation = try operationPrefix(value, name)
+                case ("--since", let value?): options.since = try moment(value, "--since", name)
+                case ("--until", let value?): options.until = try moment(value, "--until", name)
+                case ("--limit", let value?): options.limit = try limit(value, name)
+                case ("--follow", nil): options.follow = true
+                default: throw tokens.unexpected(token, command: name)
+                }
+            }
+            if let from = options.from, let to = options.to, from > to {
+                throw UsageError("--from \(from) is after --to \(to)", command: name)
+            }
+            if options.follow, options.to != nil {
+                throw UsageError("--follow reads on past the journal's end: it cannot have --to", command: name)
+            }
+            try checkOrder(options.since, options.until, name)
+            return .events(options)
+        case .ledger:
+            var options = LedgerOptions()
+            while let token = tokens.next() {
+                switch try tokens.option(token, command: name) {
+                case ("--status", let value?): options.status = try status(value, name)
+                case ("--since", let value?): options.since = try moment(value, "--since", name)
+                case ("--until", let value?): options.until = try moment(value, "--until", name)
+                case ("--limit", let value?): options.limit = try limit(value, name)
+                case ("--csv", nil): options.csv = true
+                default: throw tokens.unexpected(token, command: name)
+                }
+            }
+            try checkOrder(options.since, options.until, name)
+            return .ledger(options)
+        case .export:
+            var options = ExportOptions()
+            while let token = tokens.next() {
+                switch try tokens.option(token, command: name) {
+                case ("--all", nil): options.all = true
+                case ("--payload", nil): options.includePayload = true
+                case (let positional, nil) where !positional.hasPrefix("-"): options.ids.append(try operationPrefix(positional, name))
+                default: throw tokens.unexpected(token, command: name)
+                }
+            }
+            if options.all && !options.ids.isEmpty {
+                throw UsageError("give operation ids or --all, not both", command: name)
+            }
+            if !options.all && options.ids.isEmpty {
+                throw UsageError("export needs operation ids (their first characters are enough) or --all", command: name)
+            }
+            return .export(options)
+        case .report:
+            var path: String?
+            var ids: [String] = []
+            var limit = ReportOptions(htmlPath: "").limit
+            while let token = tokens.next() {
+                switch try tokens.option(token, command: name) {
+                case ("--html", let value?): path = value
+                case ("--limit", let value?): limit = try self.limit(value, name)
+                case (let positional, nil) where !positional.hasPrefix("-"): ids.append(try operationPrefix(positional, name))
+                default: throw tokens.unexpected(token, command: name)
+                }
+            }
+            guard let path, !path.isEmpty else {
+                throw UsageError("report needs --html <file>: where to write the report", command: name)
+            }
+            var options = ReportOptions(htmlPath: path)
+            options.ids = ids
+            options.limit = limit
+            return .report(options)
+        }
+    }
+
+    // MARK: Values
+
+    /// Options that take a value; every other option is a flag.
+    static let valueOptions: Set<String> = [
+        "--status", "--category", "--type", "--since", "--until", "--limit", "--from", "--to", "--kind",
+        "--operation", "--html",
+    ]
+
+    static func status(_ text: String, _ command: CommandName) throws -> OutboxStatus {
+        let normalized = text.lowercased().replacingOccurrences(of: "-", with: "_")
+        guard let status = OutboxStatus(rawValue: normalized) else {
+            throw UsageError("unknown status '\(text)'; one of \(OutboxStatus.allCases.map(\.rawValue).joined(separator: ", "))",
+                             command: command)
+        }
+        return status
+    }
+
+    static func kind(_ text: String, _ command: CommandName) throws -> JournalEventKind {
+        guard let kind = JournalEventKind.allCases.first(where: { $0.rawValue.lowercased() == text.lowercased() }) else {
+            throw UsageError("unknown event kind '\(text)'; one of \(JournalEventKind.allCases.map(\.rawValue).joined(separator: ", "))",
+                             command: command)
+        }
+        return kind
+    }
+
+    private static func list<T>(_ text: String, _ option: String, _ command: CommandName,
+                                parse: (String, CommandName) throws -> T) throws -> [T] {
+        let items = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard !items.contains(where: \.isEmpty) else { throw UsageError("\(option) has an empty item in '\(text)'", command: command) }
+        return try items.map { try parse($0, command) }
+    }
+
+    private static func list(_ text: String, _ option: String, _ command: CommandName, _ parse: (String) -> String) throws -> [String] {
+        try list(text, option, command) { item, _ in parse(item) }
+    }
+
+    static func limit(_ text: String, _ command: CommandName) throws -> Int {
+        guard let value = Int(text), value > 0 else {
+            throw UsageError("--limit takes a whole number above 0, not '\(text)'", command: command)
+        }
+        return value
+    }
+
+    static func seq(_ text: String, _ option: String, _ command: CommandName) throws -> JournalSequence {
+        guard let value = UInt64(text), value > 0 else {
+            throw UsageError("\(option) takes a seq: a whole number from 1, not '\(text)'", command: command)
+        }
+        return JournalSequence(rawValue: value)
+    }
+
+    /// An id prefix: hex digits and hyphens only.
+    static func operationPrefix(_ text: String, _ command: CommandName) throws -> String {
+        guard !text.isEmpty, text.allSatisfy({ $0.isHexDigit || $0 == "-" }), text.contains(where: \.isHexDigit) else {
+            throw UsageError("'\(text)' is not an operation id or the start of one (hex digits, like 6C4EF3CA)", command: command)
+        }
+        return text
+    }
+
+    static func moment(_ text: String, _ option: String, _ command: CommandName) throws -> MomentSpec {
+        if let moment = parseMoment(text) { return moment }
+        throw UsageError(
+            "\(option) takes a moment: a date (2027-01-15), a date and time (2027-01-15T08:00:00Z), or an age like 90m, 3h, 2d, not '\(text)'",
+            command: command)
+    }
+
+    /// Reads `2027-01-15` (midnight UTC), `2027-01-15T08:00:00Z` (or with an offset, or
+    /// fractional seconds), or an age counted back from now: `90s`, `45m` (or `45min`), `3h`,
+    /// `2d`, `1w`; `nil` for anything else.
+    public static func parseMoment(_ text: String) -> MomentSpec? {
+        let units: [(suffix: String, seconds: Double)] = [
+            ("min", 60), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800),
+        ]
+        for unit in units where text.hasSuffix(unit.suffix) {
+            if let count = Double(text.dropLast(unit.suffix.count)), count >= 0, count.isFinite {
+                return .ago(seconds: count * unit.seconds)
+            }
+        }
+        let withTime = ISO8601DateFormatter()
+        withTime.formatOptions = [.withInternetDateTime]
+        if let date = withTime.date(from: text) { return .absolute(date) }
+        withTime.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = withTime.date(from: text) { return .absolute(date) }
+        let dateOnly = ISO8601DateFormatter()
+        dateOnly.formatOptions = [.withFullDate]
+        dateOnly.timeZone = TimeZone(identifier: "UTC")
+        if text.count == 10, let date = dateOnly.date(from: text) { return .absolute(date) }
+        return nil
+    }
+
+    private static func checkOrder(_ since: MomentSpec?, _ until: MomentSpec?, _ command: CommandName) throws {
+        guard let since, let until else { return }
+        let reference = Date(timeIntervalSinceReferenceDate: 0)
+        let comparable: Bool
+        switch (since, until) {
+        case (.absolute, .absolute), (.ago, .ago): comparable = true
+        default: comparable = false
+        }
+        if comparable, since.resolve(now: reference) >= until.resolve(now: reference) {
+            throw UsageError("--since must come before --until", command: command)
+        }
+    }
+}
+
+/// The arguments after the command, consumed one by one.
+private struct Tokens {
+    private var items: [String]
+    private var index = 0
+
+    init(_ items: [String]) {
+        self.items = items
+    }
+
+    var peek: String? { index < items.count ? items[index] : nil }
+
+    mutating func advance() { index += 1 }
+
+    mutating func next() -> String? {
+        defer { index += 1 }
+        return peek
+    }
+
+    /// Splits an option from its value (`--limit 5`, `--limit=5`); a flag or positional comes
+    /// back with no value.
+    mutating func option(_ token: String, command: CommandName) throws -> (String, String?) {
+        guard token.hasPrefix("--") else {
+            if token.hasPrefix("-") && token.count > 1 {
+                throw UsageError("unknown option '\(token)' for \(command.rawValue); options are long, like --limit", command: command)
+            }
+            return (token, nil)
+        }
+        if let equals = token.firstIndex(of: "=") {
+            let name = String(token[..<equals])
+            let value = String(token[token.index(after: equals)...])
+            guard CommandLineParser.valueOptions.contains(name) else {
+                throw UsageError("\(name) takes no value", command: command)
+            }
+            guard !value.isEmpty else { throw UsageError("\(name) needs a value", command: command) }
+            return (name, value)
+        }
+        guard CommandLineParser.valueOptions.contains(token) else { return (token, nil) }
+        guard let value = next() else { throw UsageError("\(token) needs a value", command: command) }
+        return (token, value)
+    }
+
+    func unexpected(_ token: String, command: CommandName) -> UsageError {
+        if token.hasPrefix("-") {
+            return UsageError("unknown option '\(token)' for \(command.rawValue)", command: command)
+        }
+        return UsageError("unexpected argument '\(token)' for \(command.rawValue)", command: command)
+    }
+
+    mutating func expectEnd(command: CommandName) throws {
+        if let token = next() { throw unexpected(token, command: command) }
+    }
+}

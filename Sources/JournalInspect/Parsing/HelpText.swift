@@ -1,0 +1,252 @@
+/// The help, written by hand: what each command answers, its options, and examples.
+public enum HelpText {
+    public static func text(for topic: HelpTopic) -> String {
+        switch topic {
+        case .tool: tool
+        case .command(let name): command(name)
+        }
+    }
+
+    static let tool = """
+        journal-inspect: what happened to each write in an outbox journal, proved from the journal.
+
+        USAGE
+          journal-inspect <journal-dir> [<command>] [options]
+          journal-inspect <command> --help
+
+        The journal is the directory holding data.mdb (giving data.mdb itself works too). It is
+        opened read-only: nothing is ever written, and the app using it is never blocked.
+
+        COMMANDS
+          summary             versions, seq range, size, counts by status, the oldest pending
+                              write, the worker's pause (the default command)
+          ops                 operations, newest first, filtered by status, category, type, age
+          timeline <id>       every event of one operation, then the verdict: the proof
+          events              the raw event stream; --follow keeps printing new events
+          ledger              the reconciliation ledger (--csv too)
+          verify              checksums, invariants, projections against a rebuild; exit 1 on a finding
+          export <id>...      a JSON document of timelines and ledger rows for a ticket (or --all)
+          report --html <f>   one self-contained HTML file: summary, queue depth chart, timelines
+
+        OPTIONS
+          --json              JSON instead of tables, on every command (field names: Docs/journal-inspect.md)
+          -h, --help          help for the tool, or for the command named with it
+          --version           the tool's version and the journal format it reads
+
+        An operation id may be shortened to its first characters, wherever one is asked for.
+        Moments (--since, --until) are a date (2027-01-15), a date and time
+        (2027-01-15T08:00:00Z), or an age: 90s, 45m, 3h, 2d, 1w.
+
+        EXIT CODES
+          0   success
+          1   verify found something
+          64  usage error (also: an id that matches no operation, or several)
+          65  the journal is damaged where the command had to read (what could be read is printed)
+          66  the journal cannot be opened: missing, not a journal, or a newer format
+          70  an unexpected internal error
+          73  the output file (report --html) cannot be written
+          74  an I/O error while reading
+
+        Colour is used only when standard output is a terminal, and never when NO_COLOR is set.
+
+        EXAMPLES
+          journal-inspect ~/ticket-4411/journal
+          journal-inspect ~/ticket-4411/journal ops --status queued,blocked --since 3d
+          journal-inspect ~/ticket-4411/journal timeline 6c4ef3ca
+          journal-inspect ~/ticket-4411/journal verify
+
+        """
+
+    static func command(_ name: CommandName) -> String {
+        switch name {
+        case .summary: summary
+        case .ops: ops
+        case .timeline: timeline
+        case .events: events
+        case .ledger: ledger
+        case .verify: verify
+        case .export: export
+        case .report: report
+        }
+    }
+
+    static let summary = """
+        journal-inspect <journal-dir> summary [--json]
+        journal-inspect <journal-dir> [--json]
+
+        The journal at a glance: format and projection versions, account, seq range, event
+        count, size on disk, operations by status, the oldest pending (queued or syncing)
+        operation and its age, whether the worker is paused (a 401) and why, which engine last
+        opened the journal, and the moment of the last event. The default command.
+
+        OPTIONS
+          --json          one JSON object
+
+        EXAMPLES
+          journal-inspect ./journal
+          journal-inspect ./journal summary --json
+
+        """
+
+    static let ops = """
+        journal-inspect <journal-dir> ops [options]
+
+        Operations, newest first, one line each: id (first 8 characters), created, type, label,
+        status, attempts, last error.
+
+        OPTIONS
+          --status <s,...>    only these statuses: queued, syncing, synced, pending_approval,
+                              failed, blocked, withdrawn, discarded
+          --category <c,...>  only these Sync tab categories (case ignored)
+          --type <t,...>      only these operation types, e.g. product.create (case ignored)
+          --since <moment>    only operations saved at or after it (device clock)
+          --until <moment>    only operations saved before it
+          --limit <n>         at most n operations (default 50)
+          --json              a JSON object: {"operations": [...]}
+
+        EXAMPLES
+          journal-inspect ./journal ops --status queued,blocked
+          journal-inspect ./journal ops --category Products --since 2027-01-12 --until 2027-01-13
+          journal-inspect ./journal ops --type product.create --since 3d --limit 10
+
+        """
+
+    static let timeline = """
+        journal-inspect <journal-dir> timeline <id> [--payload] [--json]
+
+        The proof of what happened to one operation: every event in journal order with its
+        seq, moment, kind, attempt, outcome, disposition, next due moment, error code and
+        message, the gap before each attempt, and then one verdict line, e.g.
+          synced on attempt 3, 2 h 14 min after it was saved
+          blocked: 403 on attempt 1, waiting for a person
+        The payload is redacted: its size and SHA-256 are shown, and whether the bytes still
+        hash to the SHA-256 recorded when it was saved.
+
+        ARGUMENTS
+          <id>            the operation id, or its first characters (an ambiguous prefix lists
+                          the candidates)
+
+        OPTIONS
+          --payload       show the payload itself
+          --json          one JSON object: operation, events, attempts, payload, verdict
+
+        EXAMPLES
+          journal-inspect ./journal timeline 6c4ef3ca
+          journal-inspect ./journal timeline 6C4EF3CA-1B2C-4D5E-8F90-0A1B2C3D4E5F --payload
+
+        """
+
+    static let events = """
+        journal-inspect <journal-dir> events [options]
+
+        The raw event stream, one line per event: seq, moment, kind, operation, details.
+        Without --from, the journal's last events.
+
+        OPTIONS
+          --from <seq>        start at this seq (included)
+          --to <seq>          stop at this seq (included)
+          --kind <k,...>      only these kinds: enqueued, attemptStarted, attemptFinished,
+                              attemptAbandoned, withdrawn, requeued, discarded, approvalDecided,
+                              sessionPaused, sessionResumed, journalOpened, compacted
+          --type <t,...>      only events of operations of these types
+          --operation <id>    only the events of this operation (a prefix is enough)
+          --since <moment>    only events recorded at or after it
+          --until <moment>    only events recorded before it
+          --limit <n>         at most n events (default 100)
+          --follow            after printing, keep printing new events as the app writes them,
+                              until interrupted (Ctrl-C)
+          --json              a JSON object {"events": [...]}; with --follow, one JSON object
+                              per line
+
+        EXAMPLES
+          journal-inspect ./journal events --limit 20
+          journal-inspect ./journal events --from 120 --to 180 --kind attemptFinished
+          journal-inspect ./journal events --follow
+
+        """
+
+    static let ledger = """
+        journal-inspect <journal-dir> ledger [options]
+
+        The reconciliation ledger, one row per operation in journal order: id, type, entity
+        type, seq, created, attempts, latest outcome, server revision, status. It holds no
+        payload and no field value. Compare it with the server's records.
+
+        OPTIONS
+          --status <s>        only this status
+          --since <moment>    only operations saved at or after it
+          --until <moment>    only operations saved before it
+          --limit <n>         at most n rows (default 1000)
+          --csv               comma-separated values, with a header row
+          --json              a JSON object {"ledger": [...]}
+
+        EXAMPLES
+          journal-inspect ./journal ledger
+          journal-inspect ./journal ledger --csv > ledger.csv
+
+        """
+
+    static let verify = """
+        journal-inspect <journal-dir> verify [--json]
+
+        Proves the journal sound, or lists what is not, each finding with its seq and operation:
+          - every record's checksum, and seqs without gaps;
+          - each operation starts with exactly one enqueued, whose payload hashes to its
+            recorded SHA-256;
+          - attempts numbered 1..n, each with one outcome or abandonment;
+          - nothing after a terminal status; statuses only through legal transitions;
+          - the stored projections equal a rebuild from the events.
+        Exit 0 when clean, 1 when anything is found.
+
+        OPTIONS
+          --json          one JSON object: {"clean": ..., "findings": [...], ...}
+
+        EXAMPLES
+          journal-inspect ./journal verify
+          journal-inspect ./journal verify --json
+
+        """
+
+    static let export = """
+        journal-inspect <journal-dir> export <id>... [--payload]
+        journal-inspect <journal-dir> export --all [--payload]
+
+        A JSON document for a ticket: the timeline of each operation (its events, attempts,
+        payload check and verdict) and its ledger row. Payloads are redacted unless --payload
+        is given. Always JSON (--json is accepted).
+
+        ARGUMENTS
+          <id>...         operation ids, or their first characters
+
+        OPTIONS
+          --all           every operation in the journal
+          --payload       include each payload's text
+
+        EXAMPLES
+          journal-inspect ./journal export 6c4ef3ca > ticket-4411.json
+          journal-inspect ./journal export --all > journal.json
+
+        """
+
+    static let report = """
+        journal-inspect <journal-dir> report --html <file> [<id>...] [--limit <n>]
+
+        Writes one self-contained HTML file (inline CSS and SVG, no scripts, no outside assets)
+        for a ticket: the summary, a chart of the queue's depth over the journal's life, and
+        each operation's timeline drawn as a line of attempts coloured by outcome. Payloads are
+        never included.
+
+        ARGUMENTS
+          <id>...         the operations to draw (prefixes are enough); without any, the newest
+
+        OPTIONS
+          --html <file>   where to write the report (required)
+          --limit <n>     without ids, draw the newest n operations (default 100)
+          --json          print {"file": ..., "operations": ...} instead of a sentence
+
+        EXAMPLES
+          journal-inspect ./journal report --html ticket-4411.html
+          journal-inspect ./journal report --html antiseptic.html 6c4ef3ca
+
+        """
+}

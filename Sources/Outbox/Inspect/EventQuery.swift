@@ -1,0 +1,204 @@
+public import Foundation
+public import OutboxCore
+
+/// Which events to read: a seq range, kinds, operation types, one operation, a time range; paged.
+///
+/// ```swift
+/// var query = EventQuery(kinds: [.attemptFinished], operationTypes: ["product.create"], limit: 200)
+/// var page = try reader.events(matching: query)
+/// while let next = page.nextSeq {
+///     query.fromSeq = next
+///     page = try reader.events(matching: query)
+/// }
+/// ```
+///
+/// Every filter left `nil` matches everything. Moments are the device clock's, for display: a
+/// time range selects by them but the order is always the journal's (`seq`).
+public struct EventQuery: Sendable, Equatable {
+    /// Which end of the range a page starts from.
+    public enum Order: String, Sendable, Codable {
+        /// Ascending seq, from ``EventQuery/fromSeq`` on.
+        case oldestFirst
+        /// Descending seq, from ``EventQuery/toSeq`` (or the last event) back: the journal's tail.
+        case newestFirst
+    }
+
+    /// The first seq of the range, included.
+    public var fromSeq: JournalSequence?
+    /// The last seq of the range, included.
+    public var toSeq: JournalSequence?
+    /// Only events of these kinds.
+    public var kinds: Set<JournalEventKind>?
+    /// Only events of operations of these types, matched without regard to case (engine events
+    /// have none, so they are left out).
+    public var operationTypes: Set<String>?
+    /// Only the events of this operation.
+    public var operationID: OperationID?
+    /// Only events recorded at or after this moment.
+    public var recordedFrom: Date?
+    /// Only events recorded before this moment.
+    public var recordedBefore: Date?
+    public var order: Order
+    /// The most events a page holds.
+    public var limit: Int
+
+    public init(
+        fromSeq: JournalSequence? = nil,
+        toSeq: JournalSequence? = nil,
+        kinds: Set<JournalEventKind>? = nil,
+        operationTypes: Set<String>? = nil,
+        operationID: OperationID? = nil,
+        recordedFrom: Date? = nil,
+        recordedBefore: Date? = nil,
+        order: Order = .oldestFirst,
+        limit: Int = 1000
+    ) {
+        self.fromSeq = fromSeq
+        self.toSeq = toSeq
+        self.kinds = kinds
+        self.operationTypes = operationTypes
+        self.operationID = operationID
+        self.recordedFrom = recordedFrom
+        self.recordedBefore = recordedBefore
+        self.order = order
+        self.limit = limit
+    }
+
+    /// Whether `event` passes every filter but the seq range.
+    /// - Parameter operationType: the type of the event's operation, when known.
+    func accepts(_ event: JournalEvent, operationType: String?) -> Bool {
+        if let kinds, !kinds.contains(event.kind) { return false }
+        if let operationID, event.operationID != operationID { return false }
+        if let operationTypes {
+            guard let operationType,
+                operationTypes.contains(where: { $0.caseInsensitiveCompare(operationType) == .orderedSame })
+            else { return false }
+        }
+        if let recordedFrom, event.recordedAt < recordedFrom { return false }
+        if let recordedBefore, event.recordedAt >= recordedBefore { return false }
+        return true
+    }
+
+    /// Whether a damaged record in the range may be one this query asked for: only its claimed
+    /// operation can be judged.
+    func mayInclude(_ damaged: DamagedRecord) -> Bool {
+        guard let operationID else { return true }
+        return damaged.claimedOperationID == nil || damaged.claimedOperationID == operationID
+    }
+}
+
+/// One page of events.
+public struct EventPage: Sendable, Equatable {
+    /// The events that passed the filters, in the query's order.
+    public var events: [JournalEvent]
+    /// Records in the range that could not be read: the page carries on past each one.
+    public var damaged: [DamagedRecord]
+    /// Where the next page starts (its ``EventQuery/fromSeq``, or ``EventQuery/toSeq`` when
+    /// newest first); `nil` when the range is exhausted.
+    public var nextSeq: JournalSequence?
+    /// The last seq the page looked at, matching or not: a follower of a live journal reads on
+    /// from the one after it.
+    public var lastExamined: JournalSequence?
+
+    public init(events: [JournalEvent] = [], damaged: [DamagedRecord] = [], nextSeq: JournalSequence? = nil,
+                lastExamined: JournalSequence? = nil) {
+        self.events = events
+        self.damaged = damaged
+        self.nextSeq = nextSeq
+        self.lastExamined = lastExamined
+    }
+}
+
+/// A record of the journal that could not be read: it failed its checksum, did not decode, or
+/// was written by a newer format. Readers report it and carry on with the rest.
+public struct DamagedRecord: Sendable, Equatable, Codable {
+    public var seq: JournalSequence
+    /// What is wrong with it, e.g. `checksum mismatch (stored 1a2b3c4d, computed 5e6f7a8b)`.
+    public var reason: String
+    /// The operation the record's header names. Unverified: the bytes failed their check, so
+    /// this is a lead, not a fact.
+    public var claimedOperationID: OperationID?
+
+    public init(seq: JournalSequence, reason: String, claimedOperationID: OperationID?) {
+        self.seq = seq
+        self.reason = reason
+        self.claimedOperationID = claimedOperationID
+    }
+
+    /// Describes a record `RecordCodec.decode` refused.
+    init(seq: JournalSequence, error: any Error, record: [UInt8]) {
+        self.seq = seq
+        if case OutboxError.journalCorrupt(_, let reason) = error {
+            self.reason = reason
+        } else {
+            self.reason = "\(error)"
+        }
+        self.claimedOperationID = Self.claimedOperation(in: record)
+    }
+
+    /// The operation id at the record format's offset 12, when the flags byte (offset 3) says
+    /// the record belongs to an operation (see `Docs/journal-format.md`).
+    static func claimedOperation(in record: [UInt8]) -> OperationID? {
+        let flagsOffset = 3
+        let idRange = 12..<28
+        guard record.count >= idRange.upperBound, record[flagsOffset] & 0x01 != 0 else { return nil }
+        return OperationID(bytes: record[idRange])
+    }
+}
+
+/// Which operations to list, newest first.
+///
+/// ```swift
+/// let stuck = try reader.operations(matching: OperationQuery(statuses: [.queued, .blocked], limit: 20))
+/// ```
+public struct OperationQuery: Sendable, Equatable {
+    /// Only operations with one of these statuses.
+    public var statuses: Set<OutboxStatus>?
+    /// Only operations of these Sync tab categories, matched without regard to case.
+    public var categories: Set<String>?
+    /// Only operations of these types, matched without regard to case.
+    public var operationTypes: Set<String>?
+    /// Only operations enqueued at or after this moment.
+    public var createdFrom: Date?
+    /// Only operations enqueued before this moment.
+    public var createdBefore: Date?
+    /// Only operations enqueued before this seq: pass the last row's `firstSeq` for the next page.
+    public var beforeSeq: JournalSequence?
+    /// The most operations returned.
+    public var limit: Int
+
+    public init(
+        statuses: Set<OutboxStatus>? = nil,
+        categories: Set<String>? = nil,
+        operationTypes: Set<String>? = nil,
+        createdFrom: Date? = nil,
+        createdBefore: Date? = nil,
+        beforeSeq: JournalSequence? = nil,
+        limit: Int = 100
+    ) {
+        self.statuses = statuses
+        self.categories = categories
+        self.operationTypes = operationTypes
+        self.createdFrom = createdFrom
+        self.createdBefore = createdBefore
+        self.beforeSeq = beforeSeq
+        self.limit = limit
+    }
+
+    /// Whether `state` passes every filter.
+    func accepts(_ state: OperationState) -> Bool {
+        if let statuses, !statuses.contains(state.status) { return false }
+        if let categories, !categories.contains(where: { $0.caseInsensitiveCompare(state.category) == .orderedSame }) {
+            return false
+        }
+        if let operationTypes,
+            !operationTypes.contains(where: { $0.caseInsensitiveCompare(state.operationType) == .orderedSame })
+        {
+            return false
+        }
+        if let createdFrom, state.createdAt < createdFrom { return false }
+        if let createdBefore, state.createdAt >= createdBefore { return false }
+        if let beforeSeq, state.firstSeq >= beforeSeq { return false }
+        return true
+    }
+}

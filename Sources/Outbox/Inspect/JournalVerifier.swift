@@ -1,0 +1,204 @@
+import Foundation
+import OutboxCore
+import OutboxCrypto
+import OutboxStorage
+
+/// Checks a whole journal, reading only: every record's checksum, every operation's invariants,
+/// and the stored projections against a rebuild from the events.
+///
+/// The invariants, each reported with its seq and operation:
+/// - every record reads back (checksum, format, body) and seqs run without gaps;
+/// - each operation starts with exactly one `enqueued`, whose payload hashes to its request hash;
+/// - attempts are numbered 1..n, each with exactly one outcome or abandonment before the next;
+/// - nothing follows a terminal status;
+/// - statuses change only through the fold's transitions (``Fold``).
+///
+/// An event that breaks one is reported and left out of the rebuild, as the engine would have
+/// refused it. An operation with a damaged record is not judged further: its later events
+/// cannot be told apart from the consequences of the damage.
+struct JournalVerifier {
+    private(set) var image = ProjectionImage()
+    private(set) var findings: [VerificationFinding] = []
+    private(set) var damaged: [DamagedRecord] = []
+    private(set) var recordsChecked = 0
+    /// The seq of every readable event of each operation, legal or not: what a timeline of a
+    /// folded journal lists.
+    private(set) var eventSeqs: [OperationID: [JournalSequence]] = [:]
+    private var damagedOperations: [OperationID: JournalSequence] = [:]
+    private var gaps: [ClosedRange<UInt64>] = []
+    private var compacted: [ClosedRange<UInt64>] = []
+    private var previousSeq = JournalSequence.zero
+
+    /// Checks one record, in journal order.
+    mutating func check(seq: JournalSequence, record: [UInt8]) {
+        recordsChecked += 1
+        if seq.rawValue > previousSeq.rawValue + 1 {
+            gaps.append(previousSeq.rawValue + 1 ... seq.rawValue - 1)
+        }
+        previousSeq = seq
+        let event: JournalEvent
+        do {
+            event = try RecordCodec.decode(record, seq: seq)
+        } catch {
+            noteDamage(DamagedRecord(seq: seq, error: error, record: record))
+            return
+        }
+        if case .compacted(let compaction) = event.body {
+            compacted.append(compaction.firstSeq.rawValue ... max(compaction.firstSeq.rawValue, compaction.lastSeq.rawValue))
+        }
+        guard let id = event.operationID else {
+            // Engine events fold without conditions.
+            try? image.apply(event, recordSize: record.count)
+            return
+        }
+        eventSeqs[id, default: []].append(seq)
+        if case .enqueued(let enqueued) = event.body, SHA256Digest(of: enqueued.request.payload) != enqueued.requestHash {
+            findings.append(VerificationFinding(
+                kind: .payloadHashMismatch, seq: seq, operationID: id,
+                message: "the payload (\(enqueued.request.payload.count) bytes) hashes to "
+                    + "\(SHA256Digest(of: enqueued.request.payload).hex), not to the recorded \(enqueued.requestHash.hex)"
+            ))
+        }
+        if damagedOperations[id] != nil {
+            try? image.apply(event, recordSize: record.count)
+            return
+        }
+        if let problem = Self.problem(with: event, state: image.states[id]) {
+            findings.append(VerificationFinding(kind: problem.kind, seq: seq, operationID: id, message: problem.message))
+            return
+        }
+        do {
+            try image.apply(event, recordSize: record.count)
+        } catch {
+            findings.append(VerificationFinding(kind: .illegalTransition, seq: seq, operationID: id, message: Self.reason(error)))
+        }
+    }
+
+    private mutating func noteDamage(_ record: DamagedRecord) {
+        damaged.append(record)
+        var message = "the record cannot be read: \(record.reason)"
+        if let claimed = record.claimedOperationID {
+            if damagedOperations[claimed] == nil { damagedOperations[claimed] = record.seq }
+            message += "; its header names operation \(claimed), whose later events are not judged"
+        }
+        findings.append(VerificationFinding(kind: .damagedRecord, seq: record.seq, operationID: record.claimedOperationID,
+                                            message: message))
+    }
+
+    /// What is wrong with `event` given the operation's state before it, in the invariants'
+    /// words; `nil` when the invariants hold (the fold has the last word on the transition).
+    static func problem(with event: JournalEvent, state: OperationState?)
+        -> (kind: VerificationFinding.Kind, message: String)?
+    {
+        guard let state else {
+            if event.kind == .enqueued { return nil }
+            return (.missingEnqueue, "\(event.kind) for an operation that was never enqueued")
+        }
+        if event.kind == .enqueued {
+            return (.duplicateEnqueue, "a second enqueued for an operation already enqueued at seq \(state.firstSeq)")
+        }
+        if state.status.isTerminal {
+            return (.eventAfterTerminal,
+                    "\(event.kind) after the operation became \(state.status.rawValue) at seq \(state.latestSeq)")
+        }
+        let count = state.attemptCount
+        switch event.body {
+        case .attemptStarted(let started):
+            if state.status == .syncing {
+                return (.attemptNumbering, "attempt \(started.attempt) started while attempt \(count) has no outcome")
+            }
+            if started.attempt.rawValue != count + 1 {
+                return (.attemptNumbering, "attempt \(started.attempt) started after \(count) attempt\(count == 1 ? "" : "s"); the next is \(count + 1)")
+            }
+        case .attemptFinished(let finished):
+            if let problem = endProblem("an outcome", attempt: finished.attempt, state: state) { return (.attemptNumbering, problem) }
+        case .attemptAbandoned(let abandoned):
+            if let problem = endProblem("an abandonment", attempt: abandoned.attempt, state: state) { return (.attemptNumbering, problem) }
+        default:
+            break
+        }
+        return nil
+    }
+
+    /// The problem with an attempt's end (outcome or abandonment), if any.
+    private static func endProblem(_ what: String, attempt: AttemptNumber, state: OperationState) -> String? {
+        let count = state.attemptCount
+        if attempt.rawValue > count { return "\(what) for attempt \(attempt), which never started (\(count) started)" }
+        if attempt.rawValue < count { return "\(what) for attempt \(attempt), after attempt \(count) started" }
+        if state.status != .syncing { return "a second end for attempt \(attempt): \(what) after it already had one" }
+        return nil
+    }
+
+    /// The reason of a fold refusal, without the wrapping.
+    private static func reason(_ error: OutboxError) -> String {
+        if case .journalCorrupt(_, let reason) = error { return reason }
+        return error.description
+    }
+
+    /// Finishes the checks that need the whole journal: gaps, and the projections compared with
+    /// the rebuild when one was possible.
+    mutating func finish(schema: JournalSchema, projectionsAreCurrent: Bool, txn: borrowing LMDBTransaction) throws
+        -> VerificationReport
+    {
+        for gap in gaps where !compacted.contains(where: { $0.contains(gap.lowerBound) && $0.contains(gap.upperBound) }) {
+            let range = gap.count == 1 ? "seq \(gap.lowerBound) is" : "seqs \(gap.lowerBound)...\(gap.upperBound) are"
+            findings.append(VerificationFinding(kind: .sequenceGap, seq: JournalSequence(rawValue: gap.lowerBound),
+                                                operationID: nil, message: "\(range) missing, and no compaction names them"))
+        }
+        findings.sort { ($0.seq?.rawValue ?? .max) < ($1.seq?.rawValue ?? .max) }
+
+        var note: String?
+        if !projectionsAreCurrent {
+            note = "the stored projections are of another layout than this engine's (\(JournalSchema.projectionVersion)); "
+                + "the engine rebuilds them at its next open"
+        } else if !damaged.isEmpty {
+            note = "\(damaged.count) record\(damaged.count == 1 ? "" : "s") could not be read, "
+                + "so the events cannot be folded faithfully to compare with"
+        } else {
+            for mismatch in try image.mismatches(withStoredIn: schema, txn: txn) {
+                findings.append(VerificationFinding(
+                    kind: .projectionMismatch, seq: nil,
+                    operationID: mismatch.database == schema.operations.name ? Self.operationID(hex: mismatch.key) : nil,
+                    message: "\(mismatch.database) [\(mismatch.key)]: \(mismatch.problem)"
+                ))
+            }
+        }
+        return VerificationReport(
+            recordsChecked: recordsChecked,
+            operationsChecked: image.states.count + damagedOperations.keys.filter { image.states[$0] == nil }.count,
+            projectionsCompared: note == nil,
+            projectionsNote: note,
+            findings: findings
+        )
+    }
+}
+
+extension JournalVerifier {
+    /// Reads 32 hexadecimal digits: an id's bytes as projection mismatches print them.
+    fileprivate static func operationID(hex: String) -> OperationID? {
+        let digits = Array(hex.utf8)
+        guard digits.count == 32 else { return nil }
+        var bytes: [UInt8] = []
+        for index in stride(from: 0, to: 32, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[index...index + 1], as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(byte)
+        }
+        return OperationID(bytes: bytes)
+    }
+}
+
+extension JournalStore {
+    /// Verifies the whole journal in one read snapshot.
+    func verify() throws(OutboxError) -> VerificationReport {
+        let schema = self.schema
+        let current = projectionsAreCurrent
+        return try read { txn in
+            var verifier = JournalVerifier()
+            try txn.scan(schema.events) { key, value in
+                verifier.check(seq: JournalSequence(key: key) ?? .zero, record: Array(value))
+                return .next
+            }
+            return try verifier.finish(schema: schema, projectionsAreCurrent: current, txn: txn)
+        }
+    }
+}

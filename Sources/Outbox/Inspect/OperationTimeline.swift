@@ -1,0 +1,154 @@
+public import Foundation
+public import OutboxCore
+public import OutboxCrypto
+
+/// Everything the journal holds about one operation: the proof of what happened to it.
+///
+/// ```swift
+/// let timeline = try reader.timeline(of: id)
+/// timeline.attempts.map(\.disposition)   // [.transientFailure, .transientFailure, .accepted]
+/// timeline.payload?.matches              // the stored bytes still hash to the recorded SHA-256
+/// ```
+public struct OperationTimeline: Sendable, Equatable {
+    public var id: OperationID
+    /// The operation's state as the journal's projections hold it: what the app shows.
+    /// `nil` when the projections do not know it (its `enqueued` record is damaged).
+    public var state: OperationState?
+    /// Every readable event of the operation, in journal order.
+    public var events: [JournalEvent]
+    /// Its records that could not be read. When any is listed, the timeline is incomplete.
+    public var damaged: [DamagedRecord]
+    /// One entry per attempt, in order, with its outcome and the gap before it.
+    public var attempts: [AttemptSummary]
+    /// The payload and its hash check; `nil` when the `enqueued` record is unreadable.
+    public var payload: PayloadCheck?
+
+    public init(id: OperationID, state: OperationState?, events: [JournalEvent], damaged: [DamagedRecord],
+                attempts: [AttemptSummary], payload: PayloadCheck?) {
+        self.id = id
+        self.state = state
+        self.events = events
+        self.damaged = damaged
+        self.attempts = attempts
+        self.payload = payload
+    }
+
+    /// Whether every record of the operation was read.
+    public var isComplete: Bool { damaged.isEmpty }
+
+    /// The moment the operation was saved: its `enqueued` event.
+    public var savedAt: Date? {
+        events.first { $0.kind == .enqueued }?.recordedAt ?? state?.createdAt
+    }
+
+    /// The attempt summaries of `events`, in order.
+    public static func attempts(of events: [JournalEvent]) -> [AttemptSummary] {
+        var attempts: [AttemptSummary] = []
+        for event in events {
+            switch event.body {
+            case .attemptStarted(let started):
+                let previous = attempts.last
+                let previousEnd = previous.map { $0.endedAt ?? $0.startedAt }
+                attempts.append(AttemptSummary(
+                    number: started.attempt,
+                    startedSeq: event.seq,
+                    startedAt: event.recordedAt,
+                    trigger: started.trigger,
+                    secondsSincePreviousAttempt: previousEnd.map { event.recordedAt.timeIntervalSince($0) }
+                ))
+            case .attemptFinished(let finished):
+                guard let index = attempts.lastIndex(where: { $0.number == finished.attempt }) else { continue }
+                attempts[index].endedSeq = event.seq
+                attempts[index].endedAt = event.recordedAt
+                attempts[index].outcome = finished.outcome
+                attempts[index].disposition = finished.disposition
+                attempts[index].errorCode = finished.errorCode
+                attempts[index].errorMessage = finished.errorMessage
+                attempts[index].retryAfter = finished.retryAfter
+                attempts[index].nextAttemptAt = finished.nextAttemptAt
+                attempts[index].approvalRequestID = finished.approvalRequestID
+                attempts[index].serverRevision = finished.serverRevision
+            case .attemptAbandoned(let abandoned):
+                guard let index = attempts.lastIndex(where: { $0.number == abandoned.attempt }) else { continue }
+                attempts[index].endedSeq = event.seq
+                attempts[index].endedAt = event.recordedAt
+                attempts[index].wasAbandoned = true
+            default:
+                continue
+            }
+        }
+        return attempts
+    }
+}
+
+/// One attempt to send an operation, from its start to its outcome.
+public struct AttemptSummary: Sendable, Equatable {
+    public var number: AttemptNumber
+    public var startedSeq: JournalSequence
+    public var startedAt: Date
+    /// What woke the worker for it.
+    public var trigger: WakeReason
+    /// The seq of its `attemptFinished` or `attemptAbandoned`; `nil` while in flight.
+    public var endedSeq: JournalSequence?
+    public var endedAt: Date?
+    public var outcome: AttemptOutcome?
+    public var disposition: Disposition?
+    public var errorCode: String?
+    public var errorMessage: String?
+    public var retryAfter: Date?
+    /// When the next attempt was scheduled, for a rescheduled row.
+    public var nextAttemptAt: Date?
+    public var approvalRequestID: String?
+    public var serverRevision: String?
+    /// The process ended before the attempt had an outcome; it was replayed under the same key.
+    public var wasAbandoned: Bool
+    /// Seconds from the end of the previous attempt (or its start, if it never ended) to this
+    /// one's start; `nil` for the first. Negative when the device clock moved backwards.
+    public var secondsSincePreviousAttempt: Double?
+
+    public init(number: AttemptNumber, startedSeq: JournalSequence, startedAt: Date, trigger: WakeReason,
+                endedSeq: JournalSequence? = nil, endedAt: Date? = nil, outcome: AttemptOutcome? = nil,
+                disposition: Disposition? = nil, errorCode: String? = nil, errorMessage: String? = nil,
+                retryAfter: Date? = nil, nextAttemptAt: Date? = nil, approvalRequestID: String? = nil,
+                serverRevision: String? = nil, wasAbandoned: Bool = false, secondsSincePreviousAttempt: Double? = nil) {
+        self.number = number
+        self.startedSeq = startedSeq
+        self.startedAt = startedAt
+        self.trigger = trigger
+        self.endedSeq = endedSeq
+        self.endedAt = endedAt
+        self.outcome = outcome
+        self.disposition = disposition
+        self.errorCode = errorCode
+        self.errorMessage = errorMessage
+        self.retryAfter = retryAfter
+        self.nextAttemptAt = nextAttemptAt
+        self.approvalRequestID = approvalRequestID
+        self.serverRevision = serverRevision
+        self.wasAbandoned = wasAbandoned
+        self.secondsSincePreviousAttempt = secondsSincePreviousAttempt
+    }
+
+    /// Still in flight: started, with no outcome or abandonment yet.
+    public var isInFlight: Bool { endedSeq == nil }
+}
+
+/// An operation's payload and the check of its bytes against the SHA-256 recorded at enqueue.
+public struct PayloadCheck: Sendable, Equatable {
+    /// The bytes exactly as stored (and sent).
+    public var payload: Data
+    /// The hash recorded in the `enqueued` event.
+    public var recordedHash: SHA256Digest
+    /// The hash of the bytes as they are now.
+    public var computedHash: SHA256Digest
+
+    public init(payload: Data, recordedHash: SHA256Digest) {
+        self.payload = payload
+        self.recordedHash = recordedHash
+        self.computedHash = SHA256Digest(of: payload)
+    }
+
+    public var byteCount: Int { payload.count }
+    /// Whether the stored bytes are the ones that were saved.
+    public var matches: Bool { recordedHash == computedHash }
+}

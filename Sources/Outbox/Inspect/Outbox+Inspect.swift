@@ -1,0 +1,49 @@
+import Foundation
+public import OutboxCore
+
+/// The audit reads of ``JournalReader``, for the process that has the journal open: an app that
+/// keeps its own audit trail exports it with these, without `journal-inspect`.
+extension Outbox {
+    /// A page of events matching `query`, carrying on past damaged records (listed in the page).
+    ///
+    /// ```swift
+    /// var query = EventQuery(operationTypes: ["product.create"], recordedFrom: lastExport)
+    /// let page = try outbox.events(matching: query)
+    /// let json = try JSONEncoder().encode(page.events.map { ExportedEvent($0) })
+    /// ```
+    public func events(matching query: EventQuery) throws -> EventPage {
+        try ensureOpen()
+        return try store.events(matching: query, folded: nil)
+    }
+
+    /// Operations filtered by status, category, type and creation moment, newest first.
+    public func operations(matching query: OperationQuery) throws -> [OperationState] {
+        try ensureOpen()
+        return try store.operations(matching: query, folded: nil)
+    }
+
+    /// The operations whose id starts with `prefix` (hyphens and case ignored).
+    public func operationIDs(matchingPrefix prefix: String) throws -> [OperationID] {
+        try ensureOpen()
+        return try store.operationIDs(matchingPrefix: prefix, folded: nil)
+    }
+
+    /// Everything the journal holds about one operation: its events, attempts and payload check.
+    /// - Throws: ``OutboxError/operationNotFound(_:)``.
+    public func timeline(of id: OperationID) throws -> OperationTimeline {
+        try ensureOpen()
+        return try store.timeline(of: id, folded: nil)
+    }
+
+    /// Checks every record's checksum and every operation's invariants, and compares the stored
+    /// projections with a rebuild from the events, in one snapshot.
+    ///
+    /// ```swift
+    /// let report = try outbox.verifyJournal()
+    /// assert(report.isClean, "\(report.findings)")
+    /// ```
+    public func verifyJournal() throws -> VerificationReport {
+        try ensureOpen()
+        return try store.verify()
+    }
+}

@@ -1,0 +1,68 @@
+public import OutboxCore
+
+/// What `verify` found: every record's checksum, every invariant of every operation, and the
+/// stored projections compared with a rebuild from the events.
+public struct VerificationReport: Sendable, Equatable {
+    /// Records read, damaged ones included.
+    public var recordsChecked: Int
+    /// Operations whose histories were checked.
+    public var operationsChecked: Int
+    /// Whether the stored projections were compared with a rebuild; see ``projectionsNote``.
+    public var projectionsCompared: Bool
+    /// Why the projections were not compared, when they were not.
+    public var projectionsNote: String?
+    /// Each problem, in journal order (projection mismatches last).
+    public var findings: [VerificationFinding]
+
+    public init(recordsChecked: Int, operationsChecked: Int, projectionsCompared: Bool, projectionsNote: String?,
+                findings: [VerificationFinding]) {
+        self.recordsChecked = recordsChecked
+        self.operationsChecked = operationsChecked
+        self.projectionsCompared = projectionsCompared
+        self.projectionsNote = projectionsNote
+        self.findings = findings
+    }
+
+    /// Nothing found.
+    public var isClean: Bool { findings.isEmpty }
+}
+
+/// One problem `verify` found, with where it is.
+public struct VerificationFinding: Sendable, Equatable, Codable {
+    /// The kinds of problem, named as in the JSON output.
+    public enum Kind: String, Sendable, Codable, CaseIterable {
+        /// A record failed its checksum or did not decode.
+        case damagedRecord = "damaged_record"
+        /// Seqs are missing between two records (and no compaction names them).
+        case sequenceGap = "sequence_gap"
+        /// An `enqueued` payload no longer hashes to the SHA-256 recorded with it.
+        case payloadHashMismatch = "payload_hash_mismatch"
+        /// An operation's event with no `enqueued` before it.
+        case missingEnqueue = "missing_enqueue"
+        /// A second `enqueued` for one operation.
+        case duplicateEnqueue = "duplicate_enqueue"
+        /// Attempts not numbered 1..n, or one without exactly one outcome or abandonment.
+        case attemptNumbering = "attempt_numbering"
+        /// An event after the operation reached a terminal status.
+        case eventAfterTerminal = "event_after_terminal"
+        /// A status change the fold does not allow.
+        case illegalTransition = "illegal_transition"
+        /// A stored projection differs from the same projection rebuilt from the events.
+        case projectionMismatch = "projection_mismatch"
+    }
+
+    public var kind: Kind
+    /// The record it concerns, when one.
+    public var seq: JournalSequence?
+    /// The operation it concerns, when known.
+    public var operationID: OperationID?
+    /// What is wrong, in a sentence.
+    public var message: String
+
+    public init(kind: Kind, seq: JournalSequence?, operationID: OperationID?, message: String) {
+        self.kind = kind
+        self.seq = seq
+        self.operationID = operationID
+        self.message = message
+    }
+}

@@ -1,0 +1,224 @@
+import Foundation
+import JournalInspect
+import Outbox
+import Testing
+
+@Suite("Parsing the command line, in-process")
+struct ParserTests {
+    private func parse(_ line: String) -> Result<Invocation, UsageError> {
+        CommandLineParser.parse(line.split(separator: " ").map(String.init))
+    }
+
+    private func command(_ line: String) throws -> (command: Command, json: Bool) {
+        guard case .success(.run(let journal, let command, let json)) = parse(line) else {
+            throw FixtureError.unexpected("'\(line)' did not parse to a run: \(parse(line))")
+        }
+        #expect(journal == "j")
+        return (command, json)
+    }
+
+    private func usageError(_ line: String) throws -> UsageError {
+        guard case .failure(let error) = parse(line) else {
+            throw FixtureError.unexpected("'\(line)' parsed: \(parse(line))")
+        }
+        return error
+    }
+
+    // MARK: Help and version
+
+    @Test(arguments: ["--help", "-h", "j --help", "help", "j -h"])
+    func helpForTheToolAnywhere(_ line: String) {
+        #expect(parse(line) == .success(.help(.tool)))
+    }
+
+    @Test(arguments: CommandName.allCases)
+    func helpForEachCommand(_ name: CommandName) {
+        #expect(parse("j \(name.rawValue) --help") == .success(.help(.command(name))))
+        #expect(parse("\(name.rawValue) -h") == .success(.help(.command(name))))
+        #expect(parse("help \(name.rawValue)") == .success(.help(.command(name))))
+        #expect(parse("j \(name.rawValue) --limit x --help") == .success(.help(.command(name))), "help wins over a bad option")
+        let text = HelpText.text(for: .command(name))
+        #expect(text.contains("journal-inspect <journal-dir> \(name.rawValue)"))
+        #expect(text.contains("EXAMPLES"))
+    }
+
+    @Test func theToolsHelpNamesEveryCommandAndExitCode() {
+        let text = HelpText.text(for: .tool)
+        for name in CommandName.allCases { #expect(text.contains("  \(name.rawValue)")) }
+        for code in ["0", "1", "64", "65", "66"] { #expect(text.contains("  \(code)  ")) }
+        #expect(text.contains("NO_COLOR"))
+    }
+
+    @Test func versionAlone() {
+        #expect(parse("--version") == .success(.version))
+    }
+
+    // MARK: Commands and options
+
+    @Test func summaryIsTheDefaultAndTakesJSON() throws {
+        #expect(try command("j").command == .summary)
+        #expect(try command("j summary").command == .summary)
+        let json = try command("j summary --json")
+        #expect(json.command == .summary && json.json)
+        #expect(try command("j --json").json, "--json anywhere")
+    }
+
+    @Test func opsTakesEveryFilter() throws {
+        var expected = OpsOptions()
+        expected.statuses = [.queued, .blocked, .pendingApproval]
+        expected.categories = ["Products", "Employees"]
+        expected.types = ["product.create"]
+        expected.since = .ago(seconds: 3 * 86_400)
+        expected.until = .absolute(Date(timeIntervalSince1970: 1_800_000_000))
+        expected.limit = 7
+        let parsed = try command(
+            "j ops --status queued,blocked --status pending-approval --category Products,Employees --type=product.create "
+                + "--since 3d --until 2027-01-15T08:00:00Z --limit 7 --json")
+        #expect(parsed.command == .ops(expected))
+        #expect(parsed.json)
+        #expect(try command("j ops").command == .ops(OpsOptions()))
+    }
+
+    @Test func timelineTakesAnIDAndPayload() throws {
+        var expected = TimelineOptions(id: "6c4ef3ca")
+        #expect(try command("j timeline 6c4ef3ca").command == .timeline(expected))
+        expected.includePayload = true
+        #expect(try command("j timeline --payload 6c4ef3ca").command == .timeline(expected))
+        let full = "6C4EF3CA-1B2C-4D5E-8F90-0A1B2C3D4E5F"
+        #expect(try command("j timeline \(full) --json").command == .timeline(TimelineOptions(id: full)))
+    }
+
+    @Test func eventsTakesRangeKindTypeOperationTimeLimitAndFollow() throws {
+        var expected = EventsOptions()
+        expected.from = 10
+        expected.to = 20
+        expected.kinds = [.attemptFinished, .enqueued]
+        expected.types = ["product.create"]
+        expected.operation = "abc1"
+        expected.since = .ago(seconds: 5400)
+        expected.until = .ago(seconds: 60)
+        expected.limit = 5
+        #expect(try command("j events --from 10 --to=20 --kind attemptfinished,enqueued --type product.create "
+            + "--operation abc1 --since 90m --until 60s --limit 5").command == .events(expected))
+        var follow = EventsOptions()
+        follow.follow = true
+        follow.from = 3
+        #expect(try command("j events --follow --from 3").command == .events(follow))
+    }
+
+    @Test func ledgerTakesStatusTimeLimitAndCSV() throws {
+        var expected = LedgerOptions()
+        expected.status = .failed
+        expected.since = .absolute(Date(timeIntervalSince1970: 1_799_971_200))
+        expected.until = .ago(seconds: 3600)
+        expected.limit = 10
+        expected.csv = true
+        #expect(try command("j ledger --status failed --since 2027-01-15 --until 1h --limit 10 --csv").command == .ledger(expected))
+        #expect(try command("j ledger --json").json)
+    }
+
+    @Test func verifyTakesJSON() throws {
+        #expect(try command("j verify").command == .verify)
+        #expect(try command("j verify --json").json)
+    }
+
+    @Test func exportTakesIDsOrAllAndPayload() throws {
+        var ids = ExportOptions()
+        ids.ids = ["abc", "def0"]
+        #expect(try command("j export abc def0").command == .export(ids))
+        var all = ExportOptions()
+        all.all = true
+        all.includePayload = true
+        #expect(try command("j export --all --payload --json").command == .export(all))
+    }
+
+    @Test func reportTakesHTMLIDsAndLimit() throws {
+        var expected = ReportOptions(htmlPath: "out.html")
+        expected.ids = ["abc"]
+        expected.limit = 3
+        #expect(try command("j report --html out.html abc --limit 3").command == .report(expected))
+        #expect(try command("j report --html=r.html").command == .report(ReportOptions(htmlPath: "r.html")))
+    }
+
+    @Test(arguments: [
+        ("2027-01-15", MomentSpec.absolute(Date(timeIntervalSince1970: 1_799_971_200))),
+        ("2027-01-15T08:00:00Z", .absolute(Date(timeIntervalSince1970: 1_800_000_000))),
+        ("2027-01-15T09:00:00+01:00", .absolute(Date(timeIntervalSince1970: 1_800_000_000))),
+        ("2027-01-15T08:00:00.500Z", .absolute(Date(timeIntervalSince1970: 1_800_000_000.5))),
+        ("90s", .ago(seconds: 90)), ("45m", .ago(seconds: 2700)), ("45min", .ago(seconds: 2700)),
+        ("3h", .ago(seconds: 10_800)), ("2d", .ago(seconds: 172_800)), ("1w", .ago(seconds: 604_800)),
+        ("1.5h", .ago(seconds: 5400)),
+    ])
+    func momentsAreDatesOrAges(_ text: String, _ expected: MomentSpec) {
+        #expect(CommandLineParser.parseMoment(text) == expected)
+    }
+
+    @Test func anAgeIsCountedBackFromNow() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        #expect(MomentSpec.ago(seconds: 60).resolve(now: now) == now.addingTimeInterval(-60))
+        #expect(MomentSpec.absolute(now).resolve(now: .distantFuture) == now)
+    }
+
+    // MARK: Usage errors
+
+    @Test(arguments: [
+        ("", "give the journal's directory", nil),
+        ("--json", "give the journal's directory", nil),
+        ("--limit 5 j", "is not a journal directory", nil),
+        ("j frobnicate", "unknown command 'frobnicate'", nil),
+        ("help frobnicate", "unknown command 'frobnicate'", nil),
+        ("help ops verify", "help takes at most one command name", nil),
+        ("j summary extra", "unexpected argument 'extra' for summary", CommandName.summary),
+        ("j summary --limit", "unknown option '--limit' for summary", .summary),
+        ("j verify --csv", "unknown option '--csv' for verify", .verify),
+        ("j ops --status done", "unknown status 'done'", .ops),
+        ("j ops --status queued,", "--status has an empty item", .ops),
+        ("j ops --limit", "--limit needs a value", .ops),
+        ("j ops --limit=", "--limit needs a value", .ops),
+        ("j ops --limit 0", "--limit takes a whole number above 0", .ops),
+        ("j ops --limit ten", "--limit takes a whole number above 0", .ops),
+        ("j ops --since yesterday", "--since takes a moment", .ops),
+        ("j ops --until 2027-13-45", "--until takes a moment", .ops),
+        ("j ops --since 1d --until 2d", "--since must come before --until", .ops),
+        ("j ops --json=yes", "--json", nil),
+        ("j ops --payload", "unknown option '--payload' for ops", .ops),
+        ("j ops -s queued", "unknown option '-s' for ops", .ops),
+        ("j ops queued", "unexpected argument 'queued' for ops", .ops),
+        ("j timeline", "timeline needs an operation id", .timeline),
+        ("j timeline abc def", "unexpected argument 'def' for timeline", .timeline),
+        ("j timeline xyz", "'xyz' is not an operation id", .timeline),
+        ("j timeline abc --payload=1", "--payload takes no value", .timeline),
+        ("j timeline abc --limit 3", "unknown option '--limit' for timeline", .timeline),
+        ("j events --from 0", "--from takes a seq", .events),
+        ("j events --to -3", "--to takes a seq", .events),
+        ("j events --from 9 --to 3", "--from 9 is after --to 3", .events),
+        ("j events --kind enqueud", "unknown event kind 'enqueud'", .events),
+        ("j events --follow --to 9", "--follow reads on past the journal's end", .events),
+        ("j events --operation zz", "'zz' is not an operation id", .events),
+        ("j ledger --status queued,failed", "unknown status 'queued,failed'", .ledger),
+        ("j ledger --csv --json", "--csv and --json are two formats", .ledger),
+        ("j export", "export needs operation ids", .export),
+        ("j export abc --all", "give operation ids or --all, not both", .export),
+        ("j export --limit 3 --all", "unknown option '--limit' for export", .export),
+        ("j report", "report needs --html <file>", .report),
+        ("j report --html", "--html needs a value", .report),
+        ("j report --html r.html --csv", "unknown option '--csv' for report", .report),
+    ] as [(String, String, CommandName?)])
+    func eachUsageErrorSaysWhatIsWrong(_ line: String, _ message: String, _ command: CommandName?) throws {
+        let error = try usageError(line)
+        #expect(error.message.contains(message), "\(error.message)")
+        if let command { #expect(error.command == command) }
+    }
+
+    @Test func aUsageErrorRunExitsSixtyFourAndPointsAtTheHelp() {
+        let run = inspect(["j", "ops", "--status", "done"])
+        #expect(run.code == .usage)
+        #expect(run.output.isEmpty)
+        #expect(run.errors.hasPrefix("journal-inspect: error: unknown status 'done'"))
+        #expect(run.errors.contains("Run 'journal-inspect ops --help' for usage."))
+        let help = inspect(["--help"])
+        #expect(help.code == .success && help.output == HelpText.text(for: .tool) && help.errors.isEmpty)
+        let version = inspect(["--version"])
+        #expect(version.code == .success && version.output.hasPrefix("journal-inspect \(JournalInspect.version)"))
+    }
+}

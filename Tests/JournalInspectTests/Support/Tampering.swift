@@ -1,0 +1,86 @@
+import Foundation
+@testable import Outbox
+import OutboxStorage
+
+/// Test-only writers: they change a closed journal's bytes behind the engine's back, the way a
+/// bad disk, a bug or a hand edit would, so `verify` has something real to find.
+enum Tamper {
+    /// Runs `body` in a write transaction on the journal's `events` database (and the rest).
+    static func write(_ directory: URL, _ body: (borrowing LMDBTransaction, Databases) throws -> Void) throws {
+        let environment = try LMDBEnvironment.open(directory: directory)
+        defer { environment.close() }
+        let databases = Databases(
+            meta: try environment.openDatabase("meta"),
+            events: try environment.openDatabase("events"),
+            operations: try environment.openDatabase("operations"),
+            counters: try environment.openDatabase("counters")
+        )
+        try environment.write { txn in try body(txn, databases) }
+    }
+
+    struct Databases {
+        var meta: LMDBDatabase
+        var events: LMDBDatabase
+        var operations: LMDBDatabase
+        var counters: LMDBDatabase
+    }
+
+    /// Flips one bit in the body of the record at `seq`, leaving its checksum as it was.
+    static func flipByte(_ directory: URL, seq: JournalSequence) throws {
+        try write(directory) { txn, db in
+            guard var record = try txn.get(db.events, key: seq.key) else { throw FixtureError.unexpected("no record at \(seq)") }
+            record[record.count - 8] ^= 0x01
+            try txn.put(db.events, key: seq.key, value: record)
+        }
+    }
+
+    /// Changes one byte of the payload of the `enqueued` record at `seq` and writes a checksum
+    /// that matches: a sound record whose payload no longer hashes to its request hash.
+    static func alterPayload(_ directory: URL, seq: JournalSequence) throws {
+        try write(directory) { txn, db in
+            guard var record = try txn.get(db.events, key: seq.key) else { throw FixtureError.unexpected("no record at \(seq)") }
+            let marker = Array("Antiseptic".utf8)
+            guard let start = record.indices.first(where: { record[$0...].starts(with: marker) }) else {
+                throw FixtureError.unexpected("no payload marker at \(seq)")
+            }
+            record[start] = UInt8(ascii: "X")
+            record.removeLast(4)
+            record += CRC32C.checksum(record).bigEndianBytes
+            try txn.put(db.events, key: seq.key, value: record)
+        }
+    }
+
+    /// Appends `body` for `operation` after the last event, encoded by the engine's codec but
+    /// never folded: the projections do not see it.
+    @discardableResult
+    static func appendRaw(_ directory: URL, operation: OperationID?, body: JournalEventBody,
+                          at moment: Date = Date(timeIntervalSince1970: 1_800_010_000)) throws -> JournalSequence {
+        var appended = JournalSequence.zero
+        try write(directory) { txn, db in
+            let last = try txn.last(db.events).flatMap { JournalSequence(key: $0.key) } ?? .zero
+            appended = last.next
+            let event = JournalEvent(seq: appended, operationID: operation, recordedAt: moment, body: body)
+            try txn.put(db.events, key: appended.key, value: RecordCodec.encode(event), flags: .append)
+        }
+        return appended
+    }
+
+    /// Stores a `meta` number (format or projection version) as the engine does: a big-endian u32.
+    static func setMeta(_ directory: URL, key: String, to value: UInt32) throws {
+        try write(directory) { txn, db in
+            try txn.put(db.meta, key: Array(key.utf8), value: value.bigEndianBytes)
+        }
+    }
+
+    /// Sets a stored counter to a value the events do not support.
+    static func setCounter(_ directory: URL, name: String, to value: Int64) throws {
+        try write(directory) { txn, db in
+            try txn.put(db.counters, key: Array(name.utf8), value: UInt64(bitPattern: value).bigEndianBytes)
+        }
+    }
+}
+
+/// The SHA-256 of the journal's data file: equal before and after means not one byte changed.
+func dataFileDigest(_ directory: URL) throws -> SHA256Digest {
+    SHA256Digest(of: try Data(contentsOf: directory.appendingPathComponent("data.mdb")))
+}
