@@ -45,8 +45,8 @@ final class ReplayPass: Sendable {
     ///   (signed out, another account) asks again one cap later, and a pass that sent nothing
     ///   never asks for another at once: the worker never spins.
     func run(trigger: WakeReason) async -> Date? {
-        await abandonOrphans()
         guard (try? store.engineState().isPaused) == false else { return nil }
+        await abandonOrphans()
         let slots = configuration.maxConcurrentLanes
         let (sent, halted) = await withTaskGroup(of: (lane: String, report: Report).self) { group in
             var plan = PassPlan()

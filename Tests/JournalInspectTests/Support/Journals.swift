@@ -100,7 +100,7 @@ struct EveryStatusJournal: Sendable {
 
         // The worker is paused, so nothing races this hand-written start: an attempt in flight.
         clock.advance(by: 60)
-        let syncing = try await outbox.enqueue(product(9))
+        let syncing = try await outbox.appendEnqueued(product(9))
         _ = try await outbox.writer.append([JournalStore.Draft(
             operationID: syncing, body: .attemptStarted(AttemptStarted(attempt: 1, trigger: .drain))
         )])
