@@ -14,7 +14,7 @@
 //   JournalInspect     the support tool's logic (and journal-inspect, its thin executable)
 //   OutboxSimulation   a seeded, deterministic simulation of the engine under faults
 //   outbox-demo        the engine's main job, end to end
-//   outbox-test-child  a process the tests drive and kill: reads a live journal, crashes mid-write
+//   outbox-test-child  a process the tests drive and kill: reads a live journal, is killed mid-write
 import PackageDescription
 
 let testSettings: [SwiftSetting] = [
@@ -125,17 +125,22 @@ let package = Package(
         ),
         .testTarget(
             name: "OutboxTestServerTests",
-            dependencies: ["OutboxTestServer", "IdempotencyClaims", "outbox-test-server"],
+            dependencies: ["OutboxTestServer", "IdempotencyClaims", "OutboxSimulation", "outbox-test-server"],
             swiftSettings: testSettings
         ),
         .testTarget(
             name: "JournalInspectTests",
-            dependencies: ["JournalInspect", "Outbox", "OutboxTesting", "OutboxStorage", "journal-inspect"],
+            dependencies: ["JournalInspect", "Outbox", "OutboxTesting", "OutboxStorage", "OutboxSimulation", "journal-inspect"],
             swiftSettings: testSettings
         ),
         .testTarget(
             name: "OutboxSimulationTests",
             dependencies: ["OutboxSimulation", "Outbox", "OutboxTesting"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["Outbox", "OutboxTesting", "OutboxTestServer", "OutboxSimulation", "outbox-test-child"],
             swiftSettings: testSettings
         ),
         .testTarget(
@@ -150,7 +155,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OutboxTests",
-            dependencies: ["Outbox", "OutboxTesting", "OutboxStorage", "outbox-test-child"],
+            dependencies: ["Outbox", "OutboxTesting", "OutboxStorage", "OutboxSimulation", "outbox-test-child"],
             swiftSettings: testSettings
         ),
     ],

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxSimulation
 import OutboxTestServer
 import Testing
 
@@ -8,21 +9,10 @@ struct OutboxTestServerBinaryTests {
     /// process's executable (Linux) or from the loaded `.xctest` bundle (Apple platforms, where
     /// the process is the `xctest` tool).
     static func executable() throws -> URL {
-        let starts = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
-            + Bundle.allBundles.map(\.bundleURL).filter { $0.pathExtension == "xctest" }
-        for start in starts {
-            var directory = start
-            for _ in 0..<5 {
-                let candidate = directory.appendingPathComponent("outbox-test-server")
-                if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-                directory.deleteLastPathComponent()
-            }
-        }
-        throw BinaryError.notBuilt
+        try builtExecutable(named: "outbox-test-server")
     }
 
     enum BinaryError: Error {
-        case notBuilt
         case noPortLine(String)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Outbox
+import OutboxSimulation
 import OutboxStorage
 import Testing
 
@@ -89,7 +90,7 @@ struct ConcurrencyTests {
         defer { outbox.close() }
         for number in 0..<5 { _ = try await outbox.enqueue(productRequest(number)) }
 
-        let child = try ChildProcess(["snapshot", journal.directory.path])
+        let child = try ChildProcess("outbox-test-child", ["snapshot", journal.directory.path])
         let first = try child.readLine()
         #expect(first == "events 6")
         for number in 5..<15 { _ = try await outbox.enqueue(productRequest(number)) }

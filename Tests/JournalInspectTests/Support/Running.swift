@@ -1,4 +1,5 @@
 import Foundation
+import OutboxSimulation
 import JournalInspect
 import Synchronization
 
@@ -32,13 +33,7 @@ func inspect(_ arguments: [String], now: Date = fixtureStart.addingTimeInterval(
 
 /// The `journal-inspect` executable, built beside the test bundle.
 func inspectExecutable() throws -> URL {
-    var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    for _ in 0..<4 {
-        let candidate = directory.appendingPathComponent("journal-inspect")
-        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        directory.deleteLastPathComponent()
-    }
-    throw FixtureError.unexpected("journal-inspect is not built beside \(CommandLine.arguments[0])")
+    try builtExecutable(named: "journal-inspect")
 }
 
 /// What a run of the binary produced: its exit status and both streams.

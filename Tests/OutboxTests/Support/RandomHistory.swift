@@ -1,18 +1,19 @@
 import Foundation
+import OutboxSimulation
 @testable import Outbox
 
 /// Drives a journal through a random but legal history: enqueues, attempts with every
 /// disposition, abandonments, withdrawals, retries, discards, approval decisions and engine
 /// events. Now and then it also tries an illegal event, which must be refused.
 struct RandomHistory {
-    var generator: SeededGenerator
+    var generator: SeededRandom
     /// What the history believes each operation's status is.
     private(set) var statuses: [OperationID: OutboxStatus] = [:]
     private(set) var attempts: [OperationID: Int] = [:]
     private(set) var refusals = 0
 
     init(seed: UInt64) {
-        generator = SeededGenerator(seed: seed)
+        generator = SeededRandom(seed: seed)
     }
 
     /// Appends one random step (a few events) through the engine's writer.

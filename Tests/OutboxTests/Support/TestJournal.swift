@@ -1,5 +1,6 @@
 import Foundation
 @testable import Outbox
+import OutboxSimulation
 import OutboxTesting
 
 /// A journal in a fresh temporary directory, with a manual clock and a scripted transport.
@@ -48,23 +49,6 @@ func productRequest(_ number: Int = 1, entityID: String? = nil, category: String
         entityLabel: "Antiseptic \(number)",
         summary: "New product"
     )
-}
-
-/// A generator that repeats its numbers for a seed (SplitMix64).
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 /// The seed of a randomized test: `OUTBOX_SEED` when set (to replay a failure), else fresh.
