@@ -13,6 +13,7 @@
 //   OutboxTestServer   a loopback HTTP server with fault injection (and outbox-test-server)
 //   JournalInspect     the support tool's logic (and journal-inspect, its thin executable)
 //   OutboxSimulation   a seeded, deterministic simulation of the engine under faults
+//   outbox-bench       the benchmarks, against a mutable SQLite outbox and the disk's floor
 //   outbox-demo        the engine's main job, end to end
 //   outbox-test-child  a process the tests drive and kill: reads a live journal, is killed mid-write
 import PackageDescription
@@ -104,6 +105,18 @@ let package = Package(
         .target(
             name: "OutboxSimulation",
             dependencies: ["Outbox", "OutboxTesting", "IdempotencyClaims"],
+            swiftSettings: strictSettings
+        ),
+        .systemLibrary(
+            name: "CSQLite",
+            path: "Benchmarks/CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        .executableTarget(
+            name: "outbox-bench",
+            dependencies: ["Outbox", "OutboxStorage", "OutboxTesting", "CSQLite"],
+            path: "Benchmarks/OutboxBench",
             swiftSettings: strictSettings
         ),
         .executableTarget(

@@ -1,0 +1,1 @@
+print("outbox-bench: not built yet")
