@@ -17,6 +17,7 @@ extension Outbox {
     public func enqueue(_ request: OutboxRequest) async throws -> OperationID {
         let id = try await appendEnqueued(request)
         await worker.becameDue(at: configuration.clock.now(), because: .enqueued)
+        await compactIfDue()
         return id
     }
 

@@ -35,6 +35,8 @@ public final class Outbox: Sendable {
     let worker: ReplayWorker
     /// Wake signals handed to the worker and not yet delivered.
     let wakesInFlight = Atomic<Int>(0)
+    /// Whether an automatic compaction runs now.
+    let compacting = Atomic<Bool>(false)
     private let closed = Atomic<Bool>(false)
 
     /// Opens (or creates) the journal in `directory`.

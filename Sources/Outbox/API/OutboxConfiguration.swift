@@ -35,6 +35,9 @@ public struct OutboxConfiguration: Sendable {
     public var initialJournalBytes: Int
     /// The embedding app's version, recorded each time the journal is opened.
     public var appVersion: String?
+    /// When the engine compacts settled operations on its own; `nil` (the default): only when
+    /// `compact(before:)` is called, or when the journal nears ``maxJournalBytes``.
+    public var compaction: CompactionPolicy?
     /// Where operation ids come from: random UUIDs unless a deterministic simulation supplies
     /// its own.
     package var operationIDSource: (@Sendable () -> OperationID)?
@@ -50,7 +53,8 @@ public struct OutboxConfiguration: Sendable {
         maxPayloadBytes: Int = OutboxRequest.defaultMaxPayloadBytes,
         maxJournalBytes: Int = 1 << 30,
         initialJournalBytes: Int = 4 << 20,
-        appVersion: String? = nil
+        appVersion: String? = nil,
+        compaction: CompactionPolicy? = nil
     ) {
         self.account = account
         self.retryPolicy = retryPolicy
@@ -63,6 +67,7 @@ public struct OutboxConfiguration: Sendable {
         self.maxJournalBytes = maxJournalBytes
         self.initialJournalBytes = initialJournalBytes
         self.appVersion = appVersion
+        self.compaction = compaction
     }
 
     /// The policy of an operation type.

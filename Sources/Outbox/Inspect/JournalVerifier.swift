@@ -27,6 +27,8 @@ struct JournalVerifier {
     private var damagedOperations: [OperationID: JournalSequence] = [:]
     private var gaps: [ClosedRange<UInt64>] = []
     private var compacted: [ClosedRange<UInt64>] = []
+    /// Events the compactions say they removed, all told.
+    private var compactedRemoved = 0
     private var previousSeq = JournalSequence.zero
 
     /// Checks one record, in journal order.
@@ -45,6 +47,7 @@ struct JournalVerifier {
         }
         if case .compacted(let compaction) = event.body {
             compacted.append(compaction.firstSeq.rawValue ... max(compaction.firstSeq.rawValue, compaction.lastSeq.rawValue))
+            compactedRemoved += compaction.removedCount
         }
         guard let id = event.operationID else {
             // Engine events fold without conditions.
@@ -140,10 +143,21 @@ struct JournalVerifier {
     mutating func finish(schema: JournalSchema, projectionsAreCurrent: Bool, txn: borrowing LMDBTransaction) throws
         -> VerificationReport
     {
-        for gap in gaps where !compacted.contains(where: { $0.contains(gap.lowerBound) && $0.contains(gap.upperBound) }) {
+        var missingInCompactions = 0
+        for gap in gaps {
+            if compacted.contains(where: { $0.contains(gap.lowerBound) && $0.contains(gap.upperBound) }) {
+                missingInCompactions += gap.count
+                continue
+            }
             let range = gap.count == 1 ? "seq \(gap.lowerBound) is" : "seqs \(gap.lowerBound)...\(gap.upperBound) are"
             findings.append(VerificationFinding(kind: .sequenceGap, seq: JournalSequence(rawValue: gap.lowerBound),
                                                 operationID: nil, message: "\(range) missing, and no compaction names them"))
+        }
+        if missingInCompactions != compactedRemoved {
+            findings.append(VerificationFinding(
+                kind: .sequenceGap, seq: nil, operationID: nil,
+                message: "compactions say they removed \(compactedRemoved) events, but \(missingInCompactions) are missing from their ranges"
+            ))
         }
         findings.sort { ($0.seq?.rawValue ?? .max) < ($1.seq?.rawValue ?? .max) }
 

@@ -121,23 +121,30 @@ extension JournalSchema {
         return head
     }
 
-    /// Folds one event into the stored projections: the operation's state and indexes, the
-    /// history index, the counters, the engine state.
-    /// - Throws: ``OutboxError/illegalTransition(operation:status:event:reason:)`` when the event
-    ///   does not follow from the stored state (a rebuild reports it as damage at that seq).
-    func project(_ event: JournalEvent, recordSize: Int, in txn: borrowing LMDBTransaction) throws {
-        if let id = event.operationID {
-            let before = try state(id, in: txn)
-            let after: OperationState
-            do {
-                after = try Fold.apply(event, to: before)
-            } catch {
-                throw OutboxError.journalCorrupt(seq: event.seq, reason: "illegal transition: \(error)")
+    /// Folds one event into the stored projections: the states it changes and their indexes,
+    /// the history index, the counters, the engine state.
+    /// - Throws: ``OutboxError/journalCorrupt(seq:reason:)`` when the event does not follow from
+    ///   the stored state (a rebuild reports it as damage at that seq).
+    func project(_ event: JournalEvent, recordSize: Int, extraCounters: [String: Int64] = [:], in txn: borrowing LMDBTransaction) throws {
+        do {
+            if let id = event.operationID {
+                let before = try state(id, in: txn)
+                let after = try Fold.apply(event, to: before)
+                try Projection.apply(event, recordSize: recordSize, changes: [(before, after)], engine: nil, schema: self, in: txn)
+                return
             }
-            try Projection.apply(event, recordSize: recordSize, before: before, after: after, engine: nil, schema: self, in: txn)
-        } else {
+            var changes: [(before: OperationState?, after: OperationState)] = []
+            if case .compacted(let compacted) = event.body {
+                var known: [OperationID: OperationState] = [:]
+                for operation in compacted.operations { known[operation.id] = try state(operation.id, in: txn) }
+                changes = try Fold.applyCompaction(compacted, seq: event.seq, recordedAt: event.recordedAt) { known[$0] }
+            }
             let engine = try engineState(in: txn).applying(event)
-            try Projection.apply(event, recordSize: recordSize, before: nil, after: nil, engine: engine, schema: self, in: txn)
+            try Projection.apply(event, recordSize: recordSize, changes: changes, engine: engine,
+                                 extraCounters: extraCounters, schema: self, in: txn)
+        } catch let error as OutboxError {
+            if case .illegalTransition = error { throw OutboxError.journalCorrupt(seq: event.seq, reason: "illegal transition: \(error)") }
+            throw error
         }
     }
 }

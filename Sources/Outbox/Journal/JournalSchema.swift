@@ -21,7 +21,7 @@ import OutboxStorage
 struct JournalSchema: Sendable {
     /// The layout version of every database but `events` and `meta`. A journal stored with
     /// another version has its projections rebuilt from the events at open.
-    static let projectionVersion: UInt32 = 1
+    static let projectionVersion: UInt32 = 2
 
     let meta: LMDBDatabase
     let events: LMDBDatabase
@@ -124,7 +124,7 @@ enum CounterName {
     static let attempts = "attempts"
 
     static func status(_ status: OutboxStatus) -> String { "status/\(status.rawValue)" }
-    static func outcome(_ disposition: Disposition) -> String { "outcome/\(disposition.rawValue)" }
+    static func outcome(_ outcome: OutcomeCategory) -> String { "outcome/\(outcome.rawValue)" }
     static func conflicts(_ operationType: String) -> String { "conflicts/\(operationType)" }
     static let conflictsPrefix = "conflicts/"
     static func tab(_ group: JournalSchema.TabGroup, category: String) -> String {

@@ -91,7 +91,7 @@ extension JournalStore {
                 if oldest.map({ state.firstSeq < $0.firstSeq }) ?? true { oldest = state }
             }
             let outcomes = try schema.counters(prefix: "outcome/", in: txn)
-            func outcome(_ disposition: Disposition) -> Int { Int(outcomes[disposition.rawValue] ?? 0) }
+            func outcome(_ category: OutcomeCategory) -> Int { Int(outcomes[category.rawValue] ?? 0) }
             return OutboxMetrics(
                 queueDepth: depth,
                 oldestPendingAgeSeconds: oldest.map { now.timeIntervalSince($0.createdAt) },

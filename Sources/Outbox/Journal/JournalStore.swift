@@ -241,7 +241,7 @@ final class JournalStore: Sendable {
     }
 
     /// Runs storage work, turning its errors into ``OutboxError``.
-    private static func run<R>(_ options: Options, _ body: () throws -> R) throws(OutboxError) -> R {
+    static func run<R>(_ options: Options, _ body: () throws -> R) throws(OutboxError) -> R {
         do {
             return try body()
         } catch {

@@ -28,13 +28,20 @@ enum Projection {
     /// What one operation state puts in the indexes and counters.
     struct Footprint: Equatable {
         var entries: [Index: [UInt8]] = [:]
-        var counters: [String] = []
+        var counters: [String: Int64] = [:]
     }
 
+    /// The footprint of a state. Its counters come from the state, not from its events, so they
+    /// survive compaction: attempts, the latest outcome, a key conflict met.
     static func footprint(of state: OperationState) -> Footprint {
         var footprint = Footprint()
         footprint.entries[.byStatus] = JournalSchema.statusKey(state.status, firstSeq: state.firstSeq)
-        footprint.counters.append(CounterName.status(state.status))
+        footprint.counters[CounterName.status(state.status)] = 1
+        if state.attemptCount > 0 { footprint.counters[CounterName.attempts] = Int64(state.attemptCount) }
+        if let outcome = state.latestOutcome { footprint.counters[CounterName.outcome(outcome)] = 1 }
+        if state.lastErrorCode == ErrorCode.idempotencyConflict {
+            footprint.counters[CounterName.conflicts(state.operationType)] = 1
+        }
         if state.status == .queued {
             footprint.entries[.schedule] = JournalSchema.scheduleKey(dueAt: state.nextAttemptAt, firstSeq: state.firstSeq)
         }
@@ -43,7 +50,7 @@ enum Projection {
         }
         if let group = tabGroup(of: state.status) {
             footprint.entries[.syncTab] = JournalSchema.tabKey(group, category: state.category, latestSeq: state.latestSeq)
-            footprint.counters.append(CounterName.tab(group, category: state.category))
+            footprint.counters[CounterName.tab(group, category: state.category)] = 1
         }
         return footprint
     }
@@ -54,41 +61,36 @@ enum Projection {
         return nil
     }
 
-    /// The counters an event adds to, beyond those of the states it changes.
-    /// - Parameter state: the operation's state after the event, for operation events.
-    static func eventCounters(_ event: JournalEvent, recordSize: Int, state: OperationState?) -> [String: Int64] {
-        var counters: [String: Int64] = [CounterName.events: 1, CounterName.eventBytes: Int64(recordSize)]
-        switch event.body {
-        case .attemptStarted:
-            counters[CounterName.attempts] = 1
-        case .attemptFinished(let finished):
-            counters[CounterName.outcome(finished.disposition)] = 1
-            if finished.errorCode == ErrorCode.idempotencyConflict, let state {
-                counters[CounterName.conflicts(state.operationType)] = 1
-            }
-        default:
-            break
-        }
-        return counters
+    /// The counters an event adds to, beyond those of the states it changes: the journal's size.
+    static func eventCounters(recordSize: Int) -> [String: Int64] {
+        [CounterName.events: 1, CounterName.eventBytes: Int64(recordSize)]
     }
 
     // MARK: Applying to the stored projections
 
-    /// Writes what one event changes: the operation's state, its index entries, the history
-    /// index, the counters and the engine state. Runs inside the append's write transaction.
+    /// Writes what one event changes: the states of the operations it touches and their index
+    /// entries, the history index, the counters and the engine state. Runs inside the append's
+    /// write transaction.
+    /// - Parameters:
+    ///   - changes: each operation the event changed, before and after (one for an operation
+    ///     event; one per compacted operation for a `compacted` event).
+    ///   - extraCounters: counter changes the event brings besides its own (a compaction takes
+    ///     the removed events off the journal's size).
     static func apply(
         _ event: JournalEvent,
         recordSize: Int,
-        before: OperationState?,
-        after: OperationState?,
+        changes: [(before: OperationState?, after: OperationState)],
         engine: EngineState?,
+        extraCounters: [String: Int64] = [:],
         schema: JournalSchema,
         in txn: borrowing LMDBTransaction
     ) throws {
-        var counterDeltas = eventCounters(event, recordSize: recordSize, state: after)
-        if let after {
+        var counterDeltas = eventCounters(recordSize: recordSize).merging(extraCounters, uniquingKeysWith: +)
+        for (before, after) in changes {
             try txn.put(schema.operations, key: after.id.bytes, value: StateCodec.encode(after))
-            try txn.put(schema.operationEvents, key: JournalSchema.operationEventKey(after.id, seq: event.seq), value: [UInt8]())
+            if event.operationID != nil {
+                try txn.put(schema.operationEvents, key: JournalSchema.operationEventKey(after.id, seq: event.seq), value: [UInt8]())
+            }
             let old = before.map(footprint(of:)) ?? Footprint()
             let new = footprint(of: after)
             for index in Index.allCases where old.entries[index] != new.entries[index] {
@@ -96,8 +98,8 @@ enum Projection {
                 if let key = old.entries[index] { try txn.delete(database, key: key) }
                 if let key = new.entries[index] { try txn.put(database, key: key, value: after.id.bytes) }
             }
-            for name in old.counters { counterDeltas[name, default: 0] -= 1 }
-            for name in new.counters { counterDeltas[name, default: 0] += 1 }
+            for (name, count) in old.counters { counterDeltas[name, default: 0] -= count }
+            for (name, count) in new.counters { counterDeltas[name, default: 0] += count }
         }
         if let engine {
             try txn.put(schema.meta, key: JournalSchema.MetaKey.engineState, value: StateCodec.encode(engine))

@@ -28,9 +28,18 @@ struct ProjectionImage: Equatable {
             states[id] = after
             historyKeys.insert(JournalSchema.operationEventKey(id, seq: event.seq))
         } else {
+            if case .compacted(let compacted) = event.body {
+                let stubs: [(before: OperationState?, after: OperationState)]
+                do {
+                    stubs = try Fold.applyCompaction(compacted, seq: event.seq, recordedAt: event.recordedAt) { states[$0] }
+                } catch {
+                    throw .journalCorrupt(seq: event.seq, reason: "illegal transition: \(error)")
+                }
+                for (_, stub) in stubs { states[stub.id] = stub }
+            }
             engine = engine.applying(event)
         }
-        for (name, delta) in Projection.eventCounters(event, recordSize: recordSize, state: after) {
+        for (name, delta) in Projection.eventCounters(recordSize: recordSize) {
             eventCounters[name, default: 0] += delta
         }
     }
@@ -50,7 +59,7 @@ struct ProjectionImage: Equatable {
     var counters: [String: Int64] {
         var counters = eventCounters
         for state in states.values {
-            for name in Projection.footprint(of: state).counters { counters[name, default: 0] += 1 }
+            for (name, count) in Projection.footprint(of: state).counters { counters[name, default: 0] += count }
         }
         return counters.filter { $0.value != 0 }
     }

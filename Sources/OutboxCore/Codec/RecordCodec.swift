@@ -115,6 +115,19 @@ public enum RecordCodec {
             writer.write(compacted.lastSeq.rawValue)
             writer.write(UInt64(compacted.removedCount))
             writer.write(compacted.digest)
+            writer.write(UInt32(compacted.operations.count))
+            for operation in compacted.operations {
+                writer.write(operation.id)
+                writer.write(operation.operationType)
+                writer.write(operation.status.code)
+                writer.write(operation.firstSeq.rawValue)
+                writer.write(operation.createdAt)
+                writer.write(operation.changedAt)
+                writer.write(UInt32(operation.attemptCount))
+                writer.write(operation.latestOutcome?.code ?? 0)
+                writer.write(operation.lastErrorCode)
+                writer.write(operation.serverRevision)
+            }
         }
     }
 
@@ -282,13 +295,43 @@ public enum RecordCodec {
             let last = JournalSequence(rawValue: try reader.readUInt64("last seq"))
             let removed = Int(try reader.readUInt64("removed count"))
             let digest = try reader.readDigest("compaction digest")
-            return .compacted(Compacted(firstSeq: first, lastSeq: last, removedCount: removed, digest: digest))
+            let count = Int(try reader.readUInt32("compacted operation count"))
+            guard count <= reader.remaining else { throw DecodingProblem("\(count) compacted operations cannot fit") }
+            var operations: [CompactedOperation] = []
+            operations.reserveCapacity(count)
+            for _ in 0..<count {
+                let id = try reader.readOperationID()
+                let type = try reader.readString("operation type")
+                let status = try reader.readCode(OutboxStatus.self, "status")
+                guard status.isTerminal else { throw DecodingProblem("a compacted operation is \(status), not terminal") }
+                let firstSeq = JournalSequence(rawValue: try reader.readUInt64("first seq"))
+                let createdAt = try reader.readDate("created at")
+                let changedAt = try reader.readDate("changed at")
+                let attempts = Int(try reader.readUInt32("attempt count"))
+                let outcomeCode = try reader.readUInt8("latest outcome")
+                let outcome = outcomeCode == 0 ? nil : try OutcomeCategory(code: outcomeCode).orThrow("unknown outcome code \(outcomeCode)")
+                operations.append(CompactedOperation(
+                    id: id, operationType: type, status: status, firstSeq: firstSeq, createdAt: createdAt,
+                    changedAt: changedAt, attemptCount: attempts, latestOutcome: outcome,
+                    lastErrorCode: try reader.readOptionalString("error code"),
+                    serverRevision: try reader.readOptionalString("server revision")
+                ))
+            }
+            return .compacted(Compacted(firstSeq: first, lastSeq: last, removedCount: removed, digest: digest, operations: operations))
         }
     }
 
     private static func hex(_ value: UInt32) -> String {
         let digits = String(value, radix: 16)
         return "0x" + String(repeating: "0", count: 8 - digits.count) + digits
+    }
+}
+
+extension Optional {
+    /// The value, or a decoding problem saying `reason`.
+    fileprivate func orThrow(_ reason: @autoclosure () -> String) throws(DecodingProblem) -> Wrapped {
+        guard let value = self else { throw DecodingProblem(reason()) }
+        return value
     }
 }
 

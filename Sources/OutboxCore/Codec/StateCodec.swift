@@ -6,8 +6,33 @@ import OutboxCrypto
 /// A projection, not a record: it can always be rebuilt from the events, so its layout is
 /// versioned by the projection version and a change to it only costs a rebuild at open.
 package enum StateCodec {
+    /// The first byte of a stored state: its form.
+    private enum Form: UInt8 {
+        case full = 1
+        /// What a compaction leaves: the ledger row's fields only.
+        case compacted = 2
+    }
+
     package static func encode(_ state: OperationState) -> [UInt8] {
         var writer = ByteWriter(capacity: 256)
+        if let compactedAt = state.compactedAt {
+            let operation = CompactedOperation(state)
+            writer.write(Form.compacted.rawValue)
+            writer.write(operation.id)
+            writer.write(operation.operationType)
+            writer.write(operation.status.code)
+            writer.write(operation.firstSeq.rawValue)
+            writer.write(operation.createdAt)
+            writer.write(operation.changedAt)
+            writer.write(UInt32(operation.attemptCount))
+            writer.write(operation.latestOutcome?.code ?? 0)
+            writer.write(operation.lastErrorCode)
+            writer.write(operation.serverRevision)
+            writer.write(state.latestSeq.rawValue)
+            writer.write(compactedAt)
+            return writer.bytes
+        }
+        writer.write(Form.full.rawValue)
         writer.write(state.id)
         writer.write(state.status.code)
         writer.write(state.businessID)
@@ -49,6 +74,32 @@ package enum StateCodec {
 
     package static func decode(_ bytes: [UInt8]) throws(DecodingProblem) -> OperationState {
         var reader = ByteReader(bytes)
+        switch try reader.readUInt8("state form") {
+        case Form.full.rawValue:
+            break
+        case Form.compacted.rawValue:
+            let id = try reader.readOperationID()
+            let type = try reader.readString("operation type")
+            let status = try reader.readCode(OutboxStatus.self, "status")
+            let firstSeq = JournalSequence(rawValue: try reader.readUInt64("first seq"))
+            let createdAt = try reader.readDate("created at")
+            let changedAt = try reader.readDate("changed at")
+            let attempts = Int(try reader.readUInt32("attempt count"))
+            let outcomeCode = try reader.readUInt8("latest outcome")
+            let operation = CompactedOperation(
+                id: id, operationType: type, status: status, firstSeq: firstSeq, createdAt: createdAt,
+                changedAt: changedAt, attemptCount: attempts,
+                latestOutcome: outcomeCode == 0 ? nil : OutcomeCategory(code: outcomeCode),
+                lastErrorCode: try reader.readOptionalString("error code"),
+                serverRevision: try reader.readOptionalString("server revision")
+            )
+            let latestSeq = JournalSequence(rawValue: try reader.readUInt64("latest seq"))
+            let compactedAt = try reader.readDate("compacted at")
+            try reader.expectEnd("the compacted state")
+            return OperationState(compacted: operation, seq: latestSeq, compactedAt: compactedAt)
+        case let form:
+            throw DecodingProblem("unknown state form \(form)")
+        }
         let id = try reader.readOperationID()
         let status = try reader.readCode(OutboxStatus.self, "status")
         let businessID = try reader.readString("business id")

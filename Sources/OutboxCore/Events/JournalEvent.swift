@@ -261,20 +261,72 @@ public struct JournalOpened: Sendable, Equatable {
     }
 }
 
-/// Detailed events of settled operations were removed.
+/// The detailed events of settled operations were removed; what their ledger rows need stays.
 public struct Compacted: Sendable, Equatable {
-    /// The first and last seq of the range compacted.
+    /// The lowest and highest seq removed.
     public var firstSeq: JournalSequence
     public var lastSeq: JournalSequence
     /// How many events were removed.
     public var removedCount: Int
-    /// SHA-256 over the removed records, in order.
+    /// SHA-256 over the removed records' bytes, in seq order.
     public var digest: SHA256Digest
+    /// Each operation whose events were removed, as its ledger row needs it.
+    public var operations: [CompactedOperation]
 
-    public init(firstSeq: JournalSequence, lastSeq: JournalSequence, removedCount: Int, digest: SHA256Digest) {
+    public init(
+        firstSeq: JournalSequence,
+        lastSeq: JournalSequence,
+        removedCount: Int,
+        digest: SHA256Digest,
+        operations: [CompactedOperation]
+    ) {
         self.firstSeq = firstSeq
         self.lastSeq = lastSeq
         self.removedCount = removedCount
         self.digest = digest
+        self.operations = operations
+    }
+}
+
+/// A settled operation after compaction: no payload, no presentation text, no history; what
+/// happened to it and when.
+public struct CompactedOperation: Sendable, Equatable {
+    public var id: OperationID
+    public var operationType: String
+    /// Terminal: synced, withdrawn or discarded.
+    public var status: OutboxStatus
+    /// The seq of its `enqueued` event, removed: its place in the ledger.
+    public var firstSeq: JournalSequence
+    public var createdAt: Date
+    /// When it last changed before compaction.
+    public var changedAt: Date
+    public var attemptCount: Int
+    public var latestOutcome: OutcomeCategory?
+    public var lastErrorCode: String?
+    public var serverRevision: String?
+
+    public init(
+        id: OperationID, operationType: String, status: OutboxStatus, firstSeq: JournalSequence, createdAt: Date,
+        changedAt: Date, attemptCount: Int, latestOutcome: OutcomeCategory?, lastErrorCode: String?, serverRevision: String?
+    ) {
+        self.id = id
+        self.operationType = operationType
+        self.status = status
+        self.firstSeq = firstSeq
+        self.createdAt = createdAt
+        self.changedAt = changedAt
+        self.attemptCount = attemptCount
+        self.latestOutcome = latestOutcome
+        self.lastErrorCode = lastErrorCode
+        self.serverRevision = serverRevision
+    }
+
+    /// What compaction keeps of `state`.
+    public init(_ state: OperationState) {
+        self.init(
+            id: state.id, operationType: state.operationType, status: state.status, firstSeq: state.firstSeq,
+            createdAt: state.createdAt, changedAt: state.changedAt, attemptCount: state.attemptCount,
+            latestOutcome: state.latestOutcome, lastErrorCode: state.lastErrorCode, serverRevision: state.serverRevision
+        )
     }
 }

@@ -1,3 +1,5 @@
+public import Foundation
+
 /// The pure fold: (operation state, event) -> the next state.
 ///
 /// Implements every transition of the status table and refuses every other:
@@ -119,6 +121,27 @@ public enum Fold {
         next.latestSeq = event.seq
         next.changedAt = event.recordedAt
         return next
+    }
+
+    /// The states a `compacted` event leaves: one stub per operation whose events it removed.
+    /// - Throws: ``OutboxError/illegalTransition(operation:status:event:reason:)`` when the state
+    ///   before is not the same terminal operation (compaction never touches a pending row).
+    public static func applyCompaction(
+        _ compacted: Compacted,
+        seq: JournalSequence,
+        recordedAt: Date,
+        to states: (OperationID) throws -> OperationState?
+    ) throws -> [(before: OperationState?, after: OperationState)] {
+        try compacted.operations.map { operation in
+            let before = try states(operation.id)
+            if let before, !before.status.isTerminal || before.compactedAt != nil {
+                throw OutboxError.illegalTransition(
+                    operation: operation.id, status: before.status, event: .compacted,
+                    reason: before.compactedAt != nil ? "it was already compacted" : "only a terminal row may be compacted"
+                )
+            }
+            return (before, OperationState(compacted: operation, seq: seq, compactedAt: recordedAt))
+        }
     }
 
     /// Folds a whole history from nothing.

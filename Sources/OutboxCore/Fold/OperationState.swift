@@ -49,6 +49,9 @@ public struct OperationState: Sendable, Equatable {
     public var latestSeq: JournalSequence
     /// When its latest event was recorded: the Sync tab's "moment".
     public var changedAt: Date
+    /// When a compaction removed its events; `nil` while they are in the journal. A compacted
+    /// operation keeps what its ledger row needs and nothing else: no request, no history.
+    public var compactedAt: Date?
 
     /// The state right after `enqueued`.
     public init(id: OperationID, seq: JournalSequence, recordedAt: Date, enqueued: Enqueued) {
@@ -72,6 +75,28 @@ public struct OperationState: Sendable, Equatable {
         self.firstSeq = seq
         self.latestSeq = seq
         self.changedAt = recordedAt
+    }
+
+    /// The state a compaction leaves: the ledger row's fields; the request's are empty.
+    /// - Parameters:
+    ///   - seq: the seq of the `compacted` event.
+    public init(compacted operation: CompactedOperation, seq: JournalSequence, compactedAt: Date) {
+        let placeholder = OutboxRequest(
+            businessID: "", operationType: operation.operationType, method: "", endpoint: "", payload: Data(),
+            category: "", entityLabel: "", summary: "", payloadVersion: 0
+        )
+        // Zero bytes: a compacted operation's payload, and so its hash, are gone.
+        let noHash = SHA256Digest(bytes: [UInt8](repeating: 0, count: SHA256Digest.byteCount))!
+        self.init(id: operation.id, seq: operation.firstSeq, recordedAt: operation.createdAt,
+                  enqueued: Enqueued(request: placeholder, requestHash: noHash, account: ""))
+        status = operation.status
+        attemptCount = operation.attemptCount
+        latestOutcome = operation.latestOutcome
+        lastErrorCode = operation.lastErrorCode
+        serverRevision = operation.serverRevision
+        latestSeq = seq
+        changedAt = operation.changedAt
+        self.compactedAt = compactedAt
     }
 
     /// The request as it will be sent, given the payload read from the `enqueued` event.
