@@ -282,6 +282,14 @@ public final class LMDBEnvironment: @unchecked Sendable {
     /// The current map size.
     public var mapSizeBytes: Int { state.withLock { $0.mapSizeBytes } }
 
+    /// How much of the file holds live data: the pages up to the last one written, less those
+    /// on LMDB's free list (freed by earlier transactions and reused by later ones).
+    public func liveBytes() throws -> Int {
+        let info = try info()
+        let freePages = try read { txn in try txn.freePageCount() }
+        return max(0, info.usedBytes - freePages * info.pageSizeBytes)
+    }
+
     // MARK: Internals
 
     private func ensureOpen() throws(LMDBError) {

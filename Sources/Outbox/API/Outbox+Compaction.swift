@@ -31,27 +31,29 @@ public struct CompactionResult: Sendable, Equatable {
     public var compactedEvents: [JournalSequence]
 }
 
-extension Outbox {
-    /// Removes the detailed events of operations that settled (synced, withdrawn, discarded)
-    /// before `horizon`. Nothing queued, syncing, waiting for approval, failed or blocked is ever
-    /// touched.
-    ///
-    /// Each chunk of up to 2,000 operations is removed in one transaction that appends a
-    /// `compacted` event naming the seq range, the number of events removed and the SHA-256 of
-    /// the removed records in order, and carrying each operation's ledger row. So what happened to
-    /// a compacted operation still has an answer: its status, attempts, latest outcome and server
-    /// revision stay in the ledger, and `operation(id)` reports when its details were compacted.
-    /// Freed pages are reused by later writes: with compaction on, the file stops growing.
-    @discardableResult
-    public func compact(before horizon: Date) async throws -> CompactionResult {
-        try ensureOpen()
+/// Runs compactions through the journal's writer, a chunk of operations at a time: used by
+/// `Outbox.compact(before:)`, by the storage budget and by the worker when the journal is full.
+struct Compactor: Sendable {
+    let store: JournalStore
+    let writer: JournalWriter
+
+    func compact(before horizon: Date) async throws -> CompactionResult {
         var result = CompactionResult(operations: 0, eventsRemoved: 0, compactedEvents: [])
+        var chunk = JournalStore.compactionChunk
         while true {
-            let ids = try store.compactable(before: horizon, limit: JournalStore.compactionChunk)
+            let ids = try store.compactable(before: horizon, limit: chunk)
             guard !ids.isEmpty else { break }
-            let event = try await writer.perform { store, now in
-                let event = try store.compact(ids, at: now)
-                return (event, event.map { [$0] } ?? [])
+            let event: JournalEvent?
+            do {
+                event = try await writer.perform { store, now in
+                    let event = try store.compact(ids, at: now)
+                    return (event, event.map { [$0] } ?? [])
+                }
+            } catch OutboxError.storageFull where chunk > 1 {
+                // A nearly full journal has little room for a transaction's copied pages: take
+                // fewer operations at a time; the pages each frees serve the next.
+                chunk /= 2
+                continue
             }
             guard let event, case .compacted(let compacted) = event.body else { break }
             result.operations += compacted.operations.count
@@ -59,6 +61,24 @@ extension Outbox {
             result.compactedEvents.append(event.seq)
         }
         return result
+    }
+}
+
+extension Outbox {
+    /// Removes the detailed events of operations that settled (synced, withdrawn, discarded)
+    /// before `horizon`. Nothing queued, syncing, waiting for approval, failed or blocked is ever
+    /// touched.
+    ///
+    /// Each chunk of up to 500 operations is removed in one transaction that appends a
+    /// `compacted` event naming the seq range, the number of events removed and the SHA-256 of
+    /// the removed records in order, and carrying each operation's ledger row. So what happened to
+    /// a compacted operation still has an answer: its status, attempts, latest outcome and server
+    /// revision stay in the ledger, and `operation(id)` reports when its details were compacted.
+    /// Freed pages are reused by later writes.
+    @discardableResult
+    public func compact(before horizon: Date) async throws -> CompactionResult {
+        try ensureOpen()
+        return try await Compactor(store: store, writer: writer).compact(before: horizon)
     }
 
     /// Compacts when the configured policy says so; one at a time.

@@ -62,7 +62,9 @@ public final class Outbox: Sendable {
                 readOnly: false,
                 syncOnCommit: configuration.durability == .full,
                 initialMapSizeBytes: configuration.initialJournalBytes,
-                maxMapSizeBytes: configuration.maxJournalBytes,
+                // The budget holds live data; LMDB's free pages need room past it.
+                maxMapSizeBytes: configuration.maxJournalBytes / 4 * 5,
+                budgetBytes: configuration.maxJournalBytes,
                 faultHook: faultHook,
                 account: configuration.account
             )

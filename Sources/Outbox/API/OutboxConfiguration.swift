@@ -28,8 +28,11 @@ public struct OutboxConfiguration: Sendable {
     public var durability: Durability
     /// The largest payload accepted; larger ones are refused at enqueue.
     public var maxPayloadBytes: Int
-    /// The most the journal file may grow to. A write that needs more fails with
-    /// ``OutboxError/storageFull(limitBytes:)`` before anything says "saved".
+    /// The journal's storage budget: the most live data it may hold. Past 80 % the engine
+    /// compacts settled operations; when nothing more can be freed, an enqueue fails with
+    /// ``OutboxError/storageFull(limitBytes:)`` before anything says "saved", while what is
+    /// already queued still drains from a reserve. The file itself may take up to a quarter more,
+    /// for the free pages LMDB reuses.
     public var maxJournalBytes: Int
     /// The journal's size when created; it doubles as needed, up to ``maxJournalBytes``.
     public var initialJournalBytes: Int

@@ -143,9 +143,18 @@ struct JournalVerifier {
     mutating func finish(schema: JournalSchema, projectionsAreCurrent: Bool, txn: borrowing LMDBTransaction) throws
         -> VerificationReport
     {
+        // Compactions' ranges, merged: a gap may span several chunks of one compaction.
+        var covered: [ClosedRange<UInt64>] = []
+        for range in compacted.sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            if let last = covered.last, range.lowerBound <= last.upperBound + 1 {
+                covered[covered.count - 1] = last.lowerBound...max(last.upperBound, range.upperBound)
+            } else {
+                covered.append(range)
+            }
+        }
         var missingInCompactions = 0
         for gap in gaps {
-            if compacted.contains(where: { $0.contains(gap.lowerBound) && $0.contains(gap.upperBound) }) {
+            if covered.contains(where: { $0.contains(gap.lowerBound) && $0.contains(gap.upperBound) }) {
                 missingInCompactions += gap.count
                 continue
             }

@@ -6,8 +6,8 @@ import OutboxStorage
 /// Compaction: the detailed events of settled operations leave the journal; their ledger rows
 /// stay, carried by a `compacted` event.
 extension JournalStore {
-    /// How many operations one compaction transaction (and one `compacted` event) takes.
-    static let compactionChunk = 2_000
+    /// How many operations one compaction transaction (and one `compacted` event) takes at most.
+    static let compactionChunk = 500
 
     /// Settled operations (synced, withdrawn, discarded) whose last change came before `horizon`
     /// and whose events are still in the journal, oldest first.

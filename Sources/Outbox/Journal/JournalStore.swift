@@ -13,6 +13,9 @@ final class JournalStore: Sendable {
         var syncOnCommit = true
         var initialMapSizeBytes = 4 << 20
         var maxMapSizeBytes = 1 << 30
+        /// The budget of live data the engine keeps to (`maxJournalBytes`); the map leaves room
+        /// beyond it for LMDB's free pages. Defaults to the map's maximum.
+        var budgetBytes: Int?
         var faultHook: LMDBFaultHook?
         /// The account whose journal this is; a journal of another account is refused.
         /// `nil` for readers, which accept any.
@@ -74,7 +77,7 @@ final class JournalStore: Sendable {
         } catch let error as LMDBError where error == .invalid || error == .versionMismatch || error == .noSuchFile {
             throw .notAJournal(path: path, reason: "LMDB cannot read it: \(error)")
         } catch {
-            throw OutboxError(storage: error, limitBytes: options.maxMapSizeBytes)
+            throw OutboxError(storage: error, limitBytes: options.limitBytes)
         }
         do {
             return try JournalStore(environment: environment, options: options)
@@ -95,7 +98,7 @@ final class JournalStore: Sendable {
         } catch let error as LMDBError where error == .incompatible {
             throw .notAJournal(path: path, reason: "an LMDB environment laid out differently from a journal")
         } catch {
-            throw OutboxError(storage: error, limitBytes: options.maxMapSizeBytes)
+            throw OutboxError(storage: error, limitBytes: options.limitBytes)
         }
         let storedProjectionVersion: UInt32? = try Self.run(options) { [schema] in
             if options.readOnly {
@@ -245,9 +248,14 @@ final class JournalStore: Sendable {
         do {
             return try body()
         } catch {
-            throw OutboxError(storage: error, limitBytes: options.maxMapSizeBytes)
+            throw OutboxError(storage: error, limitBytes: options.limitBytes)
         }
     }
+}
+
+extension JournalStore.Options {
+    /// The size a full journal reports: the budget when there is one.
+    var limitBytes: Int { budgetBytes ?? maxMapSizeBytes }
 }
 
 extension OutboxError {

@@ -81,4 +81,13 @@ public struct OutboxMetrics: Sendable, Equatable, Codable {
     public var journalEvents: Int
     public var journalEventBytes: Int
     public var journalFileBytes: Int
+    /// The bytes holding live data (the file in use, less pages free for reuse), against the
+    /// budget (`maxJournalBytes`).
+    public var journalLiveBytes: Int
+    public var journalBudgetBytes: Int
+
+    /// The share of the budget in use, 0...1.
+    public var budgetUsed: Double {
+        journalBudgetBytes > 0 ? Double(journalLiveBytes) / Double(journalBudgetBytes) : 0
+    }
 }

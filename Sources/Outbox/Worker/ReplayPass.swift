@@ -234,6 +234,10 @@ final class ReplayPass: Sendable {
         defer { inFlight.withLock { _ = $0.remove(id) } }
         do {
             _ = try await writer.append([started])
+        } catch OutboxError.storageFull {
+            // The journal is full: settled rows make room for the ones still waiting.
+            _ = try? await Compactor(store: store, writer: writer).compact(before: .distantFuture)
+            guard (try? await writer.append([started])) != nil else { return .skipped }
         } catch {
             return .skipped
         }
