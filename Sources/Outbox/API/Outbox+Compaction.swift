@@ -91,3 +91,18 @@ extension Outbox {
         _ = try? await compact(before: configuration.clock.now().addingTimeInterval(-policy.keepSettledSeconds))
     }
 }
+
+extension Outbox {
+    /// Re-seals the journal under a new key (or, with `nil`, stores it in plaintext) in one
+    /// transaction. Keep the new key before calling: from the moment this returns, only it
+    /// opens the journal.
+    public func rotateEncryptionKey(to newKey: SealingKey?) async throws {
+        try ensureOpen()
+        let current = store.schema.sealing.sealing
+        let next = newKey.map(JournalSealing.init(key:))
+        try await writer.perform { store, _ in
+            try store.reseal(from: current, to: next)
+            return ((), [])
+        }
+    }
+}

@@ -28,7 +28,10 @@ extension Outbox {
         try request.validate(maxPayloadBytes: configuration.maxPayloadBytes)
         try await ensureRoom(forPayloadBytes: request.payload.count)
         let id = configuration.operationIDSource?() ?? OperationID()
-        let enqueued = Enqueued(request: request, requestHash: SHA256Digest(of: request.payload), account: configuration.account)
+        let enqueued = Enqueued(
+            request: request, requestHash: SHA256Digest(of: request.payload), account: configuration.account,
+            sealed: store.schema.sealing.sealing?.seal(request, id: id)
+        )
         let unit = [JournalStore.Draft(operationID: id, body: .enqueued(enqueued))]
         do {
             _ = try await writer.append(unit)

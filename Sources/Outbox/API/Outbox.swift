@@ -66,6 +66,7 @@ public final class Outbox: Sendable {
                 maxMapSizeBytes: configuration.maxJournalBytes / 4 * 5,
                 budgetBytes: configuration.maxJournalBytes,
                 faultHook: faultHook,
+                sealingKey: configuration.encryptionKey,
                 account: configuration.account
             )
         )

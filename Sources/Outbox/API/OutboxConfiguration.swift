@@ -1,5 +1,6 @@
 import Foundation
 public import OutboxCore
+public import OutboxCrypto
 
 /// How an ``Outbox`` behaves. Everything but ``account`` has a default.
 ///
@@ -38,6 +39,11 @@ public struct OutboxConfiguration: Sendable {
     public var initialJournalBytes: Int
     /// The embedding app's version, recorded each time the journal is opened.
     public var appVersion: String?
+    /// The journal's key for encryption at rest (32 bytes, from the app's keychain), or `nil` for
+    /// a plaintext journal. Payloads, entity labels and summaries are sealed with it; statuses,
+    /// timelines, the ledger and metrics stay readable without it. Given for a plaintext journal,
+    /// the journal is sealed at open; a journal sealed with another key is refused.
+    public var encryptionKey: SealingKey?
     /// When the engine compacts settled operations on its own; `nil` (the default): only when
     /// `compact(before:)` is called, or when the journal nears ``maxJournalBytes``.
     public var compaction: CompactionPolicy?
@@ -57,6 +63,7 @@ public struct OutboxConfiguration: Sendable {
         maxJournalBytes: Int = 1 << 30,
         initialJournalBytes: Int = 4 << 20,
         appVersion: String? = nil,
+        encryptionKey: SealingKey? = nil,
         compaction: CompactionPolicy? = nil
     ) {
         self.account = account
@@ -70,6 +77,7 @@ public struct OutboxConfiguration: Sendable {
         self.maxJournalBytes = maxJournalBytes
         self.initialJournalBytes = initialJournalBytes
         self.appVersion = appVersion
+        self.encryptionKey = encryptionKey
         self.compaction = compaction
     }
 

@@ -17,6 +17,15 @@ import OutboxStorage
 /// refused it. An operation with a damaged record is not judged further: its later events
 /// cannot be told apart from the consequences of the damage.
 struct JournalVerifier {
+    /// Opens sealed payloads, when the journal is encrypted and its key known: without it their
+    /// hashes cannot be checked, and are not.
+    let unseal: RecordCodec.Unsealer?
+    /// Sealed payloads whose hash could not be checked for want of the key.
+    private(set) var sealedUnchecked = 0
+
+    init(unseal: RecordCodec.Unsealer? = nil) {
+        self.unseal = unseal
+    }
     private(set) var image = ProjectionImage()
     private(set) var findings: [VerificationFinding] = []
     private(set) var damaged: [DamagedRecord] = []
@@ -40,7 +49,7 @@ struct JournalVerifier {
         previousSeq = seq
         let event: JournalEvent
         do {
-            event = try RecordCodec.decode(record, seq: seq)
+            event = try RecordCodec.decode(record, seq: seq, unseal: unseal)
         } catch {
             noteDamage(DamagedRecord(seq: seq, error: error, record: record))
             return
@@ -55,7 +64,9 @@ struct JournalVerifier {
             return
         }
         eventSeqs[id, default: []].append(seq)
-        if case .enqueued(let enqueued) = event.body, SHA256Digest(of: enqueued.request.payload) != enqueued.requestHash {
+        if case .enqueued(let enqueued) = event.body, enqueued.sealed != nil, unseal == nil {
+            sealedUnchecked += 1
+        } else if case .enqueued(let enqueued) = event.body, SHA256Digest(of: enqueued.request.payload) != enqueued.requestHash {
             findings.append(VerificationFinding(
                 kind: .payloadHashMismatch, seq: seq, operationID: id,
                 message: "the payload (\(enqueued.request.payload.count) bytes) hashes to "
@@ -191,7 +202,8 @@ struct JournalVerifier {
             operationsChecked: image.states.count + damagedOperations.keys.filter { image.states[$0] == nil }.count,
             projectionsCompared: note == nil,
             projectionsNote: note,
-            findings: findings
+            findings: findings,
+            sealedPayloadsUnchecked: sealedUnchecked
         )
     }
 }
@@ -216,7 +228,7 @@ extension JournalStore {
         let schema = self.schema
         let current = projectionsAreCurrent
         return try read { txn in
-            var verifier = JournalVerifier()
+            var verifier = JournalVerifier(unseal: schema.sealing.sealing?.unsealer)
             try txn.scan(schema.events) { key, value in
                 verifier.check(seq: JournalSequence(key: key) ?? .zero, record: Array(value))
                 return .next

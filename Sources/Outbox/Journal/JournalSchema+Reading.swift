@@ -44,10 +44,23 @@ extension JournalSchema {
         }
     }
 
-    /// The event at `seq`, checksum checked.
+    /// The event at `seq`, checksum checked, its sealed fields opened when the key is known.
     func event(_ seq: JournalSequence, in txn: borrowing LMDBTransaction) throws -> JournalEvent? {
         guard let record = try txn.get(events, key: seq.key) else { return nil }
-        return try RecordCodec.decode(record, seq: seq)
+        return try decode(record, seq: seq)
+    }
+
+    /// Decodes a record, opening its sealed fields when the key is known.
+    func decode(_ record: [UInt8], seq: JournalSequence) throws(OutboxError) -> JournalEvent {
+        try RecordCodec.decode(record, seq: seq, unseal: sealing.sealing?.unsealer)
+    }
+
+    /// A state's entity label and summary, opened when sealed; `nil` for sealed text without
+    /// the key.
+    func presentation(of state: OperationState) -> (label: String, summary: String)? {
+        guard let sealed = state.sealedPresentation else { return (state.entityLabel, state.summary) }
+        guard let text = try? sealing.sealing?.unsealPresentation(sealed, id: state.id) else { return nil }
+        return (text.label, text.summary)
     }
 
     /// Every event of one operation, in journal order, read through the history index.
@@ -67,14 +80,26 @@ extension JournalSchema {
         }
     }
 
-    /// The payload stored in an operation's `enqueued` event.
-    func payload(of state: OperationState, in txn: borrowing LMDBTransaction) throws -> Data {
+    /// `state` with its entity label and summary opened for display: the plaintext when the key is
+    /// known, "(sealed)" when not.
+    func opened(_ state: OperationState) -> OperationState {
+        guard state.sealedPresentation != nil else { return state }
+        var opened = state
+        let text = presentation(of: state)
+        opened.entityLabel = text?.label ?? "(sealed)"
+        opened.summary = text?.summary ?? "(sealed)"
+        return opened
+    }
+
+    /// The request stored in an operation's `enqueued` event, its sealed fields opened when the
+    /// key is known.
+    func request(of state: OperationState, in txn: borrowing LMDBTransaction) throws -> OutboxRequest {
         guard let event = try event(state.firstSeq, in: txn), case .enqueued(let enqueued) = event.body,
             event.operationID == state.id
         else {
             throw OutboxError.projectionCorrupt(reason: "operation \(state.id) has no enqueued event at seq \(state.firstSeq)")
         }
-        return enqueued.request.payload
+        return enqueued.request
     }
 
     func counter(_ name: String, in txn: borrowing LMDBTransaction) throws -> Int64 {

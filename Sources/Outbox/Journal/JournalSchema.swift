@@ -1,6 +1,7 @@
 import Foundation
 import OutboxCore
 import OutboxStorage
+import Synchronization
 
 /// The journal's LMDB layout: the events, and the projections kept beside them.
 ///
@@ -32,6 +33,8 @@ struct JournalSchema: Sendable {
     let lanes: LMDBDatabase
     let syncTab: LMDBDatabase
     let counters: LMDBDatabase
+    /// The journal's key, when it is encrypted at rest and the key was given.
+    let sealing = SealingBox()
 
     /// The databases derived from the events: cleared and refilled by a rebuild.
     var projections: [LMDBDatabase] {
@@ -58,6 +61,8 @@ struct JournalSchema: Sendable {
         static let account = Array("account".utf8)
         static let createdAt = Array("created-at".utf8)
         static let engineState = Array("engine-state".utf8)
+        /// A constant sealed with the journal's key: present when it is encrypted at rest.
+        static let keyCheck = Array("key-check".utf8)
     }
 
     // MARK: Index keys
@@ -131,4 +136,14 @@ enum CounterName {
         "tab/\(group.rawValue)/\(category)"
     }
     static func tabPrefix(_ group: JournalSchema.TabGroup) -> String { "tab/\(group.rawValue)/" }
+}
+
+/// The journal's sealing, replaced when the key rotates.
+final class SealingBox: Sendable {
+    private let current = Mutex<JournalSealing?>(nil)
+
+    var sealing: JournalSealing? {
+        get { current.withLock { $0 } }
+        set { current.withLock { $0 = newValue } }
+    }
 }

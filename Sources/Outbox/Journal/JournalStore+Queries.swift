@@ -8,9 +8,9 @@ extension JournalStore {
         let schema = self.schema
         return try read { txn in
             guard let state = try schema.state(id, in: txn) else { return nil }
-            // A compacted operation's payload left the journal with its events.
-            let payload = state.compactedAt == nil ? try schema.payload(of: state, in: txn) : Data()
-            return OperationSnapshot(state: state, request: state.request(payload: payload))
+            // A compacted operation's request left the journal with its events.
+            let request = state.compactedAt == nil ? try schema.request(of: state, in: txn) : state.request(payload: Data())
+            return OperationSnapshot(state: state, request: request)
         }
     }
 
@@ -51,7 +51,7 @@ extension JournalStore {
             var events: [JournalEvent] = []
             try txn.scan(schema.events, from: start.key) { key, value in
                 guard events.count < limit else { return .stop }
-                events.append(try RecordCodec.decode(Array(value), seq: JournalSequence(key: key) ?? .zero))
+                events.append(try schema.decode(Array(value), seq: JournalSequence(key: key) ?? .zero))
                 return .next
             }
             return events

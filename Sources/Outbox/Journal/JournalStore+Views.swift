@@ -142,7 +142,7 @@ extension JournalSchema {
         try txn.scan(syncTab, from: prefix + [UInt8](repeating: 0xFF, count: 8), reverse: true) { key, value in
             guard key.starts(with: prefix), rows.count < limit else { return .stop }
             if let id = OperationID(bytes: value), let state = try self.state(id, in: txn) {
-                rows.append(SyncRow(state))
+                rows.append(SyncRow(opened(state)))
             }
             return .next
         }

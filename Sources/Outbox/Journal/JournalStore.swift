@@ -1,5 +1,6 @@
 import Foundation
 import OutboxCore
+import OutboxCrypto
 import OutboxStorage
 
 /// The journal on disk: the append-only events and their projections, in one LMDB environment.
@@ -17,6 +18,9 @@ final class JournalStore: Sendable {
         /// beyond it for LMDB's free pages. Defaults to the map's maximum.
         var budgetBytes: Int?
         var faultHook: LMDBFaultHook?
+        /// The key of a journal encrypted at rest. An engine given one for a plaintext journal
+        /// seals it at open; a reader without one sees sealed fields empty.
+        var sealingKey: SealingKey?
         /// The account whose journal this is; a journal of another account is refused.
         /// `nil` for readers, which accept any.
         var account: String?
@@ -112,6 +116,28 @@ final class JournalStore: Sendable {
             current = true
         }
         self.projectionsAreCurrent = current
+        try adoptKey()
+    }
+
+    /// Checks the configured key against the journal's, and seals a plaintext journal an engine
+    /// opens with a key.
+    private func adoptKey() throws(OutboxError) {
+        let schema = self.schema
+        let stored = try read { txn in try txn.get(schema.meta, key: JournalSchema.MetaKey.keyCheck) }
+        let sealing = options.sealingKey.map(JournalSealing.init(key:))
+        switch (stored, sealing) {
+        case (nil, nil):
+            break
+        case (.some, nil):
+            // A reader may go on without the key: sealed fields stay sealed.
+            if !options.readOnly { throw .encryptionKeyRequired }
+        case (let check?, let sealing?):
+            guard sealing.opens(keyCheck: check) else { throw .wrongEncryptionKey }
+            schema.sealing.sealing = sealing
+        case (nil, let sealing?):
+            guard !options.readOnly else { break }
+            try reseal(from: nil, to: sealing)
+        }
     }
 
     /// Checks (and for a new journal, writes) the format version and account.
@@ -224,7 +250,7 @@ final class JournalStore: Sendable {
                     }
                     for event in events {
                         let record = RecordCodec.encode(event)
-                        assert((try? RecordCodec.decode(record, seq: event.seq)) == event, "record does not round-trip")
+                        assert((try? schema.decode(record, seq: event.seq)) == event, "record does not round-trip")
                         try txn.put(schema.events, key: event.seq.key, value: record, flags: .append)
                         try schema.project(event, recordSize: record.count, in: txn)
                     }

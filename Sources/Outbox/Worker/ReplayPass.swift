@@ -210,7 +210,7 @@ final class ReplayPass: Sendable {
         do {
             snapshot = try store.read { txn in
                 guard let state = try schema.state(id, in: txn) else { return nil }
-                let payload = try? schema.payload(of: state, in: txn)
+                let payload = try? schema.request(of: state, in: txn).payload
                 return (state, payload, try schema.engineState(in: txn).isPaused)
             }
         } catch {

@@ -54,18 +54,21 @@ public enum RecordCodec {
         switch body {
         case .enqueued(let enqueued):
             let request = enqueued.request
+            let sealed = enqueued.sealed
             writer.write(request.businessID)
             writer.write(request.operationType)
             writer.write(request.method)
             writer.write(request.endpoint)
-            writer.write(bytes: request.payload)
+            // Sealed, the payload field holds its ciphertext and the label and summary are empty.
+            if let sealed { writer.write(bytes: sealed.payload) } else { writer.write(bytes: request.payload) }
             writer.write(request.entityID)
             writer.write(request.category)
-            writer.write(request.entityLabel)
-            writer.write(request.summary)
+            writer.write(sealed == nil ? request.entityLabel : "")
+            writer.write(sealed == nil ? request.summary : "")
             writer.write(UInt32(request.payloadVersion))
             writer.write(enqueued.requestHash)
             writer.write(enqueued.account)
+            writer.writeOptional(sealed) { $0.write(bytes: $1.presentation) }
         case .attemptStarted(let started):
             writer.write(UInt32(started.attempt.rawValue))
             writer.write(started.trigger.code)
@@ -202,16 +205,38 @@ public enum RecordCodec {
     /// Decodes a whole record, checksum first.
     /// - Throws: as ``decodeHeader(_:seq:)``, and ``OutboxError/journalCorrupt(seq:reason:)``
     ///   for a body that does not decode.
-    public static func decode(_ record: [UInt8], seq: JournalSequence) throws(OutboxError) -> JournalEvent {
+    /// Opens the sealed fields of an `enqueued` event: its plaintext payload, label and summary.
+    public typealias Unsealer = @Sendable (SealedRequest, OperationID) throws -> (payload: Data, entityLabel: String, summary: String)
+
+    /// Decodes a whole record, checksum first.
+    /// - Parameter unseal: opens sealed fields; without it they stay sealed (the plaintext
+    ///   fields empty).
+    /// - Throws: as ``decodeHeader(_:seq:)``, and ``OutboxError/journalCorrupt(seq:reason:)``
+    ///   for a body that does not decode; the unsealer's error when the sealed fields do not open.
+    public static func decode(_ record: [UInt8], seq: JournalSequence, unseal: Unsealer? = nil) throws(OutboxError) -> JournalEvent {
         let header = try decodeHeader(record, seq: seq)
+        var body: JournalEventBody
         do {
             var reader = ByteReader(record, from: headerSize, to: record.count - checksumSize)
-            let body = try decodeBody(header.kind, &reader)
+            body = try decodeBody(header.kind, &reader)
             try reader.expectEnd("the body")
-            return JournalEvent(seq: header.seq, operationID: header.operationID, recordedAt: header.recordedAt, body: body)
         } catch {
             throw .journalCorrupt(seq: seq, reason: "\(error)")
         }
+        if case .enqueued(var enqueued) = body, let sealed = enqueued.sealed, let unseal, let id = header.operationID {
+            do {
+                let opened = try unseal(sealed, id)
+                enqueued.request.payload = opened.payload
+                enqueued.request.entityLabel = opened.entityLabel
+                enqueued.request.summary = opened.summary
+            } catch let error as OutboxError {
+                throw error
+            } catch {
+                throw .journalCorrupt(seq: seq, reason: "its sealed fields do not open: \(error)")
+            }
+            body = .enqueued(enqueued)
+        }
+        return JournalEvent(seq: header.seq, operationID: header.operationID, recordedAt: header.recordedAt, body: body)
     }
 
     private static func decodeBody(_ kind: JournalEventKind, _ reader: inout ByteReader) throws(DecodingProblem) -> JournalEventBody {
@@ -229,12 +254,16 @@ public enum RecordCodec {
             let payloadVersion = Int(try reader.readUInt32("payload version"))
             let hash = try reader.readDigest("request hash")
             let account = try reader.readString("account")
+            let presentation = try reader.readOptional("sealed presentation") { (reader) throws(DecodingProblem) in
+                try reader.readBytes("sealed presentation")
+            }
+            let sealed = presentation.map { SealedRequest(payload: Array(payload), presentation: $0) }
             let request = OutboxRequest(
                 businessID: businessID, operationType: operationType, method: method, endpoint: endpoint,
-                payload: payload, entityID: entityID, category: category, entityLabel: entityLabel,
+                payload: sealed == nil ? payload : Data(), entityID: entityID, category: category, entityLabel: entityLabel,
                 summary: summary, payloadVersion: payloadVersion
             )
-            return .enqueued(Enqueued(request: request, requestHash: hash, account: account))
+            return .enqueued(Enqueued(request: request, requestHash: hash, account: account, sealed: sealed))
         case .attemptStarted:
             let attempt = try reader.readAttempt()
             let trigger = try reader.readCode(WakeReason.self, "wake reason")

@@ -47,6 +47,7 @@ package enum StateCodec {
         writer.write(UInt32(state.payloadByteCount))
         writer.write(state.requestHash)
         writer.write(state.account)
+        writer.writeOptional(state.sealedPresentation) { $0.write(bytes: $1) }
         writer.write(state.createdAt)
         writer.write(UInt32(state.attemptCount))
         writer.write(state.nextAttemptAt)
@@ -114,6 +115,9 @@ package enum StateCodec {
         let payloadByteCount = Int(try reader.readUInt32("payload size"))
         let requestHash = try reader.readDigest("request hash")
         let account = try reader.readString("account")
+        let sealedPresentation = try reader.readOptional("sealed presentation") { (reader) throws(DecodingProblem) in
+            try reader.readBytes("sealed presentation")
+        }
         let createdAt = try reader.readDate("created at")
         let enqueued = Enqueued(
             request: OutboxRequest(
@@ -125,6 +129,7 @@ package enum StateCodec {
             account: account
         )
         var state = OperationState(id: id, seq: .zero, recordedAt: createdAt, enqueued: enqueued)
+        state.sealedPresentation = sealedPresentation
         state.status = status
         state.payloadByteCount = payloadByteCount
         state.attemptCount = Int(try reader.readUInt32("attempt count"))

@@ -109,17 +109,36 @@ public enum JournalEventBody: Sendable, Equatable {
 
 /// A write became durable on the device. Its operation id is the idempotency key.
 public struct Enqueued: Sendable, Equatable {
-    /// The request, payload included, exactly as it will be sent.
+    /// The request, payload included, exactly as it will be sent. In an encrypted journal read
+    /// without its key, the payload, entity label and summary are empty.
     public var request: OutboxRequest
     /// SHA-256 of ``OutboxRequest/payload``: checked before every send.
     public var requestHash: SHA256Digest
     /// The account the write was made under; it is never sent under another.
     public var account: String
+    /// The payload and presentation as stored when the journal is encrypted at rest.
+    public var sealed: SealedRequest?
 
-    public init(request: OutboxRequest, requestHash: SHA256Digest, account: String) {
+    public init(request: OutboxRequest, requestHash: SHA256Digest, account: String, sealed: SealedRequest? = nil) {
         self.request = request
         self.requestHash = requestHash
         self.account = account
+        self.sealed = sealed
+    }
+}
+
+/// A request's private fields, sealed with the journal's key (ChaChaPoly, the operation id as
+/// associated data): the payload, and the entity label with the summary.
+public struct SealedRequest: Sendable, Equatable {
+    /// What sealing adds to each value: a 12-byte nonce and a 16-byte tag.
+    public static let overheadBytes = 28
+
+    public var payload: [UInt8]
+    public var presentation: [UInt8]
+
+    public init(payload: [UInt8], presentation: [UInt8]) {
+        self.payload = payload
+        self.presentation = presentation
     }
 }
 

@@ -23,6 +23,9 @@ public struct OperationState: Sendable, Equatable {
     public var requestHash: SHA256Digest
     /// The account the write was made under.
     public var account: String
+    /// The entity label and summary, sealed, in an encrypted journal (where ``entityLabel`` and
+    /// ``summary`` are empty): opened with the journal's key when shown.
+    public var sealedPresentation: [UInt8]?
 
     /// When it was enqueued (device clock, display only).
     public var createdAt: Date
@@ -64,10 +67,12 @@ public struct OperationState: Sendable, Equatable {
         self.endpoint = request.endpoint
         self.entityID = request.entityID
         self.category = request.category
-        self.entityLabel = request.entityLabel
-        self.summary = request.summary
+        // Sealed text stays sealed in the state, whether or not the event was read with the key.
+        self.entityLabel = enqueued.sealed == nil ? request.entityLabel : ""
+        self.summary = enqueued.sealed == nil ? request.summary : ""
+        self.sealedPresentation = enqueued.sealed?.presentation
         self.payloadVersion = request.payloadVersion
-        self.payloadByteCount = request.payload.count
+        self.payloadByteCount = enqueued.sealed.map { $0.payload.count - SealedRequest.overheadBytes } ?? request.payload.count
         self.requestHash = enqueued.requestHash
         self.account = enqueued.account
         self.createdAt = recordedAt
