@@ -1,6 +1,6 @@
 public import Foundation
 import IdempotencyClaims
-import Outbox
+public import Outbox
 import OutboxTesting
 import Synchronization
 
@@ -430,14 +430,14 @@ public final class Simulation {
 }
 
 /// Operation ids from the seed, so a replayed seed names its operations the same.
-final class SeededIDs: Sendable {
+public final class SeededIDs: Sendable {
     private let generator: Mutex<SeededRandom>
 
-    init(seed: UInt64) {
+    public init(seed: UInt64) {
         generator = Mutex(SeededRandom(seed: seed))
     }
 
-    func next() -> OperationID {
+    public func next() -> OperationID {
         OperationID(uuid: generator.withLock { $0.uuid() })
     }
 }

@@ -89,6 +89,21 @@ struct CompactionTests {
         await #expect(throws: OutboxError.self) { try await outbox.discard(id) }
     }
 
+    @Test func compactingTheJournalsLastEventsNeverGivesASeqTwice() async throws {
+        let journal = TestJournal()
+        let outbox = try journal.open(server: InMemoryServer())
+        defer { outbox.close() }
+        for number in 0..<3 { _ = try await outbox.enqueue(productRequest(number)) }
+        await outbox.drain()
+        let last = try outbox.lastSeq()
+        journal.clock.advance(by: 60)
+        let result = try await outbox.compact(before: journal.clock.now())
+        #expect(result.compactedEvents == [last.next], "the compacted event follows every seq ever given")
+        let id = try await outbox.enqueue(productRequest(9))
+        #expect(try outbox.history(id).first?.seq == last.next.next)
+        #expect(try outbox.verifyJournal().isClean)
+    }
+
     @Test func pendingRowsAreNeverCompacted() async throws {
         let journal = TestJournal()
         let server = InMemoryServer()

@@ -40,6 +40,9 @@ extension JournalStore {
         let schema = self.schema
         return try Self.run(options) {
             try environment.write { txn -> JournalEvent? in
+                // Taken before anything is removed: the removed events may be the journal's last,
+                // and a seq is never given twice.
+                let seq = try schema.lastSeq(in: txn).next
                 var removed: [(seq: JournalSequence, record: [UInt8])] = []
                 var operations: [CompactedOperation] = []
                 for id in ids {
@@ -63,7 +66,7 @@ extension JournalStore {
                 guard !operations.isEmpty, let first = removed.map(\.seq).min(), let last = removed.map(\.seq).max() else { return nil }
                 removed.sort { $0.seq < $1.seq }
                 let event = JournalEvent(
-                    seq: try schema.lastSeq(in: txn).next, operationID: nil, recordedAt: now,
+                    seq: seq, operationID: nil, recordedAt: now,
                     body: .compacted(Compacted(
                         firstSeq: first, lastSeq: last, removedCount: removed.count,
                         digest: SHA256Digest(ofConcatenated: removed.map(\.record)), operations: operations

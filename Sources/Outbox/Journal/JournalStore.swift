@@ -174,20 +174,25 @@ final class JournalStore: Sendable {
         return projection.flatMap { $0.count == 4 ? $0.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } : nil }
     }
 
-    /// Clears every projection and folds them again from the events, a chunk per transaction.
-    /// The projection version is stored last: a crash midway leaves a mismatch, and the next open
-    /// starts the rebuild over.
+    /// Clears every projection and folds them again from the events: the migration a new
+    /// projection layout needs.
+    ///
+    /// A journal of up to ``rebuildChunk`` events migrates in one transaction: a crash midway
+    /// leaves it exactly as it was. A longer one is folded a chunk per transaction, with the
+    /// projection version written last: a crash midway leaves a mismatch, and the next open
+    /// starts over. Either way the old journal stays openable.
     static func rebuildProjections(environment: LMDBEnvironment, schema: JournalSchema, options: Options) throws(OutboxError) {
         try run(options) {
-            try environment.write { txn in
-                try txn.delete(schema.meta, key: JournalSchema.MetaKey.projectionVersion)
-                try txn.delete(schema.meta, key: JournalSchema.MetaKey.engineState)
-                for database in schema.projections { try txn.removeAll(database) }
-            }
             var next = JournalSequence(rawValue: 1)
             var finished = false
+            var first = true
             while !finished {
                 try environment.write { txn in
+                    if first {
+                        try txn.delete(schema.meta, key: JournalSchema.MetaKey.projectionVersion)
+                        try txn.delete(schema.meta, key: JournalSchema.MetaKey.engineState)
+                        for database in schema.projections { try txn.removeAll(database) }
+                    }
                     var folded = 0
                     finished = true
                     try txn.scan(schema.events, from: next.key) { key, value in
@@ -202,10 +207,11 @@ final class JournalStore: Sendable {
                         next = seq.next
                         return .next
                     }
+                    if finished {
+                        try txn.put(schema.meta, key: JournalSchema.MetaKey.projectionVersion, value: JournalSchema.projectionVersion.bigEndianBytes)
+                    }
                 }
-            }
-            try environment.write { txn in
-                try txn.put(schema.meta, key: JournalSchema.MetaKey.projectionVersion, value: JournalSchema.projectionVersion.bigEndianBytes)
+                first = false
             }
         }
     }
