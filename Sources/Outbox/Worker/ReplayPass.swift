@@ -337,7 +337,9 @@ extension TransportFailure {
             self = .offline
         case .timedOut:
             self = .timedOut
-        case .networkConnectionLost:
+        case .networkConnectionLost, .badServerResponse:
+            // An empty reply (the server closed the connection without answering) comes as
+            // badServerResponse on Linux, as networkConnectionLost on Apple platforms.
             self = .connectionLost
         case .cannotConnectToHost:
             self = .cannotConnect
