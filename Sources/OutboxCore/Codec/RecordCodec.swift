@@ -119,18 +119,7 @@ public enum RecordCodec {
             writer.write(UInt64(compacted.removedCount))
             writer.write(compacted.digest)
             writer.write(UInt32(compacted.operations.count))
-            for operation in compacted.operations {
-                writer.write(operation.id)
-                writer.write(operation.operationType)
-                writer.write(operation.status.code)
-                writer.write(operation.firstSeq.rawValue)
-                writer.write(operation.createdAt)
-                writer.write(operation.changedAt)
-                writer.write(UInt32(operation.attemptCount))
-                writer.write(operation.latestOutcome?.code ?? 0)
-                writer.write(operation.lastErrorCode)
-                writer.write(operation.serverRevision)
-            }
+            for operation in compacted.operations { writer.write(operation) }
         }
     }
 
@@ -328,24 +317,7 @@ public enum RecordCodec {
             guard count <= reader.remaining else { throw DecodingProblem("\(count) compacted operations cannot fit") }
             var operations: [CompactedOperation] = []
             operations.reserveCapacity(count)
-            for _ in 0..<count {
-                let id = try reader.readOperationID()
-                let type = try reader.readString("operation type")
-                let status = try reader.readCode(OutboxStatus.self, "status")
-                guard status.isTerminal else { throw DecodingProblem("a compacted operation is \(status), not terminal") }
-                let firstSeq = JournalSequence(rawValue: try reader.readUInt64("first seq"))
-                let createdAt = try reader.readDate("created at")
-                let changedAt = try reader.readDate("changed at")
-                let attempts = Int(try reader.readUInt32("attempt count"))
-                let outcomeCode = try reader.readUInt8("latest outcome")
-                let outcome = outcomeCode == 0 ? nil : try OutcomeCategory(code: outcomeCode).orThrow("unknown outcome code \(outcomeCode)")
-                operations.append(CompactedOperation(
-                    id: id, operationType: type, status: status, firstSeq: firstSeq, createdAt: createdAt,
-                    changedAt: changedAt, attemptCount: attempts, latestOutcome: outcome,
-                    lastErrorCode: try reader.readOptionalString("error code"),
-                    serverRevision: try reader.readOptionalString("server revision")
-                ))
-            }
+            for _ in 0..<count { operations.append(try reader.readCompactedOperation()) }
             return .compacted(Compacted(firstSeq: first, lastSeq: last, removedCount: removed, digest: digest, operations: operations))
         }
     }
@@ -356,18 +328,51 @@ public enum RecordCodec {
     }
 }
 
-extension Optional {
-    /// The value, or a decoding problem saying `reason`.
-    fileprivate func orThrow(_ reason: @autoclosure () -> String) throws(DecodingProblem) -> Wrapped {
-        guard let value = self else { throw DecodingProblem(reason()) }
-        return value
-    }
-}
-
 extension ByteReader {
     fileprivate mutating func readAttempt() throws(DecodingProblem) -> AttemptNumber {
         let value = try readUInt32("attempt number")
         guard value >= 1 else { throw DecodingProblem("attempt number 0") }
         return AttemptNumber(rawValue: Int(value))
+    }
+}
+
+extension ByteWriter {
+    /// A compacted operation's ledger row: in `compacted` events and compacted states alike.
+    package mutating func write(_ operation: CompactedOperation) {
+        write(operation.id)
+        write(operation.operationType)
+        write(operation.status.code)
+        write(operation.firstSeq.rawValue)
+        write(operation.createdAt)
+        write(operation.changedAt)
+        write(UInt32(operation.attemptCount))
+        write(operation.latestOutcome?.code ?? 0)
+        write(operation.lastErrorCode)
+        write(operation.serverRevision)
+    }
+}
+
+extension ByteReader {
+    package mutating func readCompactedOperation() throws(DecodingProblem) -> CompactedOperation {
+        let id = try readOperationID()
+        let type = try readString("operation type")
+        let status = try readCode(OutboxStatus.self, "status")
+        guard status.isTerminal else { throw DecodingProblem("a compacted operation is \(status), not terminal") }
+        let firstSeq = JournalSequence(rawValue: try readUInt64("first seq"))
+        let createdAt = try readDate("created at")
+        let changedAt = try readDate("changed at")
+        let attempts = Int(try readUInt32("attempt count"))
+        let outcomeCode = try readUInt8("latest outcome")
+        var outcome: OutcomeCategory?
+        if outcomeCode != 0 {
+            guard let known = OutcomeCategory(code: outcomeCode) else { throw DecodingProblem("unknown outcome code \(outcomeCode)") }
+            outcome = known
+        }
+        return CompactedOperation(
+            id: id, operationType: type, status: status, firstSeq: firstSeq, createdAt: createdAt,
+            changedAt: changedAt, attemptCount: attempts, latestOutcome: outcome,
+            lastErrorCode: try readOptionalString("error code"),
+            serverRevision: try readOptionalString("server revision")
+        )
     }
 }

@@ -16,18 +16,8 @@ package enum StateCodec {
     package static func encode(_ state: OperationState) -> [UInt8] {
         var writer = ByteWriter(capacity: 256)
         if let compactedAt = state.compactedAt {
-            let operation = CompactedOperation(state)
             writer.write(Form.compacted.rawValue)
-            writer.write(operation.id)
-            writer.write(operation.operationType)
-            writer.write(operation.status.code)
-            writer.write(operation.firstSeq.rawValue)
-            writer.write(operation.createdAt)
-            writer.write(operation.changedAt)
-            writer.write(UInt32(operation.attemptCount))
-            writer.write(operation.latestOutcome?.code ?? 0)
-            writer.write(operation.lastErrorCode)
-            writer.write(operation.serverRevision)
+            writer.write(CompactedOperation(state))
             writer.write(state.latestSeq.rawValue)
             writer.write(compactedAt)
             return writer.bytes
@@ -79,21 +69,7 @@ package enum StateCodec {
         case Form.full.rawValue:
             break
         case Form.compacted.rawValue:
-            let id = try reader.readOperationID()
-            let type = try reader.readString("operation type")
-            let status = try reader.readCode(OutboxStatus.self, "status")
-            let firstSeq = JournalSequence(rawValue: try reader.readUInt64("first seq"))
-            let createdAt = try reader.readDate("created at")
-            let changedAt = try reader.readDate("changed at")
-            let attempts = Int(try reader.readUInt32("attempt count"))
-            let outcomeCode = try reader.readUInt8("latest outcome")
-            let operation = CompactedOperation(
-                id: id, operationType: type, status: status, firstSeq: firstSeq, createdAt: createdAt,
-                changedAt: changedAt, attemptCount: attempts,
-                latestOutcome: outcomeCode == 0 ? nil : OutcomeCategory(code: outcomeCode),
-                lastErrorCode: try reader.readOptionalString("error code"),
-                serverRevision: try reader.readOptionalString("server revision")
-            )
+            let operation = try reader.readCompactedOperation()
             let latestSeq = JournalSequence(rawValue: try reader.readUInt64("latest seq"))
             let compactedAt = try reader.readDate("compacted at")
             try reader.expectEnd("the compacted state")
