@@ -94,6 +94,39 @@ struct FixtureTests {
         }
     }
 
+    @Test func theDatabasesALayoutRetiredAreEmptiedByTheMigration() throws {
+        var emptied = 0
+        for fixture in try Fixtures.all() {
+            let manifest = try Fixtures.manifest(of: fixture)
+            let copy = try Fixtures.copy(fixture)
+            defer { try? FileManager.default.removeItem(at: copy) }
+            let before = try retiredRows(copy)
+            let outbox = try Outbox(directory: copy, transport: InMemoryServer(), configuration: OutboxConfiguration(
+                account: manifest.account, encryptionKey: manifest.key
+            ))
+            // Each history is read from its state now, and still lists every event.
+            for expected in manifest.operations where try outbox.operation(expected.id)?.compactedAt == nil {
+                #expect(try outbox.history(expected.id).first?.kind == .enqueued, "\(fixture.lastPathComponent)")
+            }
+            outbox.close()
+            #expect(try retiredRows(copy) == 0, "\(fixture.lastPathComponent)")
+            if before > 0 { emptied += 1 }
+        }
+        #expect(emptied > 0, "no fixture held a retired database to empty")
+    }
+
+    /// The rows left in databases earlier layouts kept and this one does not.
+    private func retiredRows(_ directory: URL) throws -> Int {
+        let environment = try LMDBEnvironment.open(directory: directory)
+        defer { environment.close() }
+        var rows = 0
+        for name in JournalSchema.retiredDatabases {
+            guard let database = try environment.openExistingDatabase(name) else { continue }
+            rows += try environment.read { txn in try txn.count(database) }
+        }
+        return rows
+    }
+
     @Test func aJournalOfANewerFormatIsRefusedWithBothVersionsNamed() throws {
         let fixture = try #require(try Fixtures.all().first)
         let manifest = try Fixtures.manifest(of: fixture)

@@ -136,12 +136,7 @@ extension JournalStore {
                 damaged = folded.damaged.filter { $0.claimedOperationID == id }
             } else {
                 state = try schema.state(id, in: txn)
-                let prefix = id.bytes
-                try txn.scan(schema.operationEvents, from: prefix) { key, _ in
-                    guard key.starts(with: prefix), let seq = JournalSequence(key: key.dropFirst(16)) else { return .stop }
-                    seqs.append(seq)
-                    return .next
-                }
+                seqs = state?.eventSeqs ?? []
             }
             var events: [JournalEvent] = []
             for seq in seqs {
@@ -186,7 +181,7 @@ extension JournalStore {
                 oldestPending = folded.image.states.values.filter { $0.status == .queued || $0.status == .syncing }
                     .min { $0.firstSeq < $1.firstSeq }
                 engine = folded.image.engine
-                eventBytes = Int(folded.image.eventCounters[CounterName.eventBytes] ?? 0)
+                eventBytes = Int(folded.image.eventBytes)
             } else {
                 statusCounts = try schema.queueDepth(in: txn)
                 var oldest: OperationState?

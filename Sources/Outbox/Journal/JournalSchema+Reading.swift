@@ -63,15 +63,9 @@ extension JournalSchema {
         return (text.label, text.summary)
     }
 
-    /// Every event of one operation, in journal order, read through the history index.
+    /// Every event of one operation, in journal order, read through the seqs its state lists.
     func history(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> [JournalEvent] {
-        let prefix = id.bytes
-        var seqs: [JournalSequence] = []
-        try txn.scan(operationEvents, from: prefix) { key, _ in
-            guard key.starts(with: prefix), let seq = JournalSequence(key: key.dropFirst(16)) else { return .stop }
-            seqs.append(seq)
-            return .next
-        }
+        let seqs = try state(id, in: txn)?.eventSeqs ?? []
         return try seqs.map { seq in
             guard let event = try event(seq, in: txn) else {
                 throw OutboxError.projectionCorrupt(reason: "operation \(id) lists seq \(seq), which is not in the journal")
@@ -146,8 +140,8 @@ extension JournalSchema {
         return head
     }
 
-    /// Folds one event into the stored projections: the states it changes and their indexes,
-    /// the history index, the counters, the engine state.
+    /// Folds one event into the stored projections: the states it changes (with their event
+    /// seqs) and their indexes, the counters, the engine state.
     /// - Throws: ``OutboxError/journalCorrupt(seq:reason:)`` when the event does not follow from
     ///   the stored state (a rebuild reports it as damage at that seq).
     func project(_ event: JournalEvent, recordSize: Int, extraCounters: [String: Int64] = [:], in txn: borrowing LMDBTransaction) throws {

@@ -9,9 +9,8 @@ import Synchronization
 /// |---|---|---|
 /// | `meta` | name | format version, projection version, account, engine state |
 /// | `events` | seq (u64 BE) | the record (``RecordCodec``) |
-/// | `operations` | operation id | its folded ``OperationState`` |
+/// | `operations` | operation id | its folded ``OperationState``, with the seqs of its events |
 /// | `by-status` | status code, first seq | operation id |
-/// | `operation-events` | operation id, seq | empty: one operation's history without a scan |
 /// | `schedule` | due moment, first seq | operation id, for queued rows |
 /// | `lanes` | lane, 0, first seq | operation id, for rows not yet terminal |
 /// | `sync-tab` | group, category, 0, latest seq | operation id, for rows on the Sync tab |
@@ -22,13 +21,16 @@ import Synchronization
 struct JournalSchema: Sendable {
     /// The layout version of every database but `events` and `meta`. A journal stored with
     /// another version has its projections rebuilt from the events at open.
-    static let projectionVersion: UInt32 = 2
+    static let projectionVersion: UInt32 = 3
+
+    /// Databases earlier layouts kept and this one does not: emptied by a rebuild.
+    /// (`operation-events`, layout 2, listed each operation's seqs; the state holds them now.)
+    static let retiredDatabases = ["operation-events"]
 
     let meta: LMDBDatabase
     let events: LMDBDatabase
     let operations: LMDBDatabase
     let byStatus: LMDBDatabase
-    let operationEvents: LMDBDatabase
     let schedule: LMDBDatabase
     let lanes: LMDBDatabase
     let syncTab: LMDBDatabase
@@ -38,7 +40,7 @@ struct JournalSchema: Sendable {
 
     /// The databases derived from the events: cleared and refilled by a rebuild.
     var projections: [LMDBDatabase] {
-        [operations, byStatus, operationEvents, schedule, lanes, syncTab, counters]
+        [operations, byStatus, schedule, lanes, syncTab, counters]
     }
 
     init(environment: LMDBEnvironment) throws {
@@ -46,7 +48,6 @@ struct JournalSchema: Sendable {
         events = try environment.openDatabase("events")
         operations = try environment.openDatabase("operations")
         byStatus = try environment.openDatabase("by-status")
-        operationEvents = try environment.openDatabase("operation-events")
         schedule = try environment.openDatabase("schedule")
         lanes = try environment.openDatabase("lanes")
         syncTab = try environment.openDatabase("sync-tab")
@@ -72,10 +73,6 @@ struct JournalSchema: Sendable {
     }
 
     static func statusPrefix(_ status: OutboxStatus) -> [UInt8] { [status.code] }
-
-    static func operationEventKey(_ id: OperationID, seq: JournalSequence) -> [UInt8] {
-        id.bytes + seq.key
-    }
 
     /// Due moments sort as unsigned integers; a row due now sorts first.
     static func scheduleKey(dueAt: Date?, firstSeq: JournalSequence) -> [UInt8] {

@@ -47,19 +47,11 @@ extension JournalStore {
                 var operations: [CompactedOperation] = []
                 for id in ids {
                     guard let state = try schema.state(id, in: txn), state.status.isTerminal, state.compactedAt == nil else { continue }
-                    let prefix = id.bytes
-                    var seqs: [JournalSequence] = []
-                    try txn.scan(schema.operationEvents, from: prefix) { key, _ in
-                        guard key.starts(with: prefix), let seq = JournalSequence(key: key.dropFirst(16)) else { return .stop }
-                        seqs.append(seq)
-                        return .next
-                    }
-                    for seq in seqs {
+                    for seq in state.eventSeqs {
                         if let record = try txn.get(schema.events, key: seq.key) {
                             removed.append((seq, record))
                             try txn.delete(schema.events, key: seq.key)
                         }
-                        try txn.delete(schema.operationEvents, key: JournalSchema.operationEventKey(id, seq: seq))
                     }
                     operations.append(CompactedOperation(state))
                 }

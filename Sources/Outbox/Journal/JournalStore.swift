@@ -39,9 +39,6 @@ final class JournalStore: Sendable {
     /// older projections is read by folding the events instead).
     let projectionsAreCurrent: Bool
 
-    /// How many events a rebuild folds per transaction.
-    static let rebuildChunk = 20_000
-
     // MARK: Opening
 
     /// Opens the journal in `directory`, creating it unless read-only.
@@ -172,48 +169,6 @@ final class JournalStore: Sendable {
         }
         let projection = try txn.get(schema.meta, key: JournalSchema.MetaKey.projectionVersion)
         return projection.flatMap { $0.count == 4 ? $0.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } : nil }
-    }
-
-    /// Clears every projection and folds them again from the events: the migration a new
-    /// projection layout needs.
-    ///
-    /// A journal of up to ``rebuildChunk`` events migrates in one transaction: a crash midway
-    /// leaves it exactly as it was. A longer one is folded a chunk per transaction, with the
-    /// projection version written last: a crash midway leaves a mismatch, and the next open
-    /// starts over. Either way the old journal stays openable.
-    static func rebuildProjections(environment: LMDBEnvironment, schema: JournalSchema, options: Options) throws(OutboxError) {
-        try run(options) {
-            var next = JournalSequence(rawValue: 1)
-            var finished = false
-            var first = true
-            while !finished {
-                try environment.write { txn in
-                    if first {
-                        try txn.delete(schema.meta, key: JournalSchema.MetaKey.projectionVersion)
-                        try txn.delete(schema.meta, key: JournalSchema.MetaKey.engineState)
-                        for database in schema.projections { try txn.removeAll(database) }
-                    }
-                    var folded = 0
-                    finished = true
-                    try txn.scan(schema.events, from: next.key) { key, value in
-                        guard folded < rebuildChunk else {
-                            finished = false
-                            return .stop
-                        }
-                        let seq = JournalSequence(key: key) ?? .zero
-                        let event = try RecordCodec.decode(Array(value), seq: seq)
-                        try schema.project(event, recordSize: value.count, in: txn)
-                        folded += 1
-                        next = seq.next
-                        return .next
-                    }
-                    if finished {
-                        try txn.put(schema.meta, key: JournalSchema.MetaKey.projectionVersion, value: JournalSchema.projectionVersion.bigEndianBytes)
-                    }
-                }
-                first = false
-            }
-        }
     }
 
     func close() {

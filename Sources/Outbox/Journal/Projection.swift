@@ -5,7 +5,7 @@ import OutboxStorage
 /// The projections as a pure function of the folded state.
 ///
 /// What one operation state contributes (its index entries and counters) and what one event
-/// adds (its history entry and event counters) are computed here, and nowhere else, both when an
+/// adds (its event counters) are computed here, and nowhere else, both when an
 /// event is appended and when `verify` rebuilds the projections in memory to compare.
 enum Projection {
     /// An index the projection keeps, apart from `operations` itself.
@@ -25,32 +25,64 @@ enum Projection {
         }
     }
 
+    /// A counter a state adds to.
+    enum Counter: Hashable {
+        case status(OutboxStatus)
+        case attempts
+        case outcome(OutcomeCategory)
+        case conflicts(operationType: String)
+        case tab(JournalSchema.TabGroup, category: String)
+
+        /// Its key in the `counters` database.
+        var name: String {
+            switch self {
+            case .status(let status): CounterName.status(status)
+            case .attempts: CounterName.attempts
+            case .outcome(let outcome): CounterName.outcome(outcome)
+            case .conflicts(let operationType): CounterName.conflicts(operationType)
+            case .tab(let group, let category): CounterName.tab(group, category: category)
+            }
+        }
+    }
+
     /// What one operation state puts in the indexes and counters.
-    struct Footprint: Equatable {
-        var entries: [Index: [UInt8]] = [:]
-        var counters: [String: Int64] = [:]
+    struct Footprint {
+        var byStatus: [UInt8]
+        var schedule: [UInt8]?
+        var lane: [UInt8]?
+        var syncTab: [UInt8]?
+        var counters: [(counter: Counter, count: Int64)] = []
+
+        /// Its key in `index`, if it has one there.
+        func key(in index: Index) -> [UInt8]? {
+            switch index {
+            case .byStatus: byStatus
+            case .schedule: schedule
+            case .lanes: lane
+            case .syncTab: syncTab
+            }
+        }
     }
 
     /// The footprint of a state. Its counters come from the state, not from its events, so they
     /// survive compaction: attempts, the latest outcome, a key conflict met.
     static func footprint(of state: OperationState) -> Footprint {
-        var footprint = Footprint()
-        footprint.entries[.byStatus] = JournalSchema.statusKey(state.status, firstSeq: state.firstSeq)
-        footprint.counters[CounterName.status(state.status)] = 1
-        if state.attemptCount > 0 { footprint.counters[CounterName.attempts] = Int64(state.attemptCount) }
-        if let outcome = state.latestOutcome { footprint.counters[CounterName.outcome(outcome)] = 1 }
+        var footprint = Footprint(byStatus: JournalSchema.statusKey(state.status, firstSeq: state.firstSeq))
+        footprint.counters.append((.status(state.status), 1))
+        if state.attemptCount > 0 { footprint.counters.append((.attempts, Int64(state.attemptCount))) }
+        if let outcome = state.latestOutcome { footprint.counters.append((.outcome(outcome), 1)) }
         if state.lastErrorCode == ErrorCode.idempotencyConflict {
-            footprint.counters[CounterName.conflicts(state.operationType)] = 1
+            footprint.counters.append((.conflicts(operationType: state.operationType), 1))
         }
         if state.status == .queued {
-            footprint.entries[.schedule] = JournalSchema.scheduleKey(dueAt: state.nextAttemptAt, firstSeq: state.firstSeq)
+            footprint.schedule = JournalSchema.scheduleKey(dueAt: state.nextAttemptAt, firstSeq: state.firstSeq)
         }
         if !state.status.isTerminal {
-            footprint.entries[.lanes] = JournalSchema.laneKey(state.lane, firstSeq: state.firstSeq)
+            footprint.lane = JournalSchema.laneKey(state.lane, firstSeq: state.firstSeq)
         }
         if let group = tabGroup(of: state.status) {
-            footprint.entries[.syncTab] = JournalSchema.tabKey(group, category: state.category, latestSeq: state.latestSeq)
-            footprint.counters[CounterName.tab(group, category: state.category)] = 1
+            footprint.syncTab = JournalSchema.tabKey(group, category: state.category, latestSeq: state.latestSeq)
+            footprint.counters.append((.tab(group, category: state.category), 1))
         }
         return footprint
     }
@@ -69,7 +101,7 @@ enum Projection {
     // MARK: Applying to the stored projections
 
     /// Writes what one event changes: the states of the operations it touches and their index
-    /// entries, the history index, the counters and the engine state. Runs inside the append's
+    /// entries, the counters and the engine state. Runs inside the append's
     /// write transaction.
     /// - Parameters:
     ///   - changes: each operation the event changed, before and after (one for an operation
@@ -88,18 +120,15 @@ enum Projection {
         var counterDeltas = eventCounters(recordSize: recordSize).merging(extraCounters, uniquingKeysWith: +)
         for (before, after) in changes {
             try txn.put(schema.operations, key: after.id.bytes, value: StateCodec.encode(after))
-            if event.operationID != nil {
-                try txn.put(schema.operationEvents, key: JournalSchema.operationEventKey(after.id, seq: event.seq), value: [UInt8]())
-            }
-            let old = before.map(footprint(of:)) ?? Footprint()
+            let old = before.map(footprint(of:))
             let new = footprint(of: after)
-            for index in Index.allCases where old.entries[index] != new.entries[index] {
+            for index in Index.allCases where old?.key(in: index) != new.key(in: index) {
                 let database = index.database(in: schema)
-                if let key = old.entries[index] { try txn.delete(database, key: key) }
-                if let key = new.entries[index] { try txn.put(database, key: key, value: after.id.bytes) }
+                if let key = old?.key(in: index) { try txn.delete(database, key: key) }
+                if let key = new.key(in: index) { try txn.put(database, key: key, value: after.id.bytes) }
             }
-            for (name, count) in old.counters { counterDeltas[name, default: 0] -= count }
-            for (name, count) in new.counters { counterDeltas[name, default: 0] += count }
+            for (counter, count) in old?.counters ?? [] { counterDeltas[counter.name, default: 0] -= count }
+            for (counter, count) in new.counters { counterDeltas[counter.name, default: 0] += count }
         }
         if let engine {
             try txn.put(schema.meta, key: JournalSchema.MetaKey.engineState, value: StateCodec.encode(engine))

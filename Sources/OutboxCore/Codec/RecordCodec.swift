@@ -26,6 +26,19 @@ public enum RecordCodec {
     static let checksumSize = 4
     private static let hasOperationFlag: UInt8 = 0x01
 
+    /// The kind a record says it is, read without any check: a hint for sizing and routing,
+    /// never a substitute for ``decodeHeader(_:seq:)``.
+    public static func uncheckedKind(of record: UnsafeRawBufferPointer) -> JournalEventKind? {
+        record.count > 2 ? JournalEventKind(code: record[2]) : nil
+    }
+
+    /// The operation a record says it belongs to, read without any check (`nil` for an engine
+    /// event): a hint for routing, never a substitute for ``decodeHeader(_:seq:)``.
+    public static func uncheckedOperationID(of record: UnsafeRawBufferPointer) -> OperationID? {
+        guard record.count >= headerSize, record[3] & hasOperationFlag != 0 else { return nil }
+        return OperationID(uuid: UUID(uuid: record.loadUnaligned(fromByteOffset: 12, as: uuid_t.self)))
+    }
+
     // MARK: Encoding
 
     /// The record for `event`.

@@ -14,13 +14,20 @@ package enum StateCodec {
     }
 
     package static func encode(_ state: OperationState) -> [UInt8] {
-        var writer = ByteWriter(capacity: 256)
+        var writer = ByteWriter(capacity: 256 + 8 * state.eventSeqs.count)
+        encode(state, into: &writer)
+        return writer.bytes
+    }
+
+    /// Appends the stored form of `state` to `writer`: how a rebuild encodes many states into
+    /// one buffer.
+    package static func encode(_ state: OperationState, into writer: inout ByteWriter) {
         if let compactedAt = state.compactedAt {
             writer.write(Form.compacted.rawValue)
             writer.write(CompactedOperation(state))
             writer.write(state.latestSeq.rawValue)
             writer.write(compactedAt)
-            return writer.bytes
+            return
         }
         writer.write(Form.full.rawValue)
         writer.write(state.id)
@@ -60,7 +67,8 @@ package enum StateCodec {
         writer.write(state.firstSeq.rawValue)
         writer.write(state.latestSeq.rawValue)
         writer.write(state.changedAt)
-        return writer.bytes
+        writer.write(UInt32(state.eventSeqs.count))
+        for seq in state.eventSeqs { writer.write(seq.rawValue) }
     }
 
     package static func decode(_ bytes: [UInt8]) throws(DecodingProblem) -> OperationState {
@@ -127,6 +135,11 @@ package enum StateCodec {
         state.firstSeq = JournalSequence(rawValue: try reader.readUInt64("first seq"))
         state.latestSeq = JournalSequence(rawValue: try reader.readUInt64("latest seq"))
         state.changedAt = try reader.readDate("changed at")
+        let seqCount = Int(try reader.readUInt32("event count"))
+        guard seqCount <= reader.remaining / 8 else { throw DecodingProblem("\(seqCount) event seqs in \(reader.remaining) bytes") }
+        state.eventSeqs = []
+        state.eventSeqs.reserveCapacity(seqCount)
+        for _ in 0..<seqCount { state.eventSeqs.append(JournalSequence(rawValue: try reader.readUInt64("event seq"))) }
         try reader.expectEnd("the operation state")
         return state
     }

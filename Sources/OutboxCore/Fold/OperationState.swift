@@ -50,6 +50,9 @@ public struct OperationState: Sendable, Equatable {
     public var firstSeq: JournalSequence
     /// The seq of its latest event.
     public var latestSeq: JournalSequence
+    /// The seqs of its events in the journal, oldest first: its history, kept with the state so
+    /// that reading it takes no index. Empty once compacted.
+    public var eventSeqs: [JournalSequence]
     /// When its latest event was recorded: the Sync tab's "moment".
     public var changedAt: Date
     /// When a compaction removed its events; `nil` while they are in the journal. A compacted
@@ -79,6 +82,7 @@ public struct OperationState: Sendable, Equatable {
         self.attemptCount = 0
         self.firstSeq = seq
         self.latestSeq = seq
+        self.eventSeqs = [seq]
         self.changedAt = recordedAt
     }
 
@@ -100,6 +104,7 @@ public struct OperationState: Sendable, Equatable {
         lastErrorCode = operation.lastErrorCode
         serverRevision = operation.serverRevision
         latestSeq = seq
+        eventSeqs = []
         changedAt = operation.changedAt
         self.compactedAt = compactedAt
     }
