@@ -58,6 +58,49 @@ struct RequestValidationTests {
         }
     }
 
+    /// The ASCII shortcuts answer as Unicode's properties do, for every ASCII character.
+    @Test func theASCIIShortcutsAgreeWithUnicode() {
+        for code in 0..<128 {
+            let scalar = Unicode.Scalar(UInt8(code))
+            let text = "a\(Character(scalar))b"
+            #expect(OutboxRequest.containsWhiteSpace(text) == scalar.properties.isWhitespace, "U+\(code)")
+            #expect(OutboxRequest.containsControl(text) == (scalar.properties.generalCategory == .control), "U+\(code)")
+            #expect(OutboxRequest.isAllWhiteSpace(String(Character(scalar))) == Character(scalar).isWhitespace, "U+\(code)")
+        }
+        // Beyond ASCII the properties decide.
+        #expect(OutboxRequest.containsWhiteSpace("a\u{00A0}b") && OutboxRequest.containsWhiteSpace("a\u{2003}b"))
+        #expect(OutboxRequest.containsControl("é\u{0085}") && !OutboxRequest.containsControl("Crème brûlée"))
+        #expect(OutboxRequest.isAllWhiteSpace("\u{3000} ") && !OutboxRequest.isAllWhiteSpace("é "))
+    }
+
+    /// Every endpoint the shortcut accepts, `URLComponents` accepts too; the rest are left to it.
+    @Test(arguments: [
+        ("/products", true), ("/products/42?include=stock&sort=-name", true), ("/a%2Fb/%C3%A9", true),
+        ("/people/o'brien(1)*,;=:@~", true), ("/", true), ("/caf%C3%A9?q=a+b", true),
+        ("//evil.example/x", false), ("/a b", false), ("/a#frag", false), ("/a\tb", false), ("products", false),
+        ("/a%zz", false), ("/a%2", false), ("/ürün", false), ("/a|b", false), ("/a[1]", false), ("/a\"b", false),
+    ])
+    func theEndpointShortcutAcceptsOnlyWhatURLComponentsDoes(_ endpoint: String, _ plain: Bool) {
+        #expect(OutboxRequest.isPlainPath(endpoint) == plain, "\(endpoint)")
+        if plain { #expect(OutboxRequest.parsesAsRelativePath(endpoint), "\(endpoint)") }
+    }
+
+    @Test(arguments: ["//evil.example/x", "/a b", "/a#frag", "/a\tb", "products", "https://example.com/x", "/a\u{7F}"])
+    func anEndpointThatIsNotAPathIsRefused(_ endpoint: String) {
+        var request = Samples.request()
+        request.endpoint = endpoint
+        #expect(throws: OutboxError.self) { try request.validate() }
+    }
+
+    @Test func anOperationIDPrintsAsItsUUIDDoes() {
+        for _ in 0..<1000 {
+            let id = OperationID()
+            #expect(id.uuidString == id.uuid.uuidString)
+            #expect(id.idempotencyKey == id.uuid.uuidString && id.description == id.uuid.uuidString)
+            #expect(OperationID(id.uuidString) == id)
+        }
+    }
+
     @Test func theLimitIsConfigurable() throws {
         let request = Samples.request()
         #expect(throws: OutboxError.self) { try request.validate(maxPayloadBytes: 10) }

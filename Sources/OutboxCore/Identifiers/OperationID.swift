@@ -23,9 +23,31 @@ public struct OperationID: Hashable, Sendable, Comparable, CustomStringConvertib
     }
 
     /// The value of the `Idempotency-Key` header.
-    public var idempotencyKey: String { uuid.uuidString }
+    public var idempotencyKey: String { uuidString }
 
-    public var description: String { uuid.uuidString }
+    public var description: String { uuidString }
+
+    /// The UUID in its canonical upper-case form, as `UUID.uuidString` writes it, formatted here
+    /// directly: it names a lane and a request at every event, and Foundation formats it through
+    /// `printf`.
+    public var uuidString: String {
+        let digits: StaticString = "0123456789ABCDEF"
+        return withUnsafeBytes(of: uuid.uuid) { bytes in
+            String(unsafeUninitializedCapacity: 36) { text in
+                var index = 0
+                for (position, byte) in bytes.enumerated() {
+                    if position == 4 || position == 6 || position == 8 || position == 10 {
+                        text[index] = UInt8(ascii: "-")
+                        index += 1
+                    }
+                    text[index] = digits.utf8Start[Int(byte >> 4)]
+                    text[index + 1] = digits.utf8Start[Int(byte & 0x0F)]
+                    index += 2
+                }
+                return index
+            }
+        }
+    }
 
     /// The 16 bytes of the UUID, as stored in the journal.
     public var bytes: [UInt8] {
@@ -70,6 +92,6 @@ extension OperationID: Codable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
-        try container.encode(uuid.uuidString)
+        try container.encode(uuidString)
     }
 }
