@@ -9,18 +9,26 @@ import OutboxStorage
 final class LMDBFloor {
     let environment: LMDBEnvironment
     private let events: LMDBDatabase
+    private let others: [LMDBDatabase]
     private let record: [UInt8]
+    private let entry = [UInt8](repeating: 0x5A, count: 64)
     private var seq: UInt64 = 0
+    private var random = SystemRandomNumberGenerator()
 
     /// - Parameters:
     ///   - durable: flush on commit (`.full`), or `MDB_NOSYNC` (`.processCrash`).
     ///   - recordBytes: the size of each record appended.
-    init(directory: URL, durable: Bool, recordBytes: Int) throws {
-        environment = try LMDBEnvironment.open(
+    ///   - databases: how many databases each record touches. Beyond the first (the appended
+    ///     record), each gets a 64-byte value under a random 16-byte key: the page footprint of
+    ///     the engine's state and indexes, without any of its work.
+    init(directory: URL, durable: Bool, recordBytes: Int, databases: Int = 1) throws {
+        let environment = try LMDBEnvironment.open(
             directory: directory,
             options: LMDBEnvironment.Options(syncOnCommit: durable, initialMapSizeBytes: 64 << 20, maxMapSizeBytes: 8 << 30)
         )
+        self.environment = environment
         events = try environment.openDatabase("events")
+        others = try (1..<max(databases, 1)).map { try environment.openDatabase("index-\($0)") }
         record = (0..<recordBytes).map { UInt8(truncatingIfNeeded: $0 &* 31) }
     }
 
@@ -36,6 +44,10 @@ final class LMDBFloor {
                 for _ in 0..<records {
                     seq += 1
                     try txn.put(events, key: seq.bigEndianByteArray, value: record, flags: .append)
+                    for database in others {
+                        let key = random.next().bigEndianByteArray + random.next().bigEndianByteArray
+                        try txn.put(database, key: key, value: entry)
+                    }
                 }
             }
         }
@@ -44,6 +56,15 @@ final class LMDBFloor {
     /// `count` commits of `records` records each; answers each one's nanoseconds.
     func commits(_ count: Int, records: Int = 1) throws -> [Double] {
         try (0..<count).map { _ in try commit(records: records) }
+    }
+}
+
+/// How many write transactions an LMDB environment has committed: read after it is closed.
+enum CommitCount {
+    static func of(_ directory: URL) throws -> Int {
+        let environment = try LMDBEnvironment.open(directory: directory, options: LMDBEnvironment.Options(maxMapSizeBytes: 8 << 30))
+        defer { environment.close() }
+        return try environment.info().lastTransactionID
     }
 }
 

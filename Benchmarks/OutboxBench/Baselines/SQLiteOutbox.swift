@@ -2,6 +2,7 @@ import CSQLite
 import Dispatch
 import Foundation
 import Outbox
+import Synchronization
 
 /// The alternative a team would otherwise build: a mutable SQLite outbox.
 ///
@@ -79,6 +80,9 @@ final class SQLiteOutbox: @unchecked Sendable {
         """
 
     let path: String
+    /// Write transactions committed so far: one per step.
+    var commits: Int { committed.load(ordering: .relaxed) }
+    private let committed = Atomic<Int>(0)
     private let queue = DispatchQueue(label: "sqlite-outbox.writer", qos: .userInitiated)
     private let writer: SQLiteConnection
     private let insert: SQLiteConnection.Statement
@@ -230,9 +234,14 @@ final class SQLiteOutbox: @unchecked Sendable {
         ]).run()
     }
 
+    /// Runs one step, one transaction, on the writer's queue.
     private func onWriter<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
         try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try body() }) }
+            queue.async {
+                let result = Result { try body() }
+                self.committed.add(1, ordering: .relaxed)
+                continuation.resume(with: result)
+            }
         }
     }
 

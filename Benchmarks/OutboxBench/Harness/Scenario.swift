@@ -8,6 +8,7 @@ enum Unit: String, Sendable, Codable {
     case perSecond = "/s"
     case bytes = "B"
     case kibibytes = "KiB"
+    case count = "#"
 }
 
 /// One quantity a scenario reports, for ours, the SQLite outbox and the floor.
@@ -30,6 +31,10 @@ struct Metric: Sendable {
 
     static func size(_ key: String, _ label: String, _ unit: Unit = .bytes) -> Metric {
         Metric(key: key, label: label, unit: unit, higherIsBetter: false)
+    }
+
+    static func count(_ key: String, _ label: String, higherIsBetter: Bool) -> Metric {
+        Metric(key: key, label: label, unit: .count, higherIsBetter: higherIsBetter)
     }
 }
 

@@ -9,7 +9,10 @@ extension Scenario {
             id: full ? "1" : "9.1",
             name: full ? "enqueue-1-producer" : "enqueue-1-producer-process-crash",
             title: full ? "Durable enqueue, one producer" : "Enqueue, one producer, .processCrash tier (no flush)",
-            metrics: [.time("p50", "latency p50"), .time("p99", "latency p99"), .rate("rate", "enqueues/s")],
+            metrics: [
+                .time("p50", "latency p50"), .time("p99", "latency p99"), .rate("rate", "enqueues/s"),
+                .time("p50-wide", "latency p50, floor: a raw commit into 8 databases"),
+            ],
             limit: { result in
                 let what = full ? "one durable LMDB commit (two trips to the disk)" : "one LMDB commit to the page cache, no flush"
                 return "\(what) per enqueue: raw \(TextReport.format(result.floor("p50"))) µs p50, "
@@ -28,6 +31,9 @@ extension Scenario {
                                           recordBytes: Workload.enqueuedRecordBytes)
                 var floorTimes: [Double] = []
                 let floorTotal = try Stopwatch.time { floorTimes = try floor.commits(count) }
+                let wide = try LMDBFloor(directory: directory.appendingPathComponent("wide"), durable: full,
+                                         recordBytes: Workload.enqueuedRecordBytes, databases: 8)
+                let wideTimes = try wide.commits(count)
 
                 let outbox = try Workload.openOutbox(directory.appendingPathComponent("ours"), durability: durability)
                 var ourTimes: [Double] = []
@@ -54,6 +60,7 @@ extension Scenario {
                     "p50": Trio(ours: ours.p50, sqlite: baseline.p50, floor: raw.p50),
                     "p99": Trio(ours: ours.p99, sqlite: baseline.p99, floor: raw.p99),
                     "rate": Trio(ours: rate(ourTotal), sqlite: rate(sqliteTotal), floor: rate(floorTotal)),
+                    "p50-wide": Trio(ours: ours.p50, floor: Latencies(nanoseconds: wideTimes).p50),
                 ]
             }
         )
@@ -69,6 +76,8 @@ extension Scenario {
             metrics: [
                 .rate("rate-16", "16 producers: enqueues/s"), .time("p99-16", "16 producers: latency p99"),
                 .rate("rate-64", "64 producers: enqueues/s"), .time("p99-64", "64 producers: latency p99"),
+                .count("batch-16", "16 producers: enqueues per commit", higherIsBetter: true),
+                .count("batch-64", "64 producers: enqueues per commit", higherIsBetter: true),
             ],
             limit: { result in
                 "every producer's record in one \(full ? "durable " : "")LMDB commit: raw commits of 16 records allow "
@@ -93,6 +102,7 @@ extension Scenario {
                     let measured = try await concurrentEnqueues(producers: producers, each: each, durability: durability, context: context)
                     sample["rate-\(producers)"] = measured.rate
                     sample["p99-\(producers)"] = measured.p99
+                    sample["batch-\(producers)"] = measured.perCommit
                 }
                 return sample
             }
@@ -105,7 +115,7 @@ extension Scenario {
         each: Int,
         durability: Durability,
         context: Context
-    ) async throws -> (rate: Trio, p99: Trio) {
+    ) async throws -> (rate: Trio, p99: Trio, perCommit: Trio) {
         let directory = try context.freshDirectory("enqueue-\(producers)")
         defer { context.remove(directory) }
         let total = Double(producers * each)
@@ -115,11 +125,13 @@ extension Scenario {
         var floorTimes: [Double] = []
         let floorTotal = try Stopwatch.time { floorTimes = try floor.commits(each, records: producers) }
 
-        let outbox = try Workload.openOutbox(directory.appendingPathComponent("ours"), durability: durability)
+        let ourDirectory = directory.appendingPathComponent("ours")
+        let outbox = try Workload.openOutbox(ourDirectory, durability: durability)
         let (ourTimes, ourTotal) = try await timedProducers(producers, each) { number in
             _ = try await outbox.enqueue(Workload.request(number))
         }
         outbox.close()
+        let ourCommits = try CommitCount.of(ourDirectory)
 
         let sqlite = try SQLiteOutbox(directory: directory.appendingPathComponent("sqlite"), durability: durability)
         let (sqliteTimes, sqliteTotal) = try await timedProducers(producers, each) { number in
@@ -130,7 +142,8 @@ extension Scenario {
         return (
             Trio(ours: rate(ourTotal), sqlite: rate(sqliteTotal), floor: rate(floorTotal)),
             Trio(ours: Latencies(nanoseconds: ourTimes).p99, sqlite: Latencies(nanoseconds: sqliteTimes).p99,
-                 floor: Latencies(nanoseconds: floorTimes).p99)
+                 floor: Latencies(nanoseconds: floorTimes).p99),
+            Trio(ours: total / Double(ourCommits), sqlite: total / Double(sqlite.commits), floor: Double(producers))
         )
     }
 

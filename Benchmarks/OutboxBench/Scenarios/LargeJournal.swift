@@ -13,6 +13,7 @@ extension Scenario {
             .time("open-small", "open + Sync tab, 10,000-event journal", .milliseconds),
             .time("fresh-large", "the same, large journal, in a fresh process", .milliseconds),
             .size("memory-large", "peak memory added, fresh process", .kibibytes),
+            .size("memory-small", "the same, 10,000-event journal", .kibibytes),
         ],
         limit: { result in
             "open the LMDB environment and read one page: \(TextReport.format(result.floor("open-large"))) ms. "
@@ -57,11 +58,15 @@ extension Scenario {
             let ours = try Probe.measure(.engine, path: large.directory)
             let sqlite = try Probe.measure(.sqlite, path: large.sqliteDirectory)
             let floor = try Probe.measure(.floor, path: large.directory)
+            let (oursSmall, sqliteSmall, floorSmall) = (try Probe.measure(.engine, path: small.directory),
+                                                        try Probe.measure(.sqlite, path: small.sqliteDirectory),
+                                                        try Probe.measure(.floor, path: small.directory))
             return [
                 "open-large": try opens(large),
                 "open-small": try opens(small),
                 "fresh-large": Trio(ours: ours.milliseconds, sqlite: sqlite.milliseconds, floor: floor.milliseconds),
                 "memory-large": Trio(ours: ours.peakKiB, sqlite: sqlite.peakKiB, floor: floor.peakKiB),
+                "memory-small": Trio(ours: oursSmall.peakKiB, sqlite: sqliteSmall.peakKiB, floor: floorSmall.peakKiB),
             ]
         }
     )
@@ -89,7 +94,7 @@ extension Scenario {
             try markProjectionsStale(large.directory)
             var events = 0
             let ours = try Stopwatch.time {
-                let outbox = try Workload.openOutbox(large.directory)
+                let outbox = try Workload.openOutbox(large.directory, mapBytes: Workload.rebuildMapBytes)
                 events = Int(try outbox.lastSeq().rawValue)
                 outbox.close()
             } / 1e9

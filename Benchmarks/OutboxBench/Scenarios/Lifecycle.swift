@@ -28,6 +28,8 @@ extension Scenario {
             metrics: [
                 .rate("rate-1", "1 lane: operations/s"), .rate("drain-1", "1 lane: drain only, operations/s"),
                 .rate("rate-8", "8 lanes: operations/s"), .rate("drain-8", "8 lanes: drain only, operations/s"),
+                .count("commits-1", "1 lane: commits per operation", higherIsBetter: false),
+                .count("commits-8", "8 lanes: commits per operation", higherIsBetter: false),
             ],
             limit: { result in
                 "three \(full ? "durable " : "")commits per operation (enqueued; attempt started, durable before the "
@@ -51,13 +53,16 @@ extension Scenario {
                     let floorRate = Double(lanes) / (3 * commits.mean / 1e9)
                     let floorDrain = Double(lanes) / (2 * commits.mean / 1e9)
 
-                    let (ours, outbox, _) = try await ourLifecycle(directory.appendingPathComponent("ours"), operations: operations,
-                                                                   lanes: lanes, durability: durability)
+                    let ourDirectory = directory.appendingPathComponent("ours")
+                    let (ours, outbox, _) = try await ourLifecycle(ourDirectory, operations: operations, lanes: lanes, durability: durability)
                     outbox.close()
-                    let (theirs, _) = try await sqliteLifecycle(directory.appendingPathComponent("sqlite"), operations: operations,
+                    let ourCommits = try CommitCount.of(ourDirectory)
+                    let (theirs, sqlite) = try await sqliteLifecycle(directory.appendingPathComponent("sqlite"), operations: operations,
                                                                 lanes: lanes, durability: durability)
                     sample["rate-\(lanes)"] = Trio(ours: ours.operationsPerSecond, sqlite: theirs.operationsPerSecond, floor: floorRate)
                     sample["drain-\(lanes)"] = Trio(ours: ours.drainedPerSecond, sqlite: theirs.drainedPerSecond, floor: floorDrain)
+                    sample["commits-\(lanes)"] = Trio(ours: Double(ourCommits) / Double(operations),
+                                                      sqlite: Double(sqlite.commits) / Double(operations), floor: 3 / Double(lanes))
                 }
                 return sample
             }

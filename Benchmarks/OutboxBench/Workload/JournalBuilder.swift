@@ -14,7 +14,8 @@ import OutboxTesting
 /// The history it holds: one `journalOpened`, then operations whose attempts trail their enqueues
 /// by 32 operations. Nine in ten are accepted at the first attempt (3 events); one in ten meets a
 /// 503 first and is accepted at the second (5 events); one in a thousand is rejected with a 422 and
-/// waits on the Sync tab as failed. The last ~100 operations are only enqueued: queued, waiting.
+/// then discarded by the member (4 events). The last ~100 operations are only enqueued: they wait
+/// on the Sync tab, the same rows whatever the journal's length.
 struct JournalBuilder {
     /// What was built.
     struct Built: Sendable {
@@ -24,7 +25,7 @@ struct JournalBuilder {
         /// An operation from the middle of the journal with a 5-event history, and its seqs.
         var sample: OperationID
         var sampleSeqs: [UInt64]
-        /// Rows waiting on the Sync tab: failed and queued.
+        /// Rows waiting on the Sync tab: the queued tail.
         var waitingRows: Int
         /// The same operations in a SQLite outbox, each row in its final status.
         var sqliteDirectory: URL
@@ -42,7 +43,8 @@ struct JournalBuilder {
 
         var eventCount: Int {
             switch self {
-            case .accepted, .rejected: 3
+            case .accepted: 3
+            case .rejected: 4
             case .retriedThenAccepted: 5
             case .waiting: 1
             }
@@ -51,7 +53,7 @@ struct JournalBuilder {
         var status: OutboxStatus {
             switch self {
             case .accepted, .retriedThenAccepted: .synced
-            case .rejected: .failed
+            case .rejected: .discarded
             case .waiting: .queued
             }
         }
@@ -82,7 +84,7 @@ struct JournalBuilder {
         builder.environment.close()
 
         // The engine's first open rebuilds every projection from the events.
-        let outbox = try Workload.openOutbox(journal)
+        let outbox = try Workload.openOutbox(journal, mapBytes: Workload.rebuildMapBytes)
         let waiting = try outbox.badgeCount()
         let events = Int(try outbox.lastSeq().rawValue)
         outbox.close()
@@ -153,6 +155,7 @@ struct JournalBuilder {
             try attempt(1, id, TransportResponse.json(201, #"{"revision":"\#(seq)"}"#))
         case .rejected:
             try attempt(1, id, TransportResponse.error(422, code: "validation_failed", message: "This SKU is already in use."))
+            try append(id, .discarded(Discarded(requestedBy: .member, reason: .memberDiscarded)))
         case .retriedThenAccepted:
             try attempt(1, id, TransportResponse.error(503, code: "unavailable", message: "The server is busy."))
             try attempt(2, id, TransportResponse.json(201, #"{"revision":"\#(seq)"}"#))
