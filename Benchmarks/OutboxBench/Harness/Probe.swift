@@ -6,7 +6,9 @@ import OutboxStorage
 ///
 /// The parent runs this executable again with `--probe <kind> <path>`. The child resets its peak
 /// resident set (`/proc/self/clear_refs`), opens the store and reads what the Sync tab needs, then
-/// prints the time and how far its peak resident set (`VmHWM`) rose, as one JSON line.
+/// prints the time, how far its peak resident set (`VmHWM`) rose, and how much of the resident set
+/// added is anonymous memory (heap and stacks, `RssAnon`) rather than mapped journal pages, as one
+/// JSON line.
 enum Probe {
     enum Kind: String, CaseIterable, Sendable {
         /// The engine: `Outbox` open, then `syncTab`.
@@ -20,6 +22,7 @@ enum Probe {
     struct Measurement: Codable, Sendable {
         var milliseconds: Double
         var peakKiB: Double
+        var anonymousKiB: Double
     }
 
     /// The child's side: measures, prints one JSON line, answers the exit status.
@@ -27,9 +30,14 @@ enum Probe {
         do {
             let url = URL(fileURLWithPath: path)
             let baseline = resetPeak()
+            let anonymous = Double(status("RssAnon") ?? 0)
             let nanoseconds = try Stopwatch.time { try open(kind, url) }
             let peak = Double(status("VmHWM") ?? 0)
-            let measurement = Measurement(milliseconds: nanoseconds / 1e6, peakKiB: max(0, peak - baseline))
+            let measurement = Measurement(
+                milliseconds: nanoseconds / 1e6,
+                peakKiB: max(0, peak - baseline),
+                anonymousKiB: max(0, Double(status("RssAnon") ?? 0) - anonymous)
+            )
             print(String(decoding: try JSONEncoder().encode(measurement), as: UTF8.self))
             return 0
         } catch {

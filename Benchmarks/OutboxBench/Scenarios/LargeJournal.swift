@@ -14,6 +14,7 @@ extension Scenario {
             .time("fresh-large", "the same, large journal, in a fresh process", .milliseconds),
             .size("memory-large", "peak memory added, fresh process", .kibibytes),
             .size("memory-small", "the same, 10,000-event journal", .kibibytes),
+            .size("anonymous-large", "of the large's, heap and stacks (RssAnon)", .kibibytes),
         ],
         limit: { result in
             "open the LMDB environment and read one page: \(TextReport.format(result.floor("open-large"))) ms. "
@@ -67,6 +68,7 @@ extension Scenario {
                 "fresh-large": Trio(ours: ours.milliseconds, sqlite: sqlite.milliseconds, floor: floor.milliseconds),
                 "memory-large": Trio(ours: ours.peakKiB, sqlite: sqlite.peakKiB, floor: floor.peakKiB),
                 "memory-small": Trio(ours: oursSmall.peakKiB, sqlite: sqliteSmall.peakKiB, floor: floorSmall.peakKiB),
+                "anonymous-large": Trio(ours: ours.anonymousKiB, sqlite: sqlite.anonymousKiB, floor: floor.anonymousKiB),
             ]
         }
     )
