@@ -8,7 +8,7 @@ enum Workload {
     static let businessID = "pharmacy-7"
     static let categories = ["Products", "Employees", "Customers", "Suppliers", "Orders"]
 
-    /// The `number`th write: a ~190-byte JSON create with its own id (so its own lane), in one of
+    /// The `number`th write: a ~177-byte JSON create with its own id (so its own lane), in one of
     /// five Sync tab categories.
     static func request(_ number: Int) -> OutboxRequest {
         let category = categories[number % categories.count]
