@@ -14,7 +14,7 @@
 //   JournalInspect     the support tool's logic (and journal-inspect, its thin executable)
 //   OutboxSimulation   a seeded, deterministic simulation of the engine under faults
 //   outbox-bench       the benchmarks, against a mutable SQLite outbox and the disk's floor
-//   outbox-demo        the engine's main job, end to end
+//   OutboxDemo         the engine's main job, end to end (and outbox-demo, its executable)
 //   outbox-test-child  a process the tests drive and kill: reads a live journal, is killed mid-write
 import PackageDescription
 
@@ -119,10 +119,15 @@ let package = Package(
             path: "Benchmarks/OutboxBench",
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "OutboxDemo",
+            dependencies: ["Outbox", "OutboxTestServer", "JournalInspect"],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "outbox-demo",
-            dependencies: ["Outbox"],
-            path: "Sources/OutboxDemo",
+            dependencies: ["OutboxDemo"],
+            path: "Sources/OutboxDemoMain",
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -154,6 +159,11 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["Outbox", "OutboxTesting", "OutboxTestServer", "OutboxSimulation", "outbox-test-child"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
+            name: "OutboxDemoTests",
+            dependencies: ["OutboxDemo", "Outbox"],
             swiftSettings: testSettings
         ),
         .testTarget(

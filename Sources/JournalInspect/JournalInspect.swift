@@ -27,10 +27,13 @@ public enum JournalInspect {
         case .success(.version):
             context.standardOutput.write("journal-inspect \(version) (engine \(Outbox.engineVersion), reads journal format \(RecordCodec.formatVersion))\n")
             return .success
-        case .success(.run(let journal, let command, let json)):
+        case .success(.run(let journal, let command, let json, let keyFile)):
             let reader: JournalReader
             do {
-                reader = try open(journal)
+                let key = try keyFile.map(readKey)
+                reader = try open(journal, key: key)
+            } catch let error as UsageError {
+                return usage(error, context: context)
             } catch {
                 context.standardError.write("journal-inspect: error: \(OpenFailure.message(for: error, path: journal))\n")
                 return OpenFailure.exitCode(for: error)
@@ -60,8 +63,26 @@ public enum JournalInspect {
         return .usage
     }
 
+    /// Reads an encryption key: 32 raw bytes, or 64 hexadecimal digits (white space ignored).
+    static func readKey(_ path: String) throws -> SealingKey {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw UsageError("cannot read the key file \(path)")
+        }
+        let text = String(decoding: data, as: UTF8.self).filter { !$0.isWhitespace }
+        var bytes = Array(data)
+        if text.count == 64, text.allSatisfy(\.isHexDigit) {
+            let digits = Array(text)
+            bytes = stride(from: 0, to: 64, by: 2).compactMap { UInt8(String(digits[$0...$0 + 1]), radix: 16) }
+        }
+        do {
+            return try SealingKey(bytes: bytes)
+        } catch {
+            throw UsageError("the key file \(path) holds \(data.count) bytes: give 32 bytes, or 64 hex digits")
+        }
+    }
+
     /// Opens the journal read-only; `data.mdb` itself stands for its directory.
-    static func open(_ path: String) throws -> JournalReader {
+    static func open(_ path: String, key: SealingKey? = nil) throws -> JournalReader {
         var url = URL(fileURLWithPath: path)
         var isDirectory: ObjCBool = false
         if url.lastPathComponent == "data.mdb", FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory),
@@ -69,7 +90,7 @@ public enum JournalInspect {
         {
             url.deleteLastPathComponent()
         }
-        return try JournalReader(directory: url)
+        return try JournalReader(directory: url, encryptionKey: key)
     }
 }
 

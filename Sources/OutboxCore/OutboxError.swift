@@ -19,6 +19,10 @@ public enum OutboxError: Error, Equatable, Sendable, CustomStringConvertible, Lo
     case alreadyOpen(path: String)
     /// The path holds no journal, or something that is not one.
     case notAJournal(path: String, reason: String)
+    /// The journal is encrypted at rest and no key was given.
+    case encryptionKeyRequired
+    /// The key given does not open this journal.
+    case wrongEncryptionKey
     /// The journal belongs to another account than the one configured.
     case wrongAccount(journal: String, configured: String)
     /// A stored projection could not be read; the events are intact.
@@ -50,6 +54,10 @@ public enum OutboxError: Error, Equatable, Sendable, CustomStringConvertible, Lo
             "the journal at \(path) is already open in this process; share the open Outbox"
         case .notAJournal(let path, let reason):
             "\(path) is not an outbox journal: \(reason)"
+        case .encryptionKeyRequired:
+            "this journal is encrypted at rest: give its key (OutboxConfiguration.encryptionKey)"
+        case .wrongEncryptionKey:
+            "the key given does not open this journal: use the key it was sealed with"
         case .wrongAccount(let journal, let configured):
             "this journal belongs to account \"\(journal)\", not \"\(configured)\": open one directory per account"
         case .projectionCorrupt(let reason):

@@ -65,7 +65,7 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
     }
     #else
     private static func hash(_ buffer: UnsafeRawBufferPointer) -> [UInt8] {
-        ensureSodiumInitialized
+        ensureSodiumReady
         var out = [UInt8](repeating: 0, count: byteCount)
         let rc = out.withUnsafeMutableBufferPointer { outBuffer in
             crypto_hash_sha256(
@@ -80,7 +80,7 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
     }
 
     private static func hash(parts: [[UInt8]]) -> [UInt8] {
-        ensureSodiumInitialized
+        ensureSodiumReady
         var state = crypto_hash_sha256_state()
         crypto_hash_sha256_init(&state)
         for part in parts {
@@ -92,11 +92,3 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
     }
     #endif
 }
-
-#if !canImport(CryptoKit)
-/// libsodium must be initialized once before use; `sodium_init` is safe to call repeatedly.
-private let ensureSodiumInitialized: Void = {
-    // -1 means the library could not initialize (no entropy source): nothing can be hashed.
-    precondition(sodium_init() >= 0, "libsodium failed to initialize")
-}()
-#endif

@@ -1,6 +1,6 @@
 public import Foundation
 import IdempotencyClaims
-import Outbox
+public import Outbox
 import OutboxTesting
 import Synchronization
 
@@ -38,6 +38,9 @@ public struct SimulationReport: Sendable {
     public var steps: Int
     public var operations: Int
     public var crashes: Int
+    /// Compactions run, and the operations they compacted.
+    public var compactions: Int
+    public var compactedOperations: Int
     public var requests: Int
     public var faults: [String: Int]
     /// The first broken invariant, with the steps that led there; `nil` when every one held.
@@ -102,6 +105,8 @@ public final class Simulation {
     }
     private let verbose = ProcessInfo.processInfo.environment["OUTBOX_SIM_VERBOSE"] != nil
     private var crashes = 0
+    private var compactions = 0
+    private var compactedOperations = 0
     private var payloadNumber = 0
 
     public init(seed: UInt64, options: SimulationOptions = SimulationOptions()) {
@@ -133,7 +138,7 @@ public final class Simulation {
         server.finishParked()
         return SimulationReport(
             seed: seed, steps: trace.count, operations: expectations.count, crashes: crashes,
-            requests: network.requestCount,
+            compactions: compactions, compactedOperations: compactedOperations, requests: network.requestCount,
             faults: Dictionary(uniqueKeysWithValues: network.faultsInjected.map { ($0.key.rawValue, $0.value) }),
             failure: failure, trace: trace
         )
@@ -144,7 +149,9 @@ public final class Simulation {
     private func openEngine() throws {
         var configuration = OutboxConfiguration(
             account: account, clock: clock, session: session, maxConcurrentLanes: options.lanes,
-            durability: .processCrash
+            durability: .processCrash,
+            // One seed in four runs an encrypted journal.
+            encryptionKey: seed % 4 == 0 ? try SealingKey(bytes: (0..<32).map { UInt8(truncatingIfNeeded: seed >> ($0 % 8)) &+ UInt8($0) }) : nil
         )
         configuration.operationIDSource = { [idSource] in idSource.next() }
         let engine = try Outbox(directory: directory, transport: network, configuration: configuration)
@@ -227,6 +234,12 @@ public final class Simulation {
         case 91..<94:
             trace.append("the process is killed between steps")
             try await crashAndReopen()
+        case 94..<96:
+            let age = Double(random.int(in: 0..<3600))
+            let result = try await outbox.compact(before: clock.now().addingTimeInterval(-age))
+            compactions += 1
+            compactedOperations += result.operations
+            trace.append("compact rows settled over \(Int(age)) s ago: \(result.operations) operations, \(result.eventsRemoved) events")
         default:
             trace.append("the server finishes what it was finalizing")
             server.finishParked()
@@ -430,14 +443,14 @@ public final class Simulation {
 }
 
 /// Operation ids from the seed, so a replayed seed names its operations the same.
-final class SeededIDs: Sendable {
+public final class SeededIDs: Sendable {
     private let generator: Mutex<SeededRandom>
 
-    init(seed: UInt64) {
+    public init(seed: UInt64) {
         generator = Mutex(SeededRandom(seed: seed))
     }
 
-    func next() -> OperationID {
+    public func next() -> OperationID {
         OperationID(uuid: generator.withLock { $0.uuid() })
     }
 }

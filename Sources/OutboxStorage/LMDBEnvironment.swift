@@ -172,17 +172,31 @@ public final class LMDBEnvironment: @unchecked Sendable {
 
     // MARK: Databases
 
+    /// Opens the named database if the environment has one by that name.
+    /// - Returns: `nil` when there is none (nothing is created).
+    public func openExistingDatabase(_ name: String) throws -> LMDBDatabase? {
+        do {
+            return try openDatabase(name, creating: false)
+        } catch LMDBEnvironmentError.noSuchDatabase {
+            return nil
+        }
+    }
+
     /// Opens the named database, creating it unless the environment is read-only.
     /// - Throws: ``LMDBEnvironmentError/noSuchDatabase(name:)`` when a read-only environment
     ///   has no database of that name; ``LMDBError/incompatible`` when `name` is not a database.
     public func openDatabase(_ name: String) throws -> LMDBDatabase {
+        try openDatabase(name, creating: !options.readOnly)
+    }
+
+    private func openDatabase(_ name: String, creating: Bool) throws -> LMDBDatabase {
         try gate.withShared {
             try ensureOpen()
             var txn: OpaquePointer?
             let flags = options.readOnly ? UInt32(MDB_RDONLY) : 0
             try LMDB.check(mdb_txn_begin(handle, nil, flags, &txn), "mdb_txn_begin")
             var dbi = MDB_dbi()
-            let create = options.readOnly ? 0 : UInt32(MDB_CREATE)
+            let create = creating ? UInt32(MDB_CREATE) : 0
             let found: Bool
             do {
                 found = try LMDB.found(mdb_dbi_open(txn, name, create, &dbi), "mdb_dbi_open")
@@ -210,7 +224,10 @@ public final class LMDBEnvironment: @unchecked Sendable {
                 try ensureOpen()
                 guard let txn = try begin(readOnly: true) else { return nil }
                 defer { mdb_txn_abort(txn) }
-                return try body(LMDBTransaction(pointer: txn, isReadOnly: true, faultHook: options.faultHook))
+                // Bound to a name first: passing the temporary straight to `body` crashes the
+                // Swift 6.3 optimizer when it specializes this function (`-c release`).
+                let transaction = LMDBTransaction(pointer: txn, isReadOnly: true, faultHook: options.faultHook)
+                return try body(transaction)
             }
             if let outcome { return outcome }
             try adoptResizedMap()
@@ -281,6 +298,14 @@ public final class LMDBEnvironment: @unchecked Sendable {
 
     /// The current map size.
     public var mapSizeBytes: Int { state.withLock { $0.mapSizeBytes } }
+
+    /// How much of the file holds live data: the pages up to the last one written, less those
+    /// on LMDB's free list (freed by earlier transactions and reused by later ones).
+    public func liveBytes() throws -> Int {
+        let info = try info()
+        let freePages = try read { txn in try txn.freePageCount() }
+        return max(0, info.usedBytes - freePages * info.pageSizeBytes)
+    }
 
     // MARK: Internals
 

@@ -95,6 +95,25 @@ public struct LMDBTransaction: ~Copyable {
         return result
     }
 
+    /// The pages on LMDB's free list (its database 0): each record there holds a count of page
+    /// numbers, then the numbers.
+    func freePageCount() throws -> Int {
+        var cursor: OpaquePointer?
+        try LMDB.check(mdb_cursor_open(pointer, 0, &cursor), "mdb_cursor_open")
+        defer { mdb_cursor_close(cursor) }
+        var key = MDB_val()
+        var value = MDB_val()
+        var pages = 0
+        var positioned = try LMDB.found(mdb_cursor_get(cursor, &key, &value, MDB_FIRST), "mdb_cursor_get")
+        while positioned {
+            if value.mv_size >= MemoryLayout<Int>.size {
+                pages += value.bytes.loadUnaligned(as: Int.self)
+            }
+            positioned = try LMDB.found(mdb_cursor_get(cursor, &key, &value, MDB_NEXT), "mdb_cursor_get")
+        }
+        return pages
+    }
+
     // MARK: Writing
 
     /// Stores `value` under `key`.

@@ -38,7 +38,7 @@ struct CommandTests {
         let result = try run(["summary"])
         #expect(result.code == .success && result.errors.isEmpty)
         let text = result.output
-        #expect(text.contains("journal format 1, projections layout 1"))
+        #expect(text.contains("journal format 1, projections layout \(JournalSchema.projectionVersion)"))
         #expect(text.contains("member-42"))
         #expect(text.contains("seq 1...34: 34 events"))
         #expect(text.contains("Last event      2027-01-15T09:11:06Z (48 min 54 s ago)"))

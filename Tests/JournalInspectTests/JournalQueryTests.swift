@@ -132,7 +132,7 @@ struct JournalQueryTests {
         defer { reader.close() }
         let summary = try reader.summary()
         #expect(summary.formatVersion == 1)
-        #expect(summary.projectionVersion == 1 && summary.projectionsAreCurrent)
+        #expect(summary.projectionVersion == Int(JournalSchema.projectionVersion) && summary.projectionsAreCurrent)
         #expect(summary.account == "member-42")
         #expect(summary.firstSeq == 1)
         #expect(summary.lastSeq.rawValue == UInt64(summary.eventCount))

@@ -10,7 +10,7 @@ struct ParserTests {
     }
 
     private func command(_ line: String) throws -> (command: Command, json: Bool) {
-        guard case .success(.run(let journal, let command, let json)) = parse(line) else {
+        guard case .success(.run(let journal, let command, let json, _)) = parse(line) else {
             throw FixtureError.unexpected("'\(line)' did not parse to a run: \(parse(line))")
         }
         #expect(journal == "j")
@@ -22,6 +22,21 @@ struct ParserTests {
             throw FixtureError.unexpected("'\(line)' parsed: \(parse(line))")
         }
         return error
+    }
+
+    @Test func aKeyFileIsAcceptedAnywhere() {
+        for line in ["j --key-file k ops", "j ops --key-file k", "j ops --key-file=k --json"] {
+            guard case .success(.run(_, _, _, let keyFile)) = parse(line) else {
+                Issue.record("'\(line)' did not parse")
+                continue
+            }
+            #expect(keyFile == "k")
+        }
+        guard case .failure(let error) = parse("j ops --key-file") else {
+            Issue.record("a key file without a path parsed")
+            return
+        }
+        #expect(error.message.contains("--key-file needs"))
     }
 
     // MARK: Help and version

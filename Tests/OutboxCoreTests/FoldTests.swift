@@ -94,6 +94,30 @@ struct FoldTests {
         }
     }
 
+    @Test func theStateListsTheSeqOfEveryEventItFolded() throws {
+        var state: OperationState?
+        let bodies: [JournalEventBody] = [
+            .enqueued(Samples.enqueued()),
+            .attemptStarted(AttemptStarted(attempt: 1, trigger: .appLaunch)),
+            Self.finished(.transientFailure),
+            .attemptStarted(AttemptStarted(attempt: 2, trigger: .timer)),
+            Self.finished(.accepted, attempt: 2),
+        ]
+        let seqs: [JournalSequence] = [3, 8, 9, 20, 21]
+        for (body, seq) in zip(bodies, seqs) { try Fold.apply(Self.event(body, seq: seq), to: &state) }
+        #expect(state?.eventSeqs == seqs)
+        #expect(state?.firstSeq == 3 && state?.latestSeq == 21)
+    }
+
+    @Test func aRefusedEventLeavesTheStateInPlaceUntouched() throws {
+        var state: OperationState? = Self.state(.queued)
+        let before = state
+        #expect(throws: OutboxError.self) {
+            try Fold.apply(Self.event(Self.finished(.accepted)), to: &state)
+        }
+        #expect(state == before)
+    }
+
     @Test func anOperationEventBeforeEnqueueIsRefused() {
         for body in Self.representatives {
             #expect(throws: OutboxError.self) { try Fold.apply(Self.event(body), to: nil) }

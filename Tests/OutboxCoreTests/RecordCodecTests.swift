@@ -46,6 +46,59 @@ struct RecordCodecTests {
         }
     }
 
+    @Test(arguments: ["", "a", "Antiseptic 500 ml", "Crème brûlée", "Ñandú 🍮 ok", "ÅÄÖ", String(repeating: "x", count: 300),
+                      String(repeating: "é", count: 9)])
+    func textOfEveryLengthAndScriptRoundTrips(_ text: String) throws {
+        var request = Samples.request()
+        request.entityLabel = text
+        request.summary = text + text
+        let event = JournalEvent(seq: 4, operationID: Samples.id, recordedAt: Samples.moment, body: .enqueued(Samples.enqueued(request)))
+        #expect(try RecordCodec.decode(RecordCodec.encode(event), seq: 4) == event)
+    }
+
+    /// A string whose bytes are not UTF-8 is refused even when the checksum matches them (as it
+    /// would for a record a buggy writer produced): in the short and the long, word-wise checks.
+    @Test(arguments: ["Abc", "Antiseptic 500 ml bottle"])
+    func invalidUTF8UnderASoundChecksumIsCorrupt(_ label: String) throws {
+        var request = Samples.request()
+        request.entityLabel = label
+        let event = JournalEvent(seq: 4, operationID: Samples.id, recordedAt: Samples.moment, body: .enqueued(Samples.enqueued(request)))
+        var record = RecordCodec.encode(event)
+        let start = try #require(record.firstRange(of: Array(label.utf8))).lowerBound
+        record[start + label.utf8.count - 2] = 0xFF
+        let bodyEnd = record.count - 4
+        let checksum = CRC32C.checksum(Array(record[..<bodyEnd]))
+        record.replaceSubrange(bodyEnd..., with: withUnsafeBytes(of: checksum.bigEndian) { Array($0) })
+        #expect {
+            try RecordCodec.decode(record, seq: 4)
+        } throws: { error in
+            guard case OutboxError.journalCorrupt(let seq, let reason) = error else { return false }
+            return seq == 4 && reason.contains("UTF-8")
+        }
+    }
+
+    @Test func theRoutingHintsReadTheHeaderAsWritten() {
+        for event in Samples.events() {
+            let record = RecordCodec.encode(event)
+            record.withUnsafeBytes { bytes in
+                #expect(RecordCodec.uncheckedKind(of: bytes) == event.kind)
+                #expect(RecordCodec.uncheckedOperationID(of: bytes) == event.operationID)
+            }
+        }
+        [UInt8]().withUnsafeBytes { #expect(RecordCodec.uncheckedKind(of: $0) == nil) }
+    }
+
+    @Test func operationIDsOrderAndHashByTheirBytes() {
+        let ids = (0..<500).map { _ in OperationID() }
+        for (left, right) in zip(ids, ids.dropFirst()) {
+            #expect((left < right) == left.bytes.lexicographicallyPrecedes(right.bytes))
+            #expect((left == right) == (left.bytes == right.bytes))
+        }
+        let copy = OperationID(bytes: ids[0].bytes)
+        #expect(copy == ids[0] && copy?.hashValue == ids[0].hashValue)
+        #expect(Set(ids + ids).count == ids.count)
+    }
+
     @Test func truncatedRecordsAreCorruptNotCrashes() {
         let event = Samples.events()[0]
         let record = RecordCodec.encode(event)

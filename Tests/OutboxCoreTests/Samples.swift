@@ -51,7 +51,15 @@ enum Samples {
         .sessionResumed,
         .journalOpened(JournalOpened(formatVersion: 1, engineVersion: "0.1.0", appVersion: "3.2 (41)")),
         .journalOpened(JournalOpened(formatVersion: 1, engineVersion: "0.1.0", appVersion: nil)),
-        .compacted(Compacted(firstSeq: 1, lastSeq: 900, removedCount: 850, digest: SHA256Digest(of: Data("x".utf8)))),
+        .compacted(Compacted(firstSeq: 1, lastSeq: 900, removedCount: 850, digest: SHA256Digest(of: Data("x".utf8)), operations: [
+            CompactedOperation(id: id, operationType: "product.create", status: .synced, firstSeq: 2, createdAt: moment,
+                               changedAt: moment.addingTimeInterval(90), attemptCount: 3, latestOutcome: .replayed,
+                               lastErrorCode: nil, serverRevision: "r7"),
+            CompactedOperation(id: OperationID("0E621E1F-C36C-495A-93FC-0C247A3E6E5F")!, operationType: "employee.create",
+                               status: .discarded, firstSeq: 5, createdAt: moment, changedAt: moment, attemptCount: 0,
+                               latestOutcome: nil, lastErrorCode: "idempotency_conflict", serverRevision: nil),
+        ])),
+        .compacted(Compacted(firstSeq: 3, lastSeq: 3, removedCount: 1, digest: SHA256Digest(of: Data()), operations: [])),
     ]
 
     static func events() -> [JournalEvent] {

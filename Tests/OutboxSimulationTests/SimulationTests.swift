@@ -44,7 +44,8 @@ struct SimulationTests {
         let crashes = reports.reduce(0) { $0 + $1.crashes }
         let requests = reports.reduce(0) { $0 + $1.requests }
         let faults = reports.reduce(0) { $0 + $1.faults.values.reduce(0, +) }
-        print("simulation: \(reports.count) seeds, \(operations) operations, \(requests) requests, \(faults) network faults, \(crashes) crashes, \(failures.count) failures")
+        let compacted = reports.reduce(0) { $0 + $1.compactedOperations }
+        print("simulation: \(reports.count) seeds, \(operations) operations, \(requests) requests, \(faults) network faults, \(crashes) crashes, \(compacted) operations compacted, \(failures.count) failures")
         #expect(reports.count == seeds.count)
         #expect(failures.isEmpty)
     }

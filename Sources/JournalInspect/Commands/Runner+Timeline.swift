@@ -59,7 +59,10 @@ public enum TimelineText {
         } else {
             fields.add("Status", style.paint("unknown: no state of it could be read or folded from its events", .red))
         }
-        if let payload = timeline.payload {
+        if let payload = timeline.payload, payload.isSealed {
+            fields.add("Payload", "sealed: the journal is encrypted at rest; --key-file opens it and checks its SHA-256 "
+                + "(recorded \(payload.recordedHash.hex))")
+        } else if let payload = timeline.payload {
             let check = payload.matches
                 ? style.paint("matches", .green) + " the SHA-256 recorded when it was saved"
                 : style.paint("DOES NOT MATCH", .boldRed) + " the SHA-256 recorded when it was saved (\(payload.recordedHash.hex)): the stored bytes changed"
@@ -70,7 +73,7 @@ public enum TimelineText {
         }
         var text = fields.render(style) + "\n"
         text += rows(timeline, style: style)
-        if includePayload, let payload = timeline.payload {
+        if includePayload, let payload = timeline.payload, !payload.isSealed {
             text += "\n" + style.paint("Payload", .bold) + "\n" + String(decoding: payload.payload, as: UTF8.self) + "\n"
         }
         text += "\n" + style.paint("Verdict:", .bold) + " " + Verdict.text(for: timeline, engine: engine) + "\n"

@@ -3,8 +3,8 @@ import Outbox
 
 /// The pure parser: arguments in, an ``Invocation`` or a ``UsageError`` out. No I/O.
 ///
-/// `journal-inspect <journal-dir> [<command>] [arguments and options]`. `--json` is accepted
-/// anywhere; `-h`/`--help` anywhere asks for help (the command's, when one is named);
+/// `journal-inspect <journal-dir> [<command>] [arguments and options]`. `--json` and
+/// `--key-file <path>` are accepted anywhere; `-h`/`--help` anywhere asks for help (the command's, when one is named);
 /// `--option value` and `--option=value` are the same; options that take lists take a
 /// comma-separated list, and may be repeated.
 public enum CommandLineParser {
@@ -32,9 +32,22 @@ public enum CommandLineParser {
         if arguments == ["--version"] { return .version }
 
         var json = false
+        var keyFile: String?
         var rest: [String] = []
-        for argument in arguments {
-            if argument == "--json" { json = true } else { rest.append(argument) }
+        var arguments = arguments[...]
+        while let argument = arguments.popFirst() {
+            if argument == "--json" {
+                json = true
+            } else if argument == "--key-file" {
+                guard let path = arguments.popFirst(), !path.hasPrefix("-") else {
+                    throw UsageError("--key-file needs the path of the journal's key (32 bytes, or 64 hex digits)")
+                }
+                keyFile = path
+            } else if argument.hasPrefix("--key-file=") {
+                keyFile = String(argument.dropFirst("--key-file=".count))
+            } else {
+                rest.append(argument)
+            }
         }
         guard let journal = rest.first else {
             throw UsageError("give the journal's directory: journal-inspect <journal-dir> [<command>] [options]")
@@ -45,7 +58,7 @@ public enum CommandLineParser {
         var tokens = Tokens(Array(rest.dropFirst()))
         guard let word = tokens.peek, !word.hasPrefix("-") else {
             try tokens.expectEnd(command: .summary)
-            return .run(journal: journal, command: .summary, json: json)
+            return .run(journal: journal, command: .summary, json: json, keyFile: keyFile)
         }
         tokens.advance()
         guard let name = CommandName(rawValue: word) else { throw unknownCommand(word) }
@@ -53,7 +66,7 @@ public enum CommandLineParser {
         if json, case .ledger(let options) = command, options.csv {
             throw UsageError("--csv and --json are two formats: choose one", command: .ledger)
         }
-        return .run(journal: journal, command: command, json: json)
+        return .run(journal: journal, command: command, json: json, keyFile: keyFile)
     }
 
     private static func unknownCommand(_ word: String) -> UsageError {

@@ -30,6 +30,8 @@ public enum HelpText {
 
         OPTIONS
           --json              JSON instead of tables, on every command (field names: Docs/journal-inspect.md)
+          --key-file <path>   the key of a journal encrypted at rest (32 bytes, or 64 hex digits):
+                              opens payloads, labels and summaries; without it they read "(sealed)"
           -h, --help          help for the tool, or for the command named with it
           --version           the tool's version and the journal format it reads
 

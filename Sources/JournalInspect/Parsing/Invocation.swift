@@ -8,7 +8,7 @@ public enum Invocation: Equatable, Sendable {
     /// Print the tool's version.
     case version
     /// Run a command on a journal.
-    case run(journal: String, command: Command, json: Bool)
+    case run(journal: String, command: Command, json: Bool, keyFile: String? = nil)
 }
 
 /// Whose help to print.

@@ -27,8 +27,12 @@ public final class JournalReader: Sendable {
     /// - Throws: ``OutboxError/notAJournal(path:reason:)`` for a missing path or something that
     ///   is not a journal; ``OutboxError/newerFormat(found:supported:)``;
     ///   ``OutboxError/alreadyOpen(path:)`` when this process has the journal open.
-    public init(directory: URL) throws {
-        let store = try JournalStore.open(directory: directory, options: JournalStore.Options(readOnly: true))
+    /// - Parameter encryptionKey: the key of a journal encrypted at rest; without it, payloads,
+    ///   entity labels and summaries read as empty, and everything else as usual.
+    /// - Throws: also ``OutboxError/wrongEncryptionKey`` for a key that does not open it.
+    public init(directory: URL, encryptionKey: SealingKey? = nil) throws {
+        let store = try JournalStore.open(
+            directory: directory, options: JournalStore.Options(readOnly: true, sealingKey: encryptionKey))
         self.store = store
         if store.projectionsAreCurrent {
             folded = nil
@@ -65,8 +69,8 @@ public final class JournalReader: Sendable {
         guard let folded else { return try store.operationSnapshot(id) }
         guard let state = folded.image.states[id] else { return nil }
         let schema = store.schema
-        let payload = try store.read { txn in try schema.payload(of: state, in: txn) }
-        return OperationSnapshot(state: state, request: state.request(payload: payload))
+        let request = try store.read { txn in try schema.request(of: state, in: txn) }
+        return OperationSnapshot(state: state, request: request)
     }
 
     /// Every event of one operation, in journal order.

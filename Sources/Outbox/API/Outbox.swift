@@ -35,6 +35,8 @@ public final class Outbox: Sendable {
     let worker: ReplayWorker
     /// Wake signals handed to the worker and not yet delivered.
     let wakesInFlight = Atomic<Int>(0)
+    /// Whether an automatic compaction runs now.
+    let compacting = Atomic<Bool>(false)
     private let closed = Atomic<Bool>(false)
 
     /// Opens (or creates) the journal in `directory`.
@@ -60,8 +62,11 @@ public final class Outbox: Sendable {
                 readOnly: false,
                 syncOnCommit: configuration.durability == .full,
                 initialMapSizeBytes: configuration.initialJournalBytes,
-                maxMapSizeBytes: configuration.maxJournalBytes,
+                // The budget holds live data; LMDB's free pages need room past it.
+                maxMapSizeBytes: configuration.maxJournalBytes / 4 * 5,
+                budgetBytes: configuration.maxJournalBytes,
                 faultHook: faultHook,
+                sealingKey: configuration.encryptionKey,
                 account: configuration.account
             )
         )

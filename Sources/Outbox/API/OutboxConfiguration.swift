@@ -1,5 +1,6 @@
 import Foundation
 public import OutboxCore
+public import OutboxCrypto
 
 /// How an ``Outbox`` behaves. Everything but ``account`` has a default.
 ///
@@ -28,13 +29,24 @@ public struct OutboxConfiguration: Sendable {
     public var durability: Durability
     /// The largest payload accepted; larger ones are refused at enqueue.
     public var maxPayloadBytes: Int
-    /// The most the journal file may grow to. A write that needs more fails with
-    /// ``OutboxError/storageFull(limitBytes:)`` before anything says "saved".
+    /// The journal's storage budget: the most live data it may hold. Past 80 % the engine
+    /// compacts settled operations; when nothing more can be freed, an enqueue fails with
+    /// ``OutboxError/storageFull(limitBytes:)`` before anything says "saved", while what is
+    /// already queued still drains from a reserve. The file itself may take up to a quarter more,
+    /// for the free pages LMDB reuses.
     public var maxJournalBytes: Int
     /// The journal's size when created; it doubles as needed, up to ``maxJournalBytes``.
     public var initialJournalBytes: Int
     /// The embedding app's version, recorded each time the journal is opened.
     public var appVersion: String?
+    /// The journal's key for encryption at rest (32 bytes, from the app's keychain), or `nil` for
+    /// a plaintext journal. Payloads, entity labels and summaries are sealed with it; statuses,
+    /// timelines, the ledger and metrics stay readable without it. Given for a plaintext journal,
+    /// the journal is sealed at open; a journal sealed with another key is refused.
+    public var encryptionKey: SealingKey?
+    /// When the engine compacts settled operations on its own; `nil` (the default): only when
+    /// `compact(before:)` is called, or when the journal nears ``maxJournalBytes``.
+    public var compaction: CompactionPolicy?
     /// Where operation ids come from: random UUIDs unless a deterministic simulation supplies
     /// its own.
     package var operationIDSource: (@Sendable () -> OperationID)?
@@ -50,7 +62,9 @@ public struct OutboxConfiguration: Sendable {
         maxPayloadBytes: Int = OutboxRequest.defaultMaxPayloadBytes,
         maxJournalBytes: Int = 1 << 30,
         initialJournalBytes: Int = 4 << 20,
-        appVersion: String? = nil
+        appVersion: String? = nil,
+        encryptionKey: SealingKey? = nil,
+        compaction: CompactionPolicy? = nil
     ) {
         self.account = account
         self.retryPolicy = retryPolicy
@@ -63,6 +77,8 @@ public struct OutboxConfiguration: Sendable {
         self.maxJournalBytes = maxJournalBytes
         self.initialJournalBytes = initialJournalBytes
         self.appVersion = appVersion
+        self.encryptionKey = encryptionKey
+        self.compaction = compaction
     }
 
     /// The policy of an operation type.

@@ -45,7 +45,7 @@ extension JournalStore {
                 let record = Array(value)
                 let event: JournalEvent
                 do {
-                    event = try RecordCodec.decode(record, seq: seq)
+                    event = try schema.decode(record, seq: seq)
                 } catch {
                     let damaged = DamagedRecord(seq: seq, error: error, record: record)
                     if query.mayInclude(damaged) { page.damaged.append(damaged) }
@@ -72,7 +72,7 @@ extension JournalStore {
         guard query.limit > 0 else { return [] }
         if let folded {
             let picked = folded.image.states.values.filter(query.accepts).sorted { $0.firstSeq > $1.firstSeq }
-            return Array(picked.prefix(query.limit))
+            return picked.prefix(query.limit).map(schema.opened)
         }
         let schema = self.schema
         let statuses = query.statuses.map { OutboxStatus.allCases.filter($0.contains) } ?? OutboxStatus.allCases
@@ -94,7 +94,7 @@ extension JournalStore {
                     return .next
                 }
             }
-            return Array(picked.sorted { $0.firstSeq > $1.firstSeq }.prefix(query.limit))
+            return picked.sorted { $0.firstSeq > $1.firstSeq }.prefix(query.limit).map(schema.opened)
         }
     }
 
@@ -136,12 +136,7 @@ extension JournalStore {
                 damaged = folded.damaged.filter { $0.claimedOperationID == id }
             } else {
                 state = try schema.state(id, in: txn)
-                let prefix = id.bytes
-                try txn.scan(schema.operationEvents, from: prefix) { key, _ in
-                    guard key.starts(with: prefix), let seq = JournalSequence(key: key.dropFirst(16)) else { return .stop }
-                    seqs.append(seq)
-                    return .next
-                }
+                seqs = state?.eventSeqs ?? []
             }
             var events: [JournalEvent] = []
             for seq in seqs {
@@ -151,7 +146,7 @@ extension JournalStore {
                     continue
                 }
                 do {
-                    events.append(try RecordCodec.decode(record, seq: seq))
+                    events.append(try schema.decode(record, seq: seq))
                 } catch {
                     damaged.append(DamagedRecord(seq: seq, error: error, record: record))
                 }
@@ -160,9 +155,10 @@ extension JournalStore {
             damaged.sort { $0.seq < $1.seq }
             let payload = events.lazy.compactMap { event -> PayloadCheck? in
                 guard case .enqueued(let enqueued) = event.body else { return nil }
-                return PayloadCheck(payload: enqueued.request.payload, recordedHash: enqueued.requestHash)
+                let unopened = enqueued.sealed != nil && schema.sealing.sealing == nil
+                return PayloadCheck(payload: enqueued.request.payload, recordedHash: enqueued.requestHash, isSealed: unopened)
             }.first
-            return OperationTimeline(id: id, state: state, events: events, damaged: damaged,
+            return OperationTimeline(id: id, state: state.map(schema.opened), events: events, damaged: damaged,
                                      attempts: OperationTimeline.attempts(of: events), payload: payload)
         }
     }
@@ -185,7 +181,7 @@ extension JournalStore {
                 oldestPending = folded.image.states.values.filter { $0.status == .queued || $0.status == .syncing }
                     .min { $0.firstSeq < $1.firstSeq }
                 engine = folded.image.engine
-                eventBytes = Int(folded.image.eventCounters[CounterName.eventBytes] ?? 0)
+                eventBytes = Int(folded.image.eventBytes)
             } else {
                 statusCounts = try schema.queueDepth(in: txn)
                 var oldest: OperationState?
@@ -195,7 +191,7 @@ extension JournalStore {
                     else { continue }
                     if oldest.map({ state.firstSeq < $0.firstSeq }) ?? true { oldest = state }
                 }
-                oldestPending = oldest
+                oldestPending = oldest.map(schema.opened)
                 engine = try schema.engineState(in: txn)
                 eventBytes = Int(try schema.counter(CounterName.eventBytes, in: txn))
             }
@@ -206,7 +202,7 @@ extension JournalStore {
                 let seq = JournalSequence(key: key) ?? .zero
                 let record = Array(value)
                 do {
-                    lastEventAt = try RecordCodec.decode(record, seq: seq).recordedAt
+                    lastEventAt = try schema.decode(record, seq: seq).recordedAt
                     return .stop
                 } catch {
                     damaged.append(DamagedRecord(seq: seq, error: error, record: record))
@@ -251,7 +247,7 @@ extension JournalStore {
             var samples: [QueueDepthSample] = []
             try txn.scan(schema.events) { key, value in
                 let seq = JournalSequence(key: key) ?? .zero
-                guard let event = try? RecordCodec.decode(Array(value), seq: seq), let id = event.operationID,
+                guard let event = try? schema.decode(Array(value), seq: seq), let id = event.operationID,
                     let after = try? Fold.apply(event, to: states[id])
                 else { return .next }
                 let wasPending = states[id].map { !$0.status.isTerminal } ?? false

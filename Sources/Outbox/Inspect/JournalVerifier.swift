@@ -17,6 +17,15 @@ import OutboxStorage
 /// refused it. An operation with a damaged record is not judged further: its later events
 /// cannot be told apart from the consequences of the damage.
 struct JournalVerifier {
+    /// Opens sealed payloads, when the journal is encrypted and its key known: without it their
+    /// hashes cannot be checked, and are not.
+    let unseal: RecordCodec.Unsealer?
+    /// Sealed payloads whose hash could not be checked for want of the key.
+    private(set) var sealedUnchecked = 0
+
+    init(unseal: RecordCodec.Unsealer? = nil) {
+        self.unseal = unseal
+    }
     private(set) var image = ProjectionImage()
     private(set) var findings: [VerificationFinding] = []
     private(set) var damaged: [DamagedRecord] = []
@@ -27,6 +36,8 @@ struct JournalVerifier {
     private var damagedOperations: [OperationID: JournalSequence] = [:]
     private var gaps: [ClosedRange<UInt64>] = []
     private var compacted: [ClosedRange<UInt64>] = []
+    /// Events the compactions say they removed, all told.
+    private var compactedRemoved = 0
     private var previousSeq = JournalSequence.zero
 
     /// Checks one record, in journal order.
@@ -38,13 +49,14 @@ struct JournalVerifier {
         previousSeq = seq
         let event: JournalEvent
         do {
-            event = try RecordCodec.decode(record, seq: seq)
+            event = try RecordCodec.decode(record, seq: seq, unseal: unseal)
         } catch {
             noteDamage(DamagedRecord(seq: seq, error: error, record: record))
             return
         }
         if case .compacted(let compaction) = event.body {
             compacted.append(compaction.firstSeq.rawValue ... max(compaction.firstSeq.rawValue, compaction.lastSeq.rawValue))
+            compactedRemoved += compaction.removedCount
         }
         guard let id = event.operationID else {
             // Engine events fold without conditions.
@@ -52,7 +64,9 @@ struct JournalVerifier {
             return
         }
         eventSeqs[id, default: []].append(seq)
-        if case .enqueued(let enqueued) = event.body, SHA256Digest(of: enqueued.request.payload) != enqueued.requestHash {
+        if case .enqueued(let enqueued) = event.body, enqueued.sealed != nil, unseal == nil {
+            sealedUnchecked += 1
+        } else if case .enqueued(let enqueued) = event.body, SHA256Digest(of: enqueued.request.payload) != enqueued.requestHash {
             findings.append(VerificationFinding(
                 kind: .payloadHashMismatch, seq: seq, operationID: id,
                 message: "the payload (\(enqueued.request.payload.count) bytes) hashes to "
@@ -140,10 +154,30 @@ struct JournalVerifier {
     mutating func finish(schema: JournalSchema, projectionsAreCurrent: Bool, txn: borrowing LMDBTransaction) throws
         -> VerificationReport
     {
-        for gap in gaps where !compacted.contains(where: { $0.contains(gap.lowerBound) && $0.contains(gap.upperBound) }) {
+        // Compactions' ranges, merged: a gap may span several chunks of one compaction.
+        var covered: [ClosedRange<UInt64>] = []
+        for range in compacted.sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            if let last = covered.last, range.lowerBound <= last.upperBound + 1 {
+                covered[covered.count - 1] = last.lowerBound...max(last.upperBound, range.upperBound)
+            } else {
+                covered.append(range)
+            }
+        }
+        var missingInCompactions = 0
+        for gap in gaps {
+            if covered.contains(where: { $0.contains(gap.lowerBound) && $0.contains(gap.upperBound) }) {
+                missingInCompactions += gap.count
+                continue
+            }
             let range = gap.count == 1 ? "seq \(gap.lowerBound) is" : "seqs \(gap.lowerBound)...\(gap.upperBound) are"
             findings.append(VerificationFinding(kind: .sequenceGap, seq: JournalSequence(rawValue: gap.lowerBound),
                                                 operationID: nil, message: "\(range) missing, and no compaction names them"))
+        }
+        if missingInCompactions != compactedRemoved {
+            findings.append(VerificationFinding(
+                kind: .sequenceGap, seq: nil, operationID: nil,
+                message: "compactions say they removed \(compactedRemoved) events, but \(missingInCompactions) are missing from their ranges"
+            ))
         }
         findings.sort { ($0.seq?.rawValue ?? .max) < ($1.seq?.rawValue ?? .max) }
 
@@ -168,7 +202,8 @@ struct JournalVerifier {
             operationsChecked: image.states.count + damagedOperations.keys.filter { image.states[$0] == nil }.count,
             projectionsCompared: note == nil,
             projectionsNote: note,
-            findings: findings
+            findings: findings,
+            sealedPayloadsUnchecked: sealedUnchecked
         )
     }
 }
@@ -193,7 +228,7 @@ extension JournalStore {
         let schema = self.schema
         let current = projectionsAreCurrent
         return try read { txn in
-            var verifier = JournalVerifier()
+            var verifier = JournalVerifier(unseal: schema.sealing.sealing?.unsealer)
             try txn.scan(schema.events) { key, value in
                 verifier.check(seq: JournalSequence(key: key) ?? .zero, record: Array(value))
                 return .next

@@ -13,14 +13,17 @@ public struct VerificationReport: Sendable, Equatable {
     public var projectionsNote: String?
     /// Each problem, in journal order (projection mismatches last).
     public var findings: [VerificationFinding]
+    /// Payloads of an encrypted journal whose hashes were not checked: the key was not given.
+    public var sealedPayloadsUnchecked: Int
 
     public init(recordsChecked: Int, operationsChecked: Int, projectionsCompared: Bool, projectionsNote: String?,
-                findings: [VerificationFinding]) {
+                findings: [VerificationFinding], sealedPayloadsUnchecked: Int = 0) {
         self.recordsChecked = recordsChecked
         self.operationsChecked = operationsChecked
         self.projectionsCompared = projectionsCompared
         self.projectionsNote = projectionsNote
         self.findings = findings
+        self.sealedPayloadsUnchecked = sealedPayloadsUnchecked
     }
 
     /// Nothing found.

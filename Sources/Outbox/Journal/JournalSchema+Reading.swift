@@ -44,21 +44,28 @@ extension JournalSchema {
         }
     }
 
-    /// The event at `seq`, checksum checked.
+    /// The event at `seq`, checksum checked, its sealed fields opened when the key is known.
     func event(_ seq: JournalSequence, in txn: borrowing LMDBTransaction) throws -> JournalEvent? {
         guard let record = try txn.get(events, key: seq.key) else { return nil }
-        return try RecordCodec.decode(record, seq: seq)
+        return try decode(record, seq: seq)
     }
 
-    /// Every event of one operation, in journal order, read through the history index.
+    /// Decodes a record, opening its sealed fields when the key is known.
+    func decode(_ record: [UInt8], seq: JournalSequence) throws(OutboxError) -> JournalEvent {
+        try RecordCodec.decode(record, seq: seq, unseal: sealing.sealing?.unsealer)
+    }
+
+    /// A state's entity label and summary, opened when sealed; `nil` for sealed text without
+    /// the key.
+    func presentation(of state: OperationState) -> (label: String, summary: String)? {
+        guard let sealed = state.sealedPresentation else { return (state.entityLabel, state.summary) }
+        guard let text = try? sealing.sealing?.unsealPresentation(sealed, id: state.id) else { return nil }
+        return (text.label, text.summary)
+    }
+
+    /// Every event of one operation, in journal order, read through the seqs its state lists.
     func history(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> [JournalEvent] {
-        let prefix = id.bytes
-        var seqs: [JournalSequence] = []
-        try txn.scan(operationEvents, from: prefix) { key, _ in
-            guard key.starts(with: prefix), let seq = JournalSequence(key: key.dropFirst(16)) else { return .stop }
-            seqs.append(seq)
-            return .next
-        }
+        let seqs = try state(id, in: txn)?.eventSeqs ?? []
         return try seqs.map { seq in
             guard let event = try event(seq, in: txn) else {
                 throw OutboxError.projectionCorrupt(reason: "operation \(id) lists seq \(seq), which is not in the journal")
@@ -67,14 +74,26 @@ extension JournalSchema {
         }
     }
 
-    /// The payload stored in an operation's `enqueued` event.
-    func payload(of state: OperationState, in txn: borrowing LMDBTransaction) throws -> Data {
+    /// `state` with its entity label and summary opened for display: the plaintext when the key is
+    /// known, "(sealed)" when not.
+    func opened(_ state: OperationState) -> OperationState {
+        guard state.sealedPresentation != nil else { return state }
+        var opened = state
+        let text = presentation(of: state)
+        opened.entityLabel = text?.label ?? "(sealed)"
+        opened.summary = text?.summary ?? "(sealed)"
+        return opened
+    }
+
+    /// The request stored in an operation's `enqueued` event, its sealed fields opened when the
+    /// key is known.
+    func request(of state: OperationState, in txn: borrowing LMDBTransaction) throws -> OutboxRequest {
         guard let event = try event(state.firstSeq, in: txn), case .enqueued(let enqueued) = event.body,
             event.operationID == state.id
         else {
             throw OutboxError.projectionCorrupt(reason: "operation \(state.id) has no enqueued event at seq \(state.firstSeq)")
         }
-        return enqueued.request.payload
+        return enqueued.request
     }
 
     func counter(_ name: String, in txn: borrowing LMDBTransaction) throws -> Int64 {
@@ -121,23 +140,30 @@ extension JournalSchema {
         return head
     }
 
-    /// Folds one event into the stored projections: the operation's state and indexes, the
-    /// history index, the counters, the engine state.
-    /// - Throws: ``OutboxError/illegalTransition(operation:status:event:reason:)`` when the event
-    ///   does not follow from the stored state (a rebuild reports it as damage at that seq).
-    func project(_ event: JournalEvent, recordSize: Int, in txn: borrowing LMDBTransaction) throws {
-        if let id = event.operationID {
-            let before = try state(id, in: txn)
-            let after: OperationState
-            do {
-                after = try Fold.apply(event, to: before)
-            } catch {
-                throw OutboxError.journalCorrupt(seq: event.seq, reason: "illegal transition: \(error)")
+    /// Folds one event into the stored projections: the states it changes (with their event
+    /// seqs) and their indexes, the counters, the engine state.
+    /// - Throws: ``OutboxError/journalCorrupt(seq:reason:)`` when the event does not follow from
+    ///   the stored state (a rebuild reports it as damage at that seq).
+    func project(_ event: JournalEvent, recordSize: Int, extraCounters: [String: Int64] = [:], in txn: borrowing LMDBTransaction) throws {
+        do {
+            if let id = event.operationID {
+                let before = try state(id, in: txn)
+                let after = try Fold.apply(event, to: before)
+                try Projection.apply(event, recordSize: recordSize, changes: [(before, after)], engine: nil, schema: self, in: txn)
+                return
             }
-            try Projection.apply(event, recordSize: recordSize, before: before, after: after, engine: nil, schema: self, in: txn)
-        } else {
+            var changes: [(before: OperationState?, after: OperationState)] = []
+            if case .compacted(let compacted) = event.body {
+                var known: [OperationID: OperationState] = [:]
+                for operation in compacted.operations { known[operation.id] = try state(operation.id, in: txn) }
+                changes = try Fold.applyCompaction(compacted, seq: event.seq, recordedAt: event.recordedAt) { known[$0] }
+            }
             let engine = try engineState(in: txn).applying(event)
-            try Projection.apply(event, recordSize: recordSize, before: nil, after: nil, engine: engine, schema: self, in: txn)
+            try Projection.apply(event, recordSize: recordSize, changes: changes, engine: engine,
+                                 extraCounters: extraCounters, schema: self, in: txn)
+        } catch let error as OutboxError {
+            if case .illegalTransition = error { throw OutboxError.journalCorrupt(seq: event.seq, reason: "illegal transition: \(error)") }
+            throw error
         }
     }
 }

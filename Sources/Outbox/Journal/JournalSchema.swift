@@ -1,6 +1,7 @@
 import Foundation
 import OutboxCore
 import OutboxStorage
+import Synchronization
 
 /// The journal's LMDB layout: the events, and the projections kept beside them.
 ///
@@ -8,9 +9,8 @@ import OutboxStorage
 /// |---|---|---|
 /// | `meta` | name | format version, projection version, account, engine state |
 /// | `events` | seq (u64 BE) | the record (``RecordCodec``) |
-/// | `operations` | operation id | its folded ``OperationState`` |
+/// | `operations` | operation id | its folded ``OperationState``, with the seqs of its events |
 /// | `by-status` | status code, first seq | operation id |
-/// | `operation-events` | operation id, seq | empty: one operation's history without a scan |
 /// | `schedule` | due moment, first seq | operation id, for queued rows |
 /// | `lanes` | lane, 0, first seq | operation id, for rows not yet terminal |
 /// | `sync-tab` | group, category, 0, latest seq | operation id, for rows on the Sync tab |
@@ -21,21 +21,26 @@ import OutboxStorage
 struct JournalSchema: Sendable {
     /// The layout version of every database but `events` and `meta`. A journal stored with
     /// another version has its projections rebuilt from the events at open.
-    static let projectionVersion: UInt32 = 1
+    static let projectionVersion: UInt32 = 3
+
+    /// Databases earlier layouts kept and this one does not: emptied by a rebuild.
+    /// (`operation-events`, layout 2, listed each operation's seqs; the state holds them now.)
+    static let retiredDatabases = ["operation-events"]
 
     let meta: LMDBDatabase
     let events: LMDBDatabase
     let operations: LMDBDatabase
     let byStatus: LMDBDatabase
-    let operationEvents: LMDBDatabase
     let schedule: LMDBDatabase
     let lanes: LMDBDatabase
     let syncTab: LMDBDatabase
     let counters: LMDBDatabase
+    /// The journal's key, when it is encrypted at rest and the key was given.
+    let sealing = SealingBox()
 
     /// The databases derived from the events: cleared and refilled by a rebuild.
     var projections: [LMDBDatabase] {
-        [operations, byStatus, operationEvents, schedule, lanes, syncTab, counters]
+        [operations, byStatus, schedule, lanes, syncTab, counters]
     }
 
     init(environment: LMDBEnvironment) throws {
@@ -43,7 +48,6 @@ struct JournalSchema: Sendable {
         events = try environment.openDatabase("events")
         operations = try environment.openDatabase("operations")
         byStatus = try environment.openDatabase("by-status")
-        operationEvents = try environment.openDatabase("operation-events")
         schedule = try environment.openDatabase("schedule")
         lanes = try environment.openDatabase("lanes")
         syncTab = try environment.openDatabase("sync-tab")
@@ -58,6 +62,8 @@ struct JournalSchema: Sendable {
         static let account = Array("account".utf8)
         static let createdAt = Array("created-at".utf8)
         static let engineState = Array("engine-state".utf8)
+        /// A constant sealed with the journal's key: present when it is encrypted at rest.
+        static let keyCheck = Array("key-check".utf8)
     }
 
     // MARK: Index keys
@@ -67,10 +73,6 @@ struct JournalSchema: Sendable {
     }
 
     static func statusPrefix(_ status: OutboxStatus) -> [UInt8] { [status.code] }
-
-    static func operationEventKey(_ id: OperationID, seq: JournalSequence) -> [UInt8] {
-        id.bytes + seq.key
-    }
 
     /// Due moments sort as unsigned integers; a row due now sorts first.
     static func scheduleKey(dueAt: Date?, firstSeq: JournalSequence) -> [UInt8] {
@@ -124,11 +126,21 @@ enum CounterName {
     static let attempts = "attempts"
 
     static func status(_ status: OutboxStatus) -> String { "status/\(status.rawValue)" }
-    static func outcome(_ disposition: Disposition) -> String { "outcome/\(disposition.rawValue)" }
+    static func outcome(_ outcome: OutcomeCategory) -> String { "outcome/\(outcome.rawValue)" }
     static func conflicts(_ operationType: String) -> String { "conflicts/\(operationType)" }
     static let conflictsPrefix = "conflicts/"
     static func tab(_ group: JournalSchema.TabGroup, category: String) -> String {
         "tab/\(group.rawValue)/\(category)"
     }
     static func tabPrefix(_ group: JournalSchema.TabGroup) -> String { "tab/\(group.rawValue)/" }
+}
+
+/// The journal's sealing, replaced when the key rotates.
+final class SealingBox: Sendable {
+    private let current = Mutex<JournalSealing?>(nil)
+
+    var sealing: JournalSealing? {
+        get { current.withLock { $0 } }
+        set { current.withLock { $0 = newValue } }
+    }
 }

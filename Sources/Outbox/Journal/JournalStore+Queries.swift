@@ -8,7 +8,9 @@ extension JournalStore {
         let schema = self.schema
         return try read { txn in
             guard let state = try schema.state(id, in: txn) else { return nil }
-            return OperationSnapshot(state: state, request: state.request(payload: try schema.payload(of: state, in: txn)))
+            // A compacted operation's request left the journal with its events.
+            let request = state.compactedAt == nil ? try schema.request(of: state, in: txn) : state.request(payload: Data())
+            return OperationSnapshot(state: state, request: request)
         }
     }
 
@@ -17,11 +19,17 @@ extension JournalStore {
         return try read { txn in try schema.state(id, in: txn) }
     }
 
-    /// Every event of one operation, in order.
-    /// - Throws: ``OutboxError/operationNotFound(_:)`` when it has none.
+    /// Every event of one operation, in order; for a compacted operation, the `compacted` event
+    /// that removed them.
+    /// - Throws: ``OutboxError/operationNotFound(_:)`` for an unknown id.
     func history(_ id: OperationID) throws(OutboxError) -> [JournalEvent] {
         let schema = self.schema
-        let events = try read { txn in try schema.history(id, in: txn) }
+        let events = try read { txn -> [JournalEvent] in
+            if let state = try schema.state(id, in: txn), state.compactedAt != nil {
+                return try schema.event(state.latestSeq, in: txn).map { [$0] } ?? []
+            }
+            return try schema.history(id, in: txn)
+        }
         guard !events.isEmpty else { throw .operationNotFound(id) }
         return events
     }
@@ -43,7 +51,7 @@ extension JournalStore {
             var events: [JournalEvent] = []
             try txn.scan(schema.events, from: start.key) { key, value in
                 guard events.count < limit else { return .stop }
-                events.append(try RecordCodec.decode(Array(value), seq: JournalSequence(key: key) ?? .zero))
+                events.append(try schema.decode(Array(value), seq: JournalSequence(key: key) ?? .zero))
                 return .next
             }
             return events

@@ -52,6 +52,16 @@ extension JournalStore {
         }
     }
 
+    /// Rows not yet settled: every status but synced, withdrawn and discarded.
+    func unsettledCount() throws(OutboxError) -> Int {
+        let schema = self.schema
+        return try read { txn in
+            try OutboxStatus.allCases.filter { !$0.isTerminal }.reduce(0) {
+                $0 + Int(try schema.counter(CounterName.status($1), in: txn))
+            }
+        }
+    }
+
     /// Ledger rows in journal order, filtered and paged.
     func ledger(_ query: LedgerQuery) throws(OutboxError) -> [LedgerEntry] {
         let schema = self.schema
@@ -81,6 +91,7 @@ extension JournalStore {
     func metrics(now: Date) throws(OutboxError) -> OutboxMetrics {
         let schema = self.schema
         let fileBytes = (try? environment.info().usedBytes) ?? 0
+        let liveBytes = (try? environment.liveBytes()) ?? fileBytes
         return try read { txn in
             let depth = try schema.queueDepth(in: txn)
             var oldest: OperationState?
@@ -91,7 +102,7 @@ extension JournalStore {
                 if oldest.map({ state.firstSeq < $0.firstSeq }) ?? true { oldest = state }
             }
             let outcomes = try schema.counters(prefix: "outcome/", in: txn)
-            func outcome(_ disposition: Disposition) -> Int { Int(outcomes[disposition.rawValue] ?? 0) }
+            func outcome(_ category: OutcomeCategory) -> Int { Int(outcomes[category.rawValue] ?? 0) }
             return OutboxMetrics(
                 queueDepth: depth,
                 oldestPendingAgeSeconds: oldest.map { now.timeIntervalSince($0.createdAt) },
@@ -105,7 +116,9 @@ extension JournalStore {
                 conflictsByOperationType: try schema.counters(prefix: CounterName.conflictsPrefix, in: txn).mapValues { Int($0) },
                 journalEvents: Int(try schema.counter(CounterName.events, in: txn)),
                 journalEventBytes: Int(try schema.counter(CounterName.eventBytes, in: txn)),
-                journalFileBytes: fileBytes
+                journalFileBytes: fileBytes,
+                journalLiveBytes: liveBytes,
+                journalBudgetBytes: options.limitBytes
             )
         }
     }
@@ -129,7 +142,7 @@ extension JournalSchema {
         try txn.scan(syncTab, from: prefix + [UInt8](repeating: 0xFF, count: 8), reverse: true) { key, value in
             guard key.starts(with: prefix), rows.count < limit else { return .stop }
             if let id = OperationID(bytes: value), let state = try self.state(id, in: txn) {
-                rows.append(SyncRow(state))
+                rows.append(SyncRow(opened(state)))
             }
             return .next
         }

@@ -1,5 +1,6 @@
 import Foundation
 import OutboxCore
+import OutboxCrypto
 import OutboxStorage
 
 /// The journal on disk: the append-only events and their projections, in one LMDB environment.
@@ -13,7 +14,13 @@ final class JournalStore: Sendable {
         var syncOnCommit = true
         var initialMapSizeBytes = 4 << 20
         var maxMapSizeBytes = 1 << 30
+        /// The budget of live data the engine keeps to (`maxJournalBytes`); the map leaves room
+        /// beyond it for LMDB's free pages. Defaults to the map's maximum.
+        var budgetBytes: Int?
         var faultHook: LMDBFaultHook?
+        /// The key of a journal encrypted at rest. An engine given one for a plaintext journal
+        /// seals it at open; a reader without one sees sealed fields empty.
+        var sealingKey: SealingKey?
         /// The account whose journal this is; a journal of another account is refused.
         /// `nil` for readers, which accept any.
         var account: String?
@@ -31,9 +38,6 @@ final class JournalStore: Sendable {
     /// Whether the stored projections match this engine's layout (a read-only journal with
     /// older projections is read by folding the events instead).
     let projectionsAreCurrent: Bool
-
-    /// How many events a rebuild folds per transaction.
-    static let rebuildChunk = 20_000
 
     // MARK: Opening
 
@@ -74,7 +78,7 @@ final class JournalStore: Sendable {
         } catch let error as LMDBError where error == .invalid || error == .versionMismatch || error == .noSuchFile {
             throw .notAJournal(path: path, reason: "LMDB cannot read it: \(error)")
         } catch {
-            throw OutboxError(storage: error, limitBytes: options.maxMapSizeBytes)
+            throw OutboxError(storage: error, limitBytes: options.limitBytes)
         }
         do {
             return try JournalStore(environment: environment, options: options)
@@ -95,7 +99,7 @@ final class JournalStore: Sendable {
         } catch let error as LMDBError where error == .incompatible {
             throw .notAJournal(path: path, reason: "an LMDB environment laid out differently from a journal")
         } catch {
-            throw OutboxError(storage: error, limitBytes: options.maxMapSizeBytes)
+            throw OutboxError(storage: error, limitBytes: options.limitBytes)
         }
         let storedProjectionVersion: UInt32? = try Self.run(options) { [schema] in
             if options.readOnly {
@@ -109,6 +113,28 @@ final class JournalStore: Sendable {
             current = true
         }
         self.projectionsAreCurrent = current
+        try adoptKey()
+    }
+
+    /// Checks the configured key against the journal's, and seals a plaintext journal an engine
+    /// opens with a key.
+    private func adoptKey() throws(OutboxError) {
+        let schema = self.schema
+        let stored = try read { txn in try txn.get(schema.meta, key: JournalSchema.MetaKey.keyCheck) }
+        let sealing = options.sealingKey.map(JournalSealing.init(key:))
+        switch (stored, sealing) {
+        case (nil, nil):
+            break
+        case (.some, nil):
+            // A reader may go on without the key: sealed fields stay sealed.
+            if !options.readOnly { throw .encryptionKeyRequired }
+        case (let check?, let sealing?):
+            guard sealing.opens(keyCheck: check) else { throw .wrongEncryptionKey }
+            schema.sealing.sealing = sealing
+        case (nil, let sealing?):
+            guard !options.readOnly else { break }
+            try reseal(from: nil, to: sealing)
+        }
     }
 
     /// Checks (and for a new journal, writes) the format version and account.
@@ -143,42 +169,6 @@ final class JournalStore: Sendable {
         }
         let projection = try txn.get(schema.meta, key: JournalSchema.MetaKey.projectionVersion)
         return projection.flatMap { $0.count == 4 ? $0.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } : nil }
-    }
-
-    /// Clears every projection and folds them again from the events, a chunk per transaction.
-    /// The projection version is stored last: a crash midway leaves a mismatch, and the next open
-    /// starts the rebuild over.
-    static func rebuildProjections(environment: LMDBEnvironment, schema: JournalSchema, options: Options) throws(OutboxError) {
-        try run(options) {
-            try environment.write { txn in
-                try txn.delete(schema.meta, key: JournalSchema.MetaKey.projectionVersion)
-                try txn.delete(schema.meta, key: JournalSchema.MetaKey.engineState)
-                for database in schema.projections { try txn.removeAll(database) }
-            }
-            var next = JournalSequence(rawValue: 1)
-            var finished = false
-            while !finished {
-                try environment.write { txn in
-                    var folded = 0
-                    finished = true
-                    try txn.scan(schema.events, from: next.key) { key, value in
-                        guard folded < rebuildChunk else {
-                            finished = false
-                            return .stop
-                        }
-                        let seq = JournalSequence(key: key) ?? .zero
-                        let event = try RecordCodec.decode(Array(value), seq: seq)
-                        try schema.project(event, recordSize: value.count, in: txn)
-                        folded += 1
-                        next = seq.next
-                        return .next
-                    }
-                }
-            }
-            try environment.write { txn in
-                try txn.put(schema.meta, key: JournalSchema.MetaKey.projectionVersion, value: JournalSchema.projectionVersion.bigEndianBytes)
-            }
-        }
     }
 
     func close() {
@@ -221,7 +211,7 @@ final class JournalStore: Sendable {
                     }
                     for event in events {
                         let record = RecordCodec.encode(event)
-                        assert((try? RecordCodec.decode(record, seq: event.seq)) == event, "record does not round-trip")
+                        assert((try? schema.decode(record, seq: event.seq)) == event, "record does not round-trip")
                         try txn.put(schema.events, key: event.seq.key, value: record, flags: .append)
                         try schema.project(event, recordSize: record.count, in: txn)
                     }
@@ -241,13 +231,18 @@ final class JournalStore: Sendable {
     }
 
     /// Runs storage work, turning its errors into ``OutboxError``.
-    private static func run<R>(_ options: Options, _ body: () throws -> R) throws(OutboxError) -> R {
+    static func run<R>(_ options: Options, _ body: () throws -> R) throws(OutboxError) -> R {
         do {
             return try body()
         } catch {
-            throw OutboxError(storage: error, limitBytes: options.maxMapSizeBytes)
+            throw OutboxError(storage: error, limitBytes: options.limitBytes)
         }
     }
+}
+
+extension JournalStore.Options {
+    /// The size a full journal reports: the budget when there is one.
+    var limitBytes: Int { budgetBytes ?? maxMapSizeBytes }
 }
 
 extension OutboxError {

@@ -62,6 +62,25 @@ final class JournalWriter: Sendable {
         }
     }
 
+    /// Runs storage work that is not a plain append (a compaction, a key rotation) on the writer's
+    /// queue, after the units already waiting: no append runs beside it.
+    /// - Parameter work: its own write transaction(s); returns its result and the events it
+    ///   appended, handed to the commit callback.
+    func perform<R: Sendable>(_ work: @escaping @Sendable (JournalStore, Date) throws -> (R, [JournalEvent])) async throws -> R {
+        guard !state.withLock({ $0.closed }) else { throw OutboxError.closed }
+        return try await withCheckedThrowingContinuation { continuation in
+            queue.async { [store, clock, onCommit] in
+                do {
+                    let (result, events) = try work(store, clock.now())
+                    if !events.isEmpty { onCommit(events) }
+                    continuation.resume(returning: result)
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
     /// Appends one unit from synchronous code (opening), on the writer's queue.
     func appendNow(_ unit: Unit) throws -> [JournalEvent] {
         try queue.sync {

@@ -5,7 +5,7 @@ import OutboxStorage
 /// The projections as a pure function of the folded state.
 ///
 /// What one operation state contributes (its index entries and counters) and what one event
-/// adds (its history entry and event counters) are computed here, and nowhere else, both when an
+/// adds (its event counters) are computed here, and nowhere else, both when an
 /// event is appended and when `verify` rebuilds the projections in memory to compare.
 enum Projection {
     /// An index the projection keeps, apart from `operations` itself.
@@ -25,25 +25,64 @@ enum Projection {
         }
     }
 
-    /// What one operation state puts in the indexes and counters.
-    struct Footprint: Equatable {
-        var entries: [Index: [UInt8]] = [:]
-        var counters: [String] = []
+    /// A counter a state adds to.
+    enum Counter: Hashable {
+        case status(OutboxStatus)
+        case attempts
+        case outcome(OutcomeCategory)
+        case conflicts(operationType: String)
+        case tab(JournalSchema.TabGroup, category: String)
+
+        /// Its key in the `counters` database.
+        var name: String {
+            switch self {
+            case .status(let status): CounterName.status(status)
+            case .attempts: CounterName.attempts
+            case .outcome(let outcome): CounterName.outcome(outcome)
+            case .conflicts(let operationType): CounterName.conflicts(operationType)
+            case .tab(let group, let category): CounterName.tab(group, category: category)
+            }
+        }
     }
 
+    /// What one operation state puts in the indexes and counters.
+    struct Footprint {
+        var byStatus: [UInt8]
+        var schedule: [UInt8]?
+        var lane: [UInt8]?
+        var syncTab: [UInt8]?
+        var counters: [(counter: Counter, count: Int64)] = []
+
+        /// Its key in `index`, if it has one there.
+        func key(in index: Index) -> [UInt8]? {
+            switch index {
+            case .byStatus: byStatus
+            case .schedule: schedule
+            case .lanes: lane
+            case .syncTab: syncTab
+            }
+        }
+    }
+
+    /// The footprint of a state. Its counters come from the state, not from its events, so they
+    /// survive compaction: attempts, the latest outcome, a key conflict met.
     static func footprint(of state: OperationState) -> Footprint {
-        var footprint = Footprint()
-        footprint.entries[.byStatus] = JournalSchema.statusKey(state.status, firstSeq: state.firstSeq)
-        footprint.counters.append(CounterName.status(state.status))
+        var footprint = Footprint(byStatus: JournalSchema.statusKey(state.status, firstSeq: state.firstSeq))
+        footprint.counters.append((.status(state.status), 1))
+        if state.attemptCount > 0 { footprint.counters.append((.attempts, Int64(state.attemptCount))) }
+        if let outcome = state.latestOutcome { footprint.counters.append((.outcome(outcome), 1)) }
+        if state.lastErrorCode == ErrorCode.idempotencyConflict {
+            footprint.counters.append((.conflicts(operationType: state.operationType), 1))
+        }
         if state.status == .queued {
-            footprint.entries[.schedule] = JournalSchema.scheduleKey(dueAt: state.nextAttemptAt, firstSeq: state.firstSeq)
+            footprint.schedule = JournalSchema.scheduleKey(dueAt: state.nextAttemptAt, firstSeq: state.firstSeq)
         }
         if !state.status.isTerminal {
-            footprint.entries[.lanes] = JournalSchema.laneKey(state.lane, firstSeq: state.firstSeq)
+            footprint.lane = JournalSchema.laneKey(state.lane, firstSeq: state.firstSeq)
         }
         if let group = tabGroup(of: state.status) {
-            footprint.entries[.syncTab] = JournalSchema.tabKey(group, category: state.category, latestSeq: state.latestSeq)
-            footprint.counters.append(CounterName.tab(group, category: state.category))
+            footprint.syncTab = JournalSchema.tabKey(group, category: state.category, latestSeq: state.latestSeq)
+            footprint.counters.append((.tab(group, category: state.category), 1))
         }
         return footprint
     }
@@ -54,50 +93,42 @@ enum Projection {
         return nil
     }
 
-    /// The counters an event adds to, beyond those of the states it changes.
-    /// - Parameter state: the operation's state after the event, for operation events.
-    static func eventCounters(_ event: JournalEvent, recordSize: Int, state: OperationState?) -> [String: Int64] {
-        var counters: [String: Int64] = [CounterName.events: 1, CounterName.eventBytes: Int64(recordSize)]
-        switch event.body {
-        case .attemptStarted:
-            counters[CounterName.attempts] = 1
-        case .attemptFinished(let finished):
-            counters[CounterName.outcome(finished.disposition)] = 1
-            if finished.errorCode == ErrorCode.idempotencyConflict, let state {
-                counters[CounterName.conflicts(state.operationType)] = 1
-            }
-        default:
-            break
-        }
-        return counters
+    /// The counters an event adds to, beyond those of the states it changes: the journal's size.
+    static func eventCounters(recordSize: Int) -> [String: Int64] {
+        [CounterName.events: 1, CounterName.eventBytes: Int64(recordSize)]
     }
 
     // MARK: Applying to the stored projections
 
-    /// Writes what one event changes: the operation's state, its index entries, the history
-    /// index, the counters and the engine state. Runs inside the append's write transaction.
+    /// Writes what one event changes: the states of the operations it touches and their index
+    /// entries, the counters and the engine state. Runs inside the append's
+    /// write transaction.
+    /// - Parameters:
+    ///   - changes: each operation the event changed, before and after (one for an operation
+    ///     event; one per compacted operation for a `compacted` event).
+    ///   - extraCounters: counter changes the event brings besides its own (a compaction takes
+    ///     the removed events off the journal's size).
     static func apply(
         _ event: JournalEvent,
         recordSize: Int,
-        before: OperationState?,
-        after: OperationState?,
+        changes: [(before: OperationState?, after: OperationState)],
         engine: EngineState?,
+        extraCounters: [String: Int64] = [:],
         schema: JournalSchema,
         in txn: borrowing LMDBTransaction
     ) throws {
-        var counterDeltas = eventCounters(event, recordSize: recordSize, state: after)
-        if let after {
+        var counterDeltas = eventCounters(recordSize: recordSize).merging(extraCounters, uniquingKeysWith: +)
+        for (before, after) in changes {
             try txn.put(schema.operations, key: after.id.bytes, value: StateCodec.encode(after))
-            try txn.put(schema.operationEvents, key: JournalSchema.operationEventKey(after.id, seq: event.seq), value: [UInt8]())
-            let old = before.map(footprint(of:)) ?? Footprint()
+            let old = before.map(footprint(of:))
             let new = footprint(of: after)
-            for index in Index.allCases where old.entries[index] != new.entries[index] {
+            for index in Index.allCases where old?.key(in: index) != new.key(in: index) {
                 let database = index.database(in: schema)
-                if let key = old.entries[index] { try txn.delete(database, key: key) }
-                if let key = new.entries[index] { try txn.put(database, key: key, value: after.id.bytes) }
+                if let key = old?.key(in: index) { try txn.delete(database, key: key) }
+                if let key = new.key(in: index) { try txn.put(database, key: key, value: after.id.bytes) }
             }
-            for name in old.counters { counterDeltas[name, default: 0] -= 1 }
-            for name in new.counters { counterDeltas[name, default: 0] += 1 }
+            for (counter, count) in old?.counters ?? [] { counterDeltas[counter.name, default: 0] -= count }
+            for (counter, count) in new.counters { counterDeltas[counter.name, default: 0] += count }
         }
         if let engine {
             try txn.put(schema.meta, key: JournalSchema.MetaKey.engineState, value: StateCodec.encode(engine))

@@ -1,44 +1,85 @@
 import Foundation
 import OutboxCore
 import OutboxStorage
+import Synchronization
 
 /// Every projection, folded in memory from the events alone.
 ///
 /// What `verify` compares the stored projections with, and what a reader uses when a journal's
 /// stored projections were written by another layout. It computes each entry with the same pure
 /// functions (``Projection``) the append path uses.
-struct ProjectionImage: Equatable {
+struct ProjectionImage: Equatable, Sendable {
+    /// Which operations an image folds: all of them, or one shard of a fold run in parallel.
+    struct Shard: Equatable, Sendable {
+        var index = 0
+        var count = 1
+
+        static let whole = Shard()
+
+        /// The shard an operation falls in, by the first byte of its (random) id.
+        static func index(of id: OperationID, among count: Int) -> Int { Int(id.uuid.uuid.0) % count }
+
+        func owns(_ id: OperationID) -> Bool { count == 1 || Self.index(of: id, among: count) == index }
+
+        /// The engine's events, and the journal's size they add to, fall in the first shard.
+        var ownsEngineEvents: Bool { index == 0 }
+    }
+
+    var shard = Shard.whole
     var states: [OperationID: OperationState] = [:]
     var engine = EngineState()
-    /// The event counters (events, bytes, attempts, outcomes, conflicts).
-    var eventCounters: [String: Int64] = [:]
-    /// The history index: operation id and seq of every operation event.
-    var historyKeys: Set<[UInt8]> = []
+    /// How many events the image folded, and their bytes: the counters events add to by
+    /// themselves (the rest come from the states).
+    var eventCount: Int64 = 0
+    var eventBytes: Int64 = 0
 
-    /// Folds one more event.
+    /// Folds one more event: an event of an operation in the image's shard, or an engine event.
     /// - Throws: ``OutboxError/journalCorrupt(seq:reason:)`` for an illegal transition.
     mutating func apply(_ event: JournalEvent, recordSize: Int) throws(OutboxError) {
-        var after: OperationState?
         if let id = event.operationID {
             do {
-                after = try Fold.apply(event, to: states[id])
+                try Fold.apply(event, to: &states[id])
             } catch {
                 throw .journalCorrupt(seq: event.seq, reason: "illegal transition: \(error)")
             }
-            states[id] = after
-            historyKeys.insert(JournalSchema.operationEventKey(id, seq: event.seq))
         } else {
+            if case .compacted(var compacted) = event.body {
+                compacted.operations.removeAll { !shard.owns($0.id) }
+                let stubs: [(before: OperationState?, after: OperationState)]
+                do {
+                    stubs = try Fold.applyCompaction(compacted, seq: event.seq, recordedAt: event.recordedAt) { states[$0] }
+                } catch {
+                    throw .journalCorrupt(seq: event.seq, reason: "illegal transition: \(error)")
+                }
+                for (_, stub) in stubs { states[stub.id] = stub }
+            }
+            guard shard.ownsEngineEvents else { return }
             engine = engine.applying(event)
         }
-        for (name, delta) in Projection.eventCounters(event, recordSize: recordSize, state: after) {
-            eventCounters[name, default: 0] += delta
-        }
+        eventCount += 1
+        eventBytes += Int64(recordSize)
     }
 
-    /// Folds every event of a journal in one read transaction.
-    static func build(schema: JournalSchema, in txn: borrowing LMDBTransaction) throws -> ProjectionImage {
-        var image = ProjectionImage()
+    /// Folds every event of a journal (of `shard`) in one read transaction.
+    static func build(schema: JournalSchema, in txn: borrowing LMDBTransaction, shard: Shard = .whole) throws -> ProjectionImage {
+        var image = ProjectionImage(shard: shard)
+        // Sized up front: growing a dictionary of states moves every one of them.
+        var operations = 0
+        try txn.scan(schema.events) { _, value in
+            if RecordCodec.uncheckedKind(of: value) == .enqueued, RecordCodec.uncheckedOperationID(of: value).map(shard.owns) ?? true {
+                operations += 1
+            }
+            return .next
+        }
+        image.states.reserveCapacity(operations)
         try txn.scan(schema.events) { key, value in
+            // Routed by the header's unchecked claims; the record is checked in full by
+            // whichever shard decodes it, so a damaged one is still found.
+            if let id = RecordCodec.uncheckedOperationID(of: value) {
+                guard shard.owns(id) else { return .next }
+            } else if !shard.ownsEngineEvents && RecordCodec.uncheckedKind(of: value) != .compacted {
+                return .next
+            }
             let seq = JournalSequence(key: key) ?? .zero
             try image.apply(try RecordCodec.decode(Array(value), seq: seq), recordSize: value.count)
             return .next
@@ -46,12 +87,55 @@ struct ProjectionImage: Equatable {
         return image
     }
 
+    /// Folds every event of a journal in `count` shards at once, one thread and one read
+    /// transaction each, and hands each shard's image to `finish` on its own thread. The caller
+    /// holds the write lock, so every shard reads the same events.
+    /// - Throws: the error of the earliest damaged record any shard met.
+    static func buildSharded<Finished: Sendable>(
+        schema: JournalSchema,
+        environment: LMDBEnvironment,
+        count: Int,
+        finish: @Sendable (consuming ProjectionImage) -> Finished
+    ) throws -> [Finished] {
+        let results = Mutex<[Int: Result<Finished, any Error>]>([:])
+        DispatchQueue.concurrentPerform(iterations: count) { index in
+            let result = Result<Finished, any Error> {
+                let image = try environment.read { txn in try build(schema: schema, in: txn, shard: Shard(index: index, count: count)) }
+                return finish(image)
+            }
+            results.withLock { $0[index] = result }
+        }
+        let all = results.withLock { results in (0..<count).compactMap { results[$0] } }
+        var finished: [Finished] = []
+        var failures: [any Error] = []
+        for result in all {
+            switch result {
+            case .success(let value): finished.append(value)
+            case .failure(let error): failures.append(error)
+            }
+        }
+        if let first = failures.min(by: { Self.corruptSeq($0) < Self.corruptSeq($1) }) { throw first }
+        return finished
+    }
+
+    private static func corruptSeq(_ error: any Error) -> UInt64 {
+        if case .journalCorrupt(let seq, _)? = error as? OutboxError { return seq.rawValue }
+        return .max
+    }
+
     /// Every counter: the events' own and those of each state's footprint.
     var counters: [String: Int64] {
-        var counters = eventCounters
+        var byCounter: [Projection.Counter: Int64] = [:]
         for state in states.values {
-            for name in Projection.footprint(of: state).counters { counters[name, default: 0] += 1 }
+            for (counter, count) in Projection.footprint(of: state).counters { byCounter[counter, default: 0] += count }
         }
+        return Self.counters(eventCount: eventCount, eventBytes: eventBytes, states: byCounter)
+    }
+
+    /// The named counters, from the events' and the states' (zeros left out, as stored).
+    static func counters(eventCount: Int64, eventBytes: Int64, states: [Projection.Counter: Int64]) -> [String: Int64] {
+        var counters = [CounterName.events: eventCount, CounterName.eventBytes: eventBytes]
+        for (counter, count) in states { counters[counter.name, default: 0] += count }
         return counters.filter { $0.value != 0 }
     }
 
@@ -62,15 +146,15 @@ struct ProjectionImage: Equatable {
         var indexes: [Projection.Index: [[UInt8]: [UInt8]]] = [:]
         for state in states.values {
             operations[state.id.bytes] = StateCodec.encode(state)
-            for (index, key) in Projection.footprint(of: state).entries {
-                indexes[index, default: [:]][key] = state.id.bytes
+            let footprint = Projection.footprint(of: state)
+            for index in Projection.Index.allCases {
+                if let key = footprint.key(in: index) { indexes[index, default: [:]][key] = state.id.bytes }
             }
         }
         tables[schema.operations] = operations
         for index in Projection.Index.allCases {
             tables[index.database(in: schema)] = indexes[index] ?? [:]
         }
-        tables[schema.operationEvents] = Dictionary(uniqueKeysWithValues: historyKeys.map { ($0, []) })
         tables[schema.counters] = Dictionary(uniqueKeysWithValues: counters.map {
             (Array($0.key.utf8), UInt64(bitPattern: $0.value).bigEndianBytes)
         })

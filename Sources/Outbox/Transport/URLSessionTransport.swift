@@ -54,6 +54,13 @@ public final class URLSessionTransport: OutboxTransport {
         urlRequest.httpMethod = request.method
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         for (name, value) in try await authorize() { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        #if canImport(FoundationNetworking)
+        // On Linux, URLSession (over libcurl) resends a request whose reused connection the
+        // server closed without answering, but without its body: the server then waits for a
+        // body that never comes, and the attempt ends in a timeout instead of at once. A fresh
+        // connection per request makes a lost response fail fast, as on Apple platforms.
+        urlRequest.setValue("close", forHTTPHeaderField: "Connection")
+        #endif
         urlRequest.httpBody = request.body
         let (data, response) = try await session.data(for: urlRequest)
         guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }

@@ -67,18 +67,27 @@ public struct OutboxMetrics: Sendable, Equatable, Codable {
     /// How long the oldest queued or syncing row has waited, by the clock now.
     public var oldestPendingAgeSeconds: Double?
     public var oldestPendingOperation: OperationID?
-    /// Attempts started, ever.
+    /// Attempts started, over every operation the journal knows (compacted ones included).
     public var totalAttempts: Int
-    /// Attempt outcomes, ever.
+    /// Operations by their latest outcome.
     public var accepted: Int
     public var replayed: Int
     public var rejected: Int
     public var blocked: Int
     public var transientFailures: Int
-    /// `idempotency_conflict` answers, by operation type.
+    /// Operations whose last answer was `idempotency_conflict`, by operation type.
     public var conflictsByOperationType: [String: Int]
     /// The journal's size: events, their record bytes, and the bytes of the file in use.
     public var journalEvents: Int
     public var journalEventBytes: Int
     public var journalFileBytes: Int
+    /// The bytes holding live data (the file in use, less pages free for reuse), against the
+    /// budget (`maxJournalBytes`).
+    public var journalLiveBytes: Int
+    public var journalBudgetBytes: Int
+
+    /// The share of the budget in use, 0...1.
+    public var budgetUsed: Double {
+        journalBudgetBytes > 0 ? Double(journalLiveBytes) / Double(journalBudgetBytes) : 0
+    }
 }

@@ -210,7 +210,7 @@ final class ReplayPass: Sendable {
         do {
             snapshot = try store.read { txn in
                 guard let state = try schema.state(id, in: txn) else { return nil }
-                let payload = try? schema.payload(of: state, in: txn)
+                let payload = try? schema.request(of: state, in: txn).payload
                 return (state, payload, try schema.engineState(in: txn).isPaused)
             }
         } catch {
@@ -234,6 +234,10 @@ final class ReplayPass: Sendable {
         defer { inFlight.withLock { _ = $0.remove(id) } }
         do {
             _ = try await writer.append([started])
+        } catch OutboxError.storageFull {
+            // The journal is full: settled rows make room for the ones still waiting.
+            _ = try? await Compactor(store: store, writer: writer).compact(before: .distantFuture)
+            guard (try? await writer.append([started])) != nil else { return .skipped }
         } catch {
             return .skipped
         }
@@ -333,7 +337,9 @@ extension TransportFailure {
             self = .offline
         case .timedOut:
             self = .timedOut
-        case .networkConnectionLost:
+        case .networkConnectionLost, .badServerResponse:
+            // An empty reply (the server closed the connection without answering) comes as
+            // badServerResponse on Linux, as networkConnectionLost on Apple platforms.
             self = .connectionLost
         case .cannotConnectToHost:
             self = .cannotConnect

@@ -23,16 +23,28 @@ package struct ByteReader {
     package var isAtEnd: Bool { position == end }
     package var remaining: Int { end - position }
 
-    private mutating func take(_ count: Int, _ what: StaticString) throws(DecodingProblem) -> ArraySlice<UInt8> {
+    /// Checks that `count` more bytes are there and moves past them.
+    /// - Returns: where they start.
+    private mutating func advance(_ count: Int, _ what: StaticString) throws(DecodingProblem) -> Int {
         guard count >= 0, count <= remaining else {
             throw DecodingProblem("truncated \(what): needs \(count) bytes, \(remaining) left")
         }
         defer { position += count }
-        return bytes[position..<position + count]
+        return position
+    }
+
+    /// Lends `count` bytes to `body` without copying them.
+    private mutating func borrow<R>(
+        _ count: Int,
+        _ what: StaticString,
+        _ body: (UnsafeRawBufferPointer) -> R
+    ) throws(DecodingProblem) -> R {
+        let start = try advance(count, what)
+        return bytes.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[start..<start + count])) }
     }
 
     private mutating func integer<T: FixedWidthInteger>(_ type: T.Type, _ what: StaticString) throws(DecodingProblem) -> T {
-        try take(MemoryLayout<T>.size, what).reduce(T(0)) { $0 << 8 | T($1) }
+        try borrow(MemoryLayout<T>.size, what) { T(bigEndian: $0.loadUnaligned(as: T.self)) }
     }
 
     package mutating func readUInt8(_ what: StaticString = "byte") throws(DecodingProblem) -> UInt8 {
@@ -64,26 +76,44 @@ package struct ByteReader {
 
     package mutating func readBytes(_ what: StaticString = "bytes") throws(DecodingProblem) -> [UInt8] {
         let count = Int(try readUInt32(what))
-        return Array(try take(count, what))
+        return try borrow(count, what) { Array($0) }
     }
 
     package mutating func readString(_ what: StaticString = "text") throws(DecodingProblem) -> String {
         let count = Int(try readUInt32(what))
-        let run = try take(count, what)
-        guard let text = String(validating: run, as: UTF8.self) else {
+        let text = try borrow(count, what) { Self.validatedString($0.assumingMemoryBound(to: UInt8.self)) }
+        guard let text else {
             throw DecodingProblem("\(what) is not valid UTF-8")
         }
         return text
     }
 
+    /// The text of valid UTF-8 bytes; `nil` for invalid ones. ASCII, the usual case, is checked
+    /// eight bytes at a time and taken as it is.
+    private static func validatedString(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        let raw = UnsafeRawBufferPointer(bytes)
+        var index = 0
+        var highBits: UInt64 = 0
+        while index + 8 <= raw.count {
+            highBits |= raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            index += 8
+        }
+        while index < raw.count {
+            highBits |= UInt64(raw[index])
+            index += 1
+        }
+        if highBits & 0x8080_8080_8080_8080 == 0 { return String(decoding: bytes, as: UTF8.self) }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
     package mutating func readDigest(_ what: StaticString = "digest") throws(DecodingProblem) -> SHA256Digest {
         // 32 bytes taken: the initializer cannot fail.
-        SHA256Digest(bytes: Array(try take(SHA256Digest.byteCount, what)))!
+        SHA256Digest(bytes: try borrow(SHA256Digest.byteCount, what) { Array($0) })!
     }
 
     package mutating func readOperationID(_ what: StaticString = "operation id") throws(DecodingProblem) -> OperationID {
         // 16 bytes taken: the initializer cannot fail.
-        OperationID(bytes: try take(16, what))!
+        try borrow(16, what) { OperationID(uuid: UUID(uuid: $0.loadUnaligned(as: uuid_t.self))) }
     }
 
     package mutating func readOptional<T>(

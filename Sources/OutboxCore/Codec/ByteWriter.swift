@@ -11,9 +11,14 @@ package struct ByteWriter {
     }
 
     package mutating func write(_ value: UInt8) { bytes.append(value) }
-    package mutating func write(_ value: UInt16) { bytes.append(contentsOf: value.bigEndianBytes) }
-    package mutating func write(_ value: UInt32) { bytes.append(contentsOf: value.bigEndianBytes) }
-    package mutating func write(_ value: UInt64) { bytes.append(contentsOf: value.bigEndianBytes) }
+    package mutating func write(_ value: UInt16) { append(bigEndian: value) }
+    package mutating func write(_ value: UInt32) { append(bigEndian: value) }
+    package mutating func write(_ value: UInt64) { append(bigEndian: value) }
+
+    /// Appends an integer's bytes, most significant first, without an intermediate array.
+    private mutating func append(bigEndian value: some FixedWidthInteger) {
+        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+    }
     package mutating func write(_ value: Bool) { bytes.append(value ? 1 : 0) }
 
     /// A moment as the IEEE 754 bits of its seconds since 2001-01-01T00:00:00Z, the reference
@@ -27,11 +32,17 @@ package struct ByteWriter {
     }
 
     /// A length-prefixed UTF-8 string.
-    package mutating func write(_ text: String) { write(bytes: text.utf8) }
+    package mutating func write(_ text: String) {
+        var text = text
+        // Contiguous UTF-8 (every native string) is copied in one run, not byte by byte.
+        text.withUTF8 { write(bytes: $0) }
+    }
 
     package mutating func write(_ digest: SHA256Digest) { bytes.append(contentsOf: digest.bytes) }
 
-    package mutating func write(_ id: OperationID) { bytes.append(contentsOf: id.bytes) }
+    package mutating func write(_ id: OperationID) {
+        withUnsafeBytes(of: id.uuid.uuid) { bytes.append(contentsOf: $0) }
+    }
 
     /// A presence byte, then the value when present.
     package mutating func writeOptional<T>(_ value: T?, _ writeValue: (inout ByteWriter, T) -> Void) {
@@ -48,6 +59,8 @@ package struct ByteWriter {
 
     /// Overwrites four bytes at `offset` (used to fill in a length after the fact).
     package mutating func patch(_ value: UInt32, at offset: Int) {
-        bytes.replaceSubrange(offset..<offset + 4, with: value.bigEndianBytes)
+        withUnsafeBytes(of: value.bigEndian) { field in
+            for index in 0..<4 { bytes[offset + index] = field[index] }
+        }
     }
 }

@@ -4,17 +4,18 @@
 /// a record is always caught. Computed eight bytes at a time from eight tables
 /// (slicing-by-8), built once from the reflected polynomial 0x82F63B78.
 package enum CRC32C {
-    private static let tables: [[UInt32]] = {
-        var tables = [[UInt32]](repeating: [UInt32](repeating: 0, count: 256), count: 8)
+    /// Eight tables of 256 entries, one after another: table `t` starts at `t * 256`.
+    private static let tables: [UInt32] = {
+        var tables = [UInt32](repeating: 0, count: 8 * 256)
         for byte in 0..<256 {
             var crc = UInt32(byte)
             for _ in 0..<8 { crc = (crc & 1) == 1 ? (crc >> 1) ^ 0x82F6_3B78 : crc >> 1 }
-            tables[0][byte] = crc
+            tables[byte] = crc
         }
-        for byte in 0..<256 {
-            for slice in 1..<8 {
-                let previous = tables[slice - 1][byte]
-                tables[slice][byte] = (previous >> 8) ^ tables[0][Int(previous & 0xFF)]
+        for slice in 1..<8 {
+            for byte in 0..<256 {
+                let previous = tables[(slice - 1) * 256 + byte]
+                tables[slice * 256 + byte] = (previous >> 8) ^ tables[Int(previous & 0xFF)]
             }
         }
         return tables
@@ -25,20 +26,21 @@ package enum CRC32C {
         var crc: UInt32 = 0xFFFF_FFFF
         var index = 0
         let count = bytes.count
-        tables.withUnsafeBufferPointer { tables in
-            let t0 = tables[0], t1 = tables[1], t2 = tables[2], t3 = tables[3]
-            let t4 = tables[4], t5 = tables[5], t6 = tables[6], t7 = tables[7]
+        tables.withUnsafeBufferPointer { table in
+            // Every index below is a byte plus a multiple of 256 under 2048: always in bounds.
+            guard let t = table.baseAddress else { return }
             while index + 8 <= count {
-                let low = crc ^ (UInt32(bytes[index]) | UInt32(bytes[index + 1]) << 8
-                    | UInt32(bytes[index + 2]) << 16 | UInt32(bytes[index + 3]) << 24)
-                crc = t7[Int(low & 0xFF)] ^ t6[Int((low >> 8) & 0xFF)]
-                    ^ t5[Int((low >> 16) & 0xFF)] ^ t4[Int(low >> 24)]
-                    ^ t3[Int(bytes[index + 4])] ^ t2[Int(bytes[index + 5])]
-                    ^ t1[Int(bytes[index + 6])] ^ t0[Int(bytes[index + 7])]
+                let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                let low = crc ^ UInt32(truncatingIfNeeded: word)
+                let high = UInt32(truncatingIfNeeded: word >> 32)
+                crc = t[7 * 256 + Int(low & 0xFF)] ^ t[6 * 256 + Int((low >> 8) & 0xFF)]
+                    ^ t[5 * 256 + Int((low >> 16) & 0xFF)] ^ t[4 * 256 + Int(low >> 24)]
+                    ^ t[3 * 256 + Int(high & 0xFF)] ^ t[2 * 256 + Int((high >> 8) & 0xFF)]
+                    ^ t[1 * 256 + Int((high >> 16) & 0xFF)] ^ t[Int(high >> 24)]
                 index += 8
             }
             while index < count {
-                crc = (crc >> 8) ^ t0[Int((crc ^ UInt32(bytes[index])) & 0xFF)]
+                crc = (crc >> 8) ^ t[Int((crc ^ UInt32(bytes[index])) & 0xFF)]
                 index += 1
             }
         }

@@ -26,6 +26,19 @@ public enum RecordCodec {
     static let checksumSize = 4
     private static let hasOperationFlag: UInt8 = 0x01
 
+    /// The kind a record says it is, read without any check: a hint for sizing and routing,
+    /// never a substitute for ``decodeHeader(_:seq:)``.
+    public static func uncheckedKind(of record: UnsafeRawBufferPointer) -> JournalEventKind? {
+        record.count > 2 ? JournalEventKind(code: record[2]) : nil
+    }
+
+    /// The operation a record says it belongs to, read without any check (`nil` for an engine
+    /// event): a hint for routing, never a substitute for ``decodeHeader(_:seq:)``.
+    public static func uncheckedOperationID(of record: UnsafeRawBufferPointer) -> OperationID? {
+        guard record.count >= headerSize, record[3] & hasOperationFlag != 0 else { return nil }
+        return OperationID(uuid: UUID(uuid: record.loadUnaligned(fromByteOffset: 12, as: uuid_t.self)))
+    }
+
     // MARK: Encoding
 
     /// The record for `event`.
@@ -54,18 +67,21 @@ public enum RecordCodec {
         switch body {
         case .enqueued(let enqueued):
             let request = enqueued.request
+            let sealed = enqueued.sealed
             writer.write(request.businessID)
             writer.write(request.operationType)
             writer.write(request.method)
             writer.write(request.endpoint)
-            writer.write(bytes: request.payload)
+            // Sealed, the payload field holds its ciphertext and the label and summary are empty.
+            if let sealed { writer.write(bytes: sealed.payload) } else { writer.write(bytes: request.payload) }
             writer.write(request.entityID)
             writer.write(request.category)
-            writer.write(request.entityLabel)
-            writer.write(request.summary)
+            writer.write(sealed == nil ? request.entityLabel : "")
+            writer.write(sealed == nil ? request.summary : "")
             writer.write(UInt32(request.payloadVersion))
             writer.write(enqueued.requestHash)
             writer.write(enqueued.account)
+            writer.writeOptional(sealed) { $0.write(bytes: $1.presentation) }
         case .attemptStarted(let started):
             writer.write(UInt32(started.attempt.rawValue))
             writer.write(started.trigger.code)
@@ -115,6 +131,8 @@ public enum RecordCodec {
             writer.write(compacted.lastSeq.rawValue)
             writer.write(UInt64(compacted.removedCount))
             writer.write(compacted.digest)
+            writer.write(UInt32(compacted.operations.count))
+            for operation in compacted.operations { writer.write(operation) }
         }
     }
 
@@ -189,16 +207,38 @@ public enum RecordCodec {
     /// Decodes a whole record, checksum first.
     /// - Throws: as ``decodeHeader(_:seq:)``, and ``OutboxError/journalCorrupt(seq:reason:)``
     ///   for a body that does not decode.
-    public static func decode(_ record: [UInt8], seq: JournalSequence) throws(OutboxError) -> JournalEvent {
+    /// Opens the sealed fields of an `enqueued` event: its plaintext payload, label and summary.
+    public typealias Unsealer = @Sendable (SealedRequest, OperationID) throws -> (payload: Data, entityLabel: String, summary: String)
+
+    /// Decodes a whole record, checksum first.
+    /// - Parameter unseal: opens sealed fields; without it they stay sealed (the plaintext
+    ///   fields empty).
+    /// - Throws: as ``decodeHeader(_:seq:)``, and ``OutboxError/journalCorrupt(seq:reason:)``
+    ///   for a body that does not decode; the unsealer's error when the sealed fields do not open.
+    public static func decode(_ record: [UInt8], seq: JournalSequence, unseal: Unsealer? = nil) throws(OutboxError) -> JournalEvent {
         let header = try decodeHeader(record, seq: seq)
+        var body: JournalEventBody
         do {
             var reader = ByteReader(record, from: headerSize, to: record.count - checksumSize)
-            let body = try decodeBody(header.kind, &reader)
+            body = try decodeBody(header.kind, &reader)
             try reader.expectEnd("the body")
-            return JournalEvent(seq: header.seq, operationID: header.operationID, recordedAt: header.recordedAt, body: body)
         } catch {
             throw .journalCorrupt(seq: seq, reason: "\(error)")
         }
+        if case .enqueued(var enqueued) = body, let sealed = enqueued.sealed, let unseal, let id = header.operationID {
+            do {
+                let opened = try unseal(sealed, id)
+                enqueued.request.payload = opened.payload
+                enqueued.request.entityLabel = opened.entityLabel
+                enqueued.request.summary = opened.summary
+            } catch let error as OutboxError {
+                throw error
+            } catch {
+                throw .journalCorrupt(seq: seq, reason: "its sealed fields do not open: \(error)")
+            }
+            body = .enqueued(enqueued)
+        }
+        return JournalEvent(seq: header.seq, operationID: header.operationID, recordedAt: header.recordedAt, body: body)
     }
 
     private static func decodeBody(_ kind: JournalEventKind, _ reader: inout ByteReader) throws(DecodingProblem) -> JournalEventBody {
@@ -216,12 +256,16 @@ public enum RecordCodec {
             let payloadVersion = Int(try reader.readUInt32("payload version"))
             let hash = try reader.readDigest("request hash")
             let account = try reader.readString("account")
+            let presentation = try reader.readOptional("sealed presentation") { (reader) throws(DecodingProblem) in
+                try reader.readBytes("sealed presentation")
+            }
+            let sealed = presentation.map { SealedRequest(payload: Array(payload), presentation: $0) }
             let request = OutboxRequest(
                 businessID: businessID, operationType: operationType, method: method, endpoint: endpoint,
-                payload: payload, entityID: entityID, category: category, entityLabel: entityLabel,
+                payload: sealed == nil ? payload : Data(), entityID: entityID, category: category, entityLabel: entityLabel,
                 summary: summary, payloadVersion: payloadVersion
             )
-            return .enqueued(Enqueued(request: request, requestHash: hash, account: account))
+            return .enqueued(Enqueued(request: request, requestHash: hash, account: account, sealed: sealed))
         case .attemptStarted:
             let attempt = try reader.readAttempt()
             let trigger = try reader.readCode(WakeReason.self, "wake reason")
@@ -282,7 +326,12 @@ public enum RecordCodec {
             let last = JournalSequence(rawValue: try reader.readUInt64("last seq"))
             let removed = Int(try reader.readUInt64("removed count"))
             let digest = try reader.readDigest("compaction digest")
-            return .compacted(Compacted(firstSeq: first, lastSeq: last, removedCount: removed, digest: digest))
+            let count = Int(try reader.readUInt32("compacted operation count"))
+            guard count <= reader.remaining else { throw DecodingProblem("\(count) compacted operations cannot fit") }
+            var operations: [CompactedOperation] = []
+            operations.reserveCapacity(count)
+            for _ in 0..<count { operations.append(try reader.readCompactedOperation()) }
+            return .compacted(Compacted(firstSeq: first, lastSeq: last, removedCount: removed, digest: digest, operations: operations))
         }
     }
 
@@ -297,5 +346,46 @@ extension ByteReader {
         let value = try readUInt32("attempt number")
         guard value >= 1 else { throw DecodingProblem("attempt number 0") }
         return AttemptNumber(rawValue: Int(value))
+    }
+}
+
+extension ByteWriter {
+    /// A compacted operation's ledger row: in `compacted` events and compacted states alike.
+    package mutating func write(_ operation: CompactedOperation) {
+        write(operation.id)
+        write(operation.operationType)
+        write(operation.status.code)
+        write(operation.firstSeq.rawValue)
+        write(operation.createdAt)
+        write(operation.changedAt)
+        write(UInt32(operation.attemptCount))
+        write(operation.latestOutcome?.code ?? 0)
+        write(operation.lastErrorCode)
+        write(operation.serverRevision)
+    }
+}
+
+extension ByteReader {
+    package mutating func readCompactedOperation() throws(DecodingProblem) -> CompactedOperation {
+        let id = try readOperationID()
+        let type = try readString("operation type")
+        let status = try readCode(OutboxStatus.self, "status")
+        guard status.isTerminal else { throw DecodingProblem("a compacted operation is \(status), not terminal") }
+        let firstSeq = JournalSequence(rawValue: try readUInt64("first seq"))
+        let createdAt = try readDate("created at")
+        let changedAt = try readDate("changed at")
+        let attempts = Int(try readUInt32("attempt count"))
+        let outcomeCode = try readUInt8("latest outcome")
+        var outcome: OutcomeCategory?
+        if outcomeCode != 0 {
+            guard let known = OutcomeCategory(code: outcomeCode) else { throw DecodingProblem("unknown outcome code \(outcomeCode)") }
+            outcome = known
+        }
+        return CompactedOperation(
+            id: id, operationType: type, status: status, firstSeq: firstSeq, createdAt: createdAt,
+            changedAt: changedAt, attemptCount: attempts, latestOutcome: outcome,
+            lastErrorCode: try readOptionalString("error code"),
+            serverRevision: try readOptionalString("server revision")
+        )
     }
 }

@@ -6,8 +6,30 @@ import OutboxCrypto
 /// A projection, not a record: it can always be rebuilt from the events, so its layout is
 /// versioned by the projection version and a change to it only costs a rebuild at open.
 package enum StateCodec {
+    /// The first byte of a stored state: its form.
+    private enum Form: UInt8 {
+        case full = 1
+        /// What a compaction leaves: the ledger row's fields only.
+        case compacted = 2
+    }
+
     package static func encode(_ state: OperationState) -> [UInt8] {
-        var writer = ByteWriter(capacity: 256)
+        var writer = ByteWriter(capacity: 256 + 8 * state.eventSeqs.count)
+        encode(state, into: &writer)
+        return writer.bytes
+    }
+
+    /// Appends the stored form of `state` to `writer`: how a rebuild encodes many states into
+    /// one buffer.
+    package static func encode(_ state: OperationState, into writer: inout ByteWriter) {
+        if let compactedAt = state.compactedAt {
+            writer.write(Form.compacted.rawValue)
+            writer.write(CompactedOperation(state))
+            writer.write(state.latestSeq.rawValue)
+            writer.write(compactedAt)
+            return
+        }
+        writer.write(Form.full.rawValue)
         writer.write(state.id)
         writer.write(state.status.code)
         writer.write(state.businessID)
@@ -22,6 +44,7 @@ package enum StateCodec {
         writer.write(UInt32(state.payloadByteCount))
         writer.write(state.requestHash)
         writer.write(state.account)
+        writer.writeOptional(state.sealedPresentation) { $0.write(bytes: $1) }
         writer.write(state.createdAt)
         writer.write(UInt32(state.attemptCount))
         writer.write(state.nextAttemptAt)
@@ -44,11 +67,24 @@ package enum StateCodec {
         writer.write(state.firstSeq.rawValue)
         writer.write(state.latestSeq.rawValue)
         writer.write(state.changedAt)
-        return writer.bytes
+        writer.write(UInt32(state.eventSeqs.count))
+        for seq in state.eventSeqs { writer.write(seq.rawValue) }
     }
 
     package static func decode(_ bytes: [UInt8]) throws(DecodingProblem) -> OperationState {
         var reader = ByteReader(bytes)
+        switch try reader.readUInt8("state form") {
+        case Form.full.rawValue:
+            break
+        case Form.compacted.rawValue:
+            let operation = try reader.readCompactedOperation()
+            let latestSeq = JournalSequence(rawValue: try reader.readUInt64("latest seq"))
+            let compactedAt = try reader.readDate("compacted at")
+            try reader.expectEnd("the compacted state")
+            return OperationState(compacted: operation, seq: latestSeq, compactedAt: compactedAt)
+        case let form:
+            throw DecodingProblem("unknown state form \(form)")
+        }
         let id = try reader.readOperationID()
         let status = try reader.readCode(OutboxStatus.self, "status")
         let businessID = try reader.readString("business id")
@@ -63,6 +99,9 @@ package enum StateCodec {
         let payloadByteCount = Int(try reader.readUInt32("payload size"))
         let requestHash = try reader.readDigest("request hash")
         let account = try reader.readString("account")
+        let sealedPresentation = try reader.readOptional("sealed presentation") { (reader) throws(DecodingProblem) in
+            try reader.readBytes("sealed presentation")
+        }
         let createdAt = try reader.readDate("created at")
         let enqueued = Enqueued(
             request: OutboxRequest(
@@ -74,6 +113,7 @@ package enum StateCodec {
             account: account
         )
         var state = OperationState(id: id, seq: .zero, recordedAt: createdAt, enqueued: enqueued)
+        state.sealedPresentation = sealedPresentation
         state.status = status
         state.payloadByteCount = payloadByteCount
         state.attemptCount = Int(try reader.readUInt32("attempt count"))
@@ -95,6 +135,11 @@ package enum StateCodec {
         state.firstSeq = JournalSequence(rawValue: try reader.readUInt64("first seq"))
         state.latestSeq = JournalSequence(rawValue: try reader.readUInt64("latest seq"))
         state.changedAt = try reader.readDate("changed at")
+        let seqCount = Int(try reader.readUInt32("event count"))
+        guard seqCount <= reader.remaining / 8 else { throw DecodingProblem("\(seqCount) event seqs in \(reader.remaining) bytes") }
+        state.eventSeqs = []
+        state.eventSeqs.reserveCapacity(seqCount)
+        for _ in 0..<seqCount { state.eventSeqs.append(JournalSequence(rawValue: try reader.readUInt64("event seq"))) }
         try reader.expectEnd("the operation state")
         return state
     }

@@ -109,17 +109,36 @@ public enum JournalEventBody: Sendable, Equatable {
 
 /// A write became durable on the device. Its operation id is the idempotency key.
 public struct Enqueued: Sendable, Equatable {
-    /// The request, payload included, exactly as it will be sent.
+    /// The request, payload included, exactly as it will be sent. In an encrypted journal read
+    /// without its key, the payload, entity label and summary are empty.
     public var request: OutboxRequest
     /// SHA-256 of ``OutboxRequest/payload``: checked before every send.
     public var requestHash: SHA256Digest
     /// The account the write was made under; it is never sent under another.
     public var account: String
+    /// The payload and presentation as stored when the journal is encrypted at rest.
+    public var sealed: SealedRequest?
 
-    public init(request: OutboxRequest, requestHash: SHA256Digest, account: String) {
+    public init(request: OutboxRequest, requestHash: SHA256Digest, account: String, sealed: SealedRequest? = nil) {
         self.request = request
         self.requestHash = requestHash
         self.account = account
+        self.sealed = sealed
+    }
+}
+
+/// A request's private fields, sealed with the journal's key (ChaChaPoly, the operation id as
+/// associated data): the payload, and the entity label with the summary.
+public struct SealedRequest: Sendable, Equatable {
+    /// What sealing adds to each value: a 12-byte nonce and a 16-byte tag.
+    public static let overheadBytes = 28
+
+    public var payload: [UInt8]
+    public var presentation: [UInt8]
+
+    public init(payload: [UInt8], presentation: [UInt8]) {
+        self.payload = payload
+        self.presentation = presentation
     }
 }
 
@@ -261,20 +280,72 @@ public struct JournalOpened: Sendable, Equatable {
     }
 }
 
-/// Detailed events of settled operations were removed.
+/// The detailed events of settled operations were removed; what their ledger rows need stays.
 public struct Compacted: Sendable, Equatable {
-    /// The first and last seq of the range compacted.
+    /// The lowest and highest seq removed.
     public var firstSeq: JournalSequence
     public var lastSeq: JournalSequence
     /// How many events were removed.
     public var removedCount: Int
-    /// SHA-256 over the removed records, in order.
+    /// SHA-256 over the removed records' bytes, in seq order.
     public var digest: SHA256Digest
+    /// Each operation whose events were removed, as its ledger row needs it.
+    public var operations: [CompactedOperation]
 
-    public init(firstSeq: JournalSequence, lastSeq: JournalSequence, removedCount: Int, digest: SHA256Digest) {
+    public init(
+        firstSeq: JournalSequence,
+        lastSeq: JournalSequence,
+        removedCount: Int,
+        digest: SHA256Digest,
+        operations: [CompactedOperation]
+    ) {
         self.firstSeq = firstSeq
         self.lastSeq = lastSeq
         self.removedCount = removedCount
         self.digest = digest
+        self.operations = operations
+    }
+}
+
+/// A settled operation after compaction: no payload, no presentation text, no history; what
+/// happened to it and when.
+public struct CompactedOperation: Sendable, Equatable {
+    public var id: OperationID
+    public var operationType: String
+    /// Terminal: synced, withdrawn or discarded.
+    public var status: OutboxStatus
+    /// The seq of its `enqueued` event, removed: its place in the ledger.
+    public var firstSeq: JournalSequence
+    public var createdAt: Date
+    /// When it last changed before compaction.
+    public var changedAt: Date
+    public var attemptCount: Int
+    public var latestOutcome: OutcomeCategory?
+    public var lastErrorCode: String?
+    public var serverRevision: String?
+
+    public init(
+        id: OperationID, operationType: String, status: OutboxStatus, firstSeq: JournalSequence, createdAt: Date,
+        changedAt: Date, attemptCount: Int, latestOutcome: OutcomeCategory?, lastErrorCode: String?, serverRevision: String?
+    ) {
+        self.id = id
+        self.operationType = operationType
+        self.status = status
+        self.firstSeq = firstSeq
+        self.createdAt = createdAt
+        self.changedAt = changedAt
+        self.attemptCount = attemptCount
+        self.latestOutcome = latestOutcome
+        self.lastErrorCode = lastErrorCode
+        self.serverRevision = serverRevision
+    }
+
+    /// What compaction keeps of `state`.
+    public init(_ state: OperationState) {
+        self.init(
+            id: state.id, operationType: state.operationType, status: state.status, firstSeq: state.firstSeq,
+            createdAt: state.createdAt, changedAt: state.changedAt, attemptCount: state.attemptCount,
+            latestOutcome: state.latestOutcome, lastErrorCode: state.lastErrorCode, serverRevision: state.serverRevision
+        )
     }
 }

@@ -1,3 +1,5 @@
+public import Foundation
+
 /// The pure fold: (operation state, event) -> the next state.
 ///
 /// Implements every transition of the status table and refuses every other:
@@ -24,17 +26,40 @@ public enum Fold {
     /// - Throws: ``OutboxError/illegalTransition(operation:status:event:reason:)`` naming the
     ///   operation, its status and the event.
     public static func apply(_ event: JournalEvent, to state: OperationState?) throws(OutboxError) -> OperationState {
+        var next = state
+        try apply(event, to: &next)
+        // `apply` either throws or leaves a state.
+        return next!
+    }
+
+    /// Applies one operation event in place: what folding a whole journal uses, so a state is
+    /// not copied at every event.
+    ///
+    /// Every check comes before the first change: when it throws, `state` is as it was.
+    /// - Throws: as the other `apply`.
+    public static func apply(_ event: JournalEvent, to state: inout OperationState?) throws(OutboxError) {
         guard let id = event.operationID else {
             preconditionFailure("engine event \(event.kind) at seq \(event.seq) folded as an operation event")
         }
-        func illegal(_ reason: String) -> OutboxError {
-            .illegalTransition(operation: id, status: state?.status, event: event.kind, reason: reason)
-        }
         if case .enqueued(let enqueued) = event.body {
-            guard state == nil else { throw illegal("the operation was already enqueued") }
-            return OperationState(id: id, seq: event.seq, recordedAt: event.recordedAt, enqueued: enqueued)
+            guard state == nil else {
+                throw .illegalTransition(operation: id, status: state?.status, event: event.kind, reason: "the operation was already enqueued")
+            }
+            state = OperationState(id: id, seq: event.seq, recordedAt: event.recordedAt, enqueued: enqueued)
+            return
         }
-        guard var next = state else { throw illegal("the operation was never enqueued") }
+        guard state != nil else {
+            throw .illegalTransition(operation: id, status: nil, event: event.kind, reason: "the operation was never enqueued")
+        }
+        try advance(&state!, by: event, id: id)
+    }
+
+    /// The transitions after `enqueued`.
+    private static func advance(_ next: inout OperationState, by event: JournalEvent, id: OperationID) throws(OutboxError) {
+        let status = next.status
+        func illegal(_ reason: String) -> OutboxError {
+            .illegalTransition(operation: id, status: status, event: event.kind, reason: reason)
+        }
         guard id == next.id else { throw illegal("the event belongs to another operation") }
         guard event.seq > next.latestSeq else { throw illegal("seq \(event.seq) is not after \(next.latestSeq)") }
         if next.status.isTerminal { throw illegal("nothing may follow a terminal status") }
@@ -117,15 +142,36 @@ public enum Fold {
             }
         }
         next.latestSeq = event.seq
+        next.eventSeqs.append(event.seq)
         next.changedAt = event.recordedAt
-        return next
+    }
+
+    /// The states a `compacted` event leaves: one stub per operation whose events it removed.
+    /// - Throws: ``OutboxError/illegalTransition(operation:status:event:reason:)`` when the state
+    ///   before is not the same terminal operation (compaction never touches a pending row).
+    public static func applyCompaction(
+        _ compacted: Compacted,
+        seq: JournalSequence,
+        recordedAt: Date,
+        to states: (OperationID) throws -> OperationState?
+    ) throws -> [(before: OperationState?, after: OperationState)] {
+        try compacted.operations.map { operation in
+            let before = try states(operation.id)
+            if let before, !before.status.isTerminal || before.compactedAt != nil {
+                throw OutboxError.illegalTransition(
+                    operation: operation.id, status: before.status, event: .compacted,
+                    reason: before.compactedAt != nil ? "it was already compacted" : "only a terminal row may be compacted"
+                )
+            }
+            return (before, OperationState(compacted: operation, seq: seq, compactedAt: recordedAt))
+        }
     }
 
     /// Folds a whole history from nothing.
     public static func replay(_ events: some Sequence<JournalEvent>) throws(OutboxError) -> OperationState? {
         var state: OperationState?
         for event in events {
-            state = try apply(event, to: state)
+            try apply(event, to: &state)
         }
         return state
     }

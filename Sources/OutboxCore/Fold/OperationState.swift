@@ -23,6 +23,9 @@ public struct OperationState: Sendable, Equatable {
     public var requestHash: SHA256Digest
     /// The account the write was made under.
     public var account: String
+    /// The entity label and summary, sealed, in an encrypted journal (where ``entityLabel`` and
+    /// ``summary`` are empty): opened with the journal's key when shown.
+    public var sealedPresentation: [UInt8]?
 
     /// When it was enqueued (device clock, display only).
     public var createdAt: Date
@@ -47,8 +50,14 @@ public struct OperationState: Sendable, Equatable {
     public var firstSeq: JournalSequence
     /// The seq of its latest event.
     public var latestSeq: JournalSequence
+    /// The seqs of its events in the journal, oldest first: its history, kept with the state so
+    /// that reading it takes no index. Empty once compacted.
+    public var eventSeqs: [JournalSequence]
     /// When its latest event was recorded: the Sync tab's "moment".
     public var changedAt: Date
+    /// When a compaction removed its events; `nil` while they are in the journal. A compacted
+    /// operation keeps what its ledger row needs and nothing else: no request, no history.
+    public var compactedAt: Date?
 
     /// The state right after `enqueued`.
     public init(id: OperationID, seq: JournalSequence, recordedAt: Date, enqueued: Enqueued) {
@@ -61,17 +70,43 @@ public struct OperationState: Sendable, Equatable {
         self.endpoint = request.endpoint
         self.entityID = request.entityID
         self.category = request.category
-        self.entityLabel = request.entityLabel
-        self.summary = request.summary
+        // Sealed text stays sealed in the state, whether or not the event was read with the key.
+        self.entityLabel = enqueued.sealed == nil ? request.entityLabel : ""
+        self.summary = enqueued.sealed == nil ? request.summary : ""
+        self.sealedPresentation = enqueued.sealed?.presentation
         self.payloadVersion = request.payloadVersion
-        self.payloadByteCount = request.payload.count
+        self.payloadByteCount = enqueued.sealed.map { $0.payload.count - SealedRequest.overheadBytes } ?? request.payload.count
         self.requestHash = enqueued.requestHash
         self.account = enqueued.account
         self.createdAt = recordedAt
         self.attemptCount = 0
         self.firstSeq = seq
         self.latestSeq = seq
+        self.eventSeqs = [seq]
         self.changedAt = recordedAt
+    }
+
+    /// The state a compaction leaves: the ledger row's fields; the request's are empty.
+    /// - Parameters:
+    ///   - seq: the seq of the `compacted` event.
+    public init(compacted operation: CompactedOperation, seq: JournalSequence, compactedAt: Date) {
+        let placeholder = OutboxRequest(
+            businessID: "", operationType: operation.operationType, method: "", endpoint: "", payload: Data(),
+            category: "", entityLabel: "", summary: "", payloadVersion: 0
+        )
+        // Zero bytes: a compacted operation's payload, and so its hash, are gone.
+        let noHash = SHA256Digest(bytes: [UInt8](repeating: 0, count: SHA256Digest.byteCount))!
+        self.init(id: operation.id, seq: operation.firstSeq, recordedAt: operation.createdAt,
+                  enqueued: Enqueued(request: placeholder, requestHash: noHash, account: ""))
+        status = operation.status
+        attemptCount = operation.attemptCount
+        latestOutcome = operation.latestOutcome
+        lastErrorCode = operation.lastErrorCode
+        serverRevision = operation.serverRevision
+        latestSeq = seq
+        eventSeqs = []
+        changedAt = operation.changedAt
+        self.compactedAt = compactedAt
     }
 
     /// The request as it will be sent, given the payload read from the `enqueued` event.

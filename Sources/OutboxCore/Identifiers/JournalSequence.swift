@@ -30,6 +30,12 @@ public struct JournalSequence: RawRepresentable, Hashable, Comparable, Sendable,
         self.rawValue = key.reduce(0) { $0 << 8 | UInt64($1) }
     }
 
+    /// Reads a key as LMDB lends it, without going through a collection.
+    public init?(key: UnsafeRawBufferPointer) {
+        guard key.count == 8 else { return nil }
+        self.rawValue = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
+    }
+
     public static func < (lhs: JournalSequence, rhs: JournalSequence) -> Bool {
         lhs.rawValue < rhs.rawValue
     }

@@ -35,13 +35,25 @@ public struct OperationID: Hashable, Sendable, Comparable, CustomStringConvertib
     /// Reads the 16 bytes written by ``bytes``.
     public init?(bytes: some Collection<UInt8>) {
         guard bytes.count == 16 else { return nil }
-        let b = Array(bytes)
-        uuid = UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
-                           b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &raw) { $0.copyBytes(from: bytes) }
+        uuid = UUID(uuid: raw)
     }
 
+    /// Hashes the 16 bytes in one run.
+    public func hash(into hasher: inout Hasher) {
+        withUnsafeBytes(of: uuid.uuid) { hasher.combine(bytes: $0) }
+    }
+
+    public static func == (lhs: OperationID, rhs: OperationID) -> Bool {
+        lhs.uuid == rhs.uuid
+    }
+
+    /// The order of the 16 bytes, as the journal's indexes sort them.
     public static func < (lhs: OperationID, rhs: OperationID) -> Bool {
-        lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
+        withUnsafeBytes(of: lhs.uuid.uuid) { left in
+            withUnsafeBytes(of: rhs.uuid.uuid) { right in left.lexicographicallyPrecedes(right) }
+        }
     }
 }
 

@@ -24,7 +24,7 @@ public struct Fault: Hashable, Sendable, Codable {
         case rateLimited = "rate_limited"
         /// 401 `unauthorized` with `WWW-Authenticate: Bearer`; nothing is written.
         case unauthorized
-        /// 403 `forbidden`; nothing is written.
+        /// 403 `forbidden` with `message`; nothing is written.
         case forbidden
         /// 422 `validation_failed` with `message`; nothing is written.
         case validationFailed = "validation_failed"
@@ -47,7 +47,7 @@ public struct Fault: Hashable, Sendable, Codable {
     public var key: String?
     /// The `Retry-After` seconds of `rate_limited` (default 1) and `unavailable` (none by default).
     public var retryAfterSeconds: Int?
-    /// The message of `validation_failed`.
+    /// The message of `validation_failed` and `forbidden`.
     public var message: String?
 
     public init(

@@ -33,6 +33,8 @@ struct Routes: Sendable {
     let faults: FaultQueue
     let holds: Holds
     let slowHoldLimit: TimeInterval
+    /// Told of every business request once it is handled.
+    var observer: (@Sendable (ServerEvent) -> Void)?
 
     func reply(to request: HTTPRequest) -> Reply {
         if let endpoint = BusinessEndpoint.all.first(where: { $0.path == request.path }) {
@@ -56,11 +58,20 @@ struct Routes: Sendable {
     // MARK: Business endpoints
 
     private func create(_ endpoint: BusinessEndpoint, _ request: HTTPRequest) -> Reply {
+        let (reply, event) = handleCreate(endpoint, request)
+        observer?(event)
+        return reply
+    }
+
+    private func handleCreate(_ endpoint: BusinessEndpoint, _ request: HTTPRequest) -> (Reply, ServerEvent) {
         let key = request.header("Idempotency-Key")
+        func event(_ outcome: ServerEvent.Outcome, _ response: HTTPResponse?, _ fault: Fault?) -> ServerEvent {
+            ServerEvent(path: endpoint.path, idempotencyKey: key, outcome: outcome, status: response?.status, fault: fault?.kind)
+        }
         let businessID = request.header(Self.businessHeader).flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultBusinessID
         let fault = faults.take(path: endpoint.path, key: key)
         if let fault, let response = Self.immediateResponse(to: fault) {
-            return Reply(response: response, releasesKey: key)
+            return (Reply(response: response, releasesKey: key), event(.refused, response, fault))
         }
         let isSlow = fault?.kind == .slow
         do {
@@ -73,15 +84,20 @@ struct Routes: Sendable {
                 try write(endpoint, request.body, businessID: businessID, key: key ?? "", approval: fault?.kind == .pendingApproval, in: txn)
             }
             let response = fault?.kind == .dropAfterCommit ? nil : HTTPResponse(answer.response)
-            return Reply(response: response, releasesKey: isSlow ? nil : key)
+            let outcome: ServerEvent.Outcome = switch answer.outcome {
+            case .applied: .applied
+            case .replayed: .replayed
+            case .conflict: .conflict
+            case .inProgress: .inProgress
+            case .keyRequired, .keyInvalid: .refused
+            }
+            return (Reply(response: response, releasesKey: isSlow ? nil : key), event(outcome, response, fault))
         } catch let invalid as CreateBody.Invalid {
-            return Reply(
-                response: .problem(422, code: "validation_failed", message: invalid.message),
-                releasesKey: isSlow ? nil : key)
+            let response = HTTPResponse.problem(422, code: "validation_failed", message: invalid.message)
+            return (Reply(response: response, releasesKey: isSlow ? nil : key), event(.refused, response, fault))
         } catch {
-            return Reply(
-                response: .problem(500, code: "internal_error", message: "the server failed to store the write: \(error)"),
-                releasesKey: isSlow ? nil : key)
+            let response = HTTPResponse.problem(500, code: "internal_error", message: "the server failed to store the write: \(error)")
+            return (Reply(response: response, releasesKey: isSlow ? nil : key), event(.refused, response, fault))
         }
     }
 
@@ -125,7 +141,7 @@ struct Routes: Sendable {
                 .init(name: "WWW-Authenticate", value: #"Bearer realm="outbox-test-server""#)
             ])
         case .forbidden:
-            return .problem(403, code: "forbidden", message: scripted)
+            return .problem(403, code: "forbidden", message: fault.message ?? scripted)
         case .validationFailed:
             return .problem(422, code: "validation_failed", message: fault.message ?? scripted)
         case .captivePortal:

@@ -49,6 +49,8 @@ public final class TestServer: Sendable {
         public var writeTimeout: TimeInterval
         /// The longest the `slow` fault holds a request when nothing releases it, in seconds.
         public var slowHoldLimit: TimeInterval
+        /// Told of every business request once it is handled, on the server's own threads.
+        public var observer: (@Sendable (ServerEvent) -> Void)?
 
         public init(
             port: UInt16 = 0,
@@ -61,7 +63,8 @@ public final class TestServer: Sendable {
             maxConnections: Int = 64,
             readTimeout: TimeInterval = 10,
             writeTimeout: TimeInterval = 10,
-            slowHoldLimit: TimeInterval = 30
+            slowHoldLimit: TimeInterval = 30,
+            observer: (@Sendable (ServerEvent) -> Void)? = nil
         ) {
             precondition(maxConnections > 0, "maxConnections must be positive")
             precondition(readTimeout > 0 && writeTimeout > 0 && slowHoldLimit > 0, "timeouts must be positive")
@@ -76,6 +79,7 @@ public final class TestServer: Sendable {
             self.readTimeout = readTimeout
             self.writeTimeout = writeTimeout
             self.slowHoldLimit = slowHoldLimit
+            self.observer = observer
         }
     }
 
@@ -92,7 +96,8 @@ public final class TestServer: Sendable {
         case .lmdb(let directory):
             try LMDBServerStorage(directory: directory, policy: configuration.claimPolicy, clock: configuration.clock)
         }
-        let routes = Routes(storage: storage, faults: FaultQueue(), holds: Holds(), slowHoldLimit: configuration.slowHoldLimit)
+        let routes = Routes(storage: storage, faults: FaultQueue(), holds: Holds(), slowHoldLimit: configuration.slowHoldLimit,
+                            observer: configuration.observer)
         do {
             core = try ServerCore(configuration: configuration, routes: routes)
         } catch {

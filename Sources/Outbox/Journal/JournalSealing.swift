@@ -1,0 +1,92 @@
+import Foundation
+import OutboxCore
+import OutboxCrypto
+
+/// Encryption at rest: the journal's key, and what it seals.
+///
+/// Payloads, entity labels and summaries are sealed with ChaCha20-Poly1305, each bound to its
+/// operation id and field as associated data, so a sealed value cannot be moved to another
+/// operation or field unnoticed. Statuses, timelines, the ledger and metrics are not sealed:
+/// they stay readable without the key.
+struct JournalSealing: Sendable {
+    let key: SealingKey
+
+    /// The constant whose sealed form, kept in `meta`, tells a right key from a wrong one.
+    private static let checkPlaintext = Array("outbox journal key check".utf8)
+    private static let checkAssociatedData = Array("key-check".utf8)
+
+    private static func associatedData(_ id: OperationID, _ field: String) -> [UInt8] {
+        id.bytes + Array(field.utf8)
+    }
+
+    func seal(_ request: OutboxRequest, id: OperationID) -> SealedRequest {
+        SealedRequest(
+            payload: key.seal(request.payload, authenticating: Self.associatedData(id, "payload")),
+            presentation: sealPresentation(label: request.entityLabel, summary: request.summary, id: id)
+        )
+    }
+
+    func sealPresentation(label: String, summary: String, id: OperationID) -> [UInt8] {
+        key.seal(PresentationText(label: label, summary: summary).bytes, authenticating: Self.associatedData(id, "presentation"))
+    }
+
+    func unseal(_ sealed: SealedRequest, id: OperationID) throws -> (payload: Data, entityLabel: String, summary: String) {
+        let payload = try key.open(sealed.payload, authenticating: Self.associatedData(id, "payload"))
+        let presentation = try unsealPresentation(sealed.presentation, id: id)
+        return (Data(payload), presentation.label, presentation.summary)
+    }
+
+    func unsealPresentation(_ sealed: [UInt8], id: OperationID) throws -> PresentationText {
+        let bytes = try key.open(sealed, authenticating: Self.associatedData(id, "presentation"))
+        guard let text = PresentationText(bytes: bytes) else { throw SealingError.cannotOpen }
+        return text
+    }
+
+    /// The value `meta` keeps to check keys with.
+    func keyCheck() -> [UInt8] {
+        key.seal(Self.checkPlaintext, authenticating: Self.checkAssociatedData)
+    }
+
+    func opens(keyCheck: [UInt8]) -> Bool {
+        (try? key.open(keyCheck, authenticating: Self.checkAssociatedData)) == Self.checkPlaintext
+    }
+
+    /// The unsealer the record codec takes.
+    var unsealer: RecordCodec.Unsealer {
+        { [self] sealed, id in try unseal(sealed, id: id) }
+    }
+}
+
+/// An entity label and a summary, as one sealed value: two length-prefixed UTF-8 strings.
+struct PresentationText: Equatable {
+    var label: String
+    var summary: String
+
+    init(label: String, summary: String) {
+        self.label = label
+        self.summary = summary
+    }
+
+    init?(bytes: [UInt8]) {
+        func take(_ offset: inout Int) -> String? {
+            guard offset + 4 <= bytes.count else { return nil }
+            let count = bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            offset += 4
+            guard offset + count <= bytes.count else { return nil }
+            defer { offset += count }
+            return String(validating: bytes[offset..<offset + count], as: UTF8.self)
+        }
+        var offset = 0
+        guard let label = take(&offset), let summary = take(&offset), offset == bytes.count else { return nil }
+        self.init(label: label, summary: summary)
+    }
+
+    var bytes: [UInt8] {
+        var bytes: [UInt8] = []
+        for text in [label, summary] {
+            let utf8 = Array(text.utf8)
+            bytes += UInt32(utf8.count).bigEndianBytes + utf8
+        }
+        return bytes
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import OutboxCore
+import OutboxCrypto
+import OutboxStorage
+
+/// Compaction: the detailed events of settled operations leave the journal; their ledger rows
+/// stay, carried by a `compacted` event.
+extension JournalStore {
+    /// How many operations one compaction transaction (and one `compacted` event) takes at most.
+    static let compactionChunk = 500
+
+    /// Settled operations (synced, withdrawn, discarded) whose last change came before `horizon`
+    /// and whose events are still in the journal, oldest first.
+    func compactable(before horizon: Date, limit: Int) throws(OutboxError) -> [OperationID] {
+        let schema = self.schema
+        return try read { txn in
+            var ids: [(JournalSequence, OperationID)] = []
+            for status in OutboxStatus.allCases where status.isTerminal {
+                let prefix = JournalSchema.statusPrefix(status)
+                try txn.scan(schema.byStatus, from: prefix) { key, value in
+                    guard key.starts(with: prefix) else { return .stop }
+                    if let id = OperationID(bytes: value), let state = try schema.state(id, in: txn),
+                        state.compactedAt == nil, state.changedAt < horizon
+                    {
+                        ids.append((state.firstSeq, id))
+                    }
+                    return .next
+                }
+            }
+            return ids.sorted { $0.0 < $1.0 }.prefix(limit).map(\.1)
+        }
+    }
+
+    /// Removes every event of the operations `ids` (each must be settled) and appends one
+    /// `compacted` event holding their ledger rows and the digest of what was removed, in one
+    /// write transaction.
+    /// - Returns: the `compacted` event, or `nil` when none of `ids` could be compacted.
+    func compact(_ ids: [OperationID], at now: Date) throws(OutboxError) -> JournalEvent? {
+        precondition(!options.readOnly, "compact on a read-only journal")
+        let schema = self.schema
+        return try Self.run(options) {
+            try environment.write { txn -> JournalEvent? in
+                // Taken before anything is removed: the removed events may be the journal's last,
+                // and a seq is never given twice.
+                let seq = try schema.lastSeq(in: txn).next
+                var removed: [(seq: JournalSequence, record: [UInt8])] = []
+                var operations: [CompactedOperation] = []
+                for id in ids {
+                    guard let state = try schema.state(id, in: txn), state.status.isTerminal, state.compactedAt == nil else { continue }
+                    for seq in state.eventSeqs {
+                        if let record = try txn.get(schema.events, key: seq.key) {
+                            removed.append((seq, record))
+                            try txn.delete(schema.events, key: seq.key)
+                        }
+                    }
+                    operations.append(CompactedOperation(state))
+                }
+                guard !operations.isEmpty, let first = removed.map(\.seq).min(), let last = removed.map(\.seq).max() else { return nil }
+                removed.sort { $0.seq < $1.seq }
+                let event = JournalEvent(
+                    seq: seq, operationID: nil, recordedAt: now,
+                    body: .compacted(Compacted(
+                        firstSeq: first, lastSeq: last, removedCount: removed.count,
+                        digest: SHA256Digest(ofConcatenated: removed.map(\.record)), operations: operations
+                    ))
+                )
+                let record = RecordCodec.encode(event)
+                try txn.put(schema.events, key: event.seq.key, value: record, flags: .append)
+                let removedBytes = removed.reduce(0) { $0 + $1.record.count }
+                try schema.project(event, recordSize: record.count, extraCounters: [
+                    CounterName.events: -Int64(removed.count), CounterName.eventBytes: -Int64(removedBytes),
+                ], in: txn)
+                return event
+            }
+        }
+    }
+}

@@ -1,0 +1,226 @@
+import Foundation
+import OutboxCore
+import OutboxStorage
+
+/// Rebuilding every projection from the events: the migration a new projection layout needs.
+extension JournalStore {
+    /// How a rebuild splits its work. The defaults suit an app; tests shrink them so that every
+    /// path runs on a small journal.
+    struct RebuildTuning: Sendable {
+        /// The most events rewritten in one transaction, and the most rows each step of a longer
+        /// rebuild writes.
+        var chunk = 20_000
+        /// Below this many events the fold runs on one thread: starting more costs more than it saves.
+        var shardingThreshold = 50_000
+        /// How many threads fold a longer journal.
+        var shards = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
+    }
+
+    /// Clears every projection and writes it again from the events.
+    ///
+    /// The events are folded in memory first (``ProjectionImage``), on several threads for a long
+    /// journal, while the write lock keeps them from changing; each thread then encodes its
+    /// operations' rows. Each projection database is written in key order, appended page by page
+    /// rather than inserted row by row. A journal of up to the tuning's `chunk` events is rewritten in
+    /// one transaction: a crash midway leaves it exactly as it was. A longer one is written in
+    /// steps of at most the tuning's `chunk` rows, with the projection version written last: a crash
+    /// midway leaves a mismatch, and the next open starts over. Either way the journal stays
+    /// openable.
+    /// - Throws: ``OutboxError/journalCorrupt(seq:reason:)`` for a damaged record or an illegal
+    ///   transition, before anything is written.
+    static func rebuildProjections(
+        environment: LMDBEnvironment,
+        schema: JournalSchema,
+        options: Options,
+        tuning: RebuildTuning = RebuildTuning()
+    ) throws(OutboxError) {
+        try run(options) {
+            let retired = try JournalSchema.retiredDatabases.compactMap { try environment.openExistingDatabase($0) }
+            // The closures below depend on the events alone: when a full map makes `write` run
+            // one again, it does the same again.
+            let remaining: ArraySlice<RebuildPlan.Step> = try environment.write { txn in
+                let eventCount = try txn.count(schema.events)
+                let shards: [RebuildShard]
+                if eventCount < tuning.shardingThreshold || tuning.shards < 2 {
+                    shards = [RebuildShard(try ProjectionImage.build(schema: schema, in: txn))]
+                } else {
+                    shards = try ProjectionImage.buildSharded(schema: schema, environment: environment, count: tuning.shards) {
+                        RebuildShard($0)
+                    }
+                }
+                let steps = RebuildPlan(shards: shards, schema: schema, retired: retired, chunk: tuning.chunk).steps
+                let now = eventCount <= tuning.chunk ? steps.count : 1
+                for step in steps.prefix(now) { try step(txn) }
+                return steps.dropFirst(now)
+            }
+            for step in remaining {
+                try environment.write { txn in try step(txn) }
+            }
+        }
+    }
+}
+
+/// What one shard of a rebuild writes, encoded on the shard's own thread: its operations in id
+/// order, its index rows in key order, and its counters. Encoded states and index keys sit in
+/// one buffer each, rather than one array per row.
+private struct RebuildShard: Sendable {
+    struct Row: Sendable {
+        var id: OperationID
+        /// Where its bytes (the state, or the index key) sit in the shard's buffer.
+        var bytes: Range<Int>
+    }
+
+    var states: [Row] = []
+    var stateBytes: [UInt8]
+    var indexRows: [Projection.Index: [Row]] = [:]
+    var indexKeyBytes: [UInt8]
+    var counters: [Projection.Counter: Int64] = [:]
+    var eventCount: Int64
+    var eventBytes: Int64
+    var engine: EngineState?
+
+    init(_ image: consuming ProjectionImage) {
+        eventCount = image.eventCount
+        eventBytes = image.eventBytes
+        engine = image.shard.ownsEngineEvents ? image.engine : nil
+        states.reserveCapacity(image.states.count)
+        var stateWriter = ByteWriter(capacity: image.states.count * 256)
+        var keys: [UInt8] = []
+        keys.reserveCapacity(image.states.count * 12)
+        for (id, state) in image.states {
+            let start = stateWriter.bytes.count
+            StateCodec.encode(state, into: &stateWriter)
+            states.append(Row(id: id, bytes: start..<stateWriter.bytes.count))
+            let footprint = Projection.footprint(of: state)
+            for index in Projection.Index.allCases {
+                guard let key = footprint.key(in: index) else { continue }
+                indexRows[index, default: []].append(Row(id: id, bytes: keys.count..<keys.count + key.count))
+                keys.append(contentsOf: key)
+            }
+            for (counter, count) in footprint.counters { counters[counter, default: 0] += count }
+        }
+        stateBytes = stateWriter.bytes
+        indexKeyBytes = keys
+        states.sort { $0.id < $1.id }
+        for index in Projection.Index.allCases {
+            keys.withUnsafeBytes { keys in
+                indexRows[index]?.sort { Self.keyOrder(keys, $0.bytes, $1.bytes) }
+            }
+        }
+    }
+
+    /// LMDB's order of two keys in `buffer`: their bytes compared as unsigned, the shorter
+    /// first on a tie.
+    static func keyOrder(_ buffer: UnsafeRawBufferPointer, _ left: Range<Int>, _ right: Range<Int>) -> Bool {
+        let common = min(left.count, right.count)
+        let order = common == 0 ? 0 : memcmp(buffer.baseAddress! + left.lowerBound, buffer.baseAddress! + right.lowerBound, common)
+        return order != 0 ? order < 0 : left.count < right.count
+    }
+}
+
+/// Where a row sits among several sorted runs.
+private struct RowPosition {
+    var run: Int
+    var index: Int
+}
+
+/// Every position in runs of the given lengths (each run sorted), in merged order.
+private func mergedOrder(runLengths: [Int], by areInIncreasingOrder: (RowPosition, RowPosition) -> Bool) -> [RowPosition] {
+    var order: [RowPosition] = []
+    order.reserveCapacity(runLengths.reduce(0, +))
+    if runLengths.count == 1 {
+        return (0..<runLengths[0]).map { RowPosition(run: 0, index: $0) }
+    }
+    var heads = [Int](repeating: 0, count: runLengths.count)
+    while true {
+        // A handful of runs, one per thread: the smallest head is found by looking at each.
+        var smallest: RowPosition?
+        for run in runLengths.indices where heads[run] < runLengths[run] {
+            let head = RowPosition(run: run, index: heads[run])
+            if let best = smallest, !areInIncreasingOrder(head, best) { continue }
+            smallest = head
+        }
+        guard let next = smallest else { return order }
+        order.append(next)
+        heads[next.run] += 1
+    }
+}
+
+/// The writes of a rebuild, in order, each small enough for one transaction: the projections
+/// cleared, then each database's rows in key order, then the counters and the version.
+private struct RebuildPlan {
+    typealias Step = (borrowing LMDBTransaction) throws -> Void
+
+    private(set) var steps: [Step] = []
+
+    init(shards: [RebuildShard], schema: JournalSchema, retired: [LMDBDatabase], chunk: Int) {
+        steps.append { txn in
+            try txn.delete(schema.meta, key: JournalSchema.MetaKey.projectionVersion)
+            try txn.delete(schema.meta, key: JournalSchema.MetaKey.engineState)
+            for database in schema.projections + retired { try txn.removeAll(database) }
+        }
+
+        // Each shard's rows are sorted already: they are merged by position, without copying.
+        let stateOrder = mergedOrder(runLengths: shards.map(\.states.count)) {
+            shards[$0.run].states[$0.index].id < shards[$1.run].states[$1.index].id
+        }
+        for first in stride(from: 0, to: stateOrder.count, by: chunk) {
+            let slice = stateOrder[first..<min(first + chunk, stateOrder.count)]
+            steps.append { txn in
+                for position in slice {
+                    let row = shards[position.run].states[position.index]
+                    try shards[position.run].stateBytes.withUnsafeBytes { bytes in
+                        try withUnsafeBytes(of: row.id.uuid.uuid) { key in
+                            try txn.put(schema.operations, key: key, value: UnsafeRawBufferPointer(rebasing: bytes[row.bytes]), flags: .append)
+                        }
+                    }
+                }
+            }
+        }
+
+        for index in Projection.Index.allCases {
+            let runs = shards.map { $0.indexRows[index] ?? [] }
+            let order = mergedOrder(runLengths: runs.map(\.count)) { left, right in
+                // The two rows come from different shards, so from different buffers.
+                shards[left.run].indexKeyBytes.withUnsafeBytes { leftKeys in
+                    shards[right.run].indexKeyBytes.withUnsafeBytes { rightKeys in
+                        UnsafeRawBufferPointer(rebasing: leftKeys[runs[left.run][left.index].bytes])
+                            .lexicographicallyPrecedes(UnsafeRawBufferPointer(rebasing: rightKeys[runs[right.run][right.index].bytes]))
+                    }
+                }
+            }
+            let database = index.database(in: schema)
+            for first in stride(from: 0, to: order.count, by: chunk) {
+                let slice = order[first..<min(first + chunk, order.count)]
+                steps.append { txn in
+                    for position in slice {
+                        let row = runs[position.run][position.index]
+                        try shards[position.run].indexKeyBytes.withUnsafeBytes { keys in
+                            try withUnsafeBytes(of: row.id.uuid.uuid) { id in
+                                try txn.put(database, key: UnsafeRawBufferPointer(rebasing: keys[row.bytes]), value: id, flags: .append)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+
+        var stateCounters: [Projection.Counter: Int64] = [:]
+        for shard in shards { stateCounters.merge(shard.counters, uniquingKeysWith: +) }
+        let counters = ProjectionImage.counters(
+            eventCount: shards.reduce(0) { $0 + $1.eventCount },
+            eventBytes: shards.reduce(0) { $0 + $1.eventBytes },
+            states: stateCounters
+        )
+        .map { (key: Array($0.key.utf8), value: $0.value) }
+        .sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        let engine = shards.lazy.compactMap(\.engine).first ?? EngineState()
+        steps.append { txn in
+            for counter in counters {
+                try txn.put(schema.counters, key: counter.key, value: UInt64(bitPattern: counter.value).bigEndianBytes, flags: .append)
+            }
+            try txn.put(schema.meta, key: JournalSchema.MetaKey.engineState, value: StateCodec.encode(engine))
+            try txn.put(schema.meta, key: JournalSchema.MetaKey.projectionVersion, value: JournalSchema.projectionVersion.bigEndianBytes)
+        }
+    }
+}

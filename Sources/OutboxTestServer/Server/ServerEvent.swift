@@ -1,0 +1,27 @@
+import Foundation
+
+/// One business request as the server handled it: for a narration, or a test watching the
+/// server from the inside.
+public struct ServerEvent: Sendable, Equatable {
+    /// What the server did.
+    public enum Outcome: Sendable, Equatable {
+        /// The write ran and committed with its claim.
+        case applied
+        /// The stored response of an earlier copy was sent again.
+        case replayed
+        /// The key came with another body: 409 `idempotency_conflict`.
+        case conflict
+        /// A copy of this key was still finalizing: 409 `idempotency_in_progress`.
+        case inProgress
+        /// Refused before the claims: a missing key, or a scripted fault's answer.
+        case refused
+    }
+
+    public var path: String
+    public var idempotencyKey: String?
+    public var outcome: Outcome
+    /// The status sent; `nil` when the connection was dropped without a response.
+    public var status: Int?
+    /// The scripted fault the request met, if any.
+    public var fault: Fault.Kind?
+}

@@ -1,0 +1,143 @@
+import Foundation
+@testable import Outbox
+import OutboxSimulation
+import OutboxTesting
+
+/// The fixture journals under `Tests/Fixtures/`, written by this version of the engine and kept
+/// forever: every later version must open them and keep every pending row.
+enum Fixtures {
+    static var directory: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Fixtures")
+    }
+
+    /// What a fixture holds, written beside it as `manifest.json`.
+    struct Manifest: Codable, Equatable {
+        struct Operation: Codable, Equatable {
+            var id: OperationID
+            var status: OutboxStatus
+            var attemptCount: Int
+            var method: String
+            var endpoint: String
+            var payloadBase64: String
+            var payloadVersion: Int
+        }
+
+        var formatVersion: Int
+        var projectionVersion: Int
+        var engineVersion: String
+        var account: String
+        var encryptionKeyHex: String?
+        var workerPaused: Bool
+        var operations: [Operation]
+
+        var key: SealingKey? {
+            guard let hex = encryptionKeyHex else { return nil }
+            let digits = Array(hex)
+            return try? SealingKey(bytes: stride(from: 0, to: digits.count, by: 2).compactMap { UInt8(String(digits[$0...$0 + 1]), radix: 16) })
+        }
+    }
+
+    /// Every fixture directory: each holds `data.mdb` and `manifest.json`.
+    static func all() throws -> [URL] {
+        try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
+            .filter { FileManager.default.fileExists(atPath: $0.appendingPathComponent("manifest.json").path) }
+            .sorted { $0.lastPathComponent < $1.lastPathComponent }
+    }
+
+    static func manifest(of fixture: URL) throws -> Manifest {
+        try JSONDecoder().decode(Manifest.self, from: Data(contentsOf: fixture.appendingPathComponent("manifest.json")))
+    }
+
+    /// A working copy of a fixture's journal: fixtures themselves are never opened for writing.
+    static func copy(_ fixture: URL) throws -> URL {
+        let copy = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-fixture-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: fixture.appendingPathComponent("data.mdb"), to: copy.appendingPathComponent("data.mdb"))
+        return copy
+    }
+
+    // MARK: Writing
+
+    /// Writes a journal of every status through the engine, deterministically: a 401 that paused
+    /// the worker, an attempt left without an outcome (as if the process died), compacted rows,
+    /// and pending rows with attempts behind them.
+    static func write(to directory: URL, encrypted: Bool) async throws -> Manifest {
+        try? FileManager.default.removeItem(at: directory)
+        let clock = ManualClock(now: Date(timeIntervalSince1970: 1_800_000_000))
+        let server = InMemoryServer()
+        let ids = SeededIDs(seed: encrypted ? 2 : 1)
+        let key = encrypted ? try SealingKey(bytes: (0..<32).map { UInt8($0 * 7 % 256) }) : nil
+        var configuration = OutboxConfiguration(account: "member-42", clock: clock, appVersion: "fixture", encryptionKey: key)
+        configuration.operationIDSource = { ids.next() }
+        let outbox = try Outbox(directory: directory, transport: server, configuration: configuration)
+        func request(_ number: Int, entity: String? = nil) -> OutboxRequest {
+            OutboxRequest(
+                businessID: "pharmacy-7", operationType: number % 2 == 0 ? "product.create" : "employee.create",
+                endpoint: number % 2 == 0 ? "/products" : "/employees",
+                payload: Data(#"{"id":"fixture-\#(number)","name":"Fixture \#(number) é ✓","qty":\#(number)}"#.utf8),
+                entityID: entity, category: number % 2 == 0 ? "Products" : "Employees",
+                entityLabel: "Fixture \(number)", summary: "New record", payloadVersion: 1 + number % 3
+            )
+        }
+        // Settled, then compacted.
+        for number in 0..<3 { _ = try await outbox.enqueue(request(number)) }
+        await outbox.drain()
+        await outbox.settle()
+        clock.advance(by: 3600)
+        _ = try await outbox.compact(before: clock.now())
+        // Synced, failed, blocked, waiting for approval, discarded, withdrawn.
+        server.inject(.apply, .respond(.error(422, code: "validation_failed", message: "Bad")),
+                      .respond(.error(403, code: "forbidden", message: "No")), .holdForApproval(requestID: "apr-1"))
+        for number in 3..<7 {
+            _ = try await outbox.enqueue(request(number))
+            await outbox.settle()
+        }
+        server.setOnline(false)
+        let discarded = try await outbox.enqueue(request(7))
+        await outbox.settle()
+        try await outbox.discard(discarded)
+        server.setOnline(true)
+        server.inject(.respond(.error(422, code: "validation_failed", message: "Bad")))
+        _ = try await outbox.save(request(8))
+        await outbox.settle()
+        // Queued with attempts behind it, and queued in a lane behind it.
+        server.setOnline(false)
+        _ = try await outbox.enqueue(request(9, entity: "shelf-1"))
+        await outbox.settle()
+        clock.advance(by: 2)
+        await outbox.settle()
+        _ = try await outbox.enqueue(request(10, entity: "shelf-1"))
+        await outbox.settle()
+        // A 401 pauses the worker with a row queued.
+        server.setOnline(true)
+        server.inject(.respond(.error(401, code: "token_expired", message: "Sign in again")))
+        clock.advance(by: 60)
+        _ = try await outbox.enqueue(request(11))
+        await outbox.settle()
+        // An attempt whose outcome the process never recorded.
+        let interrupted = try await outbox.appendEnqueued(request(12))
+        _ = try await outbox.writer.append([JournalStore.Draft(
+            operationID: interrupted, body: .attemptStarted(AttemptStarted(attempt: 1, trigger: .drain)))])
+
+        let states = try outbox.ledger(LedgerQuery(limit: .max)).map { try outbox.operation($0.operationID)! }
+        let paused = try outbox.engineState().isPaused
+        outbox.close()
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent("lock.mdb"))
+        return Manifest(
+            formatVersion: RecordCodec.formatVersion,
+            projectionVersion: Int(JournalSchema.projectionVersion),
+            engineVersion: Outbox.engineVersion,
+            account: "member-42",
+            encryptionKeyHex: key.map { $0.withUnsafeKeyBytes { $0.map { String(format: "%02x", $0) }.joined() } },
+            workerPaused: paused,
+            operations: states.map {
+                Manifest.Operation(
+                    id: $0.id, status: $0.status, attemptCount: $0.attemptCount, method: $0.request.method,
+                    endpoint: $0.request.endpoint, payloadBase64: $0.request.payload.base64EncodedString(),
+                    payloadVersion: $0.request.payloadVersion
+                )
+            }
+        )
+    }
+}
