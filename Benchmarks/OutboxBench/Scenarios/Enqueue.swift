@@ -11,7 +11,7 @@ extension Scenario {
             title: full ? "Durable enqueue, one producer" : "Enqueue, one producer, .processCrash tier (no flush)",
             metrics: [
                 .time("p50", "latency p50"), .time("p99", "latency p99"), .rate("rate", "enqueues/s"),
-                .time("p50-wide", "latency p50, floor: a raw commit into 8 databases"),
+                .time("p50-wide", "latency p50, floor: a raw commit into \(Workload.engineDatabases) databases"),
             ],
             limit: { result in
                 let what = full ? "one durable LMDB commit (two trips to the disk)" : "one LMDB commit to the page cache, no flush"
@@ -32,7 +32,7 @@ extension Scenario {
                 var floorTimes: [Double] = []
                 let floorTotal = try Stopwatch.time { floorTimes = try floor.commits(count) }
                 let wide = try LMDBFloor(directory: directory.appendingPathComponent("wide"), durable: full,
-                                         recordBytes: Workload.enqueuedRecordBytes, databases: 8)
+                                         recordBytes: Workload.enqueuedRecordBytes, databases: Workload.engineDatabases)
                 let wideTimes = try wide.commits(count)
 
                 let outbox = try Workload.openOutbox(directory.appendingPathComponent("ours"), durability: durability)

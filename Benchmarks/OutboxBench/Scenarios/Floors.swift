@@ -23,7 +23,7 @@ extension Scenario {
             .time("fsync-p99", "fdatasync of 512 B, p99"),
             .time("lmdb-p50", "LMDB durable commit, p50"),
             .time("lmdb-p99", "LMDB durable commit, p99"),
-            .time("lmdb-wide-p50", "LMDB durable commit into 8 databases, p50"),
+            .time("lmdb-wide-p50", "LMDB durable commit into \(Workload.engineDatabases) databases, p50"),
             .time("pwrite-p50", "pwrite of 512 B, no flush, p50"),
             .time("lmdb-nosync-p50", "LMDB commit with MDB_NOSYNC, p50"),
         ],
@@ -31,7 +31,7 @@ extension Scenario {
             let trips = (result.floor("lmdb-p50") ?? 0) / max(result.floor("fsync-p50") ?? 1, 1e-9)
             return "a durable LMDB commit writes its pages, fdatasyncs them, then writes the meta page O_DSYNC: "
                 + "two trips to the disk, here \(TextReport.format(result.floor("lmdb-p50"))) µs = "
-                + "\(TextReport.ratioText(trips)) one fdatasync. Touching 8 databases, as an enqueue does, writes a page "
+                + "\(TextReport.ratioText(trips)) one fdatasync. Touching \(Workload.engineDatabases) databases, as an enqueue does, writes a page "
                 + "path per database: \(TextReport.format(result.floor("lmdb-wide-p50"))) µs"
         },
         run: { context in
@@ -45,7 +45,7 @@ extension Scenario {
             let durable = try LMDBFloor(directory: directory.appendingPathComponent("durable"), durable: true, recordBytes: recordBytes)
             let commits = Latencies(nanoseconds: try durable.commits(count))
             let wide = try LMDBFloor(directory: directory.appendingPathComponent("wide"), durable: true,
-                                     recordBytes: recordBytes, databases: 8)
+                                     recordBytes: recordBytes, databases: Workload.engineDatabases)
             let wideCommits = Latencies(nanoseconds: try wide.commits(count))
             let nosync = try LMDBFloor(directory: directory.appendingPathComponent("nosync"), durable: false, recordBytes: recordBytes)
             let nosyncCommits = Latencies(nanoseconds: try nosync.commits(count))

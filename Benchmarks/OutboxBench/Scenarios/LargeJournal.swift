@@ -18,7 +18,7 @@ extension Scenario {
         ],
         limit: { result in
             "open the LMDB environment and read one page: \(TextReport.format(result.floor("open-large"))) ms. "
-                + "Ours also opens its 9 databases, checks meta, and records `journalOpened` in one durable commit "
+                + "Ours also opens its databases, checks meta, and records `journalOpened` in one durable commit "
                 + "(see scenario 0); nothing is proportional to the journal's length. Page cache warm"
         },
         targets: [
@@ -96,7 +96,7 @@ extension Scenario {
             try markProjectionsStale(large.directory)
             var events = 0
             let ours = try Stopwatch.time {
-                let outbox = try Workload.openOutbox(large.directory, mapBytes: Workload.rebuildMapBytes)
+                let outbox = try Workload.openOutbox(large.directory)
                 events = Int(try outbox.lastSeq().rawValue)
                 outbox.close()
             } / 1e9
@@ -129,7 +129,7 @@ extension Scenario {
         ],
         limit: { result in
             "one read transaction fetching the operation's 5 records by key: \(TextReport.format(result.floor("history"))) µs. "
-                + "Ours also finds them through its index and checks and decodes each. The SQLite outbox keeps no "
+                + "Ours also reads the operation's state, which lists them, and checks and decodes each. The SQLite outbox keeps no "
                 + "history: its figure is one row by id, all it could show"
         },
         targets: [

@@ -84,7 +84,7 @@ struct JournalBuilder {
         builder.environment.close()
 
         // The engine's first open rebuilds every projection from the events.
-        let outbox = try Workload.openOutbox(journal, mapBytes: Workload.rebuildMapBytes)
+        let outbox = try Workload.openOutbox(journal)
         let waiting = try outbox.badgeCount()
         let events = Int(try outbox.lastSeq().rawValue)
         outbox.close()

@@ -36,36 +36,27 @@ enum Workload {
 
     /// The engine's configuration for a benchmark: the app's defaults but for the tier, the lanes
     /// and room for a million events.
-    /// - Parameter mapBytes: the map's size at open. Only a rebuild passes one: the engine's
-    ///   rebuild skips events when the map grows in the middle of a chunk (see Docs/benchmarks.md),
-    ///   so it is given room for the whole journal up front.
-    static func configuration(durability: Durability, lanes: Int = 1, mapBytes: Int? = nil) -> OutboxConfiguration {
-        var configuration = OutboxConfiguration(
+    static func configuration(durability: Durability, lanes: Int = 1) -> OutboxConfiguration {
+        OutboxConfiguration(
             account: account,
             maxConcurrentLanes: lanes,
             durability: durability,
             maxJournalBytes: 8 << 30
         )
-        if let mapBytes { configuration.initialJournalBytes = mapBytes }
-        return configuration
     }
 
     static func openOutbox(
         _ directory: URL,
         durability: Durability = .full,
         lanes: Int = 1,
-        transport: any OutboxTransport = InMemoryServer(),
-        mapBytes: Int? = nil
+        transport: any OutboxTransport = InMemoryServer()
     ) throws -> Outbox {
-        try Outbox(
-            directory: directory,
-            transport: transport,
-            configuration: configuration(durability: durability, lanes: lanes, mapBytes: mapBytes)
-        )
+        try Outbox(directory: directory, transport: transport, configuration: configuration(durability: durability, lanes: lanes))
     }
 
-    /// Room for a rebuild of a million events without growing the map.
-    static let rebuildMapBytes = 4 << 30
+    /// How many databases an enqueue writes to: `events` and the six projections (`operations`,
+    /// `by-status`, `schedule`, `lanes`, `sync-tab`, `counters`).
+    static let engineDatabases = 7
 
     /// The size in bytes of an `enqueued` record as the engine writes it.
     static var enqueuedRecordBytes: Int {
