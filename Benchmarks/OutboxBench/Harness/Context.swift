@@ -1,0 +1,74 @@
+import Foundation
+import Synchronization
+
+/// How big each scenario's work is: the sizes, or tiny ones for `--quick`.
+struct Sizes: Sendable {
+    /// Enqueues timed one after another (scenario 1).
+    var sequentialEnqueues: Int
+    /// Enqueues each producer makes (scenario 2), for 16 and for 64 producers.
+    var enqueuesPer16Producer: Int
+    var enqueuesPer64Producer: Int
+    /// Operations taken through their whole lifecycle (scenarios 3 and 8).
+    var lifecycleOperations: Int
+    /// Events in the large journal (scenarios 4 to 6) and in the small one it is compared with.
+    var largeJournalEvents: Int
+    var smallJournalEvents: Int
+    /// Rows waiting on the Sync tab (scenario 7).
+    var waitingRows: Int
+    /// How many times a fast read is timed per repeat; the median is kept.
+    var readIterations: Int
+    /// How many times an open is timed per repeat.
+    var openIterations: Int
+    /// Raw commits timed for a floor.
+    var floorCommits: Int
+
+    static let full = Sizes(
+        sequentialEnqueues: 1000, enqueuesPer16Producer: 200, enqueuesPer64Producer: 100,
+        lifecycleOperations: 10_000, largeJournalEvents: 1_000_000, smallJournalEvents: 10_000,
+        waitingRows: 10_000, readIterations: 500, openIterations: 5, floorCommits: 500
+    )
+
+    static let quick = Sizes(
+        sequentialEnqueues: 20, enqueuesPer16Producer: 2, enqueuesPer64Producer: 2,
+        lifecycleOperations: 100, largeJournalEvents: 3000, smallJournalEvents: 600,
+        waitingRows: 100, readIterations: 5, openIterations: 1, floorCommits: 10
+    )
+}
+
+/// What every scenario shares in one run: the sizes, a directory for its files, and the journals
+/// that are expensive to build (built once, on first use).
+final class Context: Sendable {
+    let options: Options
+    let sizes: Sizes
+    /// Everything a run writes lives under here and is removed at the end.
+    let root: URL
+    let fixtures: Fixtures
+    private let counter = Atomic<Int>(0)
+
+    init(options: Options, root: URL) {
+        self.options = options
+        self.sizes = options.quick ? .quick : .full
+        self.root = root
+        self.fixtures = Fixtures()
+    }
+
+    var quick: Bool { options.quick }
+
+    /// A new, empty directory under the root, named after `label`.
+    func freshDirectory(_ label: String) throws -> URL {
+        let number = counter.wrappingAdd(1, ordering: .relaxed).newValue
+        let url = root.appendingPathComponent("\(label)-\(number)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// Removes what a repeat wrote.
+    func remove(_ url: URL) {
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    /// Tells the person watching what is happening (stderr, so `--json` stays clean).
+    func progress(_ message: String) {
+        FileHandle.standardError.write(Data("  \(message)\n".utf8))
+    }
+}

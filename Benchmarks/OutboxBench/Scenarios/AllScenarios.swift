@@ -1,0 +1,17 @@
+/// Every scenario, in the order; the floors first.
+extension Scenario {
+    static let all: [Scenario] = [
+        .floors,
+        .enqueueOneProducer(.full),
+        .enqueueConcurrent(.full),
+        .lifecycle(.full),
+        .openLargeJournal,
+        .rebuildProjections,
+        .oneHistory,
+        .syncTab,
+        .diskBytes,
+        .enqueueOneProducer(.processCrash),
+        .enqueueConcurrent(.processCrash),
+        .lifecycle(.processCrash),
+    ]
+}

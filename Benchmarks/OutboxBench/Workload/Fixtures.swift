@@ -1,0 +1,53 @@
+import Foundation
+import Outbox
+import Synchronization
+
+/// Journals too expensive to build per repeat, built once per run on first use and shared by the
+/// scenarios that read them.
+final class Fixtures: Sendable {
+    /// Rows waiting on the Sync tab, in a journal and in a SQLite outbox.
+    struct Waiting: Sendable {
+        var directory: URL
+        var sqliteDirectory: URL
+        var rows: Int
+    }
+
+    private let journals = Mutex<[Int: JournalBuilder.Built]>([:])
+    private let waiting = Mutex<[Int: Waiting]>([:])
+
+    /// A journal of `events` events (see ``JournalBuilder``).
+    func journal(events: Int, context: Context) async throws -> JournalBuilder.Built {
+        if let built = journals.withLock({ $0[events] }) { return built }
+        context.progress("building a journal of \(events) events (records written raw, projections rebuilt by the engine)")
+        let directory = try context.freshDirectory("journal-\(events)")
+        var built: JournalBuilder.Built?
+        let nanoseconds = try await Stopwatch.time { built = try await JournalBuilder.build(in: directory, events: events) }
+        guard let built else { throw BenchmarkFailure(description: "the journal of \(events) events was not built") }
+        context.progress("built in \(TextReport.format(nanoseconds / 1e9)) s: \(built.operations) operations, "
+            + "\(built.waitingRows) waiting, \(TextReport.format(Double(Scenario.directoryBytes(built.directory)) / 1_048_576)) MiB")
+        journals.withLock { $0[events] = built }
+        return built
+    }
+
+    /// `rows` writes enqueued through the engine (64 producers at once, flushed at the end) and the
+    /// same rows queued in a SQLite outbox: all waiting to sync.
+    func waiting(rows: Int, context: Context) async throws -> Waiting {
+        if let built = waiting.withLock({ $0[rows] }) { return built }
+        context.progress("enqueueing \(rows) waiting rows")
+        let directory = try context.freshDirectory("waiting-\(rows)")
+        let journal = directory.appendingPathComponent("journal")
+        let outbox = try Workload.openOutbox(journal, durability: .processCrash)
+        let producers = 64
+        _ = try await Scenario.timedProducers(producers, (rows + producers - 1) / producers) { number in
+            if number < rows { _ = try await outbox.enqueue(Workload.request(number)) }
+        }
+        try outbox.flush()
+        outbox.close()
+        let sqliteDirectory = directory.appendingPathComponent("sqlite")
+        let sqlite = try SQLiteOutbox(directory: sqliteDirectory, durability: .full)
+        try sqlite.bulkInsert((0..<rows).lazy.map { (OperationID(), Workload.request($0), OutboxStatus.queued) })
+        let built = Waiting(directory: journal, sqliteDirectory: sqliteDirectory, rows: rows)
+        waiting.withLock { $0[rows] = built }
+        return built
+    }
+}
