@@ -141,15 +141,23 @@ extension JournalSchema {
     }
 
     /// Folds one event into the stored projections: the states it changes (with their event
-    /// seqs) and their indexes, the counters, the engine state.
+    /// seqs) and their indexes, the engine state; its counter changes go to `counterDeltas`, for
+    /// the transaction to write once (``Projection/writeCounters(_:schema:in:)``).
     /// - Throws: ``OutboxError/journalCorrupt(seq:reason:)`` when the event does not follow from
-    ///   the stored state (a rebuild reports it as damage at that seq).
-    func project(_ event: JournalEvent, recordSize: Int, extraCounters: [String: Int64] = [:], in txn: borrowing LMDBTransaction) throws {
+    ///   the stored state.
+    func project(
+        _ event: JournalEvent,
+        recordSize: Int,
+        extraCounters: [String: Int64] = [:],
+        counterDeltas: inout [String: Int64],
+        in txn: borrowing LMDBTransaction
+    ) throws {
         do {
             if let id = event.operationID {
                 let before = try state(id, in: txn)
                 let after = try Fold.apply(event, to: before)
-                try Projection.apply(event, recordSize: recordSize, changes: [(before, after)], engine: nil, schema: self, in: txn)
+                try Projection.apply(event, recordSize: recordSize, changes: [(before, after)], engine: nil,
+                                     counterDeltas: &counterDeltas, schema: self, in: txn)
                 return
             }
             var changes: [(before: OperationState?, after: OperationState)] = []
@@ -160,7 +168,7 @@ extension JournalSchema {
             }
             let engine = try engineState(in: txn).applying(event)
             try Projection.apply(event, recordSize: recordSize, changes: changes, engine: engine,
-                                 extraCounters: extraCounters, schema: self, in: txn)
+                                 extraCounters: extraCounters, counterDeltas: &counterDeltas, schema: self, in: txn)
         } catch let error as OutboxError {
             if case .illegalTransition = error { throw OutboxError.journalCorrupt(seq: event.seq, reason: "illegal transition: \(error)") }
             throw error

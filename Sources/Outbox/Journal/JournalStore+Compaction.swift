@@ -67,9 +67,11 @@ extension JournalStore {
                 let record = RecordCodec.encode(event)
                 try txn.put(schema.events, key: event.seq.key, value: record, flags: .append)
                 let removedBytes = removed.reduce(0) { $0 + $1.record.count }
+                var counterDeltas: [String: Int64] = [:]
                 try schema.project(event, recordSize: record.count, extraCounters: [
                     CounterName.events: -Int64(removed.count), CounterName.eventBytes: -Int64(removedBytes),
-                ], in: txn)
+                ], counterDeltas: &counterDeltas, in: txn)
+                try Projection.writeCounters(counterDeltas, schema: schema, in: txn)
                 return event
             }
         }

@@ -191,8 +191,12 @@ final class JournalStore: Sendable {
                 var results: [Result<[JournalEvent], OutboxError>] = []
                 results.reserveCapacity(units.count)
                 var lastSeq = try schema.lastSeq(in: txn)
+                // Every unit's counter changes, written once when the units are all in.
+                var counterDeltas: [String: Int64] = [:]
                 for unit in units {
                     var events: [JournalEvent] = []
+                    // The state before and after each operation event, as the check folded it.
+                    var changes: [(before: OperationState?, after: OperationState)?] = []
                     do {
                         var seq = lastSeq
                         var folded: [OperationID: OperationState] = [:]
@@ -201,7 +205,11 @@ final class JournalStore: Sendable {
                             let event = JournalEvent(seq: seq, operationID: draft.operationID, recordedAt: now, body: draft.body)
                             if let id = draft.operationID {
                                 let before = try folded[id] ?? schema.state(id, in: txn)
-                                folded[id] = try Fold.apply(event, to: before)
+                                let after = try Fold.apply(event, to: before)
+                                folded[id] = after
+                                changes.append((before, after))
+                            } else {
+                                changes.append(nil)
                             }
                             events.append(event)
                         }
@@ -209,15 +217,21 @@ final class JournalStore: Sendable {
                         results.append(.failure(error))
                         continue
                     }
-                    for event in events {
+                    for (event, change) in zip(events, changes) {
                         let record = RecordCodec.encode(event)
                         assert((try? schema.decode(record, seq: event.seq)) == event, "record does not round-trip")
                         try txn.put(schema.events, key: event.seq.key, value: record, flags: .append)
-                        try schema.project(event, recordSize: record.count, in: txn)
+                        if let change {
+                            try Projection.apply(event, recordSize: record.count, changes: [change], engine: nil,
+                                                 counterDeltas: &counterDeltas, schema: schema, in: txn)
+                        } else {
+                            try schema.project(event, recordSize: record.count, counterDeltas: &counterDeltas, in: txn)
+                        }
                     }
                     lastSeq = events.last?.seq ?? lastSeq
                     results.append(.success(events))
                 }
+                try Projection.writeCounters(counterDeltas, schema: schema, in: txn)
                 return results
             }
         }

@@ -93,16 +93,12 @@ enum Projection {
         return nil
     }
 
-    /// The counters an event adds to, beyond those of the states it changes: the journal's size.
-    static func eventCounters(recordSize: Int) -> [String: Int64] {
-        [CounterName.events: 1, CounterName.eventBytes: Int64(recordSize)]
-    }
-
     // MARK: Applying to the stored projections
 
     /// Writes what one event changes: the states of the operations it touches and their index
-    /// entries, the counters and the engine state. Runs inside the append's
-    /// write transaction.
+    /// entries, and the engine state; adds its counter changes to `counterDeltas`, which the
+    /// transaction writes once at its end (``writeCounters(_:schema:in:)``), however many
+    /// events it holds. Runs inside the append's write transaction.
     /// - Parameters:
     ///   - changes: each operation the event changed, before and after (one for an operation
     ///     event; one per compacted operation for a `compacted` event).
@@ -114,10 +110,13 @@ enum Projection {
         changes: [(before: OperationState?, after: OperationState)],
         engine: EngineState?,
         extraCounters: [String: Int64] = [:],
+        counterDeltas: inout [String: Int64],
         schema: JournalSchema,
         in txn: borrowing LMDBTransaction
     ) throws {
-        var counterDeltas = eventCounters(recordSize: recordSize).merging(extraCounters, uniquingKeysWith: +)
+        counterDeltas[CounterName.events, default: 0] += 1
+        counterDeltas[CounterName.eventBytes, default: 0] += Int64(recordSize)
+        counterDeltas.merge(extraCounters, uniquingKeysWith: +)
         for (before, after) in changes {
             try txn.put(schema.operations, key: after.id.bytes, value: StateCodec.encode(after))
             let old = before.map(footprint(of:))
@@ -133,6 +132,10 @@ enum Projection {
         if let engine {
             try txn.put(schema.meta, key: JournalSchema.MetaKey.engineState, value: StateCodec.encode(engine))
         }
+    }
+
+    /// Adds each delta to its stored counter, deleting a counter that reaches zero.
+    static func writeCounters(_ counterDeltas: [String: Int64], schema: JournalSchema, in txn: borrowing LMDBTransaction) throws {
         for (name, delta) in counterDeltas where delta != 0 {
             try addToCounter(name, delta, schema: schema, in: txn)
         }
