@@ -46,7 +46,8 @@ public struct SealingKey: Sendable, Equatable {
     public func seal(_ plaintext: some ContiguousBytes, authenticating associatedData: [UInt8]) -> [UInt8] {
         let message = plaintext.withUnsafeBytes { Array($0) }
         #if canImport(CryptoKit)
-        // ChaChaPoly's combined form is the nonce, the ciphertext and the tag, as documented.
+        // With a 32-byte key and a fresh random nonce sealing cannot fail. ChaChaPoly's
+        // combined form is the nonce, the ciphertext and the tag, as documented.
         let box = try! ChaChaPoly.seal(message, using: SymmetricKey(data: bytes), authenticating: associatedData)
         return Array(box.combined)
         #else
