@@ -140,26 +140,21 @@ extension JournalSchema {
         return head
     }
 
-    /// Folds one event into the stored projections: the states it changes (with their event
-    /// seqs) and their indexes, the engine state; its counter changes go to `counterDeltas`, for
-    /// the transaction to write once (``Projection/writeCounters(_:schema:in:)``).
-    /// - Throws: ``OutboxError/journalCorrupt(seq:reason:)`` when the event does not follow from
-    ///   the stored state.
-    func project(
+    /// Folds one engine event into the stored projections: the engine state, and for a
+    /// `compacted` event the states it leaves and their indexes. Its counter changes go to
+    /// `counterDeltas`, for the transaction to write once (``Projection/writeCounters(_:schema:in:)``).
+    /// An operation's events are folded by the append itself, which has checked them already.
+    /// - Throws: ``OutboxError/journalCorrupt(seq:reason:)`` when a compaction names a row that
+    ///   is not settled.
+    func projectEngineEvent(
         _ event: JournalEvent,
         recordSize: Int,
         extraCounters: [String: Int64] = [:],
         counterDeltas: inout [String: Int64],
         in txn: borrowing LMDBTransaction
     ) throws {
+        precondition(event.operationID == nil, "operation event \(event.kind) at seq \(event.seq) projected as an engine event")
         do {
-            if let id = event.operationID {
-                let before = try state(id, in: txn)
-                let after = try Fold.apply(event, to: before)
-                try Projection.apply(event, recordSize: recordSize, changes: [(before, after)], engine: nil,
-                                     counterDeltas: &counterDeltas, schema: self, in: txn)
-                return
-            }
             var changes: [(before: OperationState?, after: OperationState)] = []
             if case .compacted(let compacted) = event.body {
                 var known: [OperationID: OperationState] = [:]

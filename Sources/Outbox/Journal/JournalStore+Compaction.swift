@@ -68,7 +68,7 @@ extension JournalStore {
                 try txn.put(schema.events, key: event.seq.key, value: record, flags: .append)
                 let removedBytes = removed.reduce(0) { $0 + $1.record.count }
                 var counterDeltas: [String: Int64] = [:]
-                try schema.project(event, recordSize: record.count, extraCounters: [
+                try schema.projectEngineEvent(event, recordSize: record.count, extraCounters: [
                     CounterName.events: -Int64(removed.count), CounterName.eventBytes: -Int64(removedBytes),
                 ], counterDeltas: &counterDeltas, in: txn)
                 try Projection.writeCounters(counterDeltas, schema: schema, in: txn)

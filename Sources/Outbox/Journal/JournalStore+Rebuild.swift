@@ -104,16 +104,17 @@ private struct RebuildShard: Sendable {
         states.sort { $0.id < $1.id }
         for index in Projection.Index.allCases {
             keys.withUnsafeBytes { keys in
-                indexRows[index]?.sort { Self.keyOrder(keys, $0.bytes, $1.bytes) }
+                indexRows[index]?.sort {
+                    Self.keyOrder(UnsafeRawBufferPointer(rebasing: keys[$0.bytes]), UnsafeRawBufferPointer(rebasing: keys[$1.bytes]))
+                }
             }
         }
     }
 
-    /// LMDB's order of two keys in `buffer`: their bytes compared as unsigned, the shorter
-    /// first on a tie.
-    static func keyOrder(_ buffer: UnsafeRawBufferPointer, _ left: Range<Int>, _ right: Range<Int>) -> Bool {
+    /// LMDB's order of two keys: their bytes compared as unsigned, the shorter first on a tie.
+    static func keyOrder(_ left: UnsafeRawBufferPointer, _ right: UnsafeRawBufferPointer) -> Bool {
         let common = min(left.count, right.count)
-        let order = common == 0 ? 0 : memcmp(buffer.baseAddress! + left.lowerBound, buffer.baseAddress! + right.lowerBound, common)
+        let order = common == 0 ? 0 : memcmp(left.baseAddress!, right.baseAddress!, common)
         return order != 0 ? order < 0 : left.count < right.count
     }
 }
@@ -126,11 +127,11 @@ private struct RowPosition {
 
 /// Every position in runs of the given lengths (each run sorted), in merged order.
 private func mergedOrder(runLengths: [Int], by areInIncreasingOrder: (RowPosition, RowPosition) -> Bool) -> [RowPosition] {
-    var order: [RowPosition] = []
-    order.reserveCapacity(runLengths.reduce(0, +))
     if runLengths.count == 1 {
         return (0..<runLengths[0]).map { RowPosition(run: 0, index: $0) }
     }
+    var order: [RowPosition] = []
+    order.reserveCapacity(runLengths.reduce(0, +))
     var heads = [Int](repeating: 0, count: runLengths.count)
     while true {
         // A handful of runs, one per thread: the smallest head is found by looking at each.
@@ -184,8 +185,10 @@ private struct RebuildPlan {
                 // The two rows come from different shards, so from different buffers.
                 shards[left.run].indexKeyBytes.withUnsafeBytes { leftKeys in
                     shards[right.run].indexKeyBytes.withUnsafeBytes { rightKeys in
-                        UnsafeRawBufferPointer(rebasing: leftKeys[runs[left.run][left.index].bytes])
-                            .lexicographicallyPrecedes(UnsafeRawBufferPointer(rebasing: rightKeys[runs[right.run][right.index].bytes]))
+                        RebuildShard.keyOrder(
+                            UnsafeRawBufferPointer(rebasing: leftKeys[runs[left.run][left.index].bytes]),
+                            UnsafeRawBufferPointer(rebasing: rightKeys[runs[right.run][right.index].bytes])
+                        )
                     }
                 }
             }

@@ -225,7 +225,7 @@ final class JournalStore: Sendable {
                             try Projection.apply(event, recordSize: record.count, changes: [change], engine: nil,
                                                  counterDeltas: &counterDeltas, schema: schema, in: txn)
                         } else {
-                            try schema.project(event, recordSize: record.count, counterDeltas: &counterDeltas, in: txn)
+                            try schema.projectEngineEvent(event, recordSize: record.count, counterDeltas: &counterDeltas, in: txn)
                         }
                     }
                     lastSeq = events.last?.seq ?? lastSeq
