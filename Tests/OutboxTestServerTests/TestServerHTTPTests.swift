@@ -34,6 +34,12 @@ struct TestServerHTTPTests {
         try await expectStillServing(server)
     }
 
+    @Test func timeoutsBeyondWhatPollTakesAreHeldAtItsLimitInsteadOfTrapping() async throws {
+        let server = try TestServer(.init(readTimeout: 1e16, writeTimeout: 1e300))
+        defer { server.stop() }
+        try await expectStillServing(server)
+    }
+
     @Test func anUnsupportedHTTPVersionGets505() async throws {
         let server = try TestServer()
         defer { server.stop() }
