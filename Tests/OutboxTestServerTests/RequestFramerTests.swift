@@ -50,6 +50,43 @@ struct RequestFramerTests {
         #expect(head.status == 431)
     }
 
+    /// Heads whose line ends are not CRLF, cut where the proof has just arrived: each is
+    /// refused at once, without waiting for the rest.
+    @Test(arguments: [
+        ("GET / HTTP/1.1\nHost: x\n\n", "a bare LF"),
+        ("GET / HTTP/1.1\n", "a bare LF"),
+        ("GET / HTTP/1.1\r\nHost: x\n", "a bare LF"),
+        ("GET / HTTP/1.1\r\nHost: x\r\n\n", "a bare LF"),
+        ("\nGET / HTTP/1.1\r\n\r\n", "a bare LF"),
+        ("\r\n\nGET / HTTP/1.1\r\n\r\n", "a bare LF"),
+        ("GET / HTTP/1.1\rHost", "a bare CR"),
+        ("GET / HTTP/1.1\r\nHost: x\r\r\n\r\n", "a bare CR"),
+    ])
+    func aHeadWithBareLineEndsIsRefusedAsSoonAsItShows(_ text: String, _ words: String) throws {
+        guard case .reject(let response) = frame(text) else {
+            Issue.record("expected a refusal for \(text.debugDescription), got \(frame(text))")
+            return
+        }
+        #expect(response.status == 400)
+        let body = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: String])
+        #expect(body["code"] == "malformed_request")
+        #expect(body["message"]?.contains(words) == true, "\(body)")
+        #expect(body["message"]?.contains("lines end in CRLF") == true, "\(body)")
+    }
+
+    @Test func aCarriageReturnStillWaitingForItsLineFeedNeedsMore() {
+        #expect(frame("GET / HTTP/1.1\r") == .needMore)
+        #expect(frame("GET / HTTP/1.1\r\nHost: x\r\n\r") == .needMore)
+    }
+
+    @Test func lineFeedsInTheBodyAreTheBodysBusiness() {
+        guard case .request(let request, _) = frame("POST /p HTTP/1.1\r\nContent-Length: 5\r\n\r\na\nb\rc") else {
+            Issue.record("expected a request")
+            return
+        }
+        #expect(request.body == Data("a\nb\rc".utf8))
+    }
+
     @Test func keepAliveFollowsTheVersionAndConnectionHeader() {
         #expect(HTTPRequest(method: "GET", path: "/").wantsKeepAlive)
         #expect(!HTTPRequest(method: "GET", path: "/", headers: [("Connection", "Close")]).wantsKeepAlive)

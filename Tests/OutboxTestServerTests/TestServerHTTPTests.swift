@@ -34,6 +34,24 @@ struct TestServerHTTPTests {
         try await expectStillServing(server)
     }
 
+    /// The read timeout is a minute and the client's patience five seconds: a 400 here can
+    /// only come from the framer, never from a timeout (which would answer 408).
+    @Test(arguments: ["GET / HTTP/1.1\nHost: x\n\n", "POST /products HTTP/1.1\r\nHost: x\nIdempotency-Key: op-1\n"])
+    func aHeadWithBareLineFeedsIsAnswered400AtOnce(_ raw: String) async throws {
+        let server = try TestServer(.init(readTimeout: 60))
+        defer { server.stop() }
+        let response = try await onThread {
+            let connection = try RawConnection(port: server.port)
+            try connection.send(raw)
+            return try connection.readResponse()
+        }
+        #expect(response.status == 400, "not 408: the framer answered, not the read timeout")
+        #expect(response.code == "malformed_request")
+        #expect((response.json?["message"] as? String)?.contains("lines end in CRLF") == true)
+        #expect(response.header("Connection") == "close")
+        try await expectStillServing(server)
+    }
+
     @Test func timeoutsBeyondWhatPollTakesAreHeldAtItsLimitInsteadOfTrapping() async throws {
         let server = try TestServer(.init(readTimeout: 1e16, writeTimeout: 1e300))
         defer { server.stop() }
