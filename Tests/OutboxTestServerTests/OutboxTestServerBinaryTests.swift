@@ -16,13 +16,20 @@ struct OutboxTestServerBinaryTests {
         case noPortLine(String)
     }
 
-    @Test func theBinaryPrintsItsPortServesAndStopsOnSIGTERM() async throws {
+    /// The executable started with `arguments`, its standard output and error piped.
+    static func launch(_ arguments: [String]) throws -> (process: Process, output: Pipe, errors: Pipe) {
         let process = Process()
-        process.executableURL = try Self.executable()
-        process.arguments = ["--read-timeout", "2"]
-        let output = Pipe()
+        process.executableURL = try executable()
+        process.arguments = arguments
+        let (output, errors) = (Pipe(), Pipe())
         process.standardOutput = output
+        process.standardError = errors
         try process.run()
+        return (process, output, errors)
+    }
+
+    @Test func theBinaryPrintsItsPortServesAndStopsOnSIGTERM() async throws {
+        let (process, output, _) = try Self.launch(["--read-timeout", "2"])
         defer { if process.isRunning { process.terminate() } }
 
         let line = try await onThread { () -> String in
@@ -53,13 +60,7 @@ struct OutboxTestServerBinaryTests {
     }
 
     @Test func aNumberOutOfRangeExits64NamingTheOptionAndTheRange() async throws {
-        let process = Process()
-        process.executableURL = try Self.executable()
-        process.arguments = ["--read-timeout", "1e16"]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = Pipe()
-        try process.run()
+        let (process, _, errors) = try Self.launch(["--read-timeout", "1e16"])
         defer { if process.isRunning { process.terminate() } }
         let (status, message) = try await onThread { () -> (Int32, String) in
             let bytes = errors.fileHandleForReading.readDataToEndOfFile()
