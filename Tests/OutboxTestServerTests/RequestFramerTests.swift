@@ -25,8 +25,19 @@ struct RequestFramerTests {
         #expect(request.method == "POST")
         #expect(request.path == "/p")
         #expect(request.query == "x=1")
+        #expect(request.target == "/p?x=1")
         #expect(request.header("x-a") == "padded")
         #expect(request.body == Data("body".utf8))
+    }
+
+    @Test(arguments: ["/p?", "/p%2Fq;v=1?a=%20&b=/c?d", "/p?x=/../y", "/%C3%BC"])
+    func theTargetIsKeptAsSent(_ target: String) {
+        guard case .request(let request, _) = frame("GET \(target) HTTP/1.1\r\n\r\n") else {
+            Issue.record("expected a request")
+            return
+        }
+        #expect(request.target == target)
+        #expect(request.path + (target.contains("?") ? "?" + request.query : "") == target)
     }
 
     @Test func leadingEmptyLinesAreIgnored() {

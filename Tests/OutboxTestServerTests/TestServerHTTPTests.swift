@@ -1,5 +1,6 @@
 import Foundation
 import OutboxTestServer
+import Synchronization
 import Testing
 
 @Suite("HTTP handling and limits", .timeLimit(.minutes(1)))
@@ -56,6 +57,26 @@ struct TestServerHTTPTests {
         let server = try TestServer(.init(readTimeout: 1e16, writeTimeout: 1e300))
         defer { server.stop() }
         try await expectStillServing(server)
+    }
+
+    @Test func theObserverIsToldEachTargetAsItArrivedUnknownPathsIncluded() async throws {
+        final class Events: Sendable {
+            let list = Mutex<[ServerEvent]>([])
+        }
+        let events = Events()
+        let server = try TestServer(.init(observer: { event in events.list.withLock { $0.append(event) } }))
+        defer { server.stop() }
+        #expect(try await exchange(server.port, request(key: "op-1", body: body).replacingOccurrences(
+            of: "POST /products ", with: "POST /products?x=%2F ")).status == 201)
+        #expect(try await exchange(server.port, request(key: "op-2", body: body).replacingOccurrences(
+            of: "POST /products ", with: "POST /nowhere%2fx?y=%20 ")).status == 404)
+        #expect(try await exchange(server.port, request("GET", "/_control/applied")).status == 200)
+        let seen = events.list.withLock { $0 }
+        #expect(seen.map(\.target) == ["/products?x=%2F", "/nowhere%2fx?y=%20"], "control requests are not business")
+        #expect(seen.map(\.path) == ["/products", "/nowhere%2fx"])
+        #expect(seen.map(\.outcome) == [.applied, .refused])
+        #expect(seen.map(\.status) == [201, 404])
+        #expect(seen.map(\.idempotencyKey) == ["op-1", "op-2"])
     }
 
     @Test func anUnsupportedHTTPVersionGets505() async throws {

@@ -135,7 +135,7 @@ enum RequestFramer {
             let value = trimmingSpaces(line[(colon + 1)...])
             headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
         }
-        var request = HTTPRequest(method: method, path: target, minorVersion: minorVersion, headers: headers)
+        var request = HTTPRequest(method: method, path: target, target: target, minorVersion: minorVersion, headers: headers)
         if let question = target.firstIndex(of: "?") {
             request.path = String(target[..<question])
             request.query = String(target[target.index(after: question)...])
