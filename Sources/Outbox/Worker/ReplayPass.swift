@@ -246,6 +246,9 @@ final class ReplayPass: Sendable {
         let result: TransportResult
         do {
             result = .response(try await transport.send(transportRequest(for: state, payload: payload)))
+        } catch let refusal as UnsendableEndpoint {
+            // Nothing was sent, and retrying cannot change the stored endpoint: a person decides.
+            return await record(refusal.classification, attempt: attempt, state: state, response: nil)
         } catch {
             result = .noResponse(TransportFailure(error))
         }

@@ -49,7 +49,8 @@ public final class TestServer: Sendable {
         public var writeTimeout: TimeInterval
         /// The longest the `slow` fault holds a request when nothing releases it, in seconds.
         public var slowHoldLimit: TimeInterval
-        /// Told of every business request once it is handled, on the server's own threads.
+        /// Told of every business request once it is handled, and of every request to a path
+        /// no endpoint serves (answered 404), on the server's own threads.
         public var observer: (@Sendable (ServerEvent) -> Void)?
 
         public init(
