@@ -138,9 +138,9 @@ struct TestServerHTTPTests {
             return try connection.readUntilClosed()
         }
         let waited = ContinuousClock.now - started
+        // `readUntilClosed` throws if the server never closes: returning is the server's close.
         #expect(received.isEmpty, "an idle connection is closed without a response")
-        #expect(waited >= .milliseconds(200))
-        #expect(waited < .seconds(5))
+        #expect(waited >= .milliseconds(200), "not before the read timeout")
         try await expectStillServing(server)
     }
 
