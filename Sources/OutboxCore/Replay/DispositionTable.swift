@@ -6,53 +6,6 @@ public enum TransportResult: Sendable, Equatable {
     case noResponse(TransportFailure)
 }
 
-/// The engine's decision about one attempt, ready to be recorded in `attemptFinished`.
-public struct Classification: Sendable, Equatable {
-    public var outcome: AttemptOutcome
-    public var disposition: Disposition
-    public var errorCode: String?
-    /// A message the member can read.
-    public var errorMessage: String?
-    public var retryAfter: Date?
-    public var approvalRequestID: String?
-    public var serverRevision: String?
-
-    public init(
-        outcome: AttemptOutcome,
-        disposition: Disposition,
-        errorCode: String? = nil,
-        errorMessage: String? = nil,
-        retryAfter: Date? = nil,
-        approvalRequestID: String? = nil,
-        serverRevision: String? = nil
-    ) {
-        self.outcome = outcome
-        self.disposition = disposition
-        self.errorCode = errorCode
-        self.errorMessage = errorMessage
-        self.retryAfter = retryAfter
-        self.approvalRequestID = approvalRequestID
-        self.serverRevision = serverRevision
-    }
-}
-
-extension AttemptFinished {
-    /// The event recording attempt `attempt` as classified, due again at `nextAttemptAt`.
-    public init(attempt: AttemptNumber, _ classification: Classification, nextAttemptAt: Date?) {
-        self.init(
-            attempt: attempt,
-            outcome: classification.outcome,
-            disposition: classification.disposition,
-            errorCode: classification.errorCode,
-            errorMessage: classification.errorMessage,
-            retryAfter: classification.retryAfter,
-            approvalRequestID: classification.approvalRequestID,
-            serverRevision: classification.serverRevision,
-            nextAttemptAt: nextAttemptAt
-        )
-    }
-}
-
 /// The disposition table: a pure function from an attempt's result to what follows.
 ///
 /// | result | disposition |
