@@ -94,8 +94,42 @@ struct ServerCommandLineTests {
         }
     }
 
+    @Test func thePostgresOptionsAreApplied() throws {
+        let parsed = try ServerCommandLine.parse([
+            "--postgres", "host=/tmp/pg port=5433 dbname=claims sslmode=disable", "--pool-size", "3", "--latency-ms", "2.5",
+        ]).get()
+        guard case .run(let configuration) = parsed, case .postgres(let settings, let poolSize) = configuration.storage else {
+            Issue.record("expected run with postgres storage")
+            return
+        }
+        #expect(settings.conninfo == "host=/tmp/pg port=5433 dbname=claims sslmode=disable")
+        #expect(poolSize == 3)
+        #expect(configuration.latency == 0.0025)
+        guard case .run(let fromEnvironment) = try ServerCommandLine.parse(["--postgres", "env"]).get(),
+            case .postgres(let environment, let defaultSize) = fromEnvironment.storage
+        else {
+            Issue.record("expected postgres storage from the environment")
+            return
+        }
+        #expect(environment.conninfo.isEmpty, "libpq reads the PG* variables")
+        #expect(defaultSize == ServerCommandLine.defaultPoolSize)
+    }
+
+    @Test func aPasswordOnTheCommandLineIsRefusedWithWhereToPutIt() throws {
+        for conninfo in ["host=db password=secret", "postgresql://claims:secret@db/claims"] {
+            guard case .failure(let error) = ServerCommandLine.parse(["--postgres", conninfo]) else {
+                Issue.record("a password was accepted on the command line")
+                continue
+            }
+            #expect(error.message.contains("PGPASSWORD") && !error.message.contains("secret"))
+        }
+    }
+
     @Test(arguments: [
         ["--port"], ["--port", "70000"], ["--read-timeout", "-1"], ["--max-connections", "0"], ["--frobnicate", "1"], ["stray"],
+        ["--postgres", "nonsense"], ["--postgres", "env:OUTBOX_NO_SUCH_VARIABLE"], ["--pool-size", "4"],
+        ["--postgres", "env", "--pool-size", "0"], ["--postgres", "env", "--pool-size", "1001"],
+        ["--postgres", "env", "--data-dir", "/tmp/x"], ["--latency-ms", "-1"], ["--latency-ms", "60001"], ["--latency-ms", "nan"],
     ])
     func badCommandLinesAreUsageErrors(_ arguments: [String]) {
         guard case .failure(let error) = ServerCommandLine.parse(arguments) else {

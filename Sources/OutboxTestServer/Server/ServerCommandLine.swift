@@ -1,10 +1,12 @@
 import Foundation
+import PostgresClaimStore
 
 /// The `outbox-test-server` command line, parsed without running anything.
 ///
 /// ```text
 /// outbox-test-server [--port N] [--data-dir PATH] [--max-body-bytes N] [--max-connections N]
 ///                    [--read-timeout SECONDS] [--retention-days DAYS]
+///                    [--postgres CONNINFO|env|env:VARIABLE] [--pool-size N] [--latency-ms MS]
 /// ```
 public enum ServerCommandLine {
     /// What the command line asks for.
@@ -33,12 +35,21 @@ public enum ServerCommandLine {
           --max-connections N      connections served at once (default 64)
           --read-timeout SECONDS   longest a request may take to arrive (default 10)
           --retention-days DAYS    how long claims replay (default 30)
+          --postgres WHERE         keep claims and records in PostgreSQL, shared by every server
+                                   started on the same database: a libpq connection string
+                                   without a password ("host=db dbname=claims sslmode=require"),
+                                   env (the PG* variables), or env:VARIABLE (a connection string
+                                   in VARIABLE, which may hold a password)
+          --pool-size N            PostgreSQL connections at most, 1 to 1000 (default 8)
+          --latency-ms MS          added before each business request, 0 to 60000 (default 0)
           -h, --help               show this help
         """
 
     /// Parses the arguments after the program name.
     public static func parse(_ arguments: [String]) -> Result<Command, UsageError> {
         var configuration = TestServer.Configuration()
+        var postgres: PostgresConnectionSettings?
+        var poolSize: Int?
         var remaining = arguments[...]
         while let option = remaining.popFirst() {
             if option == "-h" || option == "--help" { return .success(.help) }
@@ -67,9 +78,32 @@ public enum ServerCommandLine {
                     return .failure(invalid(option, value, "a positive number of days"))
                 }
                 configuration.claimPolicy.retention = days * 86_400
+            case "--postgres":
+                switch postgresSettings(value) {
+                case .success(let settings): postgres = settings
+                case .failure(let error): return .failure(error)
+                }
+            case "--pool-size":
+                guard let count = Int(value), (1...1000).contains(count) else {
+                    return .failure(invalid(option, value, "a count from 1 to 1000"))
+                }
+                poolSize = count
+            case "--latency-ms":
+                guard let milliseconds = Double(value), milliseconds.isFinite, (0...60_000).contains(milliseconds) else {
+                    return .failure(invalid(option, value, "milliseconds from 0 to 60000"))
+                }
+                configuration.latency = milliseconds / 1000
             default:
                 return .failure(UsageError(message: "unknown option '\(option)'"))
             }
+        }
+        if let postgres {
+            if case .lmdb = configuration.storage {
+                return .failure(UsageError(message: "--postgres and --data-dir choose two storages; give one"))
+            }
+            configuration.storage = .postgres(postgres, poolSize: poolSize ?? defaultPoolSize)
+        } else if poolSize != nil {
+            return .failure(UsageError(message: "--pool-size applies to --postgres storage only"))
         }
         return .success(.run(configuration))
     }
