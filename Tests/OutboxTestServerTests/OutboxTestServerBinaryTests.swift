@@ -5,50 +5,13 @@ import Testing
 
 @Suite("The outbox-test-server executable", .timeLimit(.minutes(1)))
 struct OutboxTestServerBinaryTests {
-    /// The executable, built beside the test bundle: found by walking up from the test
-    /// process's executable (Linux) or from the loaded `.xctest` bundle (Apple platforms, where
-    /// the process is the `xctest` tool).
-    static func executable() throws -> URL {
-        try builtExecutable(named: "outbox-test-server")
-    }
-
-    enum BinaryError: Error {
-        case noPortLine(String)
-    }
-
     @Test func theBinaryPrintsItsPortServesAndStopsOnSIGTERM() async throws {
-        let process = Process()
-        process.executableURL = try Self.executable()
-        process.arguments = ["--read-timeout", "2"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-
-        let line = try await onThread { () -> String in
-            var bytes = Data()
-            while !bytes.contains(UInt8(ascii: "\n")) {
-                let chunk = output.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                bytes += chunk
-            }
-            return String(decoding: bytes, as: UTF8.self)
-        }
-        let prefix = "listening on 127.0.0.1:"
-        guard line.hasPrefix(prefix), let port = UInt16(line.dropFirst(prefix.count).prefix { $0.isNumber }) else {
-            throw BinaryError.noPortLine(line)
-        }
-
-        let created = try await exchange(port, request(key: "op-1", body: #"{"id":"p-1"}"#))
+        let server = try await onThread { try ServerProcess(["--read-timeout", "2"]) }
+        let created = try await exchange(server.port, request(key: "op-1", body: #"{"id":"p-1"}"#))
         #expect(created.status == 201)
-        let applied = try await exchange(port, request("GET", "/_control/applied"))
+        let applied = try await exchange(server.port, request("GET", "/_control/applied"))
         #expect(applied.json as? [String: Int] == ["op-1": 1])
-
-        process.terminate()
-        let status = try await onThread { () -> Int32 in
-            process.waitUntilExit()
-            return process.terminationStatus
-        }
+        let status = try await onThread { server.terminate() }
         #expect(status == 0, "a clean stop on SIGTERM")
     }
 }

@@ -75,8 +75,8 @@ final class LMDBServerStorage: ServerStorage {
         whileClaimed: () throws -> Void,
         write: (any ServerTransaction) throws -> ClaimResponse
     ) throws -> ClaimAnswer {
-        try claims.handle(scope: scope, key: key, body: body, whileClaimed: whileClaimed) { txn in
-            try write(Transaction(txn: txn, tables: tables))
+        try claims.handle(scope: scope, key: key, body: body, whileClaimed: whileClaimed, write: write) {
+            Transaction(txn: $0, tables: tables)
         }
     }
 

@@ -89,9 +89,7 @@ final class PostgresServerStorage: ServerStorage {
         whileClaimed: () throws -> Void,
         write: (any ServerTransaction) throws -> ClaimResponse
     ) throws -> ClaimAnswer {
-        try claims.handle(scope: scope, key: key, body: body, whileClaimed: whileClaimed) { txn in
-            try write(Transaction(txn: txn))
-        }
+        try claims.handle(scope: scope, key: key, body: body, whileClaimed: whileClaimed, write: write) { Transaction(txn: $0) }
     }
 
     func appliedCounts() throws -> [String: Int] {

@@ -35,3 +35,18 @@ protocol ServerStorage: Sendable {
     func reset() throws
     func close()
 }
+
+extension IdempotencyClaims {
+    /// ``ServerStorage/handle(scope:key:body:whileClaimed:write:)`` for a storage whose claims
+    /// live in `Store`: the write sees the store's transaction as `wrap` presents it.
+    func handle(
+        scope: ClaimScope,
+        key: String?,
+        body: Data,
+        whileClaimed: () throws -> Void,
+        write: (any ServerTransaction) throws -> ClaimResponse,
+        wrap: (Store.Transaction) -> any ServerTransaction
+    ) throws -> ClaimAnswer {
+        try handle(scope: scope, key: key, body: body, whileClaimed: whileClaimed) { txn in try write(wrap(txn)) }
+    }
+}

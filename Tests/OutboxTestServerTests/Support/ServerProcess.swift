@@ -8,7 +8,8 @@ import Glibc
 import Darwin
 #endif
 
-/// One `outbox-test-server` process, started and listening; stopped with SIGTERM when dropped.
+/// One `outbox-test-server` process, started and listening (its first line names its port);
+/// stopped with SIGTERM when dropped.
 final class ServerProcess: @unchecked Sendable {
     // Why unchecked: `child` buffers its output and is read only while starting, on one thread;
     // afterwards only its process is signalled and waited for, which Process allows from any thread.
@@ -55,6 +56,12 @@ final class ServerProcess: @unchecked Sendable {
     var baseURL: URL {
         // A literal address and a number always make a URL.
         URL(string: "http://127.0.0.1:\(port)")!
+    }
+
+    /// Stops the process with SIGTERM and answers its exit status.
+    func terminate() -> Int32 {
+        child.process.terminate()
+        return child.wait()
     }
 
     /// Kills the process with SIGKILL, as a crash would, and waits for it to end.
