@@ -117,6 +117,7 @@ public final class TemporaryPostgresCluster: Sendable {
     static let keeperScript = #"""
         set -u
         bin="$1"; parent="$2"; mode="$3"
+        cd /tmp || cd /   # the caller's directory may be closed to the postgres user
         sock=$(mktemp -d /tmp/outbox-pg.XXXXXX) || exit 1
         data=$(mktemp -d "$parent/outbox-pg-data.XXXXXX") || { rm -rf "$sock"; exit 1; }
         cleanup() { "$bin/pg_ctl" -D "$data" -m immediate -w stop >/dev/null 2>&1; rm -rf "$sock" "$data"; }
