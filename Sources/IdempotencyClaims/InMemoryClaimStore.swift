@@ -95,8 +95,8 @@ public final class InMemoryClaimStore<Records: Sendable>: ClaimStore {
 
     public func removeDeadClaims(at now: Date, policy: ClaimPolicy, limit: Int, in transaction: Transaction) throws -> Int {
         transaction.checkOpen()
-        let dead = transaction.claims.lazy.filter { !ClaimRules.isLive($0.value, now: now, policy: policy) }.prefix(limit).map(\.key)
-        for id in Array(dead) { transaction.claims[id] = nil }
+        let dead = Array(transaction.claims.lazy.filter { !ClaimRules.isLive($0.value, now: now, policy: policy) }.prefix(limit).map(\.key))
+        for id in dead { transaction.claims[id] = nil }
         return dead.count
     }
 
