@@ -9,14 +9,27 @@ public enum OutboxError: Error, Equatable, Sendable, CustomStringConvertible, Lo
     /// The operation type is registered as online-only: it must be sent while connected, never
     /// queued.
     case onlineOnly(operationType: String)
-    /// The journal reached its size limit (or the disk is full); nothing of the write was stored.
-    case storageFull(limitBytes: Int)
+    /// There is no room: the journal reached its size limit (`errno` is `nil`), or the file
+    /// system refused to grow the file (`errno` says why: `ENOSPC` the disk is full, `EDQUOT`
+    /// the quota is used up, `EFBIG` the process's file-size limit, `EIO` on a disk that then
+    /// shows no space left). Nothing of the write was stored.
+    case storageFull(limitBytes: Int, errno: Int32? = nil)
     /// The record at `seq` failed its checksum or could not be decoded.
     case journalCorrupt(seq: JournalSequence, reason: String)
+    /// The journal's file is damaged in a way that makes it unsafe to read: cut short, or its
+    /// structure inconsistent. Nothing was read or changed; see
+    /// `Outbox.moveAsideDamagedJournal(at:encryptionKey:)`.
+    case journalDamaged(path: String, reason: String)
     /// The journal was written by a newer format than this engine reads.
     case newerFormat(found: Int, supported: Int)
     /// The journal at `path` is already open in this process.
     case alreadyOpen(path: String)
+    /// Another process has the journal open for writing; one writer per journal.
+    case openInAnotherProcess(path: String, processID: Int32?)
+    /// The journal's directory or a file in it cannot be read or written by this process.
+    case permissionDenied(path: String)
+    /// A configuration value is out of its range; nothing was opened.
+    case invalidConfiguration(field: String, problem: String)
     /// The path holds no journal, or something that is not one.
     case notAJournal(path: String, reason: String)
     /// The journal is encrypted at rest and no key was given.
@@ -44,10 +57,20 @@ public enum OutboxError: Error, Equatable, Sendable, CustomStringConvertible, Lo
             "invalid request: `\(field)` \(problem)"
         case .onlineOnly(let operationType):
             "\"\(operationType)\" is online-only: it cannot be queued; send it while connected (check canQueue first)"
-        case .storageFull(let limitBytes):
-            "the journal is full (limit \(limitBytes) bytes, or the disk is full): nothing was saved; free space or raise maxJournalBytes"
+        case .storageFull(let limitBytes, nil):
+            "the journal is full (its limit is \(limitBytes) bytes): nothing was saved; settled changes are compacted as they age, or raise maxJournalBytes"
+        case .storageFull(_, let code?):
+            "the device has no room for the journal (\(StorageFullCause(code).text)): nothing was saved; free space on the device and try again"
         case .journalCorrupt(let seq, let reason):
             "the journal is damaged at seq \(seq): \(reason)"
+        case .journalDamaged(let path, let reason):
+            "the journal at \(path) is damaged: \(reason). Nothing was read or changed; move it aside (Outbox.moveAsideDamagedJournal) to start an empty one, and keep it for support"
+        case .openInAnotherProcess(let path, let processID):
+            "the journal at \(path) is open for writing in another process\(processID.map { " (\($0))" } ?? ""): one process writes a journal at a time; close it there first"
+        case .permissionDenied(let path):
+            "permission denied for \(path): give this process read access (and write access, to write the journal), or work on a copy"
+        case .invalidConfiguration(let field, let problem):
+            "invalid configuration: `\(field)` \(problem)"
         case .newerFormat(let found, let supported):
             "the journal was written in format version \(found); this engine reads up to version \(supported): update the app"
         case .alreadyOpen(let path):
@@ -76,4 +99,20 @@ public enum OutboxError: Error, Equatable, Sendable, CustomStringConvertible, Lo
     }
 
     public var errorDescription: String? { description }
+}
+
+/// The words for an `errno` that means "no room".
+struct StorageFullCause {
+    let text: String
+
+    init(_ code: Int32) {
+        // The numbers of Linux and Darwin: this module reads no C headers.
+        switch code {
+        case 28: text = "the disk is full, ENOSPC"
+        case 27: text = "the file may not grow past the process's file-size limit, EFBIG"
+        case 5: text = "an I/O error on a disk with no space left, EIO"
+        case 122, 69: text = "the disk quota is used up, EDQUOT"
+        default: text = "errno \(code)"
+        }
+    }
 }

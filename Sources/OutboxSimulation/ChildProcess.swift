@@ -37,14 +37,10 @@ public final class ChildProcess {
     private let output = Pipe()
     private var buffer = Data()
 
-    /// Starts `executable` (a name of this package's, e.g. `outbox-test-child`) with `arguments`,
-    /// and `environment` added to this process's.
-    public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+    /// Starts `executable` (a name of this package's, e.g. `outbox-test-child`) with `arguments`.
+    public init(_ executable: String, _ arguments: [String]) throws {
         process.executableURL = try builtExecutable(named: executable)
         process.arguments = arguments
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
         process.standardInput = input
         process.standardOutput = output
         try process.run()

@@ -37,6 +37,10 @@ public final class LMDBEnvironment: @unchecked Sendable {
         public var maxReaders: UInt32
         /// Forces failures for tests (see ``LMDBFaultHook``).
         public var faultHook: LMDBFaultHook?
+        /// Read without LMDB's lock file (`MDB_NOLOCK`), for a copy on read-only media where
+        /// `lock.mdb` can be neither created nor opened. Read-only environments only: nothing
+        /// then coordinates with a writer, so it suits a copy, not a live journal.
+        public var withoutLockFile: Bool
 
         public init(
             readOnly: Bool = false,
@@ -45,9 +49,11 @@ public final class LMDBEnvironment: @unchecked Sendable {
             maxMapSizeBytes: Int = 1 << 30,
             maxDatabases: UInt32 = 16,
             maxReaders: UInt32 = 126,
-            faultHook: LMDBFaultHook? = nil
+            faultHook: LMDBFaultHook? = nil,
+            withoutLockFile: Bool = false
         ) {
             self.readOnly = readOnly
+            self.withoutLockFile = withoutLockFile
             self.syncOnCommit = syncOnCommit
             self.initialMapSizeBytes = initialMapSizeBytes
             self.maxMapSizeBytes = maxMapSizeBytes
@@ -99,9 +105,12 @@ public final class LMDBEnvironment: @unchecked Sendable {
 
     /// Opens (and, unless read-only, creates) the environment in `directory`.
     ///
-    /// Clears stale reader slots left by dead processes (`mdb_reader_check`).
+    /// The data file is checked first (``LMDBDataFile/check(path:)``): a file shorter than the
+    /// pages its meta page names, or whose roots are out of bounds, is refused before LMDB maps
+    /// it. Clears stale reader slots left by dead processes (`mdb_reader_check`).
     /// - Throws: ``LMDBEnvironmentError/alreadyOpen(path:)`` when this process has the path
-    ///   open; ``LMDBError/noSuchFile`` when a read-only open finds no environment;
+    ///   open; ``LMDBDataFile/Problem`` for a data file that fails the check;
+    ///   ``LMDBError/noSuchFile`` when a read-only open finds no environment;
     ///   ``LMDBError/invalid`` or ``LMDBError/versionMismatch`` for a file LMDB cannot read.
     public static func open(directory: URL, options: Options = Options()) throws -> LMDBEnvironment {
         if !options.readOnly {
@@ -121,6 +130,8 @@ public final class LMDBEnvironment: @unchecked Sendable {
     private init(path: String, options: Options) throws {
         precondition(options.initialMapSizeBytes > 0, "initialMapSizeBytes must be positive")
         precondition(options.maxMapSizeBytes >= options.initialMapSizeBytes, "maxMapSizeBytes below initialMapSizeBytes")
+        precondition(!options.withoutLockFile || options.readOnly, "only a read-only environment may go without its lock file")
+        _ = try LMDBDataFile.check(path: path + "/data.mdb")
         var env: OpaquePointer?
         try LMDB.check(mdb_env_create(&env), "mdb_env_create")
         guard let env else { throw LMDBError.invalid }
@@ -130,10 +141,13 @@ public final class LMDBEnvironment: @unchecked Sendable {
             try LMDB.check(mdb_env_set_mapsize(env, options.initialMapSizeBytes), "mdb_env_set_mapsize")
             var flags = UInt32(MDB_NOTLS)
             if options.readOnly { flags |= UInt32(MDB_RDONLY) }
+            if options.withoutLockFile { flags |= UInt32(MDB_NOLOCK) }
             if !options.syncOnCommit { flags |= UInt32(MDB_NOSYNC) }
             try LMDB.check(mdb_env_open(env, path, flags, 0o600), "mdb_env_open")
-            var dead: Int32 = 0
-            try LMDB.check(mdb_reader_check(env, &dead), "mdb_reader_check")
+            if !options.withoutLockFile {
+                var dead: Int32 = 0
+                try LMDB.check(mdb_reader_check(env, &dead), "mdb_reader_check")
+            }
         } catch {
             mdb_env_close(env)
             throw error
@@ -190,6 +204,17 @@ public final class LMDBEnvironment: @unchecked Sendable {
     }
 
     private func openDatabase(_ name: String, creating: Bool) throws -> LMDBDatabase {
+        while true {
+            do {
+                return try openDatabaseOnce(name, creating: creating)
+            } catch let error as LMDBError where error == .mapFull && creating {
+                // Creating a database writes pages: a map started very small grows for it.
+                try growMap()
+            }
+        }
+    }
+
+    private func openDatabaseOnce(_ name: String, creating: Bool) throws -> LMDBDatabase {
         try gate.withShared {
             try ensureOpen()
             var txn: OpaquePointer?

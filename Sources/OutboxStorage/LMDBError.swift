@@ -50,6 +50,12 @@ public struct LMDBError: Error, RawRepresentable, Hashable, Sendable, CustomStri
 
     /// The disk is full (`ENOSPC`).
     public static let noSpace = LMDBError(rawValue: ENOSPC)
+    /// The user's disk quota is used up (`EDQUOT`).
+    public static let quotaExceeded = LMDBError(rawValue: EDQUOT)
+    /// The file would grow past the process's file-size limit (`EFBIG`, `RLIMIT_FSIZE`).
+    public static let fileTooLarge = LMDBError(rawValue: EFBIG)
+    /// The file system is mounted read-only (`EROFS`).
+    public static let readOnlyFileSystem = LMDBError(rawValue: EROFS)
     /// An input/output error from the disk (`EIO`).
     public static let io = LMDBError(rawValue: EIO)
     /// The path does not exist (`ENOENT`).
@@ -64,9 +70,11 @@ public struct LMDBError: Error, RawRepresentable, Hashable, Sendable, CustomStri
         self == .badTransaction || self == .badDatabase || self == .badReaderSlot || self == .badValueSize
     }
 
-    /// Whether the failure means "no room": the map or the disk is full.
+    /// Whether the failure means "no room": the map, the disk or the quota is full, or the file
+    /// may not grow. (An `EIO` may mean the same on some file systems; only the caller, which
+    /// knows the path, can ask the file system whether it has room left.)
     public var isOutOfSpace: Bool {
-        self == .mapFull || self == .noSpace
+        self == .mapFull || self == .noSpace || self == .quotaExceeded || self == .fileTooLarge
     }
 
     public var description: String {

@@ -15,6 +15,10 @@
 //   outbox-test-child settle <journal-dir> <server-url>
 //       Opens the journal as the engine and drains until nothing is queued or syncing, then
 //       prints "settled <synced> <other>".
+//
+//   outbox-test-child hold <journal-dir> <account>
+//   outbox-test-child fill-limited <journal-dir> <bytes>
+//       See StorageModes.swift: a second writer process, and a file-size limit met mid-write.
 import Foundation
 import Outbox
 import OutboxStorage
@@ -109,6 +113,14 @@ case "settle":
     } catch {
         fail("\(error)")
     }
+
+case "hold":
+    guard arguments.count == 3 else { fail("usage: hold <journal-dir> <account>") }
+    holdJournal(path, account: arguments[2])
+
+case "fill-limited":
+    guard arguments.count == 3, let bytes = Int(arguments[2]) else { fail("usage: fill-limited <journal-dir> <bytes>") }
+    await fillUnderFileSizeLimit(path, extraBytes: bytes)
 
 default:
     fail("unknown command \(command)")

@@ -78,7 +78,7 @@ struct RebuildTests {
         let mismatches = try store.compareProjectionsWithRebuild()
         #expect(mismatches.isEmpty, "seed \(seed): \(mismatches.prefix(5))")
         #expect(try history.statuses.keys.map { try outbox.operationState($0) } == before, "seed \(seed)")
-        #expect(try store.read { txn in try txn.get(store.schema.meta, key: JournalSchema.MetaKey.projectionVersion) }
+        #expect(try store.read { txn in try txn.get(store.schema.meta, JournalSchema.MetaKey.projectionVersion) }
             == JournalSchema.projectionVersion.bigEndianBytes)
     }
 
@@ -90,11 +90,11 @@ struct RebuildTests {
         let store = outbox.store
         let damagedSeq = JournalSequence(rawValue: 17)
         try store.environment.write { txn in
-            var record = try #require(try txn.get(store.schema.events, key: damagedSeq.key))
+            var record = try #require(try txn.get(store.schema.events, damagedSeq))
             record[record.count / 2] ^= 0x40
-            try txn.put(store.schema.events, key: damagedSeq.key, value: record)
+            try txn.put(store.schema.events, damagedSeq, record)
         }
-        let countersBefore = try store.read { txn in try txn.count(store.schema.counters) }
+        let countersBefore = try store.read { txn in try txn.count(store.schema.counters.database) }
         for shards in [1, 4] {
             #expect {
                 try JournalStore.rebuildProjections(
@@ -107,8 +107,8 @@ struct RebuildTests {
             }
         }
         // Nothing was cleared: the projections are those of before.
-        #expect(try store.read { txn in try txn.count(store.schema.counters) } == countersBefore)
-        #expect(try store.read { txn in try txn.get(store.schema.meta, key: JournalSchema.MetaKey.projectionVersion) }
+        #expect(try store.read { txn in try txn.count(store.schema.counters.database) } == countersBefore)
+        #expect(try store.read { txn in try txn.get(store.schema.meta, JournalSchema.MetaKey.projectionVersion) }
             == JournalSchema.projectionVersion.bigEndianBytes)
     }
 }

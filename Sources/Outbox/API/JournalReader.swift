@@ -170,7 +170,7 @@ public final class JournalReader: Sendable {
 
     /// How many events the snapshot holds.
     package func eventCount(in txn: borrowing LMDBTransaction) throws -> Int {
-        try txn.count(store.schema.events)
+        try txn.count(store.schema.events.database)
     }
 
     /// Closes the reader.

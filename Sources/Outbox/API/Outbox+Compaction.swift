@@ -13,9 +13,9 @@ public struct CompactionPolicy: Sendable, Equatable {
     /// device clock), so support can still read a recent timeline.
     public var keepSettledSeconds: TimeInterval
 
+    /// A policy; `Outbox` checks its values when it opens (`maxEvents` at least 1,
+    /// `keepSettledSeconds` zero or more).
     public init(maxEvents: Int, keepSettledSeconds: TimeInterval) {
-        precondition(maxEvents > 0, "maxEvents must be positive")
-        precondition(keepSettledSeconds >= 0, "keepSettledSeconds must not be negative")
         self.maxEvents = maxEvents
         self.keepSettledSeconds = keepSettledSeconds
     }

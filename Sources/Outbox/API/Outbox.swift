@@ -43,16 +43,19 @@ public final class Outbox: Sendable {
     ///
     /// Opening costs nothing proportional to the journal's length. A journal whose projections
     /// were written by another layout has them rebuilt from its events first.
-    /// - Throws: ``OutboxError/alreadyOpen(path:)`` when this process has it open,
+    /// - Throws: ``OutboxError/invalidConfiguration(field:problem:)`` for a value out of range
+    ///   (nothing is opened), ``OutboxError/alreadyOpen(path:)`` when this process has it open,
+    ///   ``OutboxError/openInAnotherProcess(path:processID:)`` when another process writes it,
     ///   ``OutboxError/newerFormat(found:supported:)`` for a journal of a newer engine,
-    ///   ``OutboxError/wrongAccount(journal:configured:)``, ``OutboxError/notAJournal(path:reason:)``.
+    ///   ``OutboxError/journalDamaged(path:reason:)`` for a file cut short or structurally damaged,
+    ///   ``OutboxError/wrongAccount(journal:configured:)``, ``OutboxError/notAJournal(path:reason:)``,
+    ///   ``OutboxError/permissionDenied(path:)``, ``OutboxError/storageFull(limitBytes:errno:)``.
     public convenience init(directory: URL, transport: any OutboxTransport, configuration: OutboxConfiguration) throws {
         try self.init(directory: directory, transport: transport, configuration: configuration, faultHook: nil)
     }
 
     init(directory: URL, transport: any OutboxTransport, configuration: OutboxConfiguration, faultHook: LMDBFaultHook?) throws {
-        precondition(configuration.maxConcurrentLanes >= 1, "maxConcurrentLanes must be at least 1")
-        precondition(!configuration.account.isEmpty, "account must not be empty")
+        try configuration.validate()
         self.directory = directory
         self.configuration = configuration
         self.transport = transport
@@ -97,9 +100,11 @@ public final class Outbox: Sendable {
         let abandoned = try store.interruptedAttempts()
         do {
             _ = try writer.appendNow([opened] + abandoned)
-        } catch OutboxError.storageFull where abandoned.isEmpty {
+        } catch OutboxError.storageFull {
             // A journal too full to record its opening still opens: everything in it stays
-            // readable, and what is queued can still drain as space allows.
+            // readable, and what is queued can still drain as space allows. A row whose
+            // abandoned attempt cannot be recorded stays `syncing`, so no pass sends it: each
+            // pass tries to record the abandonment first, and the row is due once that lands.
         }
     }
 

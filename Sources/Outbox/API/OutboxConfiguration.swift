@@ -35,7 +35,8 @@ public struct OutboxConfiguration: Sendable {
     /// already queued still drains from a reserve. The file itself may take up to a quarter more,
     /// for the free pages LMDB reuses.
     public var maxJournalBytes: Int
-    /// The journal's size when created; it doubles as needed, up to ``maxJournalBytes``.
+    /// The journal's size when created (at least 64 KiB; above ``maxJournalBytes``, that); it
+    /// doubles as needed, up to ``maxJournalBytes``.
     public var initialJournalBytes: Int
     /// The embedding app's version, recorded each time the journal is opened.
     public var appVersion: String?

@@ -15,8 +15,8 @@ struct FoldedJournal: Sendable {
     /// Folds every readable, legal event of the journal, in one snapshot.
     static func fold(schema: JournalSchema, in txn: borrowing LMDBTransaction) throws -> FoldedJournal {
         var verifier = JournalVerifier()
-        try txn.scan(schema.events) { key, value in
-            verifier.check(seq: JournalSequence(key: key) ?? .zero, record: Array(value))
+        try txn.scan(schema.events) { entry in
+            verifier.check(seq: (try? entry.key()) ?? .zero, record: Array(entry.valueBytes))
             return .next
         }
         return FoldedJournal(image: verifier.image, damaged: verifier.damaged, eventSeqs: verifier.eventSeqs)
@@ -33,8 +33,9 @@ extension JournalStore {
             guard query.limit > 0 else { return page }
             let descending = query.order == .newestFirst
             var operationTypes: [OperationID: String?] = [:]
-            try txn.scan(schema.events, from: descending ? query.toSeq?.key : query.fromSeq?.key, reverse: descending) { key, value in
-                guard let seq = JournalSequence(key: key) else { return .next }
+            let start = (descending ? query.toSeq : query.fromSeq).map(JournalCodec.Seq.bytes)
+            try txn.scan(schema.events, from: start, reverse: descending) { entry in
+                guard let seq = try? entry.key() else { return .next }
                 if descending, let from = query.fromSeq, seq < from { return .stop }
                 if !descending, let to = query.toSeq, seq > to { return .stop }
                 if page.events.count >= query.limit {
@@ -42,7 +43,7 @@ extension JournalStore {
                     return .stop
                 }
                 page.lastExamined = seq
-                let record = Array(value)
+                let record = Array(entry.valueBytes)
                 let event: JournalEvent
                 do {
                     event = try schema.decode(record, seq: seq)
@@ -80,15 +81,11 @@ extension JournalStore {
             // Each status's index runs in journal order: read each backwards, then merge.
             var picked: [OperationState] = []
             for status in statuses {
-                let prefix = JournalSchema.statusPrefix(status)
-                let start = query.beforeSeq.map { JournalSchema.statusKey(status, firstSeq: $0) }
-                    ?? prefix + [UInt8](repeating: 0xFF, count: 8)
+                let start = query.beforeSeq.map { JournalCodec.StatusKey.bytes((status, $0)) }
                 var taken = 0
-                try txn.scan(schema.byStatus, from: start, reverse: true) { key, value in
-                    guard key.starts(with: prefix), taken < query.limit else { return .stop }
-                    guard let id = OperationID(bytes: value), let state = try schema.state(id, in: txn),
-                        query.accepts(state)
-                    else { return .next }
+                try txn.scan(schema.byStatus, leading: JournalCodec.StatusKey.leading(status), from: start, reverse: true) { entry in
+                    guard taken < query.limit else { return .stop }
+                    guard let state = try schema.state(try entry.value(), in: txn), query.accepts(state) else { return .next }
                     picked.append(state)
                     taken += 1
                     return .next
@@ -108,8 +105,8 @@ extension JournalStore {
             let schema = self.schema
             ids = try read { txn in
                 var ids: [OperationID] = []
-                try txn.scan(schema.operations) { key, _ in
-                    if let id = OperationID(bytes: key) { ids.append(id) }
+                try txn.scan(schema.operations) { entry in
+                    ids.append(try entry.key())
                     return .next
                 }
                 return ids
@@ -140,7 +137,7 @@ extension JournalStore {
             }
             var events: [JournalEvent] = []
             for seq in seqs {
-                guard let record = try txn.get(schema.events, key: seq.key) else {
+                guard let record = try txn.get(schema.events, seq) else {
                     damaged.append(DamagedRecord(seq: seq, reason: "listed in the operation's history, missing from the journal",
                                                  claimedOperationID: id))
                     continue
@@ -198,9 +195,9 @@ extension JournalStore {
             // The moment of the last event: the last record that reads, each damaged one noted.
             var damaged: [DamagedRecord] = []
             var lastEventAt: Date?
-            try txn.scan(schema.events, reverse: true) { key, value in
-                let seq = JournalSequence(key: key) ?? .zero
-                let record = Array(value)
+            try txn.scan(schema.events, reverse: true) { entry in
+                let seq = (try? entry.key()) ?? .zero
+                let record = Array(entry.valueBytes)
                 do {
                     lastEventAt = try schema.decode(record, seq: seq).recordedAt
                     return .stop
@@ -211,14 +208,14 @@ extension JournalStore {
             }
             return JournalSummary(
                 path: path,
-                formatVersion: Self.metaNumber(try txn.get(schema.meta, key: JournalSchema.MetaKey.formatVersion))
+                formatVersion: Self.metaNumber(try txn.get(schema.meta, JournalSchema.MetaKey.formatVersion))
                     ?? RecordCodec.formatVersion,
-                projectionVersion: Self.metaNumber(try txn.get(schema.meta, key: JournalSchema.MetaKey.projectionVersion)),
+                projectionVersion: Self.metaNumber(try txn.get(schema.meta, JournalSchema.MetaKey.projectionVersion)),
                 projectionsAreCurrent: current,
-                account: try txn.get(schema.meta, key: JournalSchema.MetaKey.account).map { String(decoding: $0, as: UTF8.self) },
+                account: try txn.get(schema.meta, JournalSchema.MetaKey.account).map { String(decoding: $0, as: UTF8.self) },
                 firstSeq: try schema.firstSeq(in: txn),
                 lastSeq: try schema.lastSeq(in: txn),
-                eventCount: try txn.count(schema.events),
+                eventCount: try txn.count(schema.events.database),
                 eventBytes: eventBytes,
                 fileBytes: fileBytes,
                 usedBytes: usedBytes,
@@ -233,8 +230,7 @@ extension JournalStore {
 
     /// A `meta` value stored as a big-endian u32.
     private static func metaNumber(_ value: [UInt8]?) -> Int? {
-        guard let value, value.count == 4 else { return nil }
-        return Int(value.reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+        value.flatMap { try? $0.withUnsafeBytes(JournalCodec.Version.decode) }.map(Int.init)
     }
 
     /// The count of operations not yet terminal after each event, folded in journal order and
@@ -245,9 +241,9 @@ extension JournalStore {
             var states: [OperationID: OperationState] = [:]
             var pending = 0
             var samples: [QueueDepthSample] = []
-            try txn.scan(schema.events) { key, value in
-                let seq = JournalSequence(key: key) ?? .zero
-                guard let event = try? schema.decode(Array(value), seq: seq), let id = event.operationID,
+            try txn.scan(schema.events) { entry in
+                let seq = (try? entry.key()) ?? .zero
+                guard let event = try? schema.decode(Array(entry.valueBytes), seq: seq), let id = event.operationID,
                     let after = try? Fold.apply(event, to: states[id])
                 else { return .next }
                 let wasPending = states[id].map { !$0.status.isTerminal } ?? false

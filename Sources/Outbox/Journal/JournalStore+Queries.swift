@@ -49,9 +49,9 @@ extension JournalStore {
         let schema = self.schema
         return try read { txn in
             var events: [JournalEvent] = []
-            try txn.scan(schema.events, from: start.key) { key, value in
+            try txn.scan(schema.events, from: JournalCodec.Seq.bytes(start)) { entry in
                 guard events.count < limit else { return .stop }
-                events.append(try schema.decode(Array(value), seq: JournalSequence(key: key) ?? .zero))
+                events.append(try schema.decode(Array(entry.valueBytes), seq: try entry.key()))
                 return .next
             }
             return events

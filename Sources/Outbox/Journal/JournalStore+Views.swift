@@ -70,12 +70,11 @@ extension JournalStore {
             // Each status's rows are in journal order; take enough of each, then merge.
             var states: [OperationState] = []
             for status in statuses {
-                let prefix = JournalSchema.statusPrefix(status)
-                let start = query.after.map { JournalSchema.statusKey(status, firstSeq: $0.next) } ?? prefix
+                let start = query.after.map { JournalCodec.StatusKey.bytes((status, $0.next)) }
                 var taken = 0
-                try txn.scan(schema.byStatus, from: start) { key, value in
-                    guard key.starts(with: prefix), taken < query.limit else { return .stop }
-                    guard let id = OperationID(bytes: value), let state = try schema.state(id, in: txn) else { return .next }
+                try txn.scan(schema.byStatus, leading: JournalCodec.StatusKey.leading(status), from: start) { entry in
+                    guard taken < query.limit else { return .stop }
+                    guard let state = try schema.state(try entry.value(), in: txn) else { return .next }
                     if let from = query.createdFrom, state.createdAt < from { return .next }
                     if let before = query.createdBefore, state.createdAt >= before { return .next }
                     states.append(state)
@@ -136,12 +135,11 @@ extension JournalSchema {
 
     /// The newest `limit` rows of one Sync tab card.
     func tabRows(_ group: TabGroup, category: String, limit: Int, in txn: borrowing LMDBTransaction) throws -> [SyncRow] {
-        let prefix = JournalSchema.tabPrefix(group, category: category)
         var rows: [SyncRow] = []
-        // Reverse from just past the prefix: the highest latest seq comes first.
-        try txn.scan(syncTab, from: prefix + [UInt8](repeating: 0xFF, count: 8), reverse: true) { key, value in
-            guard key.starts(with: prefix), rows.count < limit else { return .stop }
-            if let id = OperationID(bytes: value), let state = try self.state(id, in: txn) {
+        // Reversed: the highest latest seq comes first.
+        try txn.scan(syncTab, leading: JournalCodec.TabKey.leading(group, category: category), reverse: true) { entry in
+            guard rows.count < limit else { return .stop }
+            if let state = try self.state(try entry.value(), in: txn) {
                 rows.append(SyncRow(opened(state)))
             }
             return .next

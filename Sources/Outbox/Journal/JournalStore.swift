@@ -24,6 +24,19 @@ final class JournalStore: Sendable {
         /// The account whose journal this is; a journal of another account is refused.
         /// `nil` for readers, which accept any.
         var account: String?
+        /// The journal's directory, set by ``JournalStore/open(directory:options:)``: a failed
+        /// write asks its file system whether it is out of room.
+        var directoryPath: String?
+
+        var environmentOptions: LMDBEnvironment.Options {
+            LMDBEnvironment.Options(
+                readOnly: readOnly,
+                syncOnCommit: syncOnCommit,
+                initialMapSizeBytes: min(initialMapSizeBytes, maxMapSizeBytes),
+                maxMapSizeBytes: maxMapSizeBytes,
+                faultHook: faultHook
+            )
+        }
     }
 
     /// One event to append, before the journal gives it a seq and a moment.
@@ -35,6 +48,10 @@ final class JournalStore: Sendable {
     let environment: LMDBEnvironment
     let schema: JournalSchema
     let options: Options
+    /// The process lock a writer holds while the journal is open; `nil` for readers.
+    let writerLock: ProcessLock?
+    /// Whether a reader opened the journal without LMDB's lock file (read-only media).
+    var isWithoutLockFile: Bool { environment.options.withoutLockFile }
     /// Whether the stored projections match this engine's layout (a read-only journal with
     /// older projections is read by folding the events instead).
     let projectionsAreCurrent: Bool
@@ -43,54 +60,195 @@ final class JournalStore: Sendable {
 
     /// Opens the journal in `directory`, creating it unless read-only.
     ///
-    /// - Throws: ``OutboxError/alreadyOpen(path:)``, ``OutboxError/notAJournal(path:reason:)``,
+    /// A writer first takes the journal's process lock (`writer.lock`): one process writes a
+    /// journal at a time. A new journal is created whole in a staging directory and renamed into
+    /// place, so a journal exists completely or not at all; what a creation killed midway left
+    /// is cleared here. The data file is checked against its meta pages before LMDB maps it.
+    ///
+    /// - Throws: ``OutboxError/alreadyOpen(path:)``, ``OutboxError/openInAnotherProcess(path:processID:)``,
+    ///   ``OutboxError/notAJournal(path:reason:)``, ``OutboxError/journalDamaged(path:reason:)``,
     ///   ``OutboxError/newerFormat(found:supported:)``, ``OutboxError/wrongAccount(journal:configured:)``,
+    ///   ``OutboxError/permissionDenied(path:)``, ``OutboxError/storageFull(limitBytes:errno:)``,
     ///   ``OutboxError/journalCorrupt(seq:reason:)`` when a rebuild meets a damaged record.
     static func open(directory: URL, options: Options) throws(OutboxError) -> JournalStore {
+        var options = options
+        options.directoryPath = directory.path
+        return options.readOnly ? try openForReading(directory, options) : try openForWriting(directory, options)
+    }
+
+    /// The names a journal's directory holds besides LMDB's own files.
+    enum FileName {
+        static let data = "data.mdb"
+        static let lock = "lock.mdb"
+        /// The engine's process lock: held by the one process writing the journal.
+        static let writerLock = "writer.lock"
+        /// Where a new journal is built before it is renamed into place.
+        static let staging = ".creating"
+    }
+
+    private static func openForReading(_ directory: URL, _ options: Options) throws(OutboxError) -> JournalStore {
         let path = directory.path
-        if options.readOnly {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-                throw .notAJournal(path: path, reason: "nothing exists at this path")
-            }
-            guard isDirectory.boolValue else {
-                throw .notAJournal(path: path, reason: "it is a file; give the journal's directory (holding data.mdb)")
-            }
-            guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("data.mdb").path) else {
-                throw .notAJournal(path: path, reason: "the directory holds no data.mdb")
-            }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw .notAJournal(path: path, reason: "nothing exists at this path")
         }
+        guard isDirectory.boolValue else {
+            throw .notAJournal(path: path, reason: "it is a file; give the journal's directory (holding data.mdb)")
+        }
+        let dataPath = directory.appendingPathComponent(FileName.data).path
+        guard FileManager.default.fileExists(atPath: dataPath) else {
+            if FileManager.default.fileExists(atPath: directory.appendingPathComponent(FileName.staging).path) {
+                throw .notAJournal(path: path, reason: "the journal's creation was interrupted before it held anything; the app creates it anew when it next opens it")
+            }
+            throw .notAJournal(path: path, reason: "the directory holds no data.mdb")
+        }
+        let environmentOptions = options.environmentOptions
         let environment: LMDBEnvironment
         do {
-            environment = try LMDBEnvironment.open(
-                directory: directory,
-                options: LMDBEnvironment.Options(
-                    readOnly: options.readOnly,
-                    syncOnCommit: options.syncOnCommit,
-                    initialMapSizeBytes: min(options.initialMapSizeBytes, options.maxMapSizeBytes),
-                    maxMapSizeBytes: options.maxMapSizeBytes,
-                    faultHook: options.faultHook
-                )
-            )
-        } catch let error as LMDBEnvironmentError {
-            if case .alreadyOpen(let path) = error { throw .alreadyOpen(path: path) }
-            throw .notAJournal(path: path, reason: "\(error)")
-        } catch let error as LMDBError where error == .invalid || error == .versionMismatch || error == .noSuchFile {
-            throw .notAJournal(path: path, reason: "LMDB cannot read it: \(error)")
-        } catch {
-            throw OutboxError(storage: error, limitBytes: options.limitBytes)
+            environment = try openEnvironment(directory, environmentOptions, options)
+        } catch let error where error.isAccessProblem {
+            // Read-only media, or a lock file this user may not open: read without LMDB's lock.
+            var withoutLock = environmentOptions
+            withoutLock.withoutLockFile = true
+            environment = try openEnvironment(directory, withoutLock, options)
         }
         do {
-            return try JournalStore(environment: environment, options: options)
+            return try JournalStore(environment: environment, options: options, writerLock: nil)
         } catch {
             environment.close()
             throw error
         }
     }
 
-    private init(environment: LMDBEnvironment, options: Options) throws(OutboxError) {
+    private static func openForWriting(_ directory: URL, _ options: Options) throws(OutboxError) -> JournalStore {
+        let path = directory.path
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw OutboxError(fileSystem: error, path: path, options: options)
+        }
+        let canonical = directory.standardizedFileURL.resolvingSymlinksInPath().path
+        if LMDBEnvironment.isOpen(path: canonical) { throw .alreadyOpen(path: canonical) }
+        let lock: ProcessLock
+        // The canonical path: the lock is known in this process by it, however the directory is named.
+        let lockPath = URL(fileURLWithPath: canonical).appendingPathComponent(FileName.writerLock).path
+        do {
+            lock = try ProcessLock.acquire(path: lockPath)
+        } catch {
+            switch error {
+            case .held(let holder) where holder == ProcessLock.currentProcessID:
+                throw .alreadyOpen(path: canonical)
+            case .held(let holder):
+                throw .openInAnotherProcess(path: path, processID: holder)
+            case .unavailable(let code):
+                throw OutboxError(storage: LMDBError(rawValue: code), limitBytes: options.limitBytes, path: lockPath)
+            }
+        }
+        if try !journalExists(in: directory, options: options) {
+            try create(in: directory, options: options)
+        }
+        let environment = try openEnvironment(directory, options.environmentOptions, options)
+        do {
+            return try JournalStore(environment: environment, options: options, writerLock: lock)
+        } catch {
+            environment.close()
+            throw error
+        }
+    }
+
+    /// Whether `directory` holds a journal to open; clears what an interrupted creation left.
+    ///
+    /// A data file of zero bytes is what an engine killed in its very first open leaves behind
+    /// (before journals were created in a staging directory): it holds nothing, and goes.
+    private static func journalExists(in directory: URL, options: Options) throws(OutboxError) -> Bool {
+        let files = FileManager.default
+        let data = directory.appendingPathComponent(FileName.data).path
+        try remove(directory.appendingPathComponent(FileName.staging), options: options)
+        guard let attributes = try? files.attributesOfItem(atPath: data) else { return false }
+        guard (attributes[.size] as? Int) == 0, (attributes[.type] as? FileAttributeType) == .typeRegular else { return true }
+        try remove(URL(fileURLWithPath: data), options: options)
+        try remove(directory.appendingPathComponent(FileName.lock), options: options)
+        return false
+    }
+
+    /// Builds a new journal in the staging directory, then renames its data file into place:
+    /// the rename is the moment the journal exists, whole.
+    private static func create(in directory: URL, options: Options) throws(OutboxError) {
+        let staging = directory.appendingPathComponent(FileName.staging)
+        var stagingOptions = options
+        stagingOptions.directoryPath = staging.path
+        do throws(OutboxError) {
+            let environment = try openEnvironment(staging, stagingOptions.environmentOptions, stagingOptions)
+            do {
+                let store = try JournalStore(environment: environment, options: stagingOptions, writerLock: nil)
+                store.close()
+            } catch {
+                environment.close()
+                throw error
+            }
+            try run(options) {
+                try FileSystem.rename(
+                    staging.appendingPathComponent(FileName.data).path,
+                    to: directory.appendingPathComponent(FileName.data).path
+                )
+                try FileSystem.syncDirectory(directory.path)
+            }
+        } catch {
+            try? FileManager.default.removeItem(at: staging)
+            throw error
+        }
+        try remove(staging, options: options)
+    }
+
+    private static func remove(_ url: URL, options: Options) throws(OutboxError) {
+        guard FileManager.default.fileExists(atPath: url.path) else { return }
+        do {
+            try FileManager.default.removeItem(at: url)
+        } catch {
+            throw OutboxError(fileSystem: error, path: url.path, options: options)
+        }
+    }
+
+    private static func openEnvironment(
+        _ directory: URL, _ environmentOptions: LMDBEnvironment.Options, _ options: Options
+    ) throws(OutboxError) -> LMDBEnvironment {
+        let path = directory.path
+        do {
+            return try LMDBEnvironment.open(directory: directory, options: environmentOptions)
+        } catch let error as LMDBEnvironmentError {
+            if case .alreadyOpen(let path) = error { throw .alreadyOpen(path: path) }
+            throw .notAJournal(path: path, reason: "\(error)")
+        } catch let problem as LMDBDataFile.Problem {
+            switch problem.kind {
+            case .truncated, .damaged: throw .journalDamaged(path: path, reason: problem.reason)
+            case .notLMDB, .unsupportedVersion: throw .notAJournal(path: path, reason: "LMDB cannot read it: \(problem.reason)")
+            case .notRegularFile, .empty: throw .notAJournal(path: path, reason: problem.reason)
+            }
+        } catch let error as LMDBError where error == .invalid || error == .versionMismatch || error == .noSuchFile {
+            throw .notAJournal(path: path, reason: "LMDB cannot read it: \(error)")
+        } catch let error as LMDBError where error == .accessDenied || error == .readOnlyFileSystem {
+            throw .permissionDenied(path: inaccessiblePath(in: directory, writing: !environmentOptions.readOnly))
+        } catch {
+            throw OutboxError(storage: error, limitBytes: options.limitBytes, path: path)
+        }
+    }
+
+    /// The first of the journal's directory and files this process may not use as it needs.
+    private static func inaccessiblePath(in directory: URL, writing: Bool) -> String {
+        let mode = writing ? R_OK | W_OK : R_OK
+        for name in [nil, FileName.data, FileName.lock] {
+            let url = name.map { directory.appendingPathComponent($0) } ?? directory
+            if FileManager.default.fileExists(atPath: url.path), access(url.path, name == nil ? mode | X_OK : mode) != 0 {
+                return url.path
+            }
+        }
+        return directory.path
+    }
+
+    private init(environment: LMDBEnvironment, options: Options, writerLock: ProcessLock?) throws(OutboxError) {
         self.environment = environment
         self.options = options
+        self.writerLock = writerLock
         let path = environment.path
         do {
             self.schema = try JournalSchema(environment: environment)
@@ -102,10 +260,10 @@ final class JournalStore: Sendable {
             throw OutboxError(storage: error, limitBytes: options.limitBytes)
         }
         let storedProjectionVersion: UInt32? = try Self.run(options) { [schema] in
-            if options.readOnly {
-                return try environment.read { txn in try Self.checkMeta(schema: schema, path: path, options: options, in: txn) }
-            }
-            return try environment.write { txn in try Self.checkMeta(schema: schema, path: path, options: options, in: txn) }
+            // Read first: a journal that exists needs nothing written to open, even on a full disk.
+            let stored = try environment.read { txn in try Self.checkMeta(schema: schema, path: path, options: options, in: txn) }
+            if case .found(let projection) = stored { return projection }
+            return try environment.write { txn in try Self.checkMeta(schema: schema, path: path, options: options, in: txn) }.projection
         }
         var current = storedProjectionVersion == JournalSchema.projectionVersion
         if !current && !options.readOnly {
@@ -120,7 +278,7 @@ final class JournalStore: Sendable {
     /// opens with a key.
     private func adoptKey() throws(OutboxError) {
         let schema = self.schema
-        let stored = try read { txn in try txn.get(schema.meta, key: JournalSchema.MetaKey.keyCheck) }
+        let stored = try read { txn in try txn.get(schema.meta, JournalSchema.MetaKey.keyCheck) }
         let sealing = options.sealingKey.map(JournalSealing.init(key:))
         switch (stored, sealing) {
         case (nil, nil):
@@ -137,42 +295,59 @@ final class JournalStore: Sendable {
         }
     }
 
-    /// Checks (and for a new journal, writes) the format version and account.
-    /// - Returns: the stored projection version.
+    /// What `meta` says of a journal being opened.
+    private enum MetaCheck {
+        /// A journal: its stored projection version.
+        case found(projection: UInt32?)
+        /// Nothing written yet: a writer writes the format version and account.
+        case new
+
+        var projection: UInt32? {
+            switch self {
+            case .found(let projection): projection
+            case .new: nil
+            }
+        }
+    }
+
+    /// Checks (and, in a write transaction for a new journal, writes) the format version and account.
     private static func checkMeta(
         schema: JournalSchema,
         path: String,
         options: Options,
         in txn: borrowing LMDBTransaction
-    ) throws -> UInt32? {
-        guard let format = try txn.get(schema.meta, key: JournalSchema.MetaKey.formatVersion) else {
-            guard try txn.count(schema.events) == 0, !txn.isReadOnly else {
+    ) throws -> MetaCheck {
+        guard let format = try txn.get(schema.meta, JournalSchema.MetaKey.formatVersion) else {
+            guard try txn.count(schema.events.database) == 0, !options.readOnly else {
                 throw OutboxError.notAJournal(path: path, reason: "it has no format version")
             }
-            try txn.put(schema.meta, key: JournalSchema.MetaKey.formatVersion, value: UInt32(RecordCodec.formatVersion).bigEndianBytes)
-            try txn.put(schema.meta, key: JournalSchema.MetaKey.projectionVersion, value: JournalSchema.projectionVersion.bigEndianBytes)
+            if txn.isReadOnly { return .new }
+            try txn.put(schema.meta, JournalSchema.MetaKey.formatVersion, JournalCodec.Version.bytes(UInt32(RecordCodec.formatVersion)))
+            try txn.put(schema.meta, JournalSchema.MetaKey.projectionVersion, JournalCodec.Version.bytes(JournalSchema.projectionVersion))
             if let account = options.account {
-                try txn.put(schema.meta, key: JournalSchema.MetaKey.account, value: Array(account.utf8))
+                try txn.put(schema.meta, JournalSchema.MetaKey.account, Array(account.utf8))
             }
-            return JournalSchema.projectionVersion
+            return .found(projection: JournalSchema.projectionVersion)
         }
-        guard format.count == 4 else { throw OutboxError.notAJournal(path: path, reason: "its format version is unreadable") }
-        let version = Int(format.reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+        guard let version = (try? format.withUnsafeBytes(JournalCodec.Version.decode)).map(Int.init) else {
+            throw OutboxError.notAJournal(path: path, reason: "its format version is unreadable")
+        }
         guard version <= RecordCodec.formatVersion else {
             throw OutboxError.newerFormat(found: version, supported: RecordCodec.formatVersion)
         }
         if let configured = options.account,
-            let stored = try txn.get(schema.meta, key: JournalSchema.MetaKey.account),
+            let stored = try txn.get(schema.meta, JournalSchema.MetaKey.account),
             String(decoding: stored, as: UTF8.self) != configured
         {
             throw OutboxError.wrongAccount(journal: String(decoding: stored, as: UTF8.self), configured: configured)
         }
-        let projection = try txn.get(schema.meta, key: JournalSchema.MetaKey.projectionVersion)
-        return projection.flatMap { $0.count == 4 ? $0.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } : nil }
+        let projection = try txn.get(schema.meta, JournalSchema.MetaKey.projectionVersion)
+        return .found(projection: projection.flatMap { try? $0.withUnsafeBytes(JournalCodec.Version.decode) })
     }
 
     func close() {
         environment.close()
+        writerLock?.release()
     }
 
     // MARK: Appending
@@ -220,7 +395,7 @@ final class JournalStore: Sendable {
                     for (event, change) in zip(events, changes) {
                         let record = RecordCodec.encode(event)
                         assert((try? schema.decode(record, seq: event.seq)) == event, "record does not round-trip")
-                        try txn.put(schema.events, key: event.seq.key, value: record, flags: .append)
+                        try txn.put(schema.events, event.seq, record, flags: .append)
                         if let change {
                             try Projection.apply(event, recordSize: record.count, changes: [change], engine: nil,
                                                  counterDeltas: &counterDeltas, schema: schema, in: txn)
@@ -249,7 +424,7 @@ final class JournalStore: Sendable {
         do {
             return try body()
         } catch {
-            throw OutboxError(storage: error, limitBytes: options.limitBytes)
+            throw OutboxError(storage: error, limitBytes: options.limitBytes, path: options.directoryPath)
         }
     }
 }
@@ -260,13 +435,29 @@ extension JournalStore.Options {
 }
 
 extension OutboxError {
+    /// Below this many free bytes, a file system that answers a write with `EIO` is taken to be
+    /// out of room (some, tmpfs among them, report a full disk so).
+    static let fullDiskThresholdBytes = 64 << 10
+
     /// The engine's error for a failure of the storage layer.
-    init(storage error: any Error, limitBytes: Int) {
+    ///
+    /// Every answer that means "no room" becomes ``storageFull(limitBytes:errno:)``: the map at
+    /// its maximum (no errno), `ENOSPC`, `EDQUOT`, `EFBIG`, and `EIO` when the file system at
+    /// `path` then shows no space left.
+    init(storage error: any Error, limitBytes: Int, path: String? = nil,
+         availableBytes: (String) -> Int? = FileSystem.availableBytes(at:)) {
         switch error {
         case let error as OutboxError:
             self = error
-        case let error as LMDBError where error.isOutOfSpace:
+        case let error as LMDBError where error == .mapFull:
             self = .storageFull(limitBytes: limitBytes)
+        case let error as LMDBError where error.isOutOfSpace:
+            self = .storageFull(limitBytes: limitBytes, errno: error.rawValue)
+        case let error as LMDBError
+            where error == .io && path.flatMap(availableBytes).map { $0 < Self.fullDiskThresholdBytes } == true:
+            self = .storageFull(limitBytes: limitBytes, errno: error.rawValue)
+        case let error as LMDBError where error == .accessDenied, let error as LMDBError where error == .readOnlyFileSystem:
+            self = path.map { .permissionDenied(path: $0) } ?? .storage(code: error.rawValue, message: error.description)
         case let error as LMDBError where error == .closed:
             self = .closed
         case let error as LMDBError:
@@ -280,5 +471,29 @@ extension OutboxError {
         default:
             self = .storage(code: 0, message: "\(error)")
         }
+    }
+
+    /// The engine's error for a failure of a file-system call made through Foundation.
+    init(fileSystem error: any Error, path: String, options: JournalStore.Options) {
+        let code = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError).flatMap { $0.domain == NSPOSIXErrorDomain ? Int32($0.code) : nil }
+        if let code {
+            self.init(storage: LMDBError(rawValue: code), limitBytes: options.limitBytes, path: path)
+        } else if (error as NSError).domain == NSCocoaErrorDomain,
+            [NSFileWriteNoPermissionError, NSFileReadNoPermissionError].contains((error as NSError).code)
+        {
+            self = .permissionDenied(path: path)
+        } else if (error as NSError).domain == NSCocoaErrorDomain, (error as NSError).code == NSFileWriteOutOfSpaceError {
+            self = .storageFull(limitBytes: options.limitBytes, errno: 28)
+        } else {
+            self = .storage(code: 0, message: "\(path): \(error.localizedDescription)")
+        }
+    }
+}
+
+extension OutboxError {
+    /// Whether a read-only open failed for want of access (to the lock file, most often).
+    var isAccessProblem: Bool {
+        if case .permissionDenied = self { return true }
+        return false
     }
 }

@@ -108,15 +108,15 @@ final class ReplayPass: Sendable {
         var due: [(OperationID, storedDue: Date?)] = []
         var beyondCap: [OperationID] = []
         try store.read { txn in
-            try txn.scan(schema.schedule) { key, value in
-                let moment = JournalSchema.scheduledMoment(key)
+            try txn.scan(schema.schedule) { entry in
+                let moment = try JournalCodec.ScheduleKey.dueAt(entry.keyBytes)
                 guard moment.map({ $0 <= now }) ?? true else { return .stop }
-                if let id = OperationID(bytes: value) { due.append((id, moment)) }
+                due.append((try entry.value(), moment))
                 return .next
             }
-            try txn.scan(schema.schedule, reverse: true) { key, value in
-                guard let moment = JournalSchema.scheduledMoment(key), moment > now.addingTimeInterval(cap) else { return .stop }
-                if let id = OperationID(bytes: value) { beyondCap.append(id) }
+            try txn.scan(schema.schedule, reverse: true) { entry in
+                guard let moment = try JournalCodec.ScheduleKey.dueAt(entry.keyBytes), moment > now.addingTimeInterval(cap) else { return .stop }
+                beyondCap.append(try entry.value())
                 return .next
             }
         }
@@ -154,11 +154,12 @@ final class ReplayPass: Sendable {
         var earliest: Date?
         try store.read { txn in
             var heads: [String: OperationID?] = [:]
-            try txn.scan(schema.schedule) { key, value in
+            try txn.scan(schema.schedule) { entry in
                 // A row due now (no stored moment) counts as due at this moment.
-                let stored = JournalSchema.scheduledMoment(key) ?? now
+                let stored = try JournalCodec.ScheduleKey.dueAt(entry.keyBytes) ?? now
                 if let earliest, stored >= earliest { return .stop }
-                guard let id = OperationID(bytes: value), let state = try schema.state(id, in: txn) else { return .next }
+                let id = try entry.value()
+                guard let state = try schema.state(id, in: txn) else { return .next }
                 let head: OperationID?
                 if let known = heads[state.lane] {
                     head = known
@@ -245,6 +246,9 @@ final class ReplayPass: Sendable {
         let result: TransportResult
         do {
             result = .response(try await transport.send(transportRequest(for: state, payload: payload)))
+        } catch let refusal as UnsendableEndpoint {
+            // Nothing was sent, and retrying cannot change the stored endpoint: a person decides.
+            return await record(refusal.classification, attempt: attempt, state: state, response: nil)
         } catch {
             result = .noResponse(TransportFailure(error))
         }

@@ -42,6 +42,13 @@ public enum RecordCodec {
     // MARK: Encoding
 
     /// The record for `event`.
+    /// Whether `bytes` start as a record stored under `key` would: format version 1 and the
+    /// key's seq in the header. Says nothing of the rest; ``decode(_:seq:unseal:)`` checks it.
+    package static func looksLikeRecord(_ bytes: [UInt8], key: [UInt8]) -> Bool {
+        bytes.count >= headerSize + checksumSize && key.count == 8 && bytes[0] == 0 && bytes[1] == UInt8(formatVersion)
+            && bytes[4..<12].elementsEqual(key)
+    }
+
     public static func encode(_ event: JournalEvent) -> [UInt8] {
         precondition(event.kind.isOperationEvent == (event.operationID != nil), "operation id must match the kind")
         var writer = ByteWriter(capacity: headerSize + 128)

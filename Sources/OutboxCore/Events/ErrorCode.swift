@@ -6,6 +6,8 @@ public enum ErrorCode {
     public static let idempotencyKeyRequired = "idempotency_key_required"
     public static let validationFailed = "validation_failed"
     public static let payloadCorrupt = "payload_corrupt"
+    /// A stored endpoint the transport cannot send byte for byte (see `UnsendableEndpoint`).
+    public static let endpointUnsendable = "endpoint_unsendable"
     public static let unauthorized = "unauthorized"
     public static let forbidden = "forbidden"
     public static let invalidResponse = "invalid_response"

@@ -16,15 +16,32 @@ public struct RetryPolicy: Sendable, Equatable {
     /// The fraction of a delay that jitter may remove: 0 for none, 0.5 for up to half.
     public var jitterFraction: Double
 
+    /// A policy; its values are checked when an `Outbox` opens with it, which throws
+    /// `OutboxError.invalidConfiguration` naming the first one out of range
+    /// (``problems``).
     public init(initialDelaySeconds: Double, multiplier: Double, maxDelaySeconds: Double, jitterFraction: Double = 0) {
-        precondition(initialDelaySeconds > 0, "initialDelaySeconds must be positive")
-        precondition(multiplier >= 1, "multiplier must be at least 1")
-        precondition(maxDelaySeconds >= initialDelaySeconds, "maxDelaySeconds below initialDelaySeconds")
-        precondition((0...1).contains(jitterFraction), "jitterFraction must be within 0...1")
         self.initialDelaySeconds = initialDelaySeconds
         self.multiplier = multiplier
         self.maxDelaySeconds = maxDelaySeconds
         self.jitterFraction = jitterFraction
+    }
+
+    /// Each value out of its range, with the range: empty for a usable policy.
+    public var problems: [(field: String, problem: String)] {
+        var problems: [(field: String, problem: String)] = []
+        if !(initialDelaySeconds > 0 && initialDelaySeconds <= 86_400) {
+            problems.append(("initialDelaySeconds", "must be more than 0 and at most 86,400 seconds, not \(initialDelaySeconds)"))
+        }
+        if !(multiplier >= 1 && multiplier <= 1_000) {
+            problems.append(("multiplier", "must be within 1...1,000, not \(multiplier)"))
+        }
+        if !(maxDelaySeconds >= initialDelaySeconds && maxDelaySeconds <= 7 * 86_400) {
+            problems.append(("maxDelaySeconds", "must be at least initialDelaySeconds (\(initialDelaySeconds)) and at most 604,800 seconds (a week), not \(maxDelaySeconds)"))
+        }
+        if !(0...1).contains(jitterFraction) {
+            problems.append(("jitterFraction", "must be within 0...1, not \(jitterFraction)"))
+        }
+        return problems
     }
 
     /// 2 s, doubling, capped at 300 s, no jitter.

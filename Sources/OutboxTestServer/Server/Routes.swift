@@ -35,7 +35,8 @@ struct Routes: Sendable {
     let slowHoldLimit: TimeInterval
     /// Added before each business request is handled, in seconds: a slower network or server.
     var latency: TimeInterval = 0
-    /// Told of every business request once it is handled.
+    /// Told of every business request once it is handled, and of every request to a path no
+    /// endpoint serves.
     var observer: (@Sendable (ServerEvent) -> Void)?
 
     func reply(to request: HTTPRequest) -> Reply {
@@ -50,7 +51,11 @@ struct Routes: Sendable {
             }
             return Reply(response: self.control(control, request))
         }
-        return Reply(response: .problem(404, code: "not_found", message: "no endpoint at \(request.path)"))
+        let notFound = HTTPResponse.problem(404, code: "not_found", message: "no endpoint at \(request.path)")
+        observer?(ServerEvent(
+            path: request.path, target: request.target, idempotencyKey: request.header("Idempotency-Key"),
+            outcome: .refused, status: notFound.status, fault: nil))
+        return Reply(response: notFound)
     }
 
     private func methodNotAllowed(allow: String) -> HTTPResponse {
@@ -69,7 +74,9 @@ struct Routes: Sendable {
     private func handleCreate(_ endpoint: BusinessEndpoint, _ request: HTTPRequest) -> (Reply, ServerEvent) {
         let key = request.header("Idempotency-Key")
         func event(_ outcome: ServerEvent.Outcome, _ response: HTTPResponse?, _ fault: Fault?) -> ServerEvent {
-            ServerEvent(path: endpoint.path, idempotencyKey: key, outcome: outcome, status: response?.status, fault: fault?.kind)
+            ServerEvent(
+                path: endpoint.path, target: request.target, idempotencyKey: key, outcome: outcome, status: response?.status,
+                fault: fault?.kind)
         }
         let businessID = request.header(Self.businessHeader).flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultBusinessID
         let fault = faults.take(path: endpoint.path, key: key)

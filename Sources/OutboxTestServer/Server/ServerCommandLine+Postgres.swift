@@ -7,22 +7,31 @@ extension ServerCommandLine {
 
     /// `env`, `env:VARIABLE` or a connection string without a password: credentials never come
     /// from a command line, which other users of the machine can read.
-    static func postgresSettings(_ value: String) -> Result<PostgresConnectionSettings, UsageError> {
-        if value == "env" { return .success(.environment) }
+    static func postgresSettings(_ value: String) throws(UsageError) -> PostgresConnectionSettings {
+        if value == "env" { return .environment }
         if value.hasPrefix("env:") {
             let name = String(value.dropFirst(4))
             guard let conninfo = ProcessInfo.processInfo.environment[name], !conninfo.isEmpty else {
-                return .failure(UsageError(message: "--postgres \(value): the environment variable \(name) is not set"))
+                throw UsageError(message: "--postgres \(value): the environment variable \(name) is not set")
             }
-            return .success(PostgresConnectionSettings(conninfo: conninfo))
+            return PostgresConnectionSettings(conninfo: conninfo)
         }
+        let keywords: [String: String]
         do {
-            if try PostgresConnectionSettings.parse(value)["password"] != nil {
-                return .failure(UsageError(message: "--postgres: the connection string holds a password; put it in PGPASSWORD or a password file (PGPASSFILE), or pass the whole string as env:VARIABLE"))
-            }
+            keywords = try PostgresConnectionSettings.parse(value)
         } catch {
-            return .failure(UsageError(message: "--postgres: \(error)"))
+            throw UsageError(message: "--postgres: \(error)")
         }
-        return .success(PostgresConnectionSettings(conninfo: value))
+        guard keywords["password"] == nil else {
+            throw UsageError(message: "--postgres: the connection string holds a password; put it in PGPASSWORD or a password file (PGPASSFILE), or pass the whole string as env:VARIABLE")
+        }
+        return PostgresConnectionSettings(conninfo: value)
     }
+}
+
+extension ServerCommandLine.Bounds {
+    /// PostgreSQL connections per server: each is a server process on the database's side.
+    public static let poolSize: ClosedRange<Int> = 1...1_000
+    /// Up to a minute added before each business request.
+    public static let latencyMilliseconds: ClosedRange<Int> = 0...60_000
 }

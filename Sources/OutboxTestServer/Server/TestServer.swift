@@ -56,7 +56,8 @@ public final class TestServer: Sendable {
         public var slowHoldLimit: TimeInterval
         /// Added before each business request is handled, in seconds: a slower server.
         public var latency: TimeInterval
-        /// Told of every business request once it is handled, on the server's own threads.
+        /// Told of every business request once it is handled, and of every request to a path
+        /// no endpoint serves (answered 404), on the server's own threads.
         public var observer: (@Sendable (ServerEvent) -> Void)?
 
         public init(

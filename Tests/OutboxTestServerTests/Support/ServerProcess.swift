@@ -1,35 +1,22 @@
 import Foundation
-import OutboxSimulation
 import PostgresTesting
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// One `outbox-test-server` process, started and listening (its first line names its port);
 /// stopped with SIGTERM when dropped.
-final class ServerProcess: @unchecked Sendable {
-    // Why unchecked: `child` buffers its output and is read only while starting, on one thread;
-    // afterwards only its process is signalled and waited for, which Process allows from any thread.
-    let child: ChildProcess
+final class ServerProcess: Sendable {
+    let process: Process
     let port: UInt16
-
-    enum StartError: Error {
-        case noPortLine(String)
-    }
 
     /// Starts the executable with `arguments` (and `environment` added) and reads its port.
     init(_ arguments: [String], environment: [String: String] = [:]) throws {
-        child = try ChildProcess("outbox-test-server", arguments, environment: environment)
-        let line = try child.readLine()
-        let prefix = "listening on 127.0.0.1:"
-        guard line.hasPrefix(prefix), let port = UInt16(line.dropFirst(prefix.count)) else {
-            child.kill()
-            throw StartError.noPortLine(line)
+        let (process, output, _) = try OutboxTestServerBinaryTests.launch(arguments, environment: environment)
+        self.process = process
+        do {
+            port = try OutboxTestServerBinaryTests.port(from: output)
+        } catch {
+            process.terminate()
+            throw error
         }
-        self.port = port
     }
 
     /// Several servers on one schema of the tests' PostgreSQL: `--postgres env:VARIABLE` with the
@@ -47,9 +34,9 @@ final class ServerProcess: @unchecked Sendable {
     }
 
     deinit {
-        if child.process.isRunning {
-            child.process.terminate()
-            child.wait()
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
         }
     }
 
@@ -58,15 +45,9 @@ final class ServerProcess: @unchecked Sendable {
         URL(string: "http://127.0.0.1:\(port)")!
     }
 
-    /// Stops the process with SIGTERM and answers its exit status.
-    func terminate() -> Int32 {
-        child.process.terminate()
-        return child.wait()
-    }
-
     /// Kills the process with SIGKILL, as a crash would, and waits for it to end.
     func kill() {
-        child.kill()
-        child.wait()
+        if process.isRunning { _ = Foundation.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
     }
 }

@@ -1,0 +1,55 @@
+import OutboxCore
+
+extension OutboxConfiguration {
+    /// The smallest storage budget a journal works in: room for its databases, an operation or
+    /// two, and the reserve that lets what is queued drain.
+    public static let minimumJournalBytes = 256 << 10
+    /// The largest storage budget: the map is given a quarter more, and must fit the address space.
+    public static let maximumJournalBytes = 1 << 40
+    /// The smallest starting size of a new journal's map: what creating its databases needs.
+    public static let minimumInitialJournalBytes = 64 << 10
+    /// The most lanes sent at once.
+    public static let maximumConcurrentLanes = 256
+    /// The largest payload limit.
+    public static let maximumPayloadBytes = 64 << 20
+    /// The longest account name, in UTF-8 bytes.
+    public static let maximumAccountBytes = 1_024
+
+    /// Checks every value against its range before anything is opened.
+    /// - Throws: ``OutboxError/invalidConfiguration(field:problem:)`` naming the first field out of
+    ///   range and the range it must be in.
+    func validate() throws(OutboxError) {
+        func refuse(_ field: String, _ problem: String) -> OutboxError {
+            .invalidConfiguration(field: field, problem: problem)
+        }
+        if account.isEmpty { throw refuse("account", "must not be empty: give the signed-in member's account id") }
+        if account.utf8.count > Self.maximumAccountBytes {
+            throw refuse("account", "is \(account.utf8.count) bytes; at most \(Self.maximumAccountBytes) are allowed")
+        }
+        if !(1...Self.maximumConcurrentLanes).contains(maxConcurrentLanes) {
+            throw refuse("maxConcurrentLanes", "must be within 1...\(Self.maximumConcurrentLanes), not \(maxConcurrentLanes)")
+        }
+        if !(1...Self.maximumPayloadBytes).contains(maxPayloadBytes) {
+            throw refuse("maxPayloadBytes", "must be within 1...\(Self.maximumPayloadBytes) bytes, not \(maxPayloadBytes)")
+        }
+        if !(Self.minimumJournalBytes...Self.maximumJournalBytes).contains(maxJournalBytes) {
+            throw refuse("maxJournalBytes", "must be within \(Self.minimumJournalBytes)...\(Self.maximumJournalBytes) bytes (256 KiB to 1 TiB), not \(maxJournalBytes)")
+        }
+        // A starting size above the budget starts at the budget.
+        if !(Self.minimumInitialJournalBytes...Self.maximumJournalBytes).contains(initialJournalBytes) {
+            throw refuse("initialJournalBytes", "must be within \(Self.minimumInitialJournalBytes)...\(Self.maximumJournalBytes) bytes (64 KiB to 1 TiB), not \(initialJournalBytes)")
+        }
+        if let problem = retryPolicy.problems.first {
+            throw refuse("retryPolicy.\(problem.field)", problem.problem)
+        }
+        if let compaction {
+            if compaction.maxEvents < 1 { throw refuse("compaction.maxEvents", "must be at least 1, not \(compaction.maxEvents)") }
+            if !(compaction.keepSettledSeconds >= 0 && compaction.keepSettledSeconds.isFinite) {
+                throw refuse("compaction.keepSettledSeconds", "must be zero or more seconds, not \(compaction.keepSettledSeconds)")
+            }
+        }
+        if let empty = operationPolicies.keys.first(where: \.isEmpty) {
+            throw refuse("operationPolicies", "names an empty operation type (\"\(empty)\"): give each policy its type")
+        }
+    }
+}
