@@ -4,12 +4,15 @@
 // to each of them. The targets show the architecture:
 //
 //   CLMDB, CSodium     system libraries (LMDB for the journal; libsodium for SHA-256 on Linux)
+//   CLibPQ             the system libpq, for the PostgreSQL claim store only
 //   OutboxStorage      the LMDB layer; the only module that imports CLMDB
 //   OutboxCrypto       SHA-256 (CryptoKit on Apple platforms, libsodium on Linux)
 //   OutboxCore         pure: identifiers, requests, events, the record codec, the fold
 //   Outbox             the public engine: the journal, its projections, the API
 //   OutboxTesting      test doubles apps can use too: a manual clock, a scripted transport
 //   IdempotencyClaims  the server half: claims that make a replayed write apply once
+//   PostgresClaimStore the claims on PostgreSQL, for backends of many processes (links libpq)
+//   PostgresTesting    a throwaway PostgreSQL cluster (or a given database) for tests and benchmarks
 //   OutboxTestServer   a loopback HTTP server with fault injection (and outbox-test-server)
 //   JournalInspect     the support tool's logic (and journal-inspect, its thin executable)
 //   OutboxSimulation   a seeded, deterministic simulation of the engine under faults
@@ -34,6 +37,7 @@ let package = Package(
         .library(name: "Outbox", targets: ["Outbox"]),
         .library(name: "OutboxTesting", targets: ["OutboxTesting"]),
         .library(name: "IdempotencyClaims", targets: ["IdempotencyClaims"]),
+        .library(name: "PostgresClaimStore", targets: ["PostgresClaimStore"]),
         .library(name: "OutboxTestServer", targets: ["OutboxTestServer"]),
         .executable(name: "outbox-demo", targets: ["outbox-demo"]),
         .executable(name: "journal-inspect", targets: ["journal-inspect"]),
@@ -49,6 +53,11 @@ let package = Package(
             name: "CSodium",
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
+        ),
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
         ),
         .target(
             name: "OutboxStorage",
@@ -81,8 +90,18 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "PostgresClaimStore",
+            dependencies: ["IdempotencyClaims", "OutboxCrypto", "CLibPQ"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "PostgresTesting",
+            dependencies: ["PostgresClaimStore"],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "OutboxTestServer",
-            dependencies: ["IdempotencyClaims", "OutboxStorage", "OutboxCrypto"],
+            dependencies: ["IdempotencyClaims", "PostgresClaimStore", "OutboxStorage", "OutboxCrypto"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -115,7 +134,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "outbox-bench",
-            dependencies: ["Outbox", "OutboxStorage", "OutboxTesting", "CSQLite"],
+            dependencies: [
+                "Outbox", "OutboxStorage", "OutboxTesting", "CSQLite",
+                "IdempotencyClaims", "PostgresClaimStore", "PostgresTesting",
+            ],
             path: "Benchmarks/OutboxBench",
             swiftSettings: strictSettings
         ),
@@ -138,12 +160,15 @@ let package = Package(
         ),
         .testTarget(
             name: "IdempotencyClaimsTests",
-            dependencies: ["IdempotencyClaims", "OutboxStorage", "OutboxCrypto"],
+            dependencies: ["IdempotencyClaims", "PostgresClaimStore", "PostgresTesting", "OutboxStorage", "OutboxCrypto"],
             swiftSettings: testSettings
         ),
         .testTarget(
             name: "OutboxTestServerTests",
-            dependencies: ["OutboxTestServer", "IdempotencyClaims", "OutboxSimulation", "outbox-test-server"],
+            dependencies: [
+                "OutboxTestServer", "IdempotencyClaims", "OutboxSimulation", "outbox-test-server",
+                "Outbox", "OutboxTesting", "PostgresClaimStore", "PostgresTesting",
+            ],
             swiftSettings: testSettings
         ),
         .testTarget(

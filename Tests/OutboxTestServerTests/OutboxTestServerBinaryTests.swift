@@ -16,11 +16,15 @@ struct OutboxTestServerBinaryTests {
         case noPortLine(String)
     }
 
-    /// The executable started with `arguments`, its standard output and error piped.
-    static func launch(_ arguments: [String]) throws -> (process: Process, output: Pipe, errors: Pipe) {
+    /// The executable started with `arguments` (and `environment` added to this process's), its
+    /// standard output and error piped.
+    static func launch(_ arguments: [String], environment: [String: String] = [:]) throws -> (process: Process, output: Pipe, errors: Pipe) {
         let process = Process()
         process.executableURL = try executable()
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let (output, errors) = (Pipe(), Pipe())
         process.standardOutput = output
         process.standardError = errors
@@ -28,23 +32,27 @@ struct OutboxTestServerBinaryTests {
         return (process, output, errors)
     }
 
-    @Test func theBinaryPrintsItsPortServesAndStopsOnSIGTERM() async throws {
-        let (process, output, _) = try Self.launch(["--read-timeout", "2"])
-        defer { if process.isRunning { process.terminate() } }
-
-        let line = try await onThread { () -> String in
-            var bytes = Data()
-            while !bytes.contains(UInt8(ascii: "\n")) {
-                let chunk = output.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                bytes += chunk
-            }
-            return String(decoding: bytes, as: UTF8.self)
+    /// Reads the first line, `listening on 127.0.0.1:PORT`, and answers the port.
+    static func port(from output: Pipe) throws -> UInt16 {
+        var bytes = Data()
+        while !bytes.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            bytes += chunk
         }
+        let line = String(decoding: bytes, as: UTF8.self)
         let prefix = "listening on 127.0.0.1:"
         guard line.hasPrefix(prefix), let port = UInt16(line.dropFirst(prefix.count).prefix { $0.isNumber }) else {
             throw BinaryError.noPortLine(line)
         }
+        return port
+    }
+
+    @Test func theBinaryPrintsItsPortServesAndStopsOnSIGTERM() async throws {
+        let (process, output, _) = try Self.launch(["--read-timeout", "2"])
+        defer { if process.isRunning { process.terminate() } }
+
+        let port = try await onThread { try Self.port(from: output) }
 
         let created = try await exchange(port, request(key: "op-1", body: #"{"id":"p-1"}"#))
         #expect(created.status == 201)

@@ -33,6 +33,8 @@ struct Routes: Sendable {
     let faults: FaultQueue
     let holds: Holds
     let slowHoldLimit: TimeInterval
+    /// Added before each business request is handled, in seconds: a slower network or server.
+    var latency: TimeInterval = 0
     /// Told of every business request once it is handled, and of every request to a path no
     /// endpoint serves.
     var observer: (@Sendable (ServerEvent) -> Void)?
@@ -63,6 +65,7 @@ struct Routes: Sendable {
     // MARK: Business endpoints
 
     private func create(_ endpoint: BusinessEndpoint, _ request: HTTPRequest) -> Reply {
+        if latency > 0 { Thread.sleep(forTimeInterval: latency) }
         let (reply, event) = handleCreate(endpoint, request)
         observer?(event)
         return reply
@@ -88,7 +91,12 @@ struct Routes: Sendable {
                 body: request.body,
                 whileClaimed: { if isSlow, let key { holds.hold(key: key, limit: slowHoldLimit) } }
             ) { txn in
-                try write(endpoint, request.body, businessID: businessID, key: key ?? "", approval: fault?.kind == .pendingApproval, in: txn)
+                let response = try write(endpoint, request.body, businessID: businessID, key: key ?? "",
+                                         approval: fault?.kind == .pendingApproval, in: txn)
+                if fault?.kind == .holdInTransaction, let key {
+                    holds.hold(key: key, limit: slowHoldLimit, releasableByCopies: false)
+                }
+                return response
             }
             let response = fault?.kind == .dropAfterCommit ? nil : HTTPResponse(answer.response)
             let outcome: ServerEvent.Outcome = switch answer.outcome {
@@ -117,13 +125,11 @@ struct Routes: Sendable {
         let json = ClaimResponse.Header(name: "Content-Type", value: "application/json")
         try txn.countApplied(key: key)
         if approval {
-            let requestID = "apr-\(try txn.approvalCount() + 1)"
-            try txn.add(PendingApproval(requestID: requestID, type: endpoint.type, businessID: businessID, idempotencyKey: key, body: body))
+            let requestID = try txn.addApproval(type: endpoint.type, businessID: businessID, key: key, body: body)
             let envelope = #"{"request_id":"# + JSONText.quoted(requestID) + #","status":"pending_approval"}"#
             return ClaimResponse(status: 202, headers: [json], body: Data(envelope.utf8))
         }
-        let revision = (try txn.record(type: endpoint.type, businessID: businessID, id: id)?.revision ?? 0) + 1
-        try txn.put(StoredRecord(type: endpoint.type, businessID: businessID, id: id, revision: revision, idempotencyKey: key, body: body))
+        let revision = try txn.putNextRevision(type: endpoint.type, businessID: businessID, id: id, key: key, body: body)
         let location = endpoint.path + "/" + (id.addingPercentEncoding(withAllowedCharacters: .urlPathSegmentAllowed) ?? id)
         return ClaimResponse(
             status: 201,
@@ -156,7 +162,7 @@ struct Routes: Sendable {
                 status: 200,
                 headers: [.init(name: "Content-Type", value: "text/html; charset=utf-8")],
                 body: Data(captivePortalPage.utf8))
-        case .dropAfterCommit, .pendingApproval, .slow:
+        case .dropAfterCommit, .pendingApproval, .slow, .holdInTransaction:
             return nil
         }
     }

@@ -1,10 +1,12 @@
 import Foundation
+import PostgresClaimStore
 
 /// The `outbox-test-server` command line, parsed without running anything.
 ///
 /// ```text
 /// outbox-test-server [--port N] [--data-dir PATH] [--max-body-bytes N] [--max-connections N]
 ///                    [--read-timeout SECONDS] [--retention-days DAYS]
+///                    [--postgres CONNINFO|env|env:VARIABLE] [--pool-size N] [--latency-ms MS]
 /// ```
 ///
 /// Every number is range-checked here, so a value the server cannot hold (a timeout that
@@ -51,12 +53,21 @@ public enum ServerCommandLine {
           --read-timeout SECONDS   longest a request may take to arrive, over 0 and at most
                                    86400 (default 10)
           --retention-days DAYS    how long claims replay, over 0 and at most 36500 (default 30)
+          --postgres WHERE         keep claims and records in PostgreSQL, shared by every server
+                                   started on the same database: a libpq connection string
+                                   without a password ("host=db dbname=claims sslmode=require"),
+                                   env (the PG* variables), or env:VARIABLE (a connection string
+                                   in VARIABLE, which may hold a password)
+          --pool-size N            PostgreSQL connections at most, 1 to 1000 (default 8)
+          --latency-ms MS          added before each business request, 0 to 60000 (default 0)
           -h, --help               show this help
         """
 
     /// Parses the arguments after the program name.
     public static func parse(_ arguments: [String]) -> Result<Command, UsageError> {
         var configuration = TestServer.Configuration()
+        var postgres: PostgresConnectionSettings?
+        var poolSize: Int?
         var remaining = arguments[...]
         while let option = remaining.popFirst() {
             if option == "-h" || option == "--help" { return .success(.help) }
@@ -79,12 +90,26 @@ public enum ServerCommandLine {
                 case "--retention-days":
                     let days = try positiveNumber(option, value, atMost: Bounds.maxRetentionDays, unit: "days")
                     configuration.claimPolicy.retention = days * 86_400
+                case "--postgres":
+                    postgres = try postgresSettings(value)
+                case "--pool-size":
+                    poolSize = try wholeNumber(option, value, in: Bounds.poolSize)
+                case "--latency-ms":
+                    configuration.latency = Double(try wholeNumber(option, value, in: Bounds.latencyMilliseconds)) / 1000
                 default:
                     throw UsageError(message: "unknown option '\(option)'")
                 }
             } catch {
                 return .failure(error)
             }
+        }
+        if let postgres {
+            if case .lmdb = configuration.storage {
+                return .failure(UsageError(message: "--postgres and --data-dir choose two storages; give one"))
+            }
+            configuration.storage = .postgres(postgres, poolSize: poolSize ?? defaultPoolSize)
+        } else if poolSize != nil {
+            return .failure(UsageError(message: "--pool-size applies to --postgres storage only"))
         }
         return .success(.run(configuration))
     }

@@ -180,7 +180,7 @@ final class ServerCore: Sendable {
                 return .drop
             }
             let reply = routes.reply(to: request)
-            defer { if let key = reply.releasesKey { routes.holds.release(key: key) } }
+            defer { if let key = reply.releasesKey { routes.holds.releaseCopies(key: key) } }
             guard let response = reply.response else { return .drop }
             let keepAlive = request.wantsKeepAlive && !connections.withLock { $0.isStopping }
             do {
