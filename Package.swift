@@ -32,7 +32,9 @@ let strictSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "Outbox",
-    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    // Built and tested on Linux; macOS builds from the same sources. iOS and the other Apple
+    // platforms ship no LMDB: see Docs/architecture.md, "Platforms".
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "Outbox", targets: ["Outbox"]),
         .library(name: "OutboxTesting", targets: ["OutboxTesting"]),
@@ -101,7 +103,7 @@ let package = Package(
         ),
         .target(
             name: "OutboxTestServer",
-            dependencies: ["IdempotencyClaims", "PostgresClaimStore", "OutboxStorage", "OutboxCrypto"],
+            dependencies: ["IdempotencyClaims", "PostgresClaimStore", "OutboxStorage"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
