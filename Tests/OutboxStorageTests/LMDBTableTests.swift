@@ -100,3 +100,24 @@ struct LMDBTableTests {
         }
     }
 }
+
+@Suite("LMDB errors")
+struct LMDBErrorTests {
+    @Test func aCodeMatchesAsACatchPattern() {
+        func classify(_ error: any Error) -> String {
+            do {
+                throw error
+            } catch LMDBError.mapFull {
+                return "map full"
+            } catch LMDBError.noSpace {
+                return "disk full"
+            } catch {
+                return "other"
+            }
+        }
+        #expect(classify(LMDBError.mapFull) == "map full")
+        #expect(classify(LMDBError.noSpace) == "disk full")
+        #expect(classify(LMDBError.io) == "other")
+        #expect(classify(LMDBCodecError(reason: "x")) == "other")
+    }
+}
