@@ -3,9 +3,12 @@ import OutboxCrypto
 
 /// An event body's fields in the record format: how each kind is written and read, side by side,
 /// in the order `Docs/journal-format.md` lists them. ``RecordCodec`` only dispatches on the kind.
+///
+/// A body is always written in the newest format; it is read in the format of its record, whose
+/// version says which fields it holds (fields a version added come after the older ones).
 protocol RecordBody {
     func write(to writer: inout ByteWriter)
-    init(reading reader: inout ByteReader) throws(DecodingProblem)
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem)
 }
 
 extension Enqueued: RecordBody {
@@ -24,9 +27,19 @@ extension Enqueued: RecordBody {
         writer.write(requestHash)
         writer.write(account)
         writer.writeOptional(sealed) { $0.write(bytes: $1.presentation) }
+        // Format 2.
+        writer.write(request.operationID != nil)
+        writer.write(request.baseRevision)
+        writer.write(UInt32(request.dependsOn.count))
+        for dependency in request.dependsOn { writer.write(dependency) }
+        writer.writeOptional(supersedes) { writer, supersedes in
+            writer.write(supersedes.operation)
+            writer.write(supersedes.reason.code)
+            writer.write(supersedes.laneSeq.rawValue)
+        }
     }
 
-    init(reading reader: inout ByteReader) throws(DecodingProblem) {
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
         let businessID = try reader.readString("business id")
         let operationType = try reader.readString("operation type")
         let method = try reader.readString("method")
@@ -43,12 +56,28 @@ extension Enqueued: RecordBody {
             try reader.readBytes("sealed presentation")
         }
         let sealed = presentation.map { SealedRequest(payload: Array(payload), presentation: $0) }
-        let request = OutboxRequest(
+        var request = OutboxRequest(
             businessID: businessID, operationType: operationType, method: method, endpoint: endpoint,
             payload: sealed == nil ? payload : Data(), entityID: entityID, category: category, entityLabel: entityLabel,
             summary: summary, payloadVersion: payloadVersion
         )
-        self.init(request: request, requestHash: hash, account: account, sealed: sealed)
+        var supersedes: Supersession?
+        if version >= 2 {
+            // The app's id itself is the record's: a stand-in marks that the app gave one.
+            if try reader.readBool("app-given id") { request.operationID = OperationID(uuid: UUID(uuid: UUID.zero)) }
+            request.baseRevision = try reader.readOptionalString("base revision")
+            let count = Int(try reader.readUInt32("dependency count"))
+            guard count <= reader.remaining / 16 else { throw DecodingProblem("\(count) dependencies cannot fit") }
+            for _ in 0..<count { request.dependsOn.append(try reader.readOperationID("dependency")) }
+            supersedes = try reader.readOptional("supersedes") { (reader) throws(DecodingProblem) in
+                Supersession(
+                    operation: try reader.readOperationID("superseded operation"),
+                    reason: try reader.readCode(SupersedeReason.self, "supersede reason"),
+                    laneSeq: JournalSequence(rawValue: try reader.readUInt64("lane seq"))
+                )
+            }
+        }
+        self.init(request: request, requestHash: hash, account: account, sealed: sealed, supersedes: supersedes)
     }
 }
 
@@ -58,7 +87,7 @@ extension AttemptStarted: RecordBody {
         writer.write(trigger.code)
     }
 
-    init(reading reader: inout ByteReader) throws(DecodingProblem) {
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
         self.init(attempt: try reader.readAttempt(), trigger: try reader.readCode(WakeReason.self, "wake reason"))
     }
 }
@@ -74,11 +103,21 @@ extension AttemptFinished: RecordBody {
         writer.write(self.approvalRequestID)
         writer.write(self.serverRevision)
         writer.write(nextAttemptAt)
+        // Format 2: the server's current record of a conflict, plaintext or sealed.
+        if let sealed = sealedServerCurrent {
+            writer.write(ServerCurrentTag.sealed.rawValue)
+            writer.write(bytes: sealed)
+        } else if let current = self.serverCurrent {
+            writer.write(ServerCurrentTag.plaintext.rawValue)
+            writer.write(bytes: current)
+        } else {
+            writer.write(ServerCurrentTag.none.rawValue)
+        }
     }
 
-    init(reading reader: inout ByteReader) throws(DecodingProblem) {
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
         let attempt = try reader.readAttempt()
-        let classification = Classification(
+        var classification = Classification(
             outcome: try reader.readOutcome(),
             disposition: try reader.readCode(Disposition.self, "disposition"),
             errorCode: try reader.readOptionalString("error code"),
@@ -87,14 +126,25 @@ extension AttemptFinished: RecordBody {
             approvalRequestID: try reader.readOptionalString("approval request id"),
             serverRevision: try reader.readOptionalString("server revision")
         )
-        self.init(attempt: attempt, classification, nextAttemptAt: try reader.readOptionalDate("next attempt"))
+        let nextAttemptAt = try reader.readOptionalDate("next attempt")
+        var sealed: [UInt8]?
+        if version >= 2 {
+            let tag = try reader.readUInt8("server current")
+            switch ServerCurrentTag(rawValue: tag) {
+            case .none?: break
+            case .plaintext?: classification.serverCurrent = Data(try reader.readBytes("server current"))
+            case .sealed?: sealed = try reader.readBytes("sealed server current")
+            case nil: throw DecodingProblem("unknown server-current tag \(tag)")
+            }
+        }
+        self.init(attempt: attempt, classification, nextAttemptAt: nextAttemptAt, sealedServerCurrent: sealed)
     }
 }
 
 extension AttemptAbandoned: RecordBody {
     func write(to writer: inout ByteWriter) { writer.write(attempt) }
 
-    init(reading reader: inout ByteReader) throws(DecodingProblem) {
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
         self.init(attempt: try reader.readAttempt())
     }
 }
@@ -105,7 +155,7 @@ extension Withdrawn: RecordBody {
         writer.write(errorMessage)
     }
 
-    init(reading reader: inout ByteReader) throws(DecodingProblem) {
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
         self.init(errorCode: try reader.readString("error code"), errorMessage: try reader.readString("error message"))
     }
 }
@@ -113,7 +163,7 @@ extension Withdrawn: RecordBody {
 extension Requeued: RecordBody {
     func write(to writer: inout ByteWriter) { writer.write(requestedBy.code) }
 
-    init(reading reader: inout ByteReader) throws(DecodingProblem) {
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
         self.init(requestedBy: try reader.readCode(Requester.self, "requester"))
     }
 }
@@ -124,7 +174,7 @@ extension Discarded: RecordBody {
         writer.write(reason.code)
     }
 
-    init(reading reader: inout ByteReader) throws(DecodingProblem) {
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
         self.init(requestedBy: try reader.readCode(Requester.self, "requester"),
                   reason: try reader.readCode(DiscardReason.self, "discard reason"))
     }
@@ -136,7 +186,7 @@ extension ApprovalDecided: RecordBody {
         writer.write(reference)
     }
 
-    init(reading reader: inout ByteReader) throws(DecodingProblem) {
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
         self.init(approved: try reader.readBool("approved"), reference: try reader.readOptionalString("decision reference"))
     }
 }
@@ -147,7 +197,7 @@ extension SessionPaused: RecordBody {
         writer.writeOptional(triggeredBy) { $0.write($1) }
     }
 
-    init(reading reader: inout ByteReader) throws(DecodingProblem) {
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
         let reason = try reader.readString("pause reason")
         let trigger = try reader.readOptional("triggering operation") { (reader) throws(DecodingProblem) in
             try reader.readOperationID()
@@ -161,12 +211,14 @@ extension JournalOpened: RecordBody {
         writer.write(UInt16(formatVersion))
         writer.write(engineVersion)
         writer.write(appVersion)
+        writer.write(timeZone)
     }
 
-    init(reading reader: inout ByteReader) throws(DecodingProblem) {
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
         self.init(formatVersion: Int(try reader.readUInt16("format version")),
                   engineVersion: try reader.readString("engine version"),
-                  appVersion: try reader.readOptionalString("app version"))
+                  appVersion: try reader.readOptionalString("app version"),
+                  timeZone: version >= 2 ? try reader.readOptionalString("time zone") : nil)
     }
 }
 
@@ -180,7 +232,7 @@ extension Compacted: RecordBody {
         for operation in operations { operation.write(to: &writer) }
     }
 
-    init(reading reader: inout ByteReader) throws(DecodingProblem) {
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
         let first = JournalSequence(rawValue: try reader.readUInt64("first seq"))
         let last = JournalSequence(rawValue: try reader.readUInt64("last seq"))
         let removed = Int(try reader.readUInt64("removed count"))
@@ -189,7 +241,7 @@ extension Compacted: RecordBody {
         guard count <= reader.remaining else { throw DecodingProblem("\(count) compacted operations cannot fit") }
         var operations: [CompactedOperation] = []
         operations.reserveCapacity(count)
-        for _ in 0..<count { operations.append(try CompactedOperation(reading: &reader)) }
+        for _ in 0..<count { operations.append(try CompactedOperation(reading: &reader, version: version)) }
         self.init(firstSeq: first, lastSeq: last, removedCount: removed, digest: digest, operations: operations)
     }
 }
@@ -207,9 +259,20 @@ extension CompactedOperation: RecordBody {
         writer.write(latestOutcome?.code ?? OutcomeCategory.noCode)
         writer.write(lastErrorCode)
         writer.write(serverRevision)
+        // Format 2: who and what it was.
+        writer.writeOptional(identity) { writer, identity in
+            writer.write(identity.businessID)
+            writer.write(identity.category)
+            writer.write(identity.entityID)
+            writer.write(identity.entityLabel)
+            writer.write(identity.summary)
+            writer.writeOptional(identity.sealedPresentation) { $0.write(bytes: $1) }
+            writer.write(identity.requestHash)
+            writer.writeOptional(identity.supersededBy) { $0.write($1) }
+        }
     }
 
-    init(reading reader: inout ByteReader) throws(DecodingProblem) {
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
         let id = try reader.readOperationID()
         let type = try reader.readString("operation type")
         let status = try reader.readCode(OutboxStatus.self, "status")
@@ -219,16 +282,80 @@ extension CompactedOperation: RecordBody {
         let changedAt = try reader.readDate("changed at")
         let attempts = Int(try reader.readUInt32("attempt count"))
         let outcome = try reader.readOptionalCode(OutcomeCategory.self, "latest outcome")
+        let errorCode = try reader.readOptionalString("error code")
+        let revision = try reader.readOptionalString("server revision")
+        let identity: CompactedIdentity? = version >= 2
+            ? try reader.readOptional("identity") { (reader) throws(DecodingProblem) in
+                CompactedIdentity(
+                    businessID: try reader.readString("business id"),
+                    category: try reader.readString("category"),
+                    entityID: try reader.readOptionalString("entity id"),
+                    entityLabel: try reader.readString("entity label"),
+                    summary: try reader.readString("summary"),
+                    sealedPresentation: try reader.readOptional("sealed presentation") { (reader) throws(DecodingProblem) in
+                        try reader.readBytes("sealed presentation")
+                    },
+                    requestHash: try reader.readDigest("request hash"),
+                    supersededBy: try reader.readOptional("superseded by") { (reader) throws(DecodingProblem) in
+                        try reader.readOperationID("superseded by")
+                    }
+                )
+            }
+            : nil
         self.init(
             id: id, operationType: type, status: status, firstSeq: firstSeq, createdAt: createdAt,
             changedAt: changedAt, attemptCount: attempts, latestOutcome: outcome,
-            lastErrorCode: try reader.readOptionalString("error code"),
-            serverRevision: try reader.readOptionalString("server revision")
+            lastErrorCode: errorCode, serverRevision: revision, identity: identity
         )
     }
 }
 
+extension Superseded: RecordBody {
+    func write(to writer: inout ByteWriter) {
+        writer.write(by)
+        writer.write(reason.code)
+    }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        self.init(by: try reader.readOperationID("superseded by"), reason: try reader.readCode(SupersedeReason.self, "supersede reason"))
+    }
+}
+
+extension Rebased: RecordBody {
+    func write(to writer: inout ByteWriter) { writer.write(baseRevision) }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        self.init(baseRevision: try reader.readString("base revision"))
+    }
+}
+
+extension DependencyEnded: RecordBody {
+    func write(to writer: inout ByteWriter) {
+        writer.write(dependency)
+        writer.write(status.code)
+    }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        self.init(dependency: try reader.readOperationID("dependency"), status: try reader.readCode(OutboxStatus.self, "dependency status"))
+    }
+}
+
+extension SessionChanged: RecordBody {
+    func write(to writer: inout ByteWriter) { writer.write(observation.code) }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        self.init(observation: try reader.readCode(SessionObservation.self, "session"))
+    }
+}
+
 // MARK: - Shared fields
+
+/// The tag before the server's current record in an `attemptFinished` (format 2).
+enum ServerCurrentTag: UInt8 {
+    case none = 0
+    case plaintext = 1
+    case sealed = 2
+}
 
 /// The tag before an attempt's outcome, in records and in stored states.
 enum OutcomeTag: UInt8 {
@@ -297,4 +424,9 @@ extension ByteReader {
         guard let value = T(code: code) else { throw DecodingProblem("unknown \(what) code \(code)") }
         return value
     }
+}
+
+extension UUID {
+    /// The all-zero UUID.
+    static let zero: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 }

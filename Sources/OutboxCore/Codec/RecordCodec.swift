@@ -1,29 +1,43 @@
 public import Foundation
 
-/// The journal's binary record format, version 1 (documented in `Docs/journal-format.md`).
+/// The journal's binary record format, version 2 (documented in `Docs/journal-format.md`); it
+/// reads version 1 too.
 ///
 /// ```text
 /// offset  size  field
-///      0     2  format version (u16, big-endian): 1
+///      0     2  format version (u16, big-endian): 2
 ///      2     1  kind code
 ///      3     1  flags: bit 0 set when the event belongs to an operation
 ///      4     8  seq (u64), equal to the record's key
 ///     12    16  operation id (zero bytes for an engine event)
 ///     28     8  recorded-at: IEEE 754 bits of seconds since 2001-01-01T00:00:00Z (u64)
-///     36     4  body length n (u32)
-///     40     n  body, the kind's fields in catalogue order
-///   40+n     4  CRC-32C of bytes 0 ..< 40+n (u32)
+///     36     8  uptime: IEEE 754 bits of seconds since boot (all ones: not known)
+///     44    16  boot id (zero bytes: not known)
+///     60     4  body length n (u32)
+///     64     n  body, the kind's fields in catalogue order
+///   64+n     4  CRC-32C of bytes 0 ..< 64+n (u32)
 /// ```
+///
+/// Version 1 had no uptime and no boot id: its body length sits at 36 and its body at 40, and
+/// some bodies hold fewer fields (each kind's reader knows which).
 ///
 /// Every format version keeps two things where they are: the version in the first two bytes,
 /// and the checksum over everything before it in the last four. So a damaged record is told
 /// apart from one written by a newer engine before anything else is read.
 public enum RecordCodec {
     /// The format this engine writes and the newest it reads.
-    public static let formatVersion = 1
+    public static let formatVersion = 2
 
-    static let headerSize = 40
+    /// The header's size in the format this engine writes.
+    static let headerSize = 64
+    /// The header's size in format version 1.
+    static let version1HeaderSize = 40
     static let checksumSize = 4
+
+    /// The header's size in a record of `version`.
+    static func headerSize(version: Int) -> Int { version == 1 ? version1HeaderSize : headerSize }
+    /// Uptime bits meaning "not known".
+    private static let unknownUptimeBits = UInt64.max
     private static let hasOperationFlag: UInt8 = 0x01
 
     /// The kind a record says it is, read without any check: a hint for sizing and routing,
@@ -35,20 +49,21 @@ public enum RecordCodec {
     /// The operation a record says it belongs to, read without any check (`nil` for an engine
     /// event): a hint for routing, never a substitute for ``decodeHeader(_:seq:)``.
     public static func uncheckedOperationID(of record: UnsafeRawBufferPointer) -> OperationID? {
-        guard record.count >= headerSize, record[3] & hasOperationFlag != 0 else { return nil }
+        guard record.count >= version1HeaderSize, record[3] & hasOperationFlag != 0 else { return nil }
         return OperationID(uuid: UUID(uuid: record.loadUnaligned(fromByteOffset: 12, as: uuid_t.self)))
     }
 
     // MARK: Encoding
 
-    /// The record for `event`.
-    /// Whether `bytes` start as a record stored under `key` would: format version 1 and the
-    /// key's seq in the header. Says nothing of the rest; ``decode(_:seq:unseal:)`` checks it.
+    /// Whether `bytes` start as a record stored under `key` would: a format version this engine
+    /// reads and the key's seq in the header. Says nothing of the rest; ``decode(_:seq:unseal:)``
+    /// checks it.
     package static func looksLikeRecord(_ bytes: [UInt8], key: [UInt8]) -> Bool {
-        bytes.count >= headerSize + checksumSize && key.count == 8 && bytes[0] == 0 && bytes[1] == UInt8(formatVersion)
-            && bytes[4..<12].elementsEqual(key)
+        bytes.count >= version1HeaderSize + checksumSize && key.count == 8 && bytes[0] == 0
+            && (1...formatVersion).contains(Int(bytes[1])) && bytes[4..<12].elementsEqual(key)
     }
 
+    /// The record for `event`, in the format this engine writes.
     public static func encode(_ event: JournalEvent) -> [UInt8] {
         precondition(event.kind.isOperationEvent == (event.operationID != nil), "operation id must match the kind")
         var writer = ByteWriter(capacity: headerSize + 128)
@@ -62,6 +77,10 @@ public enum RecordCodec {
             for _ in 0..<16 { writer.write(UInt8(0)) }
         }
         writer.write(event.recordedAt)
+        writer.write(event.uptime?.seconds.bitPattern ?? unknownUptimeBits)
+        withUnsafeBytes(of: (event.uptime?.bootID ?? UUID(uuid: UUID.zero)).uuid) {
+            for byte in $0 { writer.write(byte) }
+        }
         let lengthOffset = writer.bytes.count
         writer.write(UInt32(0))
         encodeBody(event.body, into: &writer)
@@ -80,10 +99,14 @@ public enum RecordCodec {
         case .requeued(let requeued): requeued.write(to: &writer)
         case .discarded(let discarded): discarded.write(to: &writer)
         case .approvalDecided(let decision): decision.write(to: &writer)
+        case .superseded(let superseded): superseded.write(to: &writer)
+        case .rebased(let rebased): rebased.write(to: &writer)
+        case .dependencyEnded(let ended): ended.write(to: &writer)
         case .sessionPaused(let paused): paused.write(to: &writer)
         case .sessionResumed: break
         case .journalOpened(let opened): opened.write(to: &writer)
         case .compacted(let compacted): compacted.write(to: &writer)
+        case .sessionChanged(let changed): changed.write(to: &writer)
         }
     }
 
@@ -96,6 +119,7 @@ public enum RecordCodec {
         public var seq: JournalSequence
         public var operationID: OperationID?
         public var recordedAt: Date
+        public var uptime: Uptime?
         public var bodyLength: Int
     }
 
@@ -106,7 +130,7 @@ public enum RecordCodec {
     ///   that makes no sense; ``OutboxError/newerFormat(found:supported:)`` for a sound record
     ///   written by a newer format.
     public static func decodeHeader(_ record: [UInt8], seq: JournalSequence) throws(OutboxError) -> Header {
-        guard record.count >= headerSize + checksumSize else {
+        guard record.count >= version1HeaderSize + checksumSize else {
             throw .journalCorrupt(seq: seq, reason: "record is \(record.count) bytes, shorter than any record")
         }
         let bodyEnd = record.count - checksumSize
@@ -134,9 +158,19 @@ public enum RecordCodec {
                 throw DecodingProblem("\(kind) event \(hasOperation ? "with" : "without") an operation id")
             }
             let recordedAt = try reader.readDate("recorded-at")
+            var uptime: Uptime?
+            if version >= 2 {
+                let bits = try reader.readUInt64("uptime")
+                let boot = UUID(uuid: try reader.readOperationID("boot id").uuid.uuid)
+                if bits != unknownUptimeBits, boot != UUID(uuid: UUID.zero) {
+                    uptime = Uptime(seconds: Double(bitPattern: bits), bootID: boot)
+                }
+            }
+            guard kind.formatVersion <= version else { throw DecodingProblem("a \(kind) event in a version \(version) record") }
+            let header = headerSize(version: version)
             let bodyLength = Int(try reader.readUInt32("body length"))
-            guard bodyLength == bodyEnd - headerSize else {
-                throw DecodingProblem("body length \(bodyLength) does not match the record's \(bodyEnd - headerSize)")
+            guard bodyLength == bodyEnd - header else {
+                throw DecodingProblem("body length \(bodyLength) does not match the record's \(bodyEnd - header)")
             }
             return Header(
                 formatVersion: version,
@@ -144,6 +178,7 @@ public enum RecordCodec {
                 seq: storedSeq,
                 operationID: hasOperation ? idBytes : nil,
                 recordedAt: recordedAt,
+                uptime: uptime,
                 bodyLength: bodyLength
             )
         } catch let error as OutboxError {
@@ -158,8 +193,20 @@ public enum RecordCodec {
     /// Decodes a whole record, checksum first.
     /// - Throws: as ``decodeHeader(_:seq:)``, and ``OutboxError/journalCorrupt(seq:reason:)``
     ///   for a body that does not decode.
-    /// Opens the sealed fields of an `enqueued` event: its plaintext payload, label and summary.
-    public typealias Unsealer = @Sendable (SealedRequest, OperationID) throws -> (payload: Data, entityLabel: String, summary: String)
+    /// Opens the sealed fields of a record: an `enqueued` event's payload, label and summary, and
+    /// the server's current record an `attemptFinished` of a conflict kept.
+    public struct Unsealer: Sendable {
+        public var request: @Sendable (SealedRequest, OperationID) throws -> (payload: Data, entityLabel: String, summary: String)
+        public var serverCurrent: @Sendable ([UInt8], OperationID) throws -> Data
+
+        public init(
+            request: @escaping @Sendable (SealedRequest, OperationID) throws -> (payload: Data, entityLabel: String, summary: String),
+            serverCurrent: @escaping @Sendable ([UInt8], OperationID) throws -> Data
+        ) {
+            self.request = request
+            self.serverCurrent = serverCurrent
+        }
+    }
 
     /// Decodes a whole record, checksum first.
     /// - Parameter unseal: opens sealed fields; without it they stay sealed (the plaintext
@@ -170,42 +217,62 @@ public enum RecordCodec {
         let header = try decodeHeader(record, seq: seq)
         var body: JournalEventBody
         do {
-            var reader = ByteReader(record, from: headerSize, to: record.count - checksumSize)
-            body = try decodeBody(header.kind, &reader)
+            var reader = ByteReader(record, from: headerSize(version: header.formatVersion), to: record.count - checksumSize)
+            body = try decodeBody(header.kind, &reader, version: header.formatVersion)
             try reader.expectEnd("the body")
         } catch {
             throw .journalCorrupt(seq: seq, reason: "\(error)")
         }
-        if case .enqueued(var enqueued) = body, let sealed = enqueued.sealed, let unseal, let id = header.operationID {
+        if case .enqueued(var enqueued) = body, let id = header.operationID {
+            // The app's id is the operation's: stored once, in the header.
+            if enqueued.request.operationID != nil { enqueued.request.operationID = id }
+            if let sealed = enqueued.sealed, let unseal {
+                do {
+                    let opened = try unseal.request(sealed, id)
+                    enqueued.request.payload = opened.payload
+                    enqueued.request.entityLabel = opened.entityLabel
+                    enqueued.request.summary = opened.summary
+                } catch let error as OutboxError {
+                    throw error
+                } catch {
+                    throw .journalCorrupt(seq: seq, reason: "its sealed fields do not open: \(error)")
+                }
+            }
+            body = .enqueued(enqueued)
+        }
+        if case .attemptFinished(var finished) = body, let sealed = finished.sealedServerCurrent, let unseal, let id = header.operationID {
             do {
-                let opened = try unseal(sealed, id)
-                enqueued.request.payload = opened.payload
-                enqueued.request.entityLabel = opened.entityLabel
-                enqueued.request.summary = opened.summary
+                finished.classification.serverCurrent = try unseal.serverCurrent(sealed, id)
             } catch let error as OutboxError {
                 throw error
             } catch {
                 throw .journalCorrupt(seq: seq, reason: "its sealed fields do not open: \(error)")
             }
-            body = .enqueued(enqueued)
+            body = .attemptFinished(finished)
         }
-        return JournalEvent(seq: header.seq, operationID: header.operationID, recordedAt: header.recordedAt, body: body)
+        return JournalEvent(seq: header.seq, operationID: header.operationID, recordedAt: header.recordedAt, uptime: header.uptime, body: body)
     }
 
-    private static func decodeBody(_ kind: JournalEventKind, _ reader: inout ByteReader) throws(DecodingProblem) -> JournalEventBody {
+    private static func decodeBody(
+        _ kind: JournalEventKind, _ reader: inout ByteReader, version: Int
+    ) throws(DecodingProblem) -> JournalEventBody {
         switch kind {
-        case .enqueued: .enqueued(try Enqueued(reading: &reader))
-        case .attemptStarted: .attemptStarted(try AttemptStarted(reading: &reader))
-        case .attemptFinished: .attemptFinished(try AttemptFinished(reading: &reader))
-        case .attemptAbandoned: .attemptAbandoned(try AttemptAbandoned(reading: &reader))
-        case .withdrawn: .withdrawn(try Withdrawn(reading: &reader))
-        case .requeued: .requeued(try Requeued(reading: &reader))
-        case .discarded: .discarded(try Discarded(reading: &reader))
-        case .approvalDecided: .approvalDecided(try ApprovalDecided(reading: &reader))
-        case .sessionPaused: .sessionPaused(try SessionPaused(reading: &reader))
+        case .enqueued: .enqueued(try Enqueued(reading: &reader, version: version))
+        case .attemptStarted: .attemptStarted(try AttemptStarted(reading: &reader, version: version))
+        case .attemptFinished: .attemptFinished(try AttemptFinished(reading: &reader, version: version))
+        case .attemptAbandoned: .attemptAbandoned(try AttemptAbandoned(reading: &reader, version: version))
+        case .withdrawn: .withdrawn(try Withdrawn(reading: &reader, version: version))
+        case .requeued: .requeued(try Requeued(reading: &reader, version: version))
+        case .discarded: .discarded(try Discarded(reading: &reader, version: version))
+        case .approvalDecided: .approvalDecided(try ApprovalDecided(reading: &reader, version: version))
+        case .superseded: .superseded(try Superseded(reading: &reader, version: version))
+        case .rebased: .rebased(try Rebased(reading: &reader, version: version))
+        case .dependencyEnded: .dependencyEnded(try DependencyEnded(reading: &reader, version: version))
+        case .sessionPaused: .sessionPaused(try SessionPaused(reading: &reader, version: version))
         case .sessionResumed: .sessionResumed
-        case .journalOpened: .journalOpened(try JournalOpened(reading: &reader))
-        case .compacted: .compacted(try Compacted(reading: &reader))
+        case .journalOpened: .journalOpened(try JournalOpened(reading: &reader, version: version))
+        case .compacted: .compacted(try Compacted(reading: &reader, version: version))
+        case .sessionChanged: .sessionChanged(try SessionChanged(reading: &reader, version: version))
         }
     }
 

@@ -68,7 +68,7 @@ package enum StateCodec {
         case Form.full.rawValue:
             break
         case Form.compacted.rawValue:
-            let operation = try CompactedOperation(reading: &reader)
+            let operation = try CompactedOperation(reading: &reader, version: RecordCodec.formatVersion)
             let latestSeq = JournalSequence(rawValue: try reader.readUInt64("latest seq"))
             let compactedAt = try reader.readDate("compacted at")
             try reader.expectEnd("the compacted state")

@@ -10,6 +10,12 @@ public struct Classification: Sendable, Equatable {
     public var retryAfter: Date?
     public var approvalRequestID: String?
     public var serverRevision: String?
+    /// For a conflict: the server's current record as its body sent it (`current`), capped at
+    /// ``maxServerCurrentBytes``; shown beside the member's version to decide.
+    public var serverCurrent: Data?
+
+    /// The most of a server's current record kept with a conflict.
+    public static let maxServerCurrentBytes = 64 << 10
 
     public init(
         outcome: AttemptOutcome,
@@ -18,7 +24,8 @@ public struct Classification: Sendable, Equatable {
         errorMessage: String? = nil,
         retryAfter: Date? = nil,
         approvalRequestID: String? = nil,
-        serverRevision: String? = nil
+        serverRevision: String? = nil,
+        serverCurrent: Data? = nil
     ) {
         self.outcome = outcome
         self.disposition = disposition
@@ -27,5 +34,6 @@ public struct Classification: Sendable, Equatable {
         self.retryAfter = retryAfter
         self.approvalRequestID = approvalRequestID
         self.serverRevision = serverRevision
+        self.serverCurrent = serverCurrent
     }
 }

@@ -12,4 +12,12 @@ public enum ErrorCode {
     public static let forbidden = "forbidden"
     public static let invalidResponse = "invalid_response"
     public static let approvalRejected = "approval_rejected"
+    /// A 409 whose body says the record changed elsewhere (a 412 means the same).
+    public static let revisionConflict = "revision_conflict"
+    /// The engine's code for a precondition that failed (412 without a body code).
+    public static let preconditionFailed = "precondition_failed"
+    /// A transient failure past the retry policy's limits.
+    public static let gaveUp = "gave_up"
+    /// A write this one depends on ended discarded or withdrawn: it cannot be sent as it is.
+    public static let dependencyEnded = "dependency_ended"
 }

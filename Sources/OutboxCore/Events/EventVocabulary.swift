@@ -123,6 +123,10 @@ public enum Disposition: String, Sendable, Codable, JournalCode {
     case rejected
     /// 403, a key conflict, a corrupt payload: a person must decide.
     case blocked
+    /// 412, or 409 `revision_conflict`: the record changed elsewhere since the edit began.
+    case conflicted
+    /// A transient failure past the retry policy's limits: failed, code `gave_up`.
+    case gaveUp = "gave_up"
 
     /// The status the row takes.
     public var status: OutboxStatus {
@@ -130,8 +134,9 @@ public enum Disposition: String, Sendable, Codable, JournalCode {
         case .accepted, .replayed: .synced
         case .pendingApproval: .pendingApproval
         case .transientFailure, .unauthorized: .queued
-        case .rejected: .failed
+        case .rejected, .gaveUp: .failed
         case .blocked: .blocked
+        case .conflicted: .conflicted
         }
     }
 
@@ -144,6 +149,8 @@ public enum Disposition: String, Sendable, Codable, JournalCode {
         case .unauthorized: 5
         case .rejected: 6
         case .blocked: 7
+        case .conflicted: 8
+        case .gaveUp: 9
         }
     }
 
@@ -159,6 +166,8 @@ public enum OutcomeCategory: String, Sendable, Codable, JournalCode {
     case blocked
     case unauthorized
     case abandoned
+    case conflicted
+    case gaveUp = "gave_up"
 
     public init(_ disposition: Disposition) {
         switch disposition {
@@ -169,6 +178,8 @@ public enum OutcomeCategory: String, Sendable, Codable, JournalCode {
         case .unauthorized: self = .unauthorized
         case .rejected: self = .rejected
         case .blocked: self = .blocked
+        case .conflicted: self = .conflicted
+        case .gaveUp: self = .gaveUp
         }
     }
 
@@ -182,6 +193,8 @@ public enum OutcomeCategory: String, Sendable, Codable, JournalCode {
         case .blocked: 6
         case .unauthorized: 7
         case .abandoned: 8
+        case .conflicted: 9
+        case .gaveUp: 10
         }
     }
 
@@ -193,11 +206,14 @@ public enum Requester: String, Sendable, Codable, JournalCode {
     case member
     /// The app itself, on the member's behalf (sign-out).
     case app
+    /// A rule the app configured, applied by the engine (a conflict rule).
+    case rule
 
     public var code: UInt8 {
         switch self {
         case .member: 1
         case .app: 2
+        case .rule: 3
         }
     }
 
@@ -209,12 +225,52 @@ public enum DiscardReason: String, Sendable, Codable, JournalCode {
     case memberDiscarded
     /// The member signed out and chose to drop what was waiting.
     case signOut
+    /// The record changed elsewhere and the server's version was kept: by the member
+    /// (`resolveConflict(_:keeping: .theirs)`) or by the type's conflict rule.
+    case serverWon
 
     public var code: UInt8 {
         switch self {
         case .memberDiscarded: 1
         case .signOut: 2
+        case .serverWon: 3
         }
     }
 
+}
+
+/// Why a row was replaced by another.
+public enum SupersedeReason: String, Sendable, Codable, JournalCode {
+    /// The member corrected a failed, blocked or conflicted write (`revise`).
+    case revised
+    /// The member resolved a conflict keeping their own version (`resolveConflict(_:keeping: .mine)`).
+    case resolvedMine
+    /// A newer write of the same type to the same entity replaced it before it was ever sent.
+    case coalesced
+
+    public var code: UInt8 {
+        switch self {
+        case .revised: 1
+        case .resolvedMine: 2
+        case .coalesced: 3
+        }
+    }
+}
+
+/// Who the worker found signed in, recorded when it changes and a pass stops or goes on for it.
+public enum SessionObservation: String, Sendable, Codable, JournalCode {
+    /// The journal's own account: passes send.
+    case signedIn
+    /// Nobody: passes send nothing.
+    case signedOut
+    /// Another account than the journal's: passes send nothing, ever, under it.
+    case otherAccount
+
+    public var code: UInt8 {
+        switch self {
+        case .signedIn: 1
+        case .signedOut: 2
+        case .otherAccount: 3
+        }
+    }
 }

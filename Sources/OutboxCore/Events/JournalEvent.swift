@@ -12,13 +12,18 @@ public struct JournalEvent: Sendable, Equatable {
     public var operationID: OperationID?
     /// When it was recorded, by the device clock: for display only.
     public var recordedAt: Date
+    /// The device's monotonic clock when it was recorded: time since boot, and the boot. Two
+    /// events of one boot measure the time between them whatever the wall clock did; a new boot
+    /// marks a restart. `nil` in records written before journal format 2.
+    public var uptime: Uptime?
     /// What happened, with its details.
     public var body: JournalEventBody
 
-    public init(seq: JournalSequence, operationID: OperationID?, recordedAt: Date, body: JournalEventBody) {
+    public init(seq: JournalSequence, operationID: OperationID?, recordedAt: Date, uptime: Uptime? = nil, body: JournalEventBody) {
         self.seq = seq
         self.operationID = operationID
         self.recordedAt = recordedAt
+        self.uptime = uptime
         self.body = body
     }
 
@@ -36,18 +41,30 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
     case requeued
     case discarded
     case approvalDecided
+    case superseded
+    case rebased
+    case dependencyEnded
     case sessionPaused
     case sessionResumed
     case journalOpened
     case compacted
+    case sessionChanged
+
+    /// The record format that introduced the kind: a record of an older version cannot hold it.
+    public var formatVersion: Int {
+        switch self {
+        case .superseded, .rebased, .dependencyEnded, .sessionChanged: 2
+        default: 1
+        }
+    }
 
     /// Whether events of this kind belong to an operation (the rest are engine-level).
     public var isOperationEvent: Bool {
         switch self {
         case .enqueued, .attemptStarted, .attemptFinished, .attemptAbandoned, .withdrawn, .requeued,
-            .discarded, .approvalDecided:
+            .discarded, .approvalDecided, .superseded, .rebased, .dependencyEnded:
             true
-        case .sessionPaused, .sessionResumed, .journalOpened, .compacted:
+        case .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged:
             false
         }
     }
@@ -63,10 +80,14 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
         case .requeued: 6
         case .discarded: 7
         case .approvalDecided: 8
+        case .superseded: 9
+        case .rebased: 10
+        case .dependencyEnded: 11
         case .sessionPaused: 64
         case .sessionResumed: 65
         case .journalOpened: 66
         case .compacted: 67
+        case .sessionChanged: 68
         }
     }
 
@@ -82,10 +103,14 @@ public enum JournalEventBody: Sendable, Equatable {
     case requeued(Requeued)
     case discarded(Discarded)
     case approvalDecided(ApprovalDecided)
+    case superseded(Superseded)
+    case rebased(Rebased)
+    case dependencyEnded(DependencyEnded)
     case sessionPaused(SessionPaused)
     case sessionResumed
     case journalOpened(JournalOpened)
     case compacted(Compacted)
+    case sessionChanged(SessionChanged)
 
     public var kind: JournalEventKind {
         switch self {
@@ -97,10 +122,14 @@ public enum JournalEventBody: Sendable, Equatable {
         case .requeued: .requeued
         case .discarded: .discarded
         case .approvalDecided: .approvalDecided
+        case .superseded: .superseded
+        case .rebased: .rebased
+        case .dependencyEnded: .dependencyEnded
         case .sessionPaused: .sessionPaused
         case .sessionResumed: .sessionResumed
         case .journalOpened: .journalOpened
         case .compacted: .compacted
+        case .sessionChanged: .sessionChanged
         }
     }
 }
@@ -110,7 +139,8 @@ public enum JournalEventBody: Sendable, Equatable {
 /// A write became durable on the device. Its operation id is the idempotency key.
 public struct Enqueued: Sendable, Equatable {
     /// The request, payload included, exactly as it will be sent. In an encrypted journal read
-    /// without its key, the payload, entity label and summary are empty.
+    /// without its key, the payload, entity label and summary are empty. Its `operationID` is
+    /// the event's; it is not stored twice.
     public var request: OutboxRequest
     /// SHA-256 of ``OutboxRequest/payload``: checked before every send.
     public var requestHash: SHA256Digest
@@ -118,12 +148,48 @@ public struct Enqueued: Sendable, Equatable {
     public var account: String
     /// The payload and presentation as stored when the journal is encrypted at rest.
     public var sealed: SealedRequest?
+    /// The row this operation replaces, when it corrects, resolves or coalesces one: the other
+    /// row's `superseded` event lands in the same commit.
+    public var supersedes: Supersession?
 
-    public init(request: OutboxRequest, requestHash: SHA256Digest, account: String, sealed: SealedRequest? = nil) {
+    public init(
+        request: OutboxRequest, requestHash: SHA256Digest, account: String, sealed: SealedRequest? = nil,
+        supersedes: Supersession? = nil
+    ) {
         self.request = request
         self.requestHash = requestHash
         self.account = account
         self.sealed = sealed
+        self.supersedes = supersedes
+    }
+}
+
+/// What an operation that replaces another keeps of it.
+public struct Supersession: Sendable, Equatable {
+    /// The row replaced.
+    public var operation: OperationID
+    public var reason: SupersedeReason
+    /// The replaced row's place in its lane, which the new operation takes: ahead of later
+    /// writes to the same entity.
+    public var laneSeq: JournalSequence
+
+    public init(operation: OperationID, reason: SupersedeReason, laneSeq: JournalSequence) {
+        self.operation = operation
+        self.reason = reason
+        self.laneSeq = laneSeq
+    }
+}
+
+/// A reading of the device's monotonic clock: seconds since the device booted, and which boot.
+public struct Uptime: Sendable, Equatable, Hashable {
+    /// Seconds since boot, by a clock that never goes back within one boot.
+    public var seconds: Double
+    /// The boot: a new one after every restart of the device.
+    public var bootID: UUID
+
+    public init(seconds: Double, bootID: UUID) {
+        self.seconds = seconds
+        self.bootID = bootID
     }
 }
 
@@ -166,6 +232,9 @@ public struct AttemptFinished: Sendable, Equatable {
     public var classification: Classification
     /// When the next attempt is due, for a rescheduled row.
     public var nextAttemptAt: Date?
+    /// The server's current record (``Classification/serverCurrent``) as stored when the journal
+    /// is encrypted at rest: sealed, the plaintext field then empty.
+    public var sealedServerCurrent: [UInt8]?
 
     public subscript<Value>(dynamicMember field: WritableKeyPath<Classification, Value>) -> Value {
         get { classification[keyPath: field] }
@@ -173,10 +242,11 @@ public struct AttemptFinished: Sendable, Equatable {
     }
 
     /// The event recording attempt `attempt` as classified, due again at `nextAttemptAt`.
-    public init(attempt: AttemptNumber, _ classification: Classification, nextAttemptAt: Date?) {
+    public init(attempt: AttemptNumber, _ classification: Classification, nextAttemptAt: Date?, sealedServerCurrent: [UInt8]? = nil) {
         self.attempt = attempt
         self.classification = classification
         self.nextAttemptAt = nextAttemptAt
+        self.sealedServerCurrent = sealedServerCurrent
     }
 
     public init(
@@ -255,7 +325,56 @@ public struct ApprovalDecided: Sendable, Equatable {
     }
 }
 
+/// A row was replaced by another operation: a correction, a conflict resolved keeping the
+/// member's version, or a newer write coalescing it. Its payload stays in the history; the
+/// operation that replaces it names it back (`Enqueued/supersedes`). Both land in one commit.
+public struct Superseded: Sendable, Equatable {
+    /// The operation that replaces it.
+    public var by: OperationID
+    public var reason: SupersedeReason
+
+    public init(by: OperationID, reason: SupersedeReason) {
+        self.by = by
+        self.reason = reason
+    }
+}
+
+/// A conflicted row is sent again under the same operation and key, against the server's
+/// revision: its type's conflict rule rebases it (for whole-record drafts one member owns).
+public struct Rebased: Sendable, Equatable {
+    /// The revision the next attempt sends in `If-Match`.
+    public var baseRevision: String
+
+    public init(baseRevision: String) {
+        self.baseRevision = baseRevision
+    }
+}
+
+/// A write this row depends on ended without being applied (discarded or withdrawn): the row
+/// cannot be sent as it is and waits for a person.
+public struct DependencyEnded: Sendable, Equatable {
+    /// The dependency, as the row names it (the end of its chain of replacements ended).
+    public var dependency: OperationID
+    /// How that chain ended.
+    public var status: OutboxStatus
+
+    public init(dependency: OperationID, status: OutboxStatus) {
+        self.dependency = dependency
+        self.status = status
+    }
+}
+
 // MARK: - Engine events
+
+/// The worker found someone else signed in than before, recorded once per change: why passes
+/// send nothing (nobody, another account), or that they send again.
+public struct SessionChanged: Sendable, Equatable {
+    public var observation: SessionObservation
+
+    public init(observation: SessionObservation) {
+        self.observation = observation
+    }
+}
 
 /// The worker paused: the server answered 401. Rows stay queued until the session is refreshed.
 public struct SessionPaused: Sendable, Equatable {
@@ -276,11 +395,15 @@ public struct JournalOpened: Sendable, Equatable {
     public var engineVersion: String
     /// The embedding app's version, when it gave one.
     public var appVersion: String?
+    /// The device's time zone identifier when it opened the journal (`Europe/Berlin`): how the
+    /// member's own clock read. `nil` in records written before journal format 2.
+    public var timeZone: String?
 
-    public init(formatVersion: Int, engineVersion: String, appVersion: String?) {
+    public init(formatVersion: Int, engineVersion: String, appVersion: String?, timeZone: String? = nil) {
         self.formatVersion = formatVersion
         self.engineVersion = engineVersion
         self.appVersion = appVersion
+        self.timeZone = timeZone
     }
 }
 
@@ -311,12 +434,13 @@ public struct Compacted: Sendable, Equatable {
     }
 }
 
-/// A settled operation after compaction: no payload, no presentation text, no history; what
-/// happened to it and when.
+/// A settled operation after compaction: no payload and no history; what happened to it, when,
+/// and (since journal format 2) who and what it was, so an old write can still be found by
+/// what the member called it and an id reused with other bytes is still refused.
 public struct CompactedOperation: Sendable, Equatable {
     public var id: OperationID
     public var operationType: String
-    /// Terminal: synced, withdrawn or discarded.
+    /// Terminal: synced, withdrawn, discarded or superseded.
     public var status: OutboxStatus
     /// The seq of its `enqueued` event, removed: its place in the ledger.
     public var firstSeq: JournalSequence
@@ -327,10 +451,13 @@ public struct CompactedOperation: Sendable, Equatable {
     public var latestOutcome: OutcomeCategory?
     public var lastErrorCode: String?
     public var serverRevision: String?
+    /// Who and what: `nil` for an operation compacted before journal format 2, which kept none.
+    public var identity: CompactedIdentity?
 
     public init(
         id: OperationID, operationType: String, status: OutboxStatus, firstSeq: JournalSequence, createdAt: Date,
-        changedAt: Date, attemptCount: Int, latestOutcome: OutcomeCategory?, lastErrorCode: String?, serverRevision: String?
+        changedAt: Date, attemptCount: Int, latestOutcome: OutcomeCategory?, lastErrorCode: String?, serverRevision: String?,
+        identity: CompactedIdentity? = nil
     ) {
         self.id = id
         self.operationType = operationType
@@ -342,6 +469,7 @@ public struct CompactedOperation: Sendable, Equatable {
         self.latestOutcome = latestOutcome
         self.lastErrorCode = lastErrorCode
         self.serverRevision = serverRevision
+        self.identity = identity
     }
 
     /// What compaction keeps of `state`.
@@ -349,7 +477,43 @@ public struct CompactedOperation: Sendable, Equatable {
         self.init(
             id: state.id, operationType: state.operationType, status: state.status, firstSeq: state.firstSeq,
             createdAt: state.createdAt, changedAt: state.changedAt, attemptCount: state.attemptCount,
-            latestOutcome: state.latestOutcome, lastErrorCode: state.lastErrorCode, serverRevision: state.serverRevision
+            latestOutcome: state.latestOutcome, lastErrorCode: state.lastErrorCode, serverRevision: state.serverRevision,
+            identity: CompactedIdentity(
+                businessID: state.businessID, category: state.category, entityID: state.entityID,
+                entityLabel: state.entityLabel, summary: state.summary, sealedPresentation: state.sealedPresentation,
+                requestHash: state.requestHash, supersededBy: state.supersededBy
+            )
         )
+    }
+}
+
+/// Who and what a compacted operation was: presentation text the member typed (sealed when the
+/// journal is encrypted at rest, and erased with everything else by a sign-out that discards or a
+/// wipe), never its payload.
+public struct CompactedIdentity: Sendable, Equatable {
+    public var businessID: String
+    public var category: String
+    public var entityID: String?
+    /// Empty when sealed.
+    public var entityLabel: String
+    public var summary: String
+    public var sealedPresentation: [UInt8]?
+    /// SHA-256 of the payload it was sent with: an id enqueued again is compared against it.
+    public var requestHash: SHA256Digest
+    /// The operation that replaced it, for a superseded one.
+    public var supersededBy: OperationID?
+
+    public init(
+        businessID: String, category: String, entityID: String?, entityLabel: String, summary: String,
+        sealedPresentation: [UInt8]?, requestHash: SHA256Digest, supersededBy: OperationID?
+    ) {
+        self.businessID = businessID
+        self.category = category
+        self.entityID = entityID
+        self.entityLabel = entityLabel
+        self.summary = summary
+        self.sealedPresentation = sealedPresentation
+        self.requestHash = requestHash
+        self.supersededBy = supersededBy
     }
 }

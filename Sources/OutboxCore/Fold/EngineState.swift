@@ -18,6 +18,9 @@ public struct EngineState: Sendable, Equatable {
     /// How many compactions ran, and the seq the last one reached.
     public var compactionCount: Int = 0
     public var compactedThrough: JournalSequence?
+    /// Who the worker last found signed in, and since when: recorded once per change.
+    public var session: SessionObservation = .signedIn
+    public var sessionSince: Date?
 
     public init() {}
 
@@ -41,8 +44,11 @@ public struct EngineState: Sendable, Equatable {
         case .compacted(let compacted):
             next.compactionCount += 1
             next.compactedThrough = compacted.lastSeq
+        case .sessionChanged(let changed):
+            next.session = changed.observation
+            next.sessionSince = event.recordedAt
         case .enqueued, .attemptStarted, .attemptFinished, .attemptAbandoned, .withdrawn, .requeued, .discarded,
-            .approvalDecided:
+            .approvalDecided, .superseded, .rebased, .dependencyEnded:
             break
         }
         return next

@@ -8,12 +8,16 @@ public import Foundation
 /// |---|---|---|
 /// | (none) | `enqueued` | queued |
 /// | queued | `attemptStarted` (attempt n+1) | syncing |
-/// | syncing | `attemptFinished` (attempt n) | by its disposition |
+/// | syncing | `attemptFinished` (attempt n) | by its disposition (conflicted for a revision conflict, failed when the retry policy gave up) |
 /// | syncing | `attemptAbandoned` (attempt n) | queued, due now |
 /// | failed | `withdrawn` | withdrawn |
 /// | failed, blocked | `requeued` | queued, due now |
-/// | queued, failed, blocked | `discarded` | discarded |
+/// | queued, failed, blocked, conflicted | `discarded` | discarded |
 /// | pending_approval | `approvalDecided` | synced (approved) or failed (rejected) |
+/// | failed, blocked, conflicted | `superseded` (revised, resolved keeping the member's version) | superseded |
+/// | queued, never attempted | `superseded` (coalesced) | superseded |
+/// | conflicted | `rebased` | queued, due now, against the server's revision |
+/// | queued | `dependencyEnded` | blocked |
 ///
 /// The engine checks each event with the fold before writing it, so it never writes an illegal
 /// one; `verify` folds a journal from scratch and reports any it finds.
@@ -65,7 +69,7 @@ public enum Fold {
         if next.status.isTerminal { throw illegal("nothing may follow a terminal status") }
 
         switch event.body {
-        case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted:
+        case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged:
             preconditionFailure("handled above or not an operation event")
 
         case .attemptStarted(let started):
@@ -76,6 +80,7 @@ public enum Fold {
             next.status = .syncing
             next.attemptCount = started.attempt.rawValue
             next.lastAttemptAt = event.recordedAt
+            if next.retryEpochStartedAt == nil { next.retryEpochStartedAt = event.recordedAt }
 
         case .attemptFinished(let finished):
             guard next.status == .syncing else { throw illegal("no attempt is in flight") }
@@ -87,6 +92,8 @@ public enum Fold {
             next.latestOutcome = OutcomeCategory(finished.disposition)
             next.serverRevision = finished.serverRevision ?? next.serverRevision
             next.nextAttemptAt = finished.disposition == .transientFailure ? finished.nextAttemptAt : nil
+            next.serverCurrent = nil
+            next.sealedServerCurrent = nil
             switch finished.disposition {
             case .accepted, .replayed:
                 next.lastErrorCode = nil
@@ -95,9 +102,14 @@ public enum Fold {
                 next.lastErrorCode = nil
                 next.lastErrorMessage = nil
                 next.approvalRequestID = finished.approvalRequestID
-            case .transientFailure, .unauthorized, .rejected, .blocked:
+            case .transientFailure, .unauthorized, .rejected, .blocked, .gaveUp:
                 next.lastErrorCode = finished.errorCode
                 next.lastErrorMessage = finished.errorMessage
+            case .conflicted:
+                next.lastErrorCode = finished.errorCode
+                next.lastErrorMessage = finished.errorMessage
+                next.serverCurrent = finished.serverCurrent
+                next.sealedServerCurrent = finished.sealedServerCurrent
             }
 
         case .attemptAbandoned(let abandoned):
@@ -121,10 +133,17 @@ public enum Fold {
             }
             next.status = .queued
             next.nextAttemptAt = nil
+            // A person's retry starts the retry policy's limits over.
+            next.retryEpochAttempts = next.attemptCount
+            next.retryEpochStartedAt = nil
+            next.endedDependency = nil
 
-        case .discarded:
-            guard next.status == .queued || next.status == .failed || next.status == .blocked else {
-                throw illegal("only a queued, failed or blocked row may be discarded")
+        case .discarded(let discarded):
+            guard [.queued, .failed, .blocked, .conflicted].contains(next.status) else {
+                throw illegal("only a queued, failed, blocked or conflicted row may be discarded")
+            }
+            guard discarded.reason != .serverWon || next.status == .conflicted else {
+                throw illegal("only a conflicted row may be discarded for the server's version")
             }
             next.status = .discarded
             next.nextAttemptAt = nil
@@ -140,6 +159,48 @@ public enum Fold {
                 next.lastErrorCode = ErrorCode.approvalRejected
                 next.lastErrorMessage = "The approver rejected this change."
             }
+
+        case .superseded(let superseded):
+            switch superseded.reason {
+            case .revised, .resolvedMine:
+                guard [.failed, .blocked, .conflicted].contains(next.status) else {
+                    throw illegal("only a failed, blocked or conflicted row may be corrected")
+                }
+                guard superseded.reason != .resolvedMine || next.status == .conflicted else {
+                    throw illegal("only a conflicted row may be resolved")
+                }
+            case .coalesced:
+                guard next.status == .queued, next.attemptCount == 0 else {
+                    throw illegal("only a row never attempted may be coalesced")
+                }
+            }
+            guard superseded.by != id else { throw illegal("an operation cannot replace itself") }
+            next.status = .superseded
+            next.supersededBy = superseded.by
+            next.supersededReason = superseded.reason
+            next.nextAttemptAt = nil
+
+        case .rebased(let rebased):
+            guard next.status == .conflicted else { throw illegal("only a conflicted row may be rebased") }
+            next.status = .queued
+            next.baseRevision = rebased.baseRevision
+            next.rebaseCount += 1
+            next.nextAttemptAt = nil
+            next.serverCurrent = nil
+            next.sealedServerCurrent = nil
+
+        case .dependencyEnded(let ended):
+            guard next.status == .queued else { throw illegal("only a queued row waits for its dependencies") }
+            guard ended.status == .discarded || ended.status == .withdrawn else {
+                throw illegal("a dependency that ended \(ended.status) does not block")
+            }
+            next.status = .blocked
+            next.nextAttemptAt = nil
+            next.endedDependency = ended.dependency
+            next.lastErrorCode = ErrorCode.dependencyEnded
+            next.lastErrorMessage = ended.status == .discarded
+                ? "A change this one needs was discarded, so it cannot be sent as it is."
+                : "A change this one needs was refused by the server, so it cannot be sent as it is."
         }
         next.latestSeq = event.seq
         next.eventSeqs.append(event.seq)

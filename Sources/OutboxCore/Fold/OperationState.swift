@@ -46,6 +46,33 @@ public struct OperationState: Sendable, Equatable {
     /// The record's revision, when the server returned one.
     public var serverRevision: String?
 
+    /// The revision the next attempt sends in `If-Match`: the request's, or the server's after
+    /// a rebase.
+    public var baseRevision: String?
+    /// The operations it waits for (each, or what replaced it, must be synced first).
+    public var dependsOn: [OperationID]
+    /// The row it replaces, when it corrects, resolves or coalesces one.
+    public var supersedes: Supersession?
+    /// The operation that replaced it, once `superseded`.
+    public var supersededBy: OperationID?
+    /// Why it was replaced.
+    public var supersededReason: SupersedeReason?
+    /// Its place in its lane: its own `enqueued` seq, or the place of the row it replaces.
+    public var laneSeq: JournalSequence
+    /// How many times a conflict rule rebased it.
+    public var rebaseCount: Int
+    /// For a conflicted row: the server's current record when it answered (plaintext, or empty
+    /// with ``sealedServerCurrent`` set when the journal is encrypted at rest).
+    public var serverCurrent: Data?
+    public var sealedServerCurrent: [UInt8]?
+    /// The attempt count when a person last put the row back in the queue: the retry policy's
+    /// limits count attempts from there.
+    public var retryEpochAttempts: Int
+    /// When the first attempt since then started: the policy's age limit counts from there.
+    public var retryEpochStartedAt: Date?
+    /// The dependency whose chain ended unapplied, for a row blocked by it.
+    public var endedDependency: OperationID?
+
     /// The seq of the operation's `enqueued` event: its place in the queue.
     public var firstSeq: JournalSequence
     /// The seq of its latest event.
@@ -80,24 +107,35 @@ public struct OperationState: Sendable, Equatable {
         self.account = enqueued.account
         self.createdAt = recordedAt
         self.attemptCount = 0
+        self.baseRevision = request.baseRevision
+        self.dependsOn = request.dependsOn
+        self.supersedes = enqueued.supersedes
+        self.laneSeq = enqueued.supersedes?.laneSeq ?? seq
+        self.rebaseCount = 0
+        self.retryEpochAttempts = 0
         self.firstSeq = seq
         self.latestSeq = seq
         self.eventSeqs = [seq]
         self.changedAt = recordedAt
     }
 
-    /// The state a compaction leaves: the ledger row's fields; the request's are empty.
+    /// The state a compaction leaves: the ledger row's fields and who and what it was; the
+    /// request's other fields (method, endpoint, payload) are gone.
     /// - Parameters:
     ///   - seq: the seq of the `compacted` event.
     public init(compacted operation: CompactedOperation, seq: JournalSequence, compactedAt: Date) {
-        let placeholder = OutboxRequest(
-            businessID: "", operationType: operation.operationType, method: "", endpoint: "", payload: Data(),
-            category: "", entityLabel: "", summary: "", payloadVersion: 0
+        let identity = operation.identity
+        let kept = OutboxRequest(
+            businessID: identity?.businessID ?? "", operationType: operation.operationType, method: "", endpoint: "",
+            payload: Data(), entityID: identity?.entityID, category: identity?.category ?? "",
+            entityLabel: identity?.entityLabel ?? "", summary: identity?.summary ?? "", payloadVersion: 0
         )
-        // Zero bytes: a compacted operation's payload, and so its hash, are gone.
-        let noHash = SHA256Digest(bytes: [UInt8](repeating: 0, count: SHA256Digest.byteCount))!
+        // Before journal format 2 a compaction kept no hash: all zero bytes stand for "not kept".
+        let hash = identity?.requestHash ?? SHA256Digest(bytes: [UInt8](repeating: 0, count: SHA256Digest.byteCount))!
         self.init(id: operation.id, seq: operation.firstSeq, recordedAt: operation.createdAt,
-                  enqueued: Enqueued(request: placeholder, requestHash: noHash, account: ""))
+                  enqueued: Enqueued(request: kept, requestHash: hash, account: ""))
+        sealedPresentation = identity?.sealedPresentation
+        supersededBy = identity?.supersededBy
         status = operation.status
         attemptCount = operation.attemptCount
         latestOutcome = operation.latestOutcome

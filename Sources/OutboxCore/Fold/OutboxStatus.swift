@@ -1,6 +1,6 @@
 /// Where one operation stands.
 ///
-/// Six statuses a member sees, and two terminal ones the Sync tab never shows:
+/// Seven statuses a member sees, and three terminal ones the Sync tab never shows:
 ///
 /// | status | meaning |
 /// |---|---|
@@ -9,9 +9,15 @@
 /// | `synced` | the server applied it (terminal) |
 /// | `pending_approval` | the server holds it for someone's approval |
 /// | `failed` | the server refused the payload; it needs correcting |
-/// | `blocked` | the server refused the member or the key; it needs a person |
+/// | `blocked` | the server refused the member or the key, or a write it depends on was dropped; it needs a person |
+/// | `conflicted` | the record changed elsewhere since the edit began (412, `revision_conflict`); a person decides |
 /// | `withdrawn` | an inline save the server rejected; it never existed for the member (terminal) |
-/// | `discarded` | a person chose to drop it; its payload stays in the history (terminal) |
+/// | `discarded` | a person (or a conflict rule) chose to drop it; its payload stays in the history (terminal) |
+/// | `superseded` | a correction, a resolution or a coalesced write replaced it; its payload stays in the history (terminal) |
+///
+/// `conflicted` and `superseded` came with journal format 2: an app that switches over statuses
+/// handles them (conflicted with the failed and blocked rows a person decides; superseded with
+/// the terminal ones no one sees).
 public enum OutboxStatus: String, Sendable, Codable, CodingKeyRepresentable, JournalCode {
     case queued
     case syncing
@@ -21,20 +27,22 @@ public enum OutboxStatus: String, Sendable, Codable, CodingKeyRepresentable, Jou
     case blocked
     case withdrawn
     case discarded
+    case conflicted
+    case superseded
 
     /// No event may follow a terminal status.
     public var isTerminal: Bool {
         switch self {
-        case .synced, .withdrawn, .discarded: true
-        case .queued, .syncing, .pendingApproval, .failed, .blocked: false
+        case .synced, .withdrawn, .discarded, .superseded: true
+        case .queued, .syncing, .pendingApproval, .failed, .blocked, .conflicted: false
         }
     }
 
     /// Counted on the badge: the rows that need the network or a person.
     public var needsAttention: Bool {
         switch self {
-        case .queued, .syncing, .failed, .blocked: true
-        case .synced, .pendingApproval, .withdrawn, .discarded: false
+        case .queued, .syncing, .failed, .blocked, .conflicted: true
+        case .synced, .pendingApproval, .withdrawn, .discarded, .superseded: false
         }
     }
 
@@ -52,6 +60,8 @@ public enum OutboxStatus: String, Sendable, Codable, CodingKeyRepresentable, Jou
         case .blocked: 6
         case .withdrawn: 7
         case .discarded: 8
+        case .conflicted: 9
+        case .superseded: 10
         }
     }
 

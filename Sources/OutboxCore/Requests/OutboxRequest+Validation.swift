@@ -51,6 +51,37 @@ extension OutboxRequest {
         guard payloadVersion >= 1 && payloadVersion <= Int(UInt32.max) else {
             throw .invalidRequest(field: "payloadVersion", problem: "must be 1 or more; got \(payloadVersion)")
         }
+        if let baseRevision, let problem = Self.revisionProblem(baseRevision) {
+            throw .invalidRequest(field: "baseRevision", problem: problem)
+        }
+        guard dependsOn.count <= Self.maxDependencies else {
+            throw .invalidRequest(field: "dependsOn", problem: "names \(dependsOn.count) operations; at most \(Self.maxDependencies) are allowed")
+        }
+        guard Set(dependsOn).count == dependsOn.count else {
+            throw .invalidRequest(field: "dependsOn", problem: "names an operation twice; name each once")
+        }
+        if let operationID, dependsOn.contains(operationID) {
+            throw .invalidRequest(field: "dependsOn", problem: "names the operation itself; a write cannot wait for itself")
+        }
+    }
+
+    /// The most operations one write may depend on.
+    public static let maxDependencies = 64
+
+    /// The longest base revision, in bytes.
+    public static let maxRevisionBytes = 256
+
+    /// Why `revision` cannot be sent as `If-Match: "<revision>"`; `nil` when it can. An entity
+    /// tag's opaque part: printable ASCII without `"` or white space (RFC 9110 `etagc`).
+    static func revisionProblem(_ revision: String) -> String? {
+        if revision.isEmpty { return "must not be empty; give the record's revision as the server returned it, or nil" }
+        if revision.utf8.count > maxRevisionBytes {
+            return "is \(revision.utf8.count) bytes, over the limit of \(maxRevisionBytes)"
+        }
+        if let bad = revision.utf8.first(where: { $0 <= 0x20 || $0 == 0x22 || $0 >= 0x7F }) {
+            return "holds byte 0x\(String(bad, radix: 16)), which an entity tag cannot carry: printable ASCII without quotes or spaces"
+        }
+        return nil
     }
 
     private static func requireText(_ text: String, field: String, example: String) throws(OutboxError) {

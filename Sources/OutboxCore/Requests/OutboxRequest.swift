@@ -37,6 +37,19 @@ public struct OutboxRequest: Sendable, Equatable {
     public var summary: String
     /// The schema version of ``payload``, sent with it so a server can accept an older shape.
     public var payloadVersion: Int
+    /// The app's stable id for this one intent, made when the member opens the form, before
+    /// confirming: enqueueing or saving it again (a double tap, a retry after a crash) is the same
+    /// operation, and writes nothing new. `nil`: the engine makes one. It becomes the operation's
+    /// id and its idempotency key. After a save was rejected (withdrawn) or a row was superseded,
+    /// the app makes a new one: that id is spent.
+    public var operationID: OperationID?
+    /// The server revision the edit started from, sent as `If-Match: "<revision>"`: a change made
+    /// elsewhere meanwhile is answered 412 and the row becomes `conflicted` instead of silently
+    /// overwriting it. `nil` for writes that do not edit an existing record (creates).
+    public var baseRevision: String?
+    /// Operations this write needs applied first (a stock movement naming a product created
+    /// offline): it is sent only once each of them is synced.
+    public var dependsOn: [OperationID]
 
     public init(
         businessID: String,
@@ -48,7 +61,10 @@ public struct OutboxRequest: Sendable, Equatable {
         category: String,
         entityLabel: String,
         summary: String,
-        payloadVersion: Int = 1
+        payloadVersion: Int = 1,
+        operationID: OperationID? = nil,
+        baseRevision: String? = nil,
+        dependsOn: [OperationID] = []
     ) {
         self.businessID = businessID
         self.operationType = operationType
@@ -60,5 +76,8 @@ public struct OutboxRequest: Sendable, Equatable {
         self.entityLabel = entityLabel
         self.summary = summary
         self.payloadVersion = payloadVersion
+        self.operationID = operationID
+        self.baseRevision = baseRevision
+        self.dependsOn = dependsOn
     }
 }
