@@ -7,6 +7,7 @@
 //   CLibPQ             the system libpq, for the PostgreSQL claim store only
 //   OutboxStorage      the LMDB layer; the only module that imports CLMDB
 //   OutboxCrypto       SHA-256 (CryptoKit on Apple platforms, libsodium on Linux)
+//   OutboxWire         what both halves share: wire headers, error codes, body fields; the byte codec
 //   OutboxCore         pure: identifiers, requests, events, the record codec, the fold
 //   Outbox             the public engine: the journal, its projections, the API
 //   OutboxTesting      test doubles apps can use too: a manual clock, a scripted transport
@@ -72,23 +73,27 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "OutboxWire",
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "OutboxCore",
-            dependencies: ["OutboxCrypto"],
+            dependencies: ["OutboxCrypto", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "Outbox",
-            dependencies: ["OutboxCore", "OutboxStorage", "OutboxCrypto"],
+            dependencies: ["OutboxCore", "OutboxStorage", "OutboxCrypto", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "OutboxTesting",
-            dependencies: ["Outbox"],
+            dependencies: ["Outbox", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "IdempotencyClaims",
-            dependencies: ["OutboxStorage", "OutboxCrypto"],
+            dependencies: ["OutboxStorage", "OutboxCrypto", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -103,7 +108,7 @@ let package = Package(
         ),
         .target(
             name: "OutboxTestServer",
-            dependencies: ["IdempotencyClaims", "PostgresClaimStore", "OutboxStorage"],
+            dependencies: ["IdempotencyClaims", "PostgresClaimStore", "OutboxStorage", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -125,7 +130,7 @@ let package = Package(
         ),
         .target(
             name: "OutboxSimulation",
-            dependencies: ["Outbox", "OutboxTesting", "IdempotencyClaims"],
+            dependencies: ["Outbox", "OutboxTesting", "IdempotencyClaims", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .systemLibrary(

@@ -1,4 +1,5 @@
 public import Foundation
+import OutboxWire
 
 /// The journal's binary record format, version 1 (documented in `Docs/journal-format.md`).
 ///
