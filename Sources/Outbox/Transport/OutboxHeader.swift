@@ -1,16 +1,10 @@
 import Foundation
 import OutboxCore
+public import OutboxWire
 
-/// The headers the engine sets on every request.
-public enum OutboxHeader {
-    /// The operation id: the same on every attempt, so the server applies the write once.
-    public static let idempotencyKey = "Idempotency-Key"
-    public static let contentType = "Content-Type"
-    /// The payload's schema version, so a server can accept an older shape.
-    public static let payloadVersion = "Outbox-Payload-Version"
-    /// The business the write belongs to: part of the server's idempotency scope.
-    public static let businessID = "X-Business-ID"
-}
+/// The headers the engine sets on every request (and a server reads): spelled once, in
+/// `OutboxWire`, for both halves.
+public typealias OutboxHeader = WireHeader
 
 extension TransportRequest {
     /// The request of a stored operation exactly as journaled, under the operation's key. No
