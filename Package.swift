@@ -17,6 +17,7 @@
 //   OutboxTestServer   a loopback HTTP server with fault injection (and outbox-test-server)
 //   JournalInspect     the support tool's logic (and journal-inspect, its thin executable)
 //   OutboxSimulation   a seeded, deterministic simulation of the engine under faults
+//   OutboxTestSupport  what the test targets share: child processes, a seeded generator
 //   outbox-bench       the benchmarks, against a mutable SQLite outbox and the disk's floor
 //   OutboxDemo         the engine's main job, end to end (and outbox-demo, its executable)
 //   outbox-test-child  a process the tests drive and kill: reads a live journal, is killed mid-write
@@ -129,8 +130,13 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "OutboxTestSupport",
+            dependencies: ["OutboxCore"],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "OutboxSimulation",
-            dependencies: ["Outbox", "OutboxTesting", "IdempotencyClaims", "OutboxWire"],
+            dependencies: ["OutboxTestSupport", "Outbox", "OutboxTesting", "IdempotencyClaims", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .systemLibrary(
@@ -173,14 +179,14 @@ let package = Package(
         .testTarget(
             name: "OutboxTestServerTests",
             dependencies: [
-                "OutboxTestServer", "IdempotencyClaims", "OutboxSimulation", "outbox-test-server",
-                "Outbox", "OutboxTesting", "PostgresClaimStore", "PostgresTesting",
+                "OutboxTestServer", "IdempotencyClaims", "outbox-test-server",
+                "Outbox", "OutboxTesting", "PostgresClaimStore", "PostgresTesting", "OutboxTestSupport",
             ],
             swiftSettings: testSettings
         ),
         .testTarget(
             name: "JournalInspectTests",
-            dependencies: ["JournalInspect", "Outbox", "OutboxTesting", "OutboxStorage", "OutboxSimulation", "journal-inspect"],
+            dependencies: ["JournalInspect", "Outbox", "OutboxTesting", "OutboxStorage", "journal-inspect", "OutboxTestSupport"],
             swiftSettings: testSettings
         ),
         .testTarget(
@@ -190,7 +196,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["Outbox", "OutboxTesting", "OutboxTestServer", "OutboxSimulation", "outbox-test-child"],
+            dependencies: ["Outbox", "OutboxTesting", "OutboxTestServer", "outbox-test-child", "OutboxTestSupport"],
             swiftSettings: testSettings
         ),
         .testTarget(
@@ -210,7 +216,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OutboxTests",
-            dependencies: ["Outbox", "OutboxTesting", "OutboxStorage", "OutboxSimulation", "outbox-test-child"],
+            dependencies: ["Outbox", "OutboxTesting", "OutboxStorage", "outbox-test-child", "OutboxTestSupport"],
             swiftSettings: testSettings
         ),
     ],

@@ -1,4 +1,4 @@
-@_exported public import Foundation
+public import Foundation
 @_exported public import OutboxCore
 @_exported public import OutboxCrypto
 import OutboxStorage

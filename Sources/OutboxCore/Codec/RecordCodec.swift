@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 import OutboxWire
 
 /// The journal's binary record format, version 1 (documented in `Docs/journal-format.md`).
@@ -19,9 +19,9 @@ import OutboxWire
 /// Every format version keeps two things where they are: the version in the first two bytes,
 /// and the checksum over everything before it in the last four. So a damaged record is told
 /// apart from one written by a newer engine before anything else is read.
-public enum RecordCodec {
+package enum RecordCodec {
     /// The format this engine writes and the newest it reads.
-    public static let formatVersion = 1
+    package static let formatVersion = 1
 
     static let headerSize = 40
     static let checksumSize = 4
@@ -29,13 +29,13 @@ public enum RecordCodec {
 
     /// The kind a record says it is, read without any check: a hint for sizing and routing,
     /// never a substitute for ``decodeHeader(_:seq:)``.
-    public static func uncheckedKind(of record: UnsafeRawBufferPointer) -> JournalEventKind? {
+    package static func uncheckedKind(of record: UnsafeRawBufferPointer) -> JournalEventKind? {
         record.count > 2 ? JournalEventKind(code: record[2]) : nil
     }
 
     /// The operation a record says it belongs to, read without any check (`nil` for an engine
     /// event): a hint for routing, never a substitute for ``decodeHeader(_:seq:)``.
-    public static func uncheckedOperationID(of record: UnsafeRawBufferPointer) -> OperationID? {
+    package static func uncheckedOperationID(of record: UnsafeRawBufferPointer) -> OperationID? {
         guard record.count >= headerSize, record[3] & hasOperationFlag != 0 else { return nil }
         return OperationID(uuid: UUID(uuid: record.loadUnaligned(fromByteOffset: 12, as: uuid_t.self)))
     }
@@ -50,7 +50,7 @@ public enum RecordCodec {
             && bytes[4..<12].elementsEqual(key)
     }
 
-    public static func encode(_ event: JournalEvent) -> [UInt8] {
+    package static func encode(_ event: JournalEvent) -> [UInt8] {
         precondition(event.kind.isOperationEvent == (event.operationID != nil), "operation id must match the kind")
         var writer = ByteWriter(capacity: headerSize + 128)
         writer.write(UInt16(formatVersion))
@@ -91,13 +91,13 @@ public enum RecordCodec {
     // MARK: Decoding
 
     /// The header fields, readable without decoding the body.
-    public struct Header: Sendable, Equatable {
-        public var formatVersion: Int
-        public var kind: JournalEventKind
-        public var seq: JournalSequence
-        public var operationID: OperationID?
-        public var recordedAt: Date
-        public var bodyLength: Int
+    package struct Header: Sendable, Equatable {
+        package var formatVersion: Int
+        package var kind: JournalEventKind
+        package var seq: JournalSequence
+        package var operationID: OperationID?
+        package var recordedAt: Date
+        package var bodyLength: Int
     }
 
     /// Checks a record's checksum and format version, and reads its header.
@@ -106,7 +106,7 @@ public enum RecordCodec {
     /// - Throws: ``OutboxError/journalCorrupt(seq:reason:)`` for a checksum mismatch or a header
     ///   that makes no sense; ``OutboxError/newerFormat(found:supported:)`` for a sound record
     ///   written by a newer format.
-    public static func decodeHeader(_ record: [UInt8], seq: JournalSequence) throws(OutboxError) -> Header {
+    package static func decodeHeader(_ record: [UInt8], seq: JournalSequence) throws(OutboxError) -> Header {
         guard record.count >= headerSize + checksumSize else {
             throw .journalCorrupt(seq: seq, reason: "record is \(record.count) bytes, shorter than any record")
         }
@@ -160,14 +160,14 @@ public enum RecordCodec {
     /// - Throws: as ``decodeHeader(_:seq:)``, and ``OutboxError/journalCorrupt(seq:reason:)``
     ///   for a body that does not decode.
     /// Opens the sealed fields of an `enqueued` event: its plaintext payload, label and summary.
-    public typealias Unsealer = @Sendable (SealedRequest, OperationID) throws -> (payload: Data, entityLabel: String, summary: String)
+    package typealias Unsealer = @Sendable (SealedRequest, OperationID) throws -> (payload: Data, entityLabel: String, summary: String)
 
     /// Decodes a whole record, checksum first.
     /// - Parameter unseal: opens sealed fields; without it they stay sealed (the plaintext
     ///   fields empty).
     /// - Throws: as ``decodeHeader(_:seq:)``, and ``OutboxError/journalCorrupt(seq:reason:)``
     ///   for a body that does not decode; the unsealer's error when the sealed fields do not open.
-    public static func decode(_ record: [UInt8], seq: JournalSequence, unseal: Unsealer? = nil) throws(OutboxError) -> JournalEvent {
+    package static func decode(_ record: [UInt8], seq: JournalSequence, unseal: Unsealer? = nil) throws(OutboxError) -> JournalEvent {
         let header = try decodeHeader(record, seq: seq)
         var body: JournalEventBody
         do {

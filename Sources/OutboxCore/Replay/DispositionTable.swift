@@ -1,8 +1,8 @@
-public import Foundation
+package import Foundation
 import OutboxWire
 
 /// What a transport produced for one attempt: a response, or none.
-public enum TransportResult: Sendable, Equatable {
+package enum TransportResult: Sendable, Equatable {
     case response(TransportResponse)
     case noResponse(TransportFailure)
 }
@@ -25,8 +25,8 @@ public enum TransportResult: Sendable, Equatable {
 ///
 /// The body's `code` decides before the status. The body's `message` (else a message of the
 /// engine's own) is what the member reads.
-public enum DispositionTable {
-    public static func classify(_ result: TransportResult, policy: OperationPolicy, now: Date) -> Classification {
+package enum DispositionTable {
+    package static func classify(_ result: TransportResult, policy: OperationPolicy, now: Date) -> Classification {
         let response: TransportResponse
         switch result {
         case .noResponse(let failure):
