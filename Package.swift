@@ -7,6 +7,7 @@
 //   CLibPQ             the system libpq, for the PostgreSQL claim store only
 //   OutboxStorage      the LMDB layer; the only module that imports CLMDB
 //   OutboxCrypto       SHA-256 (CryptoKit on Apple platforms, libsodium on Linux)
+//   OutboxWire         what both halves share: wire headers, error codes, body fields; the byte codec
 //   OutboxCore         pure: identifiers, requests, events, the record codec, the fold
 //   Outbox             the public engine: the journal, its projections, the API
 //   OutboxTesting      test doubles apps can use too: a manual clock, a scripted transport
@@ -16,6 +17,7 @@
 //   OutboxTestServer   a loopback HTTP server with fault injection (and outbox-test-server)
 //   JournalInspect     the support tool's logic (and journal-inspect, its thin executable)
 //   OutboxSimulation   a seeded, deterministic simulation of the engine under faults
+//   OutboxTestSupport  what the test targets share: child processes, a seeded generator
 //   outbox-bench       the benchmarks, against a mutable SQLite outbox and the disk's floor
 //   OutboxDemo         the engine's main job, end to end (and outbox-demo, its executable)
 //   outbox-test-child  a process the tests drive and kill: reads a live journal, is killed mid-write
@@ -72,23 +74,27 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "OutboxWire",
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "OutboxCore",
-            dependencies: ["OutboxCrypto"],
+            dependencies: ["OutboxCrypto", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "Outbox",
-            dependencies: ["OutboxCore", "OutboxStorage", "OutboxCrypto"],
+            dependencies: ["OutboxCore", "OutboxStorage", "OutboxCrypto", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "OutboxTesting",
-            dependencies: ["Outbox"],
+            dependencies: ["Outbox", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "IdempotencyClaims",
-            dependencies: ["OutboxStorage", "OutboxCrypto"],
+            dependencies: ["OutboxStorage", "OutboxCrypto", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -103,7 +109,7 @@ let package = Package(
         ),
         .target(
             name: "OutboxTestServer",
-            dependencies: ["IdempotencyClaims", "PostgresClaimStore", "OutboxStorage"],
+            dependencies: ["IdempotencyClaims", "PostgresClaimStore", "OutboxStorage", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -124,8 +130,13 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "OutboxTestSupport",
+            dependencies: ["OutboxCore"],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "OutboxSimulation",
-            dependencies: ["Outbox", "OutboxTesting", "IdempotencyClaims"],
+            dependencies: ["OutboxTestSupport", "Outbox", "OutboxTesting", "IdempotencyClaims", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .systemLibrary(
@@ -168,14 +179,14 @@ let package = Package(
         .testTarget(
             name: "OutboxTestServerTests",
             dependencies: [
-                "OutboxTestServer", "IdempotencyClaims", "OutboxSimulation", "outbox-test-server",
-                "Outbox", "OutboxTesting", "PostgresClaimStore", "PostgresTesting",
+                "OutboxTestServer", "IdempotencyClaims", "outbox-test-server",
+                "Outbox", "OutboxTesting", "PostgresClaimStore", "PostgresTesting", "OutboxTestSupport",
             ],
             swiftSettings: testSettings
         ),
         .testTarget(
             name: "JournalInspectTests",
-            dependencies: ["JournalInspect", "Outbox", "OutboxTesting", "OutboxStorage", "OutboxSimulation", "journal-inspect"],
+            dependencies: ["JournalInspect", "Outbox", "OutboxTesting", "OutboxStorage", "journal-inspect", "OutboxTestSupport"],
             swiftSettings: testSettings
         ),
         .testTarget(
@@ -185,7 +196,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["Outbox", "OutboxTesting", "OutboxTestServer", "OutboxSimulation", "outbox-test-child"],
+            dependencies: ["Outbox", "OutboxTesting", "OutboxTestServer", "outbox-test-child", "OutboxTestSupport"],
             swiftSettings: testSettings
         ),
         .testTarget(
@@ -205,7 +216,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OutboxTests",
-            dependencies: ["Outbox", "OutboxTesting", "OutboxStorage", "OutboxSimulation", "outbox-test-child"],
+            dependencies: ["Outbox", "OutboxTesting", "OutboxStorage", "outbox-test-child", "OutboxTestSupport"],
             swiftSettings: testSettings
         ),
     ],

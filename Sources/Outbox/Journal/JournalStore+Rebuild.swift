@@ -1,6 +1,7 @@
 import Foundation
 import OutboxCore
 import OutboxStorage
+import OutboxWire
 
 /// Rebuilding every projection from the events: the migration a new projection layout needs.
 extension JournalStore {

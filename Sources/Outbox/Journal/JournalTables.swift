@@ -1,6 +1,7 @@
 import Foundation
 import OutboxCore
 import OutboxStorage
+import OutboxWire
 
 /// How each of the journal's keys and values is laid out: the one place for each.
 ///

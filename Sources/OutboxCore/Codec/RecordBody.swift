@@ -1,4 +1,5 @@
 import Foundation
+import OutboxWire
 import OutboxCrypto
 
 /// An event body's fields in the record format: how each kind is written and read, side by side,

@@ -1,4 +1,5 @@
 public import Foundation
+import OutboxWire
 
 /// The journal's binary record format, version 2 (documented in `Docs/journal-format.md`); it
 /// reads version 1 too.
@@ -24,9 +25,9 @@ public import Foundation
 /// Every format version keeps two things where they are: the version in the first two bytes,
 /// and the checksum over everything before it in the last four. So a damaged record is told
 /// apart from one written by a newer engine before anything else is read.
-public enum RecordCodec {
+package enum RecordCodec {
     /// The format this engine writes and the newest it reads.
-    public static let formatVersion = 2
+    package static let formatVersion = 2
 
     /// The header's size in the format this engine writes.
     static let headerSize = 64
@@ -42,13 +43,13 @@ public enum RecordCodec {
 
     /// The kind a record says it is, read without any check: a hint for sizing and routing,
     /// never a substitute for ``decodeHeader(_:seq:)``.
-    public static func uncheckedKind(of record: UnsafeRawBufferPointer) -> JournalEventKind? {
+    package static func uncheckedKind(of record: UnsafeRawBufferPointer) -> JournalEventKind? {
         record.count > 2 ? JournalEventKind(code: record[2]) : nil
     }
 
     /// The operation a record says it belongs to, read without any check (`nil` for an engine
     /// event): a hint for routing, never a substitute for ``decodeHeader(_:seq:)``.
-    public static func uncheckedOperationID(of record: UnsafeRawBufferPointer) -> OperationID? {
+    package static func uncheckedOperationID(of record: UnsafeRawBufferPointer) -> OperationID? {
         guard record.count >= version1HeaderSize, record[3] & hasOperationFlag != 0 else { return nil }
         return OperationID(uuid: UUID(uuid: record.loadUnaligned(fromByteOffset: 12, as: uuid_t.self)))
     }
@@ -64,7 +65,7 @@ public enum RecordCodec {
     }
 
     /// The record for `event`, in the format this engine writes.
-    public static func encode(_ event: JournalEvent) -> [UInt8] {
+    package static func encode(_ event: JournalEvent) -> [UInt8] {
         precondition(event.kind.isOperationEvent == (event.operationID != nil), "operation id must match the kind")
         var writer = ByteWriter(capacity: headerSize + 128)
         writer.write(UInt16(formatVersion))
@@ -113,14 +114,14 @@ public enum RecordCodec {
     // MARK: Decoding
 
     /// The header fields, readable without decoding the body.
-    public struct Header: Sendable, Equatable {
-        public var formatVersion: Int
-        public var kind: JournalEventKind
-        public var seq: JournalSequence
-        public var operationID: OperationID?
-        public var recordedAt: Date
-        public var uptime: Uptime?
-        public var bodyLength: Int
+    package struct Header: Sendable, Equatable {
+        package var formatVersion: Int
+        package var kind: JournalEventKind
+        package var seq: JournalSequence
+        package var operationID: OperationID?
+        package var recordedAt: Date
+        package var uptime: Uptime?
+        package var bodyLength: Int
     }
 
     /// Checks a record's checksum and format version, and reads its header.
@@ -129,7 +130,7 @@ public enum RecordCodec {
     /// - Throws: ``OutboxError/journalCorrupt(seq:reason:)`` for a checksum mismatch or a header
     ///   that makes no sense; ``OutboxError/newerFormat(found:supported:)`` for a sound record
     ///   written by a newer format.
-    public static func decodeHeader(_ record: [UInt8], seq: JournalSequence) throws(OutboxError) -> Header {
+    package static func decodeHeader(_ record: [UInt8], seq: JournalSequence) throws(OutboxError) -> Header {
         guard record.count >= version1HeaderSize + checksumSize else {
             throw .journalCorrupt(seq: seq, reason: "record is \(record.count) bytes, shorter than any record")
         }
@@ -195,11 +196,11 @@ public enum RecordCodec {
     ///   for a body that does not decode.
     /// Opens the sealed fields of a record: an `enqueued` event's payload, label and summary, and
     /// the server's current record an `attemptFinished` of a conflict kept.
-    public struct Unsealer: Sendable {
-        public var request: @Sendable (SealedRequest, OperationID) throws -> (payload: Data, entityLabel: String, summary: String)
-        public var serverCurrent: @Sendable ([UInt8], OperationID) throws -> Data
+    package struct Unsealer: Sendable {
+        package var request: @Sendable (SealedRequest, OperationID) throws -> (payload: Data, entityLabel: String, summary: String)
+        package var serverCurrent: @Sendable ([UInt8], OperationID) throws -> Data
 
-        public init(
+        package init(
             request: @escaping @Sendable (SealedRequest, OperationID) throws -> (payload: Data, entityLabel: String, summary: String),
             serverCurrent: @escaping @Sendable ([UInt8], OperationID) throws -> Data
         ) {
@@ -213,7 +214,7 @@ public enum RecordCodec {
     ///   fields empty).
     /// - Throws: as ``decodeHeader(_:seq:)``, and ``OutboxError/journalCorrupt(seq:reason:)``
     ///   for a body that does not decode; the unsealer's error when the sealed fields do not open.
-    public static func decode(_ record: [UInt8], seq: JournalSequence, unseal: Unsealer? = nil) throws(OutboxError) -> JournalEvent {
+    package static func decode(_ record: [UInt8], seq: JournalSequence, unseal: Unsealer? = nil) throws(OutboxError) -> JournalEvent {
         let header = try decodeHeader(record, seq: seq)
         var body: JournalEventBody
         do {

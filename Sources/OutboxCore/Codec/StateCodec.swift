@@ -1,4 +1,5 @@
 import Foundation
+package import OutboxWire
 import OutboxCrypto
 
 /// The stored form of an ``OperationState`` in the `operations` projection.

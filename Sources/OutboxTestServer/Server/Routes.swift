@@ -1,4 +1,5 @@
 import Foundation
+import OutboxWire
 import IdempotencyClaims
 
 /// What the server does with one request: answer it, or drop the connection unanswered.
@@ -26,7 +27,7 @@ struct BusinessEndpoint: Sendable {
 
 /// Every endpoint of the server, from a parsed request to a ``Reply``.
 struct Routes: Sendable {
-    static let businessHeader = "X-Business-ID"
+    static let businessHeader = WireHeader.businessID
     static let defaultBusinessID = "default"
 
     let storage: any ServerStorage
@@ -53,7 +54,7 @@ struct Routes: Sendable {
         }
         let notFound = HTTPResponse.problem(404, code: "not_found", message: "no endpoint at \(request.path)")
         observer?(ServerEvent(
-            path: request.path, target: request.target, idempotencyKey: request.header("Idempotency-Key"),
+            path: request.path, target: request.target, idempotencyKey: request.header(WireHeader.idempotencyKey),
             outcome: .refused, status: notFound.status, fault: nil))
         return Reply(response: notFound)
     }
@@ -72,7 +73,7 @@ struct Routes: Sendable {
     }
 
     private func handleCreate(_ endpoint: BusinessEndpoint, _ request: HTTPRequest) -> (Reply, ServerEvent) {
-        let key = request.header("Idempotency-Key")
+        let key = request.header(WireHeader.idempotencyKey)
         func event(_ outcome: ServerEvent.Outcome, _ response: HTTPResponse?, _ fault: Fault?) -> ServerEvent {
             ServerEvent(
                 path: endpoint.path, target: request.target, idempotencyKey: key, outcome: outcome, status: response?.status,
@@ -108,7 +109,7 @@ struct Routes: Sendable {
             }
             return (Reply(response: response, releasesKey: isSlow ? nil : key), event(outcome, response, fault))
         } catch let invalid as CreateBody.Invalid {
-            let response = HTTPResponse.problem(422, code: "validation_failed", message: invalid.message)
+            let response = HTTPResponse.problem(422, code: WireErrorCode.validationFailed, message: invalid.message)
             return (Reply(response: response, releasesKey: isSlow ? nil : key), event(.refused, response, fault))
         } catch {
             let response = HTTPResponse.problem(500, code: "internal_error", message: "the server failed to store the write: \(error)")
@@ -126,7 +127,7 @@ struct Routes: Sendable {
         try txn.countApplied(key: key)
         if approval {
             let requestID = try txn.addApproval(type: endpoint.type, businessID: businessID, key: key, body: body)
-            let envelope = #"{"request_id":"# + JSONText.quoted(requestID) + #","status":"pending_approval"}"#
+            let envelope = "{" + JSONText.quoted(WireBodyField.requestID) + ":" + JSONText.quoted(requestID) + #","status":"pending_approval"}"#
             return ClaimResponse(status: 202, headers: [json], body: Data(envelope.utf8))
         }
         let revision = try txn.putNextRevision(type: endpoint.type, businessID: businessID, id: id, key: key, body: body)
@@ -144,11 +145,11 @@ struct Routes: Sendable {
         case .serverError:
             return .problem(500, code: "internal_error", message: scripted)
         case .unavailable:
-            let retry = fault.retryAfterSeconds.map { [ClaimResponse.Header(name: "Retry-After", value: String($0))] } ?? []
+            let retry = fault.retryAfterSeconds.map { [ClaimResponse.Header(name: WireHeader.retryAfter, value: String($0))] } ?? []
             return .problem(503, code: "unavailable", message: scripted, headers: retry)
         case .rateLimited:
             let seconds = fault.retryAfterSeconds ?? 1
-            return .problem(429, code: "rate_limited", message: scripted, headers: [.init(name: "Retry-After", value: String(seconds))])
+            return .problem(429, code: "rate_limited", message: scripted, headers: [.init(name: WireHeader.retryAfter, value: String(seconds))])
         case .unauthorized:
             return .problem(401, code: "unauthorized", message: scripted, headers: [
                 .init(name: "WWW-Authenticate", value: #"Bearer realm="outbox-test-server""#)
@@ -156,7 +157,7 @@ struct Routes: Sendable {
         case .forbidden:
             return .problem(403, code: "forbidden", message: fault.message ?? scripted)
         case .validationFailed:
-            return .problem(422, code: "validation_failed", message: fault.message ?? scripted)
+            return .problem(422, code: WireErrorCode.validationFailed, message: fault.message ?? scripted)
         case .captivePortal:
             return HTTPResponse(
                 status: 200,

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxWire
 import Synchronization
 
 #if canImport(Glibc)
@@ -137,7 +138,7 @@ final class ServerCore: Sendable {
             let busy = HTTPResponse.problem(
                 503, code: "too_many_connections",
                 message: "the server serves at most \(maxConnections) connections at once",
-                headers: [.init(name: "Retry-After", value: "1")])
+                headers: [.init(name: WireHeader.retryAfter, value: "1")])
             try? Socket.write(descriptor, busy.serialized(keepAlive: false))
             Socket.close(descriptor)
         case .stopping:

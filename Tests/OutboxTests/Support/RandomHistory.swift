@@ -1,5 +1,5 @@
 import Foundation
-import OutboxSimulation
+import OutboxTestSupport
 @testable import Outbox
 
 /// Drives a journal through a random but legal history: enqueues, attempts with every
