@@ -157,7 +157,7 @@ public enum PharmacyAfternoon {
         case .blocked(let blocked, _, let message):
             id = blocked
             text = "Saved, but blocked: \(message)"
-        case .synced, .pendingApproval, .rejected:
+        case .synced, .pendingApproval, .rejected, .conflicted, .failed, .alreadySaved:
             // With no signal the save cannot reach the server: any other answer breaks the story.
             throw DemoError.unexpected("a save with no signal answered \(result)")
         }

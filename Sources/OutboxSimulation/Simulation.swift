@@ -268,7 +268,8 @@ public final class Simulation {
             let result = try await outbox.save(request)
             switch result {
             case .synced(let response): id = try resolveID(response: response, payload: payload)
-            case .queued(let queued), .blocked(let queued, _, _): id = queued
+            case .queued(let queued), .blocked(let queued, _, _), .conflicted(let queued, _), .failed(let queued, _, _): id = queued
+            case .alreadySaved(let snapshot): id = snapshot.id
             case .pendingApproval, .rejected: id = try resolveID(response: nil, payload: payload)
             }
             trace.append("save #\(payloadNumber) (\(fate)\(entity.map { ", \($0)" } ?? "")) -> \(result.traceText)")
@@ -451,6 +452,9 @@ extension SaveResult {
         case .queued: "queued"
         case .rejected(let code, _): "rejected (\(code))"
         case .blocked(_, let code, _): "blocked (\(code))"
+        case .conflicted: "conflicted"
+        case .failed(_, let code, _): "failed (\(code))"
+        case .alreadySaved(let snapshot): "already saved (\(snapshot.status))"
         }
     }
 }

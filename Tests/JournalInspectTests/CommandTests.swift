@@ -38,7 +38,7 @@ struct CommandTests {
         let result = try run(["summary"])
         #expect(result.code == .success && result.errors.isEmpty)
         let text = result.output
-        #expect(text.contains("journal format 1, projections layout \(JournalSchema.projectionVersion)"))
+        #expect(text.contains("journal format \(RecordCodec.formatVersion), projections layout \(JournalSchema.projectionVersion)"))
         #expect(text.contains("member-42"))
         #expect(text.contains("seq 1...34: 34 events"))
         #expect(text.contains("Last event      2027-01-15T09:11:06Z (48 min 54 s ago)"))
@@ -55,10 +55,10 @@ struct CommandTests {
         #expect(coloured.output.contains("\u{1B}[35mpaused\u{1B}[0m"))
 
         let document = try json(try run(["summary", "--json"]))
-        #expect(document["formatVersion"] as? Int == 1)
+        #expect(document["formatVersion"] as? Int == RecordCodec.formatVersion)
         #expect(document["lastSeq"] as? Int == 34 && document["eventCount"] as? Int == 34)
         #expect(document["statusCounts"] as? [String: Int] == ["queued": 2, "syncing": 1, "synced": 1, "pending_approval": 1, "failed": 1,
-                                                              "blocked": 1, "withdrawn": 1, "discarded": 1])
+                                                              "blocked": 1, "withdrawn": 1, "discarded": 1, "conflicted": 0, "superseded": 0])
         #expect(document["operationCount"] as? Int == 9)
         let worker = try #require(document["worker"] as? [String: Any])
         #expect(worker["paused"] as? Bool == true && worker["pauseReason"] as? String == "token_expired")

@@ -131,13 +131,13 @@ struct JournalQueryTests {
         let reader = try JournalReader(directory: directory.url)
         defer { reader.close() }
         let summary = try reader.summary()
-        #expect(summary.formatVersion == 1)
+        #expect(summary.formatVersion == RecordCodec.formatVersion)
         #expect(summary.projectionVersion == Int(JournalSchema.projectionVersion) && summary.projectionsAreCurrent)
         #expect(summary.account == "member-42")
         #expect(summary.firstSeq == 1)
         #expect(summary.lastSeq.rawValue == UInt64(summary.eventCount))
         #expect(summary.statusCounts == [.queued: 2, .syncing: 1, .synced: 1, .pendingApproval: 1, .failed: 1, .blocked: 1,
-                                         .withdrawn: 1, .discarded: 1])
+                                         .withdrawn: 1, .discarded: 1, .conflicted: 0, .superseded: 0])
         #expect(summary.operationCount == 9)
         #expect(summary.oldestPending?.id == journal.queued)
         #expect(summary.engine.isPaused && summary.engine.pauseReason == "token_expired")

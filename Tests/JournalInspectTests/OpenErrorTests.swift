@@ -57,12 +57,12 @@ struct OpenErrorTests {
     @Test func aJournalOfANewerFormat() async throws {
         let journal = directory.path("journal")
         _ = try await writeQueuedJournal(into: journal, count: 1)
-        try Tamper.setMeta(journal, key: "format-version", to: 2)
+        try Tamper.setMeta(journal, key: "format-version", to: UInt32(RecordCodec.formatVersion + 1))
         let before = try dataFileDigest(journal)
         let result = inspect([journal.path, "timeline", "abc"])
         #expect(result.code == .cannotOpen)
-        #expect(result.errors == "journal-inspect: error: \(journal.path) was written in journal format 2, newer than this tool "
-            + "reads (up to format 1): use a newer journal-inspect.\n")
+        #expect(result.errors == "journal-inspect: error: \(journal.path) was written in journal format \(RecordCodec.formatVersion + 1), "
+            + "newer than this tool reads (up to format \(RecordCodec.formatVersion)): use a newer journal-inspect.\n")
         #expect(try dataFileDigest(journal) == before)
     }
 

@@ -48,7 +48,17 @@ struct FoldTests {
         (.blocked, .discarded(Discarded(requestedBy: .app, reason: .signOut)), .discarded),
         (.pendingApproval, .approvalDecided(ApprovalDecided(approved: true, reference: nil)), .synced),
         (.pendingApproval, .approvalDecided(ApprovalDecided(approved: false, reference: nil)), .failed),
+        (.syncing, finished(.conflicted), .conflicted),
+        (.syncing, finished(.gaveUp), .failed),
+        (.conflicted, .discarded(Discarded(requestedBy: .member, reason: .memberDiscarded)), .discarded),
+        (.conflicted, .rebased(Rebased(baseRevision: "r8")), .queued),
+        (.failed, .superseded(Superseded(by: otherID, reason: .revised)), .superseded),
+        (.blocked, .superseded(Superseded(by: otherID, reason: .revised)), .superseded),
+        (.conflicted, .superseded(Superseded(by: otherID, reason: .revised)), .superseded),
+        (.queued, .dependencyEnded(DependencyEnded(dependency: otherID, status: .discarded)), .blocked),
     ]
+
+    static let otherID = OperationID("0E621E1F-C36C-495A-93FC-0C247A3E6E5F")!
 
     /// One representative body of each operation event kind but `enqueued`.
     static let representatives: [JournalEventBody] = [
@@ -59,6 +69,9 @@ struct FoldTests {
         .requeued(Requeued(requestedBy: .member)),
         .discarded(Discarded(requestedBy: .member, reason: .memberDiscarded)),
         .approvalDecided(ApprovalDecided(approved: true, reference: nil)),
+        .superseded(Superseded(by: otherID, reason: .revised)),
+        .rebased(Rebased(baseRevision: "r8")),
+        .dependencyEnded(DependencyEnded(dependency: otherID, status: .discarded)),
     ]
 
     @Test func enqueueStartsAnOperationQueuedAndDueNow() throws {

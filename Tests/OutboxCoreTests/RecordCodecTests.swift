@@ -23,7 +23,7 @@ struct RecordCodecTests {
         #expect(header.seq == event.seq)
         #expect(header.operationID == Samples.id)
         #expect(header.recordedAt == event.recordedAt)
-        #expect(header.formatVersion == 1)
+        #expect(header.formatVersion == RecordCodec.formatVersion)
     }
 
     @Test(arguments: Samples.events())
@@ -122,11 +122,11 @@ struct RecordCodecTests {
         let event = Samples.events()[2]
         var record = RecordCodec.encode(event)
         record[0] = 0
-        record[1] = 2
+        record[1] = UInt8(RecordCodec.formatVersion + 1)
         // A newer engine's record carries its own valid checksum.
         record = Array(record.dropLast(4))
         record += CRC32CVector.checksum(record).bigEndianBytes
-        #expect(throws: OutboxError.newerFormat(found: 2, supported: 1)) {
+        #expect(throws: OutboxError.newerFormat(found: RecordCodec.formatVersion + 1, supported: RecordCodec.formatVersion)) {
             try RecordCodec.decode(record, seq: event.seq)
         }
     }

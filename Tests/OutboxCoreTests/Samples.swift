@@ -60,6 +60,43 @@ enum Samples {
                                latestOutcome: nil, lastErrorCode: "idempotency_conflict", serverRevision: nil),
         ])),
         .compacted(Compacted(firstSeq: 3, lastSeq: 3, removedCount: 1, digest: SHA256Digest(of: Data()), operations: [])),
+        // Format 2: intent, conflicts, sessions, time zones, what compaction keeps.
+        .enqueued(Enqueued(
+            request: {
+                var edit = request()
+                edit.method = "PUT"
+                edit.endpoint = "/products/product-1"
+                edit.operationID = id
+                edit.baseRevision = "r7"
+                edit.dependsOn = [OperationID("0E621E1F-C36C-495A-93FC-0C247A3E6E5F")!]
+                return edit
+            }(),
+            requestHash: SHA256Digest(of: request().payload), account: "member-42",
+            supersedes: Supersession(operation: OperationID("1E621E1F-C36C-495A-93FC-0C247A3E6E5F")!, reason: .revised, laneSeq: 4)
+        )),
+        .attemptFinished(AttemptFinished(attempt: 2, Classification(
+            outcome: .response(statusCode: 412), disposition: .conflicted, errorCode: "precondition_failed",
+            errorMessage: "Changed elsewhere.", serverRevision: "r8", serverCurrent: Data(#"{"price":13}"#.utf8)
+        ), nextAttemptAt: nil)),
+        .attemptFinished(AttemptFinished(attempt: 3, Classification(
+            outcome: .response(statusCode: 409), disposition: .conflicted, errorCode: "revision_conflict", serverRevision: "r9"
+        ), nextAttemptAt: nil, sealedServerCurrent: [1, 2, 3])),
+        .attemptFinished(AttemptFinished(attempt: 50, outcome: .response(statusCode: 503), disposition: .gaveUp, errorCode: "gave_up")),
+        .superseded(Superseded(by: OperationID("2E621E1F-C36C-495A-93FC-0C247A3E6E5F")!, reason: .coalesced)),
+        .rebased(Rebased(baseRevision: "r9")),
+        .dependencyEnded(DependencyEnded(dependency: OperationID("0E621E1F-C36C-495A-93FC-0C247A3E6E5F")!, status: .discarded)),
+        .discarded(Discarded(requestedBy: .rule, reason: .serverWon)),
+        .sessionChanged(SessionChanged(observation: .otherAccount)),
+        .journalOpened(JournalOpened(formatVersion: 2, engineVersion: "0.2.0", appVersion: nil, timeZone: "Europe/Berlin")),
+        .compacted(Compacted(firstSeq: 4, lastSeq: 9, removedCount: 5, digest: SHA256Digest(of: Data("y".utf8)), operations: [
+            CompactedOperation(id: id, operationType: "product.update", status: .superseded, firstSeq: 4, createdAt: moment,
+                               changedAt: moment, attemptCount: 1, latestOutcome: .conflicted, lastErrorCode: "revision_conflict",
+                               serverRevision: "r8", identity: CompactedIdentity(
+                                   businessID: "pharmacy-7", category: "Products", entityID: "product-1", entityLabel: "Antiseptic 500 ml",
+                                   summary: "New price", sealedPresentation: nil, requestHash: SHA256Digest(of: Data("z".utf8)),
+                                   supersededBy: OperationID("2E621E1F-C36C-495A-93FC-0C247A3E6E5F")!
+                               )),
+        ])),
     ]
 
     static func events() -> [JournalEvent] {
@@ -68,6 +105,7 @@ enum Samples {
                 seq: JournalSequence(rawValue: UInt64(offset + 1)),
                 operationID: body.kind.isOperationEvent ? id : nil,
                 recordedAt: moment.addingTimeInterval(Double(offset)),
+                uptime: offset.isMultiple(of: 2) ? Uptime(seconds: 3600.5 + Double(offset), bootID: UUID(uuidString: "6E621E1F-C36C-495A-93FC-0C247A3E6E5F")!) : nil,
                 body: body
             )
         }

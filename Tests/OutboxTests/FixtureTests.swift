@@ -138,7 +138,8 @@ struct FixtureTests {
             _ = try Outbox(directory: copy, transport: InMemoryServer(), configuration: OutboxConfiguration(account: manifest.account, encryptionKey: manifest.key))
         }
         #expect(throws: refusal) { _ = try JournalReader(directory: copy) }
-        #expect(refusal.description.contains("format version 2") && refusal.description.contains("up to version 1"))
+        #expect(refusal.description.contains("format version \(RecordCodec.formatVersion + 1)")
+            && refusal.description.contains("up to version \(RecordCodec.formatVersion)"))
     }
 
     private func setMeta(_ directory: URL, _ key: String, _ value: [UInt8]) throws {

@@ -96,12 +96,15 @@ struct ViewTests {
         for _ in 0..<400 { try await history.step(outbox, now: journal.clock.now()) }
         let statuses = try history.statuses.keys.map { try #require(try outbox.operationState($0)).status }
         let expected = statuses.filter { [.queued, .syncing, .failed, .blocked].contains($0) }.count
-        #expect(try outbox.badgeCount() == expected)
+        let conflicts = statuses.filter { $0 == .conflicted }.count
+        #expect(try outbox.badgeCount() == expected + conflicts, "a conflicted row needs a person: it counts on the badge")
         let approvals = statuses.filter { $0 == .pendingApproval }.count
         let tab = try outbox.syncTab(isOnline: true, rowsPerCard: 10_000)
-        #expect(tab.totalCount == expected + approvals)
+        #expect(tab.totalCount == expected + approvals + conflicts)
         #expect(tab.cards.reduce(0) { $0 + $1.rows.count } == expected)
         #expect(tab.approvalCard?.count ?? 0 == approvals)
+        #expect(tab.conflictCard?.count ?? 0 == conflicts)
+        #expect(tab.conflictCard?.rows.count ?? 0 == conflicts)
         let depth = try outbox.metrics().queueDepth
         for status in OutboxStatus.allCases {
             #expect(depth[status] == statuses.filter { $0 == status }.count, "\(status)")
@@ -197,12 +200,16 @@ struct ViewTests {
         #expect(try outbox.badgeCount() == folded.filter(\.status.needsAttention).count, "seed \(seed)")
         #expect(try outbox.ledger(LedgerQuery(limit: .max)) == folded.sorted { $0.firstSeq < $1.firstSeq }.map(LedgerEntry.init), "seed \(seed)")
         let tab = try outbox.syncTab(isOnline: true, rowsPerCard: .max)
-        let waitingByCategory = Dictionary(grouping: folded.filter(\.status.needsAttention), by: \.category)
+        // Conflicted rows wait on their own card, the rest by category.
+        let waitingByCategory = Dictionary(grouping: folded.filter { $0.status.needsAttention && $0.status != .conflicted }, by: \.category)
         #expect(Dictionary(uniqueKeysWithValues: tab.cards.map { ($0.category, $0.count) }) == waitingByCategory.mapValues(\.count), "seed \(seed)")
         for card in tab.cards {
             let expected = waitingByCategory[card.category, default: []].sorted { $0.latestSeq > $1.latestSeq }.map(SyncRow.init)
             #expect(card.rows == expected, "seed \(seed): \(card.category)")
         }
+        let conflicted = folded.filter { $0.status == .conflicted }
+        #expect(tab.conflictCard?.count ?? 0 == conflicted.count, "seed \(seed)")
+        #expect(Set(tab.conflictCard?.rows.map(\.operationID) ?? []) == Set(conflicted.map(\.id)), "seed \(seed)")
     }
 }
 

@@ -19,7 +19,7 @@ final class SQLiteOutbox: @unchecked Sendable {
 
     /// Statuses, stored as small integers.
     enum Status: Int64, CaseIterable {
-        case queued = 0, syncing, pendingApproval, failed, blocked, synced, withdrawn, discarded
+        case queued = 0, syncing, pendingApproval, failed, blocked, synced, withdrawn, discarded, conflicted, superseded
 
         init(_ status: OutboxStatus) {
             switch status {
@@ -31,6 +31,8 @@ final class SQLiteOutbox: @unchecked Sendable {
             case .synced: self = .synced
             case .withdrawn: self = .withdrawn
             case .discarded: self = .discarded
+            case .conflicted: self = .conflicted
+            case .superseded: self = .superseded
             }
         }
 

@@ -41,8 +41,14 @@ public enum EventText {
         switch event.body {
         case .enqueued(let enqueued):
             let request = enqueued.request
-            return "\(request.operationType) \(request.method) \(request.endpoint) \"\(request.entityLabel)\" "
+            var text = "\(request.operationType) \(request.method) \(request.endpoint) \"\(request.entityLabel)\" "
                 + "[\(request.category)], \(request.payload.count) bytes"
+            if let revision = request.baseRevision { text += ", edits revision \(revision)" }
+            if !request.dependsOn.isEmpty { text += ", depends on \(request.dependsOn.map(shortID).joined(separator: ", "))" }
+            if let supersedes = enqueued.supersedes {
+                text += ", \(supersedes.reason == .coalesced ? "coalesces" : "replaces") \(shortID(supersedes.operation)) (\(supersedes.reason))"
+            }
+            return text
         case .attemptStarted(let started):
             return "attempt \(started.attempt), woken by \(started.trigger)"
         case .attemptFinished(let finished):
@@ -63,6 +69,18 @@ public enum EventText {
             return discarded.reason == .signOut ? "on sign-out" : "by the \(discarded.requestedBy)"
         case .approvalDecided(let decision):
             return (decision.approved ? "approved" : "rejected") + (decision.reference.map { " (\($0))" } ?? "")
+        case .superseded(let superseded):
+            return "\(superseded.reason == .coalesced ? "coalesced into" : "replaced by") \(shortID(superseded.by)) (\(superseded.reason))"
+        case .rebased(let rebased):
+            return "rebased by its conflict rule onto the server's revision \(rebased.baseRevision); sent again under the same key"
+        case .dependencyEnded(let ended):
+            return "blocked: \(shortID(ended.dependency)), which it depends on, ended \(ended.status)"
+        case .sessionChanged(let changed):
+            switch changed.observation {
+            case .signedIn: return "the journal's account is signed in again: passes send"
+            case .signedOut: return "nobody is signed in: passes send nothing"
+            case .otherAccount: return "another account is signed in: nothing is sent under it"
+            }
         case .sessionPaused(let paused):
             return "worker paused: \(paused.reason)" + (paused.triggeredBy.map { " (operation \(shortID($0)))" } ?? "")
         case .sessionResumed:

@@ -45,8 +45,8 @@ public struct Style: Sendable {
         case .syncing: .blue
         case .pendingApproval: .cyan
         case .failed: .red
-        case .blocked: .boldRed
-        case .withdrawn, .discarded: .dim
+        case .blocked, .conflicted: .boldRed
+        case .withdrawn, .discarded, .superseded: .dim
         }
     }
 
@@ -57,8 +57,8 @@ public struct Style: Sendable {
         case .pendingApproval: .cyan
         case .transientFailure: .yellow
         case .unauthorized: .magenta
-        case .rejected: .red
-        case .blocked: .boldRed
+        case .rejected, .gaveUp: .red
+        case .blocked, .conflicted: .boldRed
         }
     }
 }

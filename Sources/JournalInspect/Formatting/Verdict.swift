@@ -65,8 +65,23 @@ public enum Verdict {
         case .discarded:
             if case .discarded(let discarded)? = lastEvent?.body, discarded.reason == .signOut {
                 text = "discarded on sign-out"
+            } else if case .discarded(let discarded)? = lastEvent?.body, discarded.reason == .serverWon {
+                text = discarded.requestedBy == .rule
+                    ? "discarded: the record changed elsewhere and its type's rule keeps the server's version"
+                    : "discarded: the record changed elsewhere and the member kept the server's version"
             } else {
                 text = "discarded by the member"
+            }
+        case .conflicted:
+            text = "conflicted: the record changed elsewhere since the edit began (attempt \(number)"
+            if let revision = state.serverRevision { text += ", the server now has revision \(revision)" }
+            text += "); waiting for the member to keep theirs or the server's"
+        case .superseded:
+            let by = state.supersededBy.map { EventText.shortID($0) } ?? "another operation"
+            switch state.supersededReason {
+            case .coalesced?: text = "superseded: coalesced into \(by), a newer write of the same record, before it was ever sent"
+            case .resolvedMine?: text = "superseded: the member resolved the conflict with their own version, sent as \(by)"
+            default: text = "superseded: the member corrected it; the correction is \(by)"
             }
         }
         return text

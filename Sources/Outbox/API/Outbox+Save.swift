@@ -16,6 +16,16 @@ public enum SaveResult: Sendable, Equatable {
     /// The server refused the member or the key (403, a key conflict): the row is blocked until a
     /// person decides, and the Sync tab shows why.
     case blocked(OperationID, code: String, message: String)
+    /// The record changed elsewhere since the edit began (412, `revision_conflict`): the row is
+    /// `conflicted` and the member decides (``Outbox/resolveConflict(_:keeping:)``), unless the
+    /// type's conflict rule already did.
+    case conflicted(OperationID, serverRevision: String?)
+    /// The retry policy gave up on it (a limit of one attempt): the row is `failed`, code
+    /// `gave_up`; ``Outbox/retry(_:)`` starts over.
+    case failed(OperationID, code: String, message: String)
+    /// The request's ``OutboxRequest/operationID`` was saved before (a double tap, a retry after a
+    /// crash): nothing new was written or sent; this is where that operation stands.
+    case alreadySaved(OperationSnapshot)
 }
 
 extension Outbox {
@@ -71,6 +81,11 @@ extension Outbox {
             case .blocked:
                 return .blocked(id, code: classification.errorCode ?? ErrorCode.forbidden,
                                 message: classification.errorMessage ?? "This change was refused.")
+            case .conflicted:
+                return .conflicted(id, serverRevision: classification.serverRevision)
+            case .gaveUp:
+                return .failed(id, code: classification.errorCode ?? ErrorCode.gaveUp,
+                               message: classification.errorMessage ?? "This change could not be sent.")
             }
         case .skipped, .halted, .unrecorded:
             await worker.becameDue(at: configuration.clock.now(), because: .enqueued)

@@ -38,6 +38,15 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
     /// The payload as UTF-8 text (it is JSON), only when asked for.
     public var payload: String?
     public var account: String?
+    /// The revision the edit started from (sent as `If-Match`); also a rebase's new one.
+    public var baseRevision: String?
+    /// The operations it waits for.
+    public var dependsOn: [OperationID]?
+    /// The row it replaces (`enqueued`), or the operation that replaced it (`superseded`).
+    public var supersedes: OperationID?
+    public var supersededBy: OperationID?
+    /// Why: `revised`, `resolvedMine` or `coalesced`.
+    public var supersedeReason: SupersedeReason?
 
     // attempts
     public var attempt: Int?
@@ -54,12 +63,18 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
     public var approvalRequestID: String?
     public var serverRevision: String?
     public var nextAttemptAt: Date?
+    /// The size of the server's current record a conflict kept (its bytes only with the payload).
+    public var serverCurrentBytes: Int?
+    public var serverCurrent: String?
 
     // decisions
     public var requestedBy: Requester?
     public var discardReason: DiscardReason?
     public var approved: Bool?
     public var reference: String?
+    /// The dependency whose chain ended unapplied, and how (`dependencyEnded`).
+    public var dependency: OperationID?
+    public var dependencyStatus: OutboxStatus?
 
     // engine events
     public var reason: String?
@@ -67,6 +82,10 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
     public var formatVersion: Int?
     public var engineVersion: String?
     public var appVersion: String?
+    /// The device's time zone when the journal was opened.
+    public var timeZone: String?
+    /// Who the worker found signed in (`sessionChanged`).
+    public var session: SessionObservation?
     public var firstSeq: JournalSequence?
     public var lastSeq: JournalSequence?
     public var removedCount: Int?
@@ -96,6 +115,10 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             payloadHashMatches = PayloadCheck(payload: request.payload, recordedHash: enqueued.requestHash).matches
             if includePayload { payload = String(decoding: request.payload, as: UTF8.self) }
             account = enqueued.account
+            baseRevision = request.baseRevision
+            dependsOn = request.dependsOn.isEmpty ? nil : request.dependsOn
+            supersedes = enqueued.supersedes?.operation
+            supersedeReason = enqueued.supersedes?.reason
         case .attemptStarted(let started):
             attempt = started.attempt.rawValue
             trigger = started.trigger
@@ -110,6 +133,9 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             approvalRequestID = finished.approvalRequestID
             serverRevision = finished.serverRevision
             nextAttemptAt = finished.nextAttemptAt
+            let current = finished.serverCurrent.map { $0.count } ?? finished.sealedServerCurrent.map { $0.count - SealedRequest.overheadBytes }
+            serverCurrentBytes = current
+            if includePayload, let bytes = finished.serverCurrent { serverCurrent = String(decoding: bytes, as: UTF8.self) }
         case .attemptAbandoned(let abandoned):
             attempt = abandoned.attempt.rawValue
         case .withdrawn(let withdrawn):
@@ -132,6 +158,17 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             formatVersion = opened.formatVersion
             engineVersion = opened.engineVersion
             appVersion = opened.appVersion
+            timeZone = opened.timeZone
+        case .superseded(let superseded):
+            supersededBy = superseded.by
+            supersedeReason = superseded.reason
+        case .rebased(let rebased):
+            baseRevision = rebased.baseRevision
+        case .dependencyEnded(let ended):
+            dependency = ended.dependency
+            dependencyStatus = ended.status
+        case .sessionChanged(let changed):
+            session = changed.observation
         case .compacted(let compacted):
             firstSeq = compacted.firstSeq
             lastSeq = compacted.lastSeq

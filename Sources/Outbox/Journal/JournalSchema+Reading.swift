@@ -71,8 +71,11 @@ extension JournalSchema {
     /// `state` with its entity label and summary opened for display: the plaintext when the key is
     /// known, "(sealed)" when not.
     func opened(_ state: OperationState) -> OperationState {
-        guard state.sealedPresentation != nil else { return state }
         var opened = state
+        if let sealed = state.sealedServerCurrent, let sealing = sealing.sealing {
+            opened.serverCurrent = try? sealing.unsealServerCurrent(sealed, id: state.id)
+        }
+        guard state.sealedPresentation != nil else { return opened }
         let text = presentation(of: state)
         opened.entityLabel = text?.label ?? "(sealed)"
         opened.summary = text?.summary ?? "(sealed)"

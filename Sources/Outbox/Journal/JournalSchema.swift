@@ -21,7 +21,7 @@ import Synchronization
 struct JournalSchema: Sendable {
     /// The layout version of every database but `events` and `meta`. A journal stored with
     /// another version has its projections rebuilt from the events at open.
-    static let projectionVersion: UInt32 = 3
+    static let projectionVersion: UInt32 = 4
 
     /// Databases earlier layouts kept and this one does not: emptied by a rebuild.
     /// (`operation-events`, layout 2, listed each operation's seqs; the state holds them now.)
@@ -68,6 +68,7 @@ struct JournalSchema: Sendable {
     enum TabGroup: UInt8 {
         case waiting = 0
         case approval = 1
+        case conflicted = 2
     }
 }
 

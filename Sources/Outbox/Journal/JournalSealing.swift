@@ -42,6 +42,15 @@ struct JournalSealing: Sendable {
         return text
     }
 
+    /// The server's current record a conflict kept, sealed like a payload.
+    func sealServerCurrent(_ current: Data, id: OperationID) -> [UInt8] {
+        key.seal(current, authenticating: Self.associatedData(id, "server-current"))
+    }
+
+    func unsealServerCurrent(_ sealed: [UInt8], id: OperationID) throws -> Data {
+        Data(try key.open(sealed, authenticating: Self.associatedData(id, "server-current")))
+    }
+
     /// The value `meta` keeps to check keys with.
     func keyCheck() -> [UInt8] {
         key.seal(Self.checkPlaintext, authenticating: Self.checkAssociatedData)
@@ -53,7 +62,10 @@ struct JournalSealing: Sendable {
 
     /// The unsealer the record codec takes.
     var unsealer: RecordCodec.Unsealer {
-        { [self] sealed, id in try unseal(sealed, id: id) }
+        RecordCodec.Unsealer(
+            request: { [self] sealed, id in try unseal(sealed, id: id) },
+            serverCurrent: { [self] sealed, id in try unsealServerCurrent(sealed, id: id) }
+        )
     }
 }
 

@@ -28,13 +28,26 @@ extension JournalStore {
                          rows: Array(approvalRows.prefix(rowsPerCard)))
             }
 
+            let conflictCounts = try schema.counters(prefix: CounterName.tabPrefix(.conflicted), in: txn)
+            var conflictRows: [SyncRow] = []
+            for category in conflictCounts.keys {
+                conflictRows += try schema.tabRows(.conflicted, category: category, limit: rowsPerCard, in: txn)
+            }
+            conflictRows.sort { $0.changedAt > $1.changedAt }
+            let conflictCount = Int(conflictCounts.values.reduce(0, +))
+            let conflictCard = conflictRows.first.map {
+                SyncCard(category: SyncCard.conflictCategory, count: conflictCount, latestChangeAt: $0.changedAt,
+                         rows: Array(conflictRows.prefix(rowsPerCard)))
+            }
+
             let depth = try schema.queueDepth(in: txn)
             let waitingForNetwork = depth[.queued, default: 0] + depth[.syncing, default: 0]
-            let needingAttention = depth[.failed, default: 0] + depth[.blocked, default: 0]
+            let needingAttention = depth[.failed, default: 0] + depth[.blocked, default: 0] + depth[.conflicted, default: 0]
             return SyncTab(
                 cards: cards,
                 approvalCard: approvalCard,
-                totalCount: cards.reduce(0) { $0 + $1.count } + approvalCount,
+                conflictCard: conflictCard,
+                totalCount: cards.reduce(0) { $0 + $1.count } + approvalCount + conflictCount,
                 banner: .make(isOnline: isOnline, waitingForNetwork: waitingForNetwork,
                               needingAttention: needingAttention, waitingForApproval: approvalCount)
             )

@@ -262,8 +262,19 @@ final class JournalStore: Sendable {
         let storedProjectionVersion: UInt32? = try Self.run(options) { [schema] in
             // Read first: a journal that exists needs nothing written to open, even on a full disk.
             let stored = try environment.read { txn in try Self.checkMeta(schema: schema, path: path, options: options, in: txn) }
-            if case .found(let projection) = stored { return projection }
-            return try environment.write { txn in try Self.checkMeta(schema: schema, path: path, options: options, in: txn) }.projection
+            switch stored {
+            case .found(let projection, let format) where format < RecordCodec.formatVersion && !options.readOnly:
+                // This engine writes records of its own format from now on: an older engine must
+                // refuse the journal before it reads one (each record names its version too).
+                try environment.write { txn in
+                    try txn.put(schema.meta, JournalSchema.MetaKey.formatVersion, JournalCodec.Version.bytes(UInt32(RecordCodec.formatVersion)))
+                }
+                return projection
+            case .found(let projection, _):
+                return projection
+            case .new:
+                return try environment.write { txn in try Self.checkMeta(schema: schema, path: path, options: options, in: txn) }.projection
+            }
         }
         var current = storedProjectionVersion == JournalSchema.projectionVersion
         if !current && !options.readOnly {
@@ -297,14 +308,14 @@ final class JournalStore: Sendable {
 
     /// What `meta` says of a journal being opened.
     private enum MetaCheck {
-        /// A journal: its stored projection version.
-        case found(projection: UInt32?)
+        /// A journal: its stored projection version and format version.
+        case found(projection: UInt32?, format: Int)
         /// Nothing written yet: a writer writes the format version and account.
         case new
 
         var projection: UInt32? {
             switch self {
-            case .found(let projection): projection
+            case .found(let projection, _): projection
             case .new: nil
             }
         }
@@ -327,7 +338,7 @@ final class JournalStore: Sendable {
             if let account = options.account {
                 try txn.put(schema.meta, JournalSchema.MetaKey.account, Array(account.utf8))
             }
-            return .found(projection: JournalSchema.projectionVersion)
+            return .found(projection: JournalSchema.projectionVersion, format: RecordCodec.formatVersion)
         }
         guard let version = (try? format.withUnsafeBytes(JournalCodec.Version.decode)).map(Int.init) else {
             throw OutboxError.notAJournal(path: path, reason: "its format version is unreadable")
@@ -342,7 +353,7 @@ final class JournalStore: Sendable {
             throw OutboxError.wrongAccount(journal: String(decoding: stored, as: UTF8.self), configured: configured)
         }
         let projection = try txn.get(schema.meta, JournalSchema.MetaKey.projectionVersion)
-        return .found(projection: projection.flatMap { try? $0.withUnsafeBytes(JournalCodec.Version.decode) })
+        return .found(projection: projection.flatMap { try? $0.withUnsafeBytes(JournalCodec.Version.decode) }, format: version)
     }
 
     func close() {

@@ -8,13 +8,17 @@ public struct SyncTab: Sendable, Equatable, Codable {
     public var cards: [SyncCard]
     /// Waiting for someone's approval.
     public var approvalCard: SyncCard?
-    /// Both populations.
+    /// Changed elsewhere since the member's edit began (`conflicted`): each row with the
+    /// server's version when it answered, waiting for the member to keep theirs or the server's.
+    public var conflictCard: SyncCard?
+    /// Every population.
     public var totalCount: Int
     public var banner: SyncBanner
 
-    public init(cards: [SyncCard], approvalCard: SyncCard?, totalCount: Int, banner: SyncBanner) {
+    public init(cards: [SyncCard], approvalCard: SyncCard?, conflictCard: SyncCard? = nil, totalCount: Int, banner: SyncBanner) {
         self.cards = cards
         self.approvalCard = approvalCard
+        self.conflictCard = conflictCard
         self.totalCount = totalCount
         self.banner = banner
     }
@@ -38,6 +42,8 @@ public struct SyncCard: Sendable, Equatable, Codable {
 
     /// The approval card's category.
     public static let approvalCategory = "Waiting for approval"
+    /// The conflict card's category.
+    public static let conflictCategory = "Changed elsewhere"
 
     /// "1 change", "3 changes".
     public var countText: String { count == 1 ? "1 change" : "\(count) changes" }
@@ -55,6 +61,10 @@ public struct SyncRow: Sendable, Equatable, Codable {
     public var lastErrorCode: String?
     /// Why it waits, in words the member reads.
     public var lastErrorMessage: String?
+    /// For a conflicted row: the server's version of the record when it answered (its JSON
+    /// text), to show beside the member's; `nil` when the server sent none or it is sealed and
+    /// the key is not known.
+    public var serverValue: String?
 
     public init(_ state: OperationState) {
         operationID = state.id
@@ -65,6 +75,7 @@ public struct SyncRow: Sendable, Equatable, Codable {
         changedAt = state.changedAt
         lastErrorCode = state.lastErrorCode
         lastErrorMessage = state.lastErrorMessage
+        serverValue = state.serverCurrent.map { String(decoding: $0, as: UTF8.self) }
     }
 }
 

@@ -59,6 +59,25 @@ package enum StateCodec {
         writer.write(state.firstSeq.rawValue)
         writer.write(state.latestSeq.rawValue)
         writer.write(state.changedAt)
+        // Intent (projection layout 4).
+        writer.write(state.appGaveID)
+        writer.write(state.baseRevision)
+        writer.write(UInt32(state.dependsOn.count))
+        for dependency in state.dependsOn { writer.write(dependency) }
+        writer.writeOptional(state.supersedes) { writer, supersedes in
+            writer.write(supersedes.operation)
+            writer.write(supersedes.reason.code)
+            writer.write(supersedes.laneSeq.rawValue)
+        }
+        writer.writeOptional(state.supersededBy) { $0.write($1) }
+        writer.write(state.supersededReason?.code ?? 0)
+        writer.write(state.laneSeq.rawValue)
+        writer.write(UInt32(state.rebaseCount))
+        writer.writeOptional(state.serverCurrent) { $0.write(bytes: $1) }
+        writer.writeOptional(state.sealedServerCurrent) { $0.write(bytes: $1) }
+        writer.write(UInt32(state.retryEpochAttempts))
+        writer.write(state.retryEpochStartedAt)
+        writer.writeOptional(state.endedDependency) { $0.write($1) }
         writer.write(UInt32(state.eventSeqs.count))
         for seq in state.eventSeqs { writer.write(seq.rawValue) }
     }
@@ -120,6 +139,35 @@ package enum StateCodec {
         state.firstSeq = JournalSequence(rawValue: try reader.readUInt64("first seq"))
         state.latestSeq = JournalSequence(rawValue: try reader.readUInt64("latest seq"))
         state.changedAt = try reader.readDate("changed at")
+        state.appGaveID = try reader.readBool("app-given id")
+        state.baseRevision = try reader.readOptionalString("base revision")
+        let dependencies = Int(try reader.readUInt32("dependency count"))
+        guard dependencies <= reader.remaining / 16 else { throw DecodingProblem("\(dependencies) dependencies cannot fit") }
+        for _ in 0..<dependencies { state.dependsOn.append(try reader.readOperationID("dependency")) }
+        state.supersedes = try reader.readOptional("supersedes") { (reader) throws(DecodingProblem) in
+            Supersession(
+                operation: try reader.readOperationID("superseded operation"),
+                reason: try reader.readCode(SupersedeReason.self, "supersede reason"),
+                laneSeq: JournalSequence(rawValue: try reader.readUInt64("lane seq"))
+            )
+        }
+        state.supersededBy = try reader.readOptional("superseded by") { (reader) throws(DecodingProblem) in
+            try reader.readOperationID("superseded by")
+        }
+        state.supersededReason = try reader.readOptionalCode(SupersedeReason.self, "supersede reason")
+        state.laneSeq = JournalSequence(rawValue: try reader.readUInt64("lane seq"))
+        state.rebaseCount = Int(try reader.readUInt32("rebase count"))
+        state.serverCurrent = try reader.readOptional("server current") { (reader) throws(DecodingProblem) in
+            Data(try reader.readBytes("server current"))
+        }
+        state.sealedServerCurrent = try reader.readOptional("sealed server current") { (reader) throws(DecodingProblem) in
+            try reader.readBytes("sealed server current")
+        }
+        state.retryEpochAttempts = Int(try reader.readUInt32("retry epoch attempts"))
+        state.retryEpochStartedAt = try reader.readOptionalDate("retry epoch start")
+        state.endedDependency = try reader.readOptional("ended dependency") { (reader) throws(DecodingProblem) in
+            try reader.readOperationID("ended dependency")
+        }
         let seqCount = Int(try reader.readUInt32("event count"))
         guard seqCount <= reader.remaining / 8 else { throw DecodingProblem("\(seqCount) event seqs in \(reader.remaining) bytes") }
         state.eventSeqs = []
@@ -139,10 +187,13 @@ package enum StateCodec {
             writer.write(UInt16(opened.formatVersion))
             writer.write(opened.engineVersion)
             writer.write(opened.appVersion)
+            writer.write(opened.timeZone)
         }
         writer.write(UInt64(engine.openCount))
         writer.write(UInt64(engine.compactionCount))
         writer.writeOptional(engine.compactedThrough) { $0.write($1.rawValue) }
+        writer.write(engine.session.code)
+        writer.write(engine.sessionSince)
         return writer.bytes
     }
 
@@ -159,7 +210,8 @@ package enum StateCodec {
             JournalOpened(
                 formatVersion: Int(try reader.readUInt16("format version")),
                 engineVersion: try reader.readString("engine version"),
-                appVersion: try reader.readOptionalString("app version")
+                appVersion: try reader.readOptionalString("app version"),
+                timeZone: try reader.readOptionalString("time zone")
             )
         }
         engine.openCount = Int(try reader.readUInt64("open count"))
@@ -167,6 +219,8 @@ package enum StateCodec {
         engine.compactedThrough = try reader.readOptional("compacted through") { (reader) throws(DecodingProblem) in
             JournalSequence(rawValue: try reader.readUInt64("seq"))
         }
+        engine.session = try reader.readCode(SessionObservation.self, "session")
+        engine.sessionSince = try reader.readOptionalDate("session since")
         try reader.expectEnd("the engine state")
         return engine
     }

@@ -72,6 +72,8 @@ public struct OperationState: Sendable, Equatable {
     public var retryEpochStartedAt: Date?
     /// The dependency whose chain ended unapplied, for a row blocked by it.
     public var endedDependency: OperationID?
+    /// Whether the app gave the operation its id (``OutboxRequest/operationID``).
+    public var appGaveID: Bool
 
     /// The seq of the operation's `enqueued` event: its place in the queue.
     public var firstSeq: JournalSequence
@@ -113,6 +115,7 @@ public struct OperationState: Sendable, Equatable {
         self.laneSeq = enqueued.supersedes?.laneSeq ?? seq
         self.rebaseCount = 0
         self.retryEpochAttempts = 0
+        self.appGaveID = request.operationID != nil
         self.firstSeq = seq
         self.latestSeq = seq
         self.eventSeqs = [seq]
@@ -147,12 +150,14 @@ public struct OperationState: Sendable, Equatable {
         self.compactedAt = compactedAt
     }
 
-    /// The request as it will be sent, given the payload read from the `enqueued` event.
+    /// The request as it will be sent, given the payload read from the `enqueued` event: its
+    /// base revision the one the next attempt sends (the server's after a rebase).
     public func request(payload: Data) -> OutboxRequest {
         OutboxRequest(
             businessID: businessID, operationType: operationType, method: method, endpoint: endpoint,
             payload: payload, entityID: entityID, category: category, entityLabel: entityLabel,
-            summary: summary, payloadVersion: payloadVersion
+            summary: summary, payloadVersion: payloadVersion, operationID: appGaveID ? id : nil,
+            baseRevision: baseRevision, dependsOn: dependsOn
         )
     }
 

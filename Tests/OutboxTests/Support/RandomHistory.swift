@@ -81,7 +81,11 @@ struct RandomHistory {
                 : .discarded(Discarded(requestedBy: .app, reason: .signOut))
         case .pendingApproval:
             body = .approvalDecided(ApprovalDecided(approved: Bool.random(using: &generator), reference: nil))
-        case .synced, .withdrawn, .discarded:
+        case .conflicted:
+            body = Bool.random(using: &generator)
+                ? .rebased(Rebased(baseRevision: "rev-\(attempt)"))
+                : .discarded(Discarded(requestedBy: .rule, reason: .serverWon))
+        case .synced, .withdrawn, .discarded, .superseded:
             try await expectRefusal(outbox, id: id, body: .requeued(Requeued(requestedBy: .member)))
         }
         guard let body else { return }
