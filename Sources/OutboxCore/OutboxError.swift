@@ -42,6 +42,9 @@ public enum OutboxError: Error, Equatable, Sendable, CustomStringConvertible, Lo
     case projectionCorrupt(reason: String)
     /// No operation has this id.
     case operationNotFound(OperationID)
+    /// The app's stable id names an operation saved with other bytes: an id stands for one
+    /// intent; make a new one for a new write (after a rejection, after a correction).
+    case operationIDReused(OperationID)
     /// The event is not allowed for the operation's status.
     case illegalTransition(operation: OperationID, status: OutboxStatus?, event: JournalEventKind, reason: String)
     /// Sign-out was refused: rows are still waiting to sync.
@@ -87,6 +90,8 @@ public enum OutboxError: Error, Equatable, Sendable, CustomStringConvertible, Lo
             "a projection of the journal is damaged (\(reason)); the events are intact: run `journal-inspect verify`"
         case .operationNotFound(let id):
             "no operation \(id) in this journal"
+        case .operationIDReused(let id):
+            "operation id \(id) was already saved with another request: one id stands for one intent; make a new id (OperationID()) for a new write"
         case .illegalTransition(let operation, let status, let event, let reason):
             "operation \(operation) is \(status.map(\.rawValue) ?? "unknown"): \(event) is not allowed (\(reason))"
         case .pendingWork(let count):

@@ -5,7 +5,7 @@ extension Outbox {
     /// One operation as it stands now, with its request; `nil` when no operation has this id.
     public func operation(_ id: OperationID) throws -> OperationSnapshot? {
         try ensureOpen()
-        return try store.operationSnapshot(id)
+        return try store.operationSnapshot(id, now: configuration.clock.now())
     }
 
     /// The folded state of one operation, without reading its payload.

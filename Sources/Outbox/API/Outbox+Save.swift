@@ -47,7 +47,11 @@ extension Outbox {
     /// is blocking. A write behind an earlier one to the same entity waits its turn in the queue.
     /// - Throws: as ``enqueue(_:)``: nothing was saved.
     public func save(_ request: OutboxRequest) async throws -> SaveResult {
-        let id = try await appendEnqueued(request)
+        let id: OperationID
+        switch try await appendIntent(request) {
+        case .new(let new): id = new
+        case .existing(let snapshot): return .alreadySaved(snapshot)
+        }
         let lane = OperationState.lane(businessID: request.businessID, entityID: request.entityID, operation: id)
         let isLaneHead: Bool
         do {

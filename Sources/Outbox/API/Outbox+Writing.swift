@@ -15,37 +15,102 @@ extension Outbox {
     ///   ``OutboxError/onlineOnly(operationType:)``, ``OutboxError/storageFull(limitBytes:)``
     ///   (nothing was saved), ``OutboxError/closed``.
     public func enqueue(_ request: OutboxRequest) async throws -> OperationID {
-        let id = try await appendEnqueued(request)
-        await worker.becameDue(at: configuration.clock.now(), because: .enqueued)
-        await compactIfDue()
-        return id
+        switch try await appendIntent(request) {
+        case .new(let id):
+            await worker.becameDue(at: configuration.clock.now(), because: .enqueued)
+            await compactIfDue()
+            return id
+        case .existing(let snapshot):
+            return snapshot.id
+        }
     }
 
-    /// Validates and appends the `enqueued` event; returns once durable.
-    func appendEnqueued(_ request: OutboxRequest) async throws -> OperationID {
+    /// What an enqueue did.
+    enum EnqueueOutcome {
+        /// A new operation, durable.
+        case new(OperationID)
+        /// The request's stable id was saved before with the same bytes: nothing was written.
+        case existing(OperationSnapshot)
+    }
+
+    /// Validates and appends the `enqueued` event; returns once durable. A request whose
+    /// ``OutboxRequest/operationID`` was saved before is that operation, and nothing is written;
+    /// a coalescing type replaces the entity lane's last row of its type when it was never sent.
+    func appendIntent(_ request: OutboxRequest) async throws -> EnqueueOutcome {
         try ensureOpen()
         guard canQueue(request.operationType) else { throw OutboxError.onlineOnly(operationType: request.operationType) }
         try request.validate(maxPayloadBytes: configuration.maxPayloadBytes)
+        if let id = request.operationID, let existing = try existingIntent(id, request) { return .existing(existing) }
+        for dependency in request.dependsOn where try operationState(dependency) == nil {
+            throw OutboxError.invalidRequest(field: "dependsOn", problem: "names \(dependency), which is not in this journal: enqueue the write it depends on first")
+        }
         try await room.ensureRoom(forPayloadBytes: request.payload.count)
-        let id = configuration.operationIDSource?() ?? OperationID()
-        let enqueued = Enqueued(
-            request: request, requestHash: SHA256Digest(of: request.payload), account: configuration.account,
-            sealed: store.schema.sealing.sealing?.seal(request, id: id)
-        )
-        // A file found full (its free pages still held by readers) gets one compaction first.
-        let events = try await room.append([JournalStore.Draft(operationID: id, body: .enqueued(enqueued))])
+        let id = request.operationID ?? configuration.operationIDSource?() ?? OperationID()
+        var unit: [JournalStore.Draft] = []
+        var supersedes: Supersession?
+        if let replaced = try coalescedRow(for: request) {
+            supersedes = Supersession(operation: replaced.id, reason: .coalesced, laneSeq: replaced.laneSeq)
+            unit.append(JournalStore.Draft(operationID: replaced.id, body: .superseded(Superseded(by: id, reason: .coalesced))))
+        }
+        unit.append(JournalStore.Draft(operationID: id, body: .enqueued(enqueuedBody(request, id: id, supersedes: supersedes))))
+        let events: [JournalEvent]
+        do {
+            // A file found full (its free pages still held by readers) gets one compaction first.
+            events = try await room.append(unit)
+        } catch OutboxError.illegalTransition(let operation, _, .enqueued, _) where operation == id {
+            // Saved meanwhile by another call with the same id (a double tap on two threads).
+            if let existing = try existingIntent(id, request) { return .existing(existing) }
+            throw OutboxError.operationIDReused(id)
+        }
         log.log(.debug, "enqueued", [
             EngineLog.Key.operation: .string(id.description),
             EngineLog.Key.operationType: .string(request.operationType),
-            EngineLog.Key.seq: .string(events.first.map { "\($0.seq)" } ?? ""),
+            EngineLog.Key.seq: .string(events.last.map { "\($0.seq)" } ?? ""),
         ])
-        return id
+        return .new(id)
+    }
+
+    /// Appends a request's `enqueued` (or finds it saved already); answers its id.
+    func appendEnqueued(_ request: OutboxRequest) async throws -> OperationID {
+        switch try await appendIntent(request) {
+        case .new(let id): id
+        case .existing(let snapshot): snapshot.id
+        }
+    }
+
+    /// The operation saved under the app's id `id`, when there is one: the same operation if
+    /// saved from the same bytes.
+    /// - Throws: ``OutboxError/operationIDReused(_:)`` when it was saved from other bytes.
+    private func existingIntent(_ id: OperationID, _ request: OutboxRequest) throws -> OperationSnapshot? {
+        guard let existing = try operation(id) else { return nil }
+        guard Self.isSameIntent(existing.state, as: request) else { throw OutboxError.operationIDReused(id) }
+        return existing
+    }
+
+    /// The row a write of a coalescing type replaces: its entity lane's last row, when that is of
+    /// the same type and was never attempted.
+    private func coalescedRow(for request: OutboxRequest) throws -> OperationState? {
+        guard configuration.coalescing.contains(request.operationType), let entityID = request.entityID else { return nil }
+        let lane = OperationState.lane(businessID: request.businessID, entityID: entityID, operation: OperationID())
+        let schema = store.schema
+        return try store.read { txn -> OperationState? in
+            guard let tail = try schema.laneTail(lane, in: txn), let state = try schema.state(tail, in: txn),
+                state.operationType == request.operationType, state.status == .queued, state.attemptCount == 0
+            else { return nil }
+            return state
+        }
     }
 
     /// Puts a failed or blocked row back in the queue, due at once, and lets the worker know.
     /// - Throws: ``OutboxError/illegalTransition(operation:status:event:reason:)`` for any other
     ///   status; ``OutboxError/operationNotFound(_:)``.
     public func retry(_ id: OperationID) async throws {
+        if let state = try operationState(id), state.status == .conflicted {
+            throw OutboxError.illegalTransition(
+                operation: id, status: .conflicted, event: .requeued,
+                reason: "a retry would resend the edit against a revision the server no longer has; resolveConflict(_:keeping:) decides"
+            )
+        }
         try await appendDecision(id, .requeued(Requeued(requestedBy: .member)))
         await worker.becameDue(at: configuration.clock.now(), because: .retryRequested)
     }

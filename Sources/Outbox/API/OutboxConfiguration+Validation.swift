@@ -48,6 +48,11 @@ extension OutboxConfiguration {
                 throw refuse("compaction.keepSettledSeconds", "must be zero or more seconds, not \(compaction.keepSettledSeconds)")
             }
         }
+        for (type, rule) in conflictRules {
+            if case .rebase(let maxTimes) = rule, !(1...100).contains(maxTimes) {
+                throw refuse("conflictRules[\"\(type)\"]", "rebases within 1...100 times, not \(maxTimes)")
+            }
+        }
         if let empty = operationPolicies.keys.first(where: \.isEmpty) {
             throw refuse("operationPolicies", "names an empty operation type (\"\(empty)\"): give each policy its type")
         }

@@ -25,6 +25,13 @@ public struct OutboxConfiguration: Sendable {
     public var maxConcurrentLanes: Int
     /// The queueing policy of each operation type; unlisted types are ``OperationPolicy/idempotent``.
     public var operationPolicies: [String: OperationPolicy]
+    /// What a revision conflict does, per operation type; unlisted types ask the member
+    /// (``ConflictRule/askMember``).
+    public var conflictRules: [String: ConflictRule]
+    /// Operation types whose writes coalesce: a new write of such a type to an entity replaces the
+    /// entity lane's last row when it is of the same type and was never attempted (the replaced
+    /// row becomes `superseded`, reason `coalesced`, its payload kept in the history).
+    public var coalescing: Set<String>
     /// How durable a commit is before `enqueue` returns.
     public var durability: Durability
     /// The largest payload accepted; larger ones are refused at enqueue.
@@ -63,6 +70,8 @@ public struct OutboxConfiguration: Sendable {
         session: (any OutboxSession)? = nil,
         maxConcurrentLanes: Int = 1,
         operationPolicies: [String: OperationPolicy] = [:],
+        conflictRules: [String: ConflictRule] = [:],
+        coalescing: Set<String> = [],
         durability: Durability = .full,
         maxPayloadBytes: Int = OutboxRequest.defaultMaxPayloadBytes,
         maxJournalBytes: Int = 1 << 30,
@@ -78,6 +87,8 @@ public struct OutboxConfiguration: Sendable {
         self.session = session ?? FixedSession(account: account)
         self.maxConcurrentLanes = maxConcurrentLanes
         self.operationPolicies = operationPolicies
+        self.conflictRules = conflictRules
+        self.coalescing = coalescing
         self.durability = durability
         self.maxPayloadBytes = maxPayloadBytes
         self.maxJournalBytes = maxJournalBytes
@@ -91,6 +102,11 @@ public struct OutboxConfiguration: Sendable {
     /// The policy of an operation type.
     public func policy(for operationType: String) -> OperationPolicy {
         operationPolicies[operationType] ?? .idempotent
+    }
+
+    /// The conflict rule of an operation type.
+    public func conflictRule(for operationType: String) -> ConflictRule {
+        conflictRules[operationType] ?? .askMember
     }
 }
 

@@ -122,6 +122,16 @@ extension JournalSchema {
         return ids
     }
 
+    /// The last row of `lane` not yet terminal: the one a new coalescing write may replace.
+    func laneTail(_ lane: String, in txn: borrowing LMDBTransaction) throws -> OperationID? {
+        var tail: OperationID?
+        try txn.scan(lanes, leading: JournalCodec.LaneKey.leading(lane), reverse: true) { entry in
+            tail = try entry.value()
+            return .stop
+        }
+        return tail
+    }
+
     /// The first row of `lane` not yet terminal: the only one of the lane that may be sent.
     func laneHead(_ lane: String, in txn: borrowing LMDBTransaction) throws -> OperationID? {
         var head: OperationID?

@@ -4,13 +4,18 @@ import OutboxStorage
 
 /// The reads both the engine and a read-only ``JournalReader`` answer, each in one snapshot.
 extension JournalStore {
-    func operationSnapshot(_ id: OperationID) throws(OutboxError) -> OperationSnapshot? {
+    /// One operation as it stands; `now` says whether its scheduled moment is still ahead.
+    func operationSnapshot(_ id: OperationID, now: Date = Date()) throws(OutboxError) -> OperationSnapshot? {
         let schema = self.schema
         return try read { txn in
             guard let state = try schema.state(id, in: txn) else { return nil }
             // A compacted operation's request left the journal with its events.
             let request = state.compactedAt == nil ? try schema.request(of: state, in: txn) : state.request(payload: Data())
-            return OperationSnapshot(state: state, request: request)
+            let waiting = try schema.waitingOn(state, engine: try schema.engineState(in: txn), now: now, in: txn)
+            // The server's record of a conflict, opened when the journal is sealed and the key known.
+            let conflict = state.status == .conflicted
+                ? Conflict(serverRevision: state.serverRevision, serverCurrent: schema.opened(state).serverCurrent) : nil
+            return OperationSnapshot(state: state, request: request, waitingOn: waiting, conflict: conflict)
         }
     }
 

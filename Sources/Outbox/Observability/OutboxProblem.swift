@@ -36,6 +36,9 @@ public struct OutboxProblem: Sendable, Equatable {
         /// A Sync tab for ``Outbox/syncTabUpdates(isOnline:rowsPerCard:)`` could not be read: that
         /// update is skipped, the next commit brings a fresh one.
         case viewUpdateFailed = "view_update_failed"
+        /// An engine fact could not be recorded (who is signed in, a dependency that ended): the
+        /// next pass records it; nothing is sent meanwhile that depends on it.
+        case factNotRecorded = "fact_not_recorded"
 
         /// The level it is logged at: error when a row's data or outcome is at stake.
         public var logLevel: OutboxLogger.Level {

@@ -9,17 +9,16 @@ public typealias OutboxHeader = WireHeader
 extension TransportRequest {
     /// The request of a stored operation exactly as journaled, under the operation's key. No
     /// credentials: the transport adds them when it sends.
+    /// An edit carries the revision it started from (the server's, after a rebase) as an
+    /// entity tag: a change made elsewhere meanwhile is answered 412.
     init(stored state: OperationState, payload: Data) {
-        self.init(
-            method: state.method,
-            endpoint: state.endpoint,
-            headers: [
-                OutboxHeader.idempotencyKey: state.id.idempotencyKey,
-                OutboxHeader.contentType: "application/json",
-                OutboxHeader.payloadVersion: String(state.payloadVersion),
-                OutboxHeader.businessID: state.businessID,
-            ],
-            body: payload
-        )
+        var headers = [
+            OutboxHeader.idempotencyKey: state.id.idempotencyKey,
+            OutboxHeader.contentType: "application/json",
+            OutboxHeader.payloadVersion: String(state.payloadVersion),
+            OutboxHeader.businessID: state.businessID,
+        ]
+        if let revision = state.baseRevision { headers[OutboxHeader.ifMatch] = "\"\(revision)\"" }
+        self.init(method: state.method, endpoint: state.endpoint, headers: headers, body: payload)
     }
 }

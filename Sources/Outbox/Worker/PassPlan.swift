@@ -57,6 +57,18 @@ struct PassPlan {
         }
     }
 
+    /// Offers a row again that the pass set aside (its dependency was not synced yet, and now
+    /// may be), even though it was seen.
+    mutating func readd(_ candidate: Candidate) {
+        seen.insert(candidate.id)
+        let hadRows = lanes[candidate.lane] != nil
+        lanes[candidate.lane, default: []].insert(candidate, at: 0)
+        if !busy.contains(candidate.lane) {
+            if hadRows { ready.removeAll { $0.lane == candidate.lane } }
+            ready.insert(LaneHead(firstSeq: candidate.firstSeq, lane: candidate.lane))
+        }
+    }
+
     /// Drops a lane's remaining rows: its head waits on something this pass cannot send (a
     /// failed row, a row waiting for approval, a retry scheduled later).
     mutating func dropLane(_ lane: String) {

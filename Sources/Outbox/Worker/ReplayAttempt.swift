@@ -71,12 +71,12 @@ final class ReplayAttempt: Sendable {
         guard !isStopped else { return .halted }
         let account = await configuration.session.currentAccount()
         let schema = store.schema
-        let snapshot: (state: OperationState, payload: Result<Data, any Error>, paused: Bool)?
+        let snapshot: (state: OperationState, payload: Result<Data, any Error>, engine: EngineState)?
         do {
             snapshot = try store.read { txn in
                 guard let state = try schema.state(id, in: txn) else { return nil }
                 let payload = Result { try schema.request(of: state, in: txn).payload }
-                return (state, payload, try schema.engineState(in: txn).isPaused)
+                return (state, payload, try schema.engineState(in: txn))
             }
         } catch {
             log.problem(.journalRead, "could not read the row to send; skipping it this pass", error: error, operation: id)
@@ -85,14 +85,19 @@ final class ReplayAttempt: Sendable {
         guard let snapshot, snapshot.state.status == .queued else { return .skipped }
         let state = snapshot.state
         // Nothing is ever sent under another identity, or while a 401 has paused the worker.
-        guard account == state.account else {
+        let observation: SessionObservation = account == state.account ? .signedIn : account == nil ? .signedOut : .otherAccount
+        // Who is signed in is recorded once per change, so an audit can explain a delay.
+        let sessionChange: [JournalStore.Draft] = observation == snapshot.engine.session
+            ? [] : [JournalStore.Draft(operationID: nil, body: .sessionChanged(SessionChanged(observation: observation)))]
+        guard observation == .signedIn else {
             log.log(.info, "pass halted: no session for the journal's account", [
                 EngineLog.Key.operation: .string(id.description),
-                EngineLog.Key.reason: .string(account == nil ? "signed_out" : "other_account"),
+                EngineLog.Key.reason: .string(observation == .signedOut ? "signed_out" : "other_account"),
             ])
+            if !sessionChange.isEmpty { await recordSessionChange(sessionChange) }
             return .halted
         }
-        guard !snapshot.paused else { return .halted }
+        guard !snapshot.engine.isPaused else { return .halted }
 
         let attempt = AttemptNumber(rawValue: state.attemptCount + 1)
         let started = JournalStore.Draft(operationID: id, body: .attemptStarted(AttemptStarted(attempt: attempt, trigger: trigger)))
@@ -101,13 +106,14 @@ final class ReplayAttempt: Sendable {
                 outcome: .notSent, disposition: .blocked, errorCode: ErrorCode.payloadCorrupt,
                 errorMessage: "The saved change was damaged on this device and was not sent. Someone needs to look at it."
             )
-            return await record(corrupt, attempt: attempt, state: state, response: nil, before: [started])
+            return await record(corrupt, attempt: attempt, state: state, response: nil, before: sessionChange + [started])
         }
         inFlight.withLock { _ = $0.insert(id) }
         defer { inFlight.withLock { _ = $0.remove(id) } }
+        let startedAt = clock.now()
         do {
             // A file found full gets one compaction of settled rows first.
-            _ = try await room.append([started])
+            _ = try await room.append(sessionChange + [started])
         } catch {
             log.problem(.attemptNotRecorded, "could not record attemptStarted; the row was not sent and stays queued",
                         error: error, operation: id, [EngineLog.Key.attempt: "\(attempt.rawValue)"])
@@ -123,7 +129,21 @@ final class ReplayAttempt: Sendable {
         } catch {
             result = .noResponse(TransportFailure(error))
         }
-        let classification = DispositionTable.classify(result, policy: configuration.policy(for: state.operationType), now: clock.now())
+        var classification = DispositionTable.classify(result, policy: configuration.policy(for: state.operationType), now: clock.now())
+        if classification.disposition == .transientFailure,
+            configuration.retryPolicy.givesUp(
+                attempts: attempt.rawValue - state.retryEpochAttempts,
+                firstAttemptAt: state.retryEpochStartedAt ?? startedAt,
+                now: clock.now()
+            )
+        {
+            // Past the policy's limits: a person decides (retry starts the limits over).
+            classification.disposition = .gaveUp
+            classification.errorMessage = "This change could not be sent after \(attempt.rawValue - state.retryEpochAttempts) attempts"
+                + " (the last: \(classification.errorMessage ?? "no answer")). Try again, or discard it."
+            classification.errorCode = ErrorCode.gaveUp
+            classification.retryAfter = nil
+        }
         var withdrawal: [JournalStore.Draft] = []
         if withdrawOnRejection, classification.disposition == .rejected {
             withdrawal.append(JournalStore.Draft(operationID: id, body: .withdrawn(Withdrawn(
@@ -132,7 +152,36 @@ final class ReplayAttempt: Sendable {
             ))))
         }
         let response: TransportResponse? = if case .response(let value) = result { value } else { nil }
-        return await record(classification, attempt: attempt, state: state, response: response, after: withdrawal)
+        return await record(classification, attempt: attempt, state: state, response: response,
+                            after: withdrawal + conflictDecision(classification, state: state))
+    }
+
+    /// What the type's conflict rule decides for a conflicted answer, as events in the same
+    /// commit as the outcome: nothing (the member decides), the server's version (discarded), or
+    /// the same operation sent again against the server's revision (rebased).
+    private func conflictDecision(_ classification: Classification, state: OperationState) -> [JournalStore.Draft] {
+        guard classification.disposition == .conflicted else { return [] }
+        switch configuration.conflictRule(for: state.operationType) {
+        case .askMember:
+            return []
+        case .serverWins:
+            return [JournalStore.Draft(operationID: state.id, body: .discarded(Discarded(requestedBy: .rule, reason: .serverWon)))]
+        case .rebase(let maxTimes):
+            guard state.rebaseCount < maxTimes, let revision = classification.serverRevision,
+                OutboxRequest.revisionProblem(revision) == nil
+            else { return [] }
+            return [JournalStore.Draft(operationID: state.id, body: .rebased(Rebased(baseRevision: revision)))]
+        }
+    }
+
+    /// Records who the worker found signed in (once per change); a failure is logged and the
+    /// next pass records it.
+    private func recordSessionChange(_ change: [JournalStore.Draft]) async {
+        do {
+            _ = try await room.writer.append(change)
+        } catch {
+            log.problem(.factNotRecorded, "could not record who is signed in; the next pass tries again", error: error)
+        }
     }
 
     /// The stored payload when it reads and matches the hash recorded at enqueue; `nil` (logged
@@ -166,10 +215,13 @@ final class ReplayAttempt: Sendable {
         let nextAttemptAt = classification.disposition == .transientFailure
             ? configuration.retryPolicy.nextAttempt(afterAttempt: attempt, of: state.id, now: now, retryAfter: classification.retryAfter)
             : nil
-        let finished = JournalStore.Draft(
-            operationID: state.id,
-            body: .attemptFinished(AttemptFinished(attempt: attempt, classification, nextAttemptAt: nextAttemptAt))
-        )
+        var stored = AttemptFinished(attempt: attempt, classification, nextAttemptAt: nextAttemptAt)
+        if let current = classification.serverCurrent, let sealing = store.schema.sealing.sealing {
+            // The server's record is the member's data too: sealed like a payload at rest.
+            stored.sealedServerCurrent = sealing.sealServerCurrent(current, id: state.id)
+            stored.classification.serverCurrent = nil
+        }
+        let finished = JournalStore.Draft(operationID: state.id, body: .attemptFinished(stored))
         var unit = before + [finished] + after
         let pauses = classification.disposition == .unauthorized
         if pauses {

@@ -50,12 +50,17 @@ final class ReplayPass: Sendable {
         log.log(.debug, "pass started", [EngineLog.Key.trigger: .string(trigger.rawValue)])
         await abandonOrphans()
         let slots = configuration.maxConcurrentLanes
-        let (sent, halted) = await withTaskGroup(of: (lane: String, report: ReplayAttempt.Report).self) { group in
+        let (sent, halted, offline) = await withTaskGroup(of: (candidate: PassPlan.Candidate, report: ReplayAttempt.Report).self) { group in
             var plan = PassPlan()
             plan.add(dueCandidatesOrNone())
             var inFlight = 0
             var sent = 0
             var halted = false
+            // The row whose attempt got no response: the pass stops there, and the timer follows
+            // that row's backoff.
+            var offline: OperationID?
+            // Rows whose dependency is not synced yet: offered again when an attempt ends.
+            var deferred: [PassPlan.Candidate] = []
             while !Task.isCancelled {
                 if attempts.isStopped { halted = true }
                 while !halted, inFlight < slots, let candidate = plan.next() {
@@ -63,8 +68,20 @@ final class ReplayPass: Sendable {
                         plan.dropLane(candidate.lane)
                         continue
                     }
+                    switch await dependencyGate(candidate) {
+                    case .ready:
+                        break
+                    case .waiting:
+                        deferred.append(candidate)
+                        plan.dropLane(candidate.lane)
+                        continue
+                    case .ended(let dependency, let status):
+                        await recordDependencyEnded(candidate, dependency: dependency, status: status)
+                        plan.dropLane(candidate.lane)
+                        continue
+                    }
                     inFlight += 1
-                    group.addTask { (candidate.lane, await self.attempts.send(candidate.id, trigger: trigger)) }
+                    group.addTask { (candidate, await self.attempts.send(candidate.id, trigger: trigger)) }
                 }
                 if inFlight == 0 {
                     // Everything planned is done: look once more for rows that became due meanwhile.
@@ -75,11 +92,25 @@ final class ReplayPass: Sendable {
                 }
                 guard let done = await group.next() else { break }
                 inFlight -= 1
-                plan.finished(lane: done.lane)
-                if case .finished = done.report { sent += 1 }
+                plan.finished(lane: done.candidate.lane)
+                if case .finished(let classification, _, _) = done.report {
+                    sent += 1
+                    if case .noResponse = classification.outcome, offline == nil {
+                        offline = done.candidate.id
+                        halted = true
+                    }
+                }
                 if done.report.haltsPass { halted = true }
+                // A dependency may have synced: the rows waiting on one are offered again.
+                if !halted, !deferred.isEmpty {
+                    let waiting = deferred
+                    deferred = []
+                    for candidate in waiting {
+                        if case .ready = await dependencyGate(candidate) { plan.readd(candidate) } else { deferred.append(candidate) }
+                    }
+                }
             }
-            return (sent, halted)
+            return (sent, halted, offline)
         }
         switch isPaused() {
         case true?: return ended(trigger, sent: sent, halted: halted, next: nil, because: "paused")
@@ -87,6 +118,18 @@ final class ReplayPass: Sendable {
         case false?: break
         }
         let now = clock.now()
+        if let offline {
+            // No network: the other due rows stay due, unattempted, and the timer follows the
+            // attempted row's backoff instead of spinning on them.
+            let next: Date
+            do {
+                next = try store.operationState(offline)?.nextAttemptAt ?? poll()
+            } catch {
+                log.problem(.journalRead, "could not read when the unanswered row is due; the next pass runs one cap from now", error: error, operation: offline)
+                next = poll()
+            }
+            return ended(trigger, sent: sent, halted: true, next: next, because: "no_response")
+        }
         if halted { return ended(trigger, sent: sent, halted: true, next: poll(), because: "halted") }
         let next: Date?
         do {
@@ -145,6 +188,38 @@ final class ReplayPass: Sendable {
         } catch {
             log.problem(.journalRead, "could not read the lane's first row; the lane waits for the next pass", error: error, operation: candidate.id)
             return false
+        }
+    }
+
+    /// Whether `candidate`'s dependencies let it be sent; waiting (logged and counted) when that
+    /// cannot be read.
+    private func dependencyGate(_ candidate: PassPlan.Candidate) async -> DependencyGate {
+        let schema = store.schema
+        do {
+            return try store.read { txn in
+                guard let state = try schema.state(candidate.id, in: txn), !state.dependsOn.isEmpty else { return .ready }
+                return try schema.dependencyGate(of: state, in: txn)
+            }
+        } catch {
+            log.problem(.journalRead, "could not read the row's dependencies; it waits for the next pass", error: error, operation: candidate.id)
+            return .waiting(on: candidate.id, status: nil)
+        }
+    }
+
+    /// Blocks a row whose dependency ended without being applied: a person decides.
+    private func recordDependencyEnded(_ candidate: PassPlan.Candidate, dependency: OperationID, status: OutboxStatus) async {
+        do {
+            _ = try await writer.append([JournalStore.Draft(
+                operationID: candidate.id, body: .dependencyEnded(DependencyEnded(dependency: dependency, status: status))
+            )])
+            log.log(.notice, "row blocked: a write it depends on ended \(status.rawValue)", [
+                EngineLog.Key.operation: .string(candidate.id.description),
+                EngineLog.Key.reason: .string(dependency.description),
+            ])
+        } catch OutboxError.illegalTransition {
+            // A decision or another pass changed the row meanwhile: nothing to do.
+        } catch {
+            log.problem(.factNotRecorded, "could not block a row whose dependency ended; the next pass tries again", error: error, operation: candidate.id)
         }
     }
 

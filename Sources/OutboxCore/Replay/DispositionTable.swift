@@ -26,6 +26,14 @@ package enum TransportResult: Sendable, Equatable {
 /// The body's `code` decides before the status. The body's `message` (else a message of the
 /// engine's own) is what the member reads.
 package enum DispositionTable {
+    /// The opaque part of an entity tag (`W/"r7"` or `"r7"` -> `r7`), as a revision.
+    static func entityTagValue(_ tag: String) -> String {
+        var value = Substring(tag.trimmingCharacters(in: .whitespaces))
+        if value.hasPrefix("W/") { value = value.dropFirst(2) }
+        if value.count >= 2, value.first == "\"", value.last == "\"" { value = value.dropFirst().dropLast() }
+        return String(value)
+    }
+
     package static func classify(_ result: TransportResult, policy: OperationPolicy, now: Date) -> Classification {
         let response: TransportResponse
         switch result {
@@ -58,7 +66,7 @@ package enum DispositionTable {
                 errorMessage: isError ? (body.message ?? message) : nil,
                 retryAfter: disposition == .transientFailure ? retryAfter : nil,
                 approvalRequestID: approvalRequestID,
-                serverRevision: body.revision ?? response.header("ETag")
+                serverRevision: body.revision ?? response.header(WireHeader.eTag).map(Self.entityTagValue)
             )
         }
 
@@ -68,6 +76,13 @@ package enum DispositionTable {
         }
         if status >= 400, body.code == ErrorCode.idempotencyInProgress {
             return decided(.transientFailure, message: "The server is still finishing an earlier copy of this change. It will be checked again shortly.")
+        }
+        // The record changed elsewhere since the edit began: a person (or the type's rule) decides.
+        if status == 412 || (status == 409 && body.code == ErrorCode.revisionConflict) {
+            var conflict = decided(.conflicted, code: ErrorCode.preconditionFailed,
+                                   message: "This record was changed elsewhere since you started editing it. Choose which version to keep.")
+            conflict.serverCurrent = body.current
+            return conflict
         }
 
         switch status {
@@ -110,6 +125,8 @@ struct ResponseBody {
     var message: String?
     var approvalRequestID: String?
     var revision: String?
+    /// A conflict's `current`: the server's record, as JSON text, capped.
+    var current: Data?
 
     init(_ response: TransportResponse) {
         guard !response.body.isEmpty,
@@ -121,6 +138,12 @@ struct ResponseBody {
         message = Self.text(object["message"])
         approvalRequestID = Self.text(object[WireBodyField.requestID]) ?? Self.text(object[WireBodyField.approvalRequestID])
         revision = Self.text(object["revision"]) ?? Self.text(object[WireBodyField.serverRevision])
+        if let value = object[WireBodyField.current], !(value is NSNull),
+            let data = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys]),
+            data.count <= Classification.maxServerCurrentBytes
+        {
+            current = data
+        }
     }
 
     /// A non-empty string, or a number written as one.

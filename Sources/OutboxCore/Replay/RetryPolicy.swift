@@ -15,6 +15,14 @@ public struct RetryPolicy: Sendable, Equatable {
     public var maxDelaySeconds: Double
     /// The fraction of a delay that jitter may remove: 0 for none, 0.5 for up to half.
     public var jitterFraction: Double
+    /// After this many attempts (counted from the last retry a person asked for), a transient
+    /// failure settles `failed`, code `gave_up`; `nil` (the default): never.
+    public var maxAttempts: Int?
+    /// After this many seconds since the first attempt (since the last retry a person asked
+    /// for), a transient failure settles `failed`, code `gave_up`; `nil` (the default): never.
+    /// Measured by the device clock, so a clock moved forward can end it early; rows never
+    /// attempted (offline all along) never age out.
+    public var maxAgeSeconds: Double?
 
     /// A policy; its values are checked when an `Outbox` opens with it, which throws
     /// `OutboxError.invalidConfiguration` naming the first one out of range
@@ -41,11 +49,39 @@ public struct RetryPolicy: Sendable, Equatable {
         if !(0...1).contains(jitterFraction) {
             problems.append(("jitterFraction", "must be within 0...1, not \(jitterFraction)"))
         }
+        if let maxAttempts, maxAttempts < 1 {
+            problems.append(("maxAttempts", "must be at least 1 (or nil: never give up), not \(maxAttempts)"))
+        }
+        if let maxAgeSeconds, !(maxAgeSeconds > 0 && maxAgeSeconds.isFinite) {
+            problems.append(("maxAgeSeconds", "must be more than 0 seconds (or nil: never give up), not \(maxAgeSeconds)"))
+        }
         return problems
     }
 
     /// 2 s, doubling, capped at 300 s, no jitter.
     public static let standard = RetryPolicy(initialDelaySeconds: 2, multiplier: 2, maxDelaySeconds: 300)
+
+    /// This policy, giving up on a row after `attempts` attempts or `age` seconds since its first
+    /// attempt, whichever comes first (either may be `nil`). A row given up on is `failed`, code
+    /// `gave_up`; ``Outbox/retry(_:)`` starts both limits over.
+    ///
+    /// ```swift
+    /// retryPolicy: .standard.givingUp(afterAttempts: 50, orAge: 7 * 86_400)
+    /// ```
+    public func givingUp(afterAttempts attempts: Int? = nil, orAge age: Double? = nil) -> RetryPolicy {
+        var policy = self
+        policy.maxAttempts = attempts
+        policy.maxAgeSeconds = age
+        return policy
+    }
+
+    /// Whether a transient failure of attempt `attempts` (counted since the last retry), whose
+    /// first attempt started at `firstAttemptAt`, is past the limits at `now`.
+    public func givesUp(attempts: Int, firstAttemptAt: Date, now: Date) -> Bool {
+        if let maxAttempts, attempts >= maxAttempts { return true }
+        if let maxAgeSeconds, now.timeIntervalSince(firstAttemptAt) >= maxAgeSeconds { return true }
+        return false
+    }
 
     /// This policy with up to `fraction` of each delay removed, by an amount fixed per operation.
     public func jittered(_ fraction: Double = 0.5) -> RetryPolicy {

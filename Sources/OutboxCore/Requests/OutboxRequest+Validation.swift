@@ -73,7 +73,7 @@ extension OutboxRequest {
 
     /// Why `revision` cannot be sent as `If-Match: "<revision>"`; `nil` when it can. An entity
     /// tag's opaque part: printable ASCII without `"` or white space (RFC 9110 `etagc`).
-    static func revisionProblem(_ revision: String) -> String? {
+    package static func revisionProblem(_ revision: String) -> String? {
         if revision.isEmpty { return "must not be empty; give the record's revision as the server returned it, or nil" }
         if revision.utf8.count > maxRevisionBytes {
             return "is \(revision.utf8.count) bytes, over the limit of \(maxRevisionBytes)"

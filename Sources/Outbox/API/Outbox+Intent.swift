@@ -1,0 +1,151 @@
+public import Foundation
+public import OutboxCore
+import OutboxCrypto
+
+/// Which version a person keeps when a record changed elsewhere.
+public enum ConflictChoice: Sendable, Equatable {
+    /// The server's: the row is discarded, with that reason.
+    case theirs
+    /// The member's (or a merge): a new operation sends `payload` against the server's revision
+    /// `baseRevision`, replacing the conflicted row.
+    case mine(payload: Data, baseRevision: String)
+}
+
+extension Outbox {
+    /// Corrects a failed, blocked or conflicted row: a new operation (a new id and key, since the
+    /// body changed) sends `payload` in the old row's place in its lane, ahead of later writes
+    /// to the same entity; the old row becomes `superseded`, its payload kept in the history.
+    /// Each names the other (``OperationSnapshot/supersedes``, ``OperationSnapshot/supersededBy``),
+    /// and writes that depended on the old row wait for the new one.
+    ///
+    /// ```swift
+    /// // 422 "Price must be positive": the member fixes the price and taps Retry.
+    /// let corrected = try await outbox.revise(id, payload: fixedJSON)
+    /// ```
+    ///
+    /// A conflicted row's correction is sent against the server's revision.
+    /// - Returns: the new operation's id.
+    /// - Throws: ``OutboxError/illegalTransition(operation:status:event:reason:)`` for another
+    ///   status; ``OutboxError/invalidRequest(field:problem:)`` for a payload that is not valid;
+    ///   ``OutboxError/operationNotFound(_:)``.
+    @discardableResult
+    public func revise(_ id: OperationID, payload: Data) async throws -> OperationID {
+        let old = try await standingRequest(id)
+        var request = old.request
+        request.payload = payload
+        request.operationID = nil
+        if old.state.status == .conflicted { request.baseRevision = old.state.serverRevision ?? request.baseRevision }
+        return try await supersede(old.state, with: request, reason: .revised)
+    }
+
+    /// Resolves a conflicted row: keeping the server's version discards it (with that reason);
+    /// keeping the member's sends `payload` against the server's `baseRevision` as a new
+    /// operation in its place, as ``revise(_:payload:)`` does.
+    ///
+    /// ```swift
+    /// try await outbox.resolveConflict(id, keeping: .theirs)
+    /// let resent = try await outbox.resolveConflict(id, keeping: .mine(payload: merged, baseRevision: "r8"))
+    /// ```
+    /// - Returns: the new operation's id when the member's version is kept; `nil` for the server's.
+    /// - Throws: ``OutboxError/illegalTransition(operation:status:event:reason:)`` unless the row is
+    ///   conflicted; ``OutboxError/operationNotFound(_:)``.
+    @discardableResult
+    public func resolveConflict(_ id: OperationID, keeping choice: ConflictChoice) async throws -> OperationID? {
+        switch choice {
+        case .theirs:
+            guard let state = try operationState(id) else { throw OutboxError.operationNotFound(id) }
+            guard state.status == .conflicted else {
+                throw OutboxError.illegalTransition(operation: id, status: state.status, event: .discarded,
+                                                    reason: "only a conflicted row is resolved; discard(_:) drops another")
+            }
+            try await appendDecision(id, .discarded(Discarded(requestedBy: .member, reason: .serverWon)))
+            return nil
+        case .mine(let payload, let baseRevision):
+            let old = try await standingRequest(id)
+            guard old.state.status == .conflicted else {
+                throw OutboxError.illegalTransition(operation: id, status: old.state.status, event: .superseded,
+                                                    reason: "only a conflicted row is resolved; revise(_:payload:) corrects a failed or blocked one")
+            }
+            var request = old.request
+            request.payload = payload
+            request.operationID = nil
+            request.baseRevision = baseRevision
+            return try await supersede(old.state, with: request, reason: .resolvedMine)
+        }
+    }
+
+    /// Waits until the operation leaves `queued` and `syncing` (synced, waiting for approval,
+    /// failed, blocked, conflicted, or ended otherwise), and answers where it stands.
+    ///
+    /// ```swift
+    /// let outcome = try await outbox.settled(id)   // after save() answered .queued
+    /// ```
+    /// - Throws: ``OutboxError/operationNotFound(_:)``; ``OutboxError/closed`` when the outbox
+    ///   closes first; `CancellationError` when the task is cancelled.
+    public func settled(_ id: OperationID) async throws -> OperationSnapshot {
+        // Subscribed before the first look: no change can fall between the two.
+        let changes = self.changes()
+        guard let first = try operation(id) else { throw OutboxError.operationNotFound(id) }
+        if first.status != .queued && first.status != .syncing { return first }
+        for await change in changes where change.operations.contains(id) {
+            try Task.checkCancellation()
+            guard let now = try operation(id) else { throw OutboxError.operationNotFound(id) }
+            if now.status != .queued && now.status != .syncing { return now }
+        }
+        try Task.checkCancellation()
+        throw OutboxError.closed
+    }
+
+    // MARK: Internals
+
+    /// A row as it stands, with its request as stored (payload included).
+    private func standingRequest(_ id: OperationID) async throws -> OperationSnapshot {
+        try ensureOpen()
+        guard let snapshot = try operation(id) else { throw OutboxError.operationNotFound(id) }
+        return snapshot
+    }
+
+    /// Appends, as one unit, `old`'s `superseded` and the `enqueued` of the operation that takes
+    /// its place in its lane; the fold refuses it unless `old`'s status allows it.
+    func supersede(_ old: OperationState, with request: OutboxRequest, reason: SupersedeReason) async throws -> OperationID {
+        try ensureOpen()
+        try request.validate(maxPayloadBytes: configuration.maxPayloadBytes)
+        try await room.ensureRoom(forPayloadBytes: request.payload.count)
+        let id = configuration.operationIDSource?() ?? OperationID()
+        let supersedes = Supersession(operation: old.id, reason: reason, laneSeq: old.laneSeq)
+        _ = try await room.append([
+            JournalStore.Draft(operationID: old.id, body: .superseded(Superseded(by: id, reason: reason))),
+            JournalStore.Draft(operationID: id, body: .enqueued(enqueuedBody(request, id: id, supersedes: supersedes))),
+        ])
+        log.log(.info, "row superseded", [
+            EngineLog.Key.operation: .string(old.id.description),
+            EngineLog.Key.reason: .string(reason.rawValue),
+            EngineLog.Key.operationType: .string(request.operationType),
+        ])
+        await worker.becameDue(at: configuration.clock.now(), because: .retryRequested)
+        return id
+    }
+
+    /// The `enqueued` body of `request` under `id`, sealed when the journal is encrypted.
+    func enqueuedBody(_ request: OutboxRequest, id: OperationID, supersedes: Supersession? = nil) -> Enqueued {
+        Enqueued(
+            request: request, requestHash: SHA256Digest(of: request.payload), account: configuration.account,
+            sealed: store.schema.sealing.sealing?.seal(request, id: id), supersedes: supersedes
+        )
+    }
+
+    /// Whether `state` was saved from `request`: the same id with the same bytes is the same
+    /// operation. What a compaction kept is compared for a compacted one (before journal
+    /// format 2 it kept no hash: the id alone then decides).
+    static func isSameIntent(_ state: OperationState, as request: OutboxRequest) -> Bool {
+        let hash = SHA256Digest(of: request.payload)
+        if state.compactedAt != nil {
+            let keptNoHash = state.requestHash.bytes.allSatisfy { $0 == 0 }
+            return state.operationType == request.operationType && (keptNoHash || state.requestHash == hash)
+        }
+        return state.requestHash == hash && state.operationType == request.operationType && state.method == request.method
+            && state.endpoint == request.endpoint && state.businessID == request.businessID && state.entityID == request.entityID
+            && (state.rebaseCount > 0 || state.baseRevision == request.baseRevision)
+            && state.dependsOn == request.dependsOn
+    }
+}
