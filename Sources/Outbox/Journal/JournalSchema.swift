@@ -82,6 +82,8 @@ enum CounterName {
     static func outcome(_ outcome: OutcomeCategory) -> String { "outcome/\(outcome.rawValue)" }
     static func conflicts(_ operationType: String) -> String { "conflicts/\(operationType)" }
     static let conflictsPrefix = "conflicts/"
+    static func revisionConflicts(_ operationType: String) -> String { "revision-conflicts/\(operationType)" }
+    static let revisionConflictsPrefix = "revision-conflicts/"
     static func tab(_ group: JournalSchema.TabGroup, category: String) -> String {
         "tab/\(group.rawValue)/\(category)"
     }

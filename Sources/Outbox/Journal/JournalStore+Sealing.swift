@@ -14,46 +14,23 @@ extension JournalStore {
         let schema = self.schema
         try Self.run(options) {
             try environment.write { txn in
-                var enqueuedRecords: [(JournalSequence, [UInt8])] = []
+                var sealable: [(JournalSequence, [UInt8])] = []
                 try txn.scan(schema.events) { entry in
                     let seq = try entry.key()
                     let record = Array(entry.valueBytes)
-                    if try RecordCodec.decodeHeader(record, seq: seq).kind == .enqueued { enqueuedRecords.append((seq, record)) }
+                    switch try RecordCodec.decodeHeader(record, seq: seq).kind {
+                    case .enqueued, .attemptFinished, .compacted: sealable.append((seq, record))
+                    default: break
+                    }
                     return .next
                 }
                 var bytesDelta: Int64 = 0
-                // Each state keeps the very ciphertext its enqueued event holds, as a rebuild would.
-                var presentations: [OperationID: [UInt8]] = [:]
-                for (seq, record) in enqueuedRecords {
+                for (seq, record) in sealable {
                     var event = try RecordCodec.decode(record, seq: seq, unseal: old?.unsealer)
-                    guard case .enqueued(var enqueued) = event.body, let id = event.operationID else { continue }
-                    enqueued.sealed = new?.seal(enqueued.request, id: id)
-                    presentations[id] = enqueued.sealed?.presentation
-                    event.body = .enqueued(enqueued)
+                    guard try Self.reseal(&event, from: old, to: new) else { continue }
                     let rewritten = RecordCodec.encode(event)
                     try txn.put(schema.events, seq, rewritten)
                     bytesDelta += Int64(rewritten.count - record.count)
-                }
-                var states: [OperationState] = []
-                try txn.scan(schema.operations) { entry in
-                    let state = try entry.value()
-                    if state.compactedAt == nil { states.append(state) }
-                    return .next
-                }
-                for var state in states {
-                    var label = state.entityLabel, summary = state.summary
-                    if let sealed = state.sealedPresentation, let old {
-                        let text = try old.unsealPresentation(sealed, id: state.id)
-                        (label, summary) = (text.label, text.summary)
-                    }
-                    if new != nil {
-                        state.sealedPresentation = presentations[state.id]
-                        (state.entityLabel, state.summary) = ("", "")
-                    } else {
-                        state.sealedPresentation = nil
-                        (state.entityLabel, state.summary) = (label, summary)
-                    }
-                    try txn.put(schema.operations, state.id, state)
                 }
                 try Projection.writeCounters([CounterName.eventBytes: bytesDelta], schema: schema, in: txn)
                 if let new {
@@ -61,8 +38,55 @@ extension JournalStore {
                 } else {
                     try txn.delete(schema.meta, JournalSchema.MetaKey.keyCheck)
                 }
+                // The states keep the very ciphertext their events hold: the projections are
+                // folded again from the rewritten events, next. Should the process end before
+                // that, the next open rebuilds them.
+                try txn.put(schema.meta, JournalSchema.MetaKey.projectionVersion, JournalCodec.Version.bytes(0))
             }
         }
+        try Self.rebuildProjections(environment: environment, schema: schema, options: options)
         schema.sealing.sealing = new
+    }
+
+    /// Re-seals one event's sealed fields (read with `old`) with `new`, or leaves them plaintext
+    /// when `new` is `nil`; answers whether the event has any.
+    private static func reseal(_ event: inout JournalEvent, from old: JournalSealing?, to new: JournalSealing?) throws -> Bool {
+        switch event.body {
+        case .enqueued(var enqueued):
+            guard let id = event.operationID else { return false }
+            enqueued.sealed = new?.seal(enqueued.request, id: id)
+            event.body = .enqueued(enqueued)
+            return true
+        case .attemptFinished(var finished):
+            guard let id = event.operationID, let current = finished.serverCurrent else { return false }
+            finished.sealedServerCurrent = new?.sealServerCurrent(current, id: id)
+            event.body = .attemptFinished(finished)
+            return true
+        case .compacted(var compacted):
+            var changed = false
+            for index in compacted.operations.indices {
+                guard var identity = compacted.operations[index].identity else { continue }
+                let operation = compacted.operations[index].id
+                var label = identity.entityLabel, summary = identity.summary
+                if let sealed = identity.sealedPresentation {
+                    guard let old else { continue }
+                    let text = try old.unsealPresentation(sealed, id: operation)
+                    (label, summary) = (text.label, text.summary)
+                }
+                if let new {
+                    identity.sealedPresentation = new.sealPresentation(label: label, summary: summary, id: operation)
+                    (identity.entityLabel, identity.summary) = ("", "")
+                } else {
+                    identity.sealedPresentation = nil
+                    (identity.entityLabel, identity.summary) = (label, summary)
+                }
+                compacted.operations[index].identity = identity
+                changed = true
+            }
+            event.body = .compacted(compacted)
+            return changed
+        default:
+            return false
+        }
     }
 }

@@ -126,6 +126,9 @@ extension JournalStore {
                 blocked: outcome(.blocked),
                 transientFailures: outcome(.transientFailure),
                 conflictsByOperationType: try schema.counters(prefix: CounterName.conflictsPrefix, in: txn).mapValues { Int($0) },
+                revisionConflictsByOperationType: try schema.counters(prefix: CounterName.revisionConflictsPrefix, in: txn)
+                    .mapValues { Int($0) },
+                gaveUp: outcome(.gaveUp),
                 journalEvents: Int(try schema.counter(CounterName.events, in: txn)),
                 journalEventBytes: Int(try schema.counter(CounterName.eventBytes, in: txn)),
                 journalFileBytes: fileBytes,

@@ -405,7 +405,7 @@ final class JournalStore: Sendable {
                     }
                     for (event, change) in zip(events, changes) {
                         let record = RecordCodec.encode(event)
-                        assert((try? schema.decode(record, seq: event.seq)) == event, "record does not round-trip")
+                        assert((try? schema.decode(record, seq: event.seq)) == event, "record does not round-trip: \(event) vs \(String(describing: try? schema.decode(record, seq: event.seq)))")
                         try txn.put(schema.events, event.seq, record, flags: .append)
                         if let change {
                             try Projection.apply(event, recordSize: record.count, changes: [change], engine: nil,

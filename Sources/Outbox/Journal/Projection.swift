@@ -55,6 +55,7 @@ enum Projection {
         case attempts
         case outcome(OutcomeCategory)
         case conflicts(operationType: String)
+        case revisionConflicts(operationType: String)
         case tab(JournalSchema.TabGroup, category: String)
 
         /// Its key in the `counters` database.
@@ -64,6 +65,7 @@ enum Projection {
             case .attempts: CounterName.attempts
             case .outcome(let outcome): CounterName.outcome(outcome)
             case .conflicts(let operationType): CounterName.conflicts(operationType)
+            case .revisionConflicts(let operationType): CounterName.revisionConflicts(operationType)
             case .tab(let group, let category): CounterName.tab(group, category: category)
             }
         }
@@ -99,11 +101,15 @@ enum Projection {
         if state.lastErrorCode == ErrorCode.idempotencyConflict {
             footprint.counters.append((.conflicts(operationType: state.operationType), 1))
         }
+        if state.latestOutcome == .conflicted {
+            footprint.counters.append((.revisionConflicts(operationType: state.operationType), 1))
+        }
         if state.status == .queued {
             footprint.schedule = JournalCodec.ScheduleKey.bytes((state.nextAttemptAt, state.firstSeq))
         }
         if !state.status.isTerminal {
-            footprint.lane = JournalCodec.LaneKey.bytes((state.lane, state.firstSeq))
+            // A correction takes the place of the row it replaces: its lane position, not its own seq.
+            footprint.lane = JournalCodec.LaneKey.bytes((state.lane, state.laneSeq))
         }
         if let group = tabGroup(of: state.status) {
             footprint.syncTab = JournalCodec.TabKey.bytes((group, state.category, state.latestSeq))

@@ -219,7 +219,6 @@ final class ReplayAttempt: Sendable {
         if let current = classification.serverCurrent, let sealing = store.schema.sealing.sealing {
             // The server's record is the member's data too: sealed like a payload at rest.
             stored.sealedServerCurrent = sealing.sealServerCurrent(current, id: state.id)
-            stored.classification.serverCurrent = nil
         }
         let finished = JournalStore.Draft(operationID: state.id, body: .attemptFinished(stored))
         var unit = before + [finished] + after

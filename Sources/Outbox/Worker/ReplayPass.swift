@@ -277,7 +277,8 @@ final class ReplayPass: Sendable {
         return try store.read { txn in
             try ids.compactMap { id in
                 guard let state = try schema.state(id, in: txn), state.status == .queued else { return nil }
-                return PassPlan.Candidate(id: id, lane: state.lane, firstSeq: state.firstSeq)
+                // Its place in its lane: a correction holds the place of the row it replaced.
+                return PassPlan.Candidate(id: id, lane: state.lane, firstSeq: state.laneSeq)
             }
         }
     }

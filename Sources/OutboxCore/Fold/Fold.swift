@@ -108,7 +108,8 @@ package enum Fold {
             case .conflicted:
                 next.lastErrorCode = finished.errorCode
                 next.lastErrorMessage = finished.errorMessage
-                next.serverCurrent = finished.serverCurrent
+                // Sealed text stays sealed in the state, whether or not the event was read with the key.
+                next.serverCurrent = finished.sealedServerCurrent == nil ? finished.serverCurrent : nil
                 next.sealedServerCurrent = finished.sealedServerCurrent
             }
 
