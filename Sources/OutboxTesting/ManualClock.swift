@@ -20,6 +20,12 @@ public final class ManualClock: OutboxClock {
 
     private struct State {
         var now: Date
+        /// Seconds since the simulated boot, and the boot.
+        var uptimeSeconds: Double = 3600
+        var boots: UInt8 = 1
+        /// Boot ids are numbered, so a run replays byte for byte.
+        var bootID: UUID { UUID(uuid: (0, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, boots)) }
+        var timeZone = TimeZone(identifier: "UTC")!
         var sleepers: [Int: Sleeper] = [:]
         var nextID = 0
         var sleeperWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
@@ -36,9 +42,37 @@ public final class ManualClock: OutboxClock {
         state.withLock { $0.now }
     }
 
+    /// The simulated monotonic clock: it moves forward with ``advance(by:)`` and never back (a
+    /// ``set(to:)`` moves the wall clock only, as a person changing the device's time does).
+    public func uptime() -> Uptime? {
+        state.withLock { Uptime(seconds: $0.uptimeSeconds, bootID: $0.bootID) }
+    }
+
+    /// The device's time zone, UTC unless set.
+    public var timeZone: TimeZone {
+        get { state.withLock { $0.timeZone } }
+    }
+
+    /// Sets the device's time zone.
+    public func setTimeZone(_ zone: TimeZone) {
+        state.withLock { $0.timeZone = zone }
+    }
+
+    /// The device restarts: a new boot, its uptime starting again near zero. The wall clock
+    /// moves on by `downtime` seconds.
+    public func reboot(downtime: TimeInterval = 60) {
+        state.withLock {
+            $0.boots &+= 1
+            $0.uptimeSeconds = 30
+        }
+        advance(by: downtime)
+        state.withLock { $0.uptimeSeconds = 30 }
+    }
+
     /// Moves the clock forward and resumes the sleepers now due.
     public func advance(by seconds: TimeInterval) {
         precondition(seconds >= 0, "advance(by:) moves forward; use set(to:) to move back")
+        state.withLock { $0.uptimeSeconds += seconds }
         move { $0.addingTimeInterval(seconds) }
     }
 

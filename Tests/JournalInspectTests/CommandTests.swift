@@ -44,7 +44,7 @@ struct CommandTests {
         #expect(text.contains("Last event      2027-01-15T09:11:06Z (48 min 54 s ago)"))
         #expect(text.contains("paused since 2027-01-15T09:10:06Z (49 min 54 s ago): token_expired, met by operation \(EventText.shortID(journal.paused))"))
         #expect(text.contains("Oldest pending  \(EventText.shortID(journal.queued)) \"Antiseptic 7\""))
-        #expect(text.contains("by engine 0.1.0, app 2.3.1"))
+        #expect(text.contains("by engine \(Outbox.engineVersion), app 2.3.1"))
         for (status, count) in [("queued", 2), ("syncing", 1), ("synced", 1), ("pending_approval", 1), ("failed", 1), ("blocked", 1),
                                 ("withdrawn", 1), ("discarded", 1), ("total", 9)] {
             #expect(lines(text).contains { $0.hasPrefix(status + " ") && $0.hasSuffix(" \(count)") }, "\(status)")

@@ -21,7 +21,7 @@ import Synchronization
 /// thread; writes suspend until durable.
 public final class Outbox: Sendable {
     /// The version of the engine, recorded in the journal each time it is opened.
-    public static let engineVersion = "0.1.0"
+    public static let engineVersion = "0.2.0"
 
     /// The journal's directory.
     public let directory: URL
@@ -95,7 +95,7 @@ public final class Outbox: Sendable {
         self.replayPass = ReplayPass(store: store, writer: writer, attempts: attempts, configuration: configuration, log: log)
         self.worker = ReplayWorker(pass: replayPass, clock: configuration.clock)
         do {
-            try Self.recordOpening(store: store, writer: writer, appVersion: configuration.appVersion, log: log)
+            try Self.recordOpening(store: store, writer: writer, appVersion: configuration.appVersion, timeZone: configuration.clock.timeZone, log: log)
         } catch {
             writer.close()
             store.close()
@@ -105,9 +105,10 @@ public final class Outbox: Sendable {
 
     /// Appends `journalOpened` and, for every attempt the last process started and never saw
     /// end, `attemptAbandoned`: those rows are due at once, replayed under the same key.
-    private static func recordOpening(store: JournalStore, writer: JournalWriter, appVersion: String?, log: EngineLog) throws {
+    private static func recordOpening(store: JournalStore, writer: JournalWriter, appVersion: String?, timeZone: TimeZone, log: EngineLog) throws {
         let opened = JournalStore.Draft(operationID: nil, body: .journalOpened(JournalOpened(
-            formatVersion: RecordCodec.formatVersion, engineVersion: engineVersion, appVersion: appVersion
+            formatVersion: RecordCodec.formatVersion, engineVersion: engineVersion, appVersion: appVersion,
+            timeZone: timeZone.identifier
         )))
         let abandoned = try store.interruptedAttempts()
         let metadata: OutboxLogger.Metadata = [

@@ -11,6 +11,43 @@ public protocol OutboxClock: Sendable {
     /// Suspends until `deadline` has passed (at once if it already has).
     /// - Throws: `CancellationError` when the waiting task is cancelled.
     func sleep(until deadline: Date) async throws
+    /// The device's monotonic clock: seconds since boot and the boot, recorded with every event
+    /// so that a gap, a clock moved back and a restart can be told apart. By default the
+    /// system's; `nil` when it cannot be read.
+    func uptime() -> Uptime?
+    /// The device's time zone, recorded when the journal is opened: how the member's own clock
+    /// reads. By default the system's.
+    var timeZone: TimeZone { get }
+}
+
+extension OutboxClock {
+    public func uptime() -> Uptime? { Uptime.system }
+    public var timeZone: TimeZone { .current }
+}
+
+extension Uptime {
+    /// This device's uptime now: `ProcessInfo.systemUptime` (a clock that does not go back within
+    /// a boot) and the boot's id (Linux's `boot_id`; on Apple platforms the boot moment); `nil`
+    /// when the boot cannot be told.
+    public static var system: Uptime? {
+        guard let boot = bootID else { return nil }
+        return Uptime(seconds: ProcessInfo.processInfo.systemUptime, bootID: boot)
+    }
+
+    /// Read once per process: the boot does not change while the process runs.
+    private static let bootID: UUID? = {
+        #if os(Linux)
+        guard let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) else { return nil }
+        return UUID(uuidString: text.trimmingCharacters(in: .whitespacesAndNewlines))
+        #else
+        // The moment of boot, to the second, as a stable id for this boot.
+        let booted = Date().addingTimeInterval(-ProcessInfo.processInfo.systemUptime).timeIntervalSince1970.rounded()
+        var bytes = [UInt8](repeating: 0, count: 16)
+        withUnsafeBytes(of: UInt64(booted).bigEndian) { for (index, byte) in $0.enumerated() { bytes[8 + index] = byte } }
+        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        #endif
+    }()
 }
 
 /// The device's clock.

@@ -370,7 +370,7 @@ final class JournalStore: Sendable {
     /// - Returns: for each unit, its events as committed or the reason it was refused.
     /// - Throws: when the transaction itself fails (the map or disk is full, an I/O error):
     ///   then nothing of any unit was written.
-    func append(_ units: [[Draft]], at now: Date) throws(OutboxError) -> [Result<[JournalEvent], OutboxError>] {
+    func append(_ units: [[Draft]], at now: Date, uptime: Uptime? = nil) throws(OutboxError) -> [Result<[JournalEvent], OutboxError>] {
         precondition(!options.readOnly, "append on a read-only journal")
         return try Self.run(options) { [schema] in
             try environment.write { txn in
@@ -388,7 +388,7 @@ final class JournalStore: Sendable {
                         var folded: [OperationID: OperationState] = [:]
                         for draft in unit {
                             seq = seq.next
-                            let event = JournalEvent(seq: seq, operationID: draft.operationID, recordedAt: now, body: draft.body)
+                            let event = JournalEvent(seq: seq, operationID: draft.operationID, recordedAt: now, uptime: uptime, body: draft.body)
                             if let id = draft.operationID {
                                 let before = try folded[id] ?? schema.state(id, in: txn)
                                 let after = try Fold.apply(event, to: before)

@@ -84,7 +84,7 @@ final class JournalWriter: Sendable {
     /// Appends one unit from synchronous code (opening), on the writer's queue.
     func appendNow(_ unit: Unit) throws -> [JournalEvent] {
         try queue.sync {
-            let result = try store.append([unit], at: clock.now())[0]
+            let result = try store.append([unit], at: clock.now(), uptime: clock.uptime())[0]
             let events = try result.get()
             if !events.isEmpty { onCommit(events) }
             return events
@@ -133,7 +133,7 @@ final class JournalWriter: Sendable {
             if batch.isEmpty { return }
             let results: [Result<[JournalEvent], OutboxError>]
             do {
-                results = try store.append(batch.map(\.unit), at: clock.now())
+                results = try store.append(batch.map(\.unit), at: clock.now(), uptime: clock.uptime())
             } catch {
                 for submission in batch { submission.continuation.resume(throwing: error) }
                 continue
