@@ -319,6 +319,28 @@ struct DependencyTests {
         #expect(try outbox.history(first).map(\.kind) == [.enqueued, .superseded], "the replaced payload stays in the history")
     }
 
+    @Test func aRowStartedWhileItsReplacementWaitsIsQueuedBehindNotReplaced() async throws {
+        let journal = TestJournal()
+        let outbox = try journal.open { $0.coalescing = ["product.update"] }
+        defer { outbox.close() }
+        let first = try await outbox.enqueue(priceEdit(price: "10"))
+        // The worker starts the first row after the second write chose to replace it, and its
+        // start commits first: the replacement is refused, and the write queued behind instead.
+        outbox.writer.hold()
+        let started = Task {
+            try await outbox.writer.append([JournalStore.Draft(operationID: first, body: .attemptStarted(AttemptStarted(attempt: 1, trigger: .drain)))])
+        }
+        while outbox.writer.pendingCount < 1 { await Task.yield() }
+        let second = Task { try await outbox.enqueue(priceEdit(price: "11")) }
+        while outbox.writer.pendingCount < 2 { await Task.yield() }
+        outbox.writer.release()
+        _ = try await started.value
+        let id = try await second.value
+        #expect(try outbox.operation(first)?.status == .syncing)
+        #expect(try outbox.operation(id)?.status == .queued && outbox.operation(id)?.supersedes == nil)
+        #expect(try outbox.operation(id)?.waitingOn == .laneHead(first, .syncing))
+    }
+
     @Test func theRetryPolicyGivesUpPastItsLimitsAndARetryStartsOver() async throws {
         let journal = TestJournal(transport: ScriptedTransport(otherwise: .respond(TransportResponse.error(503, code: "down", message: "Down"))))
         let outbox = try journal.open { $0.retryPolicy = RetryPolicy.standard.givingUp(afterAttempts: 3) }

@@ -36,7 +36,7 @@ extension Outbox {
     /// Validates and appends the `enqueued` event; returns once durable. A request whose
     /// ``OutboxRequest/operationID`` was saved before is that operation, and nothing is written;
     /// a coalescing type replaces the entity lane's last row of its type when it was never sent.
-    func appendIntent(_ request: OutboxRequest) async throws -> EnqueueOutcome {
+    func appendIntent(_ request: OutboxRequest, coalescing: Bool = true) async throws -> EnqueueOutcome {
         try ensureOpen()
         guard canQueue(request.operationType) else { throw OutboxError.onlineOnly(operationType: request.operationType) }
         try request.validate(maxPayloadBytes: configuration.maxPayloadBytes)
@@ -48,7 +48,7 @@ extension Outbox {
         let id = request.operationID ?? configuration.operationIDSource?() ?? OperationID()
         var unit: [JournalStore.Draft] = []
         var supersedes: Supersession?
-        if let replaced = try coalescedRow(for: request) {
+        if coalescing, let replaced = try coalescedRow(for: request) {
             supersedes = Supersession(operation: replaced.id, reason: .coalesced, laneSeq: replaced.laneSeq)
             unit.append(JournalStore.Draft(operationID: replaced.id, body: .superseded(Superseded(by: id, reason: .coalesced))))
         }
@@ -57,6 +57,10 @@ extension Outbox {
         do {
             // A file found full (its free pages still held by readers) gets one compaction first.
             events = try await room.append(unit)
+        } catch OutboxError.illegalTransition(let operation, _, .superseded, _) where operation != id {
+            // The row to coalesce was started meanwhile (the worker got there first): once
+            // attempted it is never replaced, so the write is queued after it instead.
+            return try await appendIntent(request, coalescing: false)
         } catch OutboxError.illegalTransition(let operation, _, .enqueued, _) where operation == id {
             // Saved meanwhile by another call with the same id (a double tap on two threads).
             if let existing = try existingIntent(id, request) { return .existing(existing) }

@@ -69,8 +69,17 @@ enum Fixtures {
         let ids = SeededIDs(seed: encrypted ? 2 : 1)
         let key = encrypted ? try SealingKey(bytes: (0..<32).map { UInt8($0 * 7 % 256) }) : nil
         var configuration = OutboxConfiguration(account: "member-42", clock: clock, appVersion: "fixture", encryptionKey: key)
+        configuration.coalescing = ["product.reprice"]
         configuration.operationIDSource = { ids.next() }
         let outbox = try Outbox(directory: directory, transport: server, configuration: configuration)
+        func edit(_ number: Int, price: String, revision: String, coalescing: Bool = false) -> OutboxRequest {
+            OutboxRequest(
+                businessID: "pharmacy-7", operationType: coalescing ? "product.reprice" : "product.update", method: "PATCH",
+                endpoint: "/products/fixture-\(number)", payload: Data(#"{"price":\#(price)}"#.utf8),
+                entityID: "fixture-\(number)", category: "Products", entityLabel: "Fixture \(number)", summary: "New price",
+                baseRevision: revision
+            )
+        }
         func request(_ number: Int, entity: String? = nil) -> OutboxRequest {
             OutboxRequest(
                 businessID: "pharmacy-7", operationType: number % 2 == 0 ? "product.create" : "employee.create",
@@ -101,6 +110,29 @@ enum Fixtures {
         server.inject(.respond(.error(422, code: "validation_failed", message: "Bad")))
         _ = try await outbox.save(request(8))
         await outbox.settle()
+        // Format 2: an edit that met a conflict; a correction of a rejected edit; a write that
+        // depends on another; a coalesced edit; an operation saved under the app's own id.
+        let conflict = ContentConflict.response
+        server.inject(.respond(conflict))
+        _ = try await outbox.enqueue(edit(13, price: "10", revision: "r1"))
+        await outbox.settle()
+        server.inject(.respond(.error(422, code: "validation_failed", message: "Price must be positive")))
+        let rejected = try await outbox.enqueue(edit(14, price: "-1", revision: "r1"))
+        await outbox.settle()
+        _ = try await outbox.revise(rejected, payload: Data(#"{"price":1}"#.utf8))
+        await outbox.settle()
+        server.setOnline(false)
+        let product = try await outbox.enqueue(request(16))
+        var dependent = request(17)
+        dependent.dependsOn = [product]
+        _ = try await outbox.enqueue(dependent)
+        _ = try await outbox.enqueue(edit(18, price: "3", revision: "r1", coalescing: true))
+        _ = try await outbox.enqueue(edit(18, price: "4", revision: "r1", coalescing: true))
+        var stable = request(19)
+        stable.operationID = ids.next()
+        _ = try await outbox.enqueue(stable)
+        await outbox.settle()
+        server.setOnline(true)
         // Queued with attempts behind it, and queued in a lane behind it.
         server.setOnline(false)
         _ = try await outbox.enqueue(request(9, entity: "shelf-1"))
@@ -140,4 +172,12 @@ enum Fixtures {
             }
         )
     }
+}
+
+/// The answer of a server whose record changed since the edit began.
+enum ContentConflict {
+    static let response = TransportResponse(
+        statusCode: 412, headers: ["ETag": "\"r2\"", "Content-Type": "application/json"],
+        body: Data(#"{"code":"revision_conflict","message":"Changed elsewhere","current":{"price":13}}"#.utf8)
+    )
 }
