@@ -200,6 +200,8 @@ struct CorrectionTests {
         // A later write to the same record waits behind the conflicted one.
         let later = try await outbox.enqueue(priceEdit(price: "14", revision: nil, type: "product.rename"))
         #expect(try outbox.operation(later)?.waitingOn == .laneHead(edit, .conflicted))
+        #expect(try outbox.syncTab(isOnline: true).card("Products")?.rows.first?.waitingReason
+            == "Waits for an earlier change to Antiseptic 1, which was changed elsewhere")
 
         let resent = try #require(try await outbox.resolveConflict(edit, keeping: .mine(payload: Data(#"{"price":12.5}"#.utf8), baseRevision: "r2")))
         #expect(try outbox.operation(edit)?.status == .superseded)
@@ -251,6 +253,7 @@ struct DependencyTests {
         await outbox.drain()
         #expect(transport.requests.map(\.endpoint) == ["/products"], "the movement waits for its product")
         #expect(try outbox.operation(move)?.waitingOn == .dependency(product, .queued))
+        #expect(try outbox.syncTab(isOnline: true).card("Stock")?.rows.first?.waitingReason == "Waits for Antiseptic 1 to sync first")
         journal.clock.advance(by: 10)
         await outbox.drain()
         #expect(transport.requests.map(\.endpoint) == ["/products", "/products", "/stock"])

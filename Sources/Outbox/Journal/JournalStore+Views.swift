@@ -149,17 +149,58 @@ extension JournalSchema {
         return depth
     }
 
-    /// The newest `limit` rows of one Sync tab card.
+    /// The newest `limit` rows of one Sync tab card, each queued row saying what holds it.
     func tabRows(_ group: TabGroup, category: String, limit: Int, in txn: borrowing LMDBTransaction) throws -> [SyncRow] {
         var rows: [SyncRow] = []
+        let engine = try engineState(in: txn)
         // Reversed: the highest latest seq comes first.
         try txn.scan(syncTab, leading: JournalCodec.TabKey.leading(group, category: category), reverse: true) { entry in
             guard rows.count < limit else { return .stop }
             if let state = try self.state(try entry.value(), in: txn) {
-                rows.append(SyncRow(opened(state)))
+                var row = SyncRow(opened(state))
+                // Its scheduled retry is not a hold: the banner already says it syncs on its own.
+                if let waiting = try waitingOn(state, engine: engine, now: .distantPast, in: txn) {
+                    row.waitingReason = try waitingReason(waiting, in: txn)
+                }
+                rows.append(row)
             }
             return .next
         }
         return rows
+    }
+
+    /// What holds a queued row, in the member's words.
+    func waitingReason(_ waiting: WaitingOn, in txn: borrowing LMDBTransaction) throws -> String? {
+        func label(_ id: OperationID) throws -> String {
+            guard let state = try self.state(id, in: txn), let text = presentation(of: state), !text.label.isEmpty else {
+                return "an earlier change"
+            }
+            return text.label
+        }
+        switch waiting {
+        case .laneHead(let head, let status):
+            let why = switch status {
+            case .failed?, .blocked?: ", which needs your attention"
+            case .conflicted?: ", which was changed elsewhere"
+            case .pendingApproval?: ", which waits for approval"
+            default: ""
+            }
+            return "Waits for an earlier change to \(try label(head))\(why)"
+        case .dependency(let dependency, let status):
+            let why = switch status {
+            case .failed?, .blocked?, .conflicted?: ", which needs your attention"
+            case .pendingApproval?: ", which waits for approval"
+            default: ""
+            }
+            return "Waits for \(try label(dependency)) to sync first\(why)"
+        case .sessionPaused:
+            return "Waits for you to sign in again"
+        case .noSession:
+            return "Waits for someone to sign in"
+        case .otherAccount:
+            return "Not sent while another account is signed in"
+        case .scheduled:
+            return nil
+        }
     }
 }

@@ -20,8 +20,13 @@ public struct LedgerEntry: Sendable, Equatable, Codable {
     /// The record's revision, when the server returned one.
     public var serverRevision: String?
     public var status: OutboxStatus
-    /// Whether the status is terminal (synced, withdrawn, discarded).
+    /// Whether the status is terminal (synced, withdrawn, discarded, superseded).
     public var isTerminal: Bool
+    /// The chains between operations: the row it replaces, the one that replaced it, the
+    /// operations it waits for (ids only, like the rest of the row).
+    public var supersedes: OperationID?
+    public var supersededBy: OperationID?
+    public var dependsOn: [OperationID]?
 
     public init(_ state: OperationState) {
         operationID = state.id
@@ -34,6 +39,9 @@ public struct LedgerEntry: Sendable, Equatable, Codable {
         serverRevision = state.serverRevision
         status = state.status
         isTerminal = state.status.isTerminal
+        supersedes = state.supersedes?.operation
+        supersededBy = state.supersededBy
+        dependsOn = state.dependsOn.isEmpty ? nil : state.dependsOn
     }
 }
 

@@ -65,6 +65,11 @@ public struct SyncRow: Sendable, Equatable, Codable {
     /// text), to show beside the member's; `nil` when the server sent none or it is sealed and
     /// the key is not known.
     public var serverValue: String?
+    /// For a queued row held by something: what, in words the member reads ("Waits for
+    /// Antiseptic 500 ml to sync first"); `nil` otherwise.
+    public var waitingReason: String?
+    /// The row this one replaces (a correction, a resolution, a coalesced write).
+    public var supersedes: OperationID?
 
     public init(_ state: OperationState) {
         operationID = state.id
@@ -76,6 +81,7 @@ public struct SyncRow: Sendable, Equatable, Codable {
         lastErrorCode = state.lastErrorCode
         lastErrorMessage = state.lastErrorMessage
         serverValue = state.serverCurrent.map { String(decoding: $0, as: UTF8.self) }
+        supersedes = state.supersedes?.operation
     }
 }
 
