@@ -120,7 +120,7 @@ final class ReplayPass: Sendable {
     /// Whether a 401 paused the worker; `nil` (logged and counted) when the journal cannot say.
     private func isPaused() -> Bool? {
         do {
-            return try store.engineState().isPaused
+            return try store.queries.engineState().isPaused
         } catch {
             log.problem(.journalRead, "could not read whether the worker is paused; the next pass runs one cap from now", error: error)
             return nil
