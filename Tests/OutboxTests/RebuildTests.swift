@@ -9,27 +9,13 @@ import Testing
 /// among threads, the rewrite in many transactions, and a map that fills in the middle.
 @Suite("Rebuilding the projections", .timeLimit(.minutes(2)))
 struct RebuildTests {
-    /// A journal through a random history with compactions in it, so that `compacted` events
-    /// (which name operations of every shard) are among the events folded.
-    private static func historyWithCompactions(_ journal: TestJournal, _ outbox: Outbox, seed: UInt64) async throws -> RandomHistory {
-        var history = RandomHistory(seed: seed)
-        for round in 0..<3 {
-            for _ in 0..<200 {
-                try await history.step(outbox, now: journal.clock.now())
-                journal.clock.advance(by: 7)
-            }
-            if round < 2 { _ = try await outbox.compact(before: journal.clock.now().addingTimeInterval(-300)) }
-        }
-        return history
-    }
-
     @Test(arguments: [2, 3, 5])
     func theShardsOfAFoldTogetherEqualTheWholeFold(_ shards: Int) async throws {
         let seed = testSeed()
         let journal = TestJournal()
         let outbox = try journal.open()
         defer { outbox.close() }
-        _ = try await Self.historyWithCompactions(journal, outbox, seed: seed)
+        _ = try await RandomHistory.withCompactions(journal, outbox, seed: seed)
         let store = outbox.store
         let whole = try store.read { txn in try ProjectionImage.build(schema: store.schema, in: txn) }
         #expect(whole.states.values.contains { $0.compactedAt != nil }, "seed \(seed): the history compacted nothing")
@@ -63,7 +49,7 @@ struct RebuildTests {
         }
         let outbox = try Outbox(directory: journal.directory, transport: journal.transport, configuration: journal.configuration(), faultHook: hook)
         defer { outbox.close() }
-        let history = try await Self.historyWithCompactions(journal, outbox, seed: seed)
+        let history = try await RandomHistory.withCompactions(journal, outbox, seed: seed)
         let store = outbox.store
         let before = try history.statuses.keys.map { try outbox.operationState($0) }
         let mapBefore = try store.environment.info().mapSizeBytes

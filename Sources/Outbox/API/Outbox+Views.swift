@@ -13,14 +13,14 @@ extension Outbox {
     /// - Parameter rowsPerCard: the most detail rows per card (each card's count covers all).
     public func syncTab(isOnline: Bool, rowsPerCard: Int = 50) throws -> SyncTab {
         try ensureOpen()
-        return try store.syncTab(isOnline: isOnline, rowsPerCard: rowsPerCard)
+        return try store.queries.syncTab(isOnline: isOnline, rowsPerCard: rowsPerCard)
     }
 
     /// Rows that need the network or a person: queued, syncing, failed, blocked. Never waiting
     /// for approval, synced, withdrawn or discarded.
     public func badgeCount() throws -> Int {
         try ensureOpen()
-        return try store.badgeCount()
+        return try store.queries.badgeCount()
     }
 
     /// The reconciliation ledger: one row per operation, in journal order, without payloads or
@@ -34,14 +34,14 @@ extension Outbox {
     /// ```
     public func ledger(_ query: LedgerQuery = LedgerQuery()) throws -> [LedgerEntry] {
         try ensureOpen()
-        return try store.ledger(query)
+        return try store.queries.ledger(query)
     }
 
     /// Queue depth, the oldest pending row's age, attempts and outcomes, conflicts by type, the
     /// journal's size, and the problems the engine met since it opened (``OutboxMetrics/problems``).
     public func metrics() throws -> OutboxMetrics {
         try ensureOpen()
-        var metrics = try store.metrics(now: configuration.clock.now())
+        var metrics = try store.queries.metrics(now: configuration.clock.now())
         metrics.problems = log.problemCounts
         return metrics
     }
@@ -67,7 +67,7 @@ extension Outbox {
             /// closed): that update is skipped, and the next commit brings a fresh one.
             func tab() -> SyncTab? {
                 do {
-                    return try store.syncTab(isOnline: isOnline(), rowsPerCard: rowsPerCard)
+                    return try store.queries.syncTab(isOnline: isOnline(), rowsPerCard: rowsPerCard)
                 } catch {
                     log.problem(.viewUpdateFailed, "could not read the Sync tab for an update; skipping it", error: error)
                     return nil

@@ -27,7 +27,7 @@ struct JournalRoom: Sendable {
             case .proceed:
                 return
             case .measure:
-                reading.unsettledRows = try store.unsettledCount()
+                reading.unsettledRows = try store.queries.unsettledCount()
                 reading.liveBytes = try liveBytes()
             case .compactFirst:
                 await compactSettled(reason: "budget")

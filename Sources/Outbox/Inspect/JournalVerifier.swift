@@ -222,7 +222,7 @@ extension JournalVerifier {
     }
 }
 
-extension JournalStore {
+extension JournalQueries {
     /// Verifies the whole journal in one read snapshot.
     func verify() throws(OutboxError) -> VerificationReport {
         let schema = self.schema

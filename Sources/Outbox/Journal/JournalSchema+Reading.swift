@@ -57,17 +57,6 @@ extension JournalSchema {
         return (text.label, text.summary)
     }
 
-    /// Every event of one operation, in journal order, read through the seqs its state lists.
-    func history(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> [JournalEvent] {
-        let seqs = try state(id, in: txn)?.eventSeqs ?? []
-        return try seqs.map { seq in
-            guard let event = try event(seq, in: txn) else {
-                throw OutboxError.projectionCorrupt(reason: "operation \(id) lists seq \(seq), which is not in the journal")
-            }
-            return event
-        }
-    }
-
     /// `state` with its entity label and summary opened for display: the plaintext when the key is
     /// known, "(sealed)" when not.
     func opened(_ state: OperationState) -> OperationState {

@@ -425,6 +425,20 @@ final class JournalStore: Sendable {
 
     // MARK: Reading
 
+    /// `attemptAbandoned` drafts for every syncing row: at open, attempts the last process started
+    /// and never saw end.
+    func interruptedAttempts() throws(OutboxError) -> [JournalStore.Draft] {
+        let schema = self.schema
+        return try read { txn in
+            try schema.operationIDs(withStatus: .syncing, in: txn).compactMap { id in
+                guard let state = try schema.state(id, in: txn) else { return nil }
+                return JournalStore.Draft(operationID: id, body: .attemptAbandoned(AttemptAbandoned(
+                    attempt: AttemptNumber(rawValue: state.attemptCount)
+                )))
+            }
+        }
+    }
+
     /// Runs `body` in a read transaction: one consistent snapshot.
     func read<R>(_ body: (borrowing LMDBTransaction) throws -> R) throws(OutboxError) -> R {
         try Self.run(options) { try environment.read(body) }

@@ -123,7 +123,7 @@ final class ReplayPass: Sendable {
             // attempted row's backoff instead of spinning on them.
             let next: Date
             do {
-                next = try store.operationState(offline)?.nextAttemptAt ?? poll()
+                next = try store.queries.operationState(offline)?.nextAttemptAt ?? poll()
             } catch {
                 log.problem(.journalRead, "could not read when the unanswered row is due; the next pass runs one cap from now", error: error, operation: offline)
                 next = poll()
@@ -163,7 +163,7 @@ final class ReplayPass: Sendable {
     /// Whether a 401 paused the worker; `nil` (logged and counted) when the journal cannot say.
     private func isPaused() -> Bool? {
         do {
-            return try store.engineState().isPaused
+            return try store.queries.engineState().isPaused
         } catch {
             log.problem(.journalRead, "could not read whether the worker is paused; the next pass runs one cap from now", error: error)
             return nil

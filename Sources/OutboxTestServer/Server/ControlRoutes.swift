@@ -83,7 +83,7 @@ extension Routes {
     }
 
     /// The longest `POST /_control/await-held` waits, in seconds.
-    static let awaitHeldLimit: TimeInterval = 10
+    static let awaitHeldLimit: TimeInterval = 30
 
     private func json(_ value: some Encodable) throws -> HTTPResponse {
         let encoder = JSONEncoder()

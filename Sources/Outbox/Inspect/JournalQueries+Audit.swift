@@ -2,32 +2,12 @@ import Foundation
 import OutboxCore
 import OutboxStorage
 
-/// A journal folded in memory, for a reader of a journal whose stored projections are of
-/// another layout: it answers what the projections would.
-struct FoldedJournal: Sendable {
-    var image: ProjectionImage
-    /// The records the fold could not read: reported by every read that meets them.
-    var damaged: [DamagedRecord]
-    /// The seqs of every readable event of each operation, in order, including events the fold
-    /// refused (``verify`` names those).
-    var eventSeqs: [OperationID: [JournalSequence]]
-
-    /// Folds every readable, legal event of the journal, in one snapshot.
-    static func fold(schema: JournalSchema, in txn: borrowing LMDBTransaction) throws -> FoldedJournal {
-        var verifier = JournalVerifier()
-        try txn.scan(schema.events) { entry in
-            verifier.check(seq: (try? entry.key()) ?? .zero, record: Array(entry.valueBytes))
-            return .next
-        }
-        return FoldedJournal(image: verifier.image, damaged: verifier.damaged, eventSeqs: verifier.eventSeqs)
-    }
-}
-
-/// The audit reads behind `journal-inspect`, for the engine and for a read-only reader alike.
-/// Each runs in one snapshot; `folded` stands in for the stored projections when given.
-extension JournalStore {
-    func events(matching query: EventQuery, folded: FoldedJournal?) throws(OutboxError) -> EventPage {
+/// The audit reads behind `journal-inspect`, for the engine and for a read-only reader alike,
+/// each in one snapshot.
+extension JournalQueries {
+    func events(matching query: EventQuery) throws(OutboxError) -> EventPage {
         let schema = self.schema
+        let projections = self.projections
         return try read { txn in
             var page = EventPage()
             guard query.limit > 0 else { return page }
@@ -57,7 +37,7 @@ extension JournalStore {
                     if let known = operationTypes[id] {
                         operationType = known
                     } else {
-                        let state = try folded.map { $0.image.states[id] } ?? schema.state(id, in: txn)
+                        let state = try projections.state(id, in: txn)
                         operationType = state?.operationType
                         operationTypes[id] = .some(operationType)
                     }
@@ -69,51 +49,23 @@ extension JournalStore {
         }
     }
 
-    func operations(matching query: OperationQuery, folded: FoldedJournal?) throws(OutboxError) -> [OperationState] {
+    func operations(matching query: OperationQuery) throws(OutboxError) -> [OperationState] {
         guard query.limit > 0 else { return [] }
-        if let folded {
-            let picked = folded.image.states.values.filter(query.accepts).sorted { $0.firstSeq > $1.firstSeq }
-            return picked.prefix(query.limit).map(schema.opened)
-        }
         let schema = self.schema
+        let projections = self.projections
         let statuses = query.statuses.map { OutboxStatus.allCases.filter($0.contains) } ?? OutboxStatus.allCases
         return try read { txn in
-            // Each status's index runs in journal order: read each backwards, then merge.
-            var picked: [OperationState] = []
-            for status in statuses {
-                let start = query.beforeSeq.map { JournalCodec.StatusKey.bytes((status, $0)) }
-                var taken = 0
-                try txn.scan(schema.byStatus, leading: JournalCodec.StatusKey.leading(status), from: start, reverse: true) { entry in
-                    guard taken < query.limit else { return .stop }
-                    guard let state = try schema.state(try entry.value(), in: txn), query.accepts(state) else { return .next }
-                    picked.append(state)
-                    taken += 1
-                    return .next
-                }
-            }
-            return picked.sorted { $0.firstSeq > $1.firstSeq }.prefix(query.limit).map(schema.opened)
+            try projections.newestFirst(statuses: statuses, before: query.beforeSeq, limit: query.limit,
+                                        where: query.accepts, in: txn).map(schema.opened)
         }
     }
 
-    func operationIDs(matchingPrefix prefix: String, folded: FoldedJournal?) throws(OutboxError) -> [OperationID] {
+    func operationIDs(matchingPrefix prefix: String) throws(OutboxError) -> [OperationID] {
         let wanted = Self.idDigits(prefix)
         guard !wanted.isEmpty else { return [] }
-        var ids: [OperationID]
-        if let folded {
-            ids = Array(folded.image.states.keys)
-        } else {
-            let schema = self.schema
-            ids = try read { txn in
-                var ids: [OperationID] = []
-                try txn.scan(schema.operations) { entry in
-                    ids.append(try entry.key())
-                    return .next
-                }
-                return ids
-            }
-        }
-        ids = ids.filter { Self.idDigits($0.idempotencyKey).hasPrefix(wanted) }
-        return ids.sorted { $0.idempotencyKey < $1.idempotencyKey }
+        let projections = self.projections
+        let ids = try read { txn in try projections.operationIDs(in: txn) }
+        return ids.filter { Self.idDigits($0.idempotencyKey).hasPrefix(wanted) }.sorted { $0.idempotencyKey < $1.idempotencyKey }
     }
 
     /// An id or prefix as uppercase hex digits, without the hyphens.
@@ -121,20 +73,12 @@ extension JournalStore {
         text.uppercased().filter { $0 != "-" }
     }
 
-    func timeline(of id: OperationID, folded: FoldedJournal?) throws(OutboxError) -> OperationTimeline {
+    func timeline(of id: OperationID) throws(OutboxError) -> OperationTimeline {
         let schema = self.schema
+        let projections = self.projections
         return try read { txn in
-            let state: OperationState?
-            var seqs: [JournalSequence] = []
-            var damaged: [DamagedRecord] = []
-            if let folded {
-                state = folded.image.states[id]
-                seqs = folded.eventSeqs[id] ?? []
-                damaged = folded.damaged.filter { $0.claimedOperationID == id }
-            } else {
-                state = try schema.state(id, in: txn)
-                seqs = state?.eventSeqs ?? []
-            }
+            let state = try projections.state(id, in: txn)
+            var (seqs, damaged) = try projections.recordedSeqs(of: id, state: state, in: txn)
             var events: [JournalEvent] = []
             for seq in seqs {
                 guard let record = try txn.get(schema.events, seq) else {
@@ -160,38 +104,14 @@ extension JournalStore {
         }
     }
 
-    func summary(folded: FoldedJournal?) throws(OutboxError) -> JournalSummary {
+    func summary() throws(OutboxError) -> JournalSummary {
         let schema = self.schema
+        let projections = self.projections
         let path = environment.path
         let usedBytes = (try? environment.info().usedBytes) ?? 0
         let fileBytes = (try? FileManager.default.attributesOfItem(atPath: path + "/data.mdb")[.size] as? Int) ?? 0
         let current = projectionsAreCurrent
         return try read { txn in
-            let statusCounts: [OutboxStatus: Int]
-            let oldestPending: OperationState?
-            let engine: EngineState
-            let eventBytes: Int
-            if let folded {
-                var counts = Dictionary(uniqueKeysWithValues: OutboxStatus.allCases.map { ($0, 0) })
-                for state in folded.image.states.values { counts[state.status, default: 0] += 1 }
-                statusCounts = counts
-                oldestPending = folded.image.states.values.filter { $0.status == .queued || $0.status == .syncing }
-                    .min { $0.firstSeq < $1.firstSeq }
-                engine = folded.image.engine
-                eventBytes = Int(folded.image.eventBytes)
-            } else {
-                statusCounts = try schema.queueDepth(in: txn)
-                var oldest: OperationState?
-                for status in [OutboxStatus.queued, .syncing] {
-                    guard let id = try schema.operationIDs(withStatus: status, limit: 1, in: txn).first,
-                        let state = try schema.state(id, in: txn)
-                    else { continue }
-                    if oldest.map({ state.firstSeq < $0.firstSeq }) ?? true { oldest = state }
-                }
-                oldestPending = oldest.map(schema.opened)
-                engine = try schema.engineState(in: txn)
-                eventBytes = Int(try schema.counter(CounterName.eventBytes, in: txn))
-            }
             // The moment of the last event: the last record that reads, each damaged one noted.
             var damaged: [DamagedRecord] = []
             var lastEventAt: Date?
@@ -216,12 +136,12 @@ extension JournalStore {
                 firstSeq: try schema.firstSeq(in: txn),
                 lastSeq: try schema.lastSeq(in: txn),
                 eventCount: try txn.count(schema.events.database),
-                eventBytes: eventBytes,
+                eventBytes: try projections.eventBytes(in: txn),
                 fileBytes: fileBytes,
                 usedBytes: usedBytes,
-                statusCounts: statusCounts,
-                oldestPending: oldestPending,
-                engine: engine,
+                statusCounts: try projections.statusCounts(in: txn),
+                oldestPending: try projections.oldestPending(in: txn).map(schema.opened),
+                engine: try projections.engineState(in: txn),
                 lastEventAt: lastEventAt,
                 damaged: damaged.reversed()
             )
@@ -254,18 +174,5 @@ extension JournalStore {
             }
             return QueueDepthSample.thinned(samples, to: maxSamples)
         }
-    }
-
-    /// The ledger, from the folded image when given.
-    func ledger(_ query: LedgerQuery, folded: FoldedJournal?) throws(OutboxError) -> [LedgerEntry] {
-        guard let folded else { return try ledger(query) }
-        let rows = folded.image.states.values.filter { state in
-            if let status = query.status, state.status != status { return false }
-            if let from = query.createdFrom, state.createdAt < from { return false }
-            if let before = query.createdBefore, state.createdAt >= before { return false }
-            if let after = query.after, state.firstSeq <= after { return false }
-            return true
-        }
-        return rows.sorted { $0.firstSeq < $1.firstSeq }.prefix(query.limit).map(LedgerEntry.init)
     }
 }

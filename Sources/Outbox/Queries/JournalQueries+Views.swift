@@ -3,7 +3,7 @@ import OutboxCore
 import OutboxStorage
 
 /// The member's and support's views, answered from counters and indexes: never a journal scan.
-extension JournalStore {
+extension JournalQueries {
     /// The Sync tab, each card holding at most `rowsPerCard` rows (its count covers them all).
     func syncTab(isOnline: Bool, rowsPerCard: Int) throws(OutboxError) -> SyncTab {
         let schema = self.schema
@@ -77,42 +77,26 @@ extension JournalStore {
 
     /// Ledger rows in journal order, filtered and paged.
     func ledger(_ query: LedgerQuery) throws(OutboxError) -> [LedgerEntry] {
-        let schema = self.schema
+        let projections = self.projections
         let statuses = query.status.map { [$0] } ?? OutboxStatus.allCases
         return try read { txn in
-            // Each status's rows are in journal order; take enough of each, then merge.
-            var states: [OperationState] = []
-            for status in statuses {
-                let start = query.after.map { JournalCodec.StatusKey.bytes((status, $0.next)) }
-                var taken = 0
-                try txn.scan(schema.byStatus, leading: JournalCodec.StatusKey.leading(status), from: start) { entry in
-                    guard taken < query.limit else { return .stop }
-                    guard let state = try schema.state(try entry.value(), in: txn) else { return .next }
-                    if let from = query.createdFrom, state.createdAt < from { return .next }
-                    if let before = query.createdBefore, state.createdAt >= before { return .next }
-                    states.append(state)
-                    taken += 1
-                    return .next
-                }
-            }
-            return states.sorted { $0.firstSeq < $1.firstSeq }.prefix(query.limit).map(LedgerEntry.init)
+            try projections.oldestFirst(statuses: statuses, after: query.after, limit: query.limit, where: { state in
+                if let from = query.createdFrom, state.createdAt < from { return false }
+                if let before = query.createdBefore, state.createdAt >= before { return false }
+                return true
+            }, in: txn).map(LedgerEntry.init)
         }
     }
 
     /// The engine's numbers at `now`.
     func metrics(now: Date) throws(OutboxError) -> OutboxMetrics {
         let schema = self.schema
+        let projections = self.projections
         let fileBytes = (try? environment.info().usedBytes) ?? 0
         let liveBytes = (try? environment.liveBytes()) ?? fileBytes
         return try read { txn in
-            let depth = try schema.queueDepth(in: txn)
-            var oldest: OperationState?
-            for status in [OutboxStatus.queued, .syncing] {
-                guard let id = try schema.operationIDs(withStatus: status, limit: 1, in: txn).first,
-                    let state = try schema.state(id, in: txn)
-                else { continue }
-                if oldest.map({ state.firstSeq < $0.firstSeq }) ?? true { oldest = state }
-            }
+            let depth = try projections.statusCounts(in: txn)
+            let oldest = try projections.oldestPending(in: txn)
             let outcomes = try schema.counters(prefix: "outcome/", in: txn)
             func outcome(_ category: OutcomeCategory) -> Int { Int(outcomes[category.rawValue] ?? 0) }
             return OutboxMetrics(
@@ -130,7 +114,7 @@ extension JournalStore {
                     .mapValues { Int($0) },
                 gaveUp: outcome(.gaveUp),
                 journalEvents: Int(try schema.counter(CounterName.events, in: txn)),
-                journalEventBytes: Int(try schema.counter(CounterName.eventBytes, in: txn)),
+                journalEventBytes: try projections.eventBytes(in: txn),
                 journalFileBytes: fileBytes,
                 journalLiveBytes: liveBytes,
                 journalBudgetBytes: options.limitBytes
