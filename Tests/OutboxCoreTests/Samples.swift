@@ -94,7 +94,9 @@ enum Samples {
                                serverRevision: "r8", identity: CompactedIdentity(
                                    businessID: "pharmacy-7", category: "Products", entityID: "product-1", entityLabel: "Antiseptic 500 ml",
                                    summary: "New price", sealedPresentation: nil, requestHash: SHA256Digest(of: Data("z".utf8)),
-                                   supersededBy: OperationID("2E621E1F-C36C-495A-93FC-0C247A3E6E5F")!
+                                   supersededBy: OperationID("2E621E1F-C36C-495A-93FC-0C247A3E6E5F")!,
+                                   method: "PATCH", endpoint: "/products/product-1", payloadVersion: 2, payloadByteCount: 41,
+                                   account: "member-1"
                                )),
         ])),
     ]

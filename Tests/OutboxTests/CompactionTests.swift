@@ -76,6 +76,7 @@ struct CompactionTests {
         journal.clock.advance(by: 2)
         await outbox.drain()
         let ledgerRow = try #require(try outbox.ledger().first)
+        let before = try #require(try outbox.operationState(id))
         journal.clock.advance(by: 86_400)
         let result = try await outbox.compact(before: journal.clock.now())
         #expect(result.operations == 1 && result.eventsRemoved == 5)
@@ -83,7 +84,20 @@ struct CompactionTests {
         let row = try #require(try outbox.operation(id))
         #expect(row.status == .synced && row.attemptCount == 2 && row.latestOutcome == .replayed)
         #expect(row.compactedAt == journal.clock.now())
+        #expect(row.state.form == .compacted(at: journal.clock.now()))
         #expect(row.request.payload.isEmpty)
+        // Who and what it was is kept, every field true: only the history and payload are gone.
+        let request = productRequest(1)
+        #expect(row.state.keptRequest)
+        #expect(row.state.businessID == request.businessID && row.state.method == request.method)
+        #expect(row.state.endpoint == request.endpoint && row.state.category == request.category)
+        #expect(row.state.entityLabel == request.entityLabel && row.state.summary == request.summary)
+        #expect(row.state.requestHash == SHA256Digest(of: request.payload))
+        #expect(row.state.payloadByteCount == request.payload.count && row.state.account == journal.account)
+        #expect(row.state.eventSeqs.isEmpty && !before.eventSeqs.isEmpty)
+        let exported = try JSONSerialization.jsonObject(with: JSONEncoder().encode(row.state)) as? [String: Any]
+        #expect(exported?["form"] as? String == "compacted")
+        #expect(exported?["requestHash"] as? String == SHA256Digest(of: request.payload).hex)
         #expect(try outbox.ledger().first == ledgerRow)
         #expect(try outbox.metrics().totalAttempts == 2)
         await #expect(throws: OutboxError.self) { try await outbox.discard(id) }
@@ -130,7 +144,12 @@ struct CompactionTests {
         defer { outbox.close() }
         var sizes: [Int] = []
         for round in 0..<24 {
-            for number in 0..<100 { _ = try await outbox.enqueue(productRequest(round * 100 + number)) }
+            for number in 0..<100 {
+                // A product as an app sends one: a description makes it some 600 bytes.
+                var request = productRequest(round * 100 + number)
+                request.payload = Data(#"{"id":"product-\#(round * 100 + number)","description":"\#(String(repeating: "x", count: 560))"}"#.utf8)
+                _ = try await outbox.enqueue(request)
+            }
             await outbox.drain()
             journal.clock.advance(by: 10)
             sizes.append(try outbox.store.environment.info().usedBytes)
@@ -144,8 +163,9 @@ struct CompactionTests {
         let with = try await growthPerOperation(compaction: CompactionPolicy(maxEvents: 600, keepSettledSeconds: 0))
         #expect(with.events < 1000, "compaction kept the journal's events bounded")
         // What remains per settled operation is its ledger row, with who and what it was (type,
-        // label, summary, category, entity, request hash): a fraction of its events.
-        #expect(Double(with.late) * 1.2 < Double(without.late), "bytes per operation: \(with.late) with compaction, \(without.late) without")
+        // label, summary, category, entity, endpoint, request hash), never its payload: a
+        // fraction of its events.
+        #expect(Double(with.late) * 1.5 < Double(without.late), "bytes per operation: \(with.late) with compaction, \(without.late) without")
         print("compaction: \(without.late) bytes per operation without compaction, \(with.late) with (ledger rows only)")
     }
 }

@@ -135,17 +135,16 @@ extension Outbox {
     }
 
     /// Whether `state` was saved from `request`: the same id with the same bytes is the same
-    /// operation. What a compaction kept is compared for a compacted one (before journal
-    /// format 2 it kept no hash: the id alone then decides).
+    /// operation. A compacted one is compared on what the compaction kept (its base revision and
+    /// dependencies went with its history); one compacted before journal format 2 kept only its
+    /// type, and the id then decides.
     static func isSameIntent(_ state: OperationState, as request: OutboxRequest) -> Bool {
-        let hash = SHA256Digest(of: request.payload)
-        if state.compactedAt != nil {
-            let keptNoHash = state.requestHash.bytes.allSatisfy { $0 == 0 }
-            return state.operationType == request.operationType && (keptNoHash || state.requestHash == hash)
-        }
-        return state.requestHash == hash && state.operationType == request.operationType && state.method == request.method
-            && state.endpoint == request.endpoint && state.businessID == request.businessID && state.entityID == request.entityID
-            && (state.rebaseCount > 0 || state.baseRevision == request.baseRevision)
+        guard state.keptRequest else { return state.operationType == request.operationType }
+        let sameRequest = state.requestHash == SHA256Digest(of: request.payload) && state.operationType == request.operationType
+            && state.method == request.method && state.endpoint == request.endpoint
+            && state.businessID == request.businessID && state.entityID == request.entityID
+        guard state.compactedAt == nil else { return sameRequest }
+        return sameRequest && (state.rebaseCount > 0 || state.baseRevision == request.baseRevision)
             && state.dependsOn == request.dependsOn
     }
 }

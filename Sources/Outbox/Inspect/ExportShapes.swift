@@ -65,7 +65,7 @@ extension OperationState: Encodable {
         case operationID, status, isTerminal, businessID, operationType, method, endpoint, entityID, category
         case entityLabel, summary, payloadVersion, payloadBytes, requestHash, account, createdAt, attempts
         case nextAttemptAt, lastAttemptAt, lastOutcome, latestOutcome, lastErrorCode, lastErrorMessage
-        case approvalRequestID, serverRevision, firstSeq, latestSeq, changedAt
+        case approvalRequestID, serverRevision, firstSeq, latestSeq, changedAt, form, compactedAt
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -73,18 +73,23 @@ extension OperationState: Encodable {
         try container.encode(id, forKey: .operationID)
         try container.encode(status, forKey: .status)
         try container.encode(status.isTerminal, forKey: .isTerminal)
-        try container.encode(businessID, forKey: .businessID)
         try container.encode(operationType, forKey: .operationType)
-        try container.encode(method, forKey: .method)
-        try container.encode(endpoint, forKey: .endpoint)
-        try container.encodeIfPresent(entityID, forKey: .entityID)
-        try container.encode(category, forKey: .category)
-        try container.encode(entityLabel, forKey: .entityLabel)
-        try container.encode(summary, forKey: .summary)
-        try container.encode(payloadVersion, forKey: .payloadVersion)
-        try container.encode(payloadByteCount, forKey: .payloadBytes)
-        try container.encode(requestHash.hex, forKey: .requestHash)
-        try container.encode(account, forKey: .account)
+        // A ledger-row-only compaction kept none of the request's fields: they are left out.
+        if keptRequest {
+            try container.encode(businessID, forKey: .businessID)
+            try container.encode(method, forKey: .method)
+            try container.encode(endpoint, forKey: .endpoint)
+            try container.encodeIfPresent(entityID, forKey: .entityID)
+            try container.encode(category, forKey: .category)
+            try container.encode(entityLabel, forKey: .entityLabel)
+            try container.encode(summary, forKey: .summary)
+            try container.encode(payloadVersion, forKey: .payloadVersion)
+            try container.encode(payloadByteCount, forKey: .payloadBytes)
+            try container.encode(requestHash.hex, forKey: .requestHash)
+            try container.encode(account, forKey: .account)
+        }
+        try container.encode(form.exportName, forKey: .form)
+        try container.encodeIfPresent(compactedAt, forKey: .compactedAt)
         try container.encode(createdAt, forKey: .createdAt)
         try container.encode(attemptCount, forKey: .attempts)
         try container.encodeIfPresent(nextAttemptAt, forKey: .nextAttemptAt)
@@ -98,5 +103,16 @@ extension OperationState: Encodable {
         try container.encode(firstSeq, forKey: .firstSeq)
         try container.encode(latestSeq, forKey: .latestSeq)
         try container.encode(changedAt, forKey: .changedAt)
+    }
+}
+
+extension OperationState.Form {
+    /// The form's name in exports: `live`, `compacted` or `compacted_ledger_row_only`.
+    var exportName: String {
+        switch self {
+        case .live: "live"
+        case .compacted: "compacted"
+        case .compactedLedgerRowOnly: "compacted_ledger_row_only"
+        }
     }
 }

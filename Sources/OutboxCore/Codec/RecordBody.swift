@@ -270,6 +270,11 @@ extension CompactedOperation: RecordBody {
             writer.writeOptional(identity.sealedPresentation) { $0.write(bytes: $1) }
             writer.write(identity.requestHash)
             writer.writeOptional(identity.supersededBy) { $0.write($1) }
+            writer.write(identity.method)
+            writer.write(identity.endpoint)
+            writer.write(UInt32(identity.payloadVersion))
+            writer.write(UInt32(identity.payloadByteCount))
+            writer.write(identity.account)
         }
     }
 
@@ -299,7 +304,12 @@ extension CompactedOperation: RecordBody {
                     requestHash: try reader.readDigest("request hash"),
                     supersededBy: try reader.readOptional("superseded by") { (reader) throws(DecodingProblem) in
                         try reader.readOperationID("superseded by")
-                    }
+                    },
+                    method: try reader.readString("method"),
+                    endpoint: try reader.readString("endpoint"),
+                    payloadVersion: Int(try reader.readUInt32("payload version")),
+                    payloadByteCount: Int(try reader.readUInt32("payload size")),
+                    account: try reader.readString("account")
                 )
             }
             : nil

@@ -472,24 +472,26 @@ public struct CompactedOperation: Sendable, Equatable {
         self.identity = identity
     }
 
-    /// What compaction keeps of `state`.
+    /// What compaction keeps of `state`: everything but the payload and the history.
     public init(_ state: OperationState) {
         self.init(
             id: state.id, operationType: state.operationType, status: state.status, firstSeq: state.firstSeq,
             createdAt: state.createdAt, changedAt: state.changedAt, attemptCount: state.attemptCount,
             latestOutcome: state.latestOutcome, lastErrorCode: state.lastErrorCode, serverRevision: state.serverRevision,
-            identity: CompactedIdentity(
+            identity: !state.keptRequest ? nil : CompactedIdentity(
                 businessID: state.businessID, category: state.category, entityID: state.entityID,
                 entityLabel: state.entityLabel, summary: state.summary, sealedPresentation: state.sealedPresentation,
-                requestHash: state.requestHash, supersededBy: state.supersededBy
+                requestHash: state.requestHash, supersededBy: state.supersededBy, method: state.method,
+                endpoint: state.endpoint, payloadVersion: state.payloadVersion, payloadByteCount: state.payloadByteCount,
+                account: state.account
             )
         )
     }
 }
 
-/// Who and what a compacted operation was: presentation text the member typed (sealed when the
-/// journal is encrypted at rest, and erased with everything else by a sign-out that discards or a
-/// wipe), never its payload.
+/// Who and what a compacted operation was: everything of its request but the payload.
+/// Presentation text the member typed is sealed when the journal is encrypted at rest, and
+/// erased with everything else by a sign-out that discards or a wipe.
 public struct CompactedIdentity: Sendable, Equatable {
     public var businessID: String
     public var category: String
@@ -502,10 +504,18 @@ public struct CompactedIdentity: Sendable, Equatable {
     public var requestHash: SHA256Digest
     /// The operation that replaced it, for a superseded one.
     public var supersededBy: OperationID?
+    public var method: String
+    public var endpoint: String
+    public var payloadVersion: Int
+    /// The size of the payload it was sent with (the payload itself is gone).
+    public var payloadByteCount: Int
+    /// The account it was written under.
+    public var account: String
 
     public init(
         businessID: String, category: String, entityID: String?, entityLabel: String, summary: String,
-        sealedPresentation: [UInt8]?, requestHash: SHA256Digest, supersededBy: OperationID?
+        sealedPresentation: [UInt8]?, requestHash: SHA256Digest, supersededBy: OperationID?,
+        method: String, endpoint: String, payloadVersion: Int, payloadByteCount: Int, account: String
     ) {
         self.businessID = businessID
         self.category = category
@@ -515,5 +525,10 @@ public struct CompactedIdentity: Sendable, Equatable {
         self.sealedPresentation = sealedPresentation
         self.requestHash = requestHash
         self.supersededBy = supersededBy
+        self.method = method
+        self.endpoint = endpoint
+        self.payloadVersion = payloadVersion
+        self.payloadByteCount = payloadByteCount
+        self.account = account
     }
 }

@@ -84,9 +84,36 @@ public struct OperationState: Sendable, Equatable {
     public var eventSeqs: [JournalSequence]
     /// When its latest event was recorded: the Sync tab's "moment".
     public var changedAt: Date
-    /// When a compaction removed its events; `nil` while they are in the journal. A compacted
-    /// operation keeps what its ledger row needs and nothing else: no request, no history.
-    public var compactedAt: Date?
+    /// Whether its events are in the journal, or what a compaction kept of it.
+    public var form: Form
+
+    /// What the journal holds of an operation.
+    public enum Form: Sendable, Equatable {
+        /// Its events are in the journal: every field is folded from them.
+        case live
+        /// A compaction removed its events and payload: every field is kept but the history
+        /// (``eventSeqs`` is empty) and the payload (its size and hash are kept).
+        case compacted(at: Date)
+        /// Compacted by an engine before journal format 2, which kept the ledger row only: the
+        /// status, moments, attempts, outcome, error code and revision. The request's fields
+        /// (business, category, entity, label, summary, method, endpoint, account, payload size
+        /// and hash) were not kept and read empty; nothing may be read from them.
+        case compactedLedgerRowOnly(at: Date)
+    }
+
+    /// When a compaction removed its events; `nil` while they are in the journal.
+    public var compactedAt: Date? {
+        switch form {
+        case .live: nil
+        case .compacted(let at), .compactedLedgerRowOnly(let at): at
+        }
+    }
+
+    /// Whether the request's fields hold what was enqueued (all but a ledger-row-only compaction).
+    public var keptRequest: Bool {
+        if case .compactedLedgerRowOnly = form { return false }
+        return true
+    }
 
     /// The state right after `enqueued`.
     public init(id: OperationID, seq: JournalSequence, recordedAt: Date, enqueued: Enqueued) {
@@ -120,23 +147,25 @@ public struct OperationState: Sendable, Equatable {
         self.latestSeq = seq
         self.eventSeqs = [seq]
         self.changedAt = recordedAt
+        self.form = .live
     }
 
-    /// The state a compaction leaves: the ledger row's fields and who and what it was; the
-    /// request's other fields (method, endpoint, payload) are gone.
+    /// The state a compaction leaves: everything but the history and the payload; for an
+    /// operation compacted before journal format 2, the ledger row only (see ``Form``).
     /// - Parameters:
     ///   - seq: the seq of the `compacted` event.
     public init(compacted operation: CompactedOperation, seq: JournalSequence, compactedAt: Date) {
         let identity = operation.identity
         let kept = OutboxRequest(
-            businessID: identity?.businessID ?? "", operationType: operation.operationType, method: "", endpoint: "",
-            payload: Data(), entityID: identity?.entityID, category: identity?.category ?? "",
-            entityLabel: identity?.entityLabel ?? "", summary: identity?.summary ?? "", payloadVersion: 0
+            businessID: identity?.businessID ?? "", operationType: operation.operationType,
+            method: identity?.method ?? "", endpoint: identity?.endpoint ?? "", payload: Data(),
+            entityID: identity?.entityID, category: identity?.category ?? "", entityLabel: identity?.entityLabel ?? "",
+            summary: identity?.summary ?? "", payloadVersion: identity?.payloadVersion ?? 0
         )
-        // Before journal format 2 a compaction kept no hash: all zero bytes stand for "not kept".
-        let hash = identity?.requestHash ?? SHA256Digest(bytes: [UInt8](repeating: 0, count: SHA256Digest.byteCount))!
         self.init(id: operation.id, seq: operation.firstSeq, recordedAt: operation.createdAt,
-                  enqueued: Enqueued(request: kept, requestHash: hash, account: ""))
+                  enqueued: Enqueued(request: kept, requestHash: identity?.requestHash ?? Self.hashNotKept,
+                                     account: identity?.account ?? ""))
+        payloadByteCount = identity?.payloadByteCount ?? 0
         sealedPresentation = identity?.sealedPresentation
         supersededBy = identity?.supersededBy
         status = operation.status
@@ -147,8 +176,12 @@ public struct OperationState: Sendable, Equatable {
         latestSeq = seq
         eventSeqs = []
         changedAt = operation.changedAt
-        self.compactedAt = compactedAt
+        form = identity == nil ? .compactedLedgerRowOnly(at: compactedAt) : .compacted(at: compactedAt)
     }
+
+    /// The hash field of a ledger-row-only compaction, which kept none: all zero bytes, never
+    /// read (``keptRequest`` is false).
+    private static let hashNotKept = SHA256Digest(bytes: [UInt8](repeating: 0, count: SHA256Digest.byteCount))!
 
     /// The request as it will be sent, given the payload read from the `enqueued` event: its
     /// base revision the one the next attempt sends (the server's after a rebase).

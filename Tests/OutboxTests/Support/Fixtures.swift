@@ -155,7 +155,8 @@ enum Fixtures {
         let states = try outbox.ledger(LedgerQuery(limit: .max)).map { try outbox.operation($0.operationID)! }
         let paused = try outbox.engineState().isPaused
         outbox.close()
-        try? FileManager.default.removeItem(at: directory.appendingPathComponent("lock.mdb"))
+        // LMDB's lock file and the engine's process lock belong to a running journal, not to a fixture.
+        for name in ["lock.mdb", "writer.lock"] { try? FileManager.default.removeItem(at: directory.appendingPathComponent(name)) }
         return Manifest(
             formatVersion: RecordCodec.formatVersion,
             projectionVersion: Int(JournalSchema.projectionVersion),
