@@ -46,7 +46,12 @@ public enum EventText {
             if let revision = request.baseRevision { text += ", edits revision \(revision)" }
             if !request.dependsOn.isEmpty { text += ", depends on \(request.dependsOn.map(shortID).joined(separator: ", "))" }
             if let supersedes = enqueued.supersedes {
-                text += ", \(supersedes.reason == .coalesced ? "coalesces" : "replaces") \(shortID(supersedes.operation)) (\(supersedes.reason))"
+                let old = shortID(supersedes.operation)
+                switch supersedes.reason {
+                case .revised: text += ", corrects \(old) (the member's correction, in its place)"
+                case .resolvedMine: text += ", resolves \(old)'s conflict with the member's version"
+                case .coalesced: text += ", coalesces \(old), never sent, into this newer write"
+                }
             }
             return text
         case .attemptStarted(let started):
@@ -70,7 +75,12 @@ public enum EventText {
         case .approvalDecided(let decision):
             return (decision.approved ? "approved" : "rejected") + (decision.reference.map { " (\($0))" } ?? "")
         case .superseded(let superseded):
-            return "\(superseded.reason == .coalesced ? "coalesced into" : "replaced by") \(shortID(superseded.by)) (\(superseded.reason))"
+            let new = shortID(superseded.by)
+            switch superseded.reason {
+            case .revised: return "superseded by \(new), the member's correction"
+            case .resolvedMine: return "superseded by \(new), the member's version chosen over the server's"
+            case .coalesced: return "coalesced into \(new), a newer write of the same record, before it was ever sent"
+            }
         case .rebased(let rebased):
             return "rebased by its conflict rule onto the server's revision \(rebased.baseRevision); sent again under the same key"
         case .dependencyEnded(let ended):
