@@ -17,7 +17,8 @@ final class JournalWriter: Sendable {
 
     private struct Submission {
         var unit: Unit
-        var continuation: CheckedContinuation<[JournalEvent], any Error>
+        /// Hands the unit's result to whoever waits for it.
+        var deliver: @Sendable (Result<[JournalEvent], any Error>) -> Void
     }
 
     private struct State {
@@ -47,18 +48,44 @@ final class JournalWriter: Sendable {
     ///   (``OutboxError/storageFull(limitBytes:)``, ``OutboxError/closed``): nothing was written.
     func append(_ unit: Unit) async throws -> [JournalEvent] {
         try await withCheckedThrowingContinuation { continuation in
-            let startDraining = state.withLock { state -> Bool? in
-                guard !state.closed else { return nil }
-                state.pending.append(Submission(unit: unit, continuation: continuation))
-                guard !state.draining, !state.held else { return false }
-                state.draining = true
-                return true
+            submit([Submission(unit: unit, deliver: { continuation.resume(with: $0) })])
+        }
+    }
+
+    /// Appends several units, each landing or refused on its own, submitted together so that
+    /// they share commits (the units of a batch's attempts, or of its outcomes).
+    /// - Returns: each unit's events or the reason it was refused, in the order given.
+    func appendEach(_ units: [Unit]) async -> [Result<[JournalEvent], any Error>] {
+        guard !units.isEmpty else { return [] }
+        return await withCheckedContinuation { continuation in
+            let collected = Mutex((results: [Result<[JournalEvent], any Error>?](repeating: nil, count: units.count), left: units.count))
+            let submissions = units.enumerated().map { index, unit in
+                Submission(unit: unit, deliver: { result in
+                    let done = collected.withLock { state -> [Result<[JournalEvent], any Error>]? in
+                        state.results[index] = result
+                        state.left -= 1
+                        return state.left == 0 ? state.results.map { $0! } : nil
+                    }
+                    if let done { continuation.resume(returning: done) }
+                })
             }
-            switch startDraining {
-            case nil: continuation.resume(throwing: OutboxError.closed)
-            case true?: queue.async { self.drain() }
-            case false?: break
-            }
+            submit(submissions)
+        }
+    }
+
+    /// Queues `submissions` together and starts a drain unless one is running or held.
+    private func submit(_ submissions: [Submission]) {
+        let startDraining = state.withLock { state -> Bool? in
+            guard !state.closed else { return nil }
+            state.pending.append(contentsOf: submissions)
+            guard !state.draining, !state.held else { return false }
+            state.draining = true
+            return true
+        }
+        switch startDraining {
+        case nil: for submission in submissions { submission.deliver(.failure(OutboxError.closed)) }
+        case true?: queue.async { self.drain() }
+        case false?: break
         }
     }
 
@@ -135,13 +162,13 @@ final class JournalWriter: Sendable {
             do {
                 results = try store.append(batch.map(\.unit), at: clock.now(), uptime: clock.uptime())
             } catch {
-                for submission in batch { submission.continuation.resume(throwing: error) }
+                for submission in batch { submission.deliver(.failure(error)) }
                 continue
             }
             let committed = results.flatMap { (try? $0.get()) ?? [] }
             if !committed.isEmpty { onCommit(committed) }
             for (submission, result) in zip(batch, results) {
-                submission.continuation.resume(with: result.mapError { $0 as any Error })
+                submission.deliver(result.mapError { $0 as any Error })
             }
         }
     }
