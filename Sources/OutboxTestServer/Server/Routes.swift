@@ -65,18 +65,18 @@ struct Routes: Sendable {
     let slowHoldLimit: TimeInterval
     /// Added before each business request is handled, in seconds: a slower network or server.
     var latency: TimeInterval = 0
-    /// Told of every business request once it is handled, and of every request to a path no
-    /// endpoint serves.
+    /// Told of every business request once it is handled (and of one with a method its path
+    /// does not take), and of every request to a path no endpoint serves.
     var observer: (@Sendable (ServerEvent) -> Void)?
 
     func reply(to request: HTTPRequest) -> Reply {
         if let endpoint = BusinessEndpoint.all.first(where: { $0.path == request.path }) {
-            guard request.method == "POST" else { return Reply(response: methodNotAllowed(allow: "POST")) }
+            guard request.method == "POST" else { return refused(request, methodNotAllowed(allow: "POST")) }
             return business(endpoint, .create, request)
         }
         if let (endpoint, id) = BusinessEndpoint.record(at: request.path) {
             guard request.method == "PUT" || request.method == "PATCH" else {
-                return Reply(response: methodNotAllowed(allow: "PUT, PATCH"))
+                return refused(request, methodNotAllowed(allow: "PUT, PATCH"))
             }
             return business(endpoint, .update(id: id, merging: request.method == "PATCH"), request)
         }
@@ -87,11 +87,16 @@ struct Routes: Sendable {
             }
             return Reply(response: self.control(control, request))
         }
-        let notFound = HTTPResponse.problem(404, code: "not_found", message: "no endpoint at \(request.path)")
+        return refused(request, .problem(404, code: "not_found", message: "no endpoint at \(request.path)"))
+    }
+
+    /// A request no business endpoint takes (no endpoint at its path, or not its method),
+    /// answered before any claim, and told to the observer.
+    private func refused(_ request: HTTPRequest, _ response: HTTPResponse) -> Reply {
         observer?(ServerEvent(
             method: request.method, path: request.path, target: request.target,
-            idempotencyKey: request.header(WireHeader.idempotencyKey), outcome: .refused, status: notFound.status, fault: nil))
-        return Reply(response: notFound)
+            idempotencyKey: request.header(WireHeader.idempotencyKey), outcome: .refused, status: response.status, fault: nil))
+        return Reply(response: response)
     }
 
     private func methodNotAllowed(allow: String) -> HTTPResponse {

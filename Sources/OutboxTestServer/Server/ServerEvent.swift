@@ -16,9 +16,9 @@ public struct ServerEvent: Sendable, Equatable {
         /// An update whose `If-Match` named a revision the record has moved past: 412
         /// `revision_conflict`, nothing written, no claim kept.
         case revisionConflict
-        /// Refused: a missing key, a scripted fault's answer, no endpoint at the path (404), or
-        /// the write's own refusal (a body it cannot take, a record that is not there), which
-        /// keeps no claim.
+        /// Refused: a missing key, a scripted fault's answer, no endpoint at the path (404), a method
+        /// the path does not take (405), or the write's own refusal (a body it cannot take, a record
+        /// that is not there), which keeps no claim.
         case refused
     }
 

@@ -57,8 +57,9 @@ public final class TestServer: Sendable {
         public var slowHoldLimit: TimeInterval
         /// Added before each business request is handled, in seconds: a slower server.
         public var latency: TimeInterval
-        /// Told of every business request once it is handled, and of every request to a path
-        /// no endpoint serves (answered 404), on the server's own threads.
+        /// Told of every business request once it is handled (one with a method its path does
+        /// not take too: 405), and of every request to a path no endpoint serves (404), on the
+        /// server's own threads.
         public var observer: (@Sendable (ServerEvent) -> Void)?
 
         public init(
