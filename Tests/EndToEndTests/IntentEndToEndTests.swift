@@ -5,7 +5,6 @@ import FoundationNetworking
 @testable import Outbox
 import OutboxTestServer
 import OutboxTesting
-import Synchronization
 import Testing
 
 /// The engine's intent features (stable ids, revisions and conflicts, rules, resolutions,
@@ -15,109 +14,7 @@ import Testing
 struct IntentEndToEndTests {
     static let business = "folakes-pharmacy"
 
-    /// A journal, a manual clock, a server and a network that remembers what it sent.
-    final class Rig: Sendable {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-e2e-intent-\(UUID().uuidString)")
-        let clock = ManualClock()
-        let server: TestServer
-        let network: RecordingNetwork
-        let outbox: Outbox
-        private let events = EventLog()
-
-        init(_ configure: (inout OutboxConfiguration) -> Void = { _ in }) throws {
-            let events = self.events
-            server = try TestServer(.init(readTimeout: 2, observer: { event in events.append(event) }))
-            network = RecordingNetwork(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: 10))
-            var configuration = OutboxConfiguration(account: "folake", clock: clock)
-            configure(&configuration)
-            outbox = try Outbox(directory: directory, transport: network, configuration: configuration)
-        }
-
-        deinit {
-            outbox.close()
-            server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
-
-        /// Every business request the server handled, in order.
-        var serverEvents: [ServerEvent] { events.all }
-
-        /// Drains, then lets the clock reach each retry, until nothing is queued (bounded). A
-        /// pass may queue a row again (a rebase) and wake the worker for it: the worker is let
-        /// finish that before anything is decided.
-        func drainUntilSettled() async throws {
-            for _ in 0..<20 {
-                await outbox.drain()
-                await outbox.settle()
-                guard try outbox.metrics().queueDepth[.queued, default: 0] > 0 else { return }
-                // Nothing scheduled: the row is due now; drain again.
-                guard let next = outbox.nextWake else { continue }
-                clock.set(to: max(clock.now(), next))
-            }
-        }
-
-        /// Product `id` created through the engine and synced: revision 1 on the server.
-        @discardableResult
-        func createProduct(_ id: String = "p-1", price: String = "12.5") async throws -> OperationID {
-            guard case .synced = try await outbox.save(IntentEndToEndTests.product(id, price: price)) else {
-                throw RigError("the create of \(id) did not sync")
-            }
-            let record = try #require(try product(id))
-            #expect(record.revision == 1)
-            return try #require(OperationID(record.idempotencyKey))
-        }
-
-        /// The server's product `id`.
-        func product(_ id: String = "p-1") throws -> StoredRecord? {
-            try server.records().first { $0.type == "product" && $0.id == id }
-        }
-
-        /// The server's product `id`, as a JSON object.
-        func productFields(_ id: String = "p-1") throws -> [String: Any] {
-            let record = try #require(try product(id))
-            return try #require(try JSONSerialization.jsonObject(with: record.body) as? [String: Any])
-        }
-    }
-
-    /// What the server's observer was told, from its threads.
-    final class EventLog: Sendable {
-        private let events = Mutex<[ServerEvent]>([])
-
-        func append(_ event: ServerEvent) {
-            events.withLock { $0.append(event) }
-        }
-
-        var all: [ServerEvent] { events.withLock { $0 } }
-    }
-
-    struct RigError: Error, CustomStringConvertible {
-        var description: String
-        init(_ description: String) { self.description = description }
-    }
-
-    /// A network the test can take down, and that keeps every request it sent.
-    final class RecordingNetwork: OutboxTransport {
-        private let transport: URLSessionTransport
-        private let online = Atomic<Bool>(true)
-        private let sent = Mutex<[TransportRequest]>([])
-
-        init(_ transport: URLSessionTransport) {
-            self.transport = transport
-        }
-
-        func setOnline(_ value: Bool) {
-            online.store(value, ordering: .relaxed)
-        }
-
-        /// The requests that went out, in order (none while offline).
-        var requests: [TransportRequest] { sent.withLock { $0 } }
-
-        func send(_ request: TransportRequest) async throws -> TransportResponse {
-            guard online.load(ordering: .relaxed) else { throw URLError(.notConnectedToInternet) }
-            sent.withLock { $0.append(request) }
-            return try await transport.send(request)
-        }
-    }
+    typealias Rig = EndToEndTests.Rig
 
     static func product(_ id: String, price: String = "12.5", operationID: OperationID? = nil) -> OutboxRequest {
         OutboxRequest(
@@ -373,5 +270,29 @@ struct IntentEndToEndTests {
         try await rig.drainUntilSettled()
         #expect(try rig.outbox.operation(id)?.status == .synced)
         #expect(try rig.server.appliedCounts() == [id.idempotencyKey: 1])
+    }
+}
+
+extension EndToEndTests.Rig {
+    /// Product `id` created through the engine and synced: revision 1 on the server.
+    @discardableResult
+    func createProduct(_ id: String = "p-1", price: String = "12.5") async throws -> OperationID {
+        let saved = try await outbox.save(IntentEndToEndTests.product(id, price: price))
+        let synced = if case .synced = saved { true } else { false }
+        try #require(synced, "the create of \(id) did not sync: \(saved)")
+        let record = try #require(try product(id))
+        #expect(record.revision == 1)
+        return try #require(OperationID(record.idempotencyKey))
+    }
+
+    /// The server's product `id`.
+    func product(_ id: String = "p-1") throws -> StoredRecord? {
+        try server.records().first { $0.type == "product" && $0.id == id }
+    }
+
+    /// The server's product `id`, as a JSON object.
+    func productFields(_ id: String = "p-1") throws -> [String: Any] {
+        let record = try #require(try product(id))
+        return try #require(try JSONSerialization.jsonObject(with: record.body) as? [String: Any])
     }
 }
