@@ -49,7 +49,9 @@ final class RawConnection: @unchecked Sendable {
     private let descriptor: Int32
     private var buffer: [UInt8] = []
     /// The longest any read waits: a bound so a broken server fails the test instead of hanging it.
-    static let patienceMilliseconds: Int32 = 5000
+    /// Longer than `POST /_control/await-held` may rightly wait (10 s) for a request that a
+    /// loaded machine is slow to start.
+    static let patienceMilliseconds: Int32 = 15000
 
     init(port: UInt16) throws {
         #if canImport(Glibc)
