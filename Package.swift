@@ -7,7 +7,8 @@
 //   CLibPQ             the system libpq, for the PostgreSQL claim store only
 //   OutboxStorage      the LMDB layer; the only module that imports CLMDB
 //   OutboxCrypto       SHA-256 (CryptoKit on Apple platforms, libsodium on Linux)
-//   OutboxWire         what both halves share: wire headers, error codes, body fields; the byte codec
+//   OutboxWire         what both halves share: wire headers, error codes, body fields; the byte codec;
+//                      the servers' If-Match and JSON merge patch
 //   OutboxCore         pure: identifiers, requests, events, the record codec, the fold
 //   Outbox             the public engine: the journal, its projections, the API
 //   OutboxTesting      test doubles apps can use too: a manual clock, a scripted transport
@@ -211,7 +212,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OutboxCoreTests",
-            dependencies: ["OutboxCore", "OutboxCrypto"],
+            dependencies: ["OutboxCore", "OutboxCrypto", "OutboxWire"],
             swiftSettings: testSettings
         ),
         .testTarget(

@@ -17,6 +17,9 @@ public struct ClaimAnswer: Hashable, Sendable {
         case keyRequired
         /// 400 `idempotency_key_invalid`: a key too long or holding control characters.
         case keyInvalid
+        /// The write refused the request (``ClaimRefusal``): its answer, with nothing written and
+        /// no claim kept, so the same key may run the write later.
+        case refused
     }
 
     /// How the response came about.

@@ -23,21 +23,23 @@ import OutboxCrypto
 ///
 /// How a request is answered:
 ///
-/// | request                                        | answer                                      |
-/// |------------------------------------------------|---------------------------------------------|
-/// | no key, or a blank one                         | 400 `idempotency_key_required`              |
-/// | first with its key                             | the write runs; its response                |
-/// | same key, same body, after the first committed | the stored response + `Idempotent-Replayed` |
-/// | same key, different body                       | 409 `idempotency_conflict`                  |
-/// | same key while the first is finalizing         | 409 `idempotency_in_progress`               |
-/// | after the first's write threw                  | the write runs again                        |
-/// | after the retention has passed                 | the write runs again                        |
+/// | request                                        | answer                                         |
+/// |------------------------------------------------|------------------------------------------------|
+/// | no key, or a blank one                         | 400 `idempotency_key_required`                 |
+/// | first with its key                             | the write runs; its response                   |
+/// | first with its key, the write refuses          | the ``ClaimRefusal``'s response; no claim kept |
+/// | same key, same body, after the first committed | the stored response + `Idempotent-Replayed`    |
+/// | same key, different body                       | 409 `idempotency_conflict`                     |
+/// | same key while the first is finalizing         | 409 `idempotency_in_progress`                  |
+/// | after the first's write threw or refused       | the write runs again                           |
+/// | after the retention has passed                 | the write runs again                           |
 ///
 /// ## How "in progress" works
 /// A claim is taken in a short transaction of its own (inserted if absent, as in progress, with
 /// a lease), then completed in the transaction of the write. Between the two, other requests with the
 /// key see it in progress and are answered 409 without waiting; work that must not hold the
-/// database's transaction runs there (`whileClaimed`). A write that throws removes the claim.
+/// database's transaction runs there (`whileClaimed`). A write that throws removes the claim;
+/// one that throws ``ClaimRefusal`` removes it too, and its response is the answer.
 /// If the process dies between the two transactions, the claim stays in progress until its
 /// lease (``ClaimPolicy/inProgressLease``) runs out; then the next request takes it over. The
 /// write's transaction checks that it still holds the claim, so a write whose lease was taken
@@ -67,9 +69,12 @@ public struct IdempotencyClaims<Store: ClaimStore>: Sendable {
     ///     claim. Its response is stored (only the headers of ``ClaimPolicy/storedHeaderNames``)
     ///     and answered. It may run again from the start if the store retries the transaction,
     ///     so it must only work on the transaction.
-    /// - Returns: the response to send and its ``ClaimAnswer/Outcome``.
-    /// - Throws: what `whileClaimed` or `write` throws, after removing the claim so that a retry
-    ///   runs again; or the store's errors.
+    ///     To answer without applying anything and without keeping the claim (a failed
+    ///     `If-Match`), it throws ``ClaimRefusal``.
+    /// - Returns: the response to send and its ``ClaimAnswer/Outcome``; a ``ClaimRefusal``'s
+    ///   response with the outcome ``ClaimAnswer/Outcome/refused``.
+    /// - Throws: what `whileClaimed` or `write` throws (but a ``ClaimRefusal``), after removing
+    ///   the claim so that a retry runs again; or the store's errors.
     public func handle(
         scope: ClaimScope,
         key: String?,
@@ -90,8 +95,15 @@ public struct IdempotencyClaims<Store: ClaimStore>: Sendable {
         do {
             try whileClaimed()
             return try complete(id, fingerprint: fingerprint, token: token, write: write)
+        } catch let refusal as ClaimRefusal {
+            // The answer promises that no claim is left: if the claim cannot be removed, the
+            // store's error is reported instead.
+            try release(id, token: token)
+            return ClaimAnswer(outcome: .refused, response: refusal.response)
         } catch {
-            release(id, token: token)
+            // The write's own error is the one to report. A claim that cannot be removed stays
+            // in progress until its lease runs out, and then the next request takes it over.
+            try? release(id, token: token)
             throw error
         }
     }
@@ -176,16 +188,11 @@ public struct IdempotencyClaims<Store: ClaimStore>: Sendable {
         }
     }
 
-    /// Removes the claim after a failed write, if it is still ours.
-    private func release(_ id: ClaimID, token: ClaimToken) {
-        do {
-            try store.transaction { txn in
-                guard case .inProgress(token, _)? = try store.claim(id, in: txn)?.state else { return }
-                try store.removeClaim(id, in: txn)
-            }
-        } catch {
-            // The write's own error is the one to report. The claim stays in progress until
-            // its lease runs out, and then the next request takes it over.
+    /// Removes the claim after a write that failed or refused, if it is still ours.
+    private func release(_ id: ClaimID, token: ClaimToken) throws {
+        try store.transaction { txn in
+            guard case .inProgress(token, _)? = try store.claim(id, in: txn)?.state else { return }
+            try store.removeClaim(id, in: txn)
         }
     }
 }

@@ -249,9 +249,10 @@ public enum PharmacyAfternoon {
         case .replayed: "already applied: the stored answer replayed"
         case .conflict: "key conflict"
         case .inProgress: "still finalizing"
+        case .revisionConflict: "changed elsewhere since the edit began"
         case .refused: event.fault.map { "refused (\($0.rawValue))" } ?? "refused"
         }
-        return "POST \(event.path) for \(name): \(what), \(answer)"
+        return "\(event.method) \(event.path) for \(name): \(what), \(answer)"
     }
 
     private static func time(_ date: Date) -> String {

@@ -19,13 +19,17 @@ struct EndToEndTests {
         let server: TestServer
         let network: SwitchableNetwork
         let outbox: Outbox
+        private let events = EventLog()
 
-        init(timeoutSeconds: TimeInterval = 10) throws {
-            server = try TestServer(.init(readTimeout: 2))
+        init(timeoutSeconds: TimeInterval = 10, _ configure: (inout OutboxConfiguration) -> Void = { _ in }) throws {
+            let events = self.events
+            server = try TestServer(.init(readTimeout: 2, observer: { event in events.append(event) }))
             network = SwitchableNetwork(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: timeoutSeconds) {
                 ["Authorization": "Bearer fresh-token"]
             })
-            outbox = try Outbox(directory: directory, transport: network, configuration: OutboxConfiguration(account: "folake", clock: clock))
+            var configuration = OutboxConfiguration(account: "folake", clock: clock)
+            configure(&configuration)
+            outbox = try Outbox(directory: directory, transport: network, configuration: configuration)
         }
 
         deinit {
@@ -34,20 +38,41 @@ struct EndToEndTests {
             try? FileManager.default.removeItem(at: directory)
         }
 
-        /// Drains, then lets the clock reach each retry, until nothing is queued (bounded).
+        /// Every business request the server handled, in order.
+        var serverEvents: [ServerEvent] { events.all }
+
+        /// Drains, then lets the clock reach each retry, until nothing is queued (bounded). A
+        /// pass may queue a row again (a rebase) and wake the worker for it: the worker is let
+        /// finish that before anything is decided.
         func drainUntilSettled() async throws {
             for _ in 0..<20 {
                 await outbox.drain()
-                guard try outbox.metrics().queueDepth[.queued, default: 0] > 0, let next = outbox.nextWake else { return }
+                await outbox.settle()
+                guard try outbox.metrics().queueDepth[.queued, default: 0] > 0 else { return }
+                // Nothing scheduled: the row is due now; drain again.
+                guard let next = outbox.nextWake else { continue }
                 clock.set(to: max(clock.now(), next))
             }
         }
     }
 
-    /// A network the test can take down: offline, requests fail at once with no response.
+    /// What the server's observer was told, from its threads.
+    final class EventLog: Sendable {
+        private let events = Mutex<[ServerEvent]>([])
+
+        func append(_ event: ServerEvent) {
+            events.withLock { $0.append(event) }
+        }
+
+        var all: [ServerEvent] { events.withLock { $0 } }
+    }
+
+    /// A network the test can take down (offline, requests fail at once with no response), and
+    /// that keeps every request it sent.
     final class SwitchableNetwork: OutboxTransport {
         private let transport: URLSessionTransport
         private let online = Atomic<Bool>(true)
+        private let sent = Mutex<[TransportRequest]>([])
 
         init(_ transport: URLSessionTransport) {
             self.transport = transport
@@ -57,8 +82,12 @@ struct EndToEndTests {
             online.store(value, ordering: .relaxed)
         }
 
+        /// The requests that went out, in order (none while offline).
+        var requests: [TransportRequest] { sent.withLock { $0 } }
+
         func send(_ request: TransportRequest) async throws -> TransportResponse {
             guard online.load(ordering: .relaxed) else { throw URLError(.notConnectedToInternet) }
+            sent.withLock { $0.append(request) }
             return try await transport.send(request)
         }
     }

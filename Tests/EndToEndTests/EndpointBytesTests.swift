@@ -92,7 +92,8 @@ struct EndpointBytesTests {
             #expect(journaled == endpoint)
             #expect(rig.targets(of: id) == [journaled], "journaled \(journaled)")
         }
-        // The ones on /products itself were created; the others met a 404, sent as they were.
+        // The ones on /products itself were created; the others met a 404 (or, at a record's
+        // path, a 405 for a POST), sent as they were.
         #expect(try rig.outbox.operation(ids[0])?.status == .synced)
         #expect(try rig.outbox.operation(ids[1])?.status == .failed)
     }

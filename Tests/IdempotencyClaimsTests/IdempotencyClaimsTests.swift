@@ -124,6 +124,33 @@ struct IdempotencyClaimsTests {
     }
 
     @Test(arguments: Backend.allCases)
+    func aRefusingWriteIsAnsweredWithItsResponseAndLeavesNeitherItsEffectNorAClaim(_ backend: Backend) throws {
+        let harness = try ClaimsHarness.make(backend)
+        let refused = try harness.handle(key: "k-1", write: .refusing)
+        #expect(refused.outcome == .refused)
+        #expect(refused.response == Write.refusal, "answered exactly as the write gave it")
+        #expect(try harness.effects("k-1") == 0, "the effect was rolled back with the transaction")
+        #expect(try harness.claim("k-1") == nil, "no claim is left behind")
+        // The same key and body again (a client that rebased its edit) runs the write.
+        let retry = try harness.handle(key: "k-1")
+        #expect(retry.outcome == .applied)
+        #expect(try harness.effects("k-1") == 1)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aCopyOfAnAppliedRequestIsReplayedFromItsClaimBeforeTheWriteCouldRefuseIt(_ backend: Backend) throws {
+        let harness = try ClaimsHarness.make(backend)
+        let applied = try harness.handle(key: "k-1")
+        // The record has moved on since: the write would refuse now, but the claim answers first.
+        let copy = try harness.handle(key: "k-1", write: .refusing)
+        #expect(copy.outcome == .replayed)
+        #expect(copy.response.status == applied.response.status)
+        #expect(copy.response.body == applied.response.body)
+        #expect(try harness.effects("k-1") == 1)
+        #expect(try harness.claim("k-1")?.response == applied.response, "the stored response is untouched")
+    }
+
+    @Test(arguments: Backend.allCases)
     func workWhileClaimedThatThrowsLeavesNoClaim(_ backend: Backend) throws {
         let harness = try ClaimsHarness.make(backend)
         #expect(throws: ScriptedWriteFailure.self) {

@@ -43,6 +43,12 @@ public struct Fault: Hashable, Sendable, Codable {
         /// server stops, or the safety limit passes); then it commits and answers. Copies are not
         /// let through by it. For tests that kill a server mid-transaction.
         case holdInTransaction = "hold_in_transaction"
+        /// Before the request is handled, the record it updates is changed as another device
+        /// would: `patch` merged into it (by default nothing, so only its revision moves), in a
+        /// transaction of its own. The request then goes on as usual: its key's claim first,
+        /// then its `If-Match`, which names the old revision now (412). Applies only to requests
+        /// to a record (`PUT`/`PATCH /products/{id}`); a record that is not there is left alone.
+        case changeRecord = "change_record"
     }
 
     public var kind: Kind
@@ -54,15 +60,19 @@ public struct Fault: Hashable, Sendable, Codable {
     public var retryAfterSeconds: Int?
     /// The message of `validation_failed` and `forbidden`.
     public var message: String?
+    /// What `change_record` merges into the record (RFC 7396): a JSON object, `{}` when `nil`.
+    public var patch: Data?
 
     public init(
-        _ kind: Kind, endpoint: String? = nil, key: String? = nil, retryAfterSeconds: Int? = nil, message: String? = nil
+        _ kind: Kind, endpoint: String? = nil, key: String? = nil, retryAfterSeconds: Int? = nil, message: String? = nil,
+        patch: Data? = nil
     ) {
         self.kind = kind
         self.endpoint = endpoint
         self.key = key
         self.retryAfterSeconds = retryAfterSeconds
         self.message = message
+        self.patch = patch
     }
 
     enum CodingKeys: String, CodingKey {
@@ -71,11 +81,38 @@ public struct Fault: Hashable, Sendable, Codable {
         case key
         case retryAfterSeconds = "retry_after"
         case message
+        case patch
     }
 
-    /// Whether this fault applies to a request to `path` carrying `key`.
-    func matches(path: String, key requestKey: String?) -> Bool {
-        (endpoint == nil || endpoint == path) && (key == nil || key == requestKey)
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        kind = try container.decode(Kind.self, forKey: .kind)
+        endpoint = try container.decodeIfPresent(String.self, forKey: .endpoint)
+        key = try container.decodeIfPresent(String.self, forKey: .key)
+        retryAfterSeconds = try container.decodeIfPresent(Int.self, forKey: .retryAfterSeconds)
+        message = try container.decodeIfPresent(String.self, forKey: .message)
+        // The patch is JSON inside the fault's JSON: kept as its text.
+        let patch = try container.decodeIfPresent(JSONValue.self, forKey: .patch)
+        if let patch, case .object = patch {} else if patch != nil {
+            throw DecodingError.dataCorruptedError(forKey: .patch, in: container, debugDescription: "a patch must be a JSON object")
+        }
+        self.patch = try patch.map { try $0.text() }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(kind, forKey: .kind)
+        try container.encodeIfPresent(endpoint, forKey: .endpoint)
+        try container.encodeIfPresent(key, forKey: .key)
+        try container.encodeIfPresent(retryAfterSeconds, forKey: .retryAfterSeconds)
+        try container.encodeIfPresent(message, forKey: .message)
+        try container.encodeIfPresent(patch.map { try JSONDecoder().decode(JSONValue.self, from: $0) }, forKey: .patch)
+    }
+
+    /// Whether this fault applies to a request to `path` carrying `key`; `targetsRecord` when
+    /// the request updates one record (`change_record` applies to no other).
+    func matches(path: String, key requestKey: String?, targetsRecord: Bool) -> Bool {
+        (endpoint == nil || endpoint == path) && (key == nil || key == requestKey) && (kind != .changeRecord || targetsRecord)
     }
 
     /// Decodes `POST /_control/faults` bodies: a JSON array of faults, or `{"faults": [...]}`.
@@ -90,6 +127,8 @@ public struct Fault: Hashable, Sendable, Codable {
                 : try JSONDecoder().decode(Wrapped.self, from: body).faults
         } catch let DecodingError.dataCorrupted(context) where context.codingPath.last?.stringValue == "fault" {
             throw FaultDecodingError(message: "unknown fault kind; expected one of \(kinds)")
+        } catch let DecodingError.dataCorrupted(context) where context.codingPath.last?.stringValue == CodingKeys.patch.rawValue {
+            throw FaultDecodingError(message: #"a fault's "patch" must be a JSON object, like {"price":13}"#)
         } catch {
             throw FaultDecodingError(
                 message: #"expected a JSON array of faults like [{"fault":"server_error"}] or {"faults":[...]}; kinds: "#

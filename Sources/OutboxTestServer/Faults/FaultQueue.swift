@@ -11,10 +11,13 @@ final class FaultQueue: Sendable {
         }
     }
 
-    /// Removes and answers the first fault matching a request to `path` with `key`.
-    func take(path: String, key: String?) -> Fault? {
+    /// Removes and answers the first fault matching a request to `path` with `key`;
+    /// `targetsRecord` when the request updates one record.
+    func take(path: String, key: String?, targetsRecord: Bool) -> Fault? {
         faults.withLock { faults in
-            guard let index = faults.firstIndex(where: { $0.matches(path: path, key: key) }) else { return nil }
+            guard let index = faults.firstIndex(where: { $0.matches(path: path, key: key, targetsRecord: targetsRecord) }) else {
+                return nil
+            }
             return faults.remove(at: index)
         }
     }

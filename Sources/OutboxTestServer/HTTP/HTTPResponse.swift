@@ -56,6 +56,7 @@ public struct HTTPResponse: Sendable, Equatable {
         case 408: "Request Timeout"
         case 409: "Conflict"
         case 411: "Length Required"
+        case 412: "Precondition Failed"
         case 413: "Content Too Large"
         case 422: "Unprocessable Content"
         case 429: "Too Many Requests"

@@ -20,12 +20,30 @@ enum ControlRoute: CaseIterable {
     /// `POST /_control/await-held` with `{"key": "..."}`: answers `{"held": true}` once a request
     /// with that key is held, or `{"held": false}` after 10 s (or when the server stops).
     case awaitHeld
+    /// `POST /_control/records/{type}/{id}`, optionally with a JSON merge patch: changes the
+    /// record as another device would (its next revision) and answers it.
+    case changeRecord
 
     var method: String {
         switch self {
         case .applied, .records, .listFaults, .held: "GET"
-        case .addFaults, .reset, .release, .awaitHeld: "POST"
+        case .addFaults, .reset, .release, .awaitHeld, .changeRecord: "POST"
         }
+    }
+
+    /// Whether the route serves `path`.
+    func matches(path: String) -> Bool {
+        guard self == .changeRecord else { return path == self.path }
+        return Self.recordParts(of: path) != nil
+    }
+
+    /// The type and id of `/_control/records/{type}/{id}` (the id percent-decoded).
+    static func recordParts(of path: String) -> (type: String, id: String)? {
+        let prefix = "/_control/records/"
+        guard path.hasPrefix(prefix) else { return nil }
+        let parts = path.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, let id = parts[1].removingPercentEncoding, !id.isEmpty else { return nil }
+        return (String(parts[0]), id)
     }
 
     var path: String {
@@ -37,6 +55,7 @@ enum ControlRoute: CaseIterable {
         case .release: "/_control/release"
         case .held: "/_control/held"
         case .awaitHeld: "/_control/await-held"
+        case .changeRecord: "/_control/records/{type}/{id}"
         }
     }
 }
@@ -71,6 +90,8 @@ extension Routes {
                 struct Body: Decodable { var key: String }
                 let key = try JSONDecoder().decode(Body.self, from: request.body).key
                 return try json(["held": holds.waitUntilHeld(key: key, timeout: Self.awaitHeldLimit)])
+            case .changeRecord:
+                return try changeRecord(request)
             }
         } catch let error as FaultDecodingError {
             return .problem(400, code: "invalid_faults", message: error.message)
@@ -79,6 +100,24 @@ extension Routes {
             return .problem(400, code: "invalid_body", message: "expected \(expected)")
         } catch {
             return .problem(500, code: "internal_error", message: "the control request failed: \(error)")
+        }
+    }
+
+    /// `POST /_control/records/{type}/{id}`: the business from `X-Business-ID` (`default`), the
+    /// patch from the body (none: only the revision moves).
+    private func changeRecord(_ request: HTTPRequest) throws -> HTTPResponse {
+        guard let (type, id) = ControlRoute.recordParts(of: request.path) else {
+            return .problem(404, code: "not_found", message: "no endpoint at \(request.path)")
+        }
+        let businessID = request.header(Self.businessHeader).flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultBusinessID
+        let patch = request.body.allSatisfy { [0x20, 0x09, 0x0A, 0x0D].contains($0) } ? Data("{}".utf8) : request.body
+        do {
+            guard let changed = try changeRecord(type: type, businessID: businessID, id: id, patch: patch) else {
+                return .problem(404, code: "not_found", message: "no \(type) \(id) in business \(businessID)")
+            }
+            return try json(RecordView(changed))
+        } catch let invalid as RecordBody.Invalid {
+            return .problem(400, code: "invalid_body", message: invalid.message)
         }
     }
 

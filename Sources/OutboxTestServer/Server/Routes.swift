@@ -11,18 +11,47 @@ struct Reply {
     var releasesKey: String?
 }
 
-/// A business endpoint: one kind of record created through claims.
+/// A business endpoint: one kind of record, created through claims (and updated, for the kinds
+/// that are).
 struct BusinessEndpoint: Sendable {
+    /// `/products`: creates are `POST` here, updates `PUT` and `PATCH` at `/products/{id}`.
     var path: String
     /// `product`: the record's type.
     var type: String
-    /// `product.create`: the claim's operation type.
-    var operationType: String
+    /// Whether `PUT` and `PATCH` at `path/{id}` update its records.
+    var isUpdatable: Bool
+    /// Whether a create names a product (`"product_id"`) that must exist: a stock movement.
+    var namesProduct = false
 
+    /// `product.create`: the claim's operation type of a create.
+    var createOperationType: String { type + ".create" }
+    /// `product.update`: the claim's operation type of a `PUT` or a `PATCH`.
+    var updateOperationType: String { type + ".update" }
+
+    static let products = BusinessEndpoint(path: "/products", type: "product", isUpdatable: true)
     static let all = [
-        BusinessEndpoint(path: "/products", type: "product", operationType: "product.create"),
-        BusinessEndpoint(path: "/employees", type: "employee", operationType: "employee.create"),
+        products,
+        BusinessEndpoint(path: "/employees", type: "employee", isUpdatable: true),
+        BusinessEndpoint(path: "/stock-movements", type: "stock_movement", isUpdatable: false, namesProduct: true),
     ]
+
+    /// The updatable endpoint and the record id of a path like `/products/p-1` (the id
+    /// percent-decoded); `nil` for any other path.
+    static func record(at path: String) -> (endpoint: BusinessEndpoint, id: String)? {
+        for endpoint in all where endpoint.isUpdatable && path.hasPrefix(endpoint.path + "/") {
+            let segment = path.dropFirst(endpoint.path.count + 1)
+            guard !segment.isEmpty, !segment.contains("/"), let id = segment.removingPercentEncoding, !id.isEmpty else { return nil }
+            return (endpoint, id)
+        }
+        return nil
+    }
+}
+
+/// What a business request asks for.
+enum BusinessAction: Equatable {
+    case create
+    /// `PUT` (`merging` false: the body is the whole record) or `PATCH` (a JSON merge patch).
+    case update(id: String, merging: Bool)
 }
 
 /// Every endpoint of the server, from a parsed request to a ``Reply``.
@@ -36,27 +65,38 @@ struct Routes: Sendable {
     let slowHoldLimit: TimeInterval
     /// Added before each business request is handled, in seconds: a slower network or server.
     var latency: TimeInterval = 0
-    /// Told of every business request once it is handled, and of every request to a path no
-    /// endpoint serves.
+    /// Told of every business request once it is handled (and of one with a method its path
+    /// does not take), and of every request to a path no endpoint serves.
     var observer: (@Sendable (ServerEvent) -> Void)?
 
     func reply(to request: HTTPRequest) -> Reply {
         if let endpoint = BusinessEndpoint.all.first(where: { $0.path == request.path }) {
-            guard request.method == "POST" else { return Reply(response: methodNotAllowed(allow: "POST")) }
-            return create(endpoint, request)
+            guard request.method == "POST" else { return refused(request, methodNotAllowed(allow: "POST")) }
+            return business(endpoint, .create, request)
         }
-        let controls = ControlRoute.allCases.filter { $0.path == request.path }
+        if let (endpoint, id) = BusinessEndpoint.record(at: request.path) {
+            guard request.method == "PUT" || request.method == "PATCH" else {
+                return refused(request, methodNotAllowed(allow: "PUT, PATCH"))
+            }
+            return business(endpoint, .update(id: id, merging: request.method == "PATCH"), request)
+        }
+        let controls = ControlRoute.allCases.filter { $0.matches(path: request.path) }
         if !controls.isEmpty {
             guard let control = controls.first(where: { $0.method == request.method }) else {
                 return Reply(response: methodNotAllowed(allow: controls.map(\.method).joined(separator: ", ")))
             }
             return Reply(response: self.control(control, request))
         }
-        let notFound = HTTPResponse.problem(404, code: "not_found", message: "no endpoint at \(request.path)")
+        return refused(request, .problem(404, code: "not_found", message: "no endpoint at \(request.path)"))
+    }
+
+    /// A request no business endpoint takes (no endpoint at its path, or not its method),
+    /// answered before any claim, and told to the observer.
+    private func refused(_ request: HTTPRequest, _ response: HTTPResponse) -> Reply {
         observer?(ServerEvent(
-            path: request.path, target: request.target, idempotencyKey: request.header(WireHeader.idempotencyKey),
-            outcome: .refused, status: notFound.status, fault: nil))
-        return Reply(response: notFound)
+            method: request.method, path: request.path, target: request.target,
+            idempotencyKey: request.header(WireHeader.idempotencyKey), outcome: .refused, status: response.status, fault: nil))
+        return Reply(response: response)
     }
 
     private func methodNotAllowed(allow: String) -> HTTPResponse {
@@ -65,34 +105,47 @@ struct Routes: Sendable {
 
     // MARK: Business endpoints
 
-    private func create(_ endpoint: BusinessEndpoint, _ request: HTTPRequest) -> Reply {
+    private func business(_ endpoint: BusinessEndpoint, _ action: BusinessAction, _ request: HTTPRequest) -> Reply {
         if latency > 0 { Thread.sleep(forTimeInterval: latency) }
-        let (reply, event) = handleCreate(endpoint, request)
+        let (reply, event) = handleBusiness(endpoint, action, request)
         observer?(event)
         return reply
     }
 
-    private func handleCreate(_ endpoint: BusinessEndpoint, _ request: HTTPRequest) -> (Reply, ServerEvent) {
+    private func handleBusiness(_ endpoint: BusinessEndpoint, _ action: BusinessAction, _ request: HTTPRequest) -> (Reply, ServerEvent) {
         let key = request.header(WireHeader.idempotencyKey)
         func event(_ outcome: ServerEvent.Outcome, _ response: HTTPResponse?, _ fault: Fault?) -> ServerEvent {
             ServerEvent(
-                path: endpoint.path, target: request.target, idempotencyKey: key, outcome: outcome, status: response?.status,
-                fault: fault?.kind)
+                method: request.method, path: request.path, target: request.target, idempotencyKey: key, outcome: outcome,
+                status: response?.status, fault: fault?.kind)
         }
         let businessID = request.header(Self.businessHeader).flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultBusinessID
-        let fault = faults.take(path: endpoint.path, key: key)
+        let fault = faults.take(path: request.path, key: key, targetsRecord: action != .create)
         if let fault, let response = Self.immediateResponse(to: fault) {
             return (Reply(response: response, releasesKey: key), event(.refused, response, fault))
         }
         let isSlow = fault?.kind == .slow
+        func failed(_ error: any Error) -> (Reply, ServerEvent) {
+            let response = HTTPResponse.problem(500, code: "internal_error", message: "the server failed to store the write: \(error)")
+            return (Reply(response: response, releasesKey: isSlow ? nil : key), event(.refused, response, fault))
+        }
+        if let fault, fault.kind == .changeRecord, case .update(let id, _) = action {
+            // Another device's change, committed before this request is looked at.
+            do {
+                _ = try changeRecord(type: endpoint.type, businessID: businessID, id: id, patch: fault.patch ?? Data("{}".utf8))
+            } catch {
+                return failed(error)
+            }
+        }
+        let operationType = action == .create ? endpoint.createOperationType : endpoint.updateOperationType
         do {
             let answer = try storage.handle(
-                scope: ClaimScope(businessID: businessID, operationType: endpoint.operationType),
+                scope: ClaimScope(businessID: businessID, operationType: operationType),
                 key: key,
                 body: request.body,
                 whileClaimed: { if isSlow, let key { holds.hold(key: key, limit: slowHoldLimit) } }
             ) { txn in
-                let response = try write(endpoint, request.body, businessID: businessID, key: key ?? "",
+                let response = try write(endpoint, action, request, businessID: businessID, key: key ?? "",
                                          approval: fault?.kind == .pendingApproval, in: txn)
                 if fault?.kind == .holdInTransaction, let key {
                     holds.hold(key: key, limit: slowHoldLimit, releasableByCopies: false)
@@ -105,37 +158,127 @@ struct Routes: Sendable {
             case .replayed: .replayed
             case .conflict: .conflict
             case .inProgress: .inProgress
+            case .refused: answer.response.status == 412 ? .revisionConflict : .refused
             case .keyRequired, .keyInvalid: .refused
             }
             return (Reply(response: response, releasesKey: isSlow ? nil : key), event(outcome, response, fault))
-        } catch let invalid as CreateBody.Invalid {
-            let response = HTTPResponse.problem(422, code: WireErrorCode.validationFailed, message: invalid.message)
-            return (Reply(response: response, releasesKey: isSlow ? nil : key), event(.refused, response, fault))
         } catch {
-            let response = HTTPResponse.problem(500, code: "internal_error", message: "the server failed to store the write: \(error)")
-            return (Reply(response: response, releasesKey: isSlow ? nil : key), event(.refused, response, fault))
+            return failed(error)
         }
     }
 
-    /// The write a claim protects: a record (or a pending approval) and its applied count.
+    /// The write a claim protects: a record created or updated (or a pending approval instead)
+    /// and its applied count. What it refuses leaves nothing, not even the claim.
     private func write(
-        _ endpoint: BusinessEndpoint, _ body: Data, businessID: String, key: String, approval: Bool,
-        in txn: any ServerTransaction
+        _ endpoint: BusinessEndpoint, _ action: BusinessAction, _ request: HTTPRequest, businessID: String, key: String,
+        approval: Bool, in txn: any ServerTransaction
     ) throws -> ClaimResponse {
-        let id = try CreateBody.id(of: body)
-        let json = ClaimResponse.Header(name: "Content-Type", value: "application/json")
-        try txn.countApplied(key: key)
-        if approval {
-            let requestID = try txn.addApproval(type: endpoint.type, businessID: businessID, key: key, body: body)
-            let envelope = "{" + JSONText.quoted(WireBodyField.requestID) + ":" + JSONText.quoted(requestID) + #","status":"pending_approval"}"#
-            return ClaimResponse(status: 202, headers: [json], body: Data(envelope.utf8))
+        do {
+            switch action {
+            case .create:
+                return try create(endpoint, request.body, businessID: businessID, key: key, approval: approval, in: txn)
+            case .update(let id, let merging):
+                return try update(endpoint, id: id, merging: merging, request, businessID: businessID, key: key,
+                                  approval: approval, in: txn)
+            }
+        } catch let invalid as RecordBody.Invalid {
+            throw ClaimRefusal(.problem(status: 422, code: WireErrorCode.validationFailed, message: invalid.message))
+        } catch let invalid as IfMatch.Invalid {
+            throw ClaimRefusal(.problem(status: 400, code: "if_match_invalid", message: invalid.message))
         }
+    }
+
+    private func create(
+        _ endpoint: BusinessEndpoint, _ body: Data, businessID: String, key: String, approval: Bool, in txn: any ServerTransaction
+    ) throws -> ClaimResponse {
+        let id = try RecordBody.id(of: body)
+        if endpoint.namesProduct {
+            let product = try RecordBody.productID(of: body)
+            guard try txn.lockedRecord(type: BusinessEndpoint.products.type, businessID: businessID, id: product) != nil else {
+                throw RecordBody.Invalid(message: "no product " + JSONText.quoted(product) + " in this business: create it before its stock movements")
+            }
+        }
+        try txn.countApplied(key: key)
+        if approval { return try park(endpoint, body, businessID: businessID, key: key, in: txn) }
         let revision = try txn.putNextRevision(type: endpoint.type, businessID: businessID, id: id, key: key, body: body)
         let location = endpoint.path + "/" + (id.addingPercentEncoding(withAllowedCharacters: .urlPathSegmentAllowed) ?? id)
         return ClaimResponse(
             status: 201,
-            headers: [json, .init(name: "Location", value: location)],
-            body: CreateBody.withRevision(body, revision))
+            headers: [Self.jsonType, .init(name: "Location", value: location), Self.entityTag(revision)],
+            body: RecordBody.withRevision(body, revision))
+    }
+
+    /// An update: the record is read and held, its revision checked against `If-Match`, then
+    /// replaced (`PUT`) or merged with the body (`PATCH`) as its next revision.
+    private func update(
+        _ endpoint: BusinessEndpoint, id: String, merging: Bool, _ request: HTTPRequest, businessID: String, key: String,
+        approval: Bool, in txn: any ServerTransaction
+    ) throws -> ClaimResponse {
+        let condition = try IfMatch.parse(request.header(WireHeader.ifMatch))
+        guard let current = try txn.lockedRecord(type: endpoint.type, businessID: businessID, id: id) else {
+            throw ClaimRefusal(.problem(status: 404, code: "not_found", message: "no \(endpoint.type) " + JSONText.quoted(id) + " in this business"))
+        }
+        if let condition, !condition.matches(revision: current.revision) {
+            throw ClaimRefusal(Self.revisionConflict(current, ifMatch: request.header(WireHeader.ifMatch) ?? ""))
+        }
+        let body = merging
+            ? try RecordBody.patched(current.body, with: request.body, id: id)
+            : try RecordBody.replacement(request.body, id: id)
+        try txn.countApplied(key: key)
+        if approval { return try park(endpoint, request.body, businessID: businessID, key: key, in: txn) }
+        var updated = current
+        updated.revision += 1
+        updated.idempotencyKey = key
+        updated.body = body
+        try txn.replaceRecord(updated)
+        return ClaimResponse(status: 200, headers: [Self.jsonType, Self.entityTag(updated.revision)],
+                             body: RecordBody.withRevision(body, updated.revision))
+    }
+
+    /// A pending approval in place of the write: 202 with its request id.
+    private func park(
+        _ endpoint: BusinessEndpoint, _ body: Data, businessID: String, key: String, in txn: any ServerTransaction
+    ) throws -> ClaimResponse {
+        let requestID = try txn.addApproval(type: endpoint.type, businessID: businessID, key: key, body: body)
+        let envelope = "{" + JSONText.quoted(WireBodyField.requestID) + ":" + JSONText.quoted(requestID) + #","status":"pending_approval"}"#
+        return ClaimResponse(status: 202, headers: [Self.jsonType], body: Data(envelope.utf8))
+    }
+
+    /// 412 `revision_conflict`: the record's revision, and the record itself as the server
+    /// shows it, so the client can show both sides and rebase.
+    static func revisionConflict(_ current: StoredRecord, ifMatch: String) -> ClaimResponse {
+        let message = "the \(current.type) \(current.id) is at revision \(current.revision), not \(ifMatch) (If-Match):"
+            + " it changed since this edit began; send it again against revision \(current.revision), or drop it"
+        var body = Data(("{" + JSONText.quoted(WireBodyField.code) + ":" + JSONText.quoted(WireErrorCode.revisionConflict)
+            + "," + JSONText.quoted(WireBodyField.message) + ":" + JSONText.quoted(message)
+            + "," + JSONText.quoted(WireBodyField.serverRevision) + ":" + JSONText.quoted(String(current.revision))
+            + "," + JSONText.quoted(WireBodyField.current) + ":").utf8)
+        body += RecordBody.withRevision(current.body, current.revision)
+        body += Data("}".utf8)
+        return ClaimResponse(status: 412, headers: [jsonType, entityTag(current.revision)], body: body)
+    }
+
+    /// Changes a record as another device would: `patch` merged into it as its next revision,
+    /// in a transaction of its own, outside any claim.
+    /// - Returns: the record changed; `nil` when there is none of that type, business and id.
+    /// - Throws: ``RecordBody/Invalid`` for a patch that is not a JSON object, or that changes
+    ///   the id or sets the revision; the storage's errors.
+    func changeRecord(type: String, businessID: String, id: String, patch: Data) throws -> StoredRecord? {
+        try storage.transaction { txn in
+            guard var record = try txn.lockedRecord(type: type, businessID: businessID, id: id) else { return nil }
+            record.body = try RecordBody.patched(record.body, with: patch, id: id)
+            record.revision += 1
+            record.idempotencyKey = StoredRecord.changedElsewhereKey
+            try txn.replaceRecord(record)
+            return record
+        }
+    }
+
+    static let jsonType = ClaimResponse.Header(name: "Content-Type", value: "application/json")
+
+    /// `ETag: "<revision>"`.
+    static func entityTag(_ revision: Int) -> ClaimResponse.Header {
+        ClaimResponse.Header(name: WireHeader.eTag, value: "\"\(revision)\"")
     }
 
     /// The answer of a fault that stops a request before the claims: nothing is written.
@@ -163,7 +306,7 @@ struct Routes: Sendable {
                 status: 200,
                 headers: [.init(name: "Content-Type", value: "text/html; charset=utf-8")],
                 body: Data(captivePortalPage.utf8))
-        case .dropAfterCommit, .pendingApproval, .slow, .holdInTransaction:
+        case .dropAfterCommit, .pendingApproval, .slow, .holdInTransaction, .changeRecord:
             return nil
         }
     }

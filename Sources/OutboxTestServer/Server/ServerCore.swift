@@ -64,15 +64,18 @@ final class ServerCore: Sendable {
     /// Stops accepting, ends every connection, waits for every thread, closes everything.
     /// Safe to call more than once and from several threads; every call returns after the end.
     func stop() {
-        let open: Set<Int32>? = connections.withLock { table in
-            guard !table.isStopping else { return nil }
+        let isFirst = connections.withLock { table in
+            guard !table.isStopping else { return false }
             table.isStopping = true
-            return table.open
+            // Under the lock a connection's thread takes its descriptor out before closing it:
+            // every number here is still this server's. Shut down after the lock, a number could
+            // already be closed and given to another socket of the process.
+            for descriptor in table.open { Socket.shutdownBoth(descriptor) }
+            return true
         }
-        if let open {
+        if isFirst {
             routes.holds.close()
             Socket.wake(wake.write)
-            for descriptor in open { Socket.shutdownBoth(descriptor) }
         }
         threads.wait()
         let closeNow = connections.withLock { table in

@@ -13,12 +13,18 @@ public struct ServerEvent: Sendable, Equatable {
         case conflict
         /// A copy of this key was still finalizing: 409 `idempotency_in_progress`.
         case inProgress
-        /// Refused before the claims: a missing key, a scripted fault's answer, or no endpoint
-        /// at the path (404).
+        /// An update whose `If-Match` named a revision the record has moved past: 412
+        /// `revision_conflict`, nothing written, no claim kept.
+        case revisionConflict
+        /// Refused: a missing key, a scripted fault's answer, no endpoint at the path (404), a method
+        /// the path does not take (405), or the write's own refusal (a body it cannot take, a record
+        /// that is not there), which keeps no claim.
         case refused
     }
 
-    /// The endpoint's path, or the path as sent when no endpoint serves it.
+    /// The request's method, e.g. `POST` or `PATCH`.
+    public var method: String
+    /// The path as sent, e.g. `/products` or `/products/p-1`.
     public var path: String
     /// The request target exactly as it arrived: path, `?` and query, every escape as sent.
     public var target: String

@@ -13,8 +13,9 @@ public import PostgresClaimStore
 /// #expect(try server.appliedCounts() == ["op-1": 1])
 /// ```
 ///
-/// Endpoints: `POST /products` and `POST /employees` (creates through ``IdempotencyClaims``),
-/// and the control API under `/_control/` (see `Docs/server.md`). It listens on 127.0.0.1 only.
+/// Endpoints: `POST /products`, `POST /employees` and `POST /stock-movements` (creates through
+/// ``IdempotencyClaims``), `PUT` and `PATCH /products/{id}` and `/employees/{id}` (updates,
+/// checked against `If-Match`), and the control API under `/_control/` (see `Docs/server.md`). It listens on 127.0.0.1 only.
 /// Each connection is served by a thread of its own, up to ``Configuration/maxConnections``.
 public final class TestServer: Sendable {
     /// How the server is set up. The defaults suit a test; shorten the timeouts for tests of them.
@@ -56,8 +57,9 @@ public final class TestServer: Sendable {
         public var slowHoldLimit: TimeInterval
         /// Added before each business request is handled, in seconds: a slower server.
         public var latency: TimeInterval
-        /// Told of every business request once it is handled, and of every request to a path
-        /// no endpoint serves (answered 404), on the server's own threads.
+        /// Told of every business request once it is handled (one with a method its path does
+        /// not take too: 405), and of every request to a path no endpoint serves (404), on the
+        /// server's own threads.
         public var observer: (@Sendable (ServerEvent) -> Void)?
 
         public init(
@@ -190,6 +192,30 @@ public final class TestServer: Sendable {
         try core.routes.storage.records()
     }
 
+    /// Changes a record as another device would, between a client's attempts: `patch` merged
+    /// into it (RFC 7396; by default nothing, so only its revision moves) as its next revision,
+    /// committed at once, outside any claim. A client's update whose `If-Match` names the old
+    /// revision is answered 412 from then on.
+    ///
+    /// ```swift
+    /// let moved = try server.changeRecord(type: "product", id: "p-1", patch: Data(#"{"price":14}"#.utf8))
+    /// moved.revision   // 3, when it was at 2
+    /// ```
+    /// - Returns: the record as changed.
+    /// - Throws: ``RecordChangeError`` when there is no such record or the patch is not a JSON
+    ///   object that keeps the id and leaves the revision to the server; the storage's errors.
+    @discardableResult
+    public func changeRecord(type: String, id: String, businessID: String = "default", patch: Data = Data("{}".utf8)) throws -> StoredRecord {
+        do {
+            guard let changed = try core.routes.changeRecord(type: type, businessID: businessID, id: id, patch: patch) else {
+                throw RecordChangeError(message: "no \(type) \(id) in business \(businessID) to change")
+            }
+            return changed
+        } catch let invalid as RecordBody.Invalid {
+            throw RecordChangeError(message: invalid.message)
+        }
+    }
+
     /// The writes parked by the `pending_approval` fault, in order.
     public func approvals() throws -> [PendingApproval] {
         try core.routes.storage.approvals()
@@ -199,4 +225,10 @@ public final class TestServer: Sendable {
     public var openConnectionCount: Int {
         core.openConnectionCount
     }
+}
+
+/// Why ``TestServer/changeRecord(type:id:businessID:patch:)`` changed nothing.
+public struct RecordChangeError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
 }

@@ -66,6 +66,24 @@ final class LMDBServerStorage: ServerStorage {
                 try lmdb.put(tables.applied, key: Array(key.utf8), value: Array(String((stored ?? 0) + 1).utf8))
             }
         }
+
+        func lockedRecord(type: String, businessID: String, id: String) throws -> StoredRecord? {
+            let storageKey = Array(StoredRecord.storageKey(type: type, businessID: businessID, id: id).utf8)
+            // The write transaction is the environment's one writer: nothing moves until it ends.
+            return try txn.withLMDB { lmdb in
+                try lmdb.get(tables.records, key: storageKey).map { try JSONDecoder().decode(StoredRecord.self, from: Data($0)) }
+            }
+        }
+
+        func replaceRecord(_ record: StoredRecord) throws {
+            try txn.withLMDB { lmdb in
+                try lmdb.put(tables.records, key: Array(record.storageKey.utf8), value: try JSONEncoder().encode(record))
+            }
+        }
+    }
+
+    func transaction<R>(_ body: (any ServerTransaction) throws -> R) throws -> R {
+        try claims.store.transaction { try body(Transaction(txn: $0, tables: tables)) }
     }
 
     func handle(

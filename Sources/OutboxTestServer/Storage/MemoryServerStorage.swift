@@ -38,6 +38,18 @@ final class MemoryServerStorage: ServerStorage {
         func countApplied(key: String) {
             txn.records.applied[key, default: 0] += 1
         }
+
+        func lockedRecord(type: String, businessID: String, id: String) -> StoredRecord? {
+            txn.records.records[StoredRecord.storageKey(type: type, businessID: businessID, id: id)]
+        }
+
+        func replaceRecord(_ record: StoredRecord) {
+            txn.records.records[record.storageKey] = record
+        }
+    }
+
+    func transaction<R>(_ body: (any ServerTransaction) throws -> R) throws -> R {
+        try store.transaction { try body(Transaction(txn: $0)) }
     }
 
     func handle(

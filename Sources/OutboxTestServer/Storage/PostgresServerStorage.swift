@@ -80,6 +80,35 @@ final class PostgresServerStorage: ServerStorage {
                 ON CONFLICT (key) DO UPDATE SET count = a.count + 1
                 """, [.text(key)])
         }
+
+        func lockedRecord(type: String, businessID: String, id: String) throws -> StoredRecord? {
+            // FOR UPDATE: another server's update of this record waits for this transaction, and
+            // then reads the revision it committed (READ COMMITTED rereads a row it waited for).
+            let rows = try txn.execute("""
+                SELECT \(PostgresServerStorage.recordColumns) FROM test_server_records
+                 WHERE type = $1 AND business_id = $2 AND id = $3 FOR UPDATE
+                """, [.text(type), .text(businessID), .text(id)])
+            return try rows.first.map(PostgresServerStorage.record)
+        }
+
+        func replaceRecord(_ record: StoredRecord) throws {
+            try txn.execute("""
+                UPDATE test_server_records SET revision = $4, idempotency_key = $5, body = $6
+                 WHERE type = $1 AND business_id = $2 AND id = $3
+                """, [.text(record.type), .text(record.businessID), .text(record.id), .int32(Int32(record.revision)),
+                      .text(record.idempotencyKey), .bytes(record.body)])
+        }
+    }
+
+    func transaction<R>(_ body: (any ServerTransaction) throws -> R) throws -> R {
+        try claims.store.transaction { try body(Transaction(txn: $0)) }
+    }
+
+    static let recordColumns = "type, business_id, id, revision, idempotency_key, body"
+
+    static func record(_ row: PostgresRow) throws -> StoredRecord {
+        StoredRecord(type: try row.text(0), businessID: try row.text(1), id: try row.text(2),
+                     revision: Int(try row.int32(3)), idempotencyKey: try row.text(4), body: try row.bytes(5))
     }
 
     func handle(
@@ -105,12 +134,9 @@ final class PostgresServerStorage: ServerStorage {
     func records() throws -> [StoredRecord] {
         try pool.withConnection { connection in
             try connection.execute("""
-                SELECT type, business_id, id, revision, idempotency_key, body FROM test_server_records
+                SELECT \(Self.recordColumns) FROM test_server_records
                  ORDER BY type COLLATE "C", business_id COLLATE "C", id COLLATE "C"
-                """).map { row in
-                StoredRecord(type: try row.text(0), businessID: try row.text(1), id: try row.text(2),
-                             revision: Int(try row.int32(3)), idempotencyKey: try row.text(4), body: try row.bytes(5))
-            }
+                """).map(Self.record)
         }
     }
 

@@ -12,6 +12,13 @@ protocol ServerTransaction {
     func addApproval(type: String, businessID: String, key: String, body: Data) throws -> String
     /// Counts one applied effect for the `Idempotency-Key` `key`.
     func countApplied(key: String) throws
+    /// The record of that type, business and id, or `nil`; held by the transaction until it
+    /// ends (a row lock on PostgreSQL; the one writer of the embedded stores), so that its
+    /// revision cannot move between the check of `If-Match` and the update.
+    func lockedRecord(type: String, businessID: String, id: String) throws -> StoredRecord?
+    /// Stores `record` in place of the record of its type, business and id, which
+    /// ``lockedRecord(type:businessID:id:)`` read in this transaction.
+    func replaceRecord(_ record: StoredRecord) throws
 }
 
 /// The server's database: claims and records together, in memory, in LMDB or in PostgreSQL.
@@ -24,6 +31,10 @@ protocol ServerStorage: Sendable {
         whileClaimed: () throws -> Void,
         write: (any ServerTransaction) throws -> ClaimResponse
     ) throws -> ClaimAnswer
+
+    /// Runs `body` in a transaction of its own, outside any claim: a change made elsewhere (by
+    /// another device, as far as the client can tell). Returning commits; throwing rolls back.
+    func transaction<R>(_ body: (any ServerTransaction) throws -> R) throws -> R
 
     /// How many effects were applied per `Idempotency-Key`.
     func appliedCounts() throws -> [String: Int]

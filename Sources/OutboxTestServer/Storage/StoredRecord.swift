@@ -1,18 +1,28 @@
 public import Foundation
 
-/// A record the test server created: what `POST /products` and `POST /employees` write.
+/// A record of the test server: what `POST /products` creates and `PUT` or `PATCH
+/// /products/{id}` updates (and the same for employees; stock movements are only created).
 public struct StoredRecord: Hashable, Sendable, Codable {
-    /// `product` or `employee`.
+    /// `product`, `employee` or `stock_movement`.
     public var type: String
     public var businessID: String
     /// The body's `"id"`.
     public var id: String
-    /// 1 for the first create of this id in this business, one more for each later create.
+    /// 1 for the first create of this id in this business, one more for each later create,
+    /// update, or change made elsewhere. Sent as the entity tag `"<revision>"`.
     public var revision: Int
-    /// The `Idempotency-Key` of the request that wrote this revision.
+    /// The `Idempotency-Key` of the request that wrote this revision;
+    /// ``changedElsewhereKey`` for a change made through the control API or the `change_record`
+    /// fault.
     public var idempotencyKey: String
-    /// The request body, byte for byte as sent.
+    /// The record's JSON: a create's or a `PUT`'s body byte for byte as sent; after a `PATCH` or
+    /// a change made elsewhere, the body merged with the patch (RFC 7396; what the patch does
+    /// not touch keeps its bytes).
     public var body: Data
+
+    /// The ``idempotencyKey`` of a revision written as another device would, outside the
+    /// claims: `POST /_control/records/{type}/{id}` or the `change_record` fault.
+    public static let changedElsewhereKey = "changed-elsewhere"
 
     public init(type: String, businessID: String, id: String, revision: Int, idempotencyKey: String, body: Data) {
         self.type = type

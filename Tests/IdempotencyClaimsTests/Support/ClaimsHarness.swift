@@ -18,10 +18,19 @@ struct Write: Sendable {
     var status = 201
     /// Fails after counting the effect, inside the transaction.
     var failsAfterEffect = false
+    /// Refuses after counting the effect, as an update whose `If-Match` names an old revision.
+    var refusesAfterEffect = false
 
     static let create = Write()
     static let approval = Write(status: 202)
     static let failing = Write(failsAfterEffect: true)
+    static let refusing = Write(refusesAfterEffect: true)
+
+    /// What ``refusing`` answers: a 412 naming the record's revision.
+    static let refusal = ClaimResponse(
+        status: 412,
+        headers: [.init(name: "Content-Type", value: "application/json"), .init(name: "ETag", value: #""7""#)],
+        body: Data(#"{"code":"revision_conflict","message":"changed elsewhere","server_revision":"7"}"#.utf8))
 }
 
 struct ScriptedWriteFailure: Error {}
@@ -133,6 +142,7 @@ final class ClaimsHarness: Sendable {
             try claims.handle(scope: scope, key: key, body: body, whileClaimed: whileClaimed) { txn in
                 let count = try bump(txn, "\(scope)/\(key ?? "")")
                 if write.failsAfterEffect { throw ScriptedWriteFailure() }
+                if write.refusesAfterEffect { throw ClaimRefusal(Write.refusal) }
                 return ClaimResponse(
                     status: write.status,
                     headers: [
