@@ -217,7 +217,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OutboxTests",
-            dependencies: ["Outbox", "OutboxTesting", "OutboxStorage", "outbox-test-child", "OutboxTestSupport"],
+            dependencies: ["Outbox", "OutboxTesting", "OutboxStorage", "outbox-test-child", "OutboxTestSupport", "OutboxWire"],
             swiftSettings: testSettings
         ),
     ],

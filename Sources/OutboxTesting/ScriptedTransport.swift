@@ -101,7 +101,7 @@ extension TransportFailure {
         case .hostNotFound: .cannotFindHost
         case .secureConnectionFailed: .secureConnectionFailed
         case .cancelled: .cancelled
-        case .other: .unknown
+        case .other, .missingFromBatch: .unknown
         }
     }
 }

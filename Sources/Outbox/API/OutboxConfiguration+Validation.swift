@@ -53,6 +53,15 @@ extension OutboxConfiguration {
                 throw refuse("conflictRules[\"\(type)\"]", "rebases within 1...100 times, not \(maxTimes)")
             }
         }
+        if let batching {
+            if let problem = OutboxRequest.endpointProblem(batching.endpoint) {
+                throw refuse("batching.endpoint", problem)
+            }
+            if !(1...Batching.maximumOperations).contains(batching.maxOperations) {
+                throw refuse("batching.maxOperations", "must be within 1...\(Batching.maximumOperations), not \(batching.maxOperations)")
+            }
+            if batching.maxBytes < 1 { throw refuse("batching.maxBytes", "must be at least 1 byte, not \(batching.maxBytes)") }
+        }
         if let empty = operationPolicies.keys.first(where: \.isEmpty) {
             throw refuse("operationPolicies", "names an empty operation type (\"\(empty)\"): give each policy its type")
         }

@@ -59,6 +59,10 @@ public struct OutboxConfiguration: Sendable {
     /// logging (swift-log, `os.Logger`; see `Docs/observability.md`). The engine never sets up
     /// anything global, and never logs a payload, an entity label, a summary or a credential.
     public var logger: OutboxLogger
+    /// Whether a pass sends its due writes several to a request, to a server that answers the
+    /// batch protocol (`Docs/server.md`, "Batched pushes"); `nil` (the default): one request per
+    /// write.
+    public var batching: Batching?
     /// Where operation ids come from: random UUIDs unless a deterministic simulation supplies
     /// its own.
     package var operationIDSource: (@Sendable () -> OperationID)?
@@ -79,7 +83,8 @@ public struct OutboxConfiguration: Sendable {
         appVersion: String? = nil,
         encryptionKey: SealingKey? = nil,
         compaction: CompactionPolicy? = nil,
-        logger: OutboxLogger = OutboxLogger()
+        logger: OutboxLogger = OutboxLogger(),
+        batching: Batching? = nil
     ) {
         self.account = account
         self.retryPolicy = retryPolicy
@@ -97,6 +102,7 @@ public struct OutboxConfiguration: Sendable {
         self.encryptionKey = encryptionKey
         self.compaction = compaction
         self.logger = logger
+        self.batching = batching
     }
 
     /// The policy of an operation type.
@@ -107,6 +113,29 @@ public struct OutboxConfiguration: Sendable {
     /// The conflict rule of an operation type.
     public func conflictRule(for operationType: String) -> ConflictRule {
         conflictRules[operationType] ?? .askMember
+    }
+}
+
+/// How a pass sends its due writes in batches: each batch one request to `endpoint`, holding at
+/// most `maxOperations` writes and `maxBytes` of payload. Each write in it is still claimed and
+/// applied on its own by the server, recorded with its own attempt and outcome, and sent in its
+/// lane's order (one write per lane per batch); a write that depends on another is never in the
+/// batch of a dependency not yet synced.
+public struct Batching: Sendable, Equatable {
+    /// The batch endpoint's path, resolved by the transport against its base URL.
+    public var endpoint: String
+    /// The most writes in one batch.
+    public var maxOperations: Int
+    /// The most payload bytes in one batch (a write larger than this goes alone).
+    public var maxBytes: Int
+
+    /// The most writes a batch may be configured to hold.
+    public static let maximumOperations = 1_000
+
+    public init(endpoint: String = "/sync/batch", maxOperations: Int = 50, maxBytes: Int = 1 << 20) {
+        self.endpoint = endpoint
+        self.maxOperations = maxOperations
+        self.maxBytes = maxBytes
     }
 }
 

@@ -39,6 +39,9 @@ public struct OutboxProblem: Sendable, Equatable {
         /// An engine fact could not be recorded (who is signed in, a dependency that ended): the
         /// next pass records it; nothing is sent meanwhile that depends on it.
         case factNotRecorded = "fact_not_recorded"
+        /// A batch was answered 200 with a body that is not a batch answer: its rows count as
+        /// unanswered (`missing_from_batch`) and are replayed under their keys.
+        case batchAnswerUnreadable = "batch_answer_unreadable"
 
         /// The level it is logged at: error when a row's data or outcome is at stake.
         public var logLevel: OutboxLogger.Level {

@@ -42,6 +42,13 @@ final class ReplayAttempt: Sendable {
     /// The rows whose attempt is in flight in this process now.
     var rowsInFlight: Set<OperationID> { inFlight.withLock { $0 } }
 
+    /// Marks `ids` in flight while `body` runs: a pass never abandons an attempt it holds.
+    func holding<R>(_ ids: [OperationID], _ body: () async -> R) async -> R {
+        inFlight.withLock { $0.formUnion(ids) }
+        defer { inFlight.withLock { $0.subtract(ids) } }
+        return await body()
+    }
+
     /// What became of one attempt.
     enum Report {
         /// The row was not sent: another attempt or a decision got there first, or the journal
@@ -64,12 +71,28 @@ final class ReplayAttempt: Sendable {
         }
     }
 
-    /// Sends one queued row and records what happened.
-    /// - Parameter withdrawOnRejection: an inline save withdraws a row the server rejects as
-    ///   invalid, in the same commit as the outcome.
-    func send(_ id: OperationID, trigger: WakeReason, withdrawOnRejection: Bool = false) async -> Report {
-        guard !isStopped else { return .halted }
-        let account = await configuration.session.currentAccount()
+    /// A row ready to go: read, its session checked, its payload intact, its `attemptStarted`
+    /// drafted (not yet recorded).
+    struct Prepared: Sendable {
+        var state: OperationState
+        var payload: Data
+        var attempt: AttemptNumber
+        /// `attemptStarted`, after the engine's `sessionChanged` when who is signed in changed.
+        var started: [JournalStore.Draft]
+    }
+
+    /// What reading a row before an attempt found.
+    enum Preparation: Sendable {
+        case ready(Prepared)
+        /// Nothing to send: the report says why (it may have recorded a damaged payload's block).
+        case done(Report)
+    }
+
+    /// Reads one queued row and checks whether it may be sent now, as `account` is signed in.
+    /// - Parameter recordsSessionChange: whether a change of who is signed in is recorded with
+    ///   this row's start (a batch records it once, with its first row).
+    func prepare(_ id: OperationID, trigger: WakeReason, account: String?, recordsSessionChange: Bool = true) async -> Preparation {
+        guard !isStopped else { return .done(.halted) }
         let schema = store.schema
         let snapshot: (state: OperationState, payload: Result<Data, any Error>, engine: EngineState)?
         do {
@@ -80,14 +103,14 @@ final class ReplayAttempt: Sendable {
             }
         } catch {
             log.problem(.journalRead, "could not read the row to send; skipping it this pass", error: error, operation: id)
-            return .skipped
+            return .done(.skipped)
         }
-        guard let snapshot, snapshot.state.status == .queued else { return .skipped }
+        guard let snapshot, snapshot.state.status == .queued else { return .done(.skipped) }
         let state = snapshot.state
         // Nothing is ever sent under another identity, or while a 401 has paused the worker.
         let observation: SessionObservation = account == state.account ? .signedIn : account == nil ? .signedOut : .otherAccount
         // Who is signed in is recorded once per change, so an audit can explain a delay.
-        let sessionChange: [JournalStore.Draft] = observation == snapshot.engine.session
+        let sessionChange: [JournalStore.Draft] = observation == snapshot.engine.session || !recordsSessionChange
             ? [] : [JournalStore.Draft(operationID: nil, body: .sessionChanged(SessionChanged(observation: observation)))]
         guard observation == .signedIn else {
             log.log(.info, "pass halted: no session for the journal's account", [
@@ -95,40 +118,67 @@ final class ReplayAttempt: Sendable {
                 EngineLog.Key.reason: .string(observation == .signedOut ? "signed_out" : "other_account"),
             ])
             if !sessionChange.isEmpty { await recordSessionChange(sessionChange) }
-            return .halted
+            return .done(.halted)
         }
-        guard !snapshot.engine.isPaused else { return .halted }
+        guard !snapshot.engine.isPaused else { return .done(.halted) }
 
         let attempt = AttemptNumber(rawValue: state.attemptCount + 1)
-        let started = JournalStore.Draft(operationID: id, body: .attemptStarted(AttemptStarted(attempt: attempt, trigger: trigger)))
+        let started = sessionChange + [JournalStore.Draft(operationID: id, body: .attemptStarted(AttemptStarted(attempt: attempt, trigger: trigger)))]
         guard let payload = intactPayload(snapshot.payload, of: state) else {
             let corrupt = Classification(
                 outcome: .notSent, disposition: .blocked, errorCode: ErrorCode.payloadCorrupt,
                 errorMessage: "The saved change was damaged on this device and was not sent. Someone needs to look at it."
             )
-            return await record(corrupt, attempt: attempt, state: state, response: nil, before: sessionChange + [started])
+            return .done(await record(corrupt, attempt: attempt, state: state, response: nil, before: started))
         }
-        inFlight.withLock { _ = $0.insert(id) }
-        defer { inFlight.withLock { _ = $0.remove(id) } }
-        let startedAt = clock.now()
-        do {
-            // A file found full gets one compaction of settled rows first.
-            _ = try await room.append(sessionChange + [started])
-        } catch {
-            log.problem(.attemptNotRecorded, "could not record attemptStarted; the row was not sent and stays queued",
-                        error: error, operation: id, [EngineLog.Key.attempt: "\(attempt.rawValue)"])
-            return .skipped
-        }
+        return .ready(Prepared(state: state, payload: payload, attempt: attempt, started: started))
+    }
 
-        let result: TransportResult
-        do {
-            result = .response(try await transport.send(TransportRequest(stored: state, payload: payload)))
-        } catch let refusal as UnsendableEndpoint {
-            // Nothing was sent, and retrying cannot change the stored endpoint: a person decides.
-            return await record(refusal.classification, attempt: attempt, state: state, response: nil)
-        } catch {
-            result = .noResponse(TransportFailure(error))
+    /// Sends one queued row and records what happened.
+    /// - Parameter withdrawOnRejection: an inline save withdraws a row the server rejects as
+    ///   invalid, in the same commit as the outcome.
+    func send(_ id: OperationID, trigger: WakeReason, withdrawOnRejection: Bool = false) async -> Report {
+        guard !isStopped else { return .halted }
+        let account = await configuration.session.currentAccount()
+        let prepared: Prepared
+        switch await prepare(id, trigger: trigger, account: account) {
+        case .ready(let ready): prepared = ready
+        case .done(let report): return report
         }
+        return await holding([id]) {
+            let startedAt = clock.now()
+            do {
+                // A file found full gets one compaction of settled rows first.
+                _ = try await room.append(prepared.started)
+            } catch {
+                notStarted(prepared, error: error)
+                return .skipped
+            }
+            let result: TransportResult
+            do {
+                result = .response(try await transport.send(TransportRequest(stored: prepared.state, payload: prepared.payload)))
+            } catch let refusal as UnsendableEndpoint {
+                // Nothing was sent, and retrying cannot change the stored endpoint: a person decides.
+                return await record(refusal.classification, attempt: prepared.attempt, state: prepared.state, response: nil)
+            } catch {
+                result = .noResponse(TransportFailure(error))
+            }
+            return await finish(prepared, result: result, startedAt: startedAt, withdrawOnRejection: withdrawOnRejection)
+        }
+    }
+
+    /// Logs and counts an `attemptStarted` that could not be recorded: the row was not sent.
+    func notStarted(_ prepared: Prepared, error: any Error) {
+        log.problem(.attemptNotRecorded, "could not record attemptStarted; the row was not sent and stays queued",
+                    error: error, operation: prepared.state.id, [EngineLog.Key.attempt: "\(prepared.attempt.rawValue)"])
+    }
+
+    /// Classifies what one attempt got, applies the retry policy's limits and the type's
+    /// conflict rule, and records the outcome.
+    func finish(_ prepared: Prepared, result: TransportResult, startedAt: Date, withdrawOnRejection: Bool = false,
+                pausesWorker: Bool = true) async -> Report {
+        let state = prepared.state
+        let attempt = prepared.attempt
         var classification = DispositionTable.classify(result, policy: configuration.policy(for: state.operationType), now: clock.now())
         if classification.disposition == .transientFailure,
             configuration.retryPolicy.givesUp(
@@ -146,14 +196,14 @@ final class ReplayAttempt: Sendable {
         }
         var withdrawal: [JournalStore.Draft] = []
         if withdrawOnRejection, classification.disposition == .rejected {
-            withdrawal.append(JournalStore.Draft(operationID: id, body: .withdrawn(Withdrawn(
+            withdrawal.append(JournalStore.Draft(operationID: state.id, body: .withdrawn(Withdrawn(
                 errorCode: classification.errorCode ?? ErrorCode.validationFailed,
                 errorMessage: classification.errorMessage ?? "The server refused this change."
             ))))
         }
         let response: TransportResponse? = if case .response(let value) = result { value } else { nil }
         return await record(classification, attempt: attempt, state: state, response: response,
-                            after: withdrawal + conflictDecision(classification, state: state))
+                            after: withdrawal + conflictDecision(classification, state: state), pausesWorker: pausesWorker)
     }
 
     /// What the type's conflict rule decides for a conflicted answer, as events in the same
@@ -209,7 +259,8 @@ final class ReplayAttempt: Sendable {
         state: OperationState,
         response: TransportResponse?,
         before: [JournalStore.Draft] = [],
-        after: [JournalStore.Draft] = []
+        after: [JournalStore.Draft] = [],
+        pausesWorker: Bool = true
     ) async -> Report {
         let now = clock.now()
         let nextAttemptAt = classification.disposition == .transientFailure
@@ -222,7 +273,7 @@ final class ReplayAttempt: Sendable {
         }
         let finished = JournalStore.Draft(operationID: state.id, body: .attemptFinished(stored))
         var unit = before + [finished] + after
-        let pauses = classification.disposition == .unauthorized
+        let pauses = classification.disposition == .unauthorized && pausesWorker
         if pauses {
             unit.append(JournalStore.Draft(operationID: nil, body: .sessionPaused(SessionPaused(
                 reason: classification.errorCode ?? ErrorCode.unauthorized, triggeredBy: state.id

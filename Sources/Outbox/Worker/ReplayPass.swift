@@ -49,8 +49,11 @@ final class ReplayPass: Sendable {
         }
         log.log(.debug, "pass started", [EngineLog.Key.trigger: .string(trigger.rawValue)])
         await abandonOrphans()
-        let slots = configuration.maxConcurrentLanes
-        let (sent, halted, offline) = await withTaskGroup(of: (candidate: PassPlan.Candidate, report: ReplayAttempt.Report).self) { group in
+        // With batching, one batch is in flight at a time, holding as many lane heads as it may.
+        let batching = configuration.batching
+        let slots = batching == nil ? configuration.maxConcurrentLanes : 1
+        let perTask = batching?.maxOperations ?? 1
+        let (sent, halted, offline) = await withTaskGroup(of: [(candidate: PassPlan.Candidate, report: ReplayAttempt.Report)].self) { group in
             var plan = PassPlan()
             plan.add(dueCandidatesOrNone())
             var inFlight = 0
@@ -63,25 +66,36 @@ final class ReplayPass: Sendable {
             var deferred: [PassPlan.Candidate] = []
             while !Task.isCancelled {
                 if attempts.isStopped { halted = true }
-                while !halted, inFlight < slots, let candidate = plan.next() {
-                    guard isLaneHead(candidate) else {
-                        plan.dropLane(candidate.lane)
-                        continue
+                while !halted, inFlight < slots {
+                    var ready: [PassPlan.Candidate] = []
+                    while ready.count < perTask, let candidate = plan.next() {
+                        guard isLaneHead(candidate) else {
+                            plan.dropLane(candidate.lane)
+                            continue
+                        }
+                        switch await dependencyGate(candidate) {
+                        case .ready:
+                            ready.append(candidate)
+                        case .waiting:
+                            deferred.append(candidate)
+                            plan.dropLane(candidate.lane)
+                        case .ended(let dependency, let status):
+                            await recordDependencyEnded(candidate, dependency: dependency, status: status)
+                            plan.dropLane(candidate.lane)
+                        }
                     }
-                    switch await dependencyGate(candidate) {
-                    case .ready:
-                        break
-                    case .waiting:
-                        deferred.append(candidate)
-                        plan.dropLane(candidate.lane)
-                        continue
-                    case .ended(let dependency, let status):
-                        await recordDependencyEnded(candidate, dependency: dependency, status: status)
-                        plan.dropLane(candidate.lane)
-                        continue
-                    }
+                    guard !ready.isEmpty else { break }
                     inFlight += 1
-                    group.addTask { (candidate, await self.attempts.send(candidate.id, trigger: trigger)) }
+                    if let batching {
+                        let batch = BatchAttempt(attempts: attempts, batching: batching)
+                        group.addTask {
+                            let reports = await batch.send(ready.map(\.id), trigger: trigger)
+                            return zip(ready, reports).map { ($0, $1.1) }
+                        }
+                    } else {
+                        let candidate = ready[0]
+                        group.addTask { [(candidate, await self.attempts.send(candidate.id, trigger: trigger))] }
+                    }
                 }
                 if inFlight == 0 {
                     // Everything planned is done: look once more for rows that became due meanwhile.
@@ -90,17 +104,19 @@ final class ReplayPass: Sendable {
                     if halted || plan.seen.count == seen { break }
                     continue
                 }
-                guard let done = await group.next() else { break }
+                guard let finished = await group.next() else { break }
                 inFlight -= 1
-                plan.finished(lane: done.candidate.lane)
-                if case .finished(let classification, _, _) = done.report {
-                    sent += 1
-                    if case .noResponse = classification.outcome, offline == nil {
-                        offline = done.candidate.id
-                        halted = true
+                for done in finished {
+                    plan.finished(lane: done.candidate.lane)
+                    if case .finished(let classification, _, _) = done.report {
+                        sent += 1
+                        if case .noResponse(let failure) = classification.outcome, failure != .missingFromBatch, offline == nil {
+                            offline = done.candidate.id
+                            halted = true
+                        }
                     }
+                    if done.report.haltsPass { halted = true }
                 }
-                if done.report.haltsPass { halted = true }
                 // A dependency may have synced: the rows waiting on one are offered again.
                 if !halted, !deferred.isEmpty {
                     let waiting = deferred

@@ -72,6 +72,8 @@ public enum TransportFailure: String, Sendable, Codable, JournalCode {
     case secureConnectionFailed
     case cancelled
     case other
+    /// The request was a batch whose answer did not name this operation: no response for it.
+    case missingFromBatch
 
     public var code: UInt8 {
         switch self {
@@ -83,6 +85,7 @@ public enum TransportFailure: String, Sendable, Codable, JournalCode {
         case .secureConnectionFailed: 6
         case .cancelled: 7
         case .other: 8
+        case .missingFromBatch: 9
         }
     }
 
