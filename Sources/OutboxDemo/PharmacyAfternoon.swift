@@ -42,7 +42,10 @@ public struct DemoOutcome: Sendable {
 /// controlled substance are saved. The signal returns; the worker drains. The server commits the
 /// employee and the response is lost; the retry replays under the same key and the server applies
 /// it once. The hire rests waiting for approval; the controlled substance is refused and blocked.
-/// Every line printed comes from the engine or the server as they ran.
+/// In the evening the antiseptic's price is edited on two devices: the phone's edit, sent against
+/// the revision it started from, settles conflicted with the other price shown; the member keeps
+/// hers, and her choice reaches the server against its new revision. Every line printed comes
+/// from the engine or the server as they ran.
 public enum PharmacyAfternoon {
     /// Runs the afternoon; every line, finished, goes to `write`.
     /// - Throws: when the server cannot start or the journal cannot open; a broken promise is
@@ -92,11 +95,39 @@ public enum PharmacyAfternoon {
         if !settled { narrator.say(.check, "The rows did not settle within a minute of real time.") }
 
         try showTab(outbox, online: true, narrator: narrator)
+        // Read now: the evening's edits write the antiseptic's later revisions.
+        let createdAntiseptic = try server.records().first { $0.idempotencyKey == antiseptic.idempotencyKey }
+
+        // A price edited on two devices.
+        narrator.say(.scene, "Evening. The signal drops again; Folake raises the antiseptic's price to 13.50 on her phone.")
+        signal.isOnline = false
+        let baseRevision = try outbox.operation(antiseptic)?.serverRevision ?? "1"
+        let edit = try await save(Self.priceEdit("antiseptic-500", "Antiseptic 500 ml", price: 13.5, baseRevision: baseRevision),
+                                  on: outbox, labels: labels, narrator: narrator)
+        let ades = try server.changeRecord(type: "product", id: "antiseptic-500", businessID: Self.business, patch: Data(#"{"price":14.0}"#.utf8))
+        narrator.say(.server, "At the counter, Ade sets the same antiseptic to 14.00 on the shop's tablet: revision \(ades.revision) on the server.",
+                     ["revision": String(ades.revision)])
+        narrator.say(.scene, "The signal returns.")
+        signal.isOnline = true
+        outbox.wake(.connectivityRegained)
+        _ = await waitUntilSettled([edit], outbox: outbox, timeoutSeconds: 60)
+        let conflictTab = try showTab(outbox, online: true, narrator: narrator)
+        let conflicted = try outbox.operation(edit)
+        let theirs = conflicted?.conflict?.serverRevision ?? String(ades.revision)
+        narrator.say(.scene, "Folake compares the two prices on the Sync tab and keeps hers, against the server's revision \(theirs).")
+        let resolution = try await outbox.resolveConflict(edit, keeping: .mine(payload: Self.pricePatch(13.5), baseRevision: theirs))
+        outbox.wake(.foreground)
+        var resolved = false
+        if let resolution { resolved = await waitUntilSettled([resolution], outbox: outbox, timeoutSeconds: 60) }
+        if !resolved { narrator.say(.check, "The member's choice did not settle within a minute of real time.") }
+        let finalAntiseptic = try server.records().first { $0.type == "product" && $0.id == "antiseptic-500" }
+        narrator.say(.server, "The antiseptic on the server: \(finalAntiseptic.map { String(decoding: $0.body, as: UTF8.self) } ?? "missing"), revision \(finalAntiseptic?.revision ?? 0)")
+
         let metrics = try outbox.metrics()
         narrator.say(.engine, "Metrics: \(metrics.totalAttempts) attempts; accepted \(metrics.accepted), replayed \(metrics.replayed), "
                      + "blocked \(metrics.blocked); \(metrics.journalEvents) events, \(metrics.journalEventBytes) bytes in the journal",
                      ["attempts": String(metrics.totalAttempts), "events": String(metrics.journalEvents)])
-        let rows = try Dictionary(uniqueKeysWithValues: ids.map { ($0, try outbox.operation($0)) })
+        let rows = try Dictionary(uniqueKeysWithValues: (ids + [edit] + (resolution.map { [$0] } ?? [])).map { ($0, try outbox.operation($0)) })
         let badge = try outbox.badgeCount()
         let tab = try outbox.syncTab(isOnline: true)
         outbox.close()
@@ -117,11 +148,10 @@ public enum PharmacyAfternoon {
                          ["key": id.idempotencyKey, "applied": String(applied[id.idempotencyKey] ?? 0)])
         }
 
-        let antisepticRecord = records.first { $0.idempotencyKey == antiseptic.idempotencyKey }
         let promises = [
             DemoOutcome.Promise(text: "Antiseptic 500 ml synced, applied once, exactly as typed",
                                 held: rows[antiseptic]??.status == .synced && applied[antiseptic.idempotencyKey] == 1
-                                    && antisepticRecord?.body == Self.product("antiseptic-500", "Antiseptic 500 ml", price: 12.5).payload),
+                                    && createdAntiseptic?.body == Self.product("antiseptic-500", "Antiseptic 500 ml", price: 12.5).payload),
             DemoOutcome.Promise(text: "Chidi Okafor's answer was lost; the retry, under the same key, synced as a replay, and the server applied it once",
                                 held: rows[chidi]??.status == .synced && rows[chidi]??.latestOutcome == .replayed
                                     && applied[chidi.idempotencyKey] == 1),
@@ -134,8 +164,16 @@ public enum PharmacyAfternoon {
                                     && applied[tramadol.idempotencyKey] == nil),
             DemoOutcome.Promise(text: "The badge counts the one row that needs a person; the tab counts two",
                                 held: badge == 1 && tab.totalCount == 2),
+            DemoOutcome.Promise(text: "The price edited on two devices was not overwritten: the edit settled conflicted with Ade's price shown, and was never applied",
+                                held: conflicted?.status == .conflicted && conflicted?.conflict?.serverRevision == String(ades.revision)
+                                    && applied[edit.idempotencyKey] == nil
+                                    && conflictTab.conflictCard?.rows.first?.serverValue?.contains("14") == true
+                                    && tab.conflictCard == nil),
+            DemoOutcome.Promise(text: "Folake's choice replaced the conflicted edit and reached the server: 13.50 at the next revision",
+                                held: rows[edit]??.status == .superseded && resolution.flatMap { rows[$0]??.status } == .synced
+                                    && finalAntiseptic.map { String(decoding: $0.body, as: UTF8.self).contains("13.5") && $0.revision == ades.revision + 1 } == true),
             DemoOutcome.Promise(text: "Every write the server accepted was applied exactly once",
-                                held: applied.values.allSatisfy { $0 == 1 } && applied.count == 3),
+                                held: applied.values.allSatisfy { $0 == 1 } && applied.count == 4),
         ]
         for promise in promises {
             narrator.say(.check, (promise.held ? "✓ " : "✗ ") + promise.text, ["held": String(promise.held)])
@@ -167,17 +205,21 @@ public enum PharmacyAfternoon {
         return id
     }
 
-    private static func showTab(_ outbox: Outbox, online: Bool, narrator: Narrator) throws {
+    /// Shows the member the Sync tab, and answers it.
+    @discardableResult
+    private static func showTab(_ outbox: Outbox, online: Bool, narrator: Narrator) throws -> SyncTab {
         let tab = try outbox.syncTab(isOnline: online)
         var lines = ["Sync tab: \(tab.banner.text). Badge \(try outbox.badgeCount())."]
-        for card in tab.cards + (tab.approvalCard.map { [$0] } ?? []) {
+        for card in (tab.conflictCard.map { [$0] } ?? []) + tab.cards + (tab.approvalCard.map { [$0] } ?? []) {
             lines.append("  \(card.category): \(card.countText)")
             for row in card.rows {
                 lines.append("    \(row.entityLabel), \(row.summary.lowercased()), \(row.status.rawValue)"
-                    + (row.lastErrorMessage.map { ": \($0)" } ?? ""))
+                    + (row.lastErrorMessage.map { ": \($0)" } ?? "")
+                    + (row.serverValue.map { "; on the server now: \($0)" } ?? ""))
             }
         }
         narrator.say(.engine, lines.joined(separator: "\n"), ["banner": tab.banner.text, "total": String(tab.totalCount)])
+        return tab
     }
 
     private static func waitUntilSettled(_ ids: [OperationID], outbox: Outbox, timeoutSeconds: Double) async -> Bool {
@@ -278,6 +320,21 @@ public enum PharmacyAfternoon {
             payload: Data(#"{"id":"\#(id)","name":"\#(name)","price":\#(price)}"#.utf8),
             entityID: id, category: "Products", entityLabel: name, summary: "New product"
         )
+    }
+
+    static let business = "folakes-pharmacy"
+
+    /// A price change to a product the server holds at `baseRevision`.
+    static func priceEdit(_ id: String, _ name: String, price: Double, baseRevision: String) -> OutboxRequest {
+        OutboxRequest(
+            businessID: business, operationType: "product.update", method: "PATCH", endpoint: "/products/\(id)",
+            payload: pricePatch(price), entityID: id, category: "Products", entityLabel: name,
+            summary: "New price \(String(format: "%.2f", price))", baseRevision: baseRevision
+        )
+    }
+
+    static func pricePatch(_ price: Double) -> Data {
+        Data(#"{"price":\#(price)}"#.utf8)
     }
 
     static func employee(_ id: String, _ name: String, role: String) -> OutboxRequest {

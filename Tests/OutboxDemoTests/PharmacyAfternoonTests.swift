@@ -16,7 +16,7 @@ struct PharmacyAfternoonTests {
     @Test func everyPromiseItPrintsHolds() async throws {
         let output = Output()
         let outcome = try await PharmacyAfternoon.run(DemoOptions(speed: 120)) { output.write($0) }
-        #expect(outcome.promises.count == 6)
+        #expect(outcome.promises.count == 8)
         for promise in outcome.promises {
             #expect(promise.held, "\(promise.text)\n\(output.all)")
         }
@@ -35,6 +35,12 @@ struct PharmacyAfternoonTests {
         #expect(text.contains("Verdict: synced on attempt"))
         #expect(text.contains("replayed, not applied twice"))
         #expect(text.contains("✓ Every write the server accepted was applied exactly once"))
+        // The price edited on two devices: the conflict shown with the other price, the choice applied.
+        #expect(text.contains("PATCH /products/antiseptic-500 for Antiseptic 500 ml: changed elsewhere since the edit began, answered 412"))
+        #expect(text.contains("Changed elsewhere: 1 change"))
+        #expect(text.contains(#"on the server now: {"id":"antiseptic-500","name":"Antiseptic 500 ml","price":14"#))
+        #expect(text.contains("PATCH /products/antiseptic-500 for Antiseptic 500 ml: applied, answered 200"))
+        #expect(text.contains(#"The antiseptic on the server: {"id":"antiseptic-500","name":"Antiseptic 500 ml","price":13.5}, revision 3"#))
         #expect(!text.contains("✗"))
         #expect(!FileManager.default.fileExists(atPath: outcome.journal.path), "a temporary journal is removed")
     }
