@@ -269,14 +269,11 @@ enum Forwarding {
     }
 
     private static func setDefault(_ action: inout sigaction) {
-        #if canImport(Glibc)
-        action.__sigaction_handler.sa_handler = SIG_DFL
-        #else
-        action.__sigaction_u.__sa_handler = SIG_DFL
-        #endif
+        setHandler(&action, SIG_DFL)
     }
 
-    private static func setHandler(_ action: inout sigaction) {
+    /// The handler field, whose path through the C union differs between Glibc and Darwin.
+    private static func setHandler(_ action: inout sigaction, _ handler: (@convention(c) (Int32) -> Void)? = handler) {
         #if canImport(Glibc)
         action.__sigaction_handler.sa_handler = handler
         #else
