@@ -13,12 +13,14 @@ import Testing
 /// Whatever the damage: no signal ever reaches the caller, nothing hangs, every exit code is a
 /// documented one for its command, every failure says why on standard error, a file the check
 /// refuses is refused alike by every command, and a journal one command cannot open (66) no
-/// command can. `OUTBOX_SEED` replays a run;
-/// `OUTBOX_FUZZ_FLIPS` sets how many flipped copies (default ``defaultFlips``).
+/// command can. `OUTBOX_SEED` replays the flips (the journal differs slightly from run to run,
+/// so a failing copy is kept and its path printed); `OUTBOX_FUZZ_FLIPS` sets how many flipped
+/// copies (default ``defaultFlips``), `OUTBOX_FUZZ_OPERATIONS` how many operations.
 @Suite("Damage fuzzing", .timeLimit(.minutes(10)))
 struct DamageFuzzTests {
-    /// Sized so the whole run takes about a minute on two cores (see Docs/testing.md).
-    static let defaultFlips = 100
+    /// Sized to stay under two minutes within a whole `swift test` run on two shared cores (see
+    /// Docs/testing.md).
+    static let defaultFlips = 40
     /// Operations in the journal damaged: a few hundred events.
     static let operations = Int(ProcessInfo.processInfo.environment["OUTBOX_FUZZ_OPERATIONS"] ?? "") ?? 40
 
