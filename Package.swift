@@ -4,15 +4,20 @@
 // to each of them. The targets show the architecture:
 //
 //   CLMDB, CSodium     system libraries (LMDB for the journal; libsodium for SHA-256 on Linux)
+//   CLibPQ             the system libpq, for the PostgreSQL claim store only
 //   OutboxStorage      the LMDB layer; the only module that imports CLMDB
 //   OutboxCrypto       SHA-256 (CryptoKit on Apple platforms, libsodium on Linux)
+//   OutboxWire         what both halves share: wire headers, error codes, body fields; the byte codec
 //   OutboxCore         pure: identifiers, requests, events, the record codec, the fold
 //   Outbox             the public engine: the journal, its projections, the API
 //   OutboxTesting      test doubles apps can use too: a manual clock, a scripted transport
 //   IdempotencyClaims  the server half: claims that make a replayed write apply once
+//   PostgresClaimStore the claims on PostgreSQL, for backends of many processes (links libpq)
+//   PostgresTesting    a throwaway PostgreSQL cluster (or a given database) for tests and benchmarks
 //   OutboxTestServer   a loopback HTTP server with fault injection (and outbox-test-server)
 //   JournalInspect     the support tool's logic (and journal-inspect, its thin executable)
 //   OutboxSimulation   a seeded, deterministic simulation of the engine under faults
+//   OutboxTestSupport  what the test targets share: child processes, a seeded generator
 //   outbox-bench       the benchmarks, against a mutable SQLite outbox and the disk's floor
 //   OutboxDemo         the engine's main job, end to end (and outbox-demo, its executable)
 //   outbox-test-child  a process the tests drive and kill: reads a live journal, is killed mid-write
@@ -29,11 +34,14 @@ let strictSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "Outbox",
-    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    // Built and tested on Linux; macOS builds from the same sources. iOS and the other Apple
+    // platforms ship no LMDB: see Docs/architecture.md, "Platforms".
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "Outbox", targets: ["Outbox"]),
         .library(name: "OutboxTesting", targets: ["OutboxTesting"]),
         .library(name: "IdempotencyClaims", targets: ["IdempotencyClaims"]),
+        .library(name: "PostgresClaimStore", targets: ["PostgresClaimStore"]),
         .library(name: "OutboxTestServer", targets: ["OutboxTestServer"]),
         .executable(name: "outbox-demo", targets: ["outbox-demo"]),
         .executable(name: "journal-inspect", targets: ["journal-inspect"]),
@@ -50,6 +58,11 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
         ),
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
+        ),
         .target(
             name: "OutboxStorage",
             dependencies: ["CLMDB"],
@@ -61,28 +74,42 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "OutboxWire",
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "OutboxCore",
-            dependencies: ["OutboxCrypto"],
+            dependencies: ["OutboxCrypto", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "Outbox",
-            dependencies: ["OutboxCore", "OutboxStorage", "OutboxCrypto"],
+            dependencies: ["OutboxCore", "OutboxStorage", "OutboxCrypto", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "OutboxTesting",
-            dependencies: ["Outbox"],
+            dependencies: ["Outbox", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "IdempotencyClaims",
-            dependencies: ["OutboxStorage", "OutboxCrypto"],
+            dependencies: ["OutboxStorage", "OutboxCrypto", "OutboxWire"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "PostgresClaimStore",
+            dependencies: ["IdempotencyClaims", "OutboxCrypto", "CLibPQ"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "PostgresTesting",
+            dependencies: ["PostgresClaimStore"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "OutboxTestServer",
-            dependencies: ["IdempotencyClaims", "OutboxStorage", "OutboxCrypto"],
+            dependencies: ["IdempotencyClaims", "PostgresClaimStore", "OutboxStorage", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -103,8 +130,13 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "OutboxTestSupport",
+            dependencies: ["OutboxCore"],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "OutboxSimulation",
-            dependencies: ["Outbox", "OutboxTesting", "IdempotencyClaims"],
+            dependencies: ["OutboxTestSupport", "Outbox", "OutboxTesting", "IdempotencyClaims", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .systemLibrary(
@@ -115,7 +147,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "outbox-bench",
-            dependencies: ["Outbox", "OutboxStorage", "OutboxTesting", "CSQLite"],
+            dependencies: [
+                "Outbox", "OutboxStorage", "OutboxTesting", "CSQLite",
+                "IdempotencyClaims", "PostgresClaimStore", "PostgresTesting",
+            ],
             path: "Benchmarks/OutboxBench",
             swiftSettings: strictSettings
         ),
@@ -138,17 +173,20 @@ let package = Package(
         ),
         .testTarget(
             name: "IdempotencyClaimsTests",
-            dependencies: ["IdempotencyClaims", "OutboxStorage", "OutboxCrypto"],
+            dependencies: ["IdempotencyClaims", "PostgresClaimStore", "PostgresTesting", "OutboxStorage", "OutboxCrypto"],
             swiftSettings: testSettings
         ),
         .testTarget(
             name: "OutboxTestServerTests",
-            dependencies: ["OutboxTestServer", "IdempotencyClaims", "OutboxSimulation", "outbox-test-server"],
+            dependencies: [
+                "OutboxTestServer", "IdempotencyClaims", "outbox-test-server",
+                "Outbox", "OutboxTesting", "PostgresClaimStore", "PostgresTesting", "OutboxTestSupport",
+            ],
             swiftSettings: testSettings
         ),
         .testTarget(
             name: "JournalInspectTests",
-            dependencies: ["JournalInspect", "Outbox", "OutboxTesting", "OutboxStorage", "OutboxSimulation", "journal-inspect"],
+            dependencies: ["JournalInspect", "Outbox", "OutboxTesting", "OutboxStorage", "journal-inspect", "OutboxTestSupport"],
             swiftSettings: testSettings
         ),
         .testTarget(
@@ -158,7 +196,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["Outbox", "OutboxTesting", "OutboxTestServer", "OutboxSimulation", "outbox-test-child"],
+            dependencies: ["Outbox", "OutboxTesting", "OutboxTestServer", "outbox-test-child", "OutboxTestSupport"],
             swiftSettings: testSettings
         ),
         .testTarget(
@@ -178,7 +216,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OutboxTests",
-            dependencies: ["Outbox", "OutboxTesting", "OutboxStorage", "OutboxSimulation", "outbox-test-child"],
+            dependencies: ["Outbox", "OutboxTesting", "OutboxStorage", "outbox-test-child", "OutboxTestSupport"],
             swiftSettings: testSettings
         ),
     ],

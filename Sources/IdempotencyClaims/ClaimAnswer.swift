@@ -1,3 +1,5 @@
+import OutboxWire
+
 /// What ``IdempotencyClaims`` answers a request: the response to send and how it came about.
 public struct ClaimAnswer: Hashable, Sendable {
     /// How the response came about.
@@ -29,10 +31,10 @@ public struct ClaimAnswer: Hashable, Sendable {
 
     /// The error codes this library answers with, as they appear in JSON bodies.
     public enum Code {
-        public static let keyRequired = "idempotency_key_required"
+        public static let keyRequired = WireErrorCode.idempotencyKeyRequired
         public static let keyInvalid = "idempotency_key_invalid"
-        public static let conflict = "idempotency_conflict"
-        public static let inProgress = "idempotency_in_progress"
+        public static let conflict = WireErrorCode.idempotencyConflict
+        public static let inProgress = WireErrorCode.idempotencyInProgress
     }
 
     static func keyProblem(_ problem: IdempotencyKey.Problem) -> ClaimAnswer {
@@ -58,7 +60,7 @@ public struct ClaimAnswer: Hashable, Sendable {
         var response = ClaimResponse.problem(
             status: 409, code: Code.inProgress,
             message: "a request with this Idempotency-Key is still being processed; retry shortly")
-        response.headers.append(ClaimResponse.Header(name: "Retry-After", value: "1"))
+        response.headers.append(ClaimResponse.Header(name: WireHeader.retryAfter, value: "1"))
         return ClaimAnswer(outcome: .inProgress, response: response)
     }()
 

@@ -1,5 +1,6 @@
 import Foundation
 import OutboxCrypto
+import OutboxWire
 
 /// Why stored claim bytes could not be read back, or a claim could not be stored.
 public struct ClaimCodingError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -32,189 +33,113 @@ enum ClaimCodec {
     // MARK: Keys
 
     static func key(for id: ClaimID) throws(ClaimCodingError) -> [UInt8] {
-        var writer = ClaimByteWriter()
-        try writer.string16(id.scope.businessID)
-        try writer.string16(id.scope.operationType)
-        try writer.string16(id.key.rawValue)
+        var writer = ByteWriter()
+        do {
+            try writer.writeShort(id.scope.businessID)
+            try writer.writeShort(id.scope.operationType)
+            try writer.writeShort(id.key.rawValue)
+        } catch {
+            throw ClaimCodingError(reason: error.reason, offset: writer.bytes.count)
+        }
         return writer.bytes
     }
 
     static func id(fromKey bytes: some Collection<UInt8>) throws(ClaimCodingError) -> ClaimID {
-        var reader = ClaimByteReader(Array(bytes))
-        let business = try reader.string16()
-        let operation = try reader.string16()
-        let rawKey = try reader.string16()
-        try reader.expectEnd()
-        guard let key = IdempotencyKey(rawValue: rawKey) else {
+        var reader = ByteReader(Array(bytes))
+        let id = try reading(&reader) { (reader) throws(DecodingProblem) in
+            let business = try reader.readShortString("business id")
+            let operation = try reader.readShortString("operation type")
+            let rawKey = try reader.readShortString("key")
+            try reader.expectEnd("the claim key")
+            return (business, operation, rawKey)
+        }
+        guard let key = IdempotencyKey(rawValue: id.2) else {
             throw ClaimCodingError(reason: "stored key is not a valid Idempotency-Key", offset: 0)
         }
-        return ClaimID(scope: ClaimScope(businessID: business, operationType: operation), key: key)
+        return ClaimID(scope: ClaimScope(businessID: id.0, operationType: id.1), key: key)
     }
 
     // MARK: Records
 
     static func encode(_ record: ClaimRecord) throws(ClaimCodingError) -> [UInt8] {
-        var writer = ClaimByteWriter()
-        writer.uint8(version)
-        writer.raw(record.fingerprint.bytes)
-        writer.date(record.takenAt)
+        var writer = ByteWriter(capacity: 128)
+        writer.write(version)
+        writer.write(raw: record.fingerprint.bytes)
+        writer.write(record.takenAt)
         switch record.state {
         case .inProgress(let token, let leaseExpiresAt):
-            writer.uint8(inProgressTag)
-            writer.raw(withUnsafeBytes(of: token.uuid.uuid) { Array($0) })
-            writer.date(leaseExpiresAt)
+            writer.write(inProgressTag)
+            withUnsafeBytes(of: token.uuid.uuid) { writer.write(raw: $0) }
+            writer.write(leaseExpiresAt)
         case .completed(let response, let completedAt):
-            writer.uint8(completedTag)
-            writer.date(completedAt)
+            writer.write(completedTag)
+            writer.write(completedAt)
             guard let status = UInt16(exactly: response.status) else {
                 throw ClaimCodingError(reason: "status \(response.status) out of range", offset: writer.bytes.count)
             }
-            writer.uint16(status)
+            writer.write(status)
             guard let count = UInt16(exactly: response.headers.count) else {
                 throw ClaimCodingError(reason: "too many headers", offset: writer.bytes.count)
             }
-            writer.uint16(count)
-            for header in response.headers {
-                try writer.string16(header.name)
-                try writer.string16(header.value)
+            writer.write(count)
+            do {
+                for header in response.headers {
+                    try writer.writeShort(header.name)
+                    try writer.writeShort(header.value)
+                }
+            } catch {
+                throw ClaimCodingError(reason: error.reason, offset: writer.bytes.count)
             }
-            guard let length = UInt32(exactly: response.body.count) else {
+            guard UInt32(exactly: response.body.count) != nil else {
                 throw ClaimCodingError(reason: "body too large", offset: writer.bytes.count)
             }
-            writer.uint32(length)
-            writer.raw(response.body)
+            writer.write(bytes: response.body)
         }
         return writer.bytes
     }
 
     static func decode(_ bytes: some Collection<UInt8>) throws(ClaimCodingError) -> ClaimRecord {
-        var reader = ClaimByteReader(Array(bytes))
-        let storedVersion = try reader.uint8()
-        guard storedVersion == version else {
-            throw ClaimCodingError(reason: "unknown version \(storedVersion)", offset: 0)
-        }
-        let fingerprintOffset = reader.offset
-        guard let fingerprint = SHA256Digest(bytes: try reader.raw(SHA256Digest.byteCount)) else {
-            throw ClaimCodingError(reason: "bad fingerprint", offset: fingerprintOffset)
-        }
-        let takenAt = try reader.date()
-        let tagOffset = reader.offset
-        let state: ClaimRecord.State
-        switch try reader.uint8() {
-        case inProgressTag:
-            let tokenBytes = try reader.raw(16)
-            let uuid = UUID(uuid: (
-                tokenBytes[0], tokenBytes[1], tokenBytes[2], tokenBytes[3], tokenBytes[4], tokenBytes[5],
-                tokenBytes[6], tokenBytes[7], tokenBytes[8], tokenBytes[9], tokenBytes[10], tokenBytes[11],
-                tokenBytes[12], tokenBytes[13], tokenBytes[14], tokenBytes[15]))
-            state = .inProgress(token: ClaimToken(uuid: uuid), leaseExpiresAt: try reader.date())
-        case completedTag:
-            let completedAt = try reader.date()
-            let status = Int(try reader.uint16())
-            let count = Int(try reader.uint16())
-            var headers: [ClaimResponse.Header] = []
-            headers.reserveCapacity(count)
-            for _ in 0..<count {
-                let name = try reader.string16()
-                let value = try reader.string16()
-                headers.append(ClaimResponse.Header(name: name, value: value))
+        var reader = ByteReader(Array(bytes))
+        return try reading(&reader) { (reader) throws(DecodingProblem) in
+            let storedVersion = try reader.readUInt8("version")
+            guard storedVersion == version else { throw DecodingProblem("unknown version \(storedVersion)") }
+            // 32 bytes taken: the initializer cannot fail.
+            let fingerprint = SHA256Digest(bytes: try reader.readRaw(SHA256Digest.byteCount, "fingerprint"))!
+            let takenAt = try reader.readDate("taken at")
+            let state: ClaimRecord.State
+            switch try reader.readUInt8("state") {
+            case inProgressTag:
+                let token = try reader.withRaw(16, "token") { ClaimToken(uuid: UUID(uuid: $0.loadUnaligned(as: uuid_t.self))) }
+                state = .inProgress(token: token, leaseExpiresAt: try reader.readDate("lease"))
+            case completedTag:
+                let completedAt = try reader.readDate("completed at")
+                let status = Int(try reader.readUInt16("status"))
+                let count = Int(try reader.readUInt16("header count"))
+                var headers: [ClaimResponse.Header] = []
+                headers.reserveCapacity(min(count, reader.remaining / 4))
+                for _ in 0..<count {
+                    let name = try reader.readShortString("header name")
+                    let value = try reader.readShortString("header value")
+                    headers.append(ClaimResponse.Header(name: name, value: value))
+                }
+                let body = Data(try reader.readBytes("body"))
+                state = .completed(response: ClaimResponse(status: status, headers: headers, body: body), completedAt: completedAt)
+            case let tag:
+                throw DecodingProblem("unknown state \(tag)")
             }
-            let length = Int(try reader.uint32())
-            let body = Data(try reader.raw(length))
-            state = .completed(response: ClaimResponse(status: status, headers: headers, body: body), completedAt: completedAt)
-        case let tag:
-            throw ClaimCodingError(reason: "unknown state \(tag)", offset: tagOffset)
+            try reader.expectEnd("the claim")
+            return ClaimRecord(fingerprint: fingerprint, takenAt: takenAt, state: state)
         }
-        try reader.expectEnd()
-        return ClaimRecord(fingerprint: fingerprint, takenAt: takenAt, state: state)
-    }
-}
-
-/// Appends big-endian fields.
-struct ClaimByteWriter {
-    private(set) var bytes: [UInt8] = []
-
-    mutating func uint8(_ value: UInt8) { bytes.append(value) }
-
-    mutating func uint16(_ value: UInt16) {
-        bytes.append(UInt8(value >> 8))
-        bytes.append(UInt8(value & 0xff))
     }
 
-    mutating func uint32(_ value: UInt32) {
-        for shift in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8((value >> UInt32(shift)) & 0xff)) }
-    }
-
-    mutating func uint64(_ value: UInt64) {
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8((value >> UInt64(shift)) & 0xff)) }
-    }
-
-    mutating func date(_ date: Date) {
-        uint64(date.timeIntervalSinceReferenceDate.bitPattern)
-    }
-
-    mutating func raw(_ run: some Sequence<UInt8>) { bytes.append(contentsOf: run) }
-
-    mutating func string16(_ text: String) throws(ClaimCodingError) {
-        let utf8 = Array(text.utf8)
-        guard let length = UInt16(exactly: utf8.count) else {
-            throw ClaimCodingError(reason: "a text field of \(utf8.count) bytes is too long", offset: bytes.count)
-        }
-        uint16(length)
-        bytes.append(contentsOf: utf8)
-    }
-}
-
-/// Reads what ``ClaimByteWriter`` wrote; every read past the end throws.
-struct ClaimByteReader {
-    private let bytes: [UInt8]
-    private(set) var offset = 0
-
-    init(_ bytes: [UInt8]) {
-        self.bytes = bytes
-    }
-
-    mutating func raw(_ count: Int) throws(ClaimCodingError) -> [UInt8] {
-        guard count >= 0, bytes.count - offset >= count else {
-            throw ClaimCodingError(reason: "truncated: \(count) bytes expected", offset: offset)
-        }
-        defer { offset += count }
-        return Array(bytes[offset..<offset + count])
-    }
-
-    mutating func uint8() throws(ClaimCodingError) -> UInt8 {
-        try raw(1)[0]
-    }
-
-    mutating func uint16() throws(ClaimCodingError) -> UInt16 {
-        try raw(2).reduce(0) { $0 << 8 | UInt16($1) }
-    }
-
-    mutating func uint32() throws(ClaimCodingError) -> UInt32 {
-        try raw(4).reduce(0) { $0 << 8 | UInt32($1) }
-    }
-
-    mutating func uint64() throws(ClaimCodingError) -> UInt64 {
-        try raw(8).reduce(0) { $0 << 8 | UInt64($1) }
-    }
-
-    mutating func date() throws(ClaimCodingError) -> Date {
-        Date(timeIntervalSinceReferenceDate: Double(bitPattern: try uint64()))
-    }
-
-    mutating func string16() throws(ClaimCodingError) -> String {
-        let start = offset
-        let length = Int(try uint16())
-        let utf8 = try raw(length)
-        guard let text = String(validating: utf8, as: UTF8.self) else {
-            throw ClaimCodingError(reason: "text is not UTF-8", offset: start)
-        }
-        return text
-    }
-
-    func expectEnd() throws(ClaimCodingError) {
-        guard offset == bytes.count else {
-            throw ClaimCodingError(reason: "\(bytes.count - offset) unexpected trailing bytes", offset: offset)
+    /// Runs `body` on `reader`; a problem is reported where the reader stood.
+    private static func reading<R>(
+        _ reader: inout ByteReader, _ body: (inout ByteReader) throws(DecodingProblem) -> R
+    ) throws(ClaimCodingError) -> R {
+        do {
+            return try body(&reader)
+        } catch {
+            throw ClaimCodingError(reason: error.reason, offset: reader.position)
         }
     }
 }

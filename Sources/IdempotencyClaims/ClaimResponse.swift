@@ -1,4 +1,5 @@
 public import Foundation
+import OutboxWire
 
 /// A response as a claim stores it and replays it: status, the headers that matter, body.
 ///
@@ -23,7 +24,7 @@ public struct ClaimResponse: Hashable, Sendable {
     }
 
     /// The header a replay carries, with the value `true`.
-    public static let replayedHeaderName = "Idempotent-Replayed"
+    public static let replayedHeaderName = WireHeader.idempotentReplayed
 
     /// The HTTP status, e.g. 201.
     public var status: Int

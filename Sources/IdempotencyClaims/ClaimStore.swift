@@ -1,3 +1,5 @@
+public import Foundation
+
 /// The storage seam: the server's own database, as the claims see it.
 ///
 /// A store runs a closure inside one transaction of the database that also holds the
@@ -5,20 +7,14 @@
 /// protects runs in that same transaction (see ``IdempotencyClaims/handle(scope:key:body:whileClaimed:write:)``),
 /// the claim's completion and the write commit together, or neither does.
 ///
-/// The package ships ``InMemoryClaimStore`` and ``LMDBClaimStore``. A server on PostgreSQL
-/// implements the same four requirements on a connection (see `Docs/server.md`):
+/// A claim is taken with ``insertClaimIfAbsent(_:for:in:)``: an atomic insert-if-absent, never
+/// a lookup followed by an insert, so that of two copies of a request arriving at once exactly
+/// one inserts. A claim found there is held by the transaction from then on (a row lock on a
+/// database with them; the single writer of an embedded store), so deciding on it and replacing
+/// an expired one cannot race another copy.
 ///
-/// ```swift
-/// struct PostgresClaimStore: ClaimStore {
-///     func transaction<R>(_ body: (PostgresTransaction) throws -> R) throws -> R {
-///         try pool.withTransaction { txn in try body(txn) }   // BEGIN ... COMMIT / ROLLBACK
-///     }
-///     func claim(_ id: ClaimID, in txn: PostgresTransaction) throws -> ClaimRecord? {
-///         // SELECT ... FROM idempotency_keys WHERE business_id = $1 AND ... FOR UPDATE
-///     }
-///     ...
-/// }
-/// ```
+/// The package ships ``InMemoryClaimStore`` and ``LMDBClaimStore``; `PostgresClaimStore` (its own
+/// product) implements the same requirements on PostgreSQL (see `Docs/server.md`).
 public protocol ClaimStore: Sendable {
     /// The server's transaction, as handed to the write a claim protects. Valid only inside
     /// the closure of ``transaction(_:)``.
@@ -26,13 +22,19 @@ public protocol ClaimStore: Sendable {
 
     /// Runs `body` in one transaction: returning commits, throwing rolls back and rethrows.
     ///
-    /// A store may run `body` again from the start (LMDB does when its map must grow), so
-    /// `body` must do nothing but work on the transaction.
+    /// A store may run `body` again from the start (LMDB does when its map must grow; PostgreSQL
+    /// after a serialization failure or a deadlock), so `body` must do nothing but work on the
+    /// transaction.
     func transaction<R>(_ body: (Transaction) throws -> R) throws -> R
 
-    /// The claim stored under `id`, or `nil`. Expired claims are returned too: the caller
-    /// decides what counts (``ClaimRules``).
+    /// The claim stored under `id`, or `nil`, held by the transaction until it ends. Expired
+    /// claims are returned too: the caller decides what counts (``ClaimRules``).
     func claim(_ id: ClaimID, in transaction: Transaction) throws -> ClaimRecord?
+
+    /// Stores `record` under `id` if no claim is stored there, atomically.
+    /// - Returns: `nil` when `record` was stored; otherwise the claim stored there, left
+    ///   unchanged and held by the transaction until it ends (as ``claim(_:in:)`` holds it).
+    func insertClaimIfAbsent(_ record: ClaimRecord, for id: ClaimID, in transaction: Transaction) throws -> ClaimRecord?
 
     /// Stores `record` under `id`, replacing any claim there.
     func putClaim(_ record: ClaimRecord, for id: ClaimID, in transaction: Transaction) throws
@@ -40,11 +42,8 @@ public protocol ClaimStore: Sendable {
     /// Removes the claim under `id`, if any.
     func removeClaim(_ id: ClaimID, in transaction: Transaction) throws
 
-    /// The ids of up to `limit` claims for which `isDead` answers `true`: how expired claims are
-    /// found and purged.
-    func claimIDs(
-        in transaction: Transaction,
-        limit: Int,
-        where isDead: (ClaimRecord) -> Bool
-    ) throws -> [ClaimID]
+    /// Removes up to `limit` claims that no longer count at `now` (``ClaimRules/isLive(_:now:policy:)``
+    /// is false: completed past the retention, or in progress past the lease).
+    /// - Returns: how many were removed.
+    func removeDeadClaims(at now: Date, policy: ClaimPolicy, limit: Int, in transaction: Transaction) throws -> Int
 }

@@ -34,8 +34,8 @@ import OutboxCrypto
 /// | after the retention has passed                 | the write runs again                        |
 ///
 /// ## How "in progress" works
-/// A claim is taken in a short transaction of its own (stored as in progress, with a lease),
-/// then completed in the transaction of the write. Between the two, other requests with the
+/// A claim is taken in a short transaction of its own (inserted if absent, as in progress, with
+/// a lease), then completed in the transaction of the write. Between the two, other requests with the
 /// key see it in progress and are answered 409 without waiting; work that must not hold the
 /// database's transaction runs there (`whileClaimed`). A write that throws removes the claim.
 /// If the process dies between the two transactions, the claim stays in progress until its
@@ -103,32 +103,49 @@ public struct IdempotencyClaims<Store: ClaimStore>: Sendable {
     }
 
     /// Removes up to `limit` claims that no longer count: completed ones past the retention and
-    /// in-progress ones past their lease. Expired claims are ignored anyway; this frees space.
+    /// in-progress ones past their lease, in one short transaction. Expired claims are ignored
+    /// anyway; this frees space.
     /// - Returns: how many claims were removed.
     @discardableResult
     public func purgeExpired(limit: Int = 1000) throws -> Int {
         precondition(limit > 0, "limit must be positive")
         return try store.transaction { txn in
-            let now = clock.now()
-            let dead = try store.claimIDs(in: txn, limit: limit) { !ClaimRules.isLive($0, now: now, policy: policy) }
-            for id in dead { try store.removeClaim(id, in: txn) }
-            return dead.count
+            try store.removeDeadClaims(at: clock.now(), policy: policy, limit: limit, in: txn)
+        }
+    }
+
+    /// Removes every claim that no longer counts, in batches of at most `batchLimit`, each in a
+    /// transaction of its own so that no lock is held long; stops at the first batch that is not
+    /// full (a store may skip claims another transaction holds: the next purge removes them).
+    /// - Returns: how many claims were removed.
+    @discardableResult
+    public func purgeAllExpired(batchLimit: Int = 1000) throws -> Int {
+        precondition(batchLimit > 0, "batchLimit must be positive")
+        var total = 0
+        while true {
+            let removed = try purgeExpired(limit: batchLimit)
+            total += removed
+            if removed < batchLimit { return total }
         }
     }
 
     // MARK: The three transactions
 
     /// Takes the claim as in progress, or answers without taking it.
+    ///
+    /// The claim is inserted if absent, atomically; a claim found there is held by the
+    /// transaction, so replacing it when it no longer counts cannot race another copy.
     private func take(_ id: ClaimID, fingerprint: SHA256Digest, token: ClaimToken) throws -> ClaimAnswer? {
         try store.transaction { txn in
             let now = clock.now()
-            let existing = try store.claim(id, in: txn)
-            let decision = ClaimRules.decide(existing: existing, fingerprint: fingerprint, now: now, policy: policy)
-            if let answer = ClaimAnswer.answer(for: decision) { return answer }
             let record = ClaimRecord(
                 fingerprint: fingerprint,
                 takenAt: now,
                 state: .inProgress(token: token, leaseExpiresAt: now.addingTimeInterval(policy.inProgressLease)))
+            guard let existing = try store.insertClaimIfAbsent(record, for: id, in: txn) else { return nil }
+            let decision = ClaimRules.decide(existing: existing, fingerprint: fingerprint, now: now, policy: policy)
+            if let answer = ClaimAnswer.answer(for: decision) { return answer }
+            // Expired or abandoned: take it over.
             try store.putClaim(record, for: id, in: txn)
             return nil
         }

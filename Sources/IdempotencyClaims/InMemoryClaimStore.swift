@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Synchronization
 
 /// A ``ClaimStore`` in memory, with the server's records beside the claims: for tests and
@@ -85,17 +85,19 @@ public final class InMemoryClaimStore<Records: Sendable>: ClaimStore {
         transaction.claims[id] = nil
     }
 
-    public func claimIDs(
-        in transaction: Transaction,
-        limit: Int,
-        where isDead: (ClaimRecord) -> Bool
-    ) throws -> [ClaimID] {
+    public func insertClaimIfAbsent(_ record: ClaimRecord, for id: ClaimID, in transaction: Transaction) throws -> ClaimRecord? {
         transaction.checkOpen()
-        var found: [ClaimID] = []
-        for (id, record) in transaction.claims where found.count < limit && isDead(record) {
-            found.append(id)
-        }
-        return found
+        // Transactions are serialized: nothing can come between this look and this store.
+        if let existing = transaction.claims[id] { return existing }
+        transaction.claims[id] = record
+        return nil
+    }
+
+    public func removeDeadClaims(at now: Date, policy: ClaimPolicy, limit: Int, in transaction: Transaction) throws -> Int {
+        transaction.checkOpen()
+        let dead = Array(transaction.claims.lazy.filter { !ClaimRules.isLive($0.value, now: now, policy: policy) }.prefix(limit).map(\.key))
+        for id in dead { transaction.claims[id] = nil }
+        return dead.count
     }
 
     /// The records as last committed.

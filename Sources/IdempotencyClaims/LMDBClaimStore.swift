@@ -1,3 +1,4 @@
+public import Foundation
 public import OutboxStorage
 
 /// A ``ClaimStore`` in a database of an LMDB environment the server owns.
@@ -82,18 +83,27 @@ public struct LMDBClaimStore: ClaimStore {
         try transaction.withLMDB { _ = try $0.delete(database, key: key) }
     }
 
-    public func claimIDs(
-        in transaction: Transaction,
-        limit: Int,
-        where isDead: (ClaimRecord) -> Bool
-    ) throws -> [ClaimID] {
+    public func insertClaimIfAbsent(_ record: ClaimRecord, for id: ClaimID, in transaction: Transaction) throws -> ClaimRecord? {
+        let key = try ClaimCodec.key(for: id)
+        let value = try ClaimCodec.encode(record)
+        do {
+            try transaction.withLMDB { try $0.put(database, key: key, value: value, flags: .noOverwrite) }
+            return nil
+        } catch let error as LMDBError where error == .keyExists {
+            // The one write transaction holds the environment: the claim found stays as read.
+            return try claim(id, in: transaction)
+        }
+    }
+
+    public func removeDeadClaims(at now: Date, policy: ClaimPolicy, limit: Int, in transaction: Transaction) throws -> Int {
         try transaction.withLMDB { txn in
-            var found: [ClaimID] = []
+            var dead: [[UInt8]] = []
             try txn.scan(database) { key, value in
-                if try isDead(ClaimCodec.decode(value)) { found.append(try ClaimCodec.id(fromKey: key)) }
-                return found.count < limit ? .next : .stop
+                if try !ClaimRules.isLive(ClaimCodec.decode(value), now: now, policy: policy) { dead.append(Array(key)) }
+                return dead.count < limit ? .next : .stop
             }
-            return found
+            for key in dead { try txn.delete(database, key: key) }
+            return dead.count
         }
     }
 }

@@ -1,6 +1,8 @@
 import Foundation
+import OutboxWire
 import Outbox
 import OutboxTesting
+import OutboxTestSupport
 import Synchronization
 
 /// Ways a request can go wrong between the phone and the server.
@@ -106,7 +108,7 @@ final class SimulatedNetwork: OutboxTransport {
         case .serverError:
             return .error(503, code: "maintenance", message: "Back soon")
         case .rateLimited:
-            return .error(429, code: "rate_limited", message: "Slow down", headers: ["Retry-After": String(retryAfter)])
+            return .error(429, code: "rate_limited", message: "Slow down", headers: [WireHeader.retryAfter: String(retryAfter)])
         case .sessionExpired:
             return .error(401, code: "token_expired", message: "Sign in again")
         case .captivePortal:

@@ -2,6 +2,7 @@ public import Foundation
 import IdempotencyClaims
 public import Outbox
 import OutboxTesting
+import OutboxTestSupport
 import Synchronization
 
 /// How a simulation runs.
@@ -439,19 +440,6 @@ public final class Simulation {
                 throw Failure.invariant("\(label(id)) (\(expected.fate)) ended \(status), expected one of \(allowed.map(\.rawValue).sorted())")
             }
         }
-    }
-}
-
-/// Operation ids from the seed, so a replayed seed names its operations the same.
-public final class SeededIDs: Sendable {
-    private let generator: Mutex<SeededRandom>
-
-    public init(seed: UInt64) {
-        generator = Mutex(SeededRandom(seed: seed))
-    }
-
-    public func next() -> OperationID {
-        OperationID(uuid: generator.withLock { $0.uuid() })
     }
 }
 

@@ -81,4 +81,9 @@ public struct LMDBError: Error, RawRepresentable, Hashable, Sendable, CustomStri
         guard let message = mdb_strerror(rawValue) else { return "LMDB error \(rawValue)" }
         return "\(String(cString: message)) (\(rawValue))"
     }
+
+    /// Lets a code stand as a `catch` pattern: `catch LMDBError.mapFull { ... }`.
+    public static func ~= (pattern: LMDBError, error: any Error) -> Bool {
+        (error as? LMDBError) == pattern
+    }
 }

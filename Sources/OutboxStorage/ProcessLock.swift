@@ -7,20 +7,25 @@ import Darwin
 #endif
 import Synchronization
 
-/// An exclusive lock on a file, held by one process at a time (`flock`), released when the
-/// process ends however it ends.
+/// An exclusive lock on a file, held by one process at a time, released when the process ends
+/// however it ends.
 ///
 /// LMDB lets several processes write one environment; the engine must not, because each
 /// process would take the other's live attempts for abandoned ones. So the writing process holds
 /// this lock while the journal is open, and a second writer is refused before it reads or writes
 /// anything. Readers never take it.
 ///
-/// The holder writes its process id into the file, so a refusal can name the process.
+/// It is a POSIX record lock (`fcntl(F_SETLK)`), not `flock`: a child process started while the
+/// lock is held (by `posix_spawn`, between its fork and its exec) shares the parent's open files
+/// for a moment, and would keep a `flock` held after the parent let it go; record locks belong to
+/// the process alone. Because closing any descriptor of the file drops a process's record lock,
+/// each path is opened once per process: a second acquisition in the same process is refused
+/// from a table kept here, without touching the file.
 public final class ProcessLock: Sendable {
     /// Why the lock could not be taken.
     public enum Failure: Error, Sendable, Equatable {
-        /// Another open holds it: another process, or (`pid` is this process's) another open
-        /// in this one.
+        /// Another open holds it: another process (its id when the system says), or another
+        /// open in this one (``ProcessLock/currentProcessID``).
         case held(byProcess: Int32?)
         /// The lock file cannot be created or opened.
         case unavailable(errno: Int32)
@@ -28,19 +33,29 @@ public final class ProcessLock: Sendable {
 
     public let path: String
     private let descriptor: Mutex<Int32>
+    /// The lock files this process holds.
+    private static let held = Mutex(Set<String>())
 
     /// Takes the lock at `path`, creating the file when missing; never waits.
     public static func acquire(path: String) throws(Failure) -> ProcessLock {
+        guard held.withLock({ $0.insert(path).inserted }) else { throw .held(byProcess: getpid()) }
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw .unavailable(errno: errno) }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+        guard descriptor >= 0 else {
             let code = errno
-            let holder = readProcessID(descriptor)
-            close(descriptor)
-            if code == EWOULDBLOCK { throw .held(byProcess: holder) }
+            _ = held.withLock { $0.remove(path) }
             throw .unavailable(errno: code)
         }
-        // Naming the holder is a courtesy to whoever is refused: a full disk must not stop it.
+        var lock = wholeFileLock(type: F_WRLCK)
+        guard fcntl(descriptor, F_SETLK, &lock) == 0 else {
+            let code = errno
+            var holder = wholeFileLock(type: F_WRLCK)
+            let pid: Int32? = fcntl(descriptor, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK ? holder.l_pid : nil
+            close(descriptor)
+            _ = held.withLock { $0.remove(path) }
+            if code == EACCES || code == EAGAIN { throw .held(byProcess: pid) }
+            throw .unavailable(errno: code)
+        }
+        // Naming the holder for people who look: a full disk must not stop the lock.
         let text = Array("\(getpid())\n".utf8)
         if ftruncate(descriptor, 0) == 0 {
             _ = text.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
@@ -61,20 +76,23 @@ public final class ProcessLock: Sendable {
     public func release() {
         descriptor.withLock { descriptor in
             guard descriptor >= 0 else { return }
-            // Closing the last descriptor of the open file releases the flock.
+            // Closing the descriptor drops the record lock.
             close(descriptor)
             descriptor = -1
+            _ = Self.held.withLock { $0.remove(path) }
         }
     }
 
     /// This process's id, to tell a second open in this process from another process.
     public static var currentProcessID: Int32 { getpid() }
 
-    private static func readProcessID(_ descriptor: Int32) -> Int32? {
-        var bytes = [UInt8](repeating: 0, count: 16)
-        let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
-        guard count > 0 else { return nil }
-        return Int32(String(decoding: bytes[..<count], as: UTF8.self).trimmingNewline)
+    private static func wholeFileLock(type: Int32) -> flock {
+        var lock = flock()
+        lock.l_type = Int16(type)
+        lock.l_whence = Int16(SEEK_SET)
+        lock.l_start = 0
+        lock.l_len = 0
+        return lock
     }
 }
 
@@ -110,10 +128,3 @@ public enum FileSystem {
     }
 }
 
-extension String {
-    fileprivate var trimmingNewline: String {
-        var text = self
-        while text.last == "\n" || text.last == "\0" { text.removeLast() }
-        return text
-    }
-}

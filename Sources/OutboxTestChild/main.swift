@@ -6,11 +6,18 @@
 //       for a line on standard input, and prints "events <n>" again from the same snapshot.
 //       Then prints "fresh <n>" from a new snapshot.
 //
-//   outbox-test-child crash-worker <journal-dir> <server-url> <first> <count> <full|processCrash>
-//       Opens the journal as the engine, sends to the server, and enqueues products numbered
-//       first ..< first+count, printing "enqueued <id> <n>" once each enqueue has returned (is
-//       durable), draining after every second one. Prints "done" at the end. The test kills it
-//       with SIGKILL at moments of its choosing.
+//   outbox-test-child crash-worker <journal-dir> <server-url> <first> <writers> <per-writer>
+//                                  <full|processCrash> <write|compact>
+//       Opens the journal as the engine (printing "opening" before and "opened" after), sends to
+//       the server, and runs <writers> tasks at once, each enqueueing <per-writer> products
+//       numbered from <first> up, so their enqueues share the writer's commits. Each enqueue
+//       that returned (is durable) is printed at once as "enqueued <id> <n>"; each writer drains
+//       after every second one. In `compact` mode it compacts every settled operation before the
+//       writers start, after each of their drains (one compaction at a time) and once after the
+//       last drain, printing "compacting" before each and "compacted <operations> <events>"
+//       after; the journal also compacts on its own past 300 events. Once every writer is done
+//       it prints "written", drains ("drained"), closes ("closed") and prints "done". The test
+//       kills it with SIGKILL at a moment of its choosing.
 //
 //   outbox-test-child settle <journal-dir> <server-url>
 //       Opens the journal as the engine and drains until nothing is queued or syncing, then
@@ -33,7 +40,7 @@ func say(_ line: String) {
 }
 
 /// The engine as the crash tests run it: short backoff, so retries happen within the test.
-func openEngine(_ path: String, _ serverURL: String, durability: Durability) throws -> Outbox {
+func openEngine(_ path: String, _ serverURL: String, durability: Durability, compaction: CompactionPolicy? = nil) throws -> Outbox {
     guard let url = URL(string: serverURL) else { fail("not a URL: \(serverURL)") }
     return try Outbox(
         directory: URL(fileURLWithPath: path),
@@ -42,7 +49,8 @@ func openEngine(_ path: String, _ serverURL: String, durability: Durability) thr
             account: "crash-member",
             retryPolicy: RetryPolicy(initialDelaySeconds: 0.01, multiplier: 2, maxDelaySeconds: 0.05),
             maxConcurrentLanes: 2,
-            durability: durability
+            durability: durability,
+            compaction: compaction
         )
     )
 }
@@ -78,23 +86,63 @@ case "snapshot":
     }
 
 case "crash-worker":
-    guard arguments.count == 6, let first = Int(arguments[3]), let count = Int(arguments[4]),
-        let durability = Durability(rawValue: arguments[5])
-    else { fail("usage: crash-worker <journal-dir> <server-url> <first> <count> <full|processCrash>") }
+    guard arguments.count == 8, let first = Int(arguments[3]), let writers = Int(arguments[4]), writers > 0,
+        let perWriter = Int(arguments[5]), perWriter > 0, let durability = Durability(rawValue: arguments[6]),
+        ["write", "compact"].contains(arguments[7])
+    else {
+        fail("usage: crash-worker <journal-dir> <server-url> <first> <writers> <per-writer> <full|processCrash> <write|compact>")
+    }
+    let compacting = arguments[7] == "compact"
     do {
-        let outbox = try openEngine(path, arguments[2], durability: durability)
+        say("opening")
+        let outbox = try openEngine(
+            path, arguments[2], durability: durability,
+            compaction: compacting ? CompactionPolicy(maxEvents: 300, keepSettledSeconds: 0) : nil
+        )
+        say("opened")
         outbox.wake(.appLaunch)
-        for number in first..<first + count {
-            let id = try await outbox.enqueue(product(number))
-            say("enqueued \(id) \(number)")
-            if number % 2 == 0 { await outbox.drain() }
+        /// Compacts every operation settled so far, saying when it starts and ends.
+        @Sendable func compactSettled() async throws {
+            say("compacting")
+            let result = try await outbox.compact(before: Date())
+            say("compacted \(result.operations) \(result.eventsRemoved)")
         }
+        // What earlier children left settled, before anything more is written.
+        if compacting { try await compactSettled() }
+        // While the writers write, a compaction after each of their drains (one at a time, the
+        // drains meanwhile collapsed into one), of what has settled since the last.
+        let (drains, drained) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let compactor = Task {
+            for await _ in drains where compacting { try await compactSettled() }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<writers {
+                group.addTask {
+                    for index in 0..<perWriter {
+                        let number = first + writer * perWriter + index
+                        let id = try await outbox.enqueue(product(number))
+                        say("enqueued \(id) \(number)")
+                        if index % 2 == 1 {
+                            await outbox.drain()
+                            drained.yield()
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        drained.finish()
+        try await compactor.value
+        say("written")
         await outbox.drain()
-        say("done")
+        say("drained")
+        if compacting { try await compactSettled() }
         outbox.close()
+        say("closed")
     } catch {
         fail("\(error)")
     }
+    say("done")
 
 case "settle":
     guard arguments.count == 3 else { fail("usage: settle <journal-dir> <server-url>") }

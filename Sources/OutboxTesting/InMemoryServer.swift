@@ -1,4 +1,5 @@
 public import Foundation
+import OutboxWire
 public import Outbox
 import Synchronization
 
@@ -118,7 +119,7 @@ public final class InMemoryServer: OutboxTransport {
                 return .error(409, code: ErrorCode.idempotencyConflict, message: "This key was used with a different body.")
             }
             var replay = claim.response
-            replay.headers["Idempotent-Replayed"] = "true"
+            replay.headers[WireHeader.idempotentReplayed] = "true"
             return replay
         }
         let revision = state.records.count + 1

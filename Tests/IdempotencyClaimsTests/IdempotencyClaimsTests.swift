@@ -3,7 +3,7 @@ import Foundation
 import OutboxCrypto
 import Testing
 
-/// The claim rules, end to end, for both shipped stores.
+/// The claim rules, end to end, one suite for every store: in memory, LMDB and PostgreSQL.
 @Suite("Idempotency claims")
 struct IdempotencyClaimsTests {
     @Test(arguments: Backend.allCases)
@@ -159,6 +159,40 @@ struct IdempotencyClaimsTests {
         #expect(try harness.claim("k-1") == nil)
         #expect(try harness.handle(key: "k-1").outcome == .applied, "an expired key is new again")
         #expect(try harness.effects("k-1") == 2)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func purgingRemovesOnlyDeadClaimsAndInBoundedBatches(_ backend: Backend) throws {
+        let policy = ClaimPolicy(retention: 100, inProgressLease: 10)
+        let harness = try ClaimsHarness.make(backend, policy: policy)
+        for number in 0..<25 { _ = try harness.handle(key: "old-\(number)") }
+        harness.clock.advance(by: 100)
+        for number in 0..<3 { _ = try harness.handle(key: "new-\(number)") }
+        let now = harness.clock.now()
+        let fingerprint = SHA256Digest(of: Data("{}".utf8))
+        try harness.put(ClaimRecord(fingerprint: fingerprint, takenAt: now, state: .inProgress(token: ClaimToken(), leaseExpiresAt: now)), key: "abandoned")
+        try harness.put(ClaimRecord(fingerprint: fingerprint, takenAt: now, state: .inProgress(token: ClaimToken(), leaseExpiresAt: now.addingTimeInterval(1))), key: "running")
+
+        #expect(try harness.purgeExpired(limit: 10) == 10, "one batch stops at its limit")
+        #expect(try harness.purgeAllExpired(batchLimit: 10) == 16, "the other 15 old claims and the abandoned one")
+        #expect(try harness.purgeAllExpired(batchLimit: 10) == 0)
+        for number in 0..<25 { #expect(try harness.claim("old-\(number)") == nil) }
+        #expect(try harness.claim("abandoned") == nil)
+        for number in 0..<3 { #expect(try harness.claim("new-\(number)")?.response != nil, "completed within the retention") }
+        #expect(try harness.claim("running") != nil, "in progress within its lease")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func insertingIfAbsentNeverReplacesAStoredClaim(_ backend: Backend) throws {
+        let harness = try ClaimsHarness.make(backend)
+        let now = harness.clock.now()
+        let first = ClaimRecord(fingerprint: SHA256Digest(of: Data("a".utf8)), takenAt: now,
+                                state: .inProgress(token: ClaimToken(), leaseExpiresAt: now.addingTimeInterval(60)))
+        let second = ClaimRecord(fingerprint: SHA256Digest(of: Data("b".utf8)), takenAt: now,
+                                 state: .inProgress(token: ClaimToken(), leaseExpiresAt: now.addingTimeInterval(60)))
+        #expect(try harness.insertIfAbsent(first, key: "k-1") == nil, "inserted")
+        #expect(try harness.insertIfAbsent(second, key: "k-1") == first, "the stored claim, unchanged")
+        #expect(try harness.claim("k-1") == first)
     }
 
     @Test(arguments: Backend.allCases)

@@ -1,6 +1,6 @@
 import Foundation
 import Outbox
-import OutboxSimulation
+import OutboxTestSupport
 import OutboxStorage
 import Synchronization
 import Testing

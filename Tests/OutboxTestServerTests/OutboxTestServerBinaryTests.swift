@@ -1,5 +1,5 @@
 import Foundation
-import OutboxSimulation
+import OutboxTestSupport
 import OutboxTestServer
 import Testing
 
@@ -16,28 +16,43 @@ struct OutboxTestServerBinaryTests {
         case noPortLine(String)
     }
 
-    @Test func theBinaryPrintsItsPortServesAndStopsOnSIGTERM() async throws {
+    /// The executable started with `arguments` (and `environment` added to this process's), its
+    /// standard output and error piped.
+    static func launch(_ arguments: [String], environment: [String: String] = [:]) throws -> (process: Process, output: Pipe, errors: Pipe) {
         let process = Process()
-        process.executableURL = try Self.executable()
-        process.arguments = ["--read-timeout", "2"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-
-        let line = try await onThread { () -> String in
-            var bytes = Data()
-            while !bytes.contains(UInt8(ascii: "\n")) {
-                let chunk = output.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                bytes += chunk
-            }
-            return String(decoding: bytes, as: UTF8.self)
+        process.executableURL = try executable()
+        process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
+        let (output, errors) = (Pipe(), Pipe())
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        return (process, output, errors)
+    }
+
+    /// Reads the first line, `listening on 127.0.0.1:PORT`, and answers the port.
+    static func port(from output: Pipe) throws -> UInt16 {
+        var bytes = Data()
+        while !bytes.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            bytes += chunk
+        }
+        let line = String(decoding: bytes, as: UTF8.self)
         let prefix = "listening on 127.0.0.1:"
         guard line.hasPrefix(prefix), let port = UInt16(line.dropFirst(prefix.count).prefix { $0.isNumber }) else {
             throw BinaryError.noPortLine(line)
         }
+        return port
+    }
+
+    @Test func theBinaryPrintsItsPortServesAndStopsOnSIGTERM() async throws {
+        let (process, output, _) = try Self.launch(["--read-timeout", "2"])
+        defer { if process.isRunning { process.terminate() } }
+
+        let port = try await onThread { try Self.port(from: output) }
 
         let created = try await exchange(port, request(key: "op-1", body: #"{"id":"p-1"}"#))
         #expect(created.status == 201)
@@ -51,57 +66,17 @@ struct OutboxTestServerBinaryTests {
         }
         #expect(status == 0, "a clean stop on SIGTERM")
     }
-}
 
-@Suite("The outbox-test-server command line")
-struct ServerCommandLineTests {
-    @Test func noArgumentsRunTheDefaults() throws {
-        guard case .run(let configuration) = try ServerCommandLine.parse([]).get() else {
-            Issue.record("expected run")
-            return
+    @Test func aNumberOutOfRangeExits64NamingTheOptionAndTheRange() async throws {
+        let (process, _, errors) = try Self.launch(["--read-timeout", "1e16"])
+        defer { if process.isRunning { process.terminate() } }
+        let (status, message) = try await onThread { () -> (Int32, String) in
+            let bytes = errors.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: bytes, as: UTF8.self))
         }
-        #expect(configuration.port == 0)
-        #expect(configuration.maxBodyBytes == 1 << 20)
-        guard case .memory = configuration.storage else {
-            Issue.record("expected memory storage")
-            return
-        }
-    }
-
-    @Test func everyOptionIsApplied() throws {
-        let parsed = try ServerCommandLine.parse([
-            "--port", "8080", "--data-dir", "/tmp/x", "--max-body-bytes", "10", "--max-connections", "3",
-            "--read-timeout", "0.5", "--retention-days", "45",
-        ]).get()
-        guard case .run(let configuration) = parsed, case .lmdb(let directory) = configuration.storage else {
-            Issue.record("expected run with lmdb storage")
-            return
-        }
-        #expect(configuration.port == 8080)
-        #expect(directory.path == "/tmp/x")
-        #expect(configuration.maxBodyBytes == 10)
-        #expect(configuration.maxConnections == 3)
-        #expect(configuration.readTimeout == 0.5)
-        #expect(configuration.claimPolicy.retention == 45 * 86_400)
-    }
-
-    @Test func helpIsAskedForWithEitherSpelling() throws {
-        for flag in ["-h", "--help"] {
-            guard case .help = try ServerCommandLine.parse(["--port", "1", flag]).get() else {
-                Issue.record("expected help for \(flag)")
-                continue
-            }
-        }
-    }
-
-    @Test(arguments: [
-        ["--port"], ["--port", "70000"], ["--read-timeout", "-1"], ["--max-connections", "0"], ["--frobnicate", "1"], ["stray"],
-    ])
-    func badCommandLinesAreUsageErrors(_ arguments: [String]) {
-        guard case .failure(let error) = ServerCommandLine.parse(arguments) else {
-            Issue.record("\(arguments) should not parse")
-            return
-        }
-        #expect(!error.message.isEmpty)
+        #expect(process.terminationReason == .exit, "exited, not killed by a trap")
+        #expect(status == 64)
+        #expect(message.hasPrefix("outbox-test-server: --read-timeout expects seconds over 0 and at most 86400, not '1e16'"), "\(message)")
     }
 }

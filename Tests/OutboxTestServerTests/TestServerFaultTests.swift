@@ -149,6 +149,25 @@ struct TestServerFaultTests {
         #expect(try server.appliedCounts() == ["op-1": 1])
     }
 
+    @Test func aRequestHeldInsideItsTransactionCommitsOnlyWhenReleased() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.addFaults([Fault(.holdInTransaction, key: "op-1")])
+        let held = Task { try await exchange(server.port, request(key: "op-1", body: body)) }
+        let awaited = try await exchange(server.port, request("POST", "/_control/await-held", body: #"{"key":"op-1"}"#))
+        #expect(awaited.json?["held"] as? Bool == true)
+        #expect(server.heldKeys == ["op-1"])
+        #expect(try server.appliedCounts().isEmpty, "written inside the transaction, not committed")
+        #expect(try server.records().isEmpty)
+
+        let released = try await exchange(server.port, request("POST", "/_control/release", body: #"{"key":"op-1"}"#))
+        #expect(released.json?["released"] as? Int == 1)
+        #expect(try await held.value.status == 201)
+        #expect(try server.appliedCounts() == ["op-1": 1])
+        let unnamed = try await exchange(server.port, request("POST", "/_control/await-held"))
+        #expect(unnamed.status == 400 && unnamed.code == "invalid_body", "await-held needs a key")
+    }
+
     @Test func faultsMatchTheirKeyAndEndpointAndAreConsumedInOrder() async throws {
         let server = try TestServer()
         defer { server.stop() }

@@ -1,6 +1,6 @@
 import Foundation
 @testable import Outbox
-import OutboxSimulation
+import OutboxTestSupport
 import OutboxStorage
 import Testing
 
@@ -69,7 +69,7 @@ struct ConcurrencyTests {
         _ = try await outbox.enqueue(productRequest(1))
         let schema = outbox.store.schema
         try outbox.store.read { txn throws in
-            let before = try txn.count(schema.events)
+            let before = try txn.count(schema.events.database)
             for number in 2...10 {
                 let id = OperationID()
                 let request = productRequest(number)
@@ -78,10 +78,10 @@ struct ConcurrencyTests {
                         request: request, requestHash: SHA256Digest(of: request.payload), account: journal.account)))
                 ])
             }
-            #expect(try txn.count(schema.events) == before)
+            #expect(try txn.count(schema.events.database) == before)
             #expect(try schema.operationIDs(withStatus: .queued, in: txn).count == 1)
         }
-        #expect(try outbox.store.read { txn in try txn.count(schema.events) } == 11)
+        #expect(try outbox.store.read { txn in try txn.count(schema.events.database) } == 11)
     }
 
     @Test func aSecondProcessReadsASnapshotWhileTheEngineWrites() async throws {

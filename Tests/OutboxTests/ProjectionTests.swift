@@ -51,9 +51,9 @@ struct ProjectionTests {
         // Damage the projections the way an older layout would look: wrong version, stale rows.
         let schema = outbox.store.schema
         try outbox.store.environment.write { txn in
-            try txn.put(schema.meta, key: JournalSchema.MetaKey.projectionVersion, value: UInt32(0).bigEndianBytes)
-            try txn.removeAll(schema.byStatus)
-            try txn.put(schema.counters, key: Array("status/queued".utf8), value: UInt64(999).bigEndianBytes)
+            try txn.put(schema.meta, JournalSchema.MetaKey.projectionVersion, UInt32(0).bigEndianBytes)
+            try txn.removeAll(schema.byStatus.database)
+            try txn.put(schema.counters, "status/queued", 999)
         }
         #expect(try !outbox.store.compareProjectionsWithRebuild().isEmpty)
         outbox.close()
@@ -78,8 +78,8 @@ struct ProjectionTests {
             #expect(try schema.counter(CounterName.status(.queued), in: txn) == 1)
             #expect(try schema.counter(CounterName.status(.discarded), in: txn) == 1)
             #expect(try schema.counters(prefix: CounterName.tabPrefix(.waiting), in: txn) == ["Products": 1])
-            #expect(try txn.count(schema.schedule) == 1)
-            #expect(try txn.count(schema.lanes) == 1)
+            #expect(try txn.count(schema.schedule.database) == 1)
+            #expect(try txn.count(schema.lanes.database) == 1)
             #expect(try schema.counter(CounterName.events, in: txn) == 4)
         }
     }

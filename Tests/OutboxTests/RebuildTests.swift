@@ -1,6 +1,6 @@
 import Foundation
 @testable import Outbox
-import OutboxSimulation
+import OutboxTestSupport
 import OutboxStorage
 import Synchronization
 import Testing
@@ -9,27 +9,13 @@ import Testing
 /// among threads, the rewrite in many transactions, and a map that fills in the middle.
 @Suite("Rebuilding the projections", .timeLimit(.minutes(2)))
 struct RebuildTests {
-    /// A journal through a random history with compactions in it, so that `compacted` events
-    /// (which name operations of every shard) are among the events folded.
-    private static func historyWithCompactions(_ journal: TestJournal, _ outbox: Outbox, seed: UInt64) async throws -> RandomHistory {
-        var history = RandomHistory(seed: seed)
-        for round in 0..<3 {
-            for _ in 0..<200 {
-                try await history.step(outbox, now: journal.clock.now())
-                journal.clock.advance(by: 7)
-            }
-            if round < 2 { _ = try await outbox.compact(before: journal.clock.now().addingTimeInterval(-300)) }
-        }
-        return history
-    }
-
     @Test(arguments: [2, 3, 5])
     func theShardsOfAFoldTogetherEqualTheWholeFold(_ shards: Int) async throws {
         let seed = testSeed()
         let journal = TestJournal()
         let outbox = try journal.open()
         defer { outbox.close() }
-        _ = try await Self.historyWithCompactions(journal, outbox, seed: seed)
+        _ = try await RandomHistory.withCompactions(journal, outbox, seed: seed)
         let store = outbox.store
         let whole = try store.read { txn in try ProjectionImage.build(schema: store.schema, in: txn) }
         #expect(whole.states.values.contains { $0.compactedAt != nil }, "seed \(seed): the history compacted nothing")
@@ -63,7 +49,7 @@ struct RebuildTests {
         }
         let outbox = try Outbox(directory: journal.directory, transport: journal.transport, configuration: journal.configuration(), faultHook: hook)
         defer { outbox.close() }
-        let history = try await Self.historyWithCompactions(journal, outbox, seed: seed)
+        let history = try await RandomHistory.withCompactions(journal, outbox, seed: seed)
         let store = outbox.store
         let before = try history.statuses.keys.map { try outbox.operationState($0) }
         let mapBefore = try store.environment.info().mapSizeBytes
@@ -78,7 +64,7 @@ struct RebuildTests {
         let mismatches = try store.compareProjectionsWithRebuild()
         #expect(mismatches.isEmpty, "seed \(seed): \(mismatches.prefix(5))")
         #expect(try history.statuses.keys.map { try outbox.operationState($0) } == before, "seed \(seed)")
-        #expect(try store.read { txn in try txn.get(store.schema.meta, key: JournalSchema.MetaKey.projectionVersion) }
+        #expect(try store.read { txn in try txn.get(store.schema.meta, JournalSchema.MetaKey.projectionVersion) }
             == JournalSchema.projectionVersion.bigEndianBytes)
     }
 
@@ -90,11 +76,11 @@ struct RebuildTests {
         let store = outbox.store
         let damagedSeq = JournalSequence(rawValue: 17)
         try store.environment.write { txn in
-            var record = try #require(try txn.get(store.schema.events, key: damagedSeq.key))
+            var record = try #require(try txn.get(store.schema.events, damagedSeq))
             record[record.count / 2] ^= 0x40
-            try txn.put(store.schema.events, key: damagedSeq.key, value: record)
+            try txn.put(store.schema.events, damagedSeq, record)
         }
-        let countersBefore = try store.read { txn in try txn.count(store.schema.counters) }
+        let countersBefore = try store.read { txn in try txn.count(store.schema.counters.database) }
         for shards in [1, 4] {
             #expect {
                 try JournalStore.rebuildProjections(
@@ -107,8 +93,8 @@ struct RebuildTests {
             }
         }
         // Nothing was cleared: the projections are those of before.
-        #expect(try store.read { txn in try txn.count(store.schema.counters) } == countersBefore)
-        #expect(try store.read { txn in try txn.get(store.schema.meta, key: JournalSchema.MetaKey.projectionVersion) }
+        #expect(try store.read { txn in try txn.count(store.schema.counters.database) } == countersBefore)
+        #expect(try store.read { txn in try txn.get(store.schema.meta, JournalSchema.MetaKey.projectionVersion) }
             == JournalSchema.projectionVersion.bigEndianBytes)
     }
 }

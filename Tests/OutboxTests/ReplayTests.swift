@@ -309,15 +309,8 @@ struct ReplayTests {
 
     @Test func aPayloadAlteredOnDiskIsNeverSent() async throws {
         for fixChecksum in [true, false] {
-            let journal = TestJournal()
-            let server = InMemoryServer()
-            var outbox = try journal.open(server: server)
-            let id = try await outbox.enqueue(productRequest(1))
-            let seq = try #require(try outbox.operation(id)?.firstSeq)
-            outbox.close()
-            try tamperWithPayload(journal.directory, seq: seq, fixChecksum: fixChecksum)
-
-            outbox = try journal.open(server: server)
+            let (journal, server, id, seq) = try await journalWithTamperedPayload(fixChecksum: fixChecksum)
+            let outbox = try journal.open(server: server)
             await outbox.drain()
             let row = try #require(try outbox.operationState(id))
             #expect(row.status == .blocked)
@@ -402,6 +395,21 @@ struct ReplayTests {
         #expect(transport.requests.count == 4)
         #expect(try ids.allSatisfy { try outbox.operation($0)?.attemptCount == 1 })
     }
+}
+
+/// A journal holding one product (`productRequest(1)`) whose stored payload was then altered
+/// behind the engine's back (see ``tamperWithPayload(_:seq:fixChecksum:)``), closed.
+func journalWithTamperedPayload(fixChecksum: Bool) async throws
+    -> (journal: TestJournal, server: InMemoryServer, id: OperationID, seq: JournalSequence)
+{
+    let journal = TestJournal()
+    let server = InMemoryServer()
+    let outbox = try journal.open(server: server)
+    let id = try await outbox.enqueue(productRequest(1))
+    let seq = try #require(try outbox.operation(id)?.firstSeq)
+    outbox.close()
+    try tamperWithPayload(journal.directory, seq: seq, fixChecksum: fixChecksum)
+    return (journal, server, id, seq)
 }
 
 /// Rewrites the payload of the `enqueued` record at `seq` behind the engine's back: one byte

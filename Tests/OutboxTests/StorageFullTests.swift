@@ -65,11 +65,17 @@ struct StorageBudgetTests {
         server.setOnline(false)
         var pending: [OperationID] = []
         var refusal: (any Error)?
-        while refusal == nil {
-            do {
-                pending.append(try await outbox.enqueue(productRequest(10_000 + pending.count)))
-            } catch {
-                refusal = error
+        // Twice: the second time with the worker idle, so that nothing it writes (its first
+        // offline attempt of each row) moves the journal between the refusal and the checks.
+        for _ in 0..<2 {
+            await outbox.drain()
+            refusal = nil
+            while refusal == nil {
+                do {
+                    pending.append(try await outbox.enqueue(productRequest(10_000 + pending.count)))
+                } catch {
+                    refusal = error
+                }
             }
         }
         #expect(refusal as? OutboxError == .storageFull(limitBytes: budget))

@@ -1,6 +1,6 @@
 import Foundation
 @testable import Outbox
-import OutboxSimulation
+import OutboxTestSupport
 import OutboxTesting
 import Testing
 

@@ -21,6 +21,7 @@ struct BenchmarkRun {
             FileHandle.standardError.write(Data("outbox-bench: warning: \(root.path) is on tmpfs; the floors mean nothing there\n".utf8))
         }
         let context = Context(options: options, root: root)
+        defer { context.stopServices() }
         let results: [ScenarioResult]
         do {
             results = try await Harness(context: context).run(Scenario.all)

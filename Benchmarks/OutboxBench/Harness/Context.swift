@@ -1,4 +1,5 @@
 import Foundation
+import PostgresTesting
 import Synchronization
 
 /// How big each scenario's work is: the sizes, or tiny ones for `--quick`.
@@ -15,6 +16,8 @@ struct Sizes: Sendable {
     var smallJournalEvents: Int
     /// Rows waiting on the Sync tab (scenario 7).
     var waitingRows: Int
+    /// Claims taken and completed per client count (scenario 10): split evenly over the clients.
+    var claims: Int
     /// How many times a fast read is timed per repeat; the median is kept.
     var readIterations: Int
     /// How many times an open is timed per repeat.
@@ -25,13 +28,13 @@ struct Sizes: Sendable {
     static let full = Sizes(
         sequentialEnqueues: 1000, enqueuesPer16Producer: 200, enqueuesPer64Producer: 100,
         lifecycleOperations: 10_000, largeJournalEvents: 1_000_000, smallJournalEvents: 10_000,
-        waitingRows: 10_000, readIterations: 500, openIterations: 5, floorCommits: 500
+        waitingRows: 10_000, claims: 1600, readIterations: 500, openIterations: 5, floorCommits: 500
     )
 
     static let quick = Sizes(
         sequentialEnqueues: 20, enqueuesPer16Producer: 2, enqueuesPer64Producer: 2,
         lifecycleOperations: 100, largeJournalEvents: 3000, smallJournalEvents: 600,
-        waitingRows: 100, readIterations: 5, openIterations: 1, floorCommits: 10
+        waitingRows: 100, claims: 32, readIterations: 5, openIterations: 1, floorCommits: 10
     )
 }
 
@@ -44,6 +47,7 @@ final class Context: Sendable {
     let root: URL
     let fixtures: Fixtures
     private let counter = Atomic<Int>(0)
+    private let cluster = Mutex<TemporaryPostgresCluster?>(nil)
 
     init(options: Options, root: URL) {
         self.options = options
@@ -60,6 +64,28 @@ final class Context: Sendable {
         let url = root.appendingPathComponent("\(label)-\(number)", isDirectory: true)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
+    }
+
+    /// A durable PostgreSQL cluster of the run's own, started on first use and stopped by
+    /// ``stopServices()``. Its data goes under the run's directory, on the disk measured; in
+    /// `--quick` mode, which measures nothing, under the system's temporary directory, which the
+    /// `postgres` user can always reach.
+    func postgres() throws -> TemporaryPostgresCluster {
+        try cluster.withLock { cluster in
+            if let cluster { return cluster }
+            progress("starting a PostgreSQL cluster (initdb, fsync on, synchronous_commit on)")
+            let started = try TemporaryPostgresCluster.start(durable: true, dataParent: quick ? nil : root)
+            cluster = started
+            return started
+        }
+    }
+
+    /// Stops what the scenarios started (the PostgreSQL cluster), before the run's directory goes.
+    func stopServices() {
+        cluster.withLock { cluster in
+            cluster?.stop()
+            cluster = nil
+        }
     }
 
     /// Removes what a repeat wrote.

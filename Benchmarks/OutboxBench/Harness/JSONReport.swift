@@ -18,6 +18,9 @@ struct JSONReport: Encodable {
         var title: String
         var limit: String
         var seconds: Double
+        /// What `ours`, `sqlite` and `floor` hold in this scenario (the engine, the SQLite outbox
+        /// and the floor, unless named otherwise).
+        var contenders: Contenders
         var metrics: [MetricDocument]
         var targets: [TargetDocument]
     }
@@ -97,6 +100,7 @@ struct JSONReport: Encodable {
                 title: result.scenario.title,
                 limit: result.scenario.limit(result),
                 seconds: result.seconds,
+                contenders: result.scenario.contenders,
                 metrics: result.metrics.map { metric in
                     MetricDocument(
                         key: metric.metric.key, label: metric.metric.label, unit: metric.metric.unit.rawValue,

@@ -57,6 +57,18 @@ struct Target: Sendable {
     var judge: @Sendable (ScenarioResult) -> (value: String, met: Bool)?
 }
 
+/// What a scenario's three columns hold: the engine, the SQLite outbox and the floor by default.
+struct Contenders: Sendable, Encodable {
+    var ours: String
+    var sqlite: String
+    var floor: String
+    /// The ratio of ours to the second column, e.g. `vs SQLite`.
+    var versusSQLite: String
+    var versusFloor: String
+
+    static let engine = Contenders(ours: "ours", sqlite: "SQLite outbox", floor: "floor", versusSQLite: "vs SQLite", versusFloor: "vs floor")
+}
+
 /// One benchmark: a name to filter on, the metrics it reports, its back-of-envelope limit and the
 /// issue's targets, and one repeat's work.
 struct Scenario: Sendable {
@@ -66,6 +78,8 @@ struct Scenario: Sendable {
     var name: String
     var title: String
     var metrics: [Metric]
+    /// What the columns hold; the JSON keeps the keys `ours`, `sqlite`, `floor`.
+    var contenders = Contenders.engine
     /// The limit in words, with the numbers measured in this run.
     var limit: @Sendable (ScenarioResult) -> String
     var targets: [Target] = []

@@ -20,7 +20,8 @@ enum TextReport {
 
     static func render(_ result: ScenarioResult) -> [String] {
         let scenario = result.scenario
-        var rows = [["metric", "unit", "ours", "SQLite outbox", "floor", "vs SQLite", "vs floor"]]
+        let names = scenario.contenders
+        var rows = [["metric", "unit", names.ours, names.sqlite, names.floor, names.versusSQLite, names.versusFloor]]
         for metric in result.metrics {
             rows.append([
                 metric.metric.label, metric.metric.unit.rawValue,

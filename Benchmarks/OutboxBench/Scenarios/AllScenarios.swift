@@ -13,5 +13,6 @@ extension Scenario {
         .enqueueOneProducer(.processCrash),
         .enqueueConcurrent(.processCrash),
         .lifecycle(.processCrash),
+        .claims,
     ]
 }

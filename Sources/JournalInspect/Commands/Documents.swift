@@ -79,7 +79,7 @@ struct SummaryDocument: Encodable {
 }
 
 struct OperationsDocument: Encodable {
-    var operations: [ExportedOperation]
+    var operations: [OperationState]
 }
 
 struct LedgerDocument: Encodable {
@@ -91,60 +91,6 @@ struct EventsDocument: Encodable {
     var damaged: [DamagedRecord]
     /// Where the next page would start, when the limit cut the range short.
     var nextSeq: JournalSequence?
-}
-
-struct AttemptDocument: Encodable {
-    var attempt: Int
-    var startedSeq: JournalSequence
-    var startedAt: Date
-    var trigger: WakeReason
-    var endedSeq: JournalSequence?
-    var endedAt: Date?
-    /// `response`, `no_response` or `not_sent`; absent while in flight or when abandoned.
-    var outcome: String?
-    var httpStatus: Int?
-    var transportFailure: TransportFailure?
-    var disposition: Disposition?
-    var errorCode: String?
-    var errorMessage: String?
-    var retryAfter: Date?
-    var nextAttemptAt: Date?
-    var approvalRequestID: String?
-    var serverRevision: String?
-    var abandoned: Bool
-    var inFlight: Bool
-    var secondsSincePreviousAttempt: Double?
-
-    init(_ attempt: AttemptSummary) {
-        self.attempt = attempt.number.rawValue
-        startedSeq = attempt.startedSeq
-        startedAt = attempt.startedAt
-        trigger = attempt.trigger
-        endedSeq = attempt.endedSeq
-        endedAt = attempt.endedAt
-        switch attempt.outcome {
-        case .response(let statusCode)?:
-            outcome = "response"
-            httpStatus = statusCode
-        case .noResponse(let failure)?:
-            outcome = "no_response"
-            transportFailure = failure
-        case .notSent?:
-            outcome = "not_sent"
-        case nil:
-            outcome = nil
-        }
-        disposition = attempt.disposition
-        errorCode = attempt.errorCode
-        errorMessage = attempt.errorMessage
-        retryAfter = attempt.retryAfter
-        nextAttemptAt = attempt.nextAttemptAt
-        approvalRequestID = attempt.approvalRequestID
-        serverRevision = attempt.serverRevision
-        abandoned = attempt.wasAbandoned
-        inFlight = attempt.isInFlight
-        secondsSincePreviousAttempt = attempt.secondsSincePreviousAttempt
-    }
 }
 
 struct PayloadDocument: Encodable {
@@ -166,9 +112,9 @@ struct PayloadDocument: Encodable {
 
 struct TimelineDocument: Encodable {
     var operationID: OperationID
-    var operation: ExportedOperation?
+    var operation: OperationState?
     var events: [ExportedEvent]
-    var attempts: [AttemptDocument]
+    var attempts: [AttemptSummary]
     var payload: PayloadDocument?
     var damaged: [DamagedRecord]
     var complete: Bool
@@ -176,9 +122,9 @@ struct TimelineDocument: Encodable {
 
     init(_ timeline: OperationTimeline, engine: EngineState, includePayload: Bool) {
         operationID = timeline.id
-        operation = timeline.state.map(ExportedOperation.init)
+        operation = timeline.state
         events = timeline.events.map { ExportedEvent($0, includePayload: includePayload) }
-        attempts = timeline.attempts.map(AttemptDocument.init)
+        attempts = timeline.attempts
         payload = timeline.payload.map { PayloadDocument($0, includeContent: includePayload) }
         damaged = timeline.damaged
         complete = timeline.isComplete

@@ -25,7 +25,7 @@ extension Runner {
         )
         let operations = try reader.operations(matching: query)
         if json {
-            write(try encodeJSON(OperationsDocument(operations: operations.map(ExportedOperation.init))))
+            write(try encodeJSON(OperationsDocument(operations: operations)))
         } else if operations.isEmpty {
             write("No operations match.\n")
         } else {

@@ -20,6 +20,8 @@ package import OutboxStorage
 /// meet it, as a ``DamagedRecord``, and they carry on with the rest.
 public final class JournalReader: Sendable {
     let store: JournalStore
+    /// Every read: from the stored projections, or from the events folded at open.
+    let queries: JournalQueries
     /// The projections folded from the events, when the stored ones are of another layout.
     private let folded: FoldedJournal?
 
@@ -35,11 +37,11 @@ public final class JournalReader: Sendable {
             directory: directory, options: JournalStore.Options(readOnly: true, sealingKey: encryptionKey))
         self.store = store
         if store.projectionsAreCurrent {
+            queries = store.queries
             folded = nil
         } else {
-            let schema = store.schema
             do {
-                folded = try store.read { txn in try FoldedJournal.fold(schema: schema, in: txn) }
+                (queries, folded) = try store.foldedQueries()
             } catch {
                 store.close()
                 throw error
@@ -72,22 +74,14 @@ public final class JournalReader: Sendable {
 
     /// One operation as it stands, with its request; `nil` when no operation has this id.
     public func operation(_ id: OperationID) throws -> OperationSnapshot? {
-        guard let folded else { return try store.operationSnapshot(id) }
-        guard let state = folded.image.states[id] else { return nil }
-        let schema = store.schema
-        let request = try store.read { txn in try schema.request(of: state, in: txn) }
-        return OperationSnapshot(state: state, request: request)
+        try queries.operationSnapshot(id)
     }
 
     /// Every event of one operation, in journal order.
     /// - Throws: ``OutboxError/operationNotFound(_:)``; ``OutboxError/journalCorrupt(seq:reason:)``
     ///   for a damaged record (``timeline(of:)`` carries on past it instead).
     public func history(_ id: OperationID) throws -> [JournalEvent] {
-        guard folded != nil else { return try store.history(id) }
-        let timeline = try store.timeline(of: id, folded: folded)
-        if let damaged = timeline.damaged.first { throw OutboxError.journalCorrupt(seq: damaged.seq, reason: damaged.reason) }
-        guard !timeline.events.isEmpty else { throw OutboxError.operationNotFound(id) }
-        return timeline.events
+        try queries.history(id)
     }
 
     /// Operations filtered by status, category, type and creation moment, newest first.
@@ -96,21 +90,21 @@ public final class JournalReader: Sendable {
     /// let waiting = try reader.operations(matching: OperationQuery(statuses: [.queued], limit: 50))
     /// ```
     public func operations(matching query: OperationQuery) throws -> [OperationState] {
-        try store.operations(matching: query, folded: folded)
+        try queries.operations(matching: query)
     }
 
     /// The operations whose id starts with `prefix` (hyphens and case ignored), so a person may
     /// type the first few characters of an id.
     /// - Returns: every match, sorted; empty when none.
     public func operationIDs(matchingPrefix prefix: String) throws -> [OperationID] {
-        try store.operationIDs(matchingPrefix: prefix, folded: folded)
+        try queries.operationIDs(matchingPrefix: prefix)
     }
 
     /// Everything the journal holds about one operation, carrying on past damaged records (listed
     /// in ``OperationTimeline/damaged``).
     /// - Throws: ``OutboxError/operationNotFound(_:)`` when the journal has nothing of it.
     public func timeline(of id: OperationID) throws -> OperationTimeline {
-        try store.timeline(of: id, folded: folded)
+        try queries.timeline(of: id)
     }
 
     // MARK: Events
@@ -121,62 +115,61 @@ public final class JournalReader: Sendable {
     /// let tail = try reader.events(matching: EventQuery(order: .newestFirst, limit: 20))
     /// ```
     public func events(matching query: EventQuery) throws -> EventPage {
-        try store.events(matching: query, folded: folded)
+        try queries.events(matching: query)
     }
 
     /// Up to `limit` events from `start` on, in journal order.
     /// - Throws: ``OutboxError/journalCorrupt(seq:reason:)`` at the first damaged record
     ///   (``events(matching:)`` carries on past it instead).
     public func events(from start: JournalSequence = 1, limit: Int = 1000) throws -> [JournalEvent] {
-        try store.events(from: start, limit: limit)
+        try queries.events(from: start, limit: limit)
     }
 
     public func lastSeq() throws -> JournalSequence {
-        try store.lastSeq()
+        try queries.lastSeq()
     }
 
     // MARK: Views
 
     /// The engine-level state: whether the worker is paused and why, which engine opened it.
     public func engineState() throws -> EngineState {
-        guard let folded else { return try store.engineState() }
-        return folded.image.engine
+        try queries.engineState()
     }
 
     /// The reconciliation ledger: one row per operation, in journal order, without payloads.
     public func ledger(_ query: LedgerQuery = LedgerQuery()) throws -> [LedgerEntry] {
-        try store.ledger(query, folded: folded)
+        try queries.ledger(query)
     }
 
     /// The journal at a glance: versions, seq range, size, counts by status, the oldest pending
     /// operation, the worker's pause, the last event's moment.
     public func summary() throws -> JournalSummary {
-        try store.summary(folded: folded)
+        try queries.summary()
     }
 
     /// The count of operations not yet terminal after each event, in journal order, thinned to
     /// at most `maxSamples` samples (each the highest of its stretch): the queue's depth over the
     /// journal's life.
     public func queueDepthHistory(maxSamples: Int = 500) throws -> [QueueDepthSample] {
-        try store.queueDepthHistory(maxSamples: maxSamples)
+        try queries.queueDepthHistory(maxSamples: maxSamples)
     }
 
     /// Checks every record's checksum and every operation's invariants, and compares the stored
     /// projections with a rebuild from the events. Reads only.
     public func verify() throws -> VerificationReport {
-        try store.verify()
+        try queries.verify()
     }
 
     // MARK: For tools in this package
 
     /// Runs `body` on one snapshot of the journal, for tools in this package.
     package func withSnapshot<R>(_ body: (borrowing LMDBTransaction) throws -> R) throws -> R {
-        try store.read(body)
+        try queries.read(body)
     }
 
     /// How many events the snapshot holds.
     package func eventCount(in txn: borrowing LMDBTransaction) throws -> Int {
-        try txn.count(store.schema.events)
+        try txn.count(store.schema.events.database)
     }
 
     /// Closes the reader.

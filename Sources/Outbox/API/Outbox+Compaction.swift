@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import OutboxCore
 
 /// When the engine compacts on its own.
@@ -32,12 +32,15 @@ public struct CompactionResult: Sendable, Equatable {
 }
 
 /// Runs compactions through the journal's writer, a chunk of operations at a time: used by
-/// `Outbox.compact(before:)`, by the storage budget and by the worker when the journal is full.
+/// `Outbox.compact(before:)`, by the compaction policy, and by ``JournalRoom`` when the budget or
+/// the file is full.
 struct Compactor: Sendable {
     let store: JournalStore
     let writer: JournalWriter
+    let log: EngineLog
 
-    func compact(before horizon: Date) async throws -> CompactionResult {
+    /// - Parameter reason: why it runs, for the log (`requested`, `policy`, `budget`, `file_full`).
+    func compact(before horizon: Date, reason: String) async throws -> CompactionResult {
         var result = CompactionResult(operations: 0, eventsRemoved: 0, compactedEvents: [])
         var chunk = JournalStore.compactionChunk
         while true {
@@ -60,6 +63,12 @@ struct Compactor: Sendable {
             result.eventsRemoved += compacted.removedCount
             result.compactedEvents.append(event.seq)
         }
+        log.log(result.operations > 0 ? .info : .debug, "compaction finished", [
+            EngineLog.Key.reason: .string(reason),
+            EngineLog.Key.count: "\(result.operations)",
+            EngineLog.Key.eventsRemoved: "\(result.eventsRemoved)",
+            EngineLog.Key.seq: .array(result.compactedEvents.map { "\($0)" }),
+        ])
         return result
     }
 }
@@ -78,17 +87,29 @@ extension Outbox {
     @discardableResult
     public func compact(before horizon: Date) async throws -> CompactionResult {
         try ensureOpen()
-        return try await Compactor(store: store, writer: writer).compact(before: horizon)
+        return try await Compactor(store: store, writer: writer, log: log).compact(before: horizon, reason: "requested")
     }
 
-    /// Compacts when the configured policy says so; one at a time.
+    /// Compacts when the configured policy says so; one at a time. A failure is logged and
+    /// counted: the write that triggered it is already durable.
     func compactIfDue() async {
-        guard let policy = configuration.compaction,
-            let events = try? metrics().journalEvents, events > policy.maxEvents,
-            !compacting.exchange(true, ordering: .acquiring)
-        else { return }
+        guard let policy = configuration.compaction else { return }
+        let events: Int
+        do {
+            events = try metrics().journalEvents
+        } catch {
+            log.problem(.journalRead, "could not count the journal's events; the compaction policy waits for the next write", error: error)
+            return
+        }
+        guard events > policy.maxEvents, !compacting.exchange(true, ordering: .acquiring) else { return }
         defer { compacting.store(false, ordering: .releasing) }
-        _ = try? await compact(before: configuration.clock.now().addingTimeInterval(-policy.keepSettledSeconds))
+        do {
+            try ensureOpen()
+            _ = try await Compactor(store: store, writer: writer, log: log)
+                .compact(before: configuration.clock.now().addingTimeInterval(-policy.keepSettledSeconds), reason: "policy")
+        } catch {
+            log.problem(.compactionFailed, "the compaction policy's compaction failed; it runs again after a later write", error: error)
+        }
     }
 }
 

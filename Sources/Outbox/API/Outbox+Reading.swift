@@ -5,13 +5,13 @@ extension Outbox {
     /// One operation as it stands now, with its request; `nil` when no operation has this id.
     public func operation(_ id: OperationID) throws -> OperationSnapshot? {
         try ensureOpen()
-        return try store.operationSnapshot(id)
+        return try store.queries.operationSnapshot(id)
     }
 
     /// The folded state of one operation, without reading its payload.
     public func operationState(_ id: OperationID) throws -> OperationState? {
         try ensureOpen()
-        return try store.operationState(id)
+        return try store.queries.operationState(id)
     }
 
     /// Every event of one operation, in journal order: the proof of what happened to it.
@@ -19,7 +19,7 @@ extension Outbox {
     ///   ``OutboxError/journalCorrupt(seq:reason:)`` when a record fails its checksum.
     public func history(_ id: OperationID) throws -> [JournalEvent] {
         try ensureOpen()
-        return try store.history(id)
+        return try store.queries.history(id)
     }
 
     /// A stream that yields after every commit, with the operations it touched. It ends when the
@@ -35,18 +35,18 @@ extension Outbox {
     /// The seq of the latest event.
     public func lastSeq() throws -> JournalSequence {
         try ensureOpen()
-        return try store.lastSeq()
+        return try store.queries.lastSeq()
     }
 
     /// The engine-level state: whether the worker is paused, which engine opened the journal.
     public func engineState() throws -> EngineState {
         try ensureOpen()
-        return try store.engineState()
+        return try store.queries.engineState()
     }
 
     /// Up to `limit` events from `start` on, in journal order.
     public func events(from start: JournalSequence = 1, limit: Int = 1000) throws -> [JournalEvent] {
         try ensureOpen()
-        return try store.events(from: start, limit: limit)
+        return try store.queries.events(from: start, limit: limit)
     }
 }

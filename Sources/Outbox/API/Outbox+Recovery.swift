@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import OutboxCore
 import OutboxStorage
 
@@ -65,7 +65,7 @@ extension Outbox {
         // No writer may be in it while it moves.
         let lock: ProcessLock
         do {
-            lock = try ProcessLock.acquire(path: directory.appendingPathComponent(JournalStore.FileName.writerLock).path)
+            lock = try ProcessLock.acquire(path: URL(fileURLWithPath: canonical).appendingPathComponent(JournalStore.FileName.writerLock).path)
         } catch .held(let holder) {
             throw OutboxError.openInAnotherProcess(path: path, processID: holder)
         } catch .unavailable {

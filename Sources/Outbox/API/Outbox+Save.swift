@@ -31,19 +31,27 @@ extension Outbox {
     /// }
     /// ```
     ///
-    /// Offline, a 5xx or any retryable answer leaves the row queued and wakes the worker; a
-    /// validation error withdraws it, so the queue only ever holds writes the network alone is
-    /// blocking. A write behind an earlier one to the same entity waits its turn in the queue.
+    /// Offline, a 5xx or any retryable answer leaves the row queued and wakes the worker; a 401
+    /// leaves it queued and pauses the worker until ``resumeSession()``; a validation error
+    /// withdraws it, so the queue only ever holds writes the network (or a session to refresh)
+    /// is blocking. A write behind an earlier one to the same entity waits its turn in the queue.
     /// - Throws: as ``enqueue(_:)``: nothing was saved.
     public func save(_ request: OutboxRequest) async throws -> SaveResult {
         let id = try await appendEnqueued(request)
         let lane = OperationState.lane(businessID: request.businessID, entityID: request.entityID, operation: id)
-        let isLaneHead = (try? replayPass.laneHead(lane)) == id
+        let isLaneHead: Bool
+        do {
+            isLaneHead = try replayPass.laneHead(lane) == id
+        } catch {
+            // Not known to be first in its lane: it is not sent out of turn; the worker sends it.
+            log.problem(.journalRead, "could not read the saved row's lane; it waits in the queue for the worker", error: error, operation: id)
+            isLaneHead = false
+        }
         guard isLaneHead else {
             await worker.becameDue(at: configuration.clock.now(), because: .enqueued)
             return .queued(id)
         }
-        switch await replayPass.attempt(id, trigger: .inlineSave, withdrawOnRejection: true) {
+        switch await attempts.send(id, trigger: .inlineSave, withdrawOnRejection: true) {
         case .finished(let classification, let response, _):
             switch classification.disposition {
             case .accepted, .replayed:

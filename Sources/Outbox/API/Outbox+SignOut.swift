@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import OutboxCore
 import OutboxStorage
 
@@ -16,6 +16,7 @@ extension Outbox {
         let waiting = try badgeCount()
         if waiting > 0 && !discardPending { throw OutboxError.pendingWork(count: waiting) }
         await worker.stop()
+        log.log(.info, "signed out: the worker is stopped", [EngineLog.Key.count: "\(waiting)"])
         guard waiting > 0 else { return }
         let schema = store.schema
         let ids = try store.read { txn in

@@ -13,14 +13,14 @@ extension Outbox {
     /// - Parameter rowsPerCard: the most detail rows per card (each card's count covers all).
     public func syncTab(isOnline: Bool, rowsPerCard: Int = 50) throws -> SyncTab {
         try ensureOpen()
-        return try store.syncTab(isOnline: isOnline, rowsPerCard: rowsPerCard)
+        return try store.queries.syncTab(isOnline: isOnline, rowsPerCard: rowsPerCard)
     }
 
     /// Rows that need the network or a person: queued, syncing, failed, blocked. Never waiting
     /// for approval, synced, withdrawn or discarded.
     public func badgeCount() throws -> Int {
         try ensureOpen()
-        return try store.badgeCount()
+        return try store.queries.badgeCount()
     }
 
     /// The reconciliation ledger: one row per operation, in journal order, without payloads or
@@ -34,28 +34,48 @@ extension Outbox {
     /// ```
     public func ledger(_ query: LedgerQuery = LedgerQuery()) throws -> [LedgerEntry] {
         try ensureOpen()
-        return try store.ledger(query)
+        return try store.queries.ledger(query)
     }
 
-    /// Queue depth, the oldest pending row's age, attempts and outcomes, conflicts by type, and the
-    /// journal's size.
+    /// Queue depth, the oldest pending row's age, attempts and outcomes, conflicts by type, the
+    /// journal's size, and the problems the engine met since it opened (``OutboxMetrics/problems``).
     public func metrics() throws -> OutboxMetrics {
         try ensureOpen()
-        return try store.metrics(now: configuration.clock.now())
+        var metrics = try store.queries.metrics(now: configuration.clock.now())
+        metrics.problems = log.problemCounts
+        return metrics
+    }
+
+    /// The latest problems the engine met since it opened, oldest first: at most
+    /// ``OutboxProblem/recentLimit``, kept in memory only (never journaled), readable after
+    /// ``close()`` too.
+    public var recentProblems: [OutboxProblem] {
+        log.recentProblems
     }
 
     /// A fresh Sync tab now and after every commit. A slow reader gets the newest tab, never a
-    /// backlog. The stream ends when the outbox closes.
+    /// backlog. The stream ends when the outbox closes. A tab that cannot be read is skipped
+    /// (and counted in ``OutboxMetrics/problems``); the next commit brings a fresh one.
     /// - Parameter isOnline: asked each time a tab is built.
     public func syncTabUpdates(isOnline: @escaping @Sendable () -> Bool, rowsPerCard: Int = 50) -> AsyncStream<SyncTab> {
         let changes = self.changes()
         let (stream, continuation) = AsyncStream.makeStream(of: SyncTab.self, bufferingPolicy: .bufferingNewest(1))
         let store = self.store
+        let log = self.log
         let task = Task {
-            if let tab = try? store.syncTab(isOnline: isOnline(), rowsPerCard: rowsPerCard) { continuation.yield(tab) }
+            /// The tab now; `nil` when it cannot be read (logged and counted, unless the outbox
+            /// closed): that update is skipped, and the next commit brings a fresh one.
+            func tab() -> SyncTab? {
+                do {
+                    return try store.queries.syncTab(isOnline: isOnline(), rowsPerCard: rowsPerCard)
+                } catch {
+                    log.problem(.viewUpdateFailed, "could not read the Sync tab for an update; skipping it", error: error)
+                    return nil
+                }
+            }
+            if let tab = tab() { continuation.yield(tab) }
             for await _ in changes {
-                guard let tab = try? store.syncTab(isOnline: isOnline(), rowsPerCard: rowsPerCard) else { break }
-                continuation.yield(tab)
+                if let tab = tab() { continuation.yield(tab) }
             }
             continuation.finish()
         }

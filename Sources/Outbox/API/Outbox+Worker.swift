@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import OutboxCore
 
 extension Outbox {
@@ -9,6 +9,7 @@ extension Outbox {
     /// Until the first wake (or ``drain()``), the worker sends nothing on its own.
     public func wake(_ reason: WakeReason) {
         guard !isClosed else { return }
+        log.log(.debug, "wake", [EngineLog.Key.trigger: .string(reason.rawValue)])
         wakesInFlight.add(1, ordering: .relaxed)
         Task {
             await worker.wake(reason)
@@ -43,7 +44,10 @@ extension Outbox {
     public func resumeSession() async throws {
         try ensureOpen()
         if try engineState().isPaused {
-            _ = try await writer.append([JournalStore.Draft(operationID: nil, body: .sessionResumed)])
+            let events = try await writer.append([JournalStore.Draft(operationID: nil, body: .sessionResumed)])
+            log.log(.info, "session resumed: the worker drains what waited", [
+                EngineLog.Key.seq: .string(events.first.map { "\($0.seq)" } ?? ""),
+            ])
         }
         await worker.wake(.sessionResumed)
     }

@@ -26,21 +26,19 @@ extension Outbox {
         try ensureOpen()
         guard canQueue(request.operationType) else { throw OutboxError.onlineOnly(operationType: request.operationType) }
         try request.validate(maxPayloadBytes: configuration.maxPayloadBytes)
-        try await ensureRoom(forPayloadBytes: request.payload.count)
+        try await room.ensureRoom(forPayloadBytes: request.payload.count)
         let id = configuration.operationIDSource?() ?? OperationID()
         let enqueued = Enqueued(
             request: request, requestHash: SHA256Digest(of: request.payload), account: configuration.account,
             sealed: store.schema.sealing.sealing?.seal(request, id: id)
         )
-        let unit = [JournalStore.Draft(operationID: id, body: .enqueued(enqueued))]
-        do {
-            _ = try await writer.append(unit)
-        } catch OutboxError.storageFull {
-            // The file itself is full (its free pages still held by readers): settled rows make
-            // room, once; after that the refusal stands.
-            _ = try? await compact(before: .distantFuture)
-            _ = try await writer.append(unit)
-        }
+        // A file found full (its free pages still held by readers) gets one compaction first.
+        let events = try await room.append([JournalStore.Draft(operationID: id, body: .enqueued(enqueued))])
+        log.log(.debug, "enqueued", [
+            EngineLog.Key.operation: .string(id.description),
+            EngineLog.Key.operationType: .string(request.operationType),
+            EngineLog.Key.seq: .string(events.first.map { "\($0.seq)" } ?? ""),
+        ])
         return id
     }
 
@@ -73,39 +71,5 @@ extension Outbox {
         try ensureOpen()
         guard try operationState(id) != nil else { throw OutboxError.operationNotFound(id) }
         return try await writer.append([JournalStore.Draft(operationID: id, body: body)])
-    }
-
-    /// Makes sure the journal's budget can take one more write, before anything is written.
-    ///
-    /// Past 80 % of ``OutboxConfiguration/maxJournalBytes`` the engine compacts every settled
-    /// operation. A reserve is kept for the worker's own events, so that everything already
-    /// waiting can still drain when the journal is otherwise full: 64 KiB, and 2 KiB for each row
-    /// not yet settled (room for several attempts each).
-    /// - Throws: ``OutboxError/storageFull(limitBytes:)`` when nothing more can be freed.
-    func ensureRoom(forPayloadBytes payloadBytes: Int) async throws {
-        let budget = configuration.maxJournalBytes
-        // The pages written so far bound the live data from above: with half the budget unused,
-        // there is room without reading anything more.
-        if let used = try? store.environment.info().usedBytes, used + payloadBytes + 2048 <= budget / 2 { return }
-        let unsettled = try store.unsettledCount()
-        let reserve = (64 << 10) + unsettled * (2 << 10)
-        var live = try liveJournalBytes()
-        if live >= budget / 10 * 8 {
-            _ = try? await compact(before: .distantFuture)
-            live = try liveJournalBytes()
-        }
-        // A record and the projections it changes take a few hundred bytes beside the payload.
-        if live + payloadBytes + 2048 > budget - reserve {
-            throw OutboxError.storageFull(limitBytes: budget)
-        }
-    }
-
-    /// The bytes of the journal holding live data (pages in use, less those free for reuse).
-    func liveJournalBytes() throws(OutboxError) -> Int {
-        do {
-            return try store.environment.liveBytes()
-        } catch {
-            throw OutboxError(storage: error, limitBytes: configuration.maxJournalBytes)
-        }
     }
 }

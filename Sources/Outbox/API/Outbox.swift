@@ -1,4 +1,4 @@
-@_exported public import Foundation
+public import Foundation
 @_exported public import OutboxCore
 @_exported public import OutboxCrypto
 import OutboxStorage
@@ -31,6 +31,12 @@ public final class Outbox: Sendable {
     let store: JournalStore
     let writer: JournalWriter
     let broadcaster: ChangeBroadcaster
+    /// The app's logger, and the problems counted and kept in memory.
+    let log: EngineLog
+    /// Where the storage budget is kept: every write that must make room goes through it.
+    let room: JournalRoom
+    /// One attempt at one row: the worker's, and an inline save's.
+    let attempts: ReplayAttempt
     let replayPass: ReplayPass
     let worker: ReplayWorker
     /// Wake signals handed to the worker and not yet delivered.
@@ -59,15 +65,16 @@ public final class Outbox: Sendable {
         self.directory = directory
         self.configuration = configuration
         self.transport = transport
+        let log = EngineLog(logger: configuration.logger, clock: configuration.clock)
+        let budget = StorageBudget(budgetBytes: configuration.maxJournalBytes)
         let store = try JournalStore.open(
             directory: directory,
             options: JournalStore.Options(
                 readOnly: false,
                 syncOnCommit: configuration.durability == .full,
                 initialMapSizeBytes: configuration.initialJournalBytes,
-                // The budget holds live data; LMDB's free pages need room past it.
-                maxMapSizeBytes: configuration.maxJournalBytes / 4 * 5,
-                budgetBytes: configuration.maxJournalBytes,
+                maxMapSizeBytes: budget.mapSizeBytes,
+                budgetBytes: budget.budgetBytes,
                 faultHook: faultHook,
                 sealingKey: configuration.encryptionKey,
                 account: configuration.account
@@ -80,10 +87,15 @@ public final class Outbox: Sendable {
             broadcaster.publish(events)
         }
         self.writer = writer
-        self.replayPass = ReplayPass(store: store, writer: writer, transport: transport, configuration: configuration)
+        self.log = log
+        let room = JournalRoom(store: store, writer: writer, budget: budget, log: log)
+        self.room = room
+        let attempts = ReplayAttempt(store: store, room: room, transport: transport, configuration: configuration, log: log)
+        self.attempts = attempts
+        self.replayPass = ReplayPass(store: store, writer: writer, attempts: attempts, configuration: configuration, log: log)
         self.worker = ReplayWorker(pass: replayPass, clock: configuration.clock)
         do {
-            try Self.recordOpening(store: store, writer: writer, appVersion: configuration.appVersion)
+            try Self.recordOpening(store: store, writer: writer, appVersion: configuration.appVersion, log: log)
         } catch {
             writer.close()
             store.close()
@@ -93,18 +105,27 @@ public final class Outbox: Sendable {
 
     /// Appends `journalOpened` and, for every attempt the last process started and never saw
     /// end, `attemptAbandoned`: those rows are due at once, replayed under the same key.
-    private static func recordOpening(store: JournalStore, writer: JournalWriter, appVersion: String?) throws {
+    private static func recordOpening(store: JournalStore, writer: JournalWriter, appVersion: String?, log: EngineLog) throws {
         let opened = JournalStore.Draft(operationID: nil, body: .journalOpened(JournalOpened(
             formatVersion: RecordCodec.formatVersion, engineVersion: engineVersion, appVersion: appVersion
         )))
         let abandoned = try store.interruptedAttempts()
+        let metadata: OutboxLogger.Metadata = [
+            EngineLog.Key.engineVersion: .string(engineVersion),
+            EngineLog.Key.formatVersion: "\(RecordCodec.formatVersion)",
+            EngineLog.Key.count: "\(abandoned.count)",
+        ]
         do {
-            _ = try writer.appendNow([opened] + abandoned)
-        } catch OutboxError.storageFull {
+            let events = try writer.appendNow([opened] + abandoned)
+            var recorded = metadata
+            recorded[EngineLog.Key.seq] = .string(events.first.map { "\($0.seq)" } ?? "")
+            log.log(.info, "journal opened", recorded)
+        } catch OutboxError.storageFull(let limitBytes, let code) {
             // A journal too full to record its opening still opens: everything in it stays
             // readable, and what is queued can still drain as space allows. A row whose
             // abandoned attempt cannot be recorded stays `syncing`, so no pass sends it: each
             // pass tries to record the abandonment first, and the row is due once that lands.
+            log.problem(.openingNotRecorded, "journal opened, but too full to record its opening", error: OutboxError.storageFull(limitBytes: limitBytes, errno: code), metadata)
         }
     }
 
@@ -127,7 +148,13 @@ public final class Outbox: Sendable {
         writer.close()
         if configuration.durability == .processCrash {
             // The last commits are in the OS's cache: hand them to the disk before letting go.
-            try? store.environment.sync()
+            // `close()` cannot throw: a failure is logged and counted, and the commits stay in
+            // the OS's cache, safe unless the device loses power.
+            do {
+                try store.environment.sync()
+            } catch {
+                log.problem(.flushFailed, "flushing the last commits at close failed", error: OutboxError(storage: error, limitBytes: configuration.maxJournalBytes))
+            }
         }
         broadcaster.finish()
         store.close()

@@ -48,6 +48,10 @@ public struct OutboxConfiguration: Sendable {
     /// When the engine compacts settled operations on its own; `nil` (the default): only when
     /// `compact(before:)` is called, or when the journal nears ``maxJournalBytes``.
     public var compaction: CompactionPolicy?
+    /// Where the engine logs: by default nowhere. Give one whose handler forwards to the app's
+    /// logging (swift-log, `os.Logger`; see `Docs/observability.md`). The engine never sets up
+    /// anything global, and never logs a payload, an entity label, a summary or a credential.
+    public var logger: OutboxLogger
     /// Where operation ids come from: random UUIDs unless a deterministic simulation supplies
     /// its own.
     package var operationIDSource: (@Sendable () -> OperationID)?
@@ -65,7 +69,8 @@ public struct OutboxConfiguration: Sendable {
         initialJournalBytes: Int = 4 << 20,
         appVersion: String? = nil,
         encryptionKey: SealingKey? = nil,
-        compaction: CompactionPolicy? = nil
+        compaction: CompactionPolicy? = nil,
+        logger: OutboxLogger = OutboxLogger()
     ) {
         self.account = account
         self.retryPolicy = retryPolicy
@@ -80,6 +85,7 @@ public struct OutboxConfiguration: Sendable {
         self.appVersion = appVersion
         self.encryptionKey = encryptionKey
         self.compaction = compaction
+        self.logger = logger
     }
 
     /// The policy of an operation type.

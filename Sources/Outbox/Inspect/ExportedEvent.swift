@@ -101,16 +101,8 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             trigger = started.trigger
         case .attemptFinished(let finished):
             attempt = finished.attempt.rawValue
-            switch finished.outcome {
-            case .response(let statusCode):
-                outcome = "response"
-                httpStatus = statusCode
-            case .noResponse(let failure):
-                outcome = "no_response"
-                transportFailure = failure
-            case .notSent:
-                outcome = "not_sent"
-            }
+            let fields = OutcomeFields(finished.outcome)
+            (outcome, httpStatus, transportFailure) = (fields.outcome, fields.httpStatus, fields.transportFailure)
             disposition = finished.disposition
             errorCode = finished.errorCode
             errorMessage = finished.errorMessage
@@ -146,71 +138,5 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             removedCount = compacted.removedCount
             digest = compacted.digest.hex
         }
-    }
-}
-
-/// One operation's folded state as a JSON object with stable field names. It never holds the
-/// payload, only its size and recorded hash.
-public struct ExportedOperation: Sendable, Equatable, Codable {
-    public var operationID: OperationID
-    public var status: OutboxStatus
-    public var isTerminal: Bool
-    public var businessID: String
-    public var operationType: String
-    public var method: String
-    public var endpoint: String
-    public var entityID: String?
-    public var category: String
-    public var entityLabel: String
-    public var summary: String
-    public var payloadVersion: Int
-    public var payloadBytes: Int
-    public var requestHash: String
-    public var account: String
-    public var createdAt: Date
-    public var attempts: Int
-    public var nextAttemptAt: Date?
-    public var lastAttemptAt: Date?
-    /// The latest attempt's outcome: `HTTP 201`, `no response (offline)`, `not sent`.
-    public var lastOutcome: String?
-    /// The latest outcome in the ledger's words; `none` before any attempt.
-    public var latestOutcome: String
-    public var lastErrorCode: String?
-    public var lastErrorMessage: String?
-    public var approvalRequestID: String?
-    public var serverRevision: String?
-    public var firstSeq: JournalSequence
-    public var latestSeq: JournalSequence
-    public var changedAt: Date
-
-    public init(_ state: OperationState) {
-        operationID = state.id
-        status = state.status
-        isTerminal = state.status.isTerminal
-        businessID = state.businessID
-        operationType = state.operationType
-        method = state.method
-        endpoint = state.endpoint
-        entityID = state.entityID
-        category = state.category
-        entityLabel = state.entityLabel
-        summary = state.summary
-        payloadVersion = state.payloadVersion
-        payloadBytes = state.payloadByteCount
-        requestHash = state.requestHash.hex
-        account = state.account
-        createdAt = state.createdAt
-        attempts = state.attemptCount
-        nextAttemptAt = state.nextAttemptAt
-        lastAttemptAt = state.lastAttemptAt
-        lastOutcome = state.lastOutcome?.description
-        latestOutcome = state.latestOutcome?.rawValue ?? "none"
-        lastErrorCode = state.lastErrorCode
-        lastErrorMessage = state.lastErrorMessage
-        approvalRequestID = state.approvalRequestID
-        serverRevision = state.serverRevision
-        firstSeq = state.firstSeq
-        latestSeq = state.latestSeq
-        changedAt = state.changedAt
     }
 }

@@ -195,7 +195,7 @@ struct JournalVerifier {
             for mismatch in try image.mismatches(withStoredIn: schema, txn: txn) {
                 findings.append(VerificationFinding(
                     kind: .projectionMismatch, seq: nil,
-                    operationID: mismatch.database == schema.operations.name ? Self.operationID(hex: mismatch.key) : nil,
+                    operationID: mismatch.database == StoredTable(schema.operations).name ? Self.operationID(hex: mismatch.key) : nil,
                     message: "\(mismatch.database) [\(mismatch.key)]: \(mismatch.problem)"
                 ))
             }
@@ -231,15 +231,15 @@ extension JournalVerifier {
     }
 }
 
-extension JournalStore {
+extension JournalQueries {
     /// Verifies the whole journal in one read snapshot.
     func verify() throws(OutboxError) -> VerificationReport {
         let schema = self.schema
         let current = projectionsAreCurrent
         return try read { txn in
             var verifier = JournalVerifier(unseal: schema.sealing.sealing?.unsealer)
-            try txn.scan(schema.events) { key, value in
-                verifier.check(seq: JournalSequence(key: key) ?? .zero, record: Array(value))
+            try txn.scan(schema.events) { entry in
+                verifier.check(seq: (try? entry.key()) ?? .zero, record: Array(entry.valueBytes))
                 return .next
             }
             return try verifier.finish(schema: schema, projectionsAreCurrent: current, txn: txn)

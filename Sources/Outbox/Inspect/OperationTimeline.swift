@@ -60,14 +60,7 @@ public struct OperationTimeline: Sendable, Equatable {
                 guard let index = attempts.lastIndex(where: { $0.number == finished.attempt }) else { continue }
                 attempts[index].endedSeq = event.seq
                 attempts[index].endedAt = event.recordedAt
-                attempts[index].outcome = finished.outcome
-                attempts[index].disposition = finished.disposition
-                attempts[index].errorCode = finished.errorCode
-                attempts[index].errorMessage = finished.errorMessage
-                attempts[index].retryAfter = finished.retryAfter
-                attempts[index].nextAttemptAt = finished.nextAttemptAt
-                attempts[index].approvalRequestID = finished.approvalRequestID
-                attempts[index].serverRevision = finished.serverRevision
+                attempts[index].finished = finished
             case .attemptAbandoned(let abandoned):
                 guard let index = attempts.lastIndex(where: { $0.number == abandoned.attempt }) else { continue }
                 attempts[index].endedSeq = event.seq
@@ -82,6 +75,11 @@ public struct OperationTimeline: Sendable, Equatable {
 }
 
 /// One attempt to send an operation, from its start to its outcome.
+///
+/// Its outcome is the `attemptFinished` event itself: `attempt.disposition`, `attempt.errorCode`
+/// and every other field of the attempt's ``Classification`` read through it, so a field added
+/// to the event is here too.
+@dynamicMemberLookup
 public struct AttemptSummary: Sendable, Equatable {
     public var number: AttemptNumber
     public var startedSeq: JournalSequence
@@ -91,15 +89,8 @@ public struct AttemptSummary: Sendable, Equatable {
     /// The seq of its `attemptFinished` or `attemptAbandoned`; `nil` while in flight.
     public var endedSeq: JournalSequence?
     public var endedAt: Date?
-    public var outcome: AttemptOutcome?
-    public var disposition: Disposition?
-    public var errorCode: String?
-    public var errorMessage: String?
-    public var retryAfter: Date?
-    /// When the next attempt was scheduled, for a rescheduled row.
-    public var nextAttemptAt: Date?
-    public var approvalRequestID: String?
-    public var serverRevision: String?
+    /// Its `attemptFinished`; `nil` while in flight or when abandoned.
+    public var finished: AttemptFinished?
     /// The process ended before the attempt had an outcome; it was replayed under the same key.
     public var wasAbandoned: Bool
     /// Seconds from the end of the previous attempt (or its start, if it never ended) to this
@@ -107,27 +98,31 @@ public struct AttemptSummary: Sendable, Equatable {
     public var secondsSincePreviousAttempt: Double?
 
     public init(number: AttemptNumber, startedSeq: JournalSequence, startedAt: Date, trigger: WakeReason,
-                endedSeq: JournalSequence? = nil, endedAt: Date? = nil, outcome: AttemptOutcome? = nil,
-                disposition: Disposition? = nil, errorCode: String? = nil, errorMessage: String? = nil,
-                retryAfter: Date? = nil, nextAttemptAt: Date? = nil, approvalRequestID: String? = nil,
-                serverRevision: String? = nil, wasAbandoned: Bool = false, secondsSincePreviousAttempt: Double? = nil) {
+                endedSeq: JournalSequence? = nil, endedAt: Date? = nil, finished: AttemptFinished? = nil,
+                wasAbandoned: Bool = false, secondsSincePreviousAttempt: Double? = nil) {
         self.number = number
         self.startedSeq = startedSeq
         self.startedAt = startedAt
         self.trigger = trigger
         self.endedSeq = endedSeq
         self.endedAt = endedAt
-        self.outcome = outcome
-        self.disposition = disposition
-        self.errorCode = errorCode
-        self.errorMessage = errorMessage
-        self.retryAfter = retryAfter
-        self.nextAttemptAt = nextAttemptAt
-        self.approvalRequestID = approvalRequestID
-        self.serverRevision = serverRevision
+        self.finished = finished
         self.wasAbandoned = wasAbandoned
         self.secondsSincePreviousAttempt = secondsSincePreviousAttempt
     }
+
+    /// A field of the attempt's classification; `nil` while it has none.
+    public subscript<Value>(dynamicMember field: KeyPath<Classification, Value>) -> Value? {
+        finished?.classification[keyPath: field]
+    }
+
+    /// An optional field of the attempt's classification, flattened.
+    public subscript<Value>(dynamicMember field: KeyPath<Classification, Value?>) -> Value? {
+        finished?.classification[keyPath: field] ?? nil
+    }
+
+    /// When the next attempt was scheduled, for a rescheduled row.
+    public var nextAttemptAt: Date? { finished?.nextAttemptAt }
 
     /// Still in flight: started, with no outcome or abandonment yet.
     public var isInFlight: Bool { endedSeq == nil }

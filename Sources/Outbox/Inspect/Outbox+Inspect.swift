@@ -13,26 +13,26 @@ extension Outbox {
     /// ```
     public func events(matching query: EventQuery) throws -> EventPage {
         try ensureOpen()
-        return try store.events(matching: query, folded: nil)
+        return try store.queries.events(matching: query)
     }
 
     /// Operations filtered by status, category, type and creation moment, newest first.
     public func operations(matching query: OperationQuery) throws -> [OperationState] {
         try ensureOpen()
-        return try store.operations(matching: query, folded: nil)
+        return try store.queries.operations(matching: query)
     }
 
     /// The operations whose id starts with `prefix` (hyphens and case ignored).
     public func operationIDs(matchingPrefix prefix: String) throws -> [OperationID] {
         try ensureOpen()
-        return try store.operationIDs(matchingPrefix: prefix, folded: nil)
+        return try store.queries.operationIDs(matchingPrefix: prefix)
     }
 
     /// Everything the journal holds about one operation: its events, attempts and payload check.
     /// - Throws: ``OutboxError/operationNotFound(_:)``.
     public func timeline(of id: OperationID) throws -> OperationTimeline {
         try ensureOpen()
-        return try store.timeline(of: id, folded: nil)
+        return try store.queries.timeline(of: id)
     }
 
     /// Checks every record's checksum and every operation's invariants, and compares the stored
@@ -44,6 +44,6 @@ extension Outbox {
     /// ```
     public func verifyJournal() throws -> VerificationReport {
         try ensureOpen()
-        return try store.verify()
+        return try store.queries.verify()
     }
 }

@@ -6,15 +6,14 @@ import OutboxStorage
 extension JournalSchema {
     /// The seq of the last event; ``JournalSequence/zero`` for an empty journal.
     func lastSeq(in txn: borrowing LMDBTransaction) throws -> JournalSequence {
-        guard let last = try txn.last(events) else { return .zero }
-        return JournalSequence(key: last.key) ?? .zero
+        try txn.last(events)?.key ?? .zero
     }
 
     /// The seq of the first event still in the journal.
     func firstSeq(in txn: borrowing LMDBTransaction) throws -> JournalSequence? {
         var first: JournalSequence?
-        try txn.scan(events) { key, _ in
-            first = JournalSequence(key: key)
+        try txn.scan(events) { entry in
+            first = try entry.key()
             return .stop
         }
         return first
@@ -22,31 +21,26 @@ extension JournalSchema {
 
     /// The folded state of one operation.
     func state(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState? {
-        try txn.withValue(operations, key: id.bytes) { value in
-            guard let value else { return nil }
-            do {
-                return try StateCodec.decode(Array(value))
-            } catch {
-                throw OutboxError.projectionCorrupt(reason: "the state of operation \(id): \(error)")
-            }
+        do {
+            return try txn.get(operations, id)
+        } catch let error as LMDBCodecError {
+            throw OutboxError.projectionCorrupt(reason: "the state of operation \(id): \(error)")
         }
     }
 
     /// The engine-level state folded from engine events.
     func engineState(in txn: borrowing LMDBTransaction) throws -> EngineState {
-        try txn.withValue(meta, key: MetaKey.engineState) { value in
-            guard let value else { return EngineState() }
-            do {
-                return try StateCodec.decodeEngine(Array(value))
-            } catch {
-                throw OutboxError.projectionCorrupt(reason: "the engine state: \(error)")
-            }
+        guard let bytes = try txn.get(meta, MetaKey.engineState) else { return EngineState() }
+        do {
+            return try StateCodec.decodeEngine(bytes)
+        } catch {
+            throw OutboxError.projectionCorrupt(reason: "the engine state: \(error)")
         }
     }
 
     /// The event at `seq`, checksum checked, its sealed fields opened when the key is known.
     func event(_ seq: JournalSequence, in txn: borrowing LMDBTransaction) throws -> JournalEvent? {
-        guard let record = try txn.get(events, key: seq.key) else { return nil }
+        guard let record = try txn.get(events, seq) else { return nil }
         return try decode(record, seq: seq)
     }
 
@@ -61,17 +55,6 @@ extension JournalSchema {
         guard let sealed = state.sealedPresentation else { return (state.entityLabel, state.summary) }
         guard let text = try? sealing.sealing?.unsealPresentation(sealed, id: state.id) else { return nil }
         return (text.label, text.summary)
-    }
-
-    /// Every event of one operation, in journal order, read through the seqs its state lists.
-    func history(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> [JournalEvent] {
-        let seqs = try state(id, in: txn)?.eventSeqs ?? []
-        return try seqs.map { seq in
-            guard let event = try event(seq, in: txn) else {
-                throw OutboxError.projectionCorrupt(reason: "operation \(id) lists seq \(seq), which is not in the journal")
-            }
-            return event
-        }
     }
 
     /// `state` with its entity label and summary opened for display: the plaintext when the key is
@@ -97,17 +80,14 @@ extension JournalSchema {
     }
 
     func counter(_ name: String, in txn: borrowing LMDBTransaction) throws -> Int64 {
-        try Projection.readCounter(Array(name.utf8), schema: self, in: txn)
+        try txn.get(counters, name) ?? 0
     }
 
     /// Every non-zero counter whose name starts with `prefix`, by the rest of its name.
     func counters(prefix: String, in txn: borrowing LMDBTransaction) throws -> [String: Int64] {
-        let prefixBytes = Array(prefix.utf8)
         var result: [String: Int64] = [:]
-        try txn.scan(counters, from: prefixBytes) { key, value in
-            guard key.starts(with: prefixBytes) else { return .stop }
-            let name = String(decoding: key.dropFirst(prefixBytes.count), as: UTF8.self)
-            result[name] = Int64(bitPattern: value.reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+        try txn.scan(counters, leading: Array(prefix.utf8)) { entry in
+            result[String(try entry.key().dropFirst(prefix.count))] = try entry.value()
             return .next
         }
         return result
@@ -119,11 +99,10 @@ extension JournalSchema {
         limit: Int = .max,
         in txn: borrowing LMDBTransaction
     ) throws -> [OperationID] {
-        let prefix = JournalSchema.statusPrefix(status)
         var ids: [OperationID] = []
-        try txn.scan(byStatus, from: prefix) { key, value in
-            guard key.starts(with: prefix), ids.count < limit else { return .stop }
-            if let id = OperationID(bytes: value) { ids.append(id) }
+        try txn.scan(byStatus, leading: JournalCodec.StatusKey.leading(status)) { entry in
+            guard ids.count < limit else { return .stop }
+            ids.append(try entry.value())
             return .next
         }
         return ids
@@ -131,10 +110,9 @@ extension JournalSchema {
 
     /// The first row of `lane` not yet terminal: the only one of the lane that may be sent.
     func laneHead(_ lane: String, in txn: borrowing LMDBTransaction) throws -> OperationID? {
-        let prefix = JournalSchema.lanePrefix(lane)
         var head: OperationID?
-        try txn.scan(lanes, from: prefix) { key, value in
-            if key.starts(with: prefix) { head = OperationID(bytes: value) }
+        try txn.scan(lanes, leading: JournalCodec.LaneKey.leading(lane)) { entry in
+            head = try entry.value()
             return .stop
         }
         return head

@@ -27,95 +27,47 @@ struct JournalSchema: Sendable {
     /// (`operation-events`, layout 2, listed each operation's seqs; the state holds them now.)
     static let retiredDatabases = ["operation-events"]
 
-    let meta: LMDBDatabase
-    let events: LMDBDatabase
-    let operations: LMDBDatabase
-    let byStatus: LMDBDatabase
-    let schedule: LMDBDatabase
-    let lanes: LMDBDatabase
-    let syncTab: LMDBDatabase
-    let counters: LMDBDatabase
+    let meta: LMDBTable<NameCodec, RawBytes>
+    let events: LMDBTable<JournalCodec.Seq, RawBytes>
+    let operations: LMDBTable<JournalCodec.ID, JournalCodec.State>
+    let byStatus: LMDBTable<JournalCodec.StatusKey, JournalCodec.ID>
+    let schedule: LMDBTable<JournalCodec.ScheduleKey, JournalCodec.ID>
+    let lanes: LMDBTable<JournalCodec.LaneKey, JournalCodec.ID>
+    let syncTab: LMDBTable<JournalCodec.TabKey, JournalCodec.ID>
+    let counters: LMDBTable<NameCodec, BigEndianInt64>
     /// The journal's key, when it is encrypted at rest and the key was given.
     let sealing = SealingBox()
 
     /// The databases derived from the events: cleared and refilled by a rebuild.
     var projections: [LMDBDatabase] {
-        [operations, byStatus, schedule, lanes, syncTab, counters]
+        [operations.database, byStatus.database, schedule.database, lanes.database, syncTab.database, counters.database]
     }
 
     init(environment: LMDBEnvironment) throws {
-        meta = try environment.openDatabase("meta")
-        events = try environment.openDatabase("events")
-        operations = try environment.openDatabase("operations")
-        byStatus = try environment.openDatabase("by-status")
-        schedule = try environment.openDatabase("schedule")
-        lanes = try environment.openDatabase("lanes")
-        syncTab = try environment.openDatabase("sync-tab")
-        counters = try environment.openDatabase("counters")
+        meta = LMDBTable(try environment.openDatabase("meta"))
+        events = LMDBTable(try environment.openDatabase("events"))
+        operations = LMDBTable(try environment.openDatabase("operations"))
+        byStatus = LMDBTable(try environment.openDatabase("by-status"))
+        schedule = LMDBTable(try environment.openDatabase("schedule"))
+        lanes = LMDBTable(try environment.openDatabase("lanes"))
+        syncTab = LMDBTable(try environment.openDatabase("sync-tab"))
+        counters = LMDBTable(try environment.openDatabase("counters"))
     }
 
     // MARK: Meta keys
 
     enum MetaKey {
-        static let formatVersion = Array("format-version".utf8)
-        static let projectionVersion = Array("projection-version".utf8)
-        static let account = Array("account".utf8)
-        static let createdAt = Array("created-at".utf8)
-        static let engineState = Array("engine-state".utf8)
+        static let formatVersion = "format-version"
+        static let projectionVersion = "projection-version"
+        static let account = "account"
+        static let engineState = "engine-state"
         /// A constant sealed with the journal's key: present when it is encrypted at rest.
-        static let keyCheck = Array("key-check".utf8)
-    }
-
-    // MARK: Index keys
-
-    static func statusKey(_ status: OutboxStatus, firstSeq: JournalSequence) -> [UInt8] {
-        [status.code] + firstSeq.key
-    }
-
-    static func statusPrefix(_ status: OutboxStatus) -> [UInt8] { [status.code] }
-
-    /// Due moments sort as unsigned integers; a row due now sorts first.
-    static func scheduleKey(dueAt: Date?, firstSeq: JournalSequence) -> [UInt8] {
-        guard let dueAt else { return [UInt8](repeating: 0, count: 8) + firstSeq.key }
-        return sortableBits(dueAt.timeIntervalSinceReferenceDate).bigEndianBytes + firstSeq.key
-    }
-
-    /// The moment a schedule key names; `nil` for "due now".
-    static func scheduledMoment(_ key: UnsafeRawBufferPointer) -> Date? {
-        let bits = key.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        guard bits != 0 else { return nil }
-        return Date(timeIntervalSinceReferenceDate: unsortableBits(bits))
-    }
-
-    static func laneKey(_ lane: String, firstSeq: JournalSequence) -> [UInt8] {
-        lanePrefix(lane) + firstSeq.key
-    }
-
-    static func lanePrefix(_ lane: String) -> [UInt8] {
-        Array(lane.utf8) + [0]
+        static let keyCheck = "key-check"
     }
 
     enum TabGroup: UInt8 {
         case waiting = 0
         case approval = 1
-    }
-
-    static func tabKey(_ group: TabGroup, category: String, latestSeq: JournalSequence) -> [UInt8] {
-        tabPrefix(group, category: category) + latestSeq.key
-    }
-
-    static func tabPrefix(_ group: TabGroup, category: String) -> [UInt8] {
-        [group.rawValue] + Array(category.utf8) + [0]
-    }
-
-    /// A double's bits, reordered so that unsigned comparison follows numeric order.
-    private static func sortableBits(_ value: Double) -> UInt64 {
-        let bits = value.bitPattern
-        return bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63)
-    }
-
-    private static func unsortableBits(_ bits: UInt64) -> Double {
-        Double(bitPattern: bits & (1 << 63) != 0 ? bits & ~(1 << 63) : ~bits)
     }
 }
 

@@ -16,12 +16,9 @@ extension JournalStore {
         return try read { txn in
             var ids: [(JournalSequence, OperationID)] = []
             for status in OutboxStatus.allCases where status.isTerminal {
-                let prefix = JournalSchema.statusPrefix(status)
-                try txn.scan(schema.byStatus, from: prefix) { key, value in
-                    guard key.starts(with: prefix) else { return .stop }
-                    if let id = OperationID(bytes: value), let state = try schema.state(id, in: txn),
-                        state.compactedAt == nil, state.changedAt < horizon
-                    {
+                try txn.scan(schema.byStatus, leading: JournalCodec.StatusKey.leading(status)) { entry in
+                    let id = try entry.value()
+                    if let state = try schema.state(id, in: txn), state.compactedAt == nil, state.changedAt < horizon {
                         ids.append((state.firstSeq, id))
                     }
                     return .next
@@ -48,9 +45,9 @@ extension JournalStore {
                 for id in ids {
                     guard let state = try schema.state(id, in: txn), state.status.isTerminal, state.compactedAt == nil else { continue }
                     for seq in state.eventSeqs {
-                        if let record = try txn.get(schema.events, key: seq.key) {
+                        if let record = try txn.get(schema.events, seq) {
                             removed.append((seq, record))
-                            try txn.delete(schema.events, key: seq.key)
+                            try txn.delete(schema.events, seq)
                         }
                     }
                     operations.append(CompactedOperation(state))
@@ -65,7 +62,7 @@ extension JournalStore {
                     ))
                 )
                 let record = RecordCodec.encode(event)
-                try txn.put(schema.events, key: event.seq.key, value: record, flags: .append)
+                try txn.put(schema.events, event.seq, record, flags: .append)
                 let removedBytes = removed.reduce(0) { $0 + $1.record.count }
                 var counterDeltas: [String: Int64] = [:]
                 try schema.projectEngineEvent(event, recordSize: record.count, extraCounters: [

@@ -1,6 +1,7 @@
 import Foundation
 import OutboxCore
 import OutboxStorage
+import OutboxWire
 
 /// Rebuilding every projection from the events: the migration a new projection layout needs.
 extension JournalStore {
@@ -39,7 +40,7 @@ extension JournalStore {
             // The closures below depend on the events alone: when a full map makes `write` run
             // one again, it does the same again.
             let remaining: ArraySlice<RebuildPlan.Step> = try environment.write { txn in
-                let eventCount = try txn.count(schema.events)
+                let eventCount = try txn.count(schema.events.database)
                 let shards: [RebuildShard]
                 if eventCount < tuning.shardingThreshold || tuning.shards < 2 {
                     shards = [RebuildShard(try ProjectionImage.build(schema: schema, in: txn))]
@@ -156,8 +157,8 @@ private struct RebuildPlan {
 
     init(shards: [RebuildShard], schema: JournalSchema, retired: [LMDBDatabase], chunk: Int) {
         steps.append { txn in
-            try txn.delete(schema.meta, key: JournalSchema.MetaKey.projectionVersion)
-            try txn.delete(schema.meta, key: JournalSchema.MetaKey.engineState)
+            try txn.delete(schema.meta, JournalSchema.MetaKey.projectionVersion)
+            try txn.delete(schema.meta, JournalSchema.MetaKey.engineState)
             for database in schema.projections + retired { try txn.removeAll(database) }
         }
 
@@ -172,7 +173,7 @@ private struct RebuildPlan {
                     let row = shards[position.run].states[position.index]
                     try shards[position.run].stateBytes.withUnsafeBytes { bytes in
                         try withUnsafeBytes(of: row.id.uuid.uuid) { key in
-                            try txn.put(schema.operations, key: key, value: UnsafeRawBufferPointer(rebasing: bytes[row.bytes]), flags: .append)
+                            try txn.put(schema.operations, encodedKey: key, encodedValue: UnsafeRawBufferPointer(rebasing: bytes[row.bytes]), flags: .append)
                         }
                     }
                 }
@@ -192,16 +193,13 @@ private struct RebuildPlan {
                     }
                 }
             }
-            let database = index.database(in: schema)
             for first in stride(from: 0, to: order.count, by: chunk) {
                 let slice = order[first..<min(first + chunk, order.count)]
                 steps.append { txn in
                     for position in slice {
                         let row = runs[position.run][position.index]
                         try shards[position.run].indexKeyBytes.withUnsafeBytes { keys in
-                            try withUnsafeBytes(of: row.id.uuid.uuid) { id in
-                                try txn.put(database, key: UnsafeRawBufferPointer(rebasing: keys[row.bytes]), value: id, flags: .append)
-                            }
+                            try index.put(UnsafeRawBufferPointer(rebasing: keys[row.bytes]), row.id, schema: schema, in: txn, flags: .append)
                         }
                     }
                 }
@@ -215,15 +213,19 @@ private struct RebuildPlan {
             eventBytes: shards.reduce(0) { $0 + $1.eventBytes },
             states: stateCounters
         )
-        .map { (key: Array($0.key.utf8), value: $0.value) }
+        .map { (key: NameCodec.bytes($0.key), value: $0.value) }
         .sorted { $0.key.lexicographicallyPrecedes($1.key) }
         let engine = shards.lazy.compactMap(\.engine).first ?? EngineState()
         steps.append { txn in
             for counter in counters {
-                try txn.put(schema.counters, key: counter.key, value: UInt64(bitPattern: counter.value).bigEndianBytes, flags: .append)
+                try counter.key.withUnsafeBytes { key in
+                    try BigEndianInt64.bytes(counter.value).withUnsafeBytes { value in
+                        try txn.put(schema.counters, encodedKey: key, encodedValue: value, flags: .append)
+                    }
+                }
             }
-            try txn.put(schema.meta, key: JournalSchema.MetaKey.engineState, value: StateCodec.encode(engine))
-            try txn.put(schema.meta, key: JournalSchema.MetaKey.projectionVersion, value: JournalSchema.projectionVersion.bigEndianBytes)
+            try txn.put(schema.meta, JournalSchema.MetaKey.engineState, StateCodec.encode(engine))
+            try txn.put(schema.meta, JournalSchema.MetaKey.projectionVersion, JournalCodec.Version.bytes(JournalSchema.projectionVersion))
         }
     }
 }

@@ -15,9 +15,9 @@ extension JournalStore {
         try Self.run(options) {
             try environment.write { txn in
                 var enqueuedRecords: [(JournalSequence, [UInt8])] = []
-                try txn.scan(schema.events) { key, value in
-                    let seq = JournalSequence(key: key) ?? .zero
-                    let record = Array(value)
+                try txn.scan(schema.events) { entry in
+                    let seq = try entry.key()
+                    let record = Array(entry.valueBytes)
                     if try RecordCodec.decodeHeader(record, seq: seq).kind == .enqueued { enqueuedRecords.append((seq, record)) }
                     return .next
                 }
@@ -31,12 +31,12 @@ extension JournalStore {
                     presentations[id] = enqueued.sealed?.presentation
                     event.body = .enqueued(enqueued)
                     let rewritten = RecordCodec.encode(event)
-                    try txn.put(schema.events, key: seq.key, value: rewritten)
+                    try txn.put(schema.events, seq, rewritten)
                     bytesDelta += Int64(rewritten.count - record.count)
                 }
                 var states: [OperationState] = []
-                try txn.scan(schema.operations) { _, value in
-                    let state = try StateCodec.decode(Array(value))
+                try txn.scan(schema.operations) { entry in
+                    let state = try entry.value()
                     if state.compactedAt == nil { states.append(state) }
                     return .next
                 }
@@ -53,15 +53,13 @@ extension JournalStore {
                         state.sealedPresentation = nil
                         (state.entityLabel, state.summary) = (label, summary)
                     }
-                    try txn.put(schema.operations, key: state.id.bytes, value: StateCodec.encode(state))
+                    try txn.put(schema.operations, state.id, state)
                 }
-                let counterKey = Array(CounterName.eventBytes.utf8)
-                let bytes = try Projection.readCounter(counterKey, schema: schema, in: txn) + bytesDelta
-                try txn.put(schema.counters, key: counterKey, value: UInt64(bitPattern: bytes).bigEndianBytes)
+                try Projection.writeCounters([CounterName.eventBytes: bytesDelta], schema: schema, in: txn)
                 if let new {
-                    try txn.put(schema.meta, key: JournalSchema.MetaKey.keyCheck, value: new.keyCheck())
+                    try txn.put(schema.meta, JournalSchema.MetaKey.keyCheck, new.keyCheck())
                 } else {
-                    try txn.delete(schema.meta, key: JournalSchema.MetaKey.keyCheck)
+                    try txn.delete(schema.meta, JournalSchema.MetaKey.keyCheck)
                 }
             }
         }

@@ -130,7 +130,8 @@ final class JournalStore: Sendable {
         let canonical = directory.standardizedFileURL.resolvingSymlinksInPath().path
         if LMDBEnvironment.isOpen(path: canonical) { throw .alreadyOpen(path: canonical) }
         let lock: ProcessLock
-        let lockPath = directory.appendingPathComponent(FileName.writerLock).path
+        // The canonical path: the lock is known in this process by it, however the directory is named.
+        let lockPath = URL(fileURLWithPath: canonical).appendingPathComponent(FileName.writerLock).path
         do {
             lock = try ProcessLock.acquire(path: lockPath)
         } catch {
@@ -277,7 +278,7 @@ final class JournalStore: Sendable {
     /// opens with a key.
     private func adoptKey() throws(OutboxError) {
         let schema = self.schema
-        let stored = try read { txn in try txn.get(schema.meta, key: JournalSchema.MetaKey.keyCheck) }
+        let stored = try read { txn in try txn.get(schema.meta, JournalSchema.MetaKey.keyCheck) }
         let sealing = options.sealingKey.map(JournalSealing.init(key:))
         switch (stored, sealing) {
         case (nil, nil):
@@ -316,31 +317,32 @@ final class JournalStore: Sendable {
         options: Options,
         in txn: borrowing LMDBTransaction
     ) throws -> MetaCheck {
-        guard let format = try txn.get(schema.meta, key: JournalSchema.MetaKey.formatVersion) else {
-            guard try txn.count(schema.events) == 0, !options.readOnly else {
+        guard let format = try txn.get(schema.meta, JournalSchema.MetaKey.formatVersion) else {
+            guard try txn.count(schema.events.database) == 0, !options.readOnly else {
                 throw OutboxError.notAJournal(path: path, reason: "it has no format version")
             }
             if txn.isReadOnly { return .new }
-            try txn.put(schema.meta, key: JournalSchema.MetaKey.formatVersion, value: UInt32(RecordCodec.formatVersion).bigEndianBytes)
-            try txn.put(schema.meta, key: JournalSchema.MetaKey.projectionVersion, value: JournalSchema.projectionVersion.bigEndianBytes)
+            try txn.put(schema.meta, JournalSchema.MetaKey.formatVersion, JournalCodec.Version.bytes(UInt32(RecordCodec.formatVersion)))
+            try txn.put(schema.meta, JournalSchema.MetaKey.projectionVersion, JournalCodec.Version.bytes(JournalSchema.projectionVersion))
             if let account = options.account {
-                try txn.put(schema.meta, key: JournalSchema.MetaKey.account, value: Array(account.utf8))
+                try txn.put(schema.meta, JournalSchema.MetaKey.account, Array(account.utf8))
             }
             return .found(projection: JournalSchema.projectionVersion)
         }
-        guard format.count == 4 else { throw OutboxError.notAJournal(path: path, reason: "its format version is unreadable") }
-        let version = Int(format.reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+        guard let version = (try? format.withUnsafeBytes(JournalCodec.Version.decode)).map(Int.init) else {
+            throw OutboxError.notAJournal(path: path, reason: "its format version is unreadable")
+        }
         guard version <= RecordCodec.formatVersion else {
             throw OutboxError.newerFormat(found: version, supported: RecordCodec.formatVersion)
         }
         if let configured = options.account,
-            let stored = try txn.get(schema.meta, key: JournalSchema.MetaKey.account),
+            let stored = try txn.get(schema.meta, JournalSchema.MetaKey.account),
             String(decoding: stored, as: UTF8.self) != configured
         {
             throw OutboxError.wrongAccount(journal: String(decoding: stored, as: UTF8.self), configured: configured)
         }
-        let projection = try txn.get(schema.meta, key: JournalSchema.MetaKey.projectionVersion)
-        return .found(projection: projection.flatMap { $0.count == 4 ? $0.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } : nil })
+        let projection = try txn.get(schema.meta, JournalSchema.MetaKey.projectionVersion)
+        return .found(projection: projection.flatMap { try? $0.withUnsafeBytes(JournalCodec.Version.decode) })
     }
 
     func close() {
@@ -393,7 +395,7 @@ final class JournalStore: Sendable {
                     for (event, change) in zip(events, changes) {
                         let record = RecordCodec.encode(event)
                         assert((try? schema.decode(record, seq: event.seq)) == event, "record does not round-trip")
-                        try txn.put(schema.events, key: event.seq.key, value: record, flags: .append)
+                        try txn.put(schema.events, event.seq, record, flags: .append)
                         if let change {
                             try Projection.apply(event, recordSize: record.count, changes: [change], engine: nil,
                                                  counterDeltas: &counterDeltas, schema: schema, in: txn)
@@ -411,6 +413,20 @@ final class JournalStore: Sendable {
     }
 
     // MARK: Reading
+
+    /// `attemptAbandoned` drafts for every syncing row: at open, attempts the last process started
+    /// and never saw end.
+    func interruptedAttempts() throws(OutboxError) -> [JournalStore.Draft] {
+        let schema = self.schema
+        return try read { txn in
+            try schema.operationIDs(withStatus: .syncing, in: txn).compactMap { id in
+                guard let state = try schema.state(id, in: txn) else { return nil }
+                return JournalStore.Draft(operationID: id, body: .attemptAbandoned(AttemptAbandoned(
+                    attempt: AttemptNumber(rawValue: state.attemptCount)
+                )))
+            }
+        }
+    }
 
     /// Runs `body` in a read transaction: one consistent snapshot.
     func read<R>(_ body: (borrowing LMDBTransaction) throws -> R) throws(OutboxError) -> R {

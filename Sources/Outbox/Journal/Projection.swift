@@ -8,19 +8,43 @@ import OutboxStorage
 /// adds (its event counters) are computed here, and nowhere else, both when an
 /// event is appended and when `verify` rebuilds the projections in memory to compare.
 enum Projection {
-    /// An index the projection keeps, apart from `operations` itself.
+    /// An index the projection keeps, apart from `operations` itself: each maps a key to an
+    /// operation id.
     enum Index: CaseIterable {
         case byStatus
         case schedule
         case lanes
         case syncTab
 
-        func database(in schema: JournalSchema) -> LMDBDatabase {
+        /// Stores `id` under a key the index's codec encoded.
+        func put(_ encodedKey: UnsafeRawBufferPointer, _ id: OperationID, schema: JournalSchema, in txn: borrowing LMDBTransaction,
+                 flags: LMDBPutFlags = []) throws {
+            try withUnsafeBytes(of: id.uuid.uuid) { value in
+                switch self {
+                case .byStatus: try txn.put(schema.byStatus, encodedKey: encodedKey, encodedValue: value, flags: flags)
+                case .schedule: try txn.put(schema.schedule, encodedKey: encodedKey, encodedValue: value, flags: flags)
+                case .lanes: try txn.put(schema.lanes, encodedKey: encodedKey, encodedValue: value, flags: flags)
+                case .syncTab: try txn.put(schema.syncTab, encodedKey: encodedKey, encodedValue: value, flags: flags)
+                }
+            }
+        }
+
+        func delete(_ encodedKey: [UInt8], schema: JournalSchema, in txn: borrowing LMDBTransaction) throws {
             switch self {
-            case .byStatus: schema.byStatus
-            case .schedule: schema.schedule
-            case .lanes: schema.lanes
-            case .syncTab: schema.syncTab
+            case .byStatus: try txn.delete(schema.byStatus, encodedKey: encodedKey)
+            case .schedule: try txn.delete(schema.schedule, encodedKey: encodedKey)
+            case .lanes: try txn.delete(schema.lanes, encodedKey: encodedKey)
+            case .syncTab: try txn.delete(schema.syncTab, encodedKey: encodedKey)
+            }
+        }
+
+        /// Its database and key prefix, as a rebuild and `verify` see it: a map of bytes.
+        func storage(in schema: JournalSchema) -> StoredTable {
+            switch self {
+            case .byStatus: StoredTable(schema.byStatus)
+            case .schedule: StoredTable(schema.schedule)
+            case .lanes: StoredTable(schema.lanes)
+            case .syncTab: StoredTable(schema.syncTab)
             }
         }
     }
@@ -45,7 +69,8 @@ enum Projection {
         }
     }
 
-    /// What one operation state puts in the indexes and counters.
+    /// What one operation state puts in the indexes (each key as its index's codec encodes it)
+    /// and counters.
     struct Footprint {
         var byStatus: [UInt8]
         var schedule: [UInt8]?
@@ -67,7 +92,7 @@ enum Projection {
     /// The footprint of a state. Its counters come from the state, not from its events, so they
     /// survive compaction: attempts, the latest outcome, a key conflict met.
     static func footprint(of state: OperationState) -> Footprint {
-        var footprint = Footprint(byStatus: JournalSchema.statusKey(state.status, firstSeq: state.firstSeq))
+        var footprint = Footprint(byStatus: JournalCodec.StatusKey.bytes((state.status, state.firstSeq)))
         footprint.counters.append((.status(state.status), 1))
         if state.attemptCount > 0 { footprint.counters.append((.attempts, Int64(state.attemptCount))) }
         if let outcome = state.latestOutcome { footprint.counters.append((.outcome(outcome), 1)) }
@@ -75,13 +100,13 @@ enum Projection {
             footprint.counters.append((.conflicts(operationType: state.operationType), 1))
         }
         if state.status == .queued {
-            footprint.schedule = JournalSchema.scheduleKey(dueAt: state.nextAttemptAt, firstSeq: state.firstSeq)
+            footprint.schedule = JournalCodec.ScheduleKey.bytes((state.nextAttemptAt, state.firstSeq))
         }
         if !state.status.isTerminal {
-            footprint.lane = JournalSchema.laneKey(state.lane, firstSeq: state.firstSeq)
+            footprint.lane = JournalCodec.LaneKey.bytes((state.lane, state.firstSeq))
         }
         if let group = tabGroup(of: state.status) {
-            footprint.syncTab = JournalSchema.tabKey(group, category: state.category, latestSeq: state.latestSeq)
+            footprint.syncTab = JournalCodec.TabKey.bytes((group, state.category, state.latestSeq))
             footprint.counters.append((.tab(group, category: state.category), 1))
         }
         return footprint
@@ -118,19 +143,18 @@ enum Projection {
         counterDeltas[CounterName.eventBytes, default: 0] += Int64(recordSize)
         counterDeltas.merge(extraCounters, uniquingKeysWith: +)
         for (before, after) in changes {
-            try txn.put(schema.operations, key: after.id.bytes, value: StateCodec.encode(after))
+            try txn.put(schema.operations, after.id, after)
             let old = before.map(footprint(of:))
             let new = footprint(of: after)
             for index in Index.allCases where old?.key(in: index) != new.key(in: index) {
-                let database = index.database(in: schema)
-                if let key = old?.key(in: index) { try txn.delete(database, key: key) }
-                if let key = new.key(in: index) { try txn.put(database, key: key, value: after.id.bytes) }
+                if let key = old?.key(in: index) { try index.delete(key, schema: schema, in: txn) }
+                if let key = new.key(in: index) { try key.withUnsafeBytes { try index.put($0, after.id, schema: schema, in: txn) } }
             }
             for (counter, count) in old?.counters ?? [] { counterDeltas[counter.name, default: 0] -= count }
             for (counter, count) in new.counters { counterDeltas[counter.name, default: 0] += count }
         }
         if let engine {
-            try txn.put(schema.meta, key: JournalSchema.MetaKey.engineState, value: StateCodec.encode(engine))
+            try txn.put(schema.meta, JournalSchema.MetaKey.engineState, StateCodec.encode(engine))
         }
     }
 
@@ -142,20 +166,11 @@ enum Projection {
     }
 
     private static func addToCounter(_ name: String, _ delta: Int64, schema: JournalSchema, in txn: borrowing LMDBTransaction) throws {
-        let key = Array(name.utf8)
-        let current = try readCounter(key, schema: schema, in: txn)
-        let next = current + delta
+        let next = try schema.counter(name, in: txn) + delta
         if next == 0 {
-            try txn.delete(schema.counters, key: key)
+            try txn.delete(schema.counters, name)
         } else {
-            try txn.put(schema.counters, key: key, value: UInt64(bitPattern: next).bigEndianBytes)
-        }
-    }
-
-    static func readCounter(_ key: [UInt8], schema: JournalSchema, in txn: borrowing LMDBTransaction) throws -> Int64 {
-        try txn.withValue(schema.counters, key: key) { value in
-            guard let value, value.count == 8 else { return 0 }
-            return Int64(bitPattern: value.reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+            try txn.put(schema.counters, name, next)
         }
     }
 }

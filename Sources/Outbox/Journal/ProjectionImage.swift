@@ -65,14 +65,16 @@ struct ProjectionImage: Equatable, Sendable {
         var image = ProjectionImage(shard: shard)
         // Sized up front: growing a dictionary of states moves every one of them.
         var operations = 0
-        try txn.scan(schema.events) { _, value in
+        try txn.scan(schema.events) { entry in
+            let value = entry.valueBytes
             if RecordCodec.uncheckedKind(of: value) == .enqueued, RecordCodec.uncheckedOperationID(of: value).map(shard.owns) ?? true {
                 operations += 1
             }
             return .next
         }
         image.states.reserveCapacity(operations)
-        try txn.scan(schema.events) { key, value in
+        try txn.scan(schema.events) { entry in
+            let value = entry.valueBytes
             // Routed by the header's unchecked claims; the record is checked in full by
             // whichever shard decodes it, so a damaged one is still found.
             if let id = RecordCodec.uncheckedOperationID(of: value) {
@@ -80,8 +82,7 @@ struct ProjectionImage: Equatable, Sendable {
             } else if !shard.ownsEngineEvents && RecordCodec.uncheckedKind(of: value) != .compacted {
                 return .next
             }
-            let seq = JournalSequence(key: key) ?? .zero
-            try image.apply(try RecordCodec.decode(Array(value), seq: seq), recordSize: value.count)
+            try image.apply(try RecordCodec.decode(Array(value), seq: try entry.key()), recordSize: value.count)
             return .next
         }
         return image
@@ -139,24 +140,24 @@ struct ProjectionImage: Equatable, Sendable {
         return counters.filter { $0.value != 0 }
     }
 
-    /// The content each projection database should hold.
-    func expectedTables(schema: JournalSchema) -> [LMDBDatabase: [[UInt8]: [UInt8]]] {
-        var tables: [LMDBDatabase: [[UInt8]: [UInt8]]] = [:]
+    /// The content each projection table should hold, keys and values as their codecs encode them.
+    func expectedTables(schema: JournalSchema) -> [StoredTable: [[UInt8]: [UInt8]]] {
+        var tables: [StoredTable: [[UInt8]: [UInt8]]] = [:]
         var operations: [[UInt8]: [UInt8]] = [:]
         var indexes: [Projection.Index: [[UInt8]: [UInt8]]] = [:]
         for state in states.values {
-            operations[state.id.bytes] = StateCodec.encode(state)
+            operations[JournalCodec.ID.bytes(state.id)] = JournalCodec.State.bytes(state)
             let footprint = Projection.footprint(of: state)
             for index in Projection.Index.allCases {
                 if let key = footprint.key(in: index) { indexes[index, default: [:]][key] = state.id.bytes }
             }
         }
-        tables[schema.operations] = operations
+        tables[StoredTable(schema.operations)] = operations
         for index in Projection.Index.allCases {
-            tables[index.database(in: schema)] = indexes[index] ?? [:]
+            tables[index.storage(in: schema)] = indexes[index] ?? [:]
         }
-        tables[schema.counters] = Dictionary(uniqueKeysWithValues: counters.map {
-            (Array($0.key.utf8), UInt64(bitPattern: $0.value).bigEndianBytes)
+        tables[StoredTable(schema.counters)] = Dictionary(uniqueKeysWithValues: counters.map {
+            (NameCodec.bytes($0.key), BigEndianInt64.bytes($0.value))
         })
         return tables
     }
@@ -187,13 +188,9 @@ extension ProjectionImage {
     /// - Returns: each difference; empty when the stored projections equal the image.
     func mismatches(withStoredIn schema: JournalSchema, txn: borrowing LMDBTransaction) throws -> [ProjectionMismatch] {
         var mismatches: [ProjectionMismatch] = []
-        for (database, expected) in expectedTables(schema: schema).sorted(by: { $0.key.name < $1.key.name }) {
-            let name = database.name
-            var stored: [[UInt8]: [UInt8]] = [:]
-            try txn.scan(database) { key, value in
-                stored[Array(key)] = Array(value)
-                return .next
-            }
+        for (table, expected) in expectedTables(schema: schema).sorted(by: { $0.key.name < $1.key.name }) {
+            let name = table.name
+            let stored = try table.entries(in: txn)
             for (key, value) in expected where stored[key] != value {
                 let problem = stored[key] == nil ? "missing" : "differs from the rebuild"
                 mismatches.append(ProjectionMismatch(database: name, key: Self.describe(key), problem: problem))

@@ -2,6 +2,7 @@ public import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import OutboxCore
 
 /// An ``OutboxTransport`` over `URLSession`.
 ///
@@ -16,6 +17,10 @@ import FoundationNetworking
 /// Credentials are asked for at send time (`authorize`), never stored with a queued row.
 /// Redirects are not followed: a write is sent to the endpoint it was queued for, or its answer
 /// is recorded as unexpected. Responses are never cached and no cookies are kept.
+///
+/// The endpoint is sent byte for byte as journaled, never re-encoded: one that cannot be (a row
+/// an older engine accepted under a looser rule) throws ``UnsendableEndpoint`` before anything
+/// is sent.
 public final class URLSessionTransport: OutboxTransport {
     /// The server's base URL; an endpoint `/products` is sent to `baseURL/products`.
     public let baseURL: URL
@@ -71,11 +76,23 @@ public final class URLSessionTransport: OutboxTransport {
         return TransportResponse(statusCode: http.statusCode, headers: headers, body: data)
     }
 
-    /// `baseURL` with the endpoint (a path, maybe with a query) appended.
-    func url(for endpoint: String) throws -> URL {
+    /// `baseURL` with the endpoint (a path, maybe with a query) appended, byte for byte.
+    ///
+    /// `URL(string:)` percent-encodes what it cannot hold (`%zz` becomes `%25zz`, `\` becomes
+    /// `%5C`), and the HTTP client resolves `.` and `..` segments: either would send another
+    /// endpoint than the journal holds. So the endpoint must pass the rule `enqueue` applies,
+    /// and the URL is parsed without encoding and must print as the text it was made from.
+    /// - Throws: ``UnsendableEndpoint`` otherwise; nothing is sent.
+    func url(for endpoint: String) throws(UnsendableEndpoint) -> URL {
+        if let problem = OutboxRequest.endpointProblem(endpoint) {
+            throw UnsendableEndpoint(endpoint: endpoint, problem: problem)
+        }
         var base = baseURL.absoluteString
         while base.hasSuffix("/") { base.removeLast() }
-        guard let url = URL(string: base + endpoint) else { throw URLError(.badURL) }
+        let text = base + endpoint
+        guard let url = URL(string: text, encodingInvalidCharacters: false), url.absoluteString == text else {
+            throw UnsendableEndpoint(endpoint: endpoint, problem: "would not stay as written in a URL on \(base)")
+        }
         return url
     }
 }

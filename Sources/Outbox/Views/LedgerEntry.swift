@@ -85,6 +85,11 @@ public struct OutboxMetrics: Sendable, Equatable, Codable {
     /// budget (`maxJournalBytes`).
     public var journalLiveBytes: Int
     public var journalBudgetBytes: Int
+    /// The problems the engine met since it opened, by kind: errors it handled without a caller
+    /// to throw them to (a read that failed during a pass, an outcome it could not record, a
+    /// compaction that failed). Counted in memory, never journaled; each is also logged, and the
+    /// latest are in `Outbox.recentProblems`. Empty from a ``JournalReader``.
+    public var problems: [OutboxProblem.Kind: Int] = [:]
 
     /// The share of the budget in use, 0...1.
     public var budgetUsed: Double {

@@ -1,39 +1,35 @@
 import Foundation
 import OutboxCore
-import OutboxCrypto
 import OutboxStorage
 import Synchronization
 
-/// One pass of the worker, and one attempt at one row: the part that reads the journal, asks the
-/// session, sends, and records what happened.
+/// One pass of the worker: finds the queued rows whose moment has come, sends them lane by lane
+/// (each through ``ReplayAttempt``), and says when the next pass should run.
 final class ReplayPass: Sendable {
     let store: JournalStore
     let writer: JournalWriter
-    let transport: any OutboxTransport
+    let attempts: ReplayAttempt
     let configuration: OutboxConfiguration
-    /// Rows whose due moment was seen beyond the cap from now (the clock moved backwards), and
-    /// when: each is due at that moment plus the cap.
-    private let beyondCapSince = Mutex<[OperationID: Date]>([:])
-    /// Set once the worker is stopped (sign-out): no row is started after it.
-    private let stopped = Atomic<Bool>(false)
-    /// Rows whose attempt this process has in flight. A syncing row not in it lost its outcome
-    /// (the commit recording it failed) and is abandoned by the next pass.
-    private let inFlight = Mutex<Set<OperationID>>([])
+    let log: EngineLog
+    /// The guard against a clock moved backwards: rows seen due beyond the cap, and since when.
+    private let clamp: Mutex<ClockSkewClamp>
 
-    init(store: JournalStore, writer: JournalWriter, transport: any OutboxTransport, configuration: OutboxConfiguration) {
+    init(store: JournalStore, writer: JournalWriter, attempts: ReplayAttempt, configuration: OutboxConfiguration, log: EngineLog) {
         self.store = store
         self.writer = writer
-        self.transport = transport
+        self.attempts = attempts
         self.configuration = configuration
+        self.log = log
+        self.clamp = Mutex(ClockSkewClamp(policy: configuration.retryPolicy))
     }
 
     private var clock: any OutboxClock { configuration.clock }
+    private var policy: RetryPolicy { configuration.retryPolicy }
 
     /// Starts no more rows, in this pass or any other; attempts in flight finish and are recorded.
     func stop() {
-        stopped.store(true, ordering: .releasing)
+        attempts.stop()
     }
-    private var policy: RetryPolicy { configuration.retryPolicy }
 
     // MARK: A pass
 
@@ -42,32 +38,38 @@ final class ReplayPass: Sendable {
     /// or a 401 paused the worker.
     /// - Returns: when the timer should run the next pass: the earliest scheduled retry left;
     ///   `nil` when nothing is scheduled or a 401 paused the worker. A pass the session halted
-    ///   (signed out, another account) asks again one cap later, and a pass that sent nothing
-    ///   never asks for another at once: the worker never spins.
+    ///   (signed out, another account), or one that could not read whether the worker is paused
+    ///   or what is scheduled, asks again one cap later; a pass that sent nothing never asks for
+    ///   another at once: the worker never spins.
     func run(trigger: WakeReason) async -> Date? {
-        guard (try? store.engineState().isPaused) == false else { return nil }
+        switch isPaused() {
+        case true?: return ended(trigger, sent: 0, halted: false, next: nil, because: "paused")
+        case nil: return ended(trigger, sent: 0, halted: false, next: poll(), because: "unreadable")
+        case false?: break
+        }
+        log.log(.debug, "pass started", [EngineLog.Key.trigger: .string(trigger.rawValue)])
         await abandonOrphans()
         let slots = configuration.maxConcurrentLanes
-        let (sent, halted) = await withTaskGroup(of: (lane: String, report: Report).self) { group in
+        let (sent, halted) = await withTaskGroup(of: (lane: String, report: ReplayAttempt.Report).self) { group in
             var plan = PassPlan()
-            plan.add((try? dueCandidates()) ?? [])
+            plan.add(dueCandidatesOrNone())
             var inFlight = 0
             var sent = 0
             var halted = false
             while !Task.isCancelled {
-                if stopped.load(ordering: .acquiring) { halted = true }
+                if attempts.isStopped { halted = true }
                 while !halted, inFlight < slots, let candidate = plan.next() {
-                    guard (try? laneHead(candidate.lane)) == candidate.id else {
+                    guard isLaneHead(candidate) else {
                         plan.dropLane(candidate.lane)
                         continue
                     }
                     inFlight += 1
-                    group.addTask { (candidate.lane, await self.attempt(candidate.id, trigger: trigger)) }
+                    group.addTask { (candidate.lane, await self.attempts.send(candidate.id, trigger: trigger)) }
                 }
                 if inFlight == 0 {
                     // Everything planned is done: look once more for rows that became due meanwhile.
                     let seen = plan.seen.count
-                    if !halted { plan.add((try? dueCandidates()) ?? []) }
+                    if !halted { plan.add(dueCandidatesOrNone()) }
                     if halted || plan.seen.count == seen { break }
                     continue
                 }
@@ -79,56 +81,124 @@ final class ReplayPass: Sendable {
             }
             return (sent, halted)
         }
-        guard (try? store.engineState().isPaused) == false else { return nil }
+        switch isPaused() {
+        case true?: return ended(trigger, sent: sent, halted: halted, next: nil, because: "paused")
+        case nil: return ended(trigger, sent: sent, halted: halted, next: poll(), because: "unreadable")
+        case false?: break
+        }
         let now = clock.now()
-        let poll = now.addingTimeInterval(policy.maxDelaySeconds)
-        if halted { return poll }
-        guard let next = try? nextDue() else { return nil }
-        return sent == 0 && next <= now ? poll : next
+        if halted { return ended(trigger, sent: sent, halted: true, next: poll(), because: "halted") }
+        let next: Date?
+        do {
+            next = try nextDue()
+        } catch {
+            log.problem(.journalRead, "could not read the schedule; the next pass runs one cap from now", error: error)
+            return ended(trigger, sent: sent, halted: false, next: poll(), because: "unreadable")
+        }
+        guard let next else { return ended(trigger, sent: sent, halted: false, next: nil, because: "nothing_scheduled") }
+        return ended(trigger, sent: sent, halted: false, next: sent == 0 && next <= now ? poll() : next, because: "scheduled")
+    }
+
+    /// One cap from now: when a pass that could not go on asks again.
+    private func poll() -> Date {
+        clock.now().addingTimeInterval(policy.maxDelaySeconds)
+    }
+
+    /// Logs the pass's end and answers when the next one should run.
+    private func ended(_ trigger: WakeReason, sent: Int, halted: Bool, next: Date?, because reason: String) -> Date? {
+        var metadata: OutboxLogger.Metadata = [
+            EngineLog.Key.trigger: .string(trigger.rawValue),
+            EngineLog.Key.sent: "\(sent)",
+            EngineLog.Key.halted: "\(halted)",
+            EngineLog.Key.reason: .string(reason),
+        ]
+        if let next { metadata[EngineLog.Key.nextPassAt] = EngineLog.moment(next) }
+        log.log(.debug, "pass ended", metadata)
+        return next
+    }
+
+    /// Whether a 401 paused the worker; `nil` (logged and counted) when the journal cannot say.
+    private func isPaused() -> Bool? {
+        do {
+            return try store.queries.engineState().isPaused
+        } catch {
+            log.problem(.journalRead, "could not read whether the worker is paused; the next pass runs one cap from now", error: error)
+            return nil
+        }
+    }
+
+    /// The queued rows due now; none (logged and counted) when the schedule cannot be read.
+    private func dueCandidatesOrNone() -> [PassPlan.Candidate] {
+        do {
+            return try dueCandidates()
+        } catch {
+            log.problem(.journalRead, "could not read the rows due; this pass sends none of them", error: error)
+            return []
+        }
+    }
+
+    /// Whether `candidate` is its lane's first row not yet terminal; not (logged and counted)
+    /// when that cannot be read: the lane waits for the next pass.
+    private func isLaneHead(_ candidate: PassPlan.Candidate) -> Bool {
+        do {
+            return try laneHead(candidate.lane) == candidate.id
+        } catch {
+            log.problem(.journalRead, "could not read the lane's first row; the lane waits for the next pass", error: error, operation: candidate.id)
+            return false
+        }
     }
 
     /// Records `attemptAbandoned` for syncing rows no attempt of this process holds: their
     /// outcome could not be recorded. They are due at once, replayed under the same key.
     private func abandonOrphans() async {
-        guard let syncing = try? store.interruptedAttempts(), !syncing.isEmpty else { return }
+        let syncing: [JournalStore.Draft]
+        do {
+            syncing = try store.interruptedAttempts()
+        } catch {
+            log.problem(.journalRead, "could not look for interrupted attempts; the next pass looks again", error: error)
+            return
+        }
+        guard !syncing.isEmpty else { return }
         // Read the rows first, then who holds them: an attempt inserts itself before its
         // `attemptStarted` commits, so every live attempt seen syncing is held here.
-        let holding = inFlight.withLock { $0 }
-        for draft in syncing where draft.operationID.map({ !holding.contains($0) }) ?? false {
-            // A row another attempt settled meanwhile is refused by the fold: nothing to do.
-            _ = try? await writer.append([draft])
+        let holding = attempts.rowsInFlight
+        for draft in syncing {
+            guard let id = draft.operationID, !holding.contains(id) else { continue }
+            do {
+                let events = try await writer.append([draft])
+                log.log(.info, "interrupted attempt abandoned; the row is due at once, under the same key", [
+                    EngineLog.Key.operation: .string(id.description),
+                    EngineLog.Key.seq: .string(events.first.map { "\($0.seq)" } ?? ""),
+                ])
+            } catch OutboxError.illegalTransition {
+                // Another attempt settled the row meanwhile, and the fold refused: nothing to do.
+            } catch {
+                log.problem(.abandonmentNotRecorded, "could not record an interrupted attempt's abandonment; the next pass tries again", error: error, operation: id)
+            }
         }
     }
 
-    /// Queued rows due now, from the schedule index.
+    /// Queued rows due now, from the schedule index, and those the clock-skew clamp makes due.
     private func dueCandidates() throws -> [PassPlan.Candidate] {
         let now = clock.now()
         let schema = store.schema
-        let cap = policy.maxDelaySeconds
-        var due: [(OperationID, storedDue: Date?)] = []
+        let horizon = clamp.withLock { $0.horizon(now: now) }
+        var due: [OperationID] = []
         var beyondCap: [OperationID] = []
         try store.read { txn in
-            try txn.scan(schema.schedule) { key, value in
-                let moment = JournalSchema.scheduledMoment(key)
+            try txn.scan(schema.schedule) { entry in
+                let moment = try JournalCodec.ScheduleKey.dueAt(entry.keyBytes)
                 guard moment.map({ $0 <= now }) ?? true else { return .stop }
-                if let id = OperationID(bytes: value) { due.append((id, moment)) }
+                due.append(try entry.value())
                 return .next
             }
-            try txn.scan(schema.schedule, reverse: true) { key, value in
-                guard let moment = JournalSchema.scheduledMoment(key), moment > now.addingTimeInterval(cap) else { return .stop }
-                if let id = OperationID(bytes: value) { beyondCap.append(id) }
+            try txn.scan(schema.schedule, reverse: true) { entry in
+                guard let moment = try JournalCodec.ScheduleKey.dueAt(entry.keyBytes), moment > horizon else { return .stop }
+                beyondCap.append(try entry.value())
                 return .next
             }
         }
-        let clamped = beyondCapSince.withLock { seen -> [OperationID] in
-            for id in beyondCap {
-                // First seen now, or seen "in the future" because the clock moved back again since.
-                if seen[id].map({ $0 > now }) ?? true { seen[id] = now }
-            }
-            seen = seen.filter { beyondCap.contains($0.key) }
-            return seen.filter { $0.value.addingTimeInterval(cap) <= now }.map(\.key)
-        }
-        let ids = due.map(\.0) + clamped
+        let ids = due + clamp.withLock { $0.observe(beyondCap: beyondCap, now: now) }
         return try store.read { txn in
             try ids.compactMap { id in
                 guard let state = try schema.state(id, in: txn), state.status == .queued else { return nil }
@@ -150,15 +220,16 @@ final class ReplayPass: Sendable {
     func nextDue() throws -> Date? {
         let now = clock.now()
         let schema = store.schema
-        let since = beyondCapSince.withLock { $0 }
+        let clamp = self.clamp.withLock { $0 }
         var earliest: Date?
         try store.read { txn in
             var heads: [String: OperationID?] = [:]
-            try txn.scan(schema.schedule) { key, value in
+            try txn.scan(schema.schedule) { entry in
                 // A row due now (no stored moment) counts as due at this moment.
-                let stored = JournalSchema.scheduledMoment(key) ?? now
+                let stored = try JournalCodec.ScheduleKey.dueAt(entry.keyBytes) ?? now
                 if let earliest, stored >= earliest { return .stop }
-                guard let id = OperationID(bytes: value), let state = try schema.state(id, in: txn) else { return .next }
+                let id = try entry.value()
+                guard let state = try schema.state(id, in: txn) else { return .next }
                 let head: OperationID?
                 if let known = heads[state.lane] {
                     head = known
@@ -166,193 +237,11 @@ final class ReplayPass: Sendable {
                     head = try schema.laneHead(state.lane, in: txn)
                     heads[state.lane] = head
                 }
-                guard head == id, let due = policy.effectiveDue(stored, now: now, firstSeen: since[id]) else { return .next }
+                guard head == id, let due = clamp.effectiveDue(stored, of: id, now: now) else { return .next }
                 earliest = min(earliest ?? due, due)
                 return .next
             }
         }
         return earliest
-    }
-
-    // MARK: One attempt
-
-    /// What became of one attempt.
-    enum Report {
-        /// The row was not sent: another attempt or a decision got there first.
-        case skipped
-        /// The row was not sent and the pass must stop: signed out, another account, paused.
-        case halted
-        /// The attempt ran and was recorded.
-        case finished(Classification, TransportResponse?, operationType: String)
-        /// The attempt ran but its outcome could not be recorded (the journal closed or is full):
-        /// the row stays syncing until the next open abandons it.
-        case unrecorded
-
-        var haltsPass: Bool {
-            switch self {
-            case .halted: true
-            case .finished(let classification, _, _): classification.disposition == .unauthorized
-            case .skipped, .unrecorded: false
-            }
-        }
-    }
-
-    /// Sends one queued row: asks the session, checks the payload against its hash, records
-    /// `attemptStarted` (durable before the request leaves), sends the stored bytes under the
-    /// operation's key, and records `attemptFinished` with the disposition.
-    /// - Parameter withdrawOnRejection: an inline save withdraws a row the server rejects as
-    ///   invalid, in the same commit as the outcome.
-    func attempt(_ id: OperationID, trigger: WakeReason, withdrawOnRejection: Bool = false) async -> Report {
-        guard !stopped.load(ordering: .acquiring) else { return .halted }
-        let account = await configuration.session.currentAccount()
-        let schema = store.schema
-        let snapshot: (state: OperationState, payload: Data?, paused: Bool)?
-        do {
-            snapshot = try store.read { txn in
-                guard let state = try schema.state(id, in: txn) else { return nil }
-                let payload = try? schema.request(of: state, in: txn).payload
-                return (state, payload, try schema.engineState(in: txn).isPaused)
-            }
-        } catch {
-            return .skipped
-        }
-        guard let snapshot, snapshot.state.status == .queued else { return .skipped }
-        let state = snapshot.state
-        // Nothing is ever sent under another identity, or while a 401 has paused the worker.
-        guard account == state.account, !snapshot.paused else { return .halted }
-
-        let attempt = AttemptNumber(rawValue: state.attemptCount + 1)
-        let started = JournalStore.Draft(operationID: id, body: .attemptStarted(AttemptStarted(attempt: attempt, trigger: trigger)))
-        guard let payload = snapshot.payload, SHA256Digest(of: payload) == state.requestHash else {
-            let corrupt = Classification(
-                outcome: .notSent, disposition: .blocked, errorCode: ErrorCode.payloadCorrupt,
-                errorMessage: "The saved change was damaged on this device and was not sent. Someone needs to look at it."
-            )
-            return await record(corrupt, attempt: attempt, state: state, response: nil, before: [started])
-        }
-        inFlight.withLock { _ = $0.insert(id) }
-        defer { inFlight.withLock { _ = $0.remove(id) } }
-        do {
-            _ = try await writer.append([started])
-        } catch OutboxError.storageFull {
-            // The journal is full: settled rows make room for the ones still waiting.
-            _ = try? await Compactor(store: store, writer: writer).compact(before: .distantFuture)
-            guard (try? await writer.append([started])) != nil else { return .skipped }
-        } catch {
-            return .skipped
-        }
-
-        let result: TransportResult
-        do {
-            result = .response(try await transport.send(transportRequest(for: state, payload: payload)))
-        } catch {
-            result = .noResponse(TransportFailure(error))
-        }
-        let classification = DispositionTable.classify(result, policy: configuration.policy(for: state.operationType), now: clock.now())
-        var withdrawal: [JournalStore.Draft] = []
-        if withdrawOnRejection, classification.disposition == .rejected {
-            withdrawal.append(JournalStore.Draft(operationID: id, body: .withdrawn(Withdrawn(
-                errorCode: classification.errorCode ?? ErrorCode.validationFailed,
-                errorMessage: classification.errorMessage ?? "The server refused this change."
-            ))))
-        }
-        let response: TransportResponse? = if case .response(let value) = result { value } else { nil }
-        return await record(classification, attempt: attempt, state: state, response: response, after: withdrawal)
-    }
-
-    /// Appends `attemptFinished` between `before` and `after`, with the engine's pause when the
-    /// answer was 401, as one unit: they land together or not at all.
-    private func record(
-        _ classification: Classification,
-        attempt: AttemptNumber,
-        state: OperationState,
-        response: TransportResponse?,
-        before: [JournalStore.Draft] = [],
-        after: [JournalStore.Draft] = []
-    ) async -> Report {
-        let now = clock.now()
-        let nextAttemptAt = classification.disposition == .transientFailure
-            ? policy.nextAttempt(afterAttempt: attempt, of: state.id, now: now, retryAfter: classification.retryAfter)
-            : nil
-        let finished = JournalStore.Draft(
-            operationID: state.id,
-            body: .attemptFinished(AttemptFinished(attempt: attempt, classification, nextAttemptAt: nextAttemptAt))
-        )
-        var unit = before + [finished] + after
-        if classification.disposition == .unauthorized {
-            unit.append(JournalStore.Draft(operationID: nil, body: .sessionPaused(SessionPaused(
-                reason: classification.errorCode ?? ErrorCode.unauthorized, triggeredBy: state.id
-            ))))
-        }
-        do {
-            _ = try await writer.append(unit)
-        } catch {
-            return .unrecorded
-        }
-        return .finished(classification, response, operationType: state.operationType)
-    }
-
-    /// The request exactly as stored, under the operation's key. No credentials: the transport
-    /// adds them when it sends.
-    func transportRequest(for state: OperationState, payload: Data) -> TransportRequest {
-        TransportRequest(
-            method: state.method,
-            endpoint: state.endpoint,
-            headers: [
-                OutboxHeader.idempotencyKey: state.id.idempotencyKey,
-                OutboxHeader.contentType: "application/json",
-                OutboxHeader.payloadVersion: String(state.payloadVersion),
-                OutboxHeader.businessID: state.businessID,
-            ],
-            body: payload
-        )
-    }
-}
-
-/// The headers the engine sets on every request.
-public enum OutboxHeader {
-    /// The operation id: the same on every attempt, so the server applies the write once.
-    public static let idempotencyKey = "Idempotency-Key"
-    public static let contentType = "Content-Type"
-    /// The payload's schema version, so a server can accept an older shape.
-    public static let payloadVersion = "Outbox-Payload-Version"
-    /// The business the write belongs to: part of the server's idempotency scope.
-    public static let businessID = "X-Business-ID"
-}
-
-extension TransportFailure {
-    /// The class of a transport's error: `URLError`s by their code, cancellation as such,
-    /// anything else as `other`.
-    init(_ error: any Error) {
-        if error is CancellationError {
-            self = .cancelled
-            return
-        }
-        guard let urlError = error as? URLError else {
-            self = .other
-            return
-        }
-        switch urlError.code {
-        case .notConnectedToInternet, .dataNotAllowed, .internationalRoamingOff, .callIsActive:
-            self = .offline
-        case .timedOut:
-            self = .timedOut
-        case .networkConnectionLost, .badServerResponse:
-            // An empty reply (the server closed the connection without answering) comes as
-            // badServerResponse on Linux, as networkConnectionLost on Apple platforms.
-            self = .connectionLost
-        case .cannotConnectToHost:
-            self = .cannotConnect
-        case .cannotFindHost, .dnsLookupFailed:
-            self = .hostNotFound
-        case .secureConnectionFailed, .serverCertificateHasBadDate, .serverCertificateUntrusted,
-            .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid, .clientCertificateRejected,
-            .clientCertificateRequired:
-            self = .secureConnectionFailed
-        case .cancelled:
-            self = .cancelled
-        default:
-            self = .other
-        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+package import OutboxWire
 import OutboxCrypto
 
 /// The stored form of an ``OperationState`` in the `operations` projection.
@@ -24,7 +25,7 @@ package enum StateCodec {
     package static func encode(_ state: OperationState, into writer: inout ByteWriter) {
         if let compactedAt = state.compactedAt {
             writer.write(Form.compacted.rawValue)
-            writer.write(CompactedOperation(state))
+            CompactedOperation(state).write(to: &writer)
             writer.write(state.latestSeq.rawValue)
             writer.write(compactedAt)
             return
@@ -49,17 +50,8 @@ package enum StateCodec {
         writer.write(UInt32(state.attemptCount))
         writer.write(state.nextAttemptAt)
         writer.write(state.lastAttemptAt)
-        switch state.lastOutcome {
-        case nil: writer.write(UInt8(0))
-        case .response(let statusCode)?:
-            writer.write(UInt8(1))
-            writer.write(UInt16(clamping: statusCode))
-        case .noResponse(let failure)?:
-            writer.write(UInt8(2))
-            writer.write(failure.code)
-        case .notSent?: writer.write(UInt8(3))
-        }
-        writer.write(state.latestOutcome?.code ?? 0)
+        writer.write(outcome: state.lastOutcome)
+        writer.write(state.latestOutcome?.code ?? OutcomeCategory.noCode)
         writer.write(state.lastErrorCode)
         writer.write(state.lastErrorMessage)
         writer.write(state.approvalRequestID)
@@ -77,7 +69,7 @@ package enum StateCodec {
         case Form.full.rawValue:
             break
         case Form.compacted.rawValue:
-            let operation = try reader.readCompactedOperation()
+            let operation = try CompactedOperation(reading: &reader)
             let latestSeq = JournalSequence(rawValue: try reader.readUInt64("latest seq"))
             let compactedAt = try reader.readDate("compacted at")
             try reader.expectEnd("the compacted state")
@@ -119,15 +111,8 @@ package enum StateCodec {
         state.attemptCount = Int(try reader.readUInt32("attempt count"))
         state.nextAttemptAt = try reader.readOptionalDate("next attempt")
         state.lastAttemptAt = try reader.readOptionalDate("last attempt")
-        switch try reader.readUInt8("last outcome") {
-        case 0: state.lastOutcome = nil
-        case 1: state.lastOutcome = .response(statusCode: Int(try reader.readUInt16("status code")))
-        case 2: state.lastOutcome = .noResponse(try reader.readCode(TransportFailure.self, "transport failure"))
-        case 3: state.lastOutcome = .notSent
-        case let tag: throw DecodingProblem("unknown outcome tag \(tag)")
-        }
-        let outcomeCode = try reader.readUInt8("latest outcome")
-        state.latestOutcome = outcomeCode == 0 ? nil : OutcomeCategory(code: outcomeCode)
+        state.lastOutcome = try reader.readOptionalOutcome()
+        state.latestOutcome = try reader.readOptionalCode(OutcomeCategory.self, "latest outcome")
         state.lastErrorCode = try reader.readOptionalString("error code")
         state.lastErrorMessage = try reader.readOptionalString("error message")
         state.approvalRequestID = try reader.readOptionalString("approval request id")

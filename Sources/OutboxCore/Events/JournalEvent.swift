@@ -155,24 +155,29 @@ public struct AttemptStarted: Sendable, Equatable {
 }
 
 /// An attempt ended with an outcome, and the engine decided what follows.
+///
+/// Its fields are the attempt's ``Classification`` (what came back and what it means) and the
+/// schedule that follows; each is declared once, on the classification, and read through here
+/// (`finished.errorCode`).
+@dynamicMemberLookup
 public struct AttemptFinished: Sendable, Equatable {
     public var attempt: AttemptNumber
-    /// What came back: a status code, or no response at all.
-    public var outcome: AttemptOutcome
-    /// What the engine decided from it.
-    public var disposition: Disposition
-    /// The error body's `code`, or the engine's own code (`payload_corrupt`, `offline`, ...).
-    public var errorCode: String?
-    /// A message the member can read.
-    public var errorMessage: String?
-    /// The moment a `Retry-After` header named, when one came.
-    public var retryAfter: Date?
-    /// The request id of a 202 that holds the write for approval.
-    public var approvalRequestID: String?
-    /// The record's revision, when the server returned one.
-    public var serverRevision: String?
+    /// What came back and what the engine decided from it.
+    public var classification: Classification
     /// When the next attempt is due, for a rescheduled row.
     public var nextAttemptAt: Date?
+
+    public subscript<Value>(dynamicMember field: WritableKeyPath<Classification, Value>) -> Value {
+        get { classification[keyPath: field] }
+        set { classification[keyPath: field] = newValue }
+    }
+
+    /// The event recording attempt `attempt` as classified, due again at `nextAttemptAt`.
+    public init(attempt: AttemptNumber, _ classification: Classification, nextAttemptAt: Date?) {
+        self.attempt = attempt
+        self.classification = classification
+        self.nextAttemptAt = nextAttemptAt
+    }
 
     public init(
         attempt: AttemptNumber,
@@ -185,15 +190,14 @@ public struct AttemptFinished: Sendable, Equatable {
         serverRevision: String? = nil,
         nextAttemptAt: Date? = nil
     ) {
-        self.attempt = attempt
-        self.outcome = outcome
-        self.disposition = disposition
-        self.errorCode = errorCode
-        self.errorMessage = errorMessage
-        self.retryAfter = retryAfter
-        self.approvalRequestID = approvalRequestID
-        self.serverRevision = serverRevision
-        self.nextAttemptAt = nextAttemptAt
+        self.init(
+            attempt: attempt,
+            Classification(
+                outcome: outcome, disposition: disposition, errorCode: errorCode, errorMessage: errorMessage,
+                retryAfter: retryAfter, approvalRequestID: approvalRequestID, serverRevision: serverRevision
+            ),
+            nextAttemptAt: nextAttemptAt
+        )
     }
 }
 

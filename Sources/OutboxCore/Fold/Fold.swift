@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 /// The pure fold: (operation state, event) -> the next state.
 ///
@@ -17,7 +17,7 @@ public import Foundation
 ///
 /// The engine checks each event with the fold before writing it, so it never writes an illegal
 /// one; `verify` folds a journal from scratch and reports any it finds.
-public enum Fold {
+package enum Fold {
     /// Applies one operation event.
     ///
     /// - Parameters:
@@ -25,7 +25,7 @@ public enum Fold {
     ///   - state: the operation's state before it; `nil` when the operation has no events yet.
     /// - Throws: ``OutboxError/illegalTransition(operation:status:event:reason:)`` naming the
     ///   operation, its status and the event.
-    public static func apply(_ event: JournalEvent, to state: OperationState?) throws(OutboxError) -> OperationState {
+    package static func apply(_ event: JournalEvent, to state: OperationState?) throws(OutboxError) -> OperationState {
         var next = state
         try apply(event, to: &next)
         // `apply` either throws or leaves a state.
@@ -37,7 +37,7 @@ public enum Fold {
     ///
     /// Every check comes before the first change: when it throws, `state` is as it was.
     /// - Throws: as the other `apply`.
-    public static func apply(_ event: JournalEvent, to state: inout OperationState?) throws(OutboxError) {
+    package static func apply(_ event: JournalEvent, to state: inout OperationState?) throws(OutboxError) {
         guard let id = event.operationID else {
             preconditionFailure("engine event \(event.kind) at seq \(event.seq) folded as an operation event")
         }
@@ -149,7 +149,7 @@ public enum Fold {
     /// The states a `compacted` event leaves: one stub per operation whose events it removed.
     /// - Throws: ``OutboxError/illegalTransition(operation:status:event:reason:)`` when the state
     ///   before is not the same terminal operation (compaction never touches a pending row).
-    public static func applyCompaction(
+    package static func applyCompaction(
         _ compacted: Compacted,
         seq: JournalSequence,
         recordedAt: Date,
@@ -168,7 +168,7 @@ public enum Fold {
     }
 
     /// Folds a whole history from nothing.
-    public static func replay(_ events: some Sequence<JournalEvent>) throws(OutboxError) -> OperationState? {
+    package static func replay(_ events: some Sequence<JournalEvent>) throws(OutboxError) -> OperationState? {
         var state: OperationState?
         for event in events {
             try apply(event, to: &state)

@@ -1,56 +1,10 @@
-public import Foundation
+package import Foundation
+import OutboxWire
 
 /// What a transport produced for one attempt: a response, or none.
-public enum TransportResult: Sendable, Equatable {
+package enum TransportResult: Sendable, Equatable {
     case response(TransportResponse)
     case noResponse(TransportFailure)
-}
-
-/// The engine's decision about one attempt, ready to be recorded in `attemptFinished`.
-public struct Classification: Sendable, Equatable {
-    public var outcome: AttemptOutcome
-    public var disposition: Disposition
-    public var errorCode: String?
-    /// A message the member can read.
-    public var errorMessage: String?
-    public var retryAfter: Date?
-    public var approvalRequestID: String?
-    public var serverRevision: String?
-
-    public init(
-        outcome: AttemptOutcome,
-        disposition: Disposition,
-        errorCode: String? = nil,
-        errorMessage: String? = nil,
-        retryAfter: Date? = nil,
-        approvalRequestID: String? = nil,
-        serverRevision: String? = nil
-    ) {
-        self.outcome = outcome
-        self.disposition = disposition
-        self.errorCode = errorCode
-        self.errorMessage = errorMessage
-        self.retryAfter = retryAfter
-        self.approvalRequestID = approvalRequestID
-        self.serverRevision = serverRevision
-    }
-}
-
-extension AttemptFinished {
-    /// The event recording attempt `attempt` as classified, due again at `nextAttemptAt`.
-    public init(attempt: AttemptNumber, _ classification: Classification, nextAttemptAt: Date?) {
-        self.init(
-            attempt: attempt,
-            outcome: classification.outcome,
-            disposition: classification.disposition,
-            errorCode: classification.errorCode,
-            errorMessage: classification.errorMessage,
-            retryAfter: classification.retryAfter,
-            approvalRequestID: classification.approvalRequestID,
-            serverRevision: classification.serverRevision,
-            nextAttemptAt: nextAttemptAt
-        )
-    }
 }
 
 /// The disposition table: a pure function from an attempt's result to what follows.
@@ -71,8 +25,8 @@ extension AttemptFinished {
 ///
 /// The body's `code` decides before the status. The body's `message` (else a message of the
 /// engine's own) is what the member reads.
-public enum DispositionTable {
-    public static func classify(_ result: TransportResult, policy: OperationPolicy, now: Date) -> Classification {
+package enum DispositionTable {
+    package static func classify(_ result: TransportResult, policy: OperationPolicy, now: Date) -> Classification {
         let response: TransportResponse
         switch result {
         case .noResponse(let failure):
@@ -89,7 +43,7 @@ public enum DispositionTable {
         }
         let status = response.statusCode
         let body = ResponseBody(response)
-        let retryAfter = response.header("Retry-After").flatMap { RetryAfter.moment($0, now: now) }
+        let retryAfter = response.header(WireHeader.retryAfter).flatMap { RetryAfter.moment($0, now: now) }
         func decided(
             _ disposition: Disposition,
             code: String? = nil,
@@ -120,13 +74,13 @@ public enum DispositionTable {
         case 202 where body.approvalRequestID != nil:
             return decided(.pendingApproval, approvalRequestID: body.approvalRequestID)
         case 204:
-            return decided(response.header("Idempotent-Replayed")?.lowercased() == "true" ? .replayed : .accepted)
+            return decided(response.header(WireHeader.idempotentReplayed)?.lowercased() == "true" ? .replayed : .accepted)
         case 200..<300:
             guard body.isJSON else {
                 return decided(.transientFailure, code: ErrorCode.invalidResponse,
                                message: "The network answered with a page that is not the server's (a Wi-Fi sign-in page?). This change will be sent again automatically.")
             }
-            return decided(response.header("Idempotent-Replayed")?.lowercased() == "true" ? .replayed : .accepted)
+            return decided(response.header(WireHeader.idempotentReplayed)?.lowercased() == "true" ? .replayed : .accepted)
         case 401:
             return decided(.unauthorized, code: ErrorCode.unauthorized, message: "Your session expired. Sign in again to send your changes.")
         case 403:
@@ -165,8 +119,8 @@ struct ResponseBody {
         guard let object = value as? [String: Any] else { return }
         code = Self.text(object["code"])
         message = Self.text(object["message"])
-        approvalRequestID = Self.text(object["request_id"]) ?? Self.text(object["approval_request_id"])
-        revision = Self.text(object["revision"]) ?? Self.text(object["server_revision"])
+        approvalRequestID = Self.text(object[WireBodyField.requestID]) ?? Self.text(object[WireBodyField.approvalRequestID])
+        revision = Self.text(object["revision"]) ?? Self.text(object[WireBodyField.serverRevision])
     }
 
     /// A non-empty string, or a number written as one.

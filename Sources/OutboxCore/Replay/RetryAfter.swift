@@ -1,14 +1,14 @@
-public import Foundation
+package import Foundation
 
 /// The `Retry-After` header (RFC 9110 §10.2.3): a number of seconds, or an HTTP date.
-public enum RetryAfter {
+package enum RetryAfter {
     /// The moment the header names, read at `now`; `nil` when it names none.
     ///
     /// ```swift
     /// RetryAfter.moment("120", now: now)                            // now + 120 s
     /// RetryAfter.moment("Wed, 21 Oct 2026 07:28:00 GMT", now: now)  // that moment
     /// ```
-    public static func moment(_ value: String, now: Date) -> Date? {
+    package static func moment(_ value: String, now: Date) -> Date? {
         let text = value.trimmingCharacters(in: .whitespaces)
         if let seconds = UInt32(text) { return now.addingTimeInterval(Double(seconds)) }
         for format in httpDateFormats {

@@ -70,25 +70,90 @@ extension OutboxRequest {
     }
 
     private static func validateEndpoint(_ endpoint: String) throws(OutboxError) {
-        let fix = "must be a path on the server starting with \"/\", like \"/products\""
-        guard endpoint.hasPrefix("/"), !endpoint.hasPrefix("//") else {
-            throw .invalidRequest(field: "endpoint", problem: "\(fix); got \"\(endpoint.prefix(64))\"")
-        }
         guard endpoint.utf8.count <= maxEndpointBytes else {
-            throw .invalidRequest(field: "endpoint", problem: "is over the limit of \(maxEndpointBytes) bytes")
+            throw .invalidRequest(field: "endpoint", problem: "is \(endpoint.utf8.count) bytes, over the limit of \(maxEndpointBytes)")
         }
-        guard isPlainPath(endpoint) || parsesAsRelativePath(endpoint) else {
-            throw .invalidRequest(field: "endpoint", problem: "\(fix), percent-encoded, without a fragment; got \"\(endpoint.prefix(64))\"")
+        if let problem = endpointProblem(endpoint) {
+            throw .invalidRequest(field: "endpoint", problem: problem)
         }
     }
 
-    /// Whether `URLComponents` reads `endpoint` as a path (and query) on the server: no white
-    /// space or control character, no scheme, no host, no fragment.
-    package static func parsesAsRelativePath(_ endpoint: String) -> Bool {
-        guard !containsWhiteSpace(endpoint), !containsControl(endpoint), let components = URLComponents(string: endpoint) else {
-            return false
+    /// Why `endpoint` cannot be journaled and sent byte for byte, and how to fix it; `nil` when
+    /// it can.
+    ///
+    /// An endpoint is an absolute path (`/`, not `//`), optionally followed by `?` and a query,
+    /// holding only what RFC 3986 allows there as it is: unreserved characters, sub-delimiters,
+    /// `:`, `@` and `/` (and `?` in the query), with every `%` starting an escape of two hex
+    /// digits. Anything else would be re-encoded by `URL` or by the HTTP client on its way out,
+    /// so the server would get other bytes than the journal holds: no fragment, backslash,
+    /// space, control or non-ASCII character, and no `.` or `..` path segment (clients remove
+    /// dot segments before sending). The transport checks stored rows against the same rule.
+    package static func endpointProblem(_ endpoint: String) -> String? {
+        var endpoint = endpoint
+        return endpoint.withUTF8 { bytes in
+            guard bytes.first == UInt8(ascii: "/") else {
+                return "must be a path on the server starting with \"/\", like \"/products\"; got \(quoted(bytes))"
+            }
+            if bytes.count > 1, bytes[1] == UInt8(ascii: "/") {
+                return "must start with a single \"/\" (\"//\" would name another server), like \"/products\"; got \(quoted(bytes))"
+            }
+            var inQuery = false
+            var segmentStart = 1
+            var index = 1
+            while index < bytes.count {
+                let byte = bytes[index]
+                switch byte {
+                case UInt8(ascii: "%"):
+                    guard index + 2 < bytes.count, bytes[index + 1].isASCIIHexDigit, bytes[index + 2].isASCIIHexDigit else {
+                        return "holds a \"%\" not followed by two hex digits (\(quoted(UnsafeBufferPointer(rebasing: bytes[index..<min(index + 3, bytes.count)]))));"
+                            + " percent-encode a literal \"%\" as %25"
+                    }
+                    index += 3
+                    continue
+                case UInt8(ascii: "/") where !inQuery, UInt8(ascii: "?") where !inQuery:
+                    if let dots = dotSegment(bytes[segmentStart..<index]) { return dots }
+                    segmentStart = index + 1
+                    inQuery = byte == UInt8(ascii: "?")
+                case UInt8(ascii: "#"):
+                    return "must not hold a fragment: \"#\" and what follows it are never sent; remove it, or percent-encode a literal \"#\" as %23"
+                case UInt8(ascii: "\\"):
+                    return "must not hold a backslash, which URLs re-encode and some servers read as \"/\"; percent-encode it as %5C"
+                case UInt8(ascii: " "):
+                    return "must not hold a space; percent-encode it as %20"
+                case 0x80...:
+                    let scalar = String(decoding: UnsafeBufferPointer(rebasing: bytes[index...].prefix(4)), as: UTF8.self).unicodeScalars.first
+                    let named = scalar.map { "\($0.codePoint) as \(percentEncoded(String($0).utf8))" } ?? "it as \(percentEncoded([byte]))"
+                    return "must be ASCII: percent-encode the UTF-8 bytes of \(named)"
+                case ..<0x20, 0x7F:
+                    return "must not hold control characters (\(Unicode.Scalar(byte).codePoint)); percent-encode it as \(percentEncoded([byte]))"
+                default:
+                    guard byte.isURLPathCharacter || (inQuery && byte == UInt8(ascii: "?")) else {
+                        return "must not hold \"\(Unicode.Scalar(byte))\" as it is, which a URL does not allow; percent-encode it as \(percentEncoded([byte]))"
+                    }
+                }
+                index += 1
+            }
+            if !inQuery, let dots = dotSegment(bytes[segmentStart...]) { return dots }
+            return nil
         }
-        return components.scheme == nil && components.host == nil && components.fragment == nil
+    }
+
+    /// The problem with a path segment that is `.` or `..`, which clients resolve away.
+    private static func dotSegment(_ segment: Slice<UnsafeBufferPointer<UInt8>>) -> String? {
+        guard segment.count == 1 || segment.count == 2, segment.allSatisfy({ $0 == UInt8(ascii: ".") }) else { return nil }
+        return "must not hold the path segment \"\(segment.count == 1 ? "." : "..")\": HTTP clients resolve dot segments away"
+            + " before sending (RFC 3986 §5.2.4), so the server would get another path; write the path it stands for"
+    }
+
+    /// The first 64 characters of `bytes` (UTF-8), quoted, control characters escaped.
+    private static func quoted(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        String(String(decoding: bytes, as: UTF8.self).prefix(64)).debugDescription
+    }
+
+    /// `bytes` as percent-escapes: `%C3%BC` for the UTF-8 of "ü".
+    private static func percentEncoded(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789ABCDEF")
+        return bytes.map { "%\(digits[Int($0 >> 4)])\(digits[Int($0 & 0xF)])" }.joined()
     }
 
     // MARK: Character checks, ASCII first
@@ -115,40 +180,30 @@ extension OutboxRequest {
         if text.utf8.allSatisfy({ $0 < 0x80 }) { return text.utf8.contains { $0 < 0x20 || $0 == 0x7F } }
         return text.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
-
-    /// Whether `endpoint` is a path that needs no parsing to accept: "/" then only characters a
-    /// URL path or query may hold as they are (RFC 3986 unreserved, sub-delimiters, ":", "@",
-    /// "/", "?") and well-formed percent escapes. Anything else goes to `URLComponents`.
-    package static func isPlainPath(_ endpoint: String) -> Bool {
-        let bytes = Array(endpoint.utf8)
-        guard bytes.first == UInt8(ascii: "/"), bytes.count < 2 || bytes[1] != UInt8(ascii: "/") else { return false }
-        var index = 0
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "%") {
-                guard index + 2 < bytes.count, bytes[index + 1].isHexDigit, bytes[index + 2].isHexDigit else { return false }
-                index += 3
-                continue
-            }
-            guard byte.isPlainURLCharacter else { return false }
-            index += 1
-        }
-        return true
-    }
 }
 
 private extension UInt8 {
-    var isHexDigit: Bool {
+    var isASCIIHexDigit: Bool {
         (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self)
             || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(self)
     }
 
-    var isPlainURLCharacter: Bool {
+    /// What RFC 3986 lets a path hold as it is (`pchar` and "/"): unreserved characters,
+    /// sub-delimiters, ":" and "@". Escapes are checked on their own.
+    var isURLPathCharacter: Bool {
         if (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self)
             || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
         {
             return true
         }
-        return "-._~!$&'()*+,;=:@/?".utf8.contains(self)
+        return "-._~!$&'()*+,;=:@/".utf8.contains(self)
+    }
+}
+
+private extension Unicode.Scalar {
+    /// `U+00FC`.
+    var codePoint: String {
+        let hex = String(value, radix: 16, uppercase: true)
+        return "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
     }
 }

@@ -38,6 +38,11 @@ public struct Fault: Hashable, Sendable, Codable {
         /// `POST /_control/release`, or as soon as another request with the same key has been
         /// answered. Then the write runs and commits.
         case slow
+        /// Takes the claim, runs the write, then holds the request inside the write's open
+        /// transaction, before its commit, until released by `POST /_control/release` (or the
+        /// server stops, or the safety limit passes); then it commits and answers. Copies are not
+        /// let through by it. For tests that kill a server mid-transaction.
+        case holdInTransaction = "hold_in_transaction"
     }
 
     public var kind: Kind

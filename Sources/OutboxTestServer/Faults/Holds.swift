@@ -1,41 +1,46 @@
 import Foundation
 import Synchronization
 
-/// Requests held "finalizing" by the `slow` fault, and the means to let them go.
+/// Requests held by the `slow` and `hold_in_transaction` faults, and the means to let them go.
 ///
-/// A held request blocks its connection's thread (never a transaction: the claim is taken and
-/// no database lock is held) until ``release(key:)``, until the server stops, or until the
-/// safety limit passes: a forgotten hold must not keep a thread forever.
+/// A held request blocks its connection's thread until ``release(key:)``, until the server
+/// stops, or until the safety limit passes: a forgotten hold must not keep a thread forever. A
+/// `slow` hold holds no transaction (the claim is taken and no database lock is held) and also
+/// ends once another copy of its key has been answered (``releaseCopies(key:)``); a hold inside
+/// the write's transaction ends only when told, so a test can kill the server there.
 final class Holds: Sendable {
     private final class Ticket: Sendable {
         let key: String
+        let releasableByCopies: Bool
         let semaphore = DispatchSemaphore(value: 0)
 
-        init(key: String) {
+        init(key: String, releasableByCopies: Bool) {
             self.key = key
+            self.releasableByCopies = releasableByCopies
         }
     }
 
     private struct State {
         var held: [ObjectIdentifier: Ticket] = [:]
-        var watchers: [(key: String, continuation: CheckedContinuation<Void, Never>)] = []
+        var watchers: [(key: String, notify: @Sendable () -> Void)] = []
         var isClosed = false
     }
 
     private let state = Mutex(State())
 
     /// Blocks until released or `limit` seconds pass; returns at once once closed.
-    func hold(key: String, limit: TimeInterval) {
-        let ticket = Ticket(key: key)
-        let registered: [CheckedContinuation<Void, Never>]? = state.withLock { state in
+    /// - Parameter releasableByCopies: whether an answered copy of the key lets it go too.
+    func hold(key: String, limit: TimeInterval, releasableByCopies: Bool = true) {
+        let ticket = Ticket(key: key, releasableByCopies: releasableByCopies)
+        let registered: [@Sendable () -> Void]? = state.withLock { state in
             guard !state.isClosed else { return nil }
             state.held[ObjectIdentifier(ticket)] = ticket
             let (due, waiting) = state.watchers.partitioned { $0.key == key }
             state.watchers = waiting
-            return due.map(\.continuation)
+            return due.map(\.notify)
         }
         guard let registered else { return }
-        for watcher in registered { watcher.resume() }
+        for notify in registered { notify() }
         _ = ticket.semaphore.wait(timeout: .now() + limit)
         _ = state.withLock { $0.held.removeValue(forKey: ObjectIdentifier(ticket)) }
     }
@@ -44,8 +49,17 @@ final class Holds: Sendable {
     /// - Returns: how many were released.
     @discardableResult
     func release(key: String? = nil) -> Int {
+        release { key == nil || $0.key == key }
+    }
+
+    /// Lets go of the `slow` holds of `key`: another copy of it has been answered.
+    func releaseCopies(key: String) {
+        _ = release { $0.key == key && $0.releasableByCopies }
+    }
+
+    private func release(where matches: (Ticket) -> Bool) -> Int {
         let released = state.withLock { state in
-            let matching = state.held.filter { key == nil || $0.value.key == key }
+            let matching = state.held.filter { matches($0.value) }
             for id in matching.keys { state.held[id] = nil }
             return Array(matching.values)
         }
@@ -61,12 +75,28 @@ final class Holds: Sendable {
     /// Returns once a request with `key` is held (at once if one is, or if the server stopped).
     func waitUntilHeld(key: String) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { state in
-                if state.isClosed || state.held.values.contains(where: { $0.key == key }) { return true }
-                state.watchers.append((key, continuation))
-                return false
-            }
-            if now { continuation.resume() }
+            if !watch(key: key, { continuation.resume() }) { continuation.resume() }
+        }
+    }
+
+    /// Blocks until a request with `key` is held, or `timeout` seconds pass.
+    /// - Returns: whether one is held (`false` on timeout or once the server stopped).
+    func waitUntilHeld(key: String, timeout: TimeInterval) -> Bool {
+        let semaphore = DispatchSemaphore(value: 0)
+        if !watch(key: key, { semaphore.signal() }) {
+            return state.withLock { state in !state.isClosed && state.held.values.contains { $0.key == key } }
+        }
+        return semaphore.wait(timeout: .now() + timeout) == .success
+            && state.withLock { state in !state.isClosed }
+    }
+
+    /// Registers `notify` for the next hold of `key`; answers `false` (registering nothing) when
+    /// one is held already or the server stopped.
+    private func watch(key: String, _ notify: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { state in
+            if state.isClosed || state.held.values.contains(where: { $0.key == key }) { return false }
+            state.watchers.append((key, notify))
+            return true
         }
     }
 
@@ -75,10 +105,10 @@ final class Holds: Sendable {
         let watchers = state.withLock { state in
             state.isClosed = true
             defer { state.watchers = [] }
-            return state.watchers.map(\.continuation)
+            return state.watchers.map(\.notify)
         }
         release()
-        for watcher in watchers { watcher.resume() }
+        for notify in watchers { notify() }
     }
 }
 

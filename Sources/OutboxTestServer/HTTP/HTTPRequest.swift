@@ -8,6 +8,9 @@ public struct HTTPRequest: Sendable, Equatable {
     public var path: String
     /// The query, without `?`; empty when there is none.
     public var query: String
+    /// The request target exactly as it arrived on the request line: path, `?` and query, every
+    /// escape as sent.
+    public var target: String
     /// `1` for HTTP/1.1, `0` for HTTP/1.0.
     public var minorVersion: Int
     /// Header lines in their order, names as sent.
@@ -15,13 +18,16 @@ public struct HTTPRequest: Sendable, Equatable {
     /// The body, `Content-Length` bytes of it.
     public var body: Data
 
+    /// - Parameter target: the request target as sent; by default the path, then `?` and the
+    ///   query when there is one.
     public init(
-        method: String, path: String, query: String = "", minorVersion: Int = 1,
+        method: String, path: String, query: String = "", target: String? = nil, minorVersion: Int = 1,
         headers: [(name: String, value: String)] = [], body: Data = Data()
     ) {
         self.method = method
         self.path = path
         self.query = query
+        self.target = target ?? (query.isEmpty ? path : path + "?" + query)
         self.minorVersion = minorVersion
         self.headers = headers
         self.body = body
@@ -44,7 +50,7 @@ public struct HTTPRequest: Sendable, Equatable {
     }
 
     public static func == (lhs: HTTPRequest, rhs: HTTPRequest) -> Bool {
-        lhs.method == rhs.method && lhs.path == rhs.path && lhs.query == rhs.query
+        lhs.method == rhs.method && lhs.path == rhs.path && lhs.query == rhs.query && lhs.target == rhs.target
             && lhs.minorVersion == rhs.minorVersion && lhs.body == rhs.body
             && lhs.headers.elementsEqual(rhs.headers) { $0.name == $1.name && $0.value == $1.value }
     }

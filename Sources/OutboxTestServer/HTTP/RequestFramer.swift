@@ -39,10 +39,16 @@ enum RequestFramer {
         // Empty lines before a request line are ignored (RFC 9112 §2.2).
         var start = 0
         while buffer.count >= start + 2, buffer[start] == 13, buffer[start + 1] == 10 { start += 2 }
-        if buffer.count > start, buffer[start] == 10 { return badRequest("a line ends in a bare LF; lines end in CRLF") }
 
         let searchEnd = min(buffer.count, start + limits.maxHeaderBytes)
-        guard let terminator = firstIndex(of: headEnd, in: buffer, from: start, to: searchEnd) else {
+        let terminator = firstIndex(of: headEnd, in: buffer, from: start, to: searchEnd)
+        // A head whose lines end in a bare LF never holds CRLF CRLF: refuse it as soon as the
+        // byte that proves it arrives, rather than wait out the read timeout for an end that
+        // will not come.
+        if let problem = bareLineEnd(in: buffer, from: start, to: terminator ?? searchEnd) {
+            return badRequest(problem)
+        }
+        guard let terminator else {
             if buffer.count - start >= limits.maxHeaderBytes {
                 return .reject(.problem(
                     431, code: "headers_too_large",
@@ -129,7 +135,7 @@ enum RequestFramer {
             let value = trimmingSpaces(line[(colon + 1)...])
             headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
         }
-        var request = HTTPRequest(method: method, path: target, minorVersion: minorVersion, headers: headers)
+        var request = HTTPRequest(method: method, path: target, target: target, minorVersion: minorVersion, headers: headers)
         if let question = target.firstIndex(of: "?") {
             request.path = String(target[..<question])
             request.query = String(target[target.index(after: question)...])
@@ -161,12 +167,29 @@ enum RequestFramer {
         return .success(ParsedHead(request: request, contentLength: contentLength))
     }
 
-    /// Why a line of the head cannot be HTTP: a bare CR or LF, or another control byte.
+    /// Why the head in `buffer[start..<end]` cannot be HTTP/1.1's: an LF without the CR before
+    /// it, or a CR followed by anything but LF. A CR that is the last byte read yet is judged
+    /// once the next byte arrives.
+    private static func bareLineEnd(in buffer: [UInt8], from start: Int, to end: Int) -> String? {
+        var index = start
+        while index < end {
+            switch buffer[index] {
+            case 10 where index == start || buffer[index - 1] != 13:
+                return "a line ends in a bare LF; lines end in CRLF"
+            case 13 where index + 1 < buffer.count && buffer[index + 1] != 10:
+                return "a line holds a bare CR; lines end in CRLF"
+            default:
+                index += 1
+            }
+        }
+        return nil
+    }
+
+    /// Why a line of the head cannot be HTTP: a control byte. (CR and LF never reach here:
+    /// ``bareLineEnd(in:from:to:)`` has refused any that do not make a CRLF.)
     private static func lineProblem(_ line: ArraySlice<UInt8>) -> String? {
         for byte in line where (byte < 0x20 && byte != UInt8(ascii: "\t")) || byte == 0x7f {
-            return byte == 10 || byte == 13
-                ? "a line ends in a bare CR or LF; lines end in CRLF"
-                : "the head holds a control character"
+            return "the head holds a control character"
         }
         return nil
     }

@@ -17,11 +17,14 @@ enum ControlRoute: CaseIterable {
     case release
     /// `GET /_control/held`: `{"held": ["<key>", ...]}`.
     case held
+    /// `POST /_control/await-held` with `{"key": "..."}`: answers `{"held": true}` once a request
+    /// with that key is held, or `{"held": false}` after 10 s (or when the server stops).
+    case awaitHeld
 
     var method: String {
         switch self {
         case .applied, .records, .listFaults, .held: "GET"
-        case .addFaults, .reset, .release: "POST"
+        case .addFaults, .reset, .release, .awaitHeld: "POST"
         }
     }
 
@@ -33,6 +36,7 @@ enum ControlRoute: CaseIterable {
         case .reset: "/_control/reset"
         case .release: "/_control/release"
         case .held: "/_control/held"
+        case .awaitHeld: "/_control/await-held"
         }
     }
 }
@@ -63,15 +67,23 @@ extension Routes {
                 return try json(["released": holds.release(key: key)])
             case .held:
                 return try json(["held": holds.heldKeys])
+            case .awaitHeld:
+                struct Body: Decodable { var key: String }
+                let key = try JSONDecoder().decode(Body.self, from: request.body).key
+                return try json(["held": holds.waitUntilHeld(key: key, timeout: Self.awaitHeldLimit)])
             }
         } catch let error as FaultDecodingError {
             return .problem(400, code: "invalid_faults", message: error.message)
         } catch is DecodingError {
-            return .problem(400, code: "invalid_body", message: #"expected a JSON object like {"key":"..."} or no body"#)
+            let expected = route == .awaitHeld ? #"a JSON object like {"key":"..."}"# : #"a JSON object like {"key":"..."} or no body"#
+            return .problem(400, code: "invalid_body", message: "expected \(expected)")
         } catch {
             return .problem(500, code: "internal_error", message: "the control request failed: \(error)")
         }
     }
+
+    /// The longest `POST /_control/await-held` waits, in seconds.
+    static let awaitHeldLimit: TimeInterval = 30
 
     private func json(_ value: some Encodable) throws -> HTTPResponse {
         let encoder = JSONEncoder()

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxWire
 import IdempotencyClaims
 
 /// What the server does with one request: answer it, or drop the connection unanswered.
@@ -26,14 +27,17 @@ struct BusinessEndpoint: Sendable {
 
 /// Every endpoint of the server, from a parsed request to a ``Reply``.
 struct Routes: Sendable {
-    static let businessHeader = "X-Business-ID"
+    static let businessHeader = WireHeader.businessID
     static let defaultBusinessID = "default"
 
     let storage: any ServerStorage
     let faults: FaultQueue
     let holds: Holds
     let slowHoldLimit: TimeInterval
-    /// Told of every business request once it is handled.
+    /// Added before each business request is handled, in seconds: a slower network or server.
+    var latency: TimeInterval = 0
+    /// Told of every business request once it is handled, and of every request to a path no
+    /// endpoint serves.
     var observer: (@Sendable (ServerEvent) -> Void)?
 
     func reply(to request: HTTPRequest) -> Reply {
@@ -48,7 +52,11 @@ struct Routes: Sendable {
             }
             return Reply(response: self.control(control, request))
         }
-        return Reply(response: .problem(404, code: "not_found", message: "no endpoint at \(request.path)"))
+        let notFound = HTTPResponse.problem(404, code: "not_found", message: "no endpoint at \(request.path)")
+        observer?(ServerEvent(
+            path: request.path, target: request.target, idempotencyKey: request.header(WireHeader.idempotencyKey),
+            outcome: .refused, status: notFound.status, fault: nil))
+        return Reply(response: notFound)
     }
 
     private func methodNotAllowed(allow: String) -> HTTPResponse {
@@ -58,15 +66,18 @@ struct Routes: Sendable {
     // MARK: Business endpoints
 
     private func create(_ endpoint: BusinessEndpoint, _ request: HTTPRequest) -> Reply {
+        if latency > 0 { Thread.sleep(forTimeInterval: latency) }
         let (reply, event) = handleCreate(endpoint, request)
         observer?(event)
         return reply
     }
 
     private func handleCreate(_ endpoint: BusinessEndpoint, _ request: HTTPRequest) -> (Reply, ServerEvent) {
-        let key = request.header("Idempotency-Key")
+        let key = request.header(WireHeader.idempotencyKey)
         func event(_ outcome: ServerEvent.Outcome, _ response: HTTPResponse?, _ fault: Fault?) -> ServerEvent {
-            ServerEvent(path: endpoint.path, idempotencyKey: key, outcome: outcome, status: response?.status, fault: fault?.kind)
+            ServerEvent(
+                path: endpoint.path, target: request.target, idempotencyKey: key, outcome: outcome, status: response?.status,
+                fault: fault?.kind)
         }
         let businessID = request.header(Self.businessHeader).flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultBusinessID
         let fault = faults.take(path: endpoint.path, key: key)
@@ -81,7 +92,12 @@ struct Routes: Sendable {
                 body: request.body,
                 whileClaimed: { if isSlow, let key { holds.hold(key: key, limit: slowHoldLimit) } }
             ) { txn in
-                try write(endpoint, request.body, businessID: businessID, key: key ?? "", approval: fault?.kind == .pendingApproval, in: txn)
+                let response = try write(endpoint, request.body, businessID: businessID, key: key ?? "",
+                                         approval: fault?.kind == .pendingApproval, in: txn)
+                if fault?.kind == .holdInTransaction, let key {
+                    holds.hold(key: key, limit: slowHoldLimit, releasableByCopies: false)
+                }
+                return response
             }
             let response = fault?.kind == .dropAfterCommit ? nil : HTTPResponse(answer.response)
             let outcome: ServerEvent.Outcome = switch answer.outcome {
@@ -93,7 +109,7 @@ struct Routes: Sendable {
             }
             return (Reply(response: response, releasesKey: isSlow ? nil : key), event(outcome, response, fault))
         } catch let invalid as CreateBody.Invalid {
-            let response = HTTPResponse.problem(422, code: "validation_failed", message: invalid.message)
+            let response = HTTPResponse.problem(422, code: WireErrorCode.validationFailed, message: invalid.message)
             return (Reply(response: response, releasesKey: isSlow ? nil : key), event(.refused, response, fault))
         } catch {
             let response = HTTPResponse.problem(500, code: "internal_error", message: "the server failed to store the write: \(error)")
@@ -110,13 +126,11 @@ struct Routes: Sendable {
         let json = ClaimResponse.Header(name: "Content-Type", value: "application/json")
         try txn.countApplied(key: key)
         if approval {
-            let requestID = "apr-\(try txn.approvalCount() + 1)"
-            try txn.add(PendingApproval(requestID: requestID, type: endpoint.type, businessID: businessID, idempotencyKey: key, body: body))
-            let envelope = #"{"request_id":"# + JSONText.quoted(requestID) + #","status":"pending_approval"}"#
+            let requestID = try txn.addApproval(type: endpoint.type, businessID: businessID, key: key, body: body)
+            let envelope = "{" + JSONText.quoted(WireBodyField.requestID) + ":" + JSONText.quoted(requestID) + #","status":"pending_approval"}"#
             return ClaimResponse(status: 202, headers: [json], body: Data(envelope.utf8))
         }
-        let revision = (try txn.record(type: endpoint.type, businessID: businessID, id: id)?.revision ?? 0) + 1
-        try txn.put(StoredRecord(type: endpoint.type, businessID: businessID, id: id, revision: revision, idempotencyKey: key, body: body))
+        let revision = try txn.putNextRevision(type: endpoint.type, businessID: businessID, id: id, key: key, body: body)
         let location = endpoint.path + "/" + (id.addingPercentEncoding(withAllowedCharacters: .urlPathSegmentAllowed) ?? id)
         return ClaimResponse(
             status: 201,
@@ -131,11 +145,11 @@ struct Routes: Sendable {
         case .serverError:
             return .problem(500, code: "internal_error", message: scripted)
         case .unavailable:
-            let retry = fault.retryAfterSeconds.map { [ClaimResponse.Header(name: "Retry-After", value: String($0))] } ?? []
+            let retry = fault.retryAfterSeconds.map { [ClaimResponse.Header(name: WireHeader.retryAfter, value: String($0))] } ?? []
             return .problem(503, code: "unavailable", message: scripted, headers: retry)
         case .rateLimited:
             let seconds = fault.retryAfterSeconds ?? 1
-            return .problem(429, code: "rate_limited", message: scripted, headers: [.init(name: "Retry-After", value: String(seconds))])
+            return .problem(429, code: "rate_limited", message: scripted, headers: [.init(name: WireHeader.retryAfter, value: String(seconds))])
         case .unauthorized:
             return .problem(401, code: "unauthorized", message: scripted, headers: [
                 .init(name: "WWW-Authenticate", value: #"Bearer realm="outbox-test-server""#)
@@ -143,13 +157,13 @@ struct Routes: Sendable {
         case .forbidden:
             return .problem(403, code: "forbidden", message: fault.message ?? scripted)
         case .validationFailed:
-            return .problem(422, code: "validation_failed", message: fault.message ?? scripted)
+            return .problem(422, code: WireErrorCode.validationFailed, message: fault.message ?? scripted)
         case .captivePortal:
             return HTTPResponse(
                 status: 200,
                 headers: [.init(name: "Content-Type", value: "text/html; charset=utf-8")],
                 body: Data(captivePortalPage.utf8))
-        case .dropAfterCommit, .pendingApproval, .slow:
+        case .dropAfterCommit, .pendingApproval, .slow, .holdInTransaction:
             return nil
         }
     }

@@ -1,11 +1,16 @@
 import Foundation
+import PostgresClaimStore
 
 /// The `outbox-test-server` command line, parsed without running anything.
 ///
 /// ```text
 /// outbox-test-server [--port N] [--data-dir PATH] [--max-body-bytes N] [--max-connections N]
 ///                    [--read-timeout SECONDS] [--retention-days DAYS]
+///                    [--postgres CONNINFO|env|env:VARIABLE] [--pool-size N] [--latency-ms MS]
 /// ```
+///
+/// Every number is range-checked here, so a value the server cannot hold (a timeout that
+/// overflows milliseconds, a retention that overflows a date) is a usage error, never a trap.
 public enum ServerCommandLine {
     /// What the command line asks for.
     public enum Command: Sendable {
@@ -19,6 +24,20 @@ public enum ServerCommandLine {
         public var description: String { message }
     }
 
+    /// The values each numeric option accepts.
+    public enum Bounds {
+        /// Any port; 0 lets the system pick one.
+        public static let port: ClosedRange<Int> = 0...Int(UInt16.max)
+        /// Up to 1 GiB: a request is held in memory whole.
+        public static let maxBodyBytes: ClosedRange<Int> = 0...(1 << 30)
+        /// Each connection holds a thread and a descriptor.
+        public static let maxConnections: ClosedRange<Int> = 1...4_096
+        /// More than 0, at most one day: the timeout becomes milliseconds for `poll`.
+        public static let maxReadTimeoutSeconds: Double = 86_400
+        /// More than 0, at most 100 years of 86,400 s.
+        public static let maxRetentionDays: Double = 36_500
+    }
+
     public static let usage = """
         usage: outbox-test-server [options]
 
@@ -27,54 +46,87 @@ public enum ServerCommandLine {
         SIGINT or SIGTERM.
 
         options:
-          --port N                 port on 127.0.0.1 (default 0: the system picks one)
+          --port N                 port on 127.0.0.1, 0 to 65535 (default 0: the system picks one)
           --data-dir PATH          keep claims and records in LMDB at PATH (default: memory)
-          --max-body-bytes N       largest request body (default 1048576)
-          --max-connections N      connections served at once (default 64)
-          --read-timeout SECONDS   longest a request may take to arrive (default 10)
-          --retention-days DAYS    how long claims replay (default 30)
+          --max-body-bytes N       largest request body, 0 to 1073741824 (default 1048576)
+          --max-connections N      connections served at once, 1 to 4096 (default 64)
+          --read-timeout SECONDS   longest a request may take to arrive, over 0 and at most
+                                   86400 (default 10)
+          --retention-days DAYS    how long claims replay, over 0 and at most 36500 (default 30)
+          --postgres WHERE         keep claims and records in PostgreSQL, shared by every server
+                                   started on the same database: a libpq connection string
+                                   without a password ("host=db dbname=claims sslmode=require"),
+                                   env (the PG* variables), or env:VARIABLE (a connection string
+                                   in VARIABLE, which may hold a password)
+          --pool-size N            PostgreSQL connections at most, 1 to 1000 (default 8)
+          --latency-ms MS          added before each business request, 0 to 60000 (default 0)
           -h, --help               show this help
         """
 
     /// Parses the arguments after the program name.
     public static func parse(_ arguments: [String]) -> Result<Command, UsageError> {
         var configuration = TestServer.Configuration()
+        var postgres: PostgresConnectionSettings?
+        var poolSize: Int?
         var remaining = arguments[...]
         while let option = remaining.popFirst() {
             if option == "-h" || option == "--help" { return .success(.help) }
             guard let value = remaining.popFirst() else {
                 return .failure(UsageError(message: option.hasPrefix("-") ? "\(option) needs a value" : "unexpected argument '\(option)'"))
             }
-            switch option {
-            case "--port":
-                guard let port = UInt16(value) else { return .failure(invalid(option, value, "a port number")) }
-                configuration.port = port
-            case "--data-dir":
-                configuration.storage = .lmdb(directory: URL(fileURLWithPath: value, isDirectory: true))
-            case "--max-body-bytes":
-                guard let bytes = Int(value), bytes >= 0 else { return .failure(invalid(option, value, "a byte count")) }
-                configuration.maxBodyBytes = bytes
-            case "--max-connections":
-                guard let count = Int(value), count > 0 else { return .failure(invalid(option, value, "a positive count")) }
-                configuration.maxConnections = count
-            case "--read-timeout":
-                guard let seconds = TimeInterval(value), seconds > 0, seconds.isFinite else {
-                    return .failure(invalid(option, value, "a positive number of seconds"))
+            do throws(UsageError) {
+                switch option {
+                case "--port":
+                    configuration.port = UInt16(try wholeNumber(option, value, in: Bounds.port))
+                case "--data-dir":
+                    guard !value.isEmpty else { throw UsageError(message: "\(option) needs a directory path, not ''") }
+                    configuration.storage = .lmdb(directory: URL(fileURLWithPath: value, isDirectory: true))
+                case "--max-body-bytes":
+                    configuration.maxBodyBytes = try wholeNumber(option, value, in: Bounds.maxBodyBytes)
+                case "--max-connections":
+                    configuration.maxConnections = try wholeNumber(option, value, in: Bounds.maxConnections)
+                case "--read-timeout":
+                    configuration.readTimeout = try positiveNumber(option, value, atMost: Bounds.maxReadTimeoutSeconds, unit: "seconds")
+                case "--retention-days":
+                    let days = try positiveNumber(option, value, atMost: Bounds.maxRetentionDays, unit: "days")
+                    configuration.claimPolicy.retention = days * 86_400
+                case "--postgres":
+                    postgres = try postgresSettings(value)
+                case "--pool-size":
+                    poolSize = try wholeNumber(option, value, in: Bounds.poolSize)
+                case "--latency-ms":
+                    configuration.latency = Double(try wholeNumber(option, value, in: Bounds.latencyMilliseconds)) / 1000
+                default:
+                    throw UsageError(message: "unknown option '\(option)'")
                 }
-                configuration.readTimeout = seconds
-            case "--retention-days":
-                guard let days = Double(value), days > 0, days.isFinite else {
-                    return .failure(invalid(option, value, "a positive number of days"))
-                }
-                configuration.claimPolicy.retention = days * 86_400
-            default:
-                return .failure(UsageError(message: "unknown option '\(option)'"))
+            } catch {
+                return .failure(error)
             }
+        }
+        if let postgres {
+            if case .lmdb = configuration.storage {
+                return .failure(UsageError(message: "--postgres and --data-dir choose two storages; give one"))
+            }
+            configuration.storage = .postgres(postgres, poolSize: poolSize ?? defaultPoolSize)
+        } else if poolSize != nil {
+            return .failure(UsageError(message: "--pool-size applies to --postgres storage only"))
         }
         return .success(.run(configuration))
     }
 
-    private static func invalid(_ option: String, _ value: String, _ expected: String) -> UsageError {
-        UsageError(message: "\(option) expects \(expected), not '\(value)'")
+    /// A decimal integer within `range`.
+    private static func wholeNumber(_ option: String, _ value: String, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+        guard let number = Int(value), range.contains(number) else {
+            throw UsageError(message: "\(option) expects a whole number from \(range.lowerBound) to \(range.upperBound), not '\(value)'")
+        }
+        return number
+    }
+
+    /// A number more than 0 and at most `upperBound` (never NaN or infinite).
+    private static func positiveNumber(_ option: String, _ value: String, atMost upperBound: Double, unit: String) throws(UsageError) -> Double {
+        guard let number = Double(value), number > 0, number <= upperBound else {
+            throw UsageError(message: "\(option) expects \(unit) over 0 and at most \(Int(upperBound)), not '\(value)'")
+        }
+        return number
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxWire
 import Synchronization
 
 #if canImport(Glibc)
@@ -39,8 +40,8 @@ final class ServerCore: Sendable {
             maxHeaderCount: configuration.maxHeaderCount,
             maxBodyBytes: configuration.maxBodyBytes)
         maxConnections = configuration.maxConnections
-        readTimeoutMilliseconds = Int32(clamping: Int((configuration.readTimeout * 1000).rounded(.up)))
-        writeTimeoutMilliseconds = Int((configuration.writeTimeout * 1000).rounded(.up))
+        readTimeoutMilliseconds = Self.milliseconds(seconds: configuration.readTimeout)
+        writeTimeoutMilliseconds = Int(Self.milliseconds(seconds: configuration.writeTimeout))
         let bound = try Socket.listenOnLoopback(port: configuration.port, backlog: 128)
         do {
             wake = try Socket.makeWakePipe()
@@ -137,7 +138,7 @@ final class ServerCore: Sendable {
             let busy = HTTPResponse.problem(
                 503, code: "too_many_connections",
                 message: "the server serves at most \(maxConnections) connections at once",
-                headers: [.init(name: "Retry-After", value: "1")])
+                headers: [.init(name: WireHeader.retryAfter, value: "1")])
             try? Socket.write(descriptor, busy.serialized(keepAlive: false))
             Socket.close(descriptor)
         case .stopping:
@@ -180,7 +181,7 @@ final class ServerCore: Sendable {
                 return .drop
             }
             let reply = routes.reply(to: request)
-            defer { if let key = reply.releasesKey { routes.holds.release(key: key) } }
+            defer { if let key = reply.releasesKey { routes.holds.releaseCopies(key: key) } }
             guard let response = reply.response else { return .drop }
             let keepAlive = request.wantsKeepAlive && !connections.withLock { $0.isStopping }
             do {
@@ -239,7 +240,8 @@ final class ServerCore: Sendable {
         _ = shutdown(descriptor, Int32(SHUT_WR))
         let deadline = ContinuousClock.now + .milliseconds(Int(readTimeoutMilliseconds))
         var discarded = 0
-        while discarded < limits.maxBodyBytes + limits.maxHeaderBytes {
+        let most = limits.maxBodyBytes.addingReportingOverflow(limits.maxHeaderBytes)
+        while discarded < (most.overflow ? Int.max : most.partialValue) {
             let remaining = ContinuousClock.now.duration(to: deadline)
             guard remaining > .zero,
                 (try? Socket.waitReadable(descriptor, timeoutMilliseconds: milliseconds(remaining))) == .ready,
@@ -247,6 +249,15 @@ final class ServerCore: Sendable {
             else { return }
             discarded += chunk.count
         }
+    }
+
+    /// A timeout in whole milliseconds for `poll`, rounded up, at least 1 and at most
+    /// `Int32.max` (24.8 days): a longer one waits that long, never traps on the conversion.
+    static func milliseconds(seconds: TimeInterval) -> Int32 {
+        let milliseconds = (seconds * 1000).rounded(.up)
+        guard milliseconds >= 1 else { return 1 }
+        guard milliseconds < Double(Int32.max) else { return .max }
+        return Int32(milliseconds)
     }
 
     private func milliseconds(_ duration: Duration) -> Int32 {

@@ -1,5 +1,6 @@
 public import Foundation
 public import IdempotencyClaims
+public import PostgresClaimStore
 
 /// A loopback HTTP/1.1 server with idempotent create endpoints and scriptable faults: the other
 /// side of the outbox's tests.
@@ -25,6 +26,9 @@ public final class TestServer: Sendable {
             /// An LMDB environment in this directory: a server started again on it replays what
             /// it answered before.
             case lmdb(directory: URL)
+            /// A PostgreSQL database, through a pool of at most `poolSize` connections: several
+            /// servers on one database share their claims and records, and behave as one server.
+            case postgres(PostgresConnectionSettings, poolSize: Int)
         }
 
         /// The port on 127.0.0.1; 0 lets the system pick a free one (see ``TestServer/port``).
@@ -47,9 +51,13 @@ public final class TestServer: Sendable {
         public var readTimeout: TimeInterval
         /// The longest one write may wait for a peer that does not read, in seconds.
         public var writeTimeout: TimeInterval
-        /// The longest the `slow` fault holds a request when nothing releases it, in seconds.
+        /// The longest the `slow` and `hold_in_transaction` faults hold a request when nothing
+        /// releases it, in seconds.
         public var slowHoldLimit: TimeInterval
-        /// Told of every business request once it is handled, on the server's own threads.
+        /// Added before each business request is handled, in seconds: a slower server.
+        public var latency: TimeInterval
+        /// Told of every business request once it is handled, and of every request to a path
+        /// no endpoint serves (answered 404), on the server's own threads.
         public var observer: (@Sendable (ServerEvent) -> Void)?
 
         public init(
@@ -64,10 +72,12 @@ public final class TestServer: Sendable {
             readTimeout: TimeInterval = 10,
             writeTimeout: TimeInterval = 10,
             slowHoldLimit: TimeInterval = 30,
+            latency: TimeInterval = 0,
             observer: (@Sendable (ServerEvent) -> Void)? = nil
         ) {
             precondition(maxConnections > 0, "maxConnections must be positive")
             precondition(readTimeout > 0 && writeTimeout > 0 && slowHoldLimit > 0, "timeouts must be positive")
+            precondition(latency >= 0 && latency.isFinite, "latency must be zero or more seconds")
             self.port = port
             self.storage = storage
             self.claimPolicy = claimPolicy
@@ -79,6 +89,7 @@ public final class TestServer: Sendable {
             self.readTimeout = readTimeout
             self.writeTimeout = writeTimeout
             self.slowHoldLimit = slowHoldLimit
+            self.latency = latency
             self.observer = observer
         }
     }
@@ -88,16 +99,19 @@ public final class TestServer: Sendable {
 
     /// Starts the server: it is listening when this returns.
     /// - Throws: ``SocketError`` when the port cannot be bound; storage errors for an LMDB
-    ///   directory that cannot be opened (or is open already in this process).
+    ///   directory that cannot be opened (or is open already in this process), or a PostgreSQL
+    ///   database that cannot be reached or migrated.
     public init(_ configuration: Configuration = Configuration()) throws {
         let storage: any ServerStorage = switch configuration.storage {
         case .memory:
             MemoryServerStorage(policy: configuration.claimPolicy, clock: configuration.clock)
         case .lmdb(let directory):
             try LMDBServerStorage(directory: directory, policy: configuration.claimPolicy, clock: configuration.clock)
+        case .postgres(let settings, let poolSize):
+            try PostgresServerStorage(settings: settings, poolSize: poolSize, policy: configuration.claimPolicy, clock: configuration.clock)
         }
         let routes = Routes(storage: storage, faults: FaultQueue(), holds: Holds(), slowHoldLimit: configuration.slowHoldLimit,
-                            observer: configuration.observer)
+                            latency: configuration.latency, observer: configuration.observer)
         do {
             core = try ServerCore(configuration: configuration, routes: routes)
         } catch {
@@ -140,7 +154,8 @@ public final class TestServer: Sendable {
         core.routes.faults.pending
     }
 
-    /// Forgets faults, records, counts and claims, and releases held requests.
+    /// Forgets faults, records, counts and claims, and releases held requests. On PostgreSQL the
+    /// records and claims are those of every server on the database.
     public func reset() throws {
         core.routes.faults.removeAll()
         core.routes.holds.release()

@@ -38,26 +38,25 @@ final class LMDBServerStorage: ServerStorage {
         let txn: LMDBClaimStore.Transaction
         let tables: Tables
 
-        func record(type: String, businessID: String, id: String) throws -> StoredRecord? {
-            let key = Array(StoredRecord.storageKey(type: type, businessID: businessID, id: id).utf8)
-            guard let bytes = try txn.withLMDB({ try $0.get(tables.records, key: key) }) else { return nil }
-            return try JSONDecoder().decode(StoredRecord.self, from: Data(bytes))
+        func putNextRevision(type: String, businessID: String, id: String, key: String, body: Data) throws -> Int {
+            let storageKey = Array(StoredRecord.storageKey(type: type, businessID: businessID, id: id).utf8)
+            return try txn.withLMDB { lmdb in
+                // The one write transaction holds the environment: read and write cannot interleave.
+                let previous = try lmdb.get(tables.records, key: storageKey)
+                    .map { try JSONDecoder().decode(StoredRecord.self, from: Data($0)).revision } ?? 0
+                let record = StoredRecord(type: type, businessID: businessID, id: id, revision: previous + 1, idempotencyKey: key, body: body)
+                try lmdb.put(tables.records, key: storageKey, value: try JSONEncoder().encode(record))
+                return record.revision
+            }
         }
 
-        func put(_ record: StoredRecord) throws {
-            let value = try JSONEncoder().encode(record)
-            try txn.withLMDB { try $0.put(tables.records, key: Array(record.storageKey.utf8), value: value) }
-        }
-
-        func approvalCount() throws -> Int {
-            try txn.withLMDB { try $0.count(tables.approvals) }
-        }
-
-        func add(_ approval: PendingApproval) throws {
-            let value = try JSONEncoder().encode(approval)
+        func addApproval(type: String, businessID: String, key: String, body: Data) throws -> String {
             try txn.withLMDB { lmdb in
                 let sequence = UInt64(try lmdb.count(tables.approvals) + 1)
-                try lmdb.put(tables.approvals, key: sequence.bigEndianBytes, value: value, flags: .append)
+                let approval = PendingApproval(
+                    requestID: PendingApproval.requestID(Int(sequence)), type: type, businessID: businessID, idempotencyKey: key, body: body)
+                try lmdb.put(tables.approvals, key: sequence.bigEndianBytes, value: try JSONEncoder().encode(approval), flags: .append)
+                return approval.requestID
             }
         }
 
@@ -76,8 +75,8 @@ final class LMDBServerStorage: ServerStorage {
         whileClaimed: () throws -> Void,
         write: (any ServerTransaction) throws -> ClaimResponse
     ) throws -> ClaimAnswer {
-        try claims.handle(scope: scope, key: key, body: body, whileClaimed: whileClaimed) { txn in
-            try write(Transaction(txn: txn, tables: tables))
+        try claims.handle(scope: scope, key: key, body: body, whileClaimed: whileClaimed, write: write) {
+            Transaction(txn: $0, tables: tables)
         }
     }
 

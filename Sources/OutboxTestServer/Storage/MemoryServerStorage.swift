@@ -20,20 +20,19 @@ final class MemoryServerStorage: ServerStorage {
     private struct Transaction: ServerTransaction {
         let txn: InMemoryClaimStore<ServerState>.Transaction
 
-        func record(type: String, businessID: String, id: String) -> StoredRecord? {
-            txn.records.records[StoredRecord.storageKey(type: type, businessID: businessID, id: id)]
+        func putNextRevision(type: String, businessID: String, id: String, key: String, body: Data) -> Int {
+            let storageKey = StoredRecord.storageKey(type: type, businessID: businessID, id: id)
+            let revision = (txn.records.records[storageKey]?.revision ?? 0) + 1
+            txn.records.records[storageKey] = StoredRecord(
+                type: type, businessID: businessID, id: id, revision: revision, idempotencyKey: key, body: body)
+            return revision
         }
 
-        func put(_ record: StoredRecord) {
-            txn.records.records[record.storageKey] = record
-        }
-
-        func approvalCount() -> Int {
-            txn.records.approvals.count
-        }
-
-        func add(_ approval: PendingApproval) {
-            txn.records.approvals.append(approval)
+        func addApproval(type: String, businessID: String, key: String, body: Data) -> String {
+            let requestID = PendingApproval.requestID(txn.records.approvals.count + 1)
+            txn.records.approvals.append(PendingApproval(
+                requestID: requestID, type: type, businessID: businessID, idempotencyKey: key, body: body))
+            return requestID
         }
 
         func countApplied(key: String) {
@@ -48,9 +47,7 @@ final class MemoryServerStorage: ServerStorage {
         whileClaimed: () throws -> Void,
         write: (any ServerTransaction) throws -> ClaimResponse
     ) throws -> ClaimAnswer {
-        try claims.handle(scope: scope, key: key, body: body, whileClaimed: whileClaimed) { txn in
-            try write(Transaction(txn: txn))
-        }
+        try claims.handle(scope: scope, key: key, body: body, whileClaimed: whileClaimed, write: write) { Transaction(txn: $0) }
     }
 
     func appliedCounts() -> [String: Int] {

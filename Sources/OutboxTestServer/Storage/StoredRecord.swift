@@ -48,4 +48,9 @@ public struct PendingApproval: Hashable, Sendable, Codable {
         self.idempotencyKey = idempotencyKey
         self.body = body
     }
+
+    /// The request id of the `number`th approval: `apr-1`, `apr-2`, ...
+    static func requestID(_ number: Int) -> String {
+        "apr-\(number)"
+    }
 }

@@ -28,10 +28,12 @@ final class Gate: Sendable {
         if !wasOpen { semaphore.signal() }
     }
 
-    /// Blocks until ``open()``; throws after 10 s so a broken test fails instead of hanging.
+    /// Blocks until ``open()``; throws after two minutes so a broken test fails instead of hanging
+    /// (a deadline for a broken test, never a timing: a loaded machine may stall a thread for
+    /// seconds).
     func wait() throws {
         if isOpen.withLock({ $0 }) { return }
-        guard semaphore.wait(timeout: .now() + 10) == .success else { throw BlockingError.gateNeverOpened }
+        guard semaphore.wait(timeout: .now() + 120) == .success else { throw BlockingError.gateNeverOpened }
         semaphore.signal()   // let any other waiter through too
     }
 }

@@ -1,11 +1,14 @@
 import Foundation
 import IdempotencyClaims
 import OutboxStorage
+import PostgresClaimStore
+import PostgresTesting
 
-/// The two shipped stores, for tests that must hold for both.
+/// The three stores, for tests that must hold for each.
 enum Backend: String, CaseIterable, CustomStringConvertible, Sendable {
     case memory
     case lmdb
+    case postgres
 
     var description: String { rawValue }
 }
@@ -31,11 +34,13 @@ final class ClaimsHarness: Sendable {
     private let handleRequest: @Sendable (ClaimScope, String?, Data, () throws -> Void, Write) throws -> ClaimAnswer
     private let readClaim: @Sendable (ClaimScope, IdempotencyKey) throws -> ClaimRecord?
     private let putClaim: @Sendable (ClaimID, ClaimRecord) throws -> Void
-    private let purge: @Sendable () throws -> Int
+    private let insertIfAbsent: @Sendable (ClaimID, ClaimRecord) throws -> ClaimRecord?
+    private let purge: @Sendable (_ limit: Int, _ all: Bool) throws -> Int
     private let readEffects: @Sendable () throws -> [String: Int]
     private let close: @Sendable () -> Void
 
-    /// An in-memory or LMDB-backed harness; `commitFault` forces LMDB commit failures.
+    /// A harness over one store; `commitFault` forces LMDB commit failures. A PostgreSQL harness
+    /// works in a schema of its own in the tests' database (see `TestPostgres`).
     static func make(
         _ backend: Backend,
         policy: ClaimPolicy = ClaimPolicy(),
@@ -86,6 +91,33 @@ final class ClaimsHarness: Sendable {
                     environment.close()
                     directory.remove()
                 })
+        case .postgres:
+            let schema = try TestPostgres.freshSchema("claims")
+            let pool = PostgresConnectionPool(settings: schema.settings, size: 8)
+            let store = try PostgresClaimStore(pool: pool)
+            _ = try pool.withConnection { try $0.execute("CREATE TABLE effects (key text PRIMARY KEY, count integer NOT NULL)") }
+            return ClaimsHarness(
+                claims: IdempotencyClaims(store: store, policy: policy, clock: clock),
+                clock: clock,
+                bump: { txn, key in
+                    let rows = try txn.execute(
+                        "INSERT INTO effects (key, count) VALUES ($1, 1) ON CONFLICT (key) DO UPDATE SET count = effects.count + 1 RETURNING count",
+                        [.text(key)])
+                    return Int(try rows[0].int32(0))
+                },
+                effects: {
+                    try pool.withConnection { connection in
+                        var counts: [String: Int] = [:]
+                        for row in try connection.execute("SELECT key, count FROM effects") {
+                            counts[try row.text(0)] = Int(try row.int32(1))
+                        }
+                        return counts
+                    }
+                },
+                close: {
+                    pool.close()
+                    schema.drop()
+                })
         }
     }
 
@@ -115,7 +147,10 @@ final class ClaimsHarness: Sendable {
         putClaim = { id, record in
             try claims.store.transaction { txn in try claims.store.putClaim(record, for: id, in: txn) }
         }
-        purge = { try claims.purgeExpired() }
+        insertIfAbsent = { id, record in
+            try claims.store.transaction { txn in try claims.store.insertClaimIfAbsent(record, for: id, in: txn) }
+        }
+        purge = { limit, all in try all ? claims.purgeAllExpired(batchLimit: limit) : claims.purgeExpired(limit: limit) }
         readEffects = effects
         self.close = close
     }
@@ -145,7 +180,15 @@ final class ClaimsHarness: Sendable {
         try putClaim(ClaimID(scope: scope, key: key), record)
     }
 
-    func purgeExpired() throws -> Int { try purge() }
+    /// Stores `record` under `key` unless a claim is there; answers the claim found.
+    func insertIfAbsent(_ record: ClaimRecord, key: String) throws -> ClaimRecord? {
+        guard let key = IdempotencyKey(rawValue: key) else { return nil }
+        return try insertIfAbsent(ClaimID(scope: scope, key: key), record)
+    }
+
+    func purgeExpired(limit: Int = 1000) throws -> Int { try purge(limit, false) }
+
+    func purgeAllExpired(batchLimit: Int) throws -> Int { try purge(batchLimit, true) }
 
     /// How many times the write committed for `key` in the harness's scope (or `scope`).
     func effects(_ key: String, scope: ClaimScope? = nil) throws -> Int {

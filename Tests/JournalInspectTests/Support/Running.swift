@@ -1,5 +1,5 @@
 import Foundation
-import OutboxSimulation
+import OutboxTestSupport
 import JournalInspect
 import Synchronization
 

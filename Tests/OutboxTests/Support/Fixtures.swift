@@ -1,6 +1,6 @@
 import Foundation
 @testable import Outbox
-import OutboxSimulation
+import OutboxTestSupport
 import OutboxTesting
 
 /// The fixture journals under `Tests/Fixtures/`, written by this version of the engine and kept

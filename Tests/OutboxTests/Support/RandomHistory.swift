@@ -1,5 +1,5 @@
 import Foundation
-import OutboxSimulation
+import OutboxTestSupport
 @testable import Outbox
 
 /// Drives a journal through a random but legal history: enqueues, attempts with every
@@ -14,6 +14,20 @@ struct RandomHistory {
 
     init(seed: UInt64) {
         generator = SeededRandom(seed: seed)
+    }
+
+    /// A journal through a random history with compactions in it, so that `compacted` events
+    /// (which name operations of every shard) are among the events folded.
+    static func withCompactions(_ journal: TestJournal, _ outbox: Outbox, seed: UInt64) async throws -> RandomHistory {
+        var history = RandomHistory(seed: seed)
+        for round in 0..<3 {
+            for _ in 0..<200 {
+                try await history.step(outbox, now: journal.clock.now())
+                journal.clock.advance(by: 7)
+            }
+            if round < 2 { _ = try await outbox.compact(before: journal.clock.now().addingTimeInterval(-300)) }
+        }
+        return history
     }
 
     /// Appends one random step (a few events) through the engine's writer.

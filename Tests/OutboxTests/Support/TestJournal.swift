@@ -1,6 +1,6 @@
 import Foundation
 @testable import Outbox
-import OutboxSimulation
+import OutboxTestSupport
 import OutboxTesting
 
 /// A journal in a fresh temporary directory, with a manual clock and a scripted transport.

@@ -1,7 +1,14 @@
 package import Foundation
-package import OutboxCrypto
 
-/// Appends big-endian fields to a byte buffer: the encoding side of the record format.
+/// Why a value could not be encoded.
+package struct EncodingProblem: Error, Equatable, CustomStringConvertible {
+    package var reason: String
+    package init(_ reason: String) { self.reason = reason }
+    package var description: String { reason }
+}
+
+/// Appends big-endian fields to a byte buffer: the encoding side of every binary form the
+/// package stores (journal records, stored states, idempotency claims).
 package struct ByteWriter {
     package private(set) var bytes: [UInt8]
 
@@ -38,10 +45,18 @@ package struct ByteWriter {
         text.withUTF8 { write(bytes: $0) }
     }
 
-    package mutating func write(_ digest: SHA256Digest) { bytes.append(contentsOf: digest.bytes) }
+    /// Bytes as they are, with no length before them.
+    package mutating func write(raw run: some Sequence<UInt8>) { bytes.append(contentsOf: run) }
 
-    package mutating func write(_ id: OperationID) {
-        withUnsafeBytes(of: id.uuid.uuid) { bytes.append(contentsOf: $0) }
+    /// UTF-8 text with a u16 length: for short fields (claim keys, header names).
+    /// - Throws: when the text is longer than a u16 can say.
+    package mutating func writeShort(_ text: String) throws(EncodingProblem) {
+        let utf8 = Array(text.utf8)
+        guard let count = UInt16(exactly: utf8.count) else {
+            throw EncodingProblem("a text field of \(utf8.count) bytes is over 65,535")
+        }
+        write(count)
+        bytes.append(contentsOf: utf8)
     }
 
     /// A presence byte, then the value when present.

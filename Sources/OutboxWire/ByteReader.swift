@@ -1,5 +1,4 @@
 package import Foundation
-package import OutboxCrypto
 
 /// Why bytes could not be decoded.
 package struct DecodingProblem: Error, Equatable, CustomStringConvertible {
@@ -79,6 +78,25 @@ package struct ByteReader {
         return try borrow(count, what) { Array($0) }
     }
 
+    /// `count` bytes as they are, with no length before them.
+    package mutating func readRaw(_ count: Int, _ what: StaticString = "bytes") throws(DecodingProblem) -> [UInt8] {
+        try borrow(count, what) { Array($0) }
+    }
+
+    /// `count` bytes as they are, lent to `body` without copying them.
+    package mutating func withRaw<R>(_ count: Int, _ what: StaticString, _ body: (UnsafeRawBufferPointer) -> R) throws(DecodingProblem) -> R {
+        try borrow(count, what, body)
+    }
+
+    /// UTF-8 text with a u16 length: for short fields (claim keys, header names).
+    package mutating func readShortString(_ what: StaticString = "text") throws(DecodingProblem) -> String {
+        let count = Int(try readUInt16(what))
+        guard let text = try borrow(count, what, { Self.validatedString($0.assumingMemoryBound(to: UInt8.self)) }) else {
+            throw DecodingProblem("\(what) is not valid UTF-8")
+        }
+        return text
+    }
+
     package mutating func readString(_ what: StaticString = "text") throws(DecodingProblem) -> String {
         let count = Int(try readUInt32(what))
         let text = try borrow(count, what) { Self.validatedString($0.assumingMemoryBound(to: UInt8.self)) }
@@ -106,16 +124,6 @@ package struct ByteReader {
         return String(validating: bytes, as: UTF8.self)
     }
 
-    package mutating func readDigest(_ what: StaticString = "digest") throws(DecodingProblem) -> SHA256Digest {
-        // 32 bytes taken: the initializer cannot fail.
-        SHA256Digest(bytes: try borrow(SHA256Digest.byteCount, what) { Array($0) })!
-    }
-
-    package mutating func readOperationID(_ what: StaticString = "operation id") throws(DecodingProblem) -> OperationID {
-        // 16 bytes taken: the initializer cannot fail.
-        try borrow(16, what) { OperationID(uuid: UUID(uuid: $0.loadUnaligned(as: uuid_t.self))) }
-    }
-
     package mutating func readOptional<T>(
         _ what: StaticString,
         _ readValue: (inout ByteReader) throws(DecodingProblem) -> T
@@ -129,13 +137,6 @@ package struct ByteReader {
 
     package mutating func readOptionalDate(_ what: StaticString) throws(DecodingProblem) -> Date? {
         try readOptional(what) { (reader) throws(DecodingProblem) in try reader.readDate(what) }
-    }
-
-    /// Reads a one-byte code of a ``JournalCode`` enum.
-    package mutating func readCode<T: JournalCode>(_ type: T.Type, _ what: StaticString) throws(DecodingProblem) -> T {
-        let code = try readUInt8(what)
-        guard let value = T(code: code) else { throw DecodingProblem("unknown \(what) code \(code)") }
-        return value
     }
 
     package func expectEnd(_ what: StaticString) throws(DecodingProblem) {

@@ -3,7 +3,7 @@ import OutboxCore
 import OutboxStorage
 
 /// The member's and support's views, answered from counters and indexes: never a journal scan.
-extension JournalStore {
+extension JournalQueries {
     /// The Sync tab, each card holding at most `rowsPerCard` rows (its count covers them all).
     func syncTab(isOnline: Bool, rowsPerCard: Int) throws(OutboxError) -> SyncTab {
         let schema = self.schema
@@ -64,43 +64,26 @@ extension JournalStore {
 
     /// Ledger rows in journal order, filtered and paged.
     func ledger(_ query: LedgerQuery) throws(OutboxError) -> [LedgerEntry] {
-        let schema = self.schema
+        let projections = self.projections
         let statuses = query.status.map { [$0] } ?? OutboxStatus.allCases
         return try read { txn in
-            // Each status's rows are in journal order; take enough of each, then merge.
-            var states: [OperationState] = []
-            for status in statuses {
-                let prefix = JournalSchema.statusPrefix(status)
-                let start = query.after.map { JournalSchema.statusKey(status, firstSeq: $0.next) } ?? prefix
-                var taken = 0
-                try txn.scan(schema.byStatus, from: start) { key, value in
-                    guard key.starts(with: prefix), taken < query.limit else { return .stop }
-                    guard let id = OperationID(bytes: value), let state = try schema.state(id, in: txn) else { return .next }
-                    if let from = query.createdFrom, state.createdAt < from { return .next }
-                    if let before = query.createdBefore, state.createdAt >= before { return .next }
-                    states.append(state)
-                    taken += 1
-                    return .next
-                }
-            }
-            return states.sorted { $0.firstSeq < $1.firstSeq }.prefix(query.limit).map(LedgerEntry.init)
+            try projections.oldestFirst(statuses: statuses, after: query.after, limit: query.limit, where: { state in
+                if let from = query.createdFrom, state.createdAt < from { return false }
+                if let before = query.createdBefore, state.createdAt >= before { return false }
+                return true
+            }, in: txn).map(LedgerEntry.init)
         }
     }
 
     /// The engine's numbers at `now`.
     func metrics(now: Date) throws(OutboxError) -> OutboxMetrics {
         let schema = self.schema
+        let projections = self.projections
         let fileBytes = (try? environment.info().usedBytes) ?? 0
         let liveBytes = (try? environment.liveBytes()) ?? fileBytes
         return try read { txn in
-            let depth = try schema.queueDepth(in: txn)
-            var oldest: OperationState?
-            for status in [OutboxStatus.queued, .syncing] {
-                guard let id = try schema.operationIDs(withStatus: status, limit: 1, in: txn).first,
-                    let state = try schema.state(id, in: txn)
-                else { continue }
-                if oldest.map({ state.firstSeq < $0.firstSeq }) ?? true { oldest = state }
-            }
+            let depth = try projections.statusCounts(in: txn)
+            let oldest = try projections.oldestPending(in: txn)
             let outcomes = try schema.counters(prefix: "outcome/", in: txn)
             func outcome(_ category: OutcomeCategory) -> Int { Int(outcomes[category.rawValue] ?? 0) }
             return OutboxMetrics(
@@ -115,7 +98,7 @@ extension JournalStore {
                 transientFailures: outcome(.transientFailure),
                 conflictsByOperationType: try schema.counters(prefix: CounterName.conflictsPrefix, in: txn).mapValues { Int($0) },
                 journalEvents: Int(try schema.counter(CounterName.events, in: txn)),
-                journalEventBytes: Int(try schema.counter(CounterName.eventBytes, in: txn)),
+                journalEventBytes: try projections.eventBytes(in: txn),
                 journalFileBytes: fileBytes,
                 journalLiveBytes: liveBytes,
                 journalBudgetBytes: options.limitBytes
@@ -136,12 +119,11 @@ extension JournalSchema {
 
     /// The newest `limit` rows of one Sync tab card.
     func tabRows(_ group: TabGroup, category: String, limit: Int, in txn: borrowing LMDBTransaction) throws -> [SyncRow] {
-        let prefix = JournalSchema.tabPrefix(group, category: category)
         var rows: [SyncRow] = []
-        // Reverse from just past the prefix: the highest latest seq comes first.
-        try txn.scan(syncTab, from: prefix + [UInt8](repeating: 0xFF, count: 8), reverse: true) { key, value in
-            guard key.starts(with: prefix), rows.count < limit else { return .stop }
-            if let id = OperationID(bytes: value), let state = try self.state(id, in: txn) {
+        // Reversed: the highest latest seq comes first.
+        try txn.scan(syncTab, leading: JournalCodec.TabKey.leading(group, category: category), reverse: true) { entry in
+            guard rows.count < limit else { return .stop }
+            if let state = try self.state(try entry.value(), in: txn) {
                 rows.append(SyncRow(opened(state)))
             }
             return .next

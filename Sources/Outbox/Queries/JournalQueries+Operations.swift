@@ -3,11 +3,12 @@ import OutboxCore
 import OutboxStorage
 
 /// The reads both the engine and a read-only ``JournalReader`` answer, each in one snapshot.
-extension JournalStore {
+extension JournalQueries {
     func operationSnapshot(_ id: OperationID) throws(OutboxError) -> OperationSnapshot? {
         let schema = self.schema
+        let projections = self.projections
         return try read { txn in
-            guard let state = try schema.state(id, in: txn) else { return nil }
+            guard let state = try projections.state(id, in: txn) else { return nil }
             // A compacted operation's request left the journal with its events.
             let request = state.compactedAt == nil ? try schema.request(of: state, in: txn) : state.request(payload: Data())
             return OperationSnapshot(state: state, request: request)
@@ -15,20 +16,30 @@ extension JournalStore {
     }
 
     func operationState(_ id: OperationID) throws(OutboxError) -> OperationState? {
-        let schema = self.schema
-        return try read { txn in try schema.state(id, in: txn) }
+        let projections = self.projections
+        return try read { txn in try projections.state(id, in: txn) }
     }
 
     /// Every event of one operation, in order; for a compacted operation, the `compacted` event
     /// that removed them.
-    /// - Throws: ``OutboxError/operationNotFound(_:)`` for an unknown id.
+    /// - Throws: ``OutboxError/operationNotFound(_:)`` for an unknown id;
+    ///   ``OutboxError/journalCorrupt(seq:reason:)`` at a damaged record of it.
     func history(_ id: OperationID) throws(OutboxError) -> [JournalEvent] {
         let schema = self.schema
+        let projections = self.projections
         let events = try read { txn -> [JournalEvent] in
-            if let state = try schema.state(id, in: txn), state.compactedAt != nil {
+            let state = try projections.state(id, in: txn)
+            if let state, state.compactedAt != nil {
                 return try schema.event(state.latestSeq, in: txn).map { [$0] } ?? []
             }
-            return try schema.history(id, in: txn)
+            let (seqs, damaged) = try projections.recordedSeqs(of: id, state: state, in: txn)
+            if let first = damaged.first { throw OutboxError.journalCorrupt(seq: first.seq, reason: first.reason) }
+            return try seqs.map { seq in
+                guard let event = try schema.event(seq, in: txn) else {
+                    throw OutboxError.projectionCorrupt(reason: "operation \(id) lists seq \(seq), which is not in the journal")
+                }
+                return event
+            }
         }
         guard !events.isEmpty else { throw .operationNotFound(id) }
         return events
@@ -40,8 +51,8 @@ extension JournalStore {
     }
 
     func engineState() throws(OutboxError) -> EngineState {
-        let schema = self.schema
-        return try read { txn in try schema.engineState(in: txn) }
+        let projections = self.projections
+        return try read { txn in try projections.engineState(in: txn) }
     }
 
     /// Up to `limit` events from `start` on, in journal order, checksums checked.
@@ -49,26 +60,12 @@ extension JournalStore {
         let schema = self.schema
         return try read { txn in
             var events: [JournalEvent] = []
-            try txn.scan(schema.events, from: start.key) { key, value in
+            try txn.scan(schema.events, from: JournalCodec.Seq.bytes(start)) { entry in
                 guard events.count < limit else { return .stop }
-                events.append(try schema.decode(Array(value), seq: JournalSequence(key: key) ?? .zero))
+                events.append(try schema.decode(Array(entry.valueBytes), seq: try entry.key()))
                 return .next
             }
             return events
-        }
-    }
-
-    /// `attemptAbandoned` drafts for every syncing row: at open, attempts the last process started
-    /// and never saw end.
-    func interruptedAttempts() throws(OutboxError) -> [JournalStore.Draft] {
-        let schema = self.schema
-        return try read { txn in
-            try schema.operationIDs(withStatus: .syncing, in: txn).compactMap { id in
-                guard let state = try schema.state(id, in: txn) else { return nil }
-                return JournalStore.Draft(operationID: id, body: .attemptAbandoned(AttemptAbandoned(
-                    attempt: AttemptNumber(rawValue: state.attemptCount)
-                )))
-            }
         }
     }
 }

@@ -1,0 +1,175 @@
+import Foundation
+import OutboxCore
+import OutboxStorage
+import OutboxWire
+
+/// How each of the journal's keys and values is laid out: the one place for each.
+///
+/// A table of ``JournalSchema`` names its key and value codec; code that reads or writes the
+/// journal goes through the table, never through bytes of its own. The layouts are described in
+/// `Docs/journal-format.md`.
+enum JournalCodec {
+    /// A seq: 8 bytes, big-endian, so keys sort in journal order.
+    enum Seq: LMDBCodec {
+        static func encode(_ item: JournalSequence, into bytes: inout [UInt8]) {
+            BigEndianUInt64.encode(item.rawValue, into: &bytes)
+        }
+
+        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> JournalSequence {
+            JournalSequence(rawValue: try BigEndianUInt64.decode(bytes))
+        }
+    }
+
+    /// An operation id: its 16 bytes.
+    enum ID: LMDBCodec {
+        static func encode(_ item: OperationID, into bytes: inout [UInt8]) {
+            withUnsafeBytes(of: item.uuid.uuid) { bytes += $0 }
+        }
+
+        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> OperationID {
+            guard let id = OperationID(bytes: bytes) else {
+                throw LMDBCodecError(reason: "\(bytes.count) bytes where an operation id takes 16")
+            }
+            return id
+        }
+    }
+
+    /// An operation's folded state (``StateCodec``).
+    enum State: LMDBCodec {
+        static func encode(_ item: OperationState, into bytes: inout [UInt8]) {
+            var writer = ByteWriter(capacity: 256)
+            StateCodec.encode(item, into: &writer)
+            bytes += writer.bytes
+        }
+
+        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> OperationState {
+            try StateCodec.decode(Array(bytes))
+        }
+    }
+
+    /// The engine's state (``StateCodec``).
+    enum Engine: LMDBCodec {
+        static func encode(_ item: EngineState, into bytes: inout [UInt8]) { bytes += StateCodec.encode(item) }
+        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> EngineState { try StateCodec.decodeEngine(Array(bytes)) }
+    }
+
+    /// A status, then the first seq: rows of one status in journal order.
+    enum StatusKey: LMDBCodec {
+        static func encode(_ item: (status: OutboxStatus, firstSeq: JournalSequence), into bytes: inout [UInt8]) {
+            bytes.append(item.status.code)
+            Seq.encode(item.firstSeq, into: &bytes)
+        }
+
+        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (status: OutboxStatus, firstSeq: JournalSequence) {
+            guard bytes.count == 9, let status = OutboxStatus(code: bytes[0]) else { throw LMDBCodecError(reason: "a damaged status key") }
+            return (status, try Seq.decode(UnsafeRawBufferPointer(rebasing: bytes[1...])))
+        }
+
+        /// The leading part of every key of `status`.
+        static func leading(_ status: OutboxStatus) -> [UInt8] { [status.code] }
+    }
+
+    /// A due moment (8 bytes that sort as the moment does; all zero for "due now"), then the
+    /// first seq: queued rows in the order they come due.
+    enum ScheduleKey: LMDBCodec {
+        static func encode(_ item: (dueAt: Date?, firstSeq: JournalSequence), into bytes: inout [UInt8]) {
+            BigEndianUInt64.encode(item.dueAt.map { sortableBits($0.timeIntervalSinceReferenceDate) } ?? 0, into: &bytes)
+            Seq.encode(item.firstSeq, into: &bytes)
+        }
+
+        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (dueAt: Date?, firstSeq: JournalSequence) {
+            guard bytes.count == 16 else { throw LMDBCodecError(reason: "a damaged schedule key") }
+            return (try dueAt(bytes), try Seq.decode(UnsafeRawBufferPointer(rebasing: bytes[8...])))
+        }
+
+        /// The moment a key names, read from its first 8 bytes alone; `nil` for "due now".
+        static func dueAt(_ bytes: UnsafeRawBufferPointer) throws -> Date? {
+            let bits = try BigEndianUInt64.decode(UnsafeRawBufferPointer(rebasing: bytes.prefix(8)))
+            guard bits != 0 else { return nil }
+            return Date(timeIntervalSinceReferenceDate: unsortableBits(bits))
+        }
+
+        /// A double's bits, reordered so that unsigned comparison follows numeric order.
+        private static func sortableBits(_ value: Double) -> UInt64 {
+            let bits = value.bitPattern
+            return bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63)
+        }
+
+        private static func unsortableBits(_ bits: UInt64) -> Double {
+            Double(bitPattern: bits & (1 << 63) != 0 ? bits & ~(1 << 63) : ~bits)
+        }
+    }
+
+    /// A lane, a zero byte, then the first seq: a lane's rows in journal order.
+    enum LaneKey: LMDBCodec {
+        static func encode(_ item: (lane: String, firstSeq: JournalSequence), into bytes: inout [UInt8]) {
+            bytes += leading(item.lane)
+            Seq.encode(item.firstSeq, into: &bytes)
+        }
+
+        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (lane: String, firstSeq: JournalSequence) {
+            guard bytes.count > 9, bytes[bytes.count - 9] == 0 else { throw LMDBCodecError(reason: "a damaged lane key") }
+            return (String(decoding: bytes.prefix(bytes.count - 9), as: UTF8.self),
+                    try Seq.decode(UnsafeRawBufferPointer(rebasing: bytes.suffix(8))))
+        }
+
+        /// The leading part of every key of `lane`.
+        static func leading(_ lane: String) -> [UInt8] { Array(lane.utf8) + [0] }
+    }
+
+    /// A Sync tab group, a category, a zero byte, then the latest seq: a card's rows, oldest
+    /// change first.
+    enum TabKey: LMDBCodec {
+        static func encode(_ item: (group: JournalSchema.TabGroup, category: String, latestSeq: JournalSequence), into bytes: inout [UInt8]) {
+            bytes += leading(item.group, category: item.category)
+            Seq.encode(item.latestSeq, into: &bytes)
+        }
+
+        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (group: JournalSchema.TabGroup, category: String, latestSeq: JournalSequence) {
+            guard bytes.count > 10, bytes[bytes.count - 9] == 0, let group = JournalSchema.TabGroup(rawValue: bytes[0]) else {
+                throw LMDBCodecError(reason: "a damaged Sync tab key")
+            }
+            return (group, String(decoding: bytes[1..<bytes.count - 9], as: UTF8.self),
+                    try Seq.decode(UnsafeRawBufferPointer(rebasing: bytes.suffix(8))))
+        }
+
+        /// The leading part of every key of one card.
+        static func leading(_ group: JournalSchema.TabGroup, category: String) -> [UInt8] {
+            [group.rawValue] + Array(category.utf8) + [0]
+        }
+    }
+
+    /// A 32-bit version, big-endian.
+    enum Version: LMDBCodec {
+        static func encode(_ item: UInt32, into bytes: inout [UInt8]) { bytes += item.bigEndianBytes }
+        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> UInt32 {
+            guard bytes.count == 4 else { throw LMDBCodecError(reason: "\(bytes.count) bytes where a version takes 4") }
+            return bytes.reduce(0) { $0 << 8 | UInt32($1) }
+        }
+    }
+}
+
+/// A table seen as what it stores: its database and key prefix, keys and values as bytes. How a
+/// rebuild writes rows in key order and how `verify` compares what is stored with a rebuild.
+struct StoredTable: Hashable, Sendable {
+    let database: LMDBDatabase
+    let prefix: [UInt8]
+
+    init<K, V>(_ table: LMDBTable<K, V>) {
+        database = table.database
+        prefix = table.prefix
+    }
+
+    var name: String { prefix.isEmpty ? database.name : "\(database.name)/\(prefix.map { String($0) }.joined(separator: "."))" }
+
+    /// Every entry, its key without the prefix.
+    func entries(in txn: borrowing LMDBTransaction) throws -> [[UInt8]: [UInt8]] {
+        var entries: [[UInt8]: [UInt8]] = [:]
+        let table = LMDBTable<RawBytes, RawBytes>(database, prefix: prefix)
+        try txn.scan(table) { entry in
+            entries[Array(entry.keyBytes)] = Array(entry.valueBytes)
+            return .next
+        }
+        return entries
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import OutboxCore
+import OutboxStorage
+
+/// What the reads ask of the projections: operations, their counts and the engine state.
+///
+/// Two answer it alike: ``StoredProjections``, the indexes an engine keeps in the journal, and
+/// ``FoldedJournal``, the same folded in memory from the events when the stored ones are of
+/// another layout. A read is written once, against this, and gives the same answer from both.
+protocol ProjectionReads: Sendable {
+    /// One operation's folded state.
+    func state(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState?
+    /// Every operation's id.
+    func operationIDs(in txn: borrowing LMDBTransaction) throws -> [OperationID]
+    /// Up to `limit` accepted operations of `statuses`, the newest enqueued first, each enqueued
+    /// before `beforeSeq` when given.
+    func newestFirst(statuses: [OutboxStatus], before beforeSeq: JournalSequence?, limit: Int,
+                     where accepts: (OperationState) -> Bool, in txn: borrowing LMDBTransaction) throws -> [OperationState]
+    /// Up to `limit` accepted operations of `statuses`, the oldest enqueued first, each enqueued
+    /// after `afterSeq` when given.
+    func oldestFirst(statuses: [OutboxStatus], after afterSeq: JournalSequence?, limit: Int,
+                     where accepts: (OperationState) -> Bool, in txn: borrowing LMDBTransaction) throws -> [OperationState]
+    /// Operations by status, every status present.
+    func statusCounts(in txn: borrowing LMDBTransaction) throws -> [OutboxStatus: Int]
+    /// The queued or syncing operation enqueued first: what has waited longest.
+    func oldestPending(in txn: borrowing LMDBTransaction) throws -> OperationState?
+    /// The engine-level state folded from engine events.
+    func engineState(in txn: borrowing LMDBTransaction) throws -> EngineState
+    /// The bytes of the journal's events, as counted when they were written.
+    func eventBytes(in txn: borrowing LMDBTransaction) throws -> Int
+    /// The seqs of one operation's events and the damaged records that name it.
+    func recordedSeqs(of id: OperationID, state: OperationState?, in txn: borrowing LMDBTransaction) throws
+        -> (seqs: [JournalSequence], damaged: [DamagedRecord])
+}
+
+/// The projections an engine keeps in the journal: indexes and counters, never a scan.
+struct StoredProjections: ProjectionReads {
+    let schema: JournalSchema
+
+    func state(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState? {
+        try schema.state(id, in: txn)
+    }
+
+    func operationIDs(in txn: borrowing LMDBTransaction) throws -> [OperationID] {
+        var ids: [OperationID] = []
+        try txn.scan(schema.operations) { entry in
+            ids.append(try entry.key())
+            return .next
+        }
+        return ids
+    }
+
+    func newestFirst(statuses: [OutboxStatus], before beforeSeq: JournalSequence?, limit: Int,
+                     where accepts: (OperationState) -> Bool, in txn: borrowing LMDBTransaction) throws -> [OperationState] {
+        // Each status's index runs in journal order: read each backwards, then merge.
+        var picked: [OperationState] = []
+        for status in statuses {
+            let start = beforeSeq.map { JournalCodec.StatusKey.bytes((status, $0)) }
+            try take(status, from: start, reverse: true, limit: limit, accepts, into: &picked, in: txn)
+        }
+        return Array(picked.sorted { $0.firstSeq > $1.firstSeq }.prefix(limit))
+    }
+
+    func oldestFirst(statuses: [OutboxStatus], after afterSeq: JournalSequence?, limit: Int,
+                     where accepts: (OperationState) -> Bool, in txn: borrowing LMDBTransaction) throws -> [OperationState] {
+        var picked: [OperationState] = []
+        for status in statuses {
+            let start = afterSeq.map { JournalCodec.StatusKey.bytes((status, $0.next)) }
+            try take(status, from: start, reverse: false, limit: limit, accepts, into: &picked, in: txn)
+        }
+        return Array(picked.sorted { $0.firstSeq < $1.firstSeq }.prefix(limit))
+    }
+
+    /// Up to `limit` accepted rows of one status's index, from `start` in the direction given.
+    private func take(_ status: OutboxStatus, from start: [UInt8]?, reverse: Bool, limit: Int,
+                      _ accepts: (OperationState) -> Bool, into picked: inout [OperationState],
+                      in txn: borrowing LMDBTransaction) throws {
+        var taken = 0
+        try txn.scan(schema.byStatus, leading: JournalCodec.StatusKey.leading(status), from: start, reverse: reverse) { entry in
+            guard taken < limit else { return .stop }
+            guard let state = try schema.state(try entry.value(), in: txn), accepts(state) else { return .next }
+            picked.append(state)
+            taken += 1
+            return .next
+        }
+    }
+
+    func statusCounts(in txn: borrowing LMDBTransaction) throws -> [OutboxStatus: Int] {
+        try schema.queueDepth(in: txn)
+    }
+
+    func oldestPending(in txn: borrowing LMDBTransaction) throws -> OperationState? {
+        var oldest: OperationState?
+        for status in [OutboxStatus.queued, .syncing] {
+            guard let id = try schema.operationIDs(withStatus: status, limit: 1, in: txn).first,
+                let state = try schema.state(id, in: txn)
+            else { continue }
+            if oldest.map({ state.firstSeq < $0.firstSeq }) ?? true { oldest = state }
+        }
+        return oldest
+    }
+
+    func engineState(in txn: borrowing LMDBTransaction) throws -> EngineState {
+        try schema.engineState(in: txn)
+    }
+
+    func eventBytes(in txn: borrowing LMDBTransaction) throws -> Int {
+        Int(try schema.counter(CounterName.eventBytes, in: txn))
+    }
+
+    func recordedSeqs(of id: OperationID, state: OperationState?, in txn: borrowing LMDBTransaction) throws
+        -> (seqs: [JournalSequence], damaged: [DamagedRecord]) {
+        (state?.eventSeqs ?? [], [])
+    }
+}
+
+extension FoldedJournal: ProjectionReads {
+    func state(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState? {
+        image.states[id]
+    }
+
+    func operationIDs(in txn: borrowing LMDBTransaction) throws -> [OperationID] {
+        Array(image.states.keys)
+    }
+
+    func newestFirst(statuses: [OutboxStatus], before beforeSeq: JournalSequence?, limit: Int,
+                     where accepts: (OperationState) -> Bool, in txn: borrowing LMDBTransaction) throws -> [OperationState] {
+        let picked = image.states.values.filter { state in
+            statuses.contains(state.status) && beforeSeq.map { state.firstSeq < $0 } ?? true && accepts(state)
+        }
+        return Array(picked.sorted { $0.firstSeq > $1.firstSeq }.prefix(limit))
+    }
+
+    func oldestFirst(statuses: [OutboxStatus], after afterSeq: JournalSequence?, limit: Int,
+                     where accepts: (OperationState) -> Bool, in txn: borrowing LMDBTransaction) throws -> [OperationState] {
+        let picked = image.states.values.filter { state in
+            statuses.contains(state.status) && afterSeq.map { state.firstSeq > $0 } ?? true && accepts(state)
+        }
+        return Array(picked.sorted { $0.firstSeq < $1.firstSeq }.prefix(limit))
+    }
+
+    func statusCounts(in txn: borrowing LMDBTransaction) throws -> [OutboxStatus: Int] {
+        var counts = Dictionary(uniqueKeysWithValues: OutboxStatus.allCases.map { ($0, 0) })
+        for state in image.states.values { counts[state.status, default: 0] += 1 }
+        return counts
+    }
+
+    func oldestPending(in txn: borrowing LMDBTransaction) throws -> OperationState? {
+        image.states.values.filter { $0.status == .queued || $0.status == .syncing }.min { $0.firstSeq < $1.firstSeq }
+    }
+
+    func engineState(in txn: borrowing LMDBTransaction) throws -> EngineState {
+        image.engine
+    }
+
+    func eventBytes(in txn: borrowing LMDBTransaction) throws -> Int {
+        Int(image.eventBytes)
+    }
+
+    func recordedSeqs(of id: OperationID, state: OperationState?, in txn: borrowing LMDBTransaction) throws
+        -> (seqs: [JournalSequence], damaged: [DamagedRecord]) {
+        (eventSeqs[id] ?? [], damaged.filter { $0.claimedOperationID == id })
+    }
+}

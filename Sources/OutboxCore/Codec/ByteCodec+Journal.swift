@@ -1,0 +1,31 @@
+package import Foundation
+package import OutboxCrypto
+package import OutboxWire
+
+/// The journal's own field types in the byte codec: digests, operation ids, one-byte codes.
+extension ByteWriter {
+    package mutating func write(_ digest: SHA256Digest) { write(raw: digest.bytes) }
+
+    package mutating func write(_ id: OperationID) {
+        withUnsafeBytes(of: id.uuid.uuid) { write(raw: $0) }
+    }
+}
+
+extension ByteReader {
+    package mutating func readDigest(_ what: StaticString = "digest") throws(DecodingProblem) -> SHA256Digest {
+        // 32 bytes taken: the initializer cannot fail.
+        SHA256Digest(bytes: try readRaw(SHA256Digest.byteCount, what))!
+    }
+
+    package mutating func readOperationID(_ what: StaticString = "operation id") throws(DecodingProblem) -> OperationID {
+        // 16 bytes taken: the initializer cannot fail.
+        try withRaw(16, what) { OperationID(uuid: UUID(uuid: $0.loadUnaligned(as: uuid_t.self))) }
+    }
+
+    /// Reads a one-byte code of a ``JournalCode`` enum.
+    package mutating func readCode<T: JournalCode>(_ type: T.Type, _ what: StaticString) throws(DecodingProblem) -> T {
+        let code = try readUInt8(what)
+        guard let value = T(code: code) else { throw DecodingProblem("unknown \(what) code \(code)") }
+        return value
+    }
+}

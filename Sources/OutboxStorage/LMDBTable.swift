@@ -1,0 +1,224 @@
+/// How a table's keys or values become bytes, and back.
+///
+/// A codec is the one place a kind of key or value is laid out: a table built on it never
+/// writes bytes by hand. Decoding runs on every read; a value it cannot decode throws (it is
+/// damage, not absence: only a missing key reads as `nil`).
+///
+/// ```swift
+/// enum SeqKey: LMDBCodec {
+///     static func encode(_ seq: UInt64, into bytes: inout [UInt8]) { bytes += seq.bigEndianBytes }
+///     static func decode(_ bytes: UnsafeRawBufferPointer) throws -> UInt64 { ... }
+/// }
+/// let events = LMDBTable<SeqKey, RawBytes>(database)
+/// ```
+public protocol LMDBCodec {
+    associatedtype Item
+    /// Appends the bytes of `item`.
+    static func encode(_ item: Item, into bytes: inout [UInt8])
+    /// The item these bytes hold.
+    /// - Throws: when the bytes are not one (the caller names the table and key).
+    static func decode(_ bytes: UnsafeRawBufferPointer) throws -> Item
+}
+
+extension LMDBCodec {
+    /// The bytes of `item` alone.
+    public static func bytes(_ item: Item) -> [UInt8] {
+        var bytes: [UInt8] = []
+        encode(item, into: &bytes)
+        return bytes
+    }
+}
+
+/// Bytes as they are: a value copied out of the map.
+public enum RawBytes: LMDBCodec {
+    public static func encode(_ item: [UInt8], into bytes: inout [UInt8]) { bytes += item }
+    public static func decode(_ bytes: UnsafeRawBufferPointer) -> [UInt8] { Array(bytes) }
+}
+
+/// A UTF-8 name.
+public enum NameCodec: LMDBCodec {
+    public static func encode(_ item: String, into bytes: inout [UInt8]) { bytes += item.utf8 }
+    public static func decode(_ bytes: UnsafeRawBufferPointer) throws -> String {
+        guard let name = String(validating: bytes, as: UTF8.self) else { throw LMDBCodecError(reason: "a name that is not UTF-8") }
+        return name
+    }
+}
+
+/// An unsigned integer, big-endian: keys sort in numeric order.
+public enum BigEndianUInt64: LMDBCodec {
+    public static func encode(_ item: UInt64, into bytes: inout [UInt8]) {
+        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: item >> UInt64(shift))) }
+    }
+
+    public static func decode(_ bytes: UnsafeRawBufferPointer) throws -> UInt64 {
+        guard bytes.count == 8 else { throw LMDBCodecError(reason: "\(bytes.count) bytes where a 64-bit integer takes 8") }
+        return bytes.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+}
+
+/// A signed count, stored as its two's complement, big-endian.
+public enum BigEndianInt64: LMDBCodec {
+    public static func encode(_ item: Int64, into bytes: inout [UInt8]) {
+        BigEndianUInt64.encode(UInt64(bitPattern: item), into: &bytes)
+    }
+
+    public static func decode(_ bytes: UnsafeRawBufferPointer) throws -> Int64 {
+        Int64(bitPattern: try BigEndianUInt64.decode(bytes))
+    }
+}
+
+/// A value a codec could not decode.
+public struct LMDBCodecError: Error, Sendable, CustomStringConvertible {
+    public var reason: String
+    public init(reason: String) { self.reason = reason }
+    public var description: String { reason }
+}
+
+/// A table: the entries of one database whose keys start with `prefix`, their keys and values
+/// laid out by codecs (as heed's `Database<KC, DC>`).
+///
+/// Several tables may share a database under distinct prefixes: one B-tree then holds them
+/// all, and a commit that touches them writes one page path instead of one per database.
+/// Reads and scans never see another table's entries.
+public struct LMDBTable<Key: LMDBCodec, Value: LMDBCodec>: Sendable {
+    public let database: LMDBDatabase
+    /// The bytes every key of this table starts with; empty when it has its database alone.
+    public let prefix: [UInt8]
+
+    public init(_ database: LMDBDatabase, prefix: [UInt8] = []) {
+        self.database = database
+        self.prefix = prefix
+    }
+
+    /// The stored bytes of `key`: the prefix, then the key's codec.
+    public func keyBytes(_ key: Key.Item) -> [UInt8] {
+        var bytes = prefix
+        Key.encode(key, into: &bytes)
+        return bytes
+    }
+
+    /// The stored bytes of a key's leading part, for scans over keys that start with it.
+    public func keyBytes(leading: [UInt8]) -> [UInt8] { prefix + leading }
+
+    public var description: String { prefix.isEmpty ? "\(database)" : "\(database), prefix \(prefix)" }
+}
+
+/// An entry a scan lends its body: valid only during the call.
+public struct LMDBEntry<Key: LMDBCodec, Value: LMDBCodec>: ~Copyable {
+    /// The key's bytes after the table's prefix.
+    public let keyBytes: UnsafeRawBufferPointer
+    public let valueBytes: UnsafeRawBufferPointer
+
+    public func key() throws -> Key.Item { try Key.decode(keyBytes) }
+    public func value() throws -> Value.Item { try Value.decode(valueBytes) }
+}
+
+extension LMDBTransaction {
+    /// The value under `key`, decoded; `nil` when there is none.
+    /// - Throws: ``LMDBCodecError`` (naming the table) for a value that does not decode.
+    public func get<K, V>(_ table: LMDBTable<K, V>, _ key: K.Item) throws -> V.Item? {
+        try withValue(table.database, key: table.keyBytes(key)) { bytes in
+            guard let bytes else { return nil }
+            return try decoded(table, bytes, V.decode)
+        }
+    }
+
+    /// Stores `value` under `key`.
+    public func put<K, V>(_ table: LMDBTable<K, V>, _ key: K.Item, _ value: V.Item, flags: LMDBPutFlags = []) throws {
+        try put(table.database, key: table.keyBytes(key), value: V.bytes(value), flags: flags)
+    }
+
+    /// Removes `key`; answers whether it was there.
+    @discardableResult
+    public func delete<K, V>(_ table: LMDBTable<K, V>, _ key: K.Item) throws -> Bool {
+        try delete(table.database, key: table.keyBytes(key))
+    }
+
+    /// Stores bytes its codecs encoded already (`K.bytes(_:)`, `V.bytes(_:)`): for code that
+    /// holds encoded keys, as an index update comparing old and new keys, or a rebuild writing
+    /// rows in key order.
+    public func put<K, V>(
+        _ table: LMDBTable<K, V>,
+        encodedKey: UnsafeRawBufferPointer,
+        encodedValue: UnsafeRawBufferPointer,
+        flags: LMDBPutFlags = []
+    ) throws {
+        if table.prefix.isEmpty {
+            try put(table.database, key: encodedKey, value: encodedValue, flags: flags)
+        } else {
+            try put(table.database, key: table.prefix + encodedKey, value: encodedValue, flags: flags)
+        }
+    }
+
+    /// Removes a key its codec encoded already; answers whether it was there.
+    @discardableResult
+    public func delete<K, V>(_ table: LMDBTable<K, V>, encodedKey: [UInt8]) throws -> Bool {
+        try delete(table.database, key: table.keyBytes(leading: encodedKey))
+    }
+
+    /// Visits the table's entries in key order (reverse: descending) whose keys start with
+    /// `leading` (bytes after the table's prefix), beginning at `from` (the first key `>=` it, or
+    /// `<=` it reversed; a leading part, or a whole key's bytes). `body` answers whether to go on.
+    public func scan<K, V>(
+        _ table: LMDBTable<K, V>,
+        leading: [UInt8] = [],
+        from start: [UInt8]? = nil,
+        reverse: Bool = false,
+        _ body: (borrowing LMDBEntry<K, V>) throws -> LMDBScanStep
+    ) throws {
+        let bound = table.keyBytes(leading: leading)
+        let first: [UInt8]?
+        // Reversed without a start, the range ends just below the successor of `bound`; a key
+        // equal to that successor (the scan lands on it) lies past the range.
+        var pastTheRange: [UInt8]?
+        if let start {
+            first = table.keyBytes(leading: start)
+        } else if reverse {
+            first = Self.successor(of: bound)
+            pastTheRange = first
+        } else {
+            first = bound.isEmpty ? nil : bound
+        }
+        let skip = table.prefix.count
+        try scan(table.database, from: first, reverse: reverse) { key, value in
+            if let past = pastTheRange {
+                pastTheRange = nil
+                if key.elementsEqual(past) { return .next }
+            }
+            guard key.starts(with: bound) else { return .stop }
+            return try body(LMDBEntry<K, V>(keyBytes: UnsafeRawBufferPointer(rebasing: key[skip...]), valueBytes: value))
+        }
+    }
+
+    /// The table's last entry in key order, decoded; `nil` when it has none.
+    public func last<K, V>(_ table: LMDBTable<K, V>) throws -> (key: K.Item, value: V.Item)? {
+        var result: (key: K.Item, value: V.Item)?
+        try scan(table, reverse: true) { entry in
+            result = (try decoded(table, entry.keyBytes, K.decode), try decoded(table, entry.valueBytes, V.decode))
+            return .stop
+        }
+        return result
+    }
+
+    private func decoded<K, V, T>(_ table: LMDBTable<K, V>, _ bytes: UnsafeRawBufferPointer, _ decode: (UnsafeRawBufferPointer) throws -> T) throws -> T {
+        do {
+            return try decode(bytes)
+        } catch {
+            throw LMDBCodecError(reason: "\(table.description): \(error)")
+        }
+    }
+
+    /// The smallest byte string above every string that starts with `bytes`; `nil` when there
+    /// is none (all 0xFF).
+    static func successor(of bytes: [UInt8]) -> [UInt8]? {
+        var next = bytes
+        while let last = next.last {
+            if last < 0xFF {
+                next[next.count - 1] = last + 1
+                return next
+            }
+            next.removeLast()
+        }
+        return nil
+    }
+}

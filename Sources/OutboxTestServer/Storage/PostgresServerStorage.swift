@@ -1,0 +1,139 @@
+import Foundation
+import IdempotencyClaims
+import PostgresClaimStore
+
+/// ``ServerStorage`` in PostgreSQL: claims (``PostgresClaimStore``), records, approvals and
+/// counts in one database, so that several server processes on it behave as one server.
+///
+/// Tables, besides `idempotency_keys`: `test_server_records` (one row per type, business and id),
+/// `test_server_approvals` (numbered by an identity column: `apr-N`, increasing, with gaps where
+/// a write rolled back), `test_server_applied` (a count per key). Created by the storage's own
+/// migrations, under the same advisory lock as the claims'.
+final class PostgresServerStorage: ServerStorage {
+    private let pool: PostgresConnectionPool
+    private let claims: IdempotencyClaims<PostgresClaimStore>
+
+    static let migrations = PostgresMigrations(component: "outbox_test_server", versions: [
+        [
+            """
+            CREATE TABLE test_server_records (
+                type            text    NOT NULL,
+                business_id     text    NOT NULL,
+                id              text    NOT NULL,
+                revision        integer NOT NULL,
+                idempotency_key text    NOT NULL,
+                body            bytea   NOT NULL,
+                PRIMARY KEY (type, business_id, id)
+            )
+            """,
+            """
+            CREATE TABLE test_server_approvals (
+                sequence        bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                type            text    NOT NULL,
+                business_id     text    NOT NULL,
+                idempotency_key text    NOT NULL,
+                body            bytea   NOT NULL
+            )
+            """,
+            "CREATE TABLE test_server_applied (key text PRIMARY KEY, count integer NOT NULL)",
+        ],
+    ])
+
+    init(settings: PostgresConnectionSettings, poolSize: Int, policy: ClaimPolicy, clock: any ClaimClock) throws {
+        let pool = PostgresConnectionPool(settings: settings, size: poolSize)
+        do {
+            claims = IdempotencyClaims(store: try PostgresClaimStore(pool: pool), policy: policy, clock: clock)
+            try Self.migrations.migrate(pool)
+        } catch {
+            pool.close()
+            throw error
+        }
+        self.pool = pool
+    }
+
+    private struct Transaction: ServerTransaction {
+        let txn: PostgresClaimStore.Transaction
+
+        func putNextRevision(type: String, businessID: String, id: String, key: String, body: Data) throws -> Int {
+            // One statement: two servers creating one id at once get revisions 1 and 2, never 1 twice.
+            let rows = try txn.execute("""
+                INSERT INTO test_server_records AS r (type, business_id, id, revision, idempotency_key, body)
+                VALUES ($1, $2, $3, 1, $4, $5)
+                ON CONFLICT (type, business_id, id) DO UPDATE
+                   SET revision = r.revision + 1, idempotency_key = EXCLUDED.idempotency_key, body = EXCLUDED.body
+                RETURNING revision
+                """, [.text(type), .text(businessID), .text(id), .text(key), .bytes(body)])
+            return Int(try rows[0].int32(0))
+        }
+
+        func addApproval(type: String, businessID: String, key: String, body: Data) throws -> String {
+            let rows = try txn.execute("""
+                INSERT INTO test_server_approvals (type, business_id, idempotency_key, body) VALUES ($1, $2, $3, $4)
+                RETURNING sequence
+                """, [.text(type), .text(businessID), .text(key), .bytes(body)])
+            return PendingApproval.requestID(Int(try rows[0].int64(0)))
+        }
+
+        func countApplied(key: String) throws {
+            try txn.execute("""
+                INSERT INTO test_server_applied AS a (key, count) VALUES ($1, 1)
+                ON CONFLICT (key) DO UPDATE SET count = a.count + 1
+                """, [.text(key)])
+        }
+    }
+
+    func handle(
+        scope: ClaimScope,
+        key: String?,
+        body: Data,
+        whileClaimed: () throws -> Void,
+        write: (any ServerTransaction) throws -> ClaimResponse
+    ) throws -> ClaimAnswer {
+        try claims.handle(scope: scope, key: key, body: body, whileClaimed: whileClaimed, write: write) { Transaction(txn: $0) }
+    }
+
+    func appliedCounts() throws -> [String: Int] {
+        try pool.withConnection { connection in
+            var counts: [String: Int] = [:]
+            for row in try connection.execute("SELECT key, count FROM test_server_applied") {
+                counts[try row.text(0)] = Int(try row.int32(1))
+            }
+            return counts
+        }
+    }
+
+    func records() throws -> [StoredRecord] {
+        try pool.withConnection { connection in
+            try connection.execute("""
+                SELECT type, business_id, id, revision, idempotency_key, body FROM test_server_records
+                 ORDER BY type COLLATE "C", business_id COLLATE "C", id COLLATE "C"
+                """).map { row in
+                StoredRecord(type: try row.text(0), businessID: try row.text(1), id: try row.text(2),
+                             revision: Int(try row.int32(3)), idempotencyKey: try row.text(4), body: try row.bytes(5))
+            }
+        }
+    }
+
+    func approvals() throws -> [PendingApproval] {
+        try pool.withConnection { connection in
+            try connection.execute("""
+                SELECT sequence, type, business_id, idempotency_key, body FROM test_server_approvals ORDER BY sequence
+                """).map { row in
+                PendingApproval(requestID: PendingApproval.requestID(Int(try row.int64(0))), type: try row.text(1),
+                                businessID: try row.text(2), idempotencyKey: try row.text(3), body: try row.bytes(4))
+            }
+        }
+    }
+
+    /// Empties the shared tables: every server on the database starts over.
+    func reset() throws {
+        _ = try pool.transaction { connection in
+            try connection.execute(
+                "TRUNCATE test_server_records, test_server_approvals, test_server_applied, idempotency_keys RESTART IDENTITY")
+        }
+    }
+
+    func close() {
+        pool.close()
+    }
+}

@@ -1,0 +1,48 @@
+/// What crosses the wire between the engine and a server, spelled once for both halves: the
+/// headers the engine sets and the server reads, the error codes a server answers with, and the
+/// fields of its JSON bodies. See `Docs/server.md` for the contract they make up.
+public enum WireHeader {
+    /// The operation id: the same on every attempt, so the server applies the write once.
+    public static let idempotencyKey = "Idempotency-Key"
+    /// Set to `true` on a response the server replayed from its claim.
+    public static let idempotentReplayed = "Idempotent-Replayed"
+    /// The business the write belongs to: part of the server's idempotency scope.
+    public static let businessID = "X-Business-ID"
+    /// The payload's schema version, so a server can accept an older shape.
+    public static let payloadVersion = "Outbox-Payload-Version"
+    public static let contentType = "Content-Type"
+    /// The revision an edit started from, as an entity tag: `"<revision>"`.
+    public static let ifMatch = "If-Match"
+    /// A record's revision in a response, as an entity tag.
+    public static let eTag = "ETag"
+    public static let retryAfter = "Retry-After"
+}
+
+/// The `code` strings of error bodies (`{"code": ..., "message": ...}`) the contract names.
+public enum WireErrorCode {
+    /// The key was used with another payload.
+    public static let idempotencyConflict = "idempotency_conflict"
+    /// The first request with the key is still finalizing.
+    public static let idempotencyInProgress = "idempotency_in_progress"
+    /// The request carried no key, or a blank one.
+    public static let idempotencyKeyRequired = "idempotency_key_required"
+    /// The payload is invalid.
+    public static let validationFailed = "validation_failed"
+    /// The record changed since the revision the edit started from (with 409; 412 means the same).
+    public static let revisionConflict = "revision_conflict"
+}
+
+/// The fields of the JSON bodies the contract names.
+public enum WireBodyField {
+    /// An error body's code (``WireErrorCode``).
+    public static let code = "code"
+    /// An error body's sentence for people.
+    public static let message = "message"
+    /// A 202's approval request id; ``approvalRequestID`` is accepted too.
+    public static let requestID = "request_id"
+    public static let approvalRequestID = "approval_request_id"
+    /// A record's revision in a response, or the server's revision in a conflict.
+    public static let serverRevision = "server_revision"
+    /// The server's current record, in a conflict.
+    public static let current = "current"
+}
