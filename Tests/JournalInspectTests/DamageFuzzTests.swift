@@ -173,7 +173,7 @@ struct DamageFuzzTests {
                 tally.refusedByCheck += 1
                 switch error.kind {
                 case .truncated, .damaged: refusal = 65
-                case .notLMDB, .unsupportedVersion, .empty, .notRegularFile: refusal = 66
+                case .notLMDB, .unsupportedVersion, .empty, .notRegularFile, .inaccessible: refusal = 66
                 }
             }
 
