@@ -110,9 +110,4 @@ struct Runner {
             throw RunFailure(code: .internalError, message: "could not encode the JSON output: \(error)")
         }
     }
-
-    /// The status name, coloured.
-    func statusCell(_ status: OutboxStatus) -> TextTable.Cell {
-        TextTable.Cell(status.rawValue, Style.color(of: status))
-    }
 }
