@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxStorage
 
 /// `journal-inspect`: the support engineer's tool, as a library the thin executable calls.
 ///
@@ -11,8 +12,18 @@ public enum JournalInspect {
     public static let version = "1.0.0"
 
     /// Runs one command line in the real process; answers the exit status.
+    ///
+    /// A command that reads a journal runs in a child process (``ReadingProcess``): a read that
+    /// faults on a damaged file ends the child, and this process reports it as damage (exit 65)
+    /// instead of dying of the signal. Help, version and usage errors need no child.
     public static func main(_ arguments: [String]) -> Int32 {
-        run(arguments, context: .process()).rawValue
+        if !ReadingProcess.isChild, case .success(.run(let journal, _, _, _)) = CommandLineParser.parse(arguments),
+            let status = ReadingProcess.run(arguments, journal: journal)
+        {
+            return status
+        }
+        // The reading child itself, or no child could be started: read in this process.
+        return run(arguments, context: .process()).rawValue
     }
 
     /// Runs one command line: parses it, opens the journal read-only, runs the command, writes
@@ -31,14 +42,25 @@ public enum JournalInspect {
             let reader: JournalReader
             do {
                 let key = try keyFile.map(readKey)
+                if let denial = JournalAccess.denial(journal: journal) {
+                    context.standardError.write("journal-inspect: error: \(denial)\n")
+                    return .cannotOpen
+                }
                 reader = try open(journal, key: key)
             } catch let error as UsageError {
                 return usage(error, context: context)
             } catch {
-                context.standardError.write("journal-inspect: error: \(OpenFailure.message(for: error, path: journal))\n")
+                let directory = journalDirectory(journal).path
+                context.standardError.write("journal-inspect: error: \(OpenFailure.message(for: error, path: directory))\n")
                 return OpenFailure.exitCode(for: error)
             }
             defer { reader.close() }
+            if reader.isReadWithoutLockFile {
+                context.standardError.write(
+                    "journal-inspect: warning: \(journal): read without LMDB's lock file, because "
+                        + "\(JournalAccess.lockFileNote(directory: reader.path)); a writer's changes made meanwhile may not "
+                        + "show consistently\n")
+            }
             let runner = Runner(reader: reader, context: context, json: json, journalArgument: journal)
             do {
                 return try runner.run(command)
@@ -48,7 +70,7 @@ public enum JournalInspect {
                 context.standardError.write("journal-inspect: error: \(failure.message)\n")
                 return failure.code
             } catch let error as OutboxError {
-                context.standardError.write("journal-inspect: error: \(error.description)\n")
+                context.standardError.write("journal-inspect: error: \(OpenFailure.message(forReading: error, path: journal))\n")
                 return OpenFailure.exitCode(forReading: error)
             } catch {
                 context.standardError.write("journal-inspect: error: \(error)\n")
@@ -66,7 +88,8 @@ public enum JournalInspect {
     /// Reads an encryption key: 32 raw bytes, or 64 hexadecimal digits (white space ignored).
     static func readKey(_ path: String) throws -> SealingKey {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw UsageError("cannot read the key file \(path)")
+            let reason = access(path, F_OK) != 0 ? "it does not exist" : "this user may not read it"
+            throw UsageError("cannot read the key file \(path): \(reason)")
         }
         let text = String(decoding: data, as: UTF8.self).filter { !$0.isWhitespace }
         var bytes = Array(data)
@@ -83,14 +106,20 @@ public enum JournalInspect {
 
     /// Opens the journal read-only; `data.mdb` itself stands for its directory.
     static func open(_ path: String, key: SealingKey? = nil) throws -> JournalReader {
-        var url = URL(fileURLWithPath: path)
+        try JournalReader(directory: journalDirectory(path), encryptionKey: key)
+    }
+
+    /// The journal's directory: `path`, or the directory of `path` when it names `data.mdb`.
+    /// Asks `stat` only: nothing is opened (a FIFO named data.mdb must not block).
+    static func journalDirectory(_ path: String) -> URL {
+        let url = URL(fileURLWithPath: path)
         var isDirectory: ObjCBool = false
         if url.lastPathComponent == "data.mdb", FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory),
             !isDirectory.boolValue
         {
-            url.deleteLastPathComponent()
+            return url.deletingLastPathComponent()
         }
-        return try JournalReader(directory: url, encryptionKey: key)
+        return url
     }
 }
 
@@ -100,10 +129,29 @@ struct RunFailure: Error {
     var message: String
 }
 
-/// Why a journal could not be opened, each case in its own words.
+/// Why a journal could not be opened or read, each case in its own words.
 enum OpenFailure {
+    /// What to do about a journal damaged in its structure, for every message that says so.
+    static let damageAdvice =
+        "Keep a copy of the journal's directory, as it is, for engineering. On the device, "
+            + "Outbox.moveAsideDamagedJournal(at:) moves the journal aside, reporting the writes still waiting, and the app "
+            + "starts an empty one"
+
+    /// LMDB's answers that mean the file's structure is damaged (a page reference or a page
+    /// that cannot be what it claims), not that the disk failed.
+    static let structuralDamage: Set<Int32> = [
+        LMDBError.pageNotFound.rawValue, LMDBError.corrupted.rawValue, LMDBError.panic.rawValue,
+        LMDBError.incompatible.rawValue,
+    ]
+
     static func message(for error: any Error, path: String) -> String {
         switch error {
+        case OutboxError.journalDamaged(_, let reason):
+            return "\(path): the journal is damaged: \(reason). journal-inspect reads nothing of it, as the app would not. "
+                + damageAdvice + "."
+        case OutboxError.permissionDenied(let denied):
+            return "permission denied for \(denied) (uid \(getuid())): ask for read access to the journal's directory and its "
+                + "data.mdb, or work on a copy this user can read."
         case OutboxError.notAJournal(_, let reason):
             var isDirectory: ObjCBool = false
             let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
@@ -118,6 +166,11 @@ enum OpenFailure {
             if !isDirectory.boolValue {
                 return "\(path) is a file, not a journal: give the journal's directory (the one holding data.mdb)."
             }
+            if let empty = emptyDataFile(path) {
+                return "\(path) holds no journal: \(empty) is empty (0 bytes), so nothing was ever saved in it. An app "
+                    + "stopped while creating its journal leaves this, and creates the journal anew at its next open; if this "
+                    + "is a copy, copy the journal's directory again."
+            }
             return "\(path) is not an outbox journal: \(reason)."
         case OutboxError.newerFormat(let found, let supported):
             return "\(path) was written in journal format \(found), newer than this tool reads (up to format \(supported)): use a newer journal-inspect."
@@ -128,17 +181,34 @@ enum OpenFailure {
         }
     }
 
+    /// The path of `data.mdb` when it is an empty regular file, for the message that says so.
+    private static func emptyDataFile(_ path: String) -> String? {
+        let data = URL(fileURLWithPath: path).appendingPathComponent("data.mdb").path
+        var info = stat()
+        guard stat(data, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size == 0 else { return nil }
+        return data
+    }
+
     static func exitCode(for error: any Error) -> ExitCode {
         switch error {
-        case OutboxError.journalCorrupt, OutboxError.projectionCorrupt: .damaged
+        case OutboxError.journalCorrupt, OutboxError.projectionCorrupt, OutboxError.journalDamaged: .damaged
+        case OutboxError.storage(let code, _) where structuralDamage.contains(code): .damaged
         default: .cannotOpen
         }
+    }
+
+    /// The message for an error met while reading an open journal.
+    static func message(forReading error: OutboxError, path: String) -> String {
+        guard case .storage(let code, _) = error, structuralDamage.contains(code) else { return error.description }
+        return "\(path): the journal is damaged: LMDB met a page it cannot follow (\(LMDBError(rawValue: code))) while "
+            + "reading; what was printed before this still stands. " + damageAdvice + "."
     }
 
     /// The exit code for an error met while reading an open journal.
     static func exitCode(forReading error: OutboxError) -> ExitCode {
         switch error {
-        case .journalCorrupt, .projectionCorrupt: .damaged
+        case .journalCorrupt, .projectionCorrupt, .journalDamaged: .damaged
+        case .storage(let code, _) where structuralDamage.contains(code): .damaged
         case .storage: .ioError
         case .operationNotFound: .usage
         default: .internalError

@@ -38,6 +38,8 @@ public enum LMDBDataFile {
             case notRegularFile
             /// Zero bytes: nothing was ever committed to it.
             case empty
+            /// This process may not read it (or the directory holding it).
+            case inaccessible
             /// Not an LMDB data file at all.
             case notLMDB
             /// An LMDB file of another data format.
@@ -82,7 +84,8 @@ public enum LMDBDataFile {
         var status = stat()
         guard stat(path, &status) == 0 else {
             if errno == ENOENT { return nil }
-            throw Problem(kind: .notLMDB, reason: "it cannot be read: \(String(cString: strerror(errno)))")
+            let kind: Problem.Kind = errno == EACCES || errno == EPERM ? .inaccessible : .notLMDB
+            throw Problem(kind: kind, reason: "it cannot be read: \(String(cString: strerror(errno)))")
         }
         guard status.st_mode & S_IFMT == S_IFREG else {
             throw Problem(kind: .notRegularFile, reason: "data.mdb is not a regular file (\(fileKind(status.st_mode)))")
@@ -285,7 +288,8 @@ final class PageFile {
         // O_NONBLOCK: a FIFO swapped in after the check must not block the open.
         descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
-            throw LMDBDataFile.Problem(kind: .notLMDB, reason: "data.mdb cannot be read: \(String(cString: strerror(errno)))")
+            let kind: LMDBDataFile.Problem.Kind = errno == EACCES || errno == EPERM ? .inaccessible : .notLMDB
+            throw LMDBDataFile.Problem(kind: kind, reason: "data.mdb cannot be read: \(String(cString: strerror(errno)))")
         }
         self.size = size
     }

@@ -65,9 +65,11 @@ public struct LMDBError: Error, RawRepresentable, Hashable, Sendable, CustomStri
     /// The environment was closed before this call (`EBADF`).
     public static let closed = LMDBError(rawValue: EBADF)
 
-    /// Codes only a misuse of the API can produce: trapped, never thrown.
+    /// Codes only a misuse of the API can produce: trapped, never thrown. (`MDB_BAD_TXN` is not
+    /// one: LMDB also answers it to every later use of a transaction that met a damaged page,
+    /// so it is thrown, as the damage it follows.)
     var isProgrammerError: Bool {
-        self == .badTransaction || self == .badDatabase || self == .badReaderSlot || self == .badValueSize
+        self == .badDatabase || self == .badReaderSlot || self == .badValueSize
     }
 
     /// Whether the failure means "no room": the map, the disk or the quota is full, or the file

@@ -200,6 +200,17 @@ extension LMDBTransaction {
         return result
     }
 
+    /// The table's last key in key order, decoded, its value never read: a damaged value (an
+    /// overflow page past the file's end) cannot fault the read; `nil` when it has none.
+    public func lastKey<K, V>(_ table: LMDBTable<K, V>) throws -> K.Item? {
+        var result: K.Item?
+        try scan(table, reverse: true) { entry in
+            result = try decoded(table, entry.keyBytes, K.decode)
+            return .stop
+        }
+        return result
+    }
+
     private func decoded<K, V, T>(_ table: LMDBTable<K, V>, _ bytes: UnsafeRawBufferPointer, _ decode: (UnsafeRawBufferPointer) throws -> T) throws -> T {
         do {
             return try decode(bytes)

@@ -65,7 +65,7 @@ func product(_ number: Int) -> OutboxRequest {
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first, arguments.count >= 2 else {
-    fail("usage: outbox-test-child snapshot|crash-worker|settle <journal-dir> ...")
+    fail("usage: outbox-test-child snapshot|crash-worker|settle|hold|fill-limited|open-reader <journal-dir> ...")
 }
 let path = arguments[1]
 
@@ -169,6 +169,18 @@ case "hold":
 case "fill-limited":
     guard arguments.count == 3, let bytes = Int(arguments[2]) else { fail("usage: fill-limited <journal-dir> <bytes>") }
     await fillUnderFileSizeLimit(path, extraBytes: bytes)
+
+case "open-reader":
+    // Opens the journal read-only and says what came of it: `opened`, or the engine's error.
+    do {
+        let reader = try JournalReader(directory: URL(fileURLWithPath: path))
+        say("opened")
+        reader.close()
+    } catch let error as OutboxError {
+        say("refused: \(error)")
+    } catch {
+        fail("\(error)")
+    }
 
 default:
     fail("unknown command \(command)")

@@ -58,10 +58,18 @@ public final class ChildProcess {
     private var timer: (any DispatchSourceTimer)?
     private let errorReader: ErrorReader
 
-    /// Starts `executable` (a name of this package's, e.g. `outbox-test-child`) with `arguments`.
-    public init(_ executable: String, _ arguments: [String]) throws {
-        process.executableURL = try builtExecutable(named: executable)
-        process.arguments = arguments
+    /// Starts `executable` (a name of this package's, e.g. `outbox-test-child`) with `arguments`,
+    /// through `wrapper` when given (a command that runs what follows it, e.g. `setpriv ...` to
+    /// run as another user).
+    public init(_ executable: String, _ arguments: [String], through wrapper: [String] = []) throws {
+        let built = try builtExecutable(named: executable)
+        if let launcher = wrapper.first {
+            process.executableURL = URL(fileURLWithPath: launcher)
+            process.arguments = Array(wrapper.dropFirst()) + [built.path] + arguments
+        } else {
+            process.executableURL = built
+            process.arguments = arguments
+        }
         process.standardInput = input
         process.standardOutput = output
         process.standardError = errors

@@ -67,9 +67,14 @@ package struct ByteReader {
         }
     }
 
+    /// The farthest a stored moment may lie from 2001, in seconds: ten thousand years.
+    package static let maxMomentSeconds: Double = 10_000 * 365.25 * 86_400
+
     package mutating func readDate(_ what: StaticString = "moment") throws(DecodingProblem) -> Date {
         let seconds = Double(bitPattern: try readUInt64(what))
         guard seconds.isFinite else { throw DecodingProblem("\(what) is not a finite moment") }
+        // No clock writes a moment ten thousand years from 2001: such bytes are damage.
+        guard abs(seconds) <= Self.maxMomentSeconds else { throw DecodingProblem("\(what) is not a moment any clock writes") }
         return Date(timeIntervalSinceReferenceDate: seconds)
     }
 

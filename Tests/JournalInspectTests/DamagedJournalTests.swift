@@ -61,6 +61,30 @@ struct DamagedJournalTests {
         #expect(export.output.contains("\"complete\" : false"))
     }
 
+    /// With `--all` (or a report of the newest), the ids come from the journal: one it holds
+    /// nothing of is damage (65), reported and left out, never a usage error.
+    @Test func anOperationListedOnlyByADamagedProjectionIsLeftOutAsDamage() async throws {
+        let journal = try await EveryStatusJournal.write(into: directory.url)
+        let bent = try Tamper.bendStoredID(directory.url, operation: journal.blocked)
+        #expect(bent != journal.blocked)
+        let warning = "journal-inspect: warning: the journal's projections list operation \(bent), but it holds no event of "
+            + "it (a damaged projection); left out\n"
+
+        let export = inspect([directory.url.path, "export", "--all"])
+        #expect(export.code == .damaged)
+        #expect(export.errors.hasPrefix(warning), "\(export.errors)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(export.output.utf8)) as? [String: Any])
+        #expect((document["operations"] as? [Any])?.count == journal.all.count - 1)
+
+        let report = inspect([directory.url.path, "report", "--html", directory.path("report.html").path])
+        #expect(report.code == .damaged)
+        #expect(report.errors.hasPrefix(warning))
+        #expect(FileManager.default.fileExists(atPath: directory.path("report.html").path), "the report is still written")
+
+        let asked = inspect([directory.url.path, "timeline", bent.idempotencyKey])
+        #expect(asked.code == .usage, "an id a person gives that the journal does not hold stays a usage error")
+    }
+
     @Test func aDamagedLastRecordStillLeavesASummaryFromTheOneBefore() async throws {
         _ = try await EveryStatusJournal.write(into: directory.url)
         try Tamper.flipByte(directory.url, seq: 34)

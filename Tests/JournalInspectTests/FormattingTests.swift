@@ -8,6 +8,8 @@ struct FormattingTests {
     @Test(arguments: [
         (0.2, "less than 1 s"), (1, "1 s"), (45, "45 s"), (60, "1 min"), (303, "5 min 3 s"), (3600, "1 h"),
         (8040, "2 h 14 min"), (8059, "2 h 14 min"), (86_400 * 3 + 7200 + 59, "3 d 2 h"), (-90, "-1 min 30 s"),
+        // A moment read from damaged bytes may be any finite double: no age of it traps.
+        (1e300, "forever"), (-1e300, "forever"), (9.3e18, "forever"), (.infinity, "forever"), (1e15, "11574074074 d 1 h"),
     ] as [(Double, String)])
     func durationsReadInTheirTwoLargestUnits(_ seconds: Double, _ text: String) {
         #expect(Moments.duration(seconds) == text)

@@ -3,6 +3,11 @@ import JournalInspect
 @testable import Outbox
 import OutboxStorage
 import Testing
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// What cannot be opened exits 66, each case with its own message; nothing is created or changed.
 @Suite("Opening what is not a readable journal", .timeLimit(.minutes(1)))
@@ -64,6 +69,54 @@ struct OpenErrorTests {
         #expect(result.errors == "journal-inspect: error: \(journal.path) was written in journal format \(RecordCodec.formatVersion + 1), "
             + "newer than this tool reads (up to format \(RecordCodec.formatVersion)): use a newer journal-inspect.\n")
         #expect(try dataFileDigest(journal) == before)
+    }
+
+    @Test func aFIFONamedDataMdbIsRefusedAtOnce() throws {
+        let journal = directory.path("fifo")
+        try FileManager.default.createDirectory(at: journal, withIntermediateDirectories: true)
+        let data = journal.appendingPathComponent("data.mdb")
+        #expect(mkfifo(data.path, 0o644) == 0)
+        // Nothing ever writes to the FIFO: anything that opened it would block until the deadline.
+        for arguments in [[journal.path], [data.path, "verify"], [journal.path, "events", "--follow"]] {
+            let result = try runBinary(arguments, deadlineSeconds: 30)
+            #expect(!result.timedOut, "\(arguments) blocked on the FIFO")
+            #expect(result.status == 66)
+            #expect(result.errors == "journal-inspect: error: \(journal.path) is not an outbox journal: data.mdb is not a regular "
+                + "file (a FIFO).\n")
+        }
+    }
+
+    @Test func anEmptyDataFileSaysNothingWasEverSavedInIt() throws {
+        let journal = directory.path("empty-data")
+        try FileManager.default.createDirectory(at: journal, withIntermediateDirectories: true)
+        let data = journal.appendingPathComponent("data.mdb")
+        #expect(FileManager.default.createFile(atPath: data.path, contents: nil))
+        for command in ["summary", "verify", "ops"] {
+            let result = inspect([journal.path, command])
+            #expect(result.code == .cannotOpen)
+            #expect(result.errors == "journal-inspect: error: \(journal.path) holds no journal: \(data.path) is empty (0 bytes), "
+                + "so nothing was ever saved in it. An app stopped while creating its journal leaves this, and creates the "
+                + "journal anew at its next open; if this is a copy, copy the journal's directory again.\n")
+        }
+        #expect(try Data(contentsOf: data).isEmpty, "left as it was")
+    }
+
+    @Test func aJournalCutShortIsDamagedAndNothingOfItIsRead() async throws {
+        let journal = directory.path("journal")
+        _ = try await writeQueuedJournal(into: journal, count: 40)
+        let data = journal.appendingPathComponent("data.mdb")
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: data.path)[.size] as? Int)
+        let cut = size / 2 / 4096 * 4096
+        try FileHandle(forWritingTo: data).truncate(atOffset: UInt64(cut))
+        for command in ["summary", "verify", "events"] {
+            let result = inspect([journal.path, command])
+            #expect(result.code == .damaged)
+            #expect(result.output.isEmpty)
+            #expect(result.errors.hasPrefix("journal-inspect: error: \(journal.path): the journal is damaged: data.mdb is \(cut) "
+                + "bytes but its last committed transaction uses"), "\(result.errors)")
+            #expect(result.errors.contains("journal-inspect reads nothing of it"))
+            #expect(result.errors.contains("Outbox.moveAsideDamagedJournal(at:)"))
+        }
     }
 
     @Test func theDataFileItselfStandsForItsDirectory() async throws {

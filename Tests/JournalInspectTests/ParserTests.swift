@@ -163,9 +163,79 @@ struct ParserTests {
         ("90s", .ago(seconds: 90)), ("45m", .ago(seconds: 2700)), ("45min", .ago(seconds: 2700)),
         ("3h", .ago(seconds: 10_800)), ("2d", .ago(seconds: 172_800)), ("1w", .ago(seconds: 604_800)),
         ("1.5h", .ago(seconds: 5400)),
+        ("2028-02-29", .absolute(Date(timeIntervalSince1970: 1_835_395_200))),
+        ("2000-02-29T00:00:00Z", .absolute(Date(timeIntervalSince1970: 951_782_400))),
+        ("1970-01-01T00:00Z", .absolute(Date(timeIntervalSince1970: 0))),
+        ("2027-01-15T08:00Z", .absolute(Date(timeIntervalSince1970: 1_800_000_000))),
+        ("2027-01-15t08:00:00z", .absolute(Date(timeIntervalSince1970: 1_800_000_000))),
+        ("2027-01-15T02:30:00-05:30", .absolute(Date(timeIntervalSince1970: 1_800_000_000))),
+        ("2027-01-15T23:59:59.25+00:00", .absolute(Date(timeIntervalSince1970: 1_800_057_599.25))),
+        ("2027-12-31", .absolute(Date(timeIntervalSince1970: 1_830_211_200))),
     ])
     func momentsAreDatesOrAges(_ text: String, _ expected: MomentSpec) {
         #expect(CommandLineParser.parseMoment(text) == expected)
+    }
+
+    /// Each moment that does not exist is refused naming the option, the value and the field
+    /// out of range: none rolls forward into the next day or month.
+    @Test(arguments: [
+        ("2027-02-29", "is not a date: February 2027 has 28 days, from 01 to 28"),
+        ("1900-02-29", "is not a date: February 1900 has 28 days"),
+        ("2027-13-01", "is not a date: there is no month 13"),
+        ("2027-00-10", "is not a date: there is no month 0"),
+        ("2027-04-31", "is not a date: April 2027 has 30 days, from 01 to 30"),
+        ("2027-01-32", "is not a date: January 2027 has 31 days"),
+        ("2027-01-00", "is not a date: January 2027 has 31 days"),
+        ("0000-01-01", "is not a date: there is no year 0"),
+        ("2027-01-15T25:00", "is not a time: hours run from 00 to 23, not 25"),
+        ("2027-01-15T24:00:00Z", "is not a time: hours run from 00 to 23, not 24"),
+        ("2027-01-15T08:60:00Z", "is not a time: minutes run from 00 to 59, not 60"),
+        ("2027-01-15T23:59:60Z", "is not a time: seconds run from 00 to 59, not 60"),
+        ("2027-01-15T08:00:00+25:00", "has an offset no zone has: an offset runs from -23:59 to +23:59"),
+        ("2027-01-15T08:00:00+01:75", "has an offset no zone has: an offset runs from -23:59 to +23:59"),
+        ("2027-01-15T08:00:00", "has no zone: add Z for UTC"),
+        ("2027-02-29T08:00:00Z", "is not a date: February 2027 has 28 days"),
+    ])
+    func anImpossibleMomentIsRefusedNamingTheOptionAndTheValue(_ text: String, _ reason: String) throws {
+        #expect(CommandLineParser.parseMoment(text) == nil)
+        for option in ["--since", "--until"] {
+            let error = try usageError("j ops \(option) \(text)")
+            #expect(error.message.hasPrefix("\(option) \(text) \(reason)"), "\(error.message)")
+            #expect(error.command == .ops)
+        }
+        let run = inspect(["j", "events", "--since", text])
+        #expect(run.code == .usage && run.output.isEmpty)
+        #expect(run.errors.hasPrefix("journal-inspect: error: --since \(text) \(reason)"))
+    }
+
+    @Test(arguments: ["2027-1-15", "27-01-15", "2027-01-15T8:00Z", "2027-01-15T08:00:00ZZ",
+                      "2027-01-15T08:00:00.Z", "2027-01-15T08:00:00+0100", "2027/01/15", "0x10h", "h", "-3h", "1e3s", "١h"])
+    func somethingThatIsNotAMomentIsRefusedWithTheFormsAccepted(_ text: String) throws {
+        #expect(CommandLineParser.parseMoment(text) == nil)
+        let error = try usageError("j ops --until \(text)")
+        #expect(error.message.hasPrefix("--until takes a moment: a date (2027-01-15)"), "\(error.message)")
+    }
+
+    /// The calendar arithmetic agrees with Foundation's Gregorian calendar on every day from
+    /// 1968 to 2104 (2000 a leap year, 2100 not).
+    @Test func everyRealDayReadsAsFoundationsCalendarHasIt() throws {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = try #require(TimeZone(identifier: "UTC"))
+        let first = try #require(calendar.date(from: DateComponents(year: 1968, month: 1, day: 1)))
+        let last = try #require(calendar.date(from: DateComponents(year: 2104, month: 12, day: 31)))
+        var day = first
+        var checked = 0
+        while day <= last {
+            let parts = calendar.dateComponents([.year, .month, .day], from: day)
+            let text = String(format: "%04d-%02d-%02d", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0)
+            guard CommandLineParser.parseMoment(text) == .absolute(day) else {
+                Issue.record("\(text) does not read as \(day)")
+                return
+            }
+            day = day.addingTimeInterval(86_400)
+            checked += 1
+        }
+        #expect(checked == 50_039)
     }
 
     @Test func anAgeIsCountedBackFromNow() {
@@ -193,7 +263,7 @@ struct ParserTests {
         ("j ops --limit 0", "--limit takes a whole number above 0", .ops),
         ("j ops --limit ten", "--limit takes a whole number above 0", .ops),
         ("j ops --since yesterday", "--since takes a moment", .ops),
-        ("j ops --until 2027-13-45", "--until takes a moment", .ops),
+        ("j ops --until 2027-13-45", "--until 2027-13-45 is not a date: there is no month 13", .ops),
         ("j ops --since 1d --until 2d", "--since must come before --until", .ops),
         ("j ops --json=yes", "--json", nil),
         ("j ops --payload", "unknown option '--payload' for ops", .ops),

@@ -55,6 +55,31 @@ struct VerifyTests {
         #expect(run.output.contains("1 finding:"))
     }
 
+    /// One flipped byte in the last record's key sends it past every seq an Int counts: the gap
+    /// it opens is a finding, and the record a damaged one, never a trap in the arithmetic.
+    @Test func aBentKeyFarPastTheEndIsAGapAndADamagedRecord() async throws {
+        let (directory, _) = try await journal()
+        let last = try {
+            let reader = try JournalReader(directory: directory.url)
+            defer { reader.close() }
+            return try reader.lastSeq()
+        }()
+        let bent = try Tamper.bendKey(directory.url, seq: last, byte: 0, mask: 0x80)
+        #expect(bent.rawValue - last.rawValue > UInt64(Int.max))
+        let report = try verify(directory.url)
+        #expect(report.findings.map(\.kind) == [.sequenceGap, .damagedRecord], "\(report.findings)")
+        let gap = try #require(report.findings.first)
+        #expect(gap.seq == last)
+        #expect(gap.message.contains("seqs \(last)...\(bent.rawValue - 1) (\(bent.rawValue - last.rawValue)) are missing"))
+        let damaged = try #require(report.findings.last)
+        #expect(damaged.seq == bent)
+        #expect(damaged.message.contains("record says seq \(last), stored under \(bent)"))
+
+        let run = inspect([directory.url.path, "verify"])
+        #expect(run.code == .findings)
+        #expect(run.output.contains("sequence_gap") && run.output.contains("damaged_record"))
+    }
+
     @Test func aPayloadThatNoLongerMatchesItsHashIsFound() async throws {
         let (directory, fixture) = try await journal()
         let seq = try firstSeq(of: fixture.blocked, in: directory.url)

@@ -183,4 +183,14 @@ struct MomentTests {
         let event = JournalEvent(seq: 1, operationID: nil, recordedAt: now, body: .sessionResumed)
         #expect(try RecordCodec.decode(RecordCodec.encode(event), seq: 1).recordedAt == now)
     }
+
+    @Test(arguments: [-1e12, 3.2e11, 1.6e16, -4e15])
+    func aMomentNoClockWritesIsDamageNotADate(_ seconds: Double) throws {
+        // A record whose checksum holds but whose moment is ten thousand years off: the bytes
+        // were bent before the checksum was taken, or by a writer that was not this engine.
+        let event = JournalEvent(seq: 1, operationID: nil, recordedAt: Date(timeIntervalSinceReferenceDate: seconds), body: .sessionResumed)
+        #expect(throws: OutboxError.self) { try RecordCodec.decode(RecordCodec.encode(event), seq: 1) }
+        let plausible = JournalEvent(seq: 1, operationID: nil, recordedAt: Date(timeIntervalSinceReferenceDate: -1e9), body: .sessionResumed)
+        #expect(try RecordCodec.decode(RecordCodec.encode(plausible), seq: 1).recordedAt == plausible.recordedAt, "1969 is a clock's moment")
+    }
 }

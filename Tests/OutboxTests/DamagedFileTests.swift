@@ -1,6 +1,7 @@
 import Foundation
 @testable import Outbox
 import OutboxStorage
+import OutboxTestSupport
 import OutboxTesting
 import Synchronization
 import Testing
@@ -343,5 +344,52 @@ struct FullDiskTests {
         #expect(try roomy.operation(id)?.status == .synced)
         #expect(counting.requests.count == 1)
         #expect(server.appliedCount(id.idempotencyKey) == 1)
+    }
+}
+
+/// Runs what follows it as another user: nothing when not root, `setpriv` to `nobody` when root
+/// (root reads every file whatever its mode); `nil` when root has no `setpriv`.
+private let asAnotherUser: [String]? = {
+    guard getuid() == 0 else { return [] }
+    let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    return setpriv.map { [$0, "--reuid=65534", "--regid=65534", "--clear-groups"] }
+}()
+
+@Suite("A journal this user may not read", .enabled(if: asAnotherUser != nil, "running as root needs setpriv to run as another user"))
+struct UnreadableJournalTests {
+    /// The child's one line on opening the journal at `directory` read-only, as another user.
+    private func openAsAnotherUser(_ directory: URL) throws -> String {
+        let process = try ChildProcess("outbox-test-child", ["open-reader", directory.path], through: asAnotherUser ?? [])
+        let line = try process.readLine()
+        _ = process.wait()
+        return line
+    }
+
+    /// A journal others may enter and read, but for what a test takes away.
+    private func readableJournal() async throws -> TestJournal {
+        let (journal, _) = try await writtenJournal(operations: 3)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: journal.directory.path)
+        for name in ["data.mdb", "lock.mdb"] {
+            let path = journal.directory.appendingPathComponent(name).path
+            if FileManager.default.fileExists(atPath: path) {
+                try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
+            }
+        }
+        return journal
+    }
+
+    @Test func anUnreadableDataFileIsNamedInAPermissionError() async throws {
+        let journal = try await readableJournal()
+        #expect(try openAsAnotherUser(journal.directory) == "opened", "readable, it opens (without LMDB's lock file if need be)")
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: dataFile(journal).path)
+        let line = try openAsAnotherUser(journal.directory)
+        #expect(line == "refused: \(OutboxError.permissionDenied(path: dataFile(journal).path))", "\(line)")
+    }
+
+    @Test func aDirectoryThisUserMayNotEnterIsNamedInAPermissionError() async throws {
+        let journal = try await readableJournal()
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: journal.directory.path)
+        let line = try openAsAnotherUser(journal.directory)
+        #expect(line == "refused: \(OutboxError.permissionDenied(path: journal.directory.path))", "\(line)")
     }
 }

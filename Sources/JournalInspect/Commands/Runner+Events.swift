@@ -10,6 +10,9 @@ import Darwin
 /// `events`: the raw stream, a page of it, or its tail followed as the app writes.
 extension Runner {
     func events(_ options: EventsOptions) throws -> ExitCode {
+        // Before anything prints: a Ctrl-C that comes as soon as the first lines show must end
+        // the follower cleanly too.
+        if options.follow { FollowInterruption.install() }
         var query = EventQuery(
             fromSeq: options.from,
             toSeq: options.to,
@@ -55,7 +58,6 @@ extension Runner {
 
     /// Prints new events as they are committed, until interrupted (SIGINT or SIGTERM: exit 0).
     private func follow(_ base: EventQuery, from start: JournalSequence, seqWidth: Int) throws -> ExitCode {
-        FollowInterruption.install()
         var query = base
         query.order = .oldestFirst
         query.toSeq = nil

@@ -17,8 +17,11 @@ extension Runner {
         let engine = try reader.engineState()
         var timelines: [OperationTimeline] = []
         var damaged = summary.damaged + foldDamage
+        var unreadable: [OperationID] = []
         for id in ids {
-            let timeline = try reader.timeline(of: id)
+            // Without ids the list comes from the journal: one it holds nothing of is damage.
+            guard let timeline = options.ids.isEmpty ? try listedTimeline(id, unreadable: &unreadable) : try reader.timeline(of: id)
+            else { continue }
             damaged += timeline.damaged.filter { record in !damaged.contains { $0.seq == record.seq } }
             timelines.append(timeline)
         }
@@ -42,6 +45,6 @@ extension Runner {
             write("Wrote \(options.htmlPath) (\(Moments.bytes(data.count))): the summary, the queue's depth over "
                 + "\(summary.eventCount) events, and \(timelines.count) operation timeline\(timelines.count == 1 ? "" : "s").\n")
         }
-        return finish(damaged: damaged)
+        return finish(damaged: damaged, unreadable: unreadable)
     }
 }

@@ -28,8 +28,11 @@ extension Runner {
         let engine = try reader.engineState()
         var timelines: [TimelineDocument] = []
         var damaged: [DamagedRecord] = []
+        var unreadable: [OperationID] = []
         for id in ids {
-            let timeline = try reader.timeline(of: id)
+            // With --all the ids come from the journal: one it holds nothing of is damage, not a usage error.
+            guard let timeline = options.all ? try listedTimeline(id, unreadable: &unreadable) : try reader.timeline(of: id)
+            else { continue }
             damaged += timeline.damaged
             timelines.append(TimelineDocument(timeline, engine: engine, includePayload: options.includePayload))
         }
@@ -37,7 +40,7 @@ extension Runner {
         let ledger = try reader.ledger(LedgerQuery(limit: .max)).filter { wanted.contains($0.operationID) }
         write(try encodeJSON(ExportDocument(exportedAt: now, journal: reader.path, payloadsIncluded: options.includePayload,
                                             operations: timelines, ledger: ledger)))
-        return finish(damaged: damaged + (options.all ? foldDamage : []))
+        return finish(damaged: damaged + (options.all ? foldDamage : []), unreadable: unreadable)
     }
 }
 

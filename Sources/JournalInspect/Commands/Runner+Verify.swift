@@ -10,7 +10,11 @@ extension Runner {
         } else {
             write(VerifyText.render(report, style: style))
         }
-        return report.isClean ? .success : .findings
+        guard !report.isClean else { return .success }
+        // The findings are the output; standard error says why the exit status is 1.
+        let count = report.findings.count
+        context.standardError.write("journal-inspect: verify found \(count) problem\(count == 1 ? "" : "s") in \(journalArgument)\n")
+        return .findings
     }
 }
 

@@ -31,11 +31,27 @@ struct Runner {
         context.standardOutput.write(text)
     }
 
-    /// Reports damaged records on standard error; answers the exit code of a command that read
-    /// everything else.
-    func finish(damaged: [DamagedRecord]) -> ExitCode {
-        guard !damaged.isEmpty else { return .success }
+    /// The timeline of an operation the journal itself listed (not one a person asked for);
+    /// `nil`, with the id added to `unreadable`, when the journal holds nothing of it: the id was
+    /// read from a damaged projection.
+    func listedTimeline(_ id: OperationID, unreadable: inout [OperationID]) throws -> OperationTimeline? {
+        do {
+            return try reader.timeline(of: id)
+        } catch OutboxError.operationNotFound {
+            unreadable.append(id)
+            return nil
+        }
+    }
+
+    /// Reports damaged records, and listed operations of which the journal holds nothing, on
+    /// standard error; answers the exit code of a command that read everything else.
+    func finish(damaged: [DamagedRecord], unreadable: [OperationID] = []) -> ExitCode {
+        guard !damaged.isEmpty || !unreadable.isEmpty else { return .success }
         var text = ""
+        for id in unreadable {
+            text += "journal-inspect: warning: the journal's projections list operation \(id), but it holds no event of "
+                + "it (a damaged projection); left out\n"
+        }
         var seen: Set<JournalSequence> = []
         for record in damaged.sorted(by: { $0.seq < $1.seq }) where seen.insert(record.seq).inserted {
             text += "journal-inspect: warning: the record at seq \(record.seq) is damaged (\(record.reason))"
@@ -93,10 +109,5 @@ struct Runner {
         } catch {
             throw RunFailure(code: .internalError, message: "could not encode the JSON output: \(error)")
         }
-    }
-
-    /// The status name, coloured.
-    func statusCell(_ status: OutboxStatus) -> TextTable.Cell {
-        TextTable.Cell(status.rawValue, Style.color(of: status))
     }
 }

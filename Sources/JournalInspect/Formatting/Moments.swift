@@ -11,12 +11,12 @@ public enum Moments {
     private static let iso8601 = Date.ISO8601FormatStyle(timeZone: TimeZone(identifier: "UTC") ?? .gmt)
 
     /// A span in its two largest units: `45 s`, `5 min 3 s`, `2 h 14 min`, `3 d 2 h`; below a
-    /// second, `less than 1 s`.
+    /// second, `less than 1 s`; beyond what an `Int` counts (a moment read from damaged bytes may
+    /// be any finite double), `forever`.
     public static func duration(_ seconds: Double) -> String {
-        guard seconds.isFinite else { return "forever" }
+        guard seconds.isFinite, let total = Int(exactly: abs(seconds).rounded(.down)) else { return "forever" }
         let magnitude = abs(seconds)
         if magnitude < 1 { return "less than 1 s" }
-        let total = Int(magnitude.rounded(.down))
         let units: [(name: String, seconds: Int)] = [("d", 86_400), ("h", 3600), ("min", 60), ("s", 1)]
         var parts: [String] = []
         var rest = total

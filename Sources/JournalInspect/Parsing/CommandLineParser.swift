@@ -246,33 +246,23 @@ public enum CommandLineParser {
     }
 
     static func moment(_ text: String, _ option: String, _ command: CommandName) throws -> MomentSpec {
-        if let moment = parseMoment(text) { return moment }
-        throw UsageError(
-            "\(option) takes a moment: a date (2027-01-15), a date and time (2027-01-15T08:00:00Z), or an age like 90m, 3h, 2d, not '\(text)'",
-            command: command)
+        switch MomentText.read(text) {
+        case .moment(let moment):
+            return moment
+        case .refused(let reason):
+            throw UsageError("\(option) \(text) \(reason)", command: command)
+        case .unrecognized:
+            throw UsageError(
+                "\(option) takes a moment: a date (2027-01-15), a date and time (2027-01-15T08:00:00Z), or an age like 90m, 3h, 2d, not '\(text)'",
+                command: command)
+        }
     }
 
     /// Reads `2027-01-15` (midnight UTC), `2027-01-15T08:00:00Z` (or with an offset, or
-    /// fractional seconds), or an age counted back from now: `90s`, `45m` (or `45min`), `3h`,
-    /// `2d`, `1w`; `nil` for anything else.
+    /// fractional seconds, or without seconds), or an age counted back from now: `90s`, `45m`
+    /// (or `45min`), `3h`, `2d`, `1w`; `nil` for anything else, impossible dates included.
     public static func parseMoment(_ text: String) -> MomentSpec? {
-        let units: [(suffix: String, seconds: Double)] = [
-            ("min", 60), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800),
-        ]
-        for unit in units where text.hasSuffix(unit.suffix) {
-            if let count = Double(text.dropLast(unit.suffix.count)), count >= 0, count.isFinite {
-                return .ago(seconds: count * unit.seconds)
-            }
-        }
-        let withTime = ISO8601DateFormatter()
-        withTime.formatOptions = [.withInternetDateTime]
-        if let date = withTime.date(from: text) { return .absolute(date) }
-        withTime.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = withTime.date(from: text) { return .absolute(date) }
-        let dateOnly = ISO8601DateFormatter()
-        dateOnly.formatOptions = [.withFullDate]
-        dateOnly.timeZone = TimeZone(identifier: "UTC")
-        if text.count == 10, let date = dateOnly.date(from: text) { return .absolute(date) }
+        if case .moment(let moment) = MomentText.read(text) { return moment }
         return nil
     }
 

@@ -37,14 +37,17 @@ public enum HelpText {
 
         An operation id may be shortened to its first characters, wherever one is asked for.
         Moments (--since, --until) are a date (2027-01-15), a date and time
-        (2027-01-15T08:00:00Z), or an age: 90s, 45m, 3h, 2d, 1w.
+        (2027-01-15T08:00:00Z), or an age: 90s, 45m, 3h, 2d, 1w. A date that does not
+        exist (2027-02-29) is refused, never rolled forward.
 
         EXIT CODES
           0   success
           1   verify found something
           64  usage error (also: an id that matches no operation, or several)
-          65  the journal is damaged where the command had to read (what could be read is printed)
-          66  the journal cannot be opened: missing, not a journal, or a newer format
+          65  the journal is damaged where the command had to read (what could be read is
+              printed), or too damaged to open, or a read of it faulted (contained)
+          66  the journal cannot be opened: missing, not a journal, a newer format, or not
+              readable by this user
           70  an unexpected internal error
           73  the output file (report --html) cannot be written
           74  an I/O error while reading

@@ -56,6 +56,12 @@ public final class JournalReader: Sendable {
     /// The journal's directory.
     public var path: String { store.environment.path }
 
+    /// Whether the journal is read without LMDB's lock file: its directory or `lock.mdb` could
+    /// not be written (read-only media, a copy this user may not write). Each read still sees one
+    /// snapshot, but a writer working on the journal meanwhile does not know of this reader and
+    /// may reuse the pages it reads: its changes may not show consistently.
+    public var isReadWithoutLockFile: Bool { store.isWithoutLockFile }
+
     /// Whether the stored projections were written by this engine's layout. When not, the
     /// engine rebuilds them at its next open, and this reader folded the events at open instead.
     public var projectionsAreCurrent: Bool { store.projectionsAreCurrent }

@@ -36,14 +36,15 @@ struct JournalVerifier {
     private var damagedOperations: [OperationID: JournalSequence] = [:]
     private var gaps: [ClosedRange<UInt64>] = []
     private var compacted: [ClosedRange<UInt64>] = []
-    /// Events the compactions say they removed, all told.
-    private var compactedRemoved = 0
+    /// Events the compactions say they removed, all told (a damaged count cannot overflow it).
+    private var compactedRemoved: UInt64 = 0
     private var previousSeq = JournalSequence.zero
 
     /// Checks one record, in journal order.
     mutating func check(seq: JournalSequence, record: [UInt8]) {
         recordsChecked += 1
-        if seq.rawValue > previousSeq.rawValue + 1 {
+        // A bent key may jump to any seq: the arithmetic stays in UInt64 and never overflows.
+        if seq.rawValue > previousSeq.rawValue, seq.rawValue - previousSeq.rawValue > 1 {
             gaps.append(previousSeq.rawValue + 1 ... seq.rawValue - 1)
         }
         previousSeq = seq
@@ -56,7 +57,7 @@ struct JournalVerifier {
         }
         if case .compacted(let compaction) = event.body {
             compacted.append(compaction.firstSeq.rawValue ... max(compaction.firstSeq.rawValue, compaction.lastSeq.rawValue))
-            compactedRemoved += compaction.removedCount
+            compactedRemoved = Self.saturatingSum(compactedRemoved, UInt64(max(0, compaction.removedCount)))
         }
         guard let id = event.operationID else {
             // Engine events fold without conditions.
@@ -157,19 +158,21 @@ struct JournalVerifier {
         // Compactions' ranges, merged: a gap may span several chunks of one compaction.
         var covered: [ClosedRange<UInt64>] = []
         for range in compacted.sorted(by: { $0.lowerBound < $1.lowerBound }) {
-            if let last = covered.last, range.lowerBound <= last.upperBound + 1 {
+            if let last = covered.last, last.upperBound == .max || range.lowerBound <= last.upperBound + 1 {
                 covered[covered.count - 1] = last.lowerBound...max(last.upperBound, range.upperBound)
             } else {
                 covered.append(range)
             }
         }
-        var missingInCompactions = 0
+        // Counted in UInt64: a gap opened by a damaged key may hold more seqs than an Int counts.
+        var missingInCompactions: UInt64 = 0
         for gap in gaps {
+            let count = gap.upperBound - gap.lowerBound + 1
             if covered.contains(where: { $0.contains(gap.lowerBound) && $0.contains(gap.upperBound) }) {
-                missingInCompactions += gap.count
+                missingInCompactions = Self.saturatingSum(missingInCompactions, count)
                 continue
             }
-            let range = gap.count == 1 ? "seq \(gap.lowerBound) is" : "seqs \(gap.lowerBound)...\(gap.upperBound) are"
+            let range = count == 1 ? "seq \(gap.lowerBound) is" : "seqs \(gap.lowerBound)...\(gap.upperBound) (\(count)) are"
             findings.append(VerificationFinding(kind: .sequenceGap, seq: JournalSequence(rawValue: gap.lowerBound),
                                                 operationID: nil, message: "\(range) missing, and no compaction names them"))
         }
@@ -209,6 +212,12 @@ struct JournalVerifier {
 }
 
 extension JournalVerifier {
+    /// `a + b`, or `UInt64.max` when it does not fit.
+    fileprivate static func saturatingSum(_ a: UInt64, _ b: UInt64) -> UInt64 {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        return overflow ? .max : sum
+    }
+
     /// Reads 32 hexadecimal digits: an id's bytes as projection mismatches print them.
     fileprivate static func operationID(hex: String) -> OperationID? {
         let digits = Array(hex.utf8)

@@ -6,7 +6,8 @@ import OutboxStorage
 extension JournalSchema {
     /// The seq of the last event; ``JournalSequence/zero`` for an empty journal.
     func lastSeq(in txn: borrowing LMDBTransaction) throws -> JournalSequence {
-        try txn.last(events)?.key ?? .zero
+        // The key alone: the last record's value is not read, so its damage cannot fault this.
+        try txn.lastKey(events) ?? .zero
     }
 
     /// The seq of the first event still in the journal.

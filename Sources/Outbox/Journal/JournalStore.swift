@@ -92,6 +92,10 @@ final class JournalStore: Sendable {
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw .notAJournal(path: path, reason: "nothing exists at this path")
         }
+        // A directory this user may not enter looks empty to `fileExists`: say so instead.
+        if isDirectory.boolValue, access(path, R_OK | X_OK) != 0, errno == EACCES || errno == EPERM {
+            throw .permissionDenied(path: path)
+        }
         guard isDirectory.boolValue else {
             throw .notAJournal(path: path, reason: "it is a file; give the journal's directory (holding data.mdb)")
         }
@@ -223,6 +227,7 @@ final class JournalStore: Sendable {
             case .truncated, .damaged: throw .journalDamaged(path: path, reason: problem.reason)
             case .notLMDB, .unsupportedVersion: throw .notAJournal(path: path, reason: "LMDB cannot read it: \(problem.reason)")
             case .notRegularFile, .empty: throw .notAJournal(path: path, reason: problem.reason)
+            case .inaccessible: throw .permissionDenied(path: directory.appendingPathComponent(FileName.data).path)
             }
         } catch let error as LMDBError where error == .invalid || error == .versionMismatch || error == .noSuchFile {
             throw .notAJournal(path: path, reason: "LMDB cannot read it: \(error)")

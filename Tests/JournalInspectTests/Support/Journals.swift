@@ -140,3 +140,48 @@ func writeQueuedJournal(into directory: URL, count: Int, clock: ManualClock = Ma
     outbox.close()
     return ids
 }
+
+/// A journal as a busy day leaves it: `operations` products, most synced (some after offline
+/// attempts), some failed (422), some discarded, then 12 left queued offline, and the oldest
+/// settled ones compacted: several hundred events over a tree of several LMDB pages. Engine closed.
+func writeBusyJournal(into directory: URL, operations: Int = 120) async throws -> [OperationID] {
+    let clock = ManualClock(now: fixtureStart)
+    let server = InMemoryServer()
+    let outbox = try Outbox(directory: directory, transport: server,
+                            configuration: OutboxConfiguration(account: "member-42", clock: clock, durability: .processCrash))
+    var ids: [OperationID] = []
+    for number in 0..<operations {
+        let request = product(number, entityID: "shelf-\(number)")
+        switch number % 6 {
+        case 3:
+            server.setOnline(true)
+            server.inject(.respond(.error(422, code: "validation_failed", message: "Price must be positive")))
+            ids.append(try await outbox.enqueue(request))
+        case 4:
+            server.setOnline(false)
+            ids.append(try await outbox.enqueue(request))
+        case 5:
+            server.setOnline(false)
+            let id = try await outbox.enqueue(request)
+            await outbox.drain()
+            try await outbox.discard(id)
+            ids.append(id)
+        default:
+            server.setOnline(true)
+            ids.append(try await outbox.enqueue(request))
+        }
+        await outbox.drain()
+        clock.advance(by: 60)
+    }
+    // The last few stay queued: the device went offline for good.
+    server.setOnline(false)
+    for number in operations..<operations + 12 {
+        ids.append(try await outbox.enqueue(product(number, entityID: "shelf-\(number)")))
+        await outbox.drain()
+        clock.advance(by: 60)
+    }
+    clock.advance(by: 3600)
+    try await outbox.compact(before: fixtureStart.addingTimeInterval(Double(operations) * 15))
+    outbox.close()
+    return ids
+}

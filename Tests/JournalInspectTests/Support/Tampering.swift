@@ -34,6 +34,42 @@ enum Tamper {
         }
     }
 
+    /// Moves the record at `seq` under its key with byte `index` XORed by `mask`: the record is
+    /// intact, the key that finds it is bent, as one flipped byte in a leaf page would leave it.
+    /// - Returns: the seq the bent key reads as.
+    @discardableResult
+    static func bendKey(_ directory: URL, seq: JournalSequence, byte index: Int, mask: UInt8) throws -> JournalSequence {
+        var bent = seq.key
+        bent[index] ^= mask
+        try write(directory) { txn, db in
+            guard let record = try txn.get(db.events, key: seq.key) else { throw FixtureError.unexpected("no record at \(seq)") }
+            _ = try txn.delete(db.events, key: seq.key)
+            try txn.put(db.events, key: bent, value: record)
+        }
+        return JournalSequence(key: bent) ?? .zero
+    }
+
+    /// Flips a bit in the operation id stored inside `operation`'s projected state, as a bad
+    /// disk might: the projections then list an operation of which the journal holds nothing.
+    /// - Returns: the id the state now names.
+    @discardableResult
+    static func bendStoredID(_ directory: URL, operation: OperationID) throws -> OperationID {
+        var bent = operation
+        try write(directory) { txn, db in
+            guard var state = try txn.get(db.operations, key: operation.bytes) else {
+                throw FixtureError.unexpected("no state of \(operation)")
+            }
+            let id = operation.bytes
+            guard let start = state.indices.first(where: { state[$0...].starts(with: id) }) else {
+                throw FixtureError.unexpected("the state of \(operation) does not hold its id")
+            }
+            state[start + 15] ^= 0x01
+            bent = OperationID(bytes: state[start..<start + 16]) ?? operation
+            try txn.put(db.operations, key: operation.bytes, value: state)
+        }
+        return bent
+    }
+
     /// Changes one byte of the payload of the `enqueued` record at `seq` and writes a checksum
     /// that matches: a sound record whose payload no longer hashes to its request hash.
     static func alterPayload(_ directory: URL, seq: JournalSequence) throws {
