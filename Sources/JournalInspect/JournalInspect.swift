@@ -17,7 +17,7 @@ public enum JournalInspect {
     /// faults on a damaged file ends the child, and this process reports it as damage (exit 65)
     /// instead of dying of the signal. Help, version and usage errors need no child.
     public static func main(_ arguments: [String]) -> Int32 {
-        if !ReadingProcess.isChild, case .success(.run(let journal, _, _, _)) = CommandLineParser.parse(arguments),
+        if !ReadingProcess.isChild, case .success(.run(let journal, _, _, _, _)) = CommandLineParser.parse(arguments),
             let status = ReadingProcess.run(arguments, journal: journal)
         {
             return status
@@ -38,7 +38,7 @@ public enum JournalInspect {
         case .success(.version):
             context.standardOutput.write("journal-inspect \(version) (engine \(Outbox.engineVersion), reads journal format \(RecordCodec.formatVersion))\n")
             return .success
-        case .success(.run(let journal, let command, let json, let keyFile)):
+        case .success(.run(let journal, let command, let json, let keyFile, let view)):
             let reader: JournalReader
             do {
                 let key = try keyFile.map(readKey)
@@ -61,8 +61,9 @@ public enum JournalInspect {
                         + "\(JournalAccess.lockFileNote(directory: reader.path)); a writer's changes made meanwhile may not "
                         + "show consistently\n")
             }
-            let runner = Runner(reader: reader, context: context, json: json, journalArgument: journal)
             do {
+                let moments = try view.moments(reader: reader, clock: context.now)
+                let runner = Runner(reader: reader, context: context, json: json, journalArgument: journal, moments: moments)
                 return try runner.run(command)
             } catch let error as UsageError {
                 return usage(error, context: context)

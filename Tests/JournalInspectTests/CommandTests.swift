@@ -131,9 +131,11 @@ struct CommandTests {
         #expect(shown.output.contains(#"{"id":"product-1","name":"Antiseptic 500 ml","price":12.5}"#))
 
         for (id, verdict) in [
-            (journal.blocked, "blocked: 403 on attempt 1, waiting for a person (forbidden)"),
-            (journal.withdrawn, "withdrawn: the server rejected it as invalid (validation_failed)"),
-            (journal.paused, "queued: 1 attempt, due now; the last one met 401 (token_expired); the worker is paused"),
+            (journal.blocked, #"blocked: 403 on attempt 1, waiting for a person (forbidden: "Only the owner may add products")"#),
+            (journal.withdrawn, #"withdrawn: the server rejected it as invalid (validation_failed: "Name is required")"#),
+            (journal.paused, #"queued: 1 attempt, due now; the last one met 401 (token_expired: "Sign in again"); "#
+                + "the worker is paused since 2027-01-15T09:10:06Z by this write's 401 (token_expired): nothing is sent until "
+                + "the session is refreshed (the member signs in again)\n"),
         ] {
             #expect(try run(["timeline", id.idempotencyKey]).output.contains("Verdict: \(verdict)"))
         }
@@ -255,7 +257,8 @@ struct CommandTests {
         #expect(document["exportedAt"] as? String == "2027-01-15T10:00:00Z")
         let operations = try #require(document["operations"] as? [[String: Any]])
         #expect(operations.map { $0["operationID"] as? String } == [journal.failed, journal.synced].map(\.idempotencyKey))
-        #expect(operations[0]["verdict"] as? String == "failed: 422 on attempt 1, the payload needs correcting (validation_failed)")
+        #expect(operations[0]["verdict"] as? String
+            == #"failed: 422 on attempt 1, the payload needs correcting (validation_failed: "Price must be positive")"#)
         #expect(!result.output.contains("price"), "payloads redacted")
         let ledger = try #require(document["ledger"] as? [[String: Any]])
         #expect(Set(ledger.compactMap { $0["operationID"] as? String }) == [journal.failed.idempotencyKey, journal.synced.idempotencyKey])

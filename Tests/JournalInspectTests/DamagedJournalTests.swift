@@ -43,7 +43,7 @@ struct DamagedJournalTests {
         let damaged = inspect([directory.url.path, "timeline", journal.failed.idempotencyKey])
         #expect(damaged.code == .damaged)
         #expect(damaged.output.contains(" 13  -                     DAMAGED"))
-        #expect(damaged.output.contains("Verdict: failed: 422 on attempt 1, the payload needs correcting (validation_failed)"))
+        #expect(damaged.output.contains(#"Verdict: failed: 422 on attempt 1, the payload needs correcting (validation_failed: "Price must be positive")"#))
         #expect(damaged.output.contains("Incomplete: 1 of its records could not be read"))
 
         let json = inspect([directory.url.path, "timeline", journal.failed.idempotencyKey, "--json"])

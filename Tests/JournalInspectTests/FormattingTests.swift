@@ -95,8 +95,11 @@ struct VerdictTests {
     private let id = OperationID()
     private let saved = Date(timeIntervalSince1970: 1_800_000_000)
 
-    /// A timeline of `bodies`, the first an `enqueued`, each `gaps[i]` seconds after the one before.
-    private func timeline(_ bodies: [JournalEventBody], gaps: [Double]? = nil) throws -> OperationTimeline {
+    private let boot = UUID()
+
+    /// A timeline of `bodies`, the first an `enqueued`, each `gaps[i]` seconds after the one before,
+    /// within one boot (its uptime recorded, as since journal format 2; without, as before).
+    private func timeline(_ bodies: [JournalEventBody], gaps: [Double]? = nil, uptime: Bool = true) throws -> OperationTimeline {
         let request = product(1)
         let all: [JournalEventBody] = [.enqueued(Enqueued(request: request, requestHash: SHA256Digest(of: request.payload),
                                                           account: "member-42"))] + bodies
@@ -104,7 +107,9 @@ struct VerdictTests {
         var events: [JournalEvent] = []
         for (index, body) in all.enumerated() {
             if index > 0 { moment = moment.addingTimeInterval(gaps?[index - 1] ?? 1) }
-            events.append(JournalEvent(seq: JournalSequence(rawValue: UInt64(index + 1)), operationID: id, recordedAt: moment, body: body))
+            let sinceBoot = uptime ? Uptime(seconds: 3600 + moment.timeIntervalSince(saved), bootID: boot) : nil
+            events.append(JournalEvent(seq: JournalSequence(rawValue: UInt64(index + 1)), operationID: id, recordedAt: moment,
+                                       uptime: sinceBoot, body: body))
         }
         return OperationTimeline(id: id, state: try Fold.replay(events), events: events, damaged: [],
                                  attempts: OperationTimeline.attempts(of: events),
@@ -130,6 +135,11 @@ struct VerdictTests {
         #expect(Verdict.text(for: subject, engine: EngineState()) == "synced on attempt 3, 2 h 14 min after it was saved")
     }
 
+    @Test func withoutUptimeADurationIsSaidToBeTheDeviceClocks() throws {
+        let subject = try timeline([started(1), finished(1, .response(statusCode: 201), .accepted)], gaps: [60, 1], uptime: false)
+        #expect(Verdict.text(for: subject, engine: EngineState()) == "synced on attempt 1, 1 min 1 s after it was saved (by the device clock)")
+    }
+
     @Test func aReplayedAnswerIsSaidToBeOne() throws {
         let subject = try timeline([started(1), finished(1, .response(statusCode: 201), .replayed)])
         #expect(Verdict.text(for: subject, engine: EngineState()).hasPrefix("synced on attempt 1, 2 s after it was saved (the server had already applied it"))
@@ -137,7 +147,8 @@ struct VerdictTests {
 
     @Test func blockedByAForbiddenWaitsForAPerson() throws {
         let subject = try timeline([started(1), finished(1, .response(statusCode: 403), .blocked, code: "forbidden")])
-        #expect(Verdict.text(for: subject, engine: EngineState()) == "blocked: 403 on attempt 1, waiting for a person (forbidden)")
+        #expect(Verdict.text(for: subject, engine: EngineState())
+            == #"blocked: 403 on attempt 1, waiting for a person (forbidden: "message for forbidden")"#)
     }
 
     @Test func queuedWithItsAttemptsAndNextMoment() throws {
@@ -148,11 +159,16 @@ struct VerdictTests {
         }
         let subject = try timeline(bodies)
         #expect(Verdict.text(for: subject, engine: EngineState())
-            == "queued: 4 attempts, next at 2027-01-15T09:00:00Z; the last one met 503 (server_unavailable)")
+            == #"queued: 4 attempts, next at 2027-01-15T09:00:00Z; all 4 attempts: 503 (server_unavailable: "message for server_unavailable"), "#
+            + "first 2027-01-15T08:00:01Z, last 2027-01-15T08:00:07Z")
+        let two = try timeline(Array(bodies.prefix(4)))
+        #expect(Verdict.text(for: two, engine: EngineState())
+            == #"queued: 2 attempts, next at 2027-01-15T09:00:00Z; the last one met 503 (server_unavailable: "message for server_unavailable")"#)
         var paused = EngineState()
         paused.isPaused = true
         paused.pauseReason = "token_expired"
-        #expect(Verdict.text(for: subject, engine: paused).hasSuffix("the worker is paused (token_expired): nothing is sent until the session is refreshed"))
+        #expect(Verdict.text(for: subject, engine: paused)
+            .hasSuffix("the worker is paused (token_expired): nothing is sent until the session is refreshed (the member signs in again)"))
         #expect(Verdict.text(for: try timeline([]), engine: EngineState()) == "queued: not attempted yet, due now")
         let cutOff = try timeline([started(1), .attemptAbandoned(AttemptAbandoned(attempt: 1))])
         #expect(Verdict.text(for: cutOff, engine: EngineState()).contains("attempt 1 was cut off when the app ended"))
@@ -161,13 +177,13 @@ struct VerdictTests {
     @Test func withdrawnDiscardedFailedPendingAndSyncing() throws {
         let rejected = [started(1), finished(1, .response(statusCode: 422), .rejected, code: "validation_failed")]
         #expect(Verdict.text(for: try timeline(rejected + [.withdrawn(Withdrawn(errorCode: "validation_failed", errorMessage: "Bad"))]),
-                             engine: EngineState()) == "withdrawn: the server rejected it as invalid (validation_failed)")
+                             engine: EngineState()) == #"withdrawn: the server rejected it as invalid (validation_failed: "Bad")"#)
         #expect(Verdict.text(for: try timeline(rejected), engine: EngineState())
-            == "failed: 422 on attempt 1, the payload needs correcting (validation_failed)")
+            == #"failed: 422 on attempt 1, the payload needs correcting (validation_failed: "message for validation_failed")"#)
         #expect(Verdict.text(for: try timeline([.discarded(Discarded(requestedBy: .member, reason: .signOut))]), engine: EngineState())
-            == "discarded on sign-out")
+            == "discarded on sign-out on 2027-01-15T08:00:01Z: the member signed out and chose to drop what was waiting")
         #expect(Verdict.text(for: try timeline([.discarded(Discarded(requestedBy: .member, reason: .memberDiscarded))]),
-                             engine: EngineState()) == "discarded by the member")
+                             engine: EngineState()) == "discarded by the member on 2027-01-15T08:00:01Z")
         let held = [started(1), JournalEventBody.attemptFinished(AttemptFinished(
             attempt: 1, outcome: .response(statusCode: 202), disposition: .pendingApproval, approvalRequestID: "apr-9"))]
         #expect(Verdict.text(for: try timeline(held), engine: EngineState())

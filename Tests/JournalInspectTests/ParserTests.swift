@@ -10,7 +10,7 @@ struct ParserTests {
     }
 
     private func command(_ line: String) throws -> (command: Command, json: Bool) {
-        guard case .success(.run(let journal, let command, let json, _)) = parse(line) else {
+        guard case .success(.run(let journal, let command, let json, _, _)) = parse(line) else {
             throw FixtureError.unexpected("'\(line)' did not parse to a run: \(parse(line))")
         }
         #expect(journal == "j")
@@ -26,7 +26,7 @@ struct ParserTests {
 
     @Test func aKeyFileIsAcceptedAnywhere() {
         for line in ["j --key-file k ops", "j ops --key-file k", "j ops --key-file=k --json"] {
-            guard case .success(.run(_, _, _, let keyFile)) = parse(line) else {
+            guard case .success(.run(_, _, _, let keyFile, _)) = parse(line) else {
                 Issue.record("'\(line)' did not parse")
                 continue
             }

@@ -95,11 +95,14 @@ struct EventsDocument: Encodable {
 
 struct PayloadDocument: Encodable {
     var bytes: Int
-    var sha256: String
+    /// The hash of the bytes now; absent once compacted (the bytes are gone).
+    var sha256: String?
     var recordedSHA256: String
-    var matches: Bool
+    var matches: Bool?
     /// The payload's text, only with `--payload`.
     var content: String?
+    /// The payload was removed by a compaction: its size and recorded hash remain.
+    var compacted: Bool?
 
     init(_ check: PayloadCheck, includeContent: Bool) {
         bytes = check.byteCount
@@ -108,27 +111,60 @@ struct PayloadDocument: Encodable {
         matches = check.matches
         content = includeContent ? String(decoding: check.payload, as: UTF8.self) : nil
     }
+
+    /// What a compaction kept of a payload; `nil` when it kept nothing (before journal format 2).
+    init?(compacted state: OperationState) {
+        guard state.compactedAt != nil, state.keptRequest else { return nil }
+        bytes = state.payloadByteCount
+        recordedSHA256 = state.requestHash.hex
+        compacted = true
+    }
 }
 
 struct TimelineDocument: Encodable {
+    /// What the app starting again says about the time around it.
+    struct RestartDocument: Encodable {
+        var seq: JournalSequence
+        var recordedAt: Date
+        /// The seq of the journal's last event before it.
+        var lastSeqBefore: JournalSequence?
+        var deviceRestarted: Bool?
+        /// At most how long the app was not running before it; absent when the clock cannot tell.
+        var notRunningAtMostSeconds: Double?
+    }
+
     var operationID: OperationID
     var operation: OperationState?
+    /// Its events, with the journal's `journalOpened` events between them and, for a compacted
+    /// operation, the `compacted` event.
     var events: [ExportedEvent]
     var attempts: [AttemptSummary]
     var payload: PayloadDocument?
     var damaged: [DamagedRecord]
     var complete: Bool
+    var restarts: [RestartDocument]
+    /// What the device clock did between events, where it jumped: one sentence each.
+    var clockNotes: [String]
     var verdict: String
 
-    init(_ timeline: OperationTimeline, engine: EngineState, includePayload: Bool) {
+    init(_ facts: OperationFacts, includePayload: Bool, moments: MomentFormat) {
+        let timeline = facts.timeline
         operationID = timeline.id
         operation = timeline.state
-        events = timeline.events.map { ExportedEvent($0, includePayload: includePayload) }
+        events = facts.events.map { ExportedEvent($0, includePayload: includePayload) }
         attempts = timeline.attempts
         payload = timeline.payload.map { PayloadDocument($0, includeContent: includePayload) }
+            ?? timeline.state.flatMap(PayloadDocument.init(compacted:))
         damaged = timeline.damaged
         complete = timeline.isComplete
-        verdict = Verdict.text(for: timeline, engine: engine)
+        restarts = facts.restarts.map {
+            RestartDocument(seq: $0.opened.seq, recordedAt: $0.opened.recordedAt, lastSeqBefore: $0.lastBefore?.seq,
+                            deviceRestarted: $0.deviceRestarted, notRunningAtMostSeconds: $0.downtime?.seconds)
+        }
+        clockNotes = zip(facts.events, facts.events.dropFirst()).compactMap { earlier, later in
+            ClockChange.between(earlier, later).map { "seq \(later.seq): " + $0.note(since: earlier) }
+        }
+        verdict = Verdict.text(for: facts, moments: moments)
     }
 }
 

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import Outbox
 import Synchronization
 #if canImport(Glibc)
@@ -18,8 +18,8 @@ extension Runner {
             toSeq: options.to,
             kinds: options.kinds.isEmpty ? nil : Set(options.kinds),
             operationTypes: options.types.isEmpty ? nil : Set(options.types),
-            recordedFrom: options.since?.resolve(now: now),
-            recordedBefore: options.until?.resolve(now: now),
+            recordedFrom: options.since?.resolve(now: now, zone: zone),
+            recordedBefore: options.until?.resolve(now: now, zone: zone),
             // Without --from: the journal's tail.
             order: options.from == nil ? .newestFirst : .oldestFirst,
             limit: options.limit
@@ -30,7 +30,12 @@ extension Runner {
         if options.follow { query.toSeq = snapshotEnd }
 
         let page = try reader.events(matching: query)
-        let events = query.order == .newestFirst ? Array(page.events.reversed()) : page.events
+        var events = query.order == .newestFirst ? Array(page.events.reversed()) : page.events
+        if let id = query.operationID, let compaction = try compaction(of: id, matching: query) {
+            // A compacted operation's history is the `compacted` event that removed it: an
+            // engine event, which an operation filter alone would leave out.
+            events = (events + [compaction]).sorted { $0.seq < $1.seq }
+        }
         let damaged = page.damaged.sorted { $0.seq < $1.seq }
         let seqWidth = max(3, String(snapshotEnd.rawValue).count)
         if options.follow && json {
@@ -38,8 +43,8 @@ extension Runner {
         } else if json {
             write(try encodeJSON(EventsDocument(events: events.map { ExportedEvent($0) }, damaged: damaged, nextSeq: page.nextSeq)))
         } else {
-            var text = EventsText.header(seqWidth: seqWidth, style: style)
-            text += EventsText.lines(events, damaged: damaged, seqWidth: seqWidth, style: style)
+            var text = EventsText.header(seqWidth: seqWidth, moments: moments, style: style)
+            text += EventsText.lines(events, damaged: damaged, seqWidth: seqWidth, moments: moments, style: style)
             if let next = page.nextSeq, !options.follow {
                 text += query.order == .oldestFirst
                     ? "(\(events.count) events shown; the next page starts at --from \(next))\n"
@@ -56,6 +61,23 @@ extension Runner {
         return try follow(query, from: followFrom, seqWidth: seqWidth)
     }
 
+    /// The `compacted` event that removed operation `id`'s history, when it was compacted and
+    /// the event passes the query's other filters.
+    private func compaction(of id: OperationID, matching query: EventQuery) throws -> JournalEvent? {
+        guard let state = (try? reader.operation(id))?.state, state.compactedAt != nil,
+            let event = (try? reader.history(id))?.first(where: { $0.kind == .compacted })
+        else { return nil }
+        if let kinds = query.kinds, !kinds.contains(.compacted) { return nil }
+        if let types = query.operationTypes, !types.contains(where: { $0.caseInsensitiveCompare(state.operationType) == .orderedSame }) {
+            return nil
+        }
+        if let from = query.fromSeq, event.seq < from { return nil }
+        if let to = query.toSeq, event.seq > to { return nil }
+        if let from = query.recordedFrom, event.recordedAt < from { return nil }
+        if let before = query.recordedBefore, event.recordedAt >= before { return nil }
+        return event
+    }
+
     /// Prints new events as they are committed, until interrupted (SIGINT or SIGTERM: exit 0).
     private func follow(_ base: EventQuery, from start: JournalSequence, seqWidth: Int) throws -> ExitCode {
         var query = base
@@ -70,7 +92,7 @@ extension Runner {
             if json {
                 write(try page.events.map { try encodeJSON(ExportedEvent($0), pretty: false) }.joined())
             } else if !page.events.isEmpty || !page.damaged.isEmpty {
-                write(EventsText.lines(page.events, damaged: page.damaged, seqWidth: seqWidth, style: style))
+                write(EventsText.lines(page.events, damaged: page.damaged, seqWidth: seqWidth, moments: moments, style: style))
             }
             if !page.damaged.isEmpty {
                 sawDamage = true
@@ -115,31 +137,40 @@ enum FollowInterruption {
 
 /// Events as fixed-width lines, so lines printed later by `--follow` stay aligned.
 public enum EventsText {
-    static let momentWidth = 20
     static let kindWidth = 16
     static let operationWidth = 9
 
-    public static func header(seqWidth: Int, style: Style) -> String {
-        style.paint(line(seq: "SEQ", moment: "MOMENT", kind: "KIND", operation: "OPERATION", detail: "DETAIL", seqWidth: seqWidth), .bold)
+    /// A moment's width: `2027-01-15T08:00:00Z`, or with an offset in another zone.
+    static func momentWidth(_ moments: MomentFormat) -> Int {
+        moments.isUTC ? 20 : 25
+    }
+
+    public static func header(seqWidth: Int, moments: MomentFormat = MomentFormat(now: Date()), style: Style) -> String {
+        style.paint(line(seq: "SEQ", moment: "MOMENT", kind: "KIND", operation: "OPERATION", detail: "DETAIL", seqWidth: seqWidth,
+                         momentWidth: momentWidth(moments)), .bold)
             + "\n"
     }
 
-    public static func lines(_ events: [JournalEvent], damaged: [DamagedRecord], seqWidth: Int, style: Style) -> String {
+    public static func lines(_ events: [JournalEvent], damaged: [DamagedRecord], seqWidth: Int,
+                             moments: MomentFormat = MomentFormat(now: Date()), style: Style) -> String {
+        let width = momentWidth(moments)
         var rows: [(seq: JournalSequence, text: String)] = events.map { event in
-            let text = line(seq: "\(event.seq)", moment: Moments.absolute(event.recordedAt), kind: event.kind.rawValue,
-                            operation: event.operationID.map(EventText.shortID) ?? "-", detail: EventText.detail(event),
-                            seqWidth: seqWidth)
+            let text = line(seq: "\(event.seq)", moment: moments.absolute(event.recordedAt), kind: event.kind.rawValue,
+                            operation: event.operationID.map(EventText.shortID) ?? "-", detail: EventText.detail(event, moments: moments),
+                            seqWidth: seqWidth, momentWidth: width)
             return (event.seq, text)
         }
         rows += damaged.map { record in
             let text = line(seq: "\(record.seq)", moment: "-", kind: "DAMAGED",
-                            operation: record.claimedOperationID.map(EventText.shortID) ?? "?", detail: record.reason, seqWidth: seqWidth)
+                            operation: record.claimedOperationID.map(EventText.shortID) ?? "?", detail: record.reason, seqWidth: seqWidth,
+                            momentWidth: width)
             return (record.seq, style.paint(text, .red))
         }
         return rows.sorted { $0.seq < $1.seq }.map { $0.text + "\n" }.joined()
     }
 
-    static func line(seq: String, moment: String, kind: String, operation: String, detail: String, seqWidth: Int) -> String {
+    static func line(seq: String, moment: String, kind: String, operation: String, detail: String, seqWidth: Int,
+                     momentWidth: Int) -> String {
         func pad(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(0, width - text.count)) }
         let seqText = String(repeating: " ", count: max(0, seqWidth - seq.count)) + seq
         return "\(seqText)  \(pad(moment, momentWidth))  \(pad(kind, kindWidth))  \(pad(operation, operationWidth))  \(detail)"

@@ -14,7 +14,6 @@ extension Runner {
             }
         }
         let summary = try reader.summary()
-        let engine = try reader.engineState()
         var timelines: [OperationTimeline] = []
         var damaged = summary.damaged + foldDamage
         var unreadable: [OperationID] = []
@@ -25,12 +24,13 @@ extension Runner {
             damaged += timeline.damaged.filter { record in !damaged.contains { $0.seq == record.seq } }
             timelines.append(timeline)
         }
+        let facts = try FactsReader(reader: reader, now: now, spanning: timelines)
         let html = HTMLReport.render(HTMLReportInput(
             summary: summary,
             depth: try reader.queueDepthHistory(maxSamples: 400),
-            timelines: timelines,
-            engine: engine,
-            generatedAt: now,
+            operations: try timelines.map(facts.facts(of:)),
+            engine: facts.engine,
+            moments: moments,
             damaged: damaged.sorted { $0.seq < $1.seq }
         ))
         let data = Data(html.utf8)

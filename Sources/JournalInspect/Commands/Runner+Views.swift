@@ -9,7 +9,7 @@ extension Runner {
         if json {
             write(try encodeJSON(SummaryDocument(summary, now: now, damaged: damaged)))
         } else {
-            write(SummaryText.render(summary, now: now, style: style))
+            write(SummaryText.render(summary, moments: moments, style: style))
         }
         return finish(damaged: damaged)
     }
@@ -19,26 +19,48 @@ extension Runner {
             statuses: options.statuses.isEmpty ? nil : Set(options.statuses),
             categories: options.categories.isEmpty ? nil : Set(options.categories),
             operationTypes: options.types.isEmpty ? nil : Set(options.types),
-            createdFrom: options.since?.resolve(now: now),
-            createdBefore: options.until?.resolve(now: now),
-            limit: options.limit
+            createdFrom: options.since?.resolve(now: now, zone: zone),
+            createdBefore: options.until?.resolve(now: now, zone: zone),
+            // A search reads every row the filters let through, then keeps the first that match.
+            limit: options.search == nil ? options.limit : .max
         )
-        let operations = try reader.operations(matching: query)
+        var operations = try reader.operations(matching: query)
+        if let search = options.search {
+            let text = SearchText(search)
+            operations = Array(operations.filter(text.matches).prefix(options.limit))
+            if operations.isEmpty, try reader.operations(matching: query).contains(where: { $0.sealedPresentation != nil && $0.entityLabel == "(sealed)" }) {
+                context.standardError.write("journal-inspect: warning: the journal is encrypted at rest and no --key-file was "
+                    + "given: labels and summaries are sealed, so only categories, entities and types were searched\n")
+            }
+        }
         if json {
             write(try encodeJSON(OperationsDocument(operations: operations)))
         } else if operations.isEmpty {
             write("No operations match.\n")
         } else {
-            write(OperationsText.render(operations, now: now, style: style))
+            write(OperationsText.render(operations, details: try details(of: operations), moments: moments, style: style))
         }
         return finish(damaged: foldDamage)
+    }
+
+    /// The DETAIL cell of each operation whose detail needs its events: who discarded it and
+    /// why, the approver's note. The rest are said from the state alone.
+    func details(of operations: [OperationState]) throws -> [OperationID: String] {
+        var details: [OperationID: String] = [:]
+        for state in operations where state.compactedAt == nil
+            && (state.status == .discarded || state.lastErrorCode == ErrorCode.approvalRejected)
+        {
+            guard let events = try? reader.history(state.id) else { continue }
+            details[state.id] = OperationsText.detail(state, events: events, moments: moments)
+        }
+        return details
     }
 
     func ledger(_ options: LedgerOptions) throws -> ExitCode {
         let rows = try reader.ledger(LedgerQuery(
             status: options.status,
-            createdFrom: options.since?.resolve(now: now),
-            createdBefore: options.until?.resolve(now: now),
+            createdFrom: options.since?.resolve(now: now, zone: zone),
+            createdBefore: options.until?.resolve(now: now, zone: zone),
             limit: options.limit
         ))
         if json {
@@ -48,7 +70,7 @@ extension Runner {
         } else if rows.isEmpty {
             write("The ledger has no rows that match.\n")
         } else {
-            write(LedgerText.table(rows, now: now, style: style))
+            write(LedgerText.table(rows, moments: moments, style: style))
         }
         return finish(damaged: foldDamage)
     }
@@ -56,7 +78,8 @@ extension Runner {
 
 /// The summary as label-value lines and a table of counts.
 public enum SummaryText {
-    public static func render(_ summary: JournalSummary, now: Date, style: Style) -> String {
+    public static func render(_ summary: JournalSummary, moments: MomentFormat, style: Style) -> String {
+        let now = moments.now
         var fields = FieldList()
         fields.add("Journal", summary.path)
         let layout = summary.projectionVersion.map { "projections layout \($0)" } ?? "no projections layout stored"
@@ -71,12 +94,12 @@ public enum SummaryText {
         }
         fields.add("On disk", "data.mdb \(Moments.bytes(summary.fileBytes)) (\(Moments.bytes(summary.usedBytes)) in use)")
         if let last = summary.lastEventAt {
-            fields.add("Last event", Moments.both(last, now: now))
+            fields.add("Last event", moments.both(last))
         }
         let engine = summary.engine
         if engine.isPaused {
             var text = style.paint("paused", .magenta)
-            if let at = engine.pausedAt { text += " since \(Moments.both(at, now: now))" }
+            if let at = engine.pausedAt { text += " since \(moments.both(at))" }
             text += ": \(engine.pauseReason ?? "unauthorized")"
             if let by = engine.pausedBy { text += ", met by operation \(EventText.shortID(by))" }
             text += "; nothing is sent until the session is refreshed"
@@ -84,17 +107,29 @@ public enum SummaryText {
         } else {
             fields.add("Worker", "not paused")
         }
+        switch engine.session {
+        case .signedIn: break
+        case .signedOut: fields.add("Session", "nobody signed in" + (engine.sessionSince.map { " since \(moments.both($0))" } ?? "")
+            + "; nothing is sent until the member signs in")
+        case .otherAccount: fields.add("Session", "another account signed in" + (engine.sessionSince.map { " since \(moments.both($0))" } ?? "")
+            + "; nothing is sent under it")
+        }
         if let oldest = summary.oldestPending {
+            let waited = now.timeIntervalSince(oldest.createdAt)
             fields.add("Oldest pending", "\(EventText.shortID(oldest.id)) \"\(oldest.entityLabel)\" (\(oldest.operationType)), "
                 + "\(style.paint(oldest.status.rawValue, Style.color(of: oldest.status))), "
-                + "waiting \(Moments.duration(now.timeIntervalSince(oldest.createdAt))) since \(Moments.absolute(oldest.createdAt))")
+                + (waited >= 0 ? "waiting \(Moments.duration(waited)) since \(moments.absolute(oldest.createdAt))"
+                    : "saved \(moments.absolute(oldest.createdAt)), after the moment read as now (the device clock ran ahead)"))
         } else {
             fields.add("Oldest pending", "none: nothing is queued or syncing")
         }
         if let opened = engine.lastOpened {
             fields.add("Last opened", "by engine \(opened.engineVersion)" + (opened.appVersion.map { ", app \($0)" } ?? "")
                 + " (opened \(engine.openCount) time\(engine.openCount == 1 ? "" : "s"))")
+            fields.add("Device zone", opened.timeZone.map { "\($0), when the app last opened the journal (--tz member shows moments in it)" }
+                ?? "not recorded (the app last opened the journal with an engine older than journal format 2)")
         }
+        if !moments.isUTC { fields.add("Shown in", moments.zoneName(at: summary.lastEventAt ?? now)) }
         var table = TextTable(headers: ["STATUS", "OPERATIONS"], rightAligned: [1])
         for status in OutboxStatus.allCases {
             table.add([TextTable.Cell(status.rawValue, Style.color(of: status)), TextTable.Cell("\(summary.statusCounts[status] ?? 0)")])
@@ -106,22 +141,58 @@ public enum SummaryText {
 
 /// Operations, one line each.
 public enum OperationsText {
-    public static func render(_ operations: [OperationState], now: Date, style: Style) -> String {
-        var table = TextTable(headers: ["ID", "SAVED", "AGE", "TYPE", "LABEL", "STATUS", "ATTEMPTS", "LAST ERROR"],
+    /// - Parameter details: the DETAIL of rows whose detail was read from their events.
+    public static func render(_ operations: [OperationState], details: [OperationID: String] = [:], moments: MomentFormat,
+                              style: Style) -> String {
+        var table = TextTable(headers: ["ID", "SAVED", "AGE", "TYPE", "LABEL", "STATUS", "ATTEMPTS", "DETAIL"],
                               rightAligned: [6])
         for state in operations {
             table.add([
                 TextTable.Cell(EventText.shortID(state.id)),
-                TextTable.Cell(Moments.absolute(state.createdAt)),
-                TextTable.Cell(Moments.relative(state.createdAt, now: now)),
+                TextTable.Cell(moments.absolute(state.createdAt)),
+                TextTable.Cell(moments.relative(state.createdAt)),
                 TextTable.Cell(state.operationType),
-                TextTable.Cell(state.entityLabel),
+                TextTable.Cell(label(state)),
                 TextTable.Cell(state.status.rawValue, Style.color(of: state.status)),
                 TextTable.Cell("\(state.attemptCount)"),
-                TextTable.Cell(EventText.error(code: state.lastErrorCode, message: state.lastErrorMessage)),
+                TextTable.Cell(details[state.id] ?? detail(state, events: nil, moments: moments)),
             ])
         }
         return table.render(style)
+    }
+
+    /// The label a row shows: the member's words, or what a compaction left of them.
+    public static func label(_ state: OperationState) -> String {
+        state.keptRequest ? state.entityLabel : "(compacted before labels were kept)"
+    }
+
+    /// What a row's DETAIL says: the last error of a row still waiting; who dropped a discarded
+    /// one and why (from its events, when given); the approver's note; what replaced it; when
+    /// its details were compacted.
+    public static func detail(_ state: OperationState, events: [JournalEvent]?, moments: MomentFormat) -> String {
+        var text: String
+        switch state.status {
+        case .discarded:
+            text = "discarded"
+            if let events, let event = events.last(where: { $0.kind == .discarded }) {
+                text += " " + EventText.detail(event, moments: moments) + " on \(moments.absolute(event.recordedAt))"
+            }
+        case .superseded:
+            text = state.supersededBy.map { "replaced by \(EventText.shortID($0))" } ?? "replaced"
+        case .synced, .pendingApproval, .syncing:
+            text = ""
+        case .failed where state.lastErrorCode == ErrorCode.approvalRejected:
+            let note = events.flatMap { Verdict.approverNote(OperationTimeline(id: state.id, state: state, events: $0, damaged: [],
+                                                                                attempts: [], payload: nil)) }
+            text = "\(ErrorCode.approvalRejected): the approver rejected it" + (note.map { ": \"\($0)\"" } ?? "")
+        default:
+            text = EventText.error(code: state.lastErrorCode, message: state.lastErrorMessage)
+        }
+        if let at = state.compactedAt {
+            let compacted = "details compacted on \(moments.day(at))"
+            text = text.isEmpty ? compacted : text + "; " + compacted
+        }
+        return text
     }
 }
 
@@ -144,7 +215,7 @@ public enum LedgerText {
         return text
     }
 
-    public static func table(_ rows: [LedgerEntry], now: Date, style: Style) -> String {
+    public static func table(_ rows: [LedgerEntry], moments: MomentFormat, style: Style) -> String {
         var table = TextTable(headers: ["ID", "TYPE", "ENTITY", "SEQ", "CREATED", "ATTEMPTS", "LATEST OUTCOME", "REVISION", "STATUS"],
                               rightAligned: [3, 5])
         for row in rows {
@@ -153,7 +224,7 @@ public enum LedgerText {
                 TextTable.Cell(row.operationType),
                 TextTable.Cell(row.entityType),
                 TextTable.Cell("\(row.seq)"),
-                TextTable.Cell(Moments.absolute(row.createdAt)),
+                TextTable.Cell(moments.absolute(row.createdAt)),
                 TextTable.Cell("\(row.attempts)"),
                 TextTable.Cell(row.latestOutcome),
                 TextTable.Cell(row.serverRevision ?? "-"),

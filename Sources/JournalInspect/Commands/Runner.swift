@@ -8,9 +8,13 @@ struct Runner {
     let json: Bool
     /// The journal as the command line named it, for the hints printed.
     let journalArgument: String
+    /// How moments print: `--tz`'s zone, ages counted to `--now`.
+    let moments: MomentFormat
 
     var style: Style { context.style }
-    var now: Date { context.now }
+    /// The moment the output reads as now: `--now`, or the clock's.
+    var now: Date { moments.now }
+    var zone: TimeZone { moments.zone }
 
     func run(_ command: Command) throws -> ExitCode {
         switch command {
@@ -90,8 +94,8 @@ struct Runner {
                 table.add([TextTable.Cell(id.idempotencyKey)])
                 continue
             }
-            table.add([TextTable.Cell(id.idempotencyKey), TextTable.Cell(state.operationType), TextTable.Cell(state.entityLabel),
-                       TextTable.Cell(state.status.rawValue), TextTable.Cell(Moments.absolute(state.createdAt))])
+            table.add([TextTable.Cell(id.idempotencyKey), TextTable.Cell(state.operationType), TextTable.Cell(OperationsText.label(state)),
+                       TextTable.Cell(state.status.rawValue), TextTable.Cell(moments.absolute(state.createdAt))])
         }
         var message = "'\(prefix)' starts \(matches.count) operations' ids; give more characters. The candidates:\n"
         message += table.render(.plain).split(separator: "\n").map { "  " + $0 }.joined(separator: "\n")

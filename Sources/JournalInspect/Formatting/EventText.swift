@@ -37,7 +37,9 @@ public enum EventText {
     }
 
     /// One line of details for the `events` stream. Never the payload: its size.
-    public static func detail(_ event: JournalEvent) -> String {
+    /// - Parameter moments: the zone moments in the details print in (UTC when not given).
+    public static func detail(_ event: JournalEvent, moments: MomentFormat? = nil) -> String {
+        let absolute = moments?.absolute ?? Moments.absolute
         switch event.body {
         case .enqueued(let enqueued):
             let request = enqueued.request
@@ -58,7 +60,7 @@ public enum EventText {
             return "attempt \(started.attempt), woken by \(started.trigger)"
         case .attemptFinished(let finished):
             var text = "attempt \(finished.attempt): \(outcome(finished.outcome)) -> \(finished.disposition.rawValue)"
-            if let next = finished.nextAttemptAt { text += ", next at \(Moments.absolute(next))" }
+            if let next = finished.nextAttemptAt { text += ", next at \(absolute(next))" }
             if let id = finished.approvalRequestID { text += ", approval request \(id)" }
             if let revision = finished.serverRevision { text += ", revision \(revision)" }
             let error = error(code: finished.errorCode, message: finished.errorMessage)
@@ -71,9 +73,13 @@ public enum EventText {
         case .requeued(let requeued):
             return "retry asked by the \(requeued.requestedBy)"
         case .discarded(let discarded):
-            return discarded.reason == .signOut ? "on sign-out" : "by the \(discarded.requestedBy)"
+            switch discarded.reason {
+            case .signOut: return "on sign-out, by the \(discarded.requestedBy) at the member's choice"
+            case .memberDiscarded: return "by the \(discarded.requestedBy)"
+            case .serverWon: return "the server's version kept, by the \(discarded.requestedBy)"
+            }
         case .approvalDecided(let decision):
-            return (decision.approved ? "approved" : "rejected") + (decision.reference.map { " (\($0))" } ?? "")
+            return (decision.approved ? "approved" : "rejected") + (decision.reference.map { " (\"\($0)\")" } ?? "")
         case .superseded(let superseded):
             let new = shortID(superseded.by)
             switch superseded.reason {
@@ -97,6 +103,7 @@ public enum EventText {
             return "worker resumed: the session was refreshed"
         case .journalOpened(let opened):
             return "format \(opened.formatVersion), engine \(opened.engineVersion)" + (opened.appVersion.map { ", app \($0)" } ?? "")
+                + (opened.timeZone.map { ", device zone \($0)" } ?? "")
         case .compacted(let compacted):
             return "seqs \(compacted.firstSeq)...\(compacted.lastSeq) compacted, \(compacted.removedCount) events removed"
         }

@@ -2,13 +2,10 @@ public import Foundation
 
 /// Moments and durations as people read them: absolute in ISO-8601 UTC, relative in words.
 public enum Moments {
-    /// `2027-01-15T08:00:00Z`: whole seconds, UTC.
+    /// `2027-01-15T08:00:00Z`: whole seconds, UTC. ``MomentFormat`` prints in other zones.
     public static func absolute(_ date: Date) -> String {
-        date.formatted(iso8601)
+        MomentFormat(now: date).absolute(date)
     }
-
-    /// One value-type style shared by every call: made once, safe from any thread.
-    private static let iso8601 = Date.ISO8601FormatStyle(timeZone: TimeZone(identifier: "UTC") ?? .gmt)
 
     /// A span in its two largest units: `45 s`, `5 min 3 s`, `2 h 14 min`, `3 d 2 h`; below a
     /// second, `less than 1 s`; beyond what an `Int` counts (a moment read from damaged bytes may

@@ -19,6 +19,8 @@ public struct TextTable: Sendable {
     /// Columns whose cells align right (counts).
     public var rightAligned: Set<Int>
     public var rows: [[Cell]] = []
+    /// Lines printed under a row, across the columns after the first: `notes[i]` under row `i`.
+    public var notes: [Int: [Cell]] = [:]
 
     public init(headers: [String], rightAligned: Set<Int> = []) {
         self.headers = headers
@@ -27,6 +29,13 @@ public struct TextTable: Sendable {
 
     public mutating func add(_ cells: [Cell]) {
         rows.append(cells)
+    }
+
+    /// A line under the last row added: `note: <text>`, from the second column on, widths
+    /// untouched.
+    public mutating func addNote(_ text: String, _ color: Style.Color? = nil) {
+        guard !rows.isEmpty else { return }
+        notes[rows.count - 1, default: []].append(Cell(text, color))
     }
 
     public func render(_ style: Style) -> String {
@@ -54,7 +63,11 @@ public struct TextTable: Sendable {
             return text
         }
         var output = line(headers.map { Cell($0, .bold) }) + "\n"
-        for row in rows { output += line(row) + "\n" }
+        let indent = String(repeating: " ", count: (widths.first ?? 0) + 2)
+        for (index, row) in rows.enumerated() {
+            output += line(row) + "\n"
+            for note in notes[index] ?? [] { output += indent + style.paint("note: " + note.text, note.color) + "\n" }
+        }
         return output
     }
 }

@@ -3,8 +3,8 @@ import Outbox
 
 /// The pure parser: arguments in, an ``Invocation`` or a ``UsageError`` out. No I/O.
 ///
-/// `journal-inspect <journal-dir> [<command>] [arguments and options]`. `--json` and
-/// `--key-file <path>` are accepted anywhere; `-h`/`--help` anywhere asks for help (the command's, when one is named);
+/// `journal-inspect <journal-dir> [<command>] [arguments and options]`. `--json`,
+/// `--key-file <path>`, `--tz <zone>` and `--now <moment>` are accepted anywhere; `-h`/`--help` anywhere asks for help (the command's, when one is named);
 /// `--option value` and `--option=value` are the same; options that take lists take a
 /// comma-separated list, and may be repeated.
 public enum CommandLineParser {
@@ -33,6 +33,8 @@ public enum CommandLineParser {
 
         var json = false
         var keyFile: String?
+        var zoneText: String?
+        var nowText: String?
         var rest: [String] = []
         var arguments = arguments[...]
         while let argument = arguments.popFirst() {
@@ -45,10 +47,26 @@ public enum CommandLineParser {
                 keyFile = path
             } else if argument.hasPrefix("--key-file=") {
                 keyFile = String(argument.dropFirst("--key-file=".count))
+            } else if argument == "--tz" || argument == "--now" {
+                // A zone may start with "-" (an offset), a moment never does.
+                guard let value = arguments.popFirst(), !value.isEmpty, argument == "--tz" || !value.hasPrefix("-") else {
+                    throw UsageError(argument == "--tz"
+                        ? "--tz needs a zone: UTC, local, member, a name like Europe/Berlin, or an offset like +01:00"
+                        : "--now needs a moment, like 2027-01-15T10:30:00Z")
+                }
+                if argument == "--tz" { zoneText = value } else { nowText = value }
+            } else if argument.hasPrefix("--tz=") {
+                zoneText = String(argument.dropFirst("--tz=".count))
+            } else if argument.hasPrefix("--now=") {
+                nowText = String(argument.dropFirst("--now=".count))
             } else {
                 rest.append(argument)
             }
         }
+        var view = ViewOptions()
+        if let zoneText { view.zone = try zone(zoneText) }
+        let zoneGiven = view.zone != nil
+        if let nowText { view.now = try now(nowText, zoneGiven: zoneGiven) }
         guard let journal = rest.first else {
             throw UsageError("give the journal's directory: journal-inspect <journal-dir> [<command>] [options]")
         }
@@ -58,22 +76,25 @@ public enum CommandLineParser {
         var tokens = Tokens(Array(rest.dropFirst()))
         guard let word = tokens.peek, !word.hasPrefix("-") else {
             try tokens.expectEnd(command: .summary)
-            return .run(journal: journal, command: .summary, json: json, keyFile: keyFile)
+            return .run(journal: journal, command: .summary, json: json, keyFile: keyFile, view: view)
         }
         tokens.advance()
         guard let name = CommandName(rawValue: word) else { throw unknownCommand(word) }
-        let command = try parseCommand(name, &tokens)
+        let command = try parseCommand(name, &tokens, zoneGiven: zoneGiven)
         if json, case .ledger(let options) = command, options.csv {
             throw UsageError("--csv and --json are two formats: choose one", command: .ledger)
         }
-        return .run(journal: journal, command: command, json: json, keyFile: keyFile)
+        return .run(journal: journal, command: command, json: json, keyFile: keyFile, view: view)
     }
 
     private static func unknownCommand(_ word: String) -> UsageError {
         UsageError("unknown command '\(word)'; the commands are \(CommandName.allCases.map(\.rawValue).joined(separator: ", "))")
     }
 
-    private static func parseCommand(_ name: CommandName, _ tokens: inout Tokens) throws -> Command {
+    private static func parseCommand(_ name: CommandName, _ tokens: inout Tokens, zoneGiven: Bool) throws -> Command {
+        func moment(_ value: String, _ option: String, _ command: CommandName) throws -> MomentSpec {
+            try CommandLineParser.moment(value, option, command, zoneGiven: zoneGiven)
+        }
         switch name {
         case .summary:
             try tokens.expectEnd(command: name)
@@ -91,6 +112,11 @@ public enum CommandLineParser {
                 case ("--since", let value?): options.since = try moment(value, "--since", name)
                 case ("--until", let value?): options.until = try moment(value, "--until", name)
                 case ("--limit", let value?): options.limit = try limit(value, name)
+                case ("--search", let value?):
+                    guard !value.trimmingCharacters(in: .whitespaces).isEmpty else {
+                        throw UsageError("--search needs some text to look for", command: name)
+                    }
+                    options.search = value
                 default: throw tokens.unexpected(token, command: name)
                 }
             }
@@ -99,9 +125,11 @@ public enum CommandLineParser {
         case .timeline:
             var id: String?
             var includePayload = false
+            var full = false
             while let token = tokens.next() {
                 switch try tokens.option(token, command: name) {
                 case ("--payload", nil): includePayload = true
+                case ("--full", nil), ("--all", nil): full = true
                 case (let positional, nil) where !positional.hasPrefix("-") && id == nil: id = positional
                 default: throw tokens.unexpected(token, command: name)
                 }
@@ -109,6 +137,7 @@ public enum CommandLineParser {
             guard let id else { throw UsageError("timeline needs an operation id (its first characters are enough)", command: name) }
             var options = TimelineOptions(id: try operationPrefix(id, name))
             options.includePayload = includePayload
+            options.full = full
             return .timeline(options)
         case .events:
             var options = EventsOptions()
@@ -192,7 +221,7 @@ public enum CommandLineParser {
     /// Options that take a value; every other option is a flag.
     static let valueOptions: Set<String> = [
         "--status", "--category", "--type", "--since", "--until", "--limit", "--from", "--to", "--kind",
-        "--operation", "--html",
+        "--operation", "--html", "--search",
     ]
 
     static func status(_ text: String, _ command: CommandName) throws -> OutboxStatus {
@@ -245,8 +274,8 @@ public enum CommandLineParser {
         return text
     }
 
-    static func moment(_ text: String, _ option: String, _ command: CommandName) throws -> MomentSpec {
-        switch MomentText.read(text) {
+    static func moment(_ text: String, _ option: String, _ command: CommandName?, zoneGiven: Bool = false) throws -> MomentSpec {
+        switch MomentText.read(text, zoneGiven: zoneGiven) {
         case .moment(let moment):
             return moment
         case .refused(let reason):
@@ -266,12 +295,43 @@ public enum CommandLineParser {
         return nil
     }
 
+    /// `--tz`'s value: `UTC`, `local`, `member`, an IANA name, or an offset like `+01:00`.
+    static func zone(_ text: String) throws -> ZoneChoice {
+        switch text.lowercased() {
+        case "utc", "z", "gmt": return .utc
+        case "local": return .local
+        case "member", "device": return .member
+        default: break
+        }
+        if let first = text.first, first == "+" || first == "-" {
+            let digits = Array(text.dropFirst())
+            if digits.count == 5, digits[2] == ":", let hours = Int(String(digits[0...1])), let minutes = Int(String(digits[3...4])),
+                digits.allSatisfy({ $0 == ":" || $0.isASCII && $0.isNumber }), hours <= 23, minutes <= 59
+            {
+                return .offset(seconds: (first == "-" ? -1 : 1) * (hours * 3600 + minutes * 60))
+            }
+        } else if TimeZone(identifier: text) != nil {
+            return .named(text)
+        }
+        throw UsageError("--tz \(text) is not a time zone: give UTC, local (this machine's), member (the device's, as the "
+            + "journal recorded it), a name like Europe/Berlin, or an offset like +01:00")
+    }
+
+    /// `--now`'s value: a moment, never an age (an age of what?).
+    static func now(_ text: String, zoneGiven: Bool) throws -> MomentSpec {
+        let moment = try moment(text, "--now", nil, zoneGiven: zoneGiven)
+        if case .ago = moment {
+            throw UsageError("--now \(text) is an age; --now takes a moment, like 2027-01-15T10:30:00Z: the moment the output reads as now")
+        }
+        return moment
+    }
+
     private static func checkOrder(_ since: MomentSpec?, _ until: MomentSpec?, _ command: CommandName) throws {
         guard let since, let until else { return }
         let reference = Date(timeIntervalSinceReferenceDate: 0)
         let comparable: Bool
         switch (since, until) {
-        case (.absolute, .absolute), (.ago, .ago): comparable = true
+        case (.absolute, .absolute), (.ago, .ago), (.wallClock, .wallClock): comparable = true
         default: comparable = false
         }
         if comparable, since.resolve(now: reference) >= until.resolve(now: reference) {

@@ -8,7 +8,34 @@ public enum Invocation: Equatable, Sendable {
     /// Print the tool's version.
     case version
     /// Run a command on a journal.
-    case run(journal: String, command: Command, json: Bool, keyFile: String? = nil)
+    case run(journal: String, command: Command, json: Bool, keyFile: String? = nil, view: ViewOptions = ViewOptions())
+}
+
+/// How every command shows moments: in which zone, and as of when. Accepted anywhere on the line.
+public struct ViewOptions: Equatable, Sendable {
+    /// `--tz`: the zone moments print in and zone-less moments are read in; `nil` is UTC.
+    public var zone: ZoneChoice?
+    /// `--now`: the moment ages ("2 h ago") and "has not run since" count to, instead of the
+    /// clock's: the same command prints the same text tomorrow.
+    public var now: MomentSpec?
+
+    public init(zone: ZoneChoice? = nil, now: MomentSpec? = nil) {
+        self.zone = zone
+        self.now = now
+    }
+}
+
+/// A `--tz` value.
+public enum ZoneChoice: Equatable, Sendable {
+    case utc
+    /// This machine's zone (the support engineer's).
+    case local
+    /// The zone of the member's device, as the engine recorded it when it last opened the journal.
+    case member
+    /// An IANA zone name, like `Europe/Berlin`.
+    case named(String)
+    /// A fixed offset from UTC, like `+01:00`.
+    case offset(seconds: Int)
 }
 
 /// Whose help to print.
@@ -54,17 +81,45 @@ public enum Command: Equatable, Sendable {
     }
 }
 
-/// A moment given on the command line: absolute, or an age counted back from now.
+/// A moment given on the command line: absolute, an age counted back from now, or a time on
+/// the wall clock of the `--tz` zone.
 public enum MomentSpec: Equatable, Sendable {
     case absolute(Date)
     /// This many seconds before now.
     case ago(seconds: Double)
+    /// A date and time with no zone of its own (`--tz` given), read in the `--tz` zone.
+    case wallClock(WallClockTime)
 
-    public func resolve(now: Date) -> Date {
+    public func resolve(now: Date, zone: TimeZone = MomentFormat.utcZone) -> Date {
         switch self {
         case .absolute(let date): date
         case .ago(let seconds): now.addingTimeInterval(-seconds)
+        case .wallClock(let time): time.moment(in: zone)
         }
+    }
+}
+
+/// A civil date and time of day, as a clock on a wall in some zone shows it.
+public struct WallClockTime: Equatable, Sendable {
+    /// Days from 1970-01-01 in the proleptic Gregorian calendar.
+    public var day: Int
+    /// Seconds since that day's midnight.
+    public var seconds: Double
+
+    public init(day: Int, seconds: Double) {
+        self.day = day
+        self.seconds = seconds
+    }
+
+    /// The moment this wall-clock time is in `zone`. A time the zone skips (the hour a
+    /// daylight-saving change jumps over) reads with the offset before the change; a time it
+    /// shows twice, as the first of the two.
+    public func moment(in zone: TimeZone) -> Date {
+        let asUTC = Double(day) * 86_400 + seconds
+        // The offset depends on the moment, which depends on the offset: two rounds settle it.
+        var offset = Double(zone.secondsFromGMT(for: Date(timeIntervalSince1970: asUTC)))
+        offset = Double(zone.secondsFromGMT(for: Date(timeIntervalSince1970: asUTC - offset)))
+        return Date(timeIntervalSince1970: asUTC - offset)
     }
 }
 
@@ -75,6 +130,9 @@ public struct OpsOptions: Equatable, Sendable {
     public var since: MomentSpec?
     public var until: MomentSpec?
     public var limit = 50
+    /// Only operations whose label, summary, category, entity or type contains this text, case
+    /// and accents ignored.
+    public var search: String?
 
     public init() {}
 }
@@ -83,6 +141,8 @@ public struct TimelineOptions: Equatable, Sendable {
     /// An operation id or its first characters.
     public var id: String
     public var includePayload = false
+    /// Every row: a run of identical attempts is not folded into one.
+    public var full = false
 
     public init(id: String) {
         self.id = id
@@ -145,5 +205,36 @@ public struct UsageError: Error, Equatable, Sendable {
     public init(_ message: String, command: CommandName? = nil) {
         self.message = message
         self.command = command
+    }
+}
+
+extension ViewOptions {
+    /// The zone and now these options ask for, on this journal: `member` is the zone the engine
+    /// recorded when it last opened it.
+    /// - Throws: a ``UsageError`` for `--tz member` on a journal that recorded no zone.
+    func moments(reader: JournalReader, clock: Date) throws -> MomentFormat {
+        let zone: TimeZone
+        switch self.zone {
+        case nil, .utc?:
+            zone = MomentFormat.utcZone
+        case .local?:
+            zone = .current
+        case .named(let name)?:
+            guard let named = TimeZone(identifier: name) else { throw UsageError("--tz \(name) is not a time zone this machine knows") }
+            zone = named
+        case .offset(let seconds)?:
+            guard let fixed = TimeZone(secondsFromGMT: seconds) else { throw UsageError("--tz: no zone has an offset of \(seconds) s") }
+            zone = fixed
+        case .member?:
+            let recorded = try reader.engineState().lastOpened?.timeZone
+            guard let recorded, let member = TimeZone(identifier: recorded) else {
+                throw UsageError(recorded.map { "--tz member: the journal recorded the zone \($0), which this machine does not know; "
+                    + "install tzdata, or give an offset with --tz" }
+                    ?? "--tz member: the journal records no device zone (the app last opened it with an engine older than "
+                        + "journal format 2); give the member's zone by name, like --tz Europe/Berlin")
+            }
+            zone = member
+        }
+        return MomentFormat(zone: zone, now: now?.resolve(now: clock, zone: zone) ?? clock)
     }
 }

@@ -20,7 +20,10 @@ enum MomentText {
     /// Reads `2027-01-15` (midnight UTC), `2027-01-15T08:00:00Z` (seconds optional, fractional
     /// seconds and an offset like `+01:00` accepted), or an age: `90s`, `45m` or `45min`, `3h`,
     /// `2d`, `1w`.
-    static func read(_ text: String) -> Reading {
+    /// - Parameter zoneGiven: `--tz` was given: a date, or a date and time without a zone, is a
+    ///   wall-clock time read in that zone (without it, a date is midnight UTC and a time without
+    ///   a zone is refused).
+    static func read(_ text: String, zoneGiven: Bool = false) -> Reading {
         if let age = age(text) { return .moment(.ago(seconds: age)) }
         var scanner = DigitScanner(text)
         guard let year = scanner.number(digits: 4), scanner.take("-"),
@@ -33,8 +36,11 @@ enum MomentText {
         guard (1...monthDays).contains(day) else {
             return .refused("is not a date: \(monthNames[month - 1]) \(year) has \(monthDays) days, from 01 to \(monthDays)")
         }
-        var seconds = Double(daysSinceEpoch(year: year, month: month, day: day)) * 86_400
-        if scanner.isAtEnd { return .moment(.absolute(Date(timeIntervalSince1970: seconds))) }
+        let days = daysSinceEpoch(year: year, month: month, day: day)
+        var seconds = Double(days) * 86_400
+        if scanner.isAtEnd {
+            return .moment(zoneGiven ? .wallClock(WallClockTime(day: days, seconds: 0)) : .absolute(Date(timeIntervalSince1970: seconds)))
+        }
 
         guard scanner.take("T") || scanner.take("t"),
             let hour = scanner.number(digits: 2), scanner.take(":"),
@@ -60,7 +66,9 @@ enum MomentText {
             return .moment(.absolute(Date(timeIntervalSince1970: seconds)))
         }
         guard let sign = scanner.sign() else {
-            return scanner.isAtEnd ? .refused("has no zone: add Z for UTC, or an offset like +01:00") : .unrecognized
+            guard scanner.isAtEnd else { return .unrecognized }
+            if zoneGiven { return .moment(.wallClock(WallClockTime(day: days, seconds: seconds - Double(days) * 86_400))) }
+            return .refused("has no zone: add Z for UTC, or an offset like +01:00, or give --tz to read it in a zone")
         }
         guard let offsetHours = scanner.number(digits: 2), scanner.take(":"), let offsetMinutes = scanner.number(digits: 2),
             scanner.isAtEnd

@@ -6,19 +6,23 @@ public struct HTMLReportInput: Sendable {
     public var summary: JournalSummary
     /// The queue's depth after each operation event, thinned.
     public var depth: [QueueDepthSample]
-    public var timelines: [OperationTimeline]
+    /// Each operation drawn, with what explains it.
+    public var operations: [OperationFacts]
     public var engine: EngineState
-    public var generatedAt: Date
+    /// The zone moments print in, and the moment the report is as of.
+    public var moments: MomentFormat
     /// Damaged records the report met.
     public var damaged: [DamagedRecord]
 
-    public init(summary: JournalSummary, depth: [QueueDepthSample], timelines: [OperationTimeline], engine: EngineState,
-                generatedAt: Date, damaged: [DamagedRecord]) {
+    public var generatedAt: Date { moments.now }
+
+    public init(summary: JournalSummary, depth: [QueueDepthSample], operations: [OperationFacts], engine: EngineState,
+                moments: MomentFormat, damaged: [DamagedRecord]) {
         self.summary = summary
         self.depth = depth
-        self.timelines = timelines
+        self.operations = operations
         self.engine = engine
-        self.generatedAt = generatedAt
+        self.moments = moments
         self.damaged = damaged
     }
 }
@@ -28,6 +32,7 @@ public struct HTMLReportInput: Sendable {
 public enum HTMLReport {
     public static func render(_ input: HTMLReportInput) -> String {
         let summary = input.summary
+        let moments = input.moments
         var html = """
             <!DOCTYPE html>
             <html lang="en">
@@ -39,7 +44,7 @@ public enum HTMLReport {
             </head>
             <body>
             <h1>Outbox journal report</h1>
-            <p class="meta">Generated \(escape(Moments.absolute(input.generatedAt))) by journal-inspect \(escape(JournalInspect.version)) \
+            <p class="meta">Generated \(escape(moments.absolute(input.generatedAt))) by journal-inspect \(escape(JournalInspect.version)) \
             from <code>\(escape(summary.path))</code>. Read-only: the journal was not changed. Payloads are not included.</p>
 
             """
@@ -48,9 +53,9 @@ public enum HTMLReport {
                 + "(seq \(escape(input.damaged.map { "\($0.seq)" }.joined(separator: ", ")))); what follows leaves them out. "
                 + "Run <code>journal-inspect verify</code> for every finding.</p>\n"
         }
-        html += summarySection(summary, engine: input.engine, now: input.generatedAt)
-        html += depthSection(input.depth)
-        html += operationsSection(input.timelines, engine: input.engine, now: input.generatedAt)
+        html += summarySection(summary, engine: input.engine, moments: moments)
+        html += depthSection(input.depth, moments: moments)
+        html += operationsSection(input.operations, moments: moments)
         html += "</body>\n</html>\n"
         return html
     }
@@ -74,25 +79,28 @@ public enum HTMLReport {
 
     // MARK: Sections
 
-    static func summarySection(_ summary: JournalSummary, engine: EngineState, now: Date) -> String {
+    static func summarySection(_ summary: JournalSummary, engine: EngineState, moments: MomentFormat) -> String {
+        let now = moments.now
         var rows: [(String, String)] = [
             ("Journal", summary.path),
             ("Format", "journal format \(summary.formatVersion), projections layout \(summary.projectionVersion.map { "\($0)" } ?? "none")"),
             ("Account", summary.account ?? "-"),
             ("Events", summary.firstSeq.map { "seq \($0)...\(summary.lastSeq): \(summary.eventCount) events" } ?? "none"),
             ("On disk", "data.mdb \(Moments.bytes(summary.fileBytes)) (\(Moments.bytes(summary.usedBytes)) in use)"),
-            ("Last event", summary.lastEventAt.map { Moments.both($0, now: now) } ?? "-"),
+            ("Last event", summary.lastEventAt.map { moments.both($0) } ?? "-"),
         ]
         if engine.isPaused {
             rows.append(("Worker", "paused: \(engine.pauseReason ?? "unauthorized")"
-                + (engine.pausedAt.map { " since \(Moments.both($0, now: now))" } ?? "")))
+                + (engine.pausedAt.map { " since \(moments.both($0))" } ?? "")))
         } else {
             rows.append(("Worker", "not paused"))
         }
         if let oldest = summary.oldestPending {
+            let waited = now.timeIntervalSince(oldest.createdAt)
             rows.append(("Oldest pending", "\(EventText.shortID(oldest.id)) \"\(oldest.entityLabel)\", \(oldest.status.rawValue), "
-                + "waiting \(Moments.duration(now.timeIntervalSince(oldest.createdAt)))"))
+                + (waited >= 0 ? "waiting \(Moments.duration(waited))" : "saved \(moments.absolute(oldest.createdAt))")))
         }
+        if !moments.isUTC { rows.append(("Shown in", moments.zoneName(at: summary.lastEventAt ?? now))) }
         var html = "<section>\n<h2>Summary</h2>\n<div class=\"columns\">\n<table class=\"fields\">\n"
         for (label, value) in rows {
             html += "<tr><th>\(escape(label))</th><td>\(escape(value))</td></tr>\n"
@@ -108,7 +116,7 @@ public enum HTMLReport {
 
     /// A line chart of the pending count, event by event: the x axis is journal order (seq), the
     /// only order that counts; the first and last moments label it.
-    static func depthSection(_ samples: [QueueDepthSample]) -> String {
+    static func depthSection(_ samples: [QueueDepthSample], moments: MomentFormat) -> String {
         var html = "<section>\n<h2>Queue depth over the journal's life</h2>\n"
         guard let first = samples.first, let last = samples.last else {
             return html + "<p>No operation events yet.</p>\n</section>\n"
@@ -133,44 +141,49 @@ public enum HTMLReport {
         html += "<path class=\"depth\" d=\"\(path)\"/>\n"
         for (index, sample) in samples.enumerated() {
             html += "<circle class=\"sample\" cx=\"\(format(x(index)))\" cy=\"\(format(y(sample.pending)))\" r=\"2\">"
-                + "<title>seq \(sample.seq), \(escape(Moments.absolute(sample.recordedAt))): \(sample.pending) waiting</title></circle>\n"
+                + "<title>seq \(sample.seq), \(escape(moments.absolute(sample.recordedAt))): \(sample.pending) waiting</title></circle>\n"
         }
-        html += "<text class=\"tick\" x=\"\(format(left))\" y=\"\(format(height - 20))\">seq \(first.seq), \(escape(Moments.absolute(first.recordedAt)))</text>\n"
-        html += "<text class=\"tick\" x=\"\(format(left + plotWidth))\" y=\"\(format(height - 20))\" text-anchor=\"end\">seq \(last.seq), \(escape(Moments.absolute(last.recordedAt)))</text>\n"
+        html += "<text class=\"tick\" x=\"\(format(left))\" y=\"\(format(height - 20))\">seq \(first.seq), \(escape(moments.absolute(first.recordedAt)))</text>\n"
+        html += "<text class=\"tick\" x=\"\(format(left + plotWidth))\" y=\"\(format(height - 20))\" text-anchor=\"end\">seq \(last.seq), \(escape(moments.absolute(last.recordedAt)))</text>\n"
         html += "<text class=\"tick\" x=\"\(format(left + plotWidth / 2))\" y=\"\(format(height - 4))\" text-anchor=\"middle\">journal order (seq)</text>\n"
         html += "</svg>\n<p class=\"note\">Operations not yet final (queued, syncing, waiting for approval, failed or blocked) "
             + "after each event, highest \(highest), now \(last.pending).</p>\n</section>\n"
         return html
     }
 
-    static func operationsSection(_ timelines: [OperationTimeline], engine: EngineState, now: Date) -> String {
+    static func operationsSection(_ operations: [OperationFacts], moments: MomentFormat) -> String {
         var html = "<section>\n<h2>Operations</h2>\n"
-        guard !timelines.isEmpty else { return html + "<p>No operations.</p>\n</section>\n" }
+        guard !operations.isEmpty else { return html + "<p>No operations.</p>\n</section>\n" }
         html += legend
-        for timeline in timelines {
-            html += operationArticle(timeline, engine: engine, now: now)
+        for facts in operations {
+            html += operationArticle(facts, moments: moments)
         }
         return html + "</section>\n"
     }
 
-    static func operationArticle(_ timeline: OperationTimeline, engine: EngineState, now: Date) -> String {
+    static func operationArticle(_ facts: OperationFacts, moments: MomentFormat) -> String {
+        let timeline = facts.timeline
         let state = timeline.state
         let status = state?.status.rawValue ?? "unknown"
         var html = "<article class=\"op\" id=\"op-\(escape(timeline.id.idempotencyKey))\">\n"
-        html += "<h3><code>\(escape(EventText.shortID(timeline.id)))</code> \(escape(state?.entityLabel ?? "(unreadable)")) "
+        html += "<h3><code>\(escape(EventText.shortID(timeline.id)))</code> \(escape(state.map(OperationsText.label) ?? "(unreadable)")) "
             + "<span class=\"type\">\(escape(state?.operationType ?? ""))</span> "
             + "<span class=\"status s-\(escape(status))\">\(escape(status))</span></h3>\n"
-        html += "<p class=\"verdict\">\(escape(Verdict.text(for: timeline, engine: engine)))</p>\n"
+        html += "<p class=\"verdict\">\(escape(Verdict.text(for: facts, moments: moments)))</p>\n"
         if let state {
-            html += "<p class=\"meta\">\(escape(timeline.id.idempotencyKey)) · \(escape(state.method)) \(escape(state.endpoint)) · "
-                + "saved \(escape(Moments.both(state.createdAt, now: now))) · seq \(state.firstSeq)</p>\n"
+            let request = state.keptRequest ? "\(escape(state.method)) \(escape(state.endpoint)) · " : ""
+            html += "<p class=\"meta\">\(escape(timeline.id.idempotencyKey)) · \(request)"
+                + "saved \(escape(moments.both(state.createdAt))) · seq \(state.firstSeq)"
+                + (state.compactedAt.map { " · details compacted on \(escape(moments.absolute($0)))" } ?? "") + "</p>\n"
         }
-        html += attemptLine(timeline)
-        html += "<details><summary>\(timeline.events.count) events\(timeline.damaged.isEmpty ? "" : ", \(timeline.damaged.count) damaged")</summary>\n"
+        html += attemptLine(facts, moments: moments)
+        let events = facts.events
+        html += "<details><summary>\(events.count) events\(timeline.damaged.isEmpty ? "" : ", \(timeline.damaged.count) damaged")</summary>\n"
         html += "<table class=\"events\">\n<tr><th>seq</th><th>moment</th><th>kind</th><th>details</th></tr>\n"
-        var rows: [(JournalSequence, String)] = timeline.events.map { event in
-            (event.seq, "<tr><td class=\"n\">\(event.seq)</td><td>\(escape(Moments.absolute(event.recordedAt)))</td>"
-                + "<td>\(escape(event.kind.rawValue))</td><td>\(escape(EventText.detail(event)))</td></tr>\n")
+        var rows: [(JournalSequence, String)] = events.map { event in
+            let detail = facts.restarts.first { $0.opened.seq == event.seq }?.text ?? EventText.detail(event, moments: moments)
+            return (event.seq, "<tr><td class=\"n\">\(event.seq)</td><td>\(escape(moments.absolute(event.recordedAt)))</td>"
+                + "<td>\(escape(event.kind.rawValue))</td><td>\(escape(detail))</td></tr>\n")
         }
         rows += timeline.damaged.map { record in
             (record.seq, "<tr class=\"damaged\"><td class=\"n\">\(record.seq)</td><td>-</td><td>DAMAGED</td><td>\(escape(record.reason))</td></tr>\n")
@@ -182,7 +195,8 @@ public enum HTMLReport {
 
     /// The operation as a line: saved, then each attempt as a dot coloured by its outcome, the
     /// gap before it above the line, then where it stands.
-    static func attemptLine(_ timeline: OperationTimeline) -> String {
+    static func attemptLine(_ facts: OperationFacts, moments: MomentFormat) -> String {
+        let timeline = facts.timeline
         let step = 96.0, left = 28.0, middle = 34.0
         let attempts = timeline.attempts
         let count = attempts.count + 2
@@ -192,7 +206,7 @@ public enum HTMLReport {
         svg += "<line class=\"track\" x1=\"\(format(left))\" y1=\"\(format(middle))\" x2=\"\(format(width - left))\" y2=\"\(format(middle))\"/>\n"
         // Saved.
         svg += "<rect class=\"saved\" x=\"\(format(left - 6))\" y=\"\(format(middle - 6))\" width=\"12\" height=\"12\">"
-            + "<title>saved\(timeline.savedAt.map { " " + Moments.absolute($0) } ?? "")</title></rect>\n"
+            + "<title>saved\(timeline.savedAt.map { " " + moments.absolute($0) } ?? "")</title></rect>\n"
         svg += "<text class=\"label\" x=\"\(format(left))\" y=\"\(format(middle + 24))\" text-anchor=\"middle\">saved</text>\n"
         for (index, attempt) in attempts.enumerated() {
             let x = left + step * Double(index + 1)
@@ -205,16 +219,19 @@ public enum HTMLReport {
             } else {
                 (outcomeClass, label) = ("o-inflight", "in flight")
             }
-            var tip = "attempt \(attempt.number), started \(Moments.absolute(attempt.startedAt)) (woken by \(attempt.trigger))"
+            var tip = "attempt \(attempt.number), started \(moments.absolute(attempt.startedAt)) (woken by \(attempt.trigger))"
             if let disposition = attempt.disposition { tip += ": \(label) -> \(disposition.rawValue)" }
             let error = EventText.error(code: attempt.errorCode, message: attempt.errorMessage)
             if !error.isEmpty { tip += "; \(error)" }
-            if let next = attempt.nextAttemptAt { tip += "; next at \(Moments.absolute(next))" }
+            if let next = attempt.nextAttemptAt { tip += "; next at \(moments.absolute(next))" }
             svg += "<circle class=\"attempt \(outcomeClass)\" cx=\"\(format(x))\" cy=\"\(format(middle))\" r=\"9\"><title>\(escape(tip))</title></circle>\n"
             svg += "<text class=\"number\" x=\"\(format(x))\" y=\"\(format(middle + 4))\" text-anchor=\"middle\">\(attempt.number)</text>\n"
             svg += "<text class=\"label\" x=\"\(format(x))\" y=\"\(format(middle + 24))\" text-anchor=\"middle\">\(escape(label))</text>\n"
-            if let gap = attempt.secondsSincePreviousAttempt {
-                svg += "<text class=\"gap\" x=\"\(format(x - step / 2))\" y=\"\(format(middle - 14))\" text-anchor=\"middle\">+\(escape(Moments.duration(gap)))</text>\n"
+            if let start = timeline.events.first(where: { $0.seq == attempt.startedSeq }) {
+                let gap = TimelineText.gap(before: start, facts: facts)
+                if !gap.isEmpty {
+                    svg += "<text class=\"gap\" x=\"\(format(x - step / 2))\" y=\"\(format(middle - 14))\" text-anchor=\"middle\">\(escape(gap))</text>\n"
+                }
             }
         }
         let endX = left + step * Double(count - 1)

@@ -1,0 +1,116 @@
+import Foundation
+import Outbox
+
+/// Reads an operation's facts from the journal: its timeline, and the journal's events around it
+/// that explain it. Only `JournalReader`'s public reads.
+struct FactsReader {
+    let reader: JournalReader
+    /// The moment the output reads as now.
+    let now: Date
+    /// The engine's state, read once.
+    let engine: EngineState
+    /// The journal's last event, read once.
+    let lastEvent: JournalEvent?
+    /// Every `journalOpened` event of the range the operations span, with the event before each.
+    private let restarts: [Restart]
+
+    /// Reads what every operation of `timelines` needs, in a few scans of the range they span.
+    init(reader: JournalReader, now: Date, spanning timelines: [OperationTimeline]) throws {
+        self.reader = reader
+        self.now = now
+        engine = try reader.engineState()
+        lastEvent = try reader.events(matching: EventQuery(order: .newestFirst, limit: 1)).events.first
+        let seqs = timelines.flatMap { $0.events.map(\.seq) }
+        var restarts: [Restart] = []
+        if let first = seqs.min(), let last = seqs.max(), first < last {
+            let opened = try reader.events(matching: EventQuery(fromSeq: first, toSeq: last, kinds: [.journalOpened], limit: .max)).events
+            for event in opened {
+                let before = event.seq.rawValue > 1
+                    ? try reader.events(matching: EventQuery(toSeq: JournalSequence(rawValue: event.seq.rawValue - 1),
+                                                             order: .newestFirst, limit: 1)).events.first
+                    : nil
+                restarts.append(Restart(opened: event, lastBefore: before))
+            }
+        }
+        self.restarts = restarts
+    }
+
+    /// The facts of the operation whose timeline is `timeline`.
+    func facts(of timeline: OperationTimeline) throws -> OperationFacts {
+        var facts = OperationFacts(timeline: timeline, engine: engine, journalLastEvent: lastEvent, now: now)
+        if let first = timeline.events.first?.seq, let last = timeline.events.last?.seq {
+            facts.restarts = restarts.filter { first < $0.opened.seq && $0.opened.seq < last }
+        }
+        guard let state = timeline.state else { return facts }
+        if state.compactedAt != nil {
+            // A compacted operation's history is the `compacted` event that removed it.
+            facts.compaction = (try? reader.history(timeline.id))?.first { $0.kind == .compacted }
+        }
+        if state.status == .queued {
+            facts.waiting = try waiting(for: state)
+        }
+        return facts
+    }
+
+    /// What a queued row waits for. The engine answers from its stored indexes; a journal whose
+    /// projections are of another layout has none, so the same rules are applied here to the
+    /// folded states. A schedule is judged against the output's now, not the clock's.
+    func waiting(for state: OperationState) throws -> Waiting? {
+        var on: WaitingOn?
+        // The engine's snapshot reads the payload too: a damaged `enqueued` record leaves the
+        // rules applied here.
+        if reader.projectionsAreCurrent, let snapshot = try? reader.operation(state.id) {
+            on = snapshot.waitingOn
+        } else {
+            on = try foldedWaiting(for: state)
+        }
+        switch on {
+        case .scheduled?, nil:
+            on = state.nextAttemptAt.flatMap { $0 > now ? .scheduled($0) : nil }
+        default:
+            break
+        }
+        guard let on else { return nil }
+        switch on {
+        case .laneHead(let other, _), .dependency(let other, _):
+            return Waiting(on: on, other: currentState(of: other))
+        case .sessionPaused:
+            return Waiting(on: on, other: engine.pausedBy.flatMap(currentState(of:)))
+        case .noSession, .otherAccount, .scheduled:
+            return Waiting(on: on)
+        }
+    }
+
+    /// Another operation's state, as the journal holds it; `nil` when it holds nothing readable
+    /// of it (what the verdict names then reads without it).
+    private func currentState(of id: OperationID) -> OperationState? {
+        if let snapshot = try? reader.operation(id) { return snapshot.state }
+        return (try? reader.timeline(of: id))?.state
+    }
+
+    /// The engine's rules for what holds a queued row, applied to folded states: the session,
+    /// then an unsynced dependency, then an earlier unsettled write to the same entity.
+    private func foldedWaiting(for state: OperationState) throws -> WaitingOn? {
+        if engine.isPaused { return .sessionPaused(since: engine.pausedAt) }
+        switch engine.session {
+        case .signedOut: return .noSession
+        case .otherAccount: return .otherAccount
+        case .signedIn: break
+        }
+        for dependency in state.dependsOn {
+            var current = currentState(of: dependency)
+            var hops = 0
+            while let replaced = current, let by = replaced.supersededBy, hops < 100 {
+                current = currentState(of: by)
+                hops += 1
+            }
+            if current?.status != .synced { return .dependency(current?.id ?? dependency, current?.status) }
+        }
+        guard state.entityID != nil else { return nil }
+        let unsettled = try reader.operations(matching: OperationQuery(
+            statuses: [.queued, .syncing, .pendingApproval, .failed, .blocked, .conflicted], limit: .max))
+        let head = unsettled.filter { $0.lane == state.lane }.min { $0.laneSeq < $1.laneSeq }
+        if let head, head.id != state.id { return .laneHead(head.id, head.status) }
+        return nil
+    }
+}
