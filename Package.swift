@@ -150,7 +150,7 @@ let package = Package(
             name: "outbox-bench",
             dependencies: [
                 "Outbox", "OutboxStorage", "OutboxTesting", "CSQLite",
-                "IdempotencyClaims", "PostgresClaimStore", "PostgresTesting",
+                "IdempotencyClaims", "PostgresClaimStore", "PostgresTesting", "OutboxTestServer",
             ],
             path: "Benchmarks/OutboxBench",
             swiftSettings: strictSettings
