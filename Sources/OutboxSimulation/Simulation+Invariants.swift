@@ -147,6 +147,19 @@ extension Simulation {
             if deadline.timeIntervalSince(clock.now()) > cap + 1 {
                 throw InvariantBroken("the timer sleeps \(Int(deadline.timeIntervalSince(clock.now()))) s, past the \(Int(cap)) s cap, with rows queued")
             }
+            // Nor past the first row that waits for nothing but its moment: on a healthy network
+            // no row waits longer than its backoff.
+            for id in moving {
+                guard let snapshot = try outbox.operation(id) else { continue }
+                let due: Date? = switch snapshot.waitingOn {
+                case .scheduled(let moment)?: moment
+                case nil: clock.now()
+                default: nil
+                }
+                if let due, deadline.timeIntervalSince(due) > 1 {
+                    throw InvariantBroken("the timer sleeps \(Int(deadline.timeIntervalSince(clock.now()))) s while \(label(id)) is due in \(Int(due.timeIntervalSince(clock.now()))) s: \(try describe([id]))")
+                }
+            }
             // The server's clock first: the device's fires the timer, whose requests must find
             // the server already there.
             serverClock.advance(by: cap)
