@@ -7,8 +7,8 @@
 //   CLibPQ             the system libpq, for the PostgreSQL claim store only
 //   OutboxStorage      the LMDB layer; the only module that imports CLMDB
 //   OutboxCrypto       SHA-256 (CryptoKit on Apple platforms, libsodium on Linux)
-//   OutboxWire         what both halves share: wire headers, error codes, body fields; the byte codec;
-//                      the servers' If-Match and JSON merge patch
+//   OutboxWire         what both halves share: wire headers, error codes, body fields, the batch
+//                      protocol; the byte codec; the servers' If-Match and JSON merge patch
 //   OutboxCore         pure: identifiers, requests, events, the record codec, the fold
 //   Outbox             the public engine: the journal, its projections, the API
 //   OutboxTesting      test doubles apps can use too: a manual clock, a scripted transport
@@ -150,7 +150,7 @@ let package = Package(
             name: "outbox-bench",
             dependencies: [
                 "Outbox", "OutboxStorage", "OutboxTesting", "CSQLite",
-                "IdempotencyClaims", "PostgresClaimStore", "PostgresTesting",
+                "IdempotencyClaims", "PostgresClaimStore", "PostgresTesting", "OutboxTestServer",
             ],
             path: "Benchmarks/OutboxBench",
             swiftSettings: strictSettings
@@ -174,14 +174,14 @@ let package = Package(
         ),
         .testTarget(
             name: "IdempotencyClaimsTests",
-            dependencies: ["IdempotencyClaims", "PostgresClaimStore", "PostgresTesting", "OutboxStorage", "OutboxCrypto"],
+            dependencies: ["IdempotencyClaims", "PostgresClaimStore", "PostgresTesting", "OutboxStorage", "OutboxCrypto", "OutboxWire"],
             swiftSettings: testSettings
         ),
         .testTarget(
             name: "OutboxTestServerTests",
             dependencies: [
                 "OutboxTestServer", "IdempotencyClaims", "outbox-test-server",
-                "Outbox", "OutboxTesting", "PostgresClaimStore", "PostgresTesting", "OutboxTestSupport",
+                "Outbox", "OutboxTesting", "PostgresClaimStore", "PostgresTesting", "OutboxTestSupport", "OutboxWire",
             ],
             swiftSettings: testSettings
         ),

@@ -2,14 +2,15 @@ import Dispatch
 import Foundation
 import IdempotencyClaims
 import Outbox
+import OutboxWire
 import Synchronization
 
 /// What the simulated server does with a write when it first applies it, fixed when the write is
 /// made and carried in its payload.
 public enum Fate: String, Sendable, CaseIterable {
-    /// 201: applied.
+    /// 201 (200 for an edit): applied.
     case normal
-    /// 202: applied and held for approval.
+    /// 202: applied and held for approval (creates only).
     case approval
     /// 422: refused as invalid; nothing applied.
     case reject
@@ -18,23 +19,62 @@ public enum Fate: String, Sendable, CaseIterable {
 }
 
 /// The server half as the simulation runs it: ``IdempotencyClaims`` over an in-memory store,
-/// counting the effects of every key, in order.
+/// counting the effects of every key, in order, and holding records that are edited against
+/// their revision.
+///
+/// Creates (`POST`) are applied once per key. Edits (`PUT` or `PATCH /items/<name>`) carry the
+/// revision they started from as `If-Match: "<revision>"`. The claim is checked first, so a replay
+/// of an applied edit gets its stored answer; then the revision: a record that moved on is
+/// answered 412 `{"code":"revision_conflict","server_revision":...,"current":...}`, and the claim
+/// is released with the write (nothing applied, nothing stored), so the same key can be sent
+/// again against the new revision.
 final class ModelServer: Sendable {
-    /// The server's records: every applied write, in the order applied.
+    /// The server's records.
     struct Records: Sendable {
+        /// Every write of the engine's applied, in the order applied.
         var applied: [Applied] = []
+        /// The records edits change, by name.
+        var items: [String: Item] = [:]
+        /// Changes another device made to them.
+        var editsElsewhere = 0
+    }
+
+    /// A record edits change: its revision and its fields.
+    struct Item: Sendable, Equatable {
+        var revision: Int
+        var fields: [String: String]
+
+        /// The record as a conflict answers it: its fields and revision, keys sorted.
+        var json: String {
+            let members = (fields.map { ($0.key, $0.value) } + [("revision", String(revision))])
+                .sorted { $0.0 < $1.0 }
+                .map { #""\#($0.0)":"\#($0.1)""# }
+            return "{" + members.joined(separator: ",") + "}"
+        }
     }
 
     struct Applied: Sendable, Equatable {
         var key: String
         var entity: String?
         var body: Data
+        /// Applied by a first copy that held its claim finalizing while the engine moved on (it
+        /// timed out and retried, gave up, or a person dropped or replaced the write).
+        var byParkedCopy: Bool
     }
+
+    /// The records edits change, each at revision 1 when the run starts (and known so to the
+    /// member).
+    static let itemNames = ["item-1", "item-2", "item-3"]
 
     private struct Refusal: Error {
         var status: Int
         var code: String
         var message: String
+    }
+
+    /// The record moved on since the revision the edit started from.
+    private struct RevisionConflict: Error {
+        var item: Item
     }
 
     /// A first copy holding its claim "finalizing": its write waits for ``finishParked()``.
@@ -43,12 +83,16 @@ final class ModelServer: Sendable {
         var done: DispatchSemaphore
     }
 
-    private let store = InMemoryClaimStore(records: Records())
+    private let store: InMemoryClaimStore<Records>
     private let claims: IdempotencyClaims<InMemoryClaimStore<Records>>
     private let parked = Mutex<[Parked]>([])
+    private let problemsFound = Mutex<[String]>([])
     private let approvalNumbers = Atomic<Int>(0)
 
     init(clock: any ClaimClock) {
+        var records = Records()
+        for name in Self.itemNames { records.items[name] = Item(revision: 1, fields: ["price": "10"]) }
+        store = InMemoryClaimStore(records: records)
         claims = IdempotencyClaims(store: store, clock: clock)
     }
 
@@ -58,6 +102,24 @@ final class ModelServer: Sendable {
     /// How many times each key's write was applied.
     var appliedCounts: [String: Int] {
         applied.reduce(into: [:]) { $0[$1.key, default: 0] += 1 }
+    }
+
+    var editsElsewhere: Int { store.records().editsElsewhere }
+
+    /// What the server found wrong in its own answers: a conflict that left its claim behind.
+    var problems: [String] { problemsFound.withLock { $0 } }
+
+    /// Another device changes record `name`: its revision moves on. Returns the new revision.
+    func editElsewhere(_ name: String, price: Int) throws -> Int {
+        try store.transaction { txn in
+            guard var item = txn.records.items[name] else { preconditionFailure("no record \(name)") }
+            item.revision += 1
+            item.fields["price"] = String(price)
+            item.fields["by"] = "another-device"
+            txn.records.items[name] = item
+            txn.records.editsElsewhere += 1
+            return item.revision
+        }
     }
 
     /// Answers one request, applying its write at most once per key.
@@ -104,6 +166,8 @@ final class ModelServer: Sendable {
         let payload = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any] ?? [:]
         let fate = (payload["fate"] as? String).flatMap(Fate.init(rawValue:)) ?? .normal
         let entity = payload["entity"] as? String
+        let itemPrefix = "/items/"
+        let edited = request.endpoint.hasPrefix(itemPrefix) ? String(request.endpoint.dropFirst(itemPrefix.count)) : nil
         let scope = ClaimScope(
             businessID: request.headers[OutboxHeader.businessID] ?? "default",
             operationType: request.endpoint
@@ -119,33 +183,61 @@ final class ModelServer: Sendable {
                     release?.wait()
                 },
                 write: { txn in
+                    // The claim is taken: the revision is checked only now, so a replay of an
+                    // applied edit was answered from the claim above.
+                    var item: Item?
+                    if let edited {
+                        guard let current = txn.records.items[edited] else {
+                            throw Refusal(status: 404, code: "not_found", message: "No record \(edited).")
+                        }
+                        guard let ifMatch = request.headers[OutboxHeader.ifMatch] else {
+                            throw Refusal(status: 428, code: "precondition_required", message: "An edit names the revision it started from.")
+                        }
+                        guard ifMatch == "\"\(current.revision)\"" else { throw RevisionConflict(item: current) }
+                        item = current
+                    }
                     switch fate {
                     case .reject:
                         throw Refusal(status: 422, code: ErrorCode.validationFailed, message: "The price must be positive.")
                     case .forbid:
-                        throw Refusal(status: 403, code: "not_owner", message: "Only the owner may add this.")
+                        throw Refusal(status: 403, code: "not_owner", message: "Only the owner may change this.")
                     case .normal, .approval:
                         break
                     }
-                    txn.records.applied.append(Applied(key: key ?? "", entity: entity, body: request.body))
+                    txn.records.applied.append(Applied(key: key ?? "", entity: entity, body: request.body, byParkedCopy: park))
+                    var headers = [ClaimResponse.Header(name: "Content-Type", value: "application/json")]
                     let json: String
                     let status: Int
-                    if fate == .approval {
+                    if let edited, var changed = item {
+                        changed.revision += 1
+                        if request.method == "PUT" { changed.fields = [:] }
+                        for field in ["price", "note"] {
+                            if let value = payload[field] { changed.fields[field] = "\(value)" }
+                        }
+                        txn.records.items[edited] = changed
+                        status = 200
+                        json = #"{"revision":"\#(changed.revision)"}"#
+                        headers.append(ClaimResponse.Header(name: WireHeader.eTag, value: "\"\(changed.revision)\""))
+                    } else if fate == .approval {
                         status = 202
                         json = #"{"request_id":"apr-\#(approvalNumbers.add(1, ordering: .relaxed).newValue)","status":"pending_approval"}"#
                     } else {
                         status = 201
                         json = #"{"revision":\#(txn.records.applied.count)}"#
                     }
-                    return ClaimResponse(
-                        status: status,
-                        headers: [ClaimResponse.Header(name: "Content-Type", value: "application/json")],
-                        body: Data(json.utf8)
-                    )
+                    return ClaimResponse(status: status, headers: headers, body: Data(json.utf8))
                 }
             )
         } catch let refusal as Refusal {
             return .error(refusal.status, code: refusal.code, message: refusal.message)
+        } catch let conflict as RevisionConflict {
+            // The write threw, so its claim went with it: the key may be sent again against the
+            // new revision.
+            if case .success(let parsed) = IdempotencyKey.parse(key), (try? claims.claim(scope: scope, key: parsed)) != nil {
+                problemsFound.withLock { $0.append("the 412 under key \(key ?? "") left its claim behind") }
+            }
+            let body = #"{"code":"\#(WireErrorCode.revisionConflict)","message":"Changed elsewhere.","server_revision":"\#(conflict.item.revision)","current":\#(conflict.item.json)}"#
+            return TransportResponse(statusCode: 412, headers: ["Content-Type": "application/json"], body: Data(body.utf8))
         }
         var headers: [String: String] = [:]
         for header in answer.response.headers { headers[header.name] = header.value }

@@ -26,6 +26,23 @@ enum NetworkFault: String, Sendable, CaseIterable {
     case crashAfterSend
 }
 
+/// One request as it crossed the wire, and what reached the engine of it.
+struct WireExchange: Sendable, Equatable {
+    enum Answer: Sendable, Equatable {
+        /// A response reached the engine: its status, and the revision its body named (an edit
+        /// applied, or a conflict's `server_revision`).
+        case response(status: Int, revision: String?)
+        /// No response reached the engine: lost, offline, timed out.
+        case noResponse
+        /// A response came back to a process that died before it could record it.
+        case lostWithTheProcess
+    }
+
+    /// The `If-Match` the request carried.
+    var ifMatch: String?
+    var answer: Answer
+}
+
 /// The simulated network: one seeded generator decides each request's fate, in the order the
 /// requests come (the simulation sends one at a time, so the order is the seed's).
 final class SimulatedNetwork: OutboxTransport {
@@ -39,6 +56,8 @@ final class SimulatedNetwork: OutboxTransport {
         var latencyOwed: Double = 0
         var requests = 0
         var faultsInjected: [NetworkFault: Int] = [:]
+        /// Every request per idempotency key, in order, not yet taken by ``takeExchanges()``.
+        var exchanges: [String: [WireExchange]] = [:]
     }
 
     let server: ModelServer
@@ -82,6 +101,34 @@ final class SimulatedNetwork: OutboxTransport {
     }
     var requestCount: Int { state.withLock { $0.requests } }
 
+    /// The requests sent since the last call, per idempotency key, in order.
+    func takeExchanges() -> [String: [WireExchange]] {
+        state.withLock { state in
+            defer { state.exchanges = [:] }
+            return state.exchanges
+        }
+    }
+
+    private func record(_ request: TransportRequest, _ answer: WireExchange.Answer) {
+        let key = request.headers[OutboxHeader.idempotencyKey] ?? ""
+        let exchange = WireExchange(ifMatch: request.headers[OutboxHeader.ifMatch], answer: answer)
+        state.withLock { $0.exchanges[key, default: []].append(exchange) }
+    }
+
+    /// Records that `response` reached the engine, and hands it over.
+    private func delivered(_ request: TransportRequest, _ response: TransportResponse) -> TransportResponse {
+        let body = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
+        let revision = (body?["server_revision"] ?? body?["revision"]).map { "\($0)" }
+        record(request, .response(status: response.statusCode, revision: revision))
+        return response
+    }
+
+    /// Records that no response reached the engine, and throws `error` as the transport would.
+    private func unanswered(_ request: TransportRequest, _ error: URLError.Code) -> URLError {
+        record(request, .noResponse)
+        return URLError(error)
+    }
+
     func send(_ request: TransportRequest) async throws -> TransportResponse {
         let (online, fault, latency, retryAfter) = state.withLock { state -> (Bool, NetworkFault?, Double, Int) in
             state.requests += 1
@@ -96,28 +143,29 @@ final class SimulatedNetwork: OutboxTransport {
         // boundary, not here: moving it mid-request would fire timers at moments only the thread
         // scheduler decides, and a seed would no longer replay exactly.
         state.withLock { $0.latencyOwed += latency }
-        guard online else { throw URLError(.notConnectedToInternet) }
+        guard online else { throw unanswered(request, .notConnectedToInternet) }
         switch fault {
         case nil:
-            return try server.handle(request)
+            return delivered(request, try server.handle(request))
         case .lostBeforeServer:
-            throw URLError(.timedOut)
+            throw unanswered(request, .timedOut)
         case .lostAfterCommit:
             _ = try server.handle(request)
-            throw URLError(.networkConnectionLost)
+            throw unanswered(request, .networkConnectionLost)
         case .serverError:
-            return .error(503, code: "maintenance", message: "Back soon")
+            return delivered(request, .error(503, code: "maintenance", message: "Back soon"))
         case .rateLimited:
-            return .error(429, code: "rate_limited", message: "Slow down", headers: [WireHeader.retryAfter: String(retryAfter)])
+            return delivered(request, .error(429, code: "rate_limited", message: "Slow down", headers: [WireHeader.retryAfter: String(retryAfter)]))
         case .sessionExpired:
-            return .error(401, code: "token_expired", message: "Sign in again")
+            return delivered(request, .error(401, code: "token_expired", message: "Sign in again"))
         case .captivePortal:
-            return TransportResponse(statusCode: 200, headers: ["Content-Type": "text/html"], body: Data("<html>Wi-Fi sign-in</html>".utf8))
+            return delivered(request, TransportResponse(statusCode: 200, headers: ["Content-Type": "text/html"], body: Data("<html>Wi-Fi sign-in</html>".utf8)))
         case .slowFinalizing:
             server.handleSlowly(request)
-            throw URLError(.timedOut)
+            throw unanswered(request, .timedOut)
         case .crashAfterSend:
             let response = try server.handle(request)
+            record(request, .lostWithTheProcess)
             // The process dies with the response in hand: its outcome is never recorded.
             crashHandler.withLock { $0 }?()
             return response

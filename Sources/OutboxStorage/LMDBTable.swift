@@ -70,7 +70,12 @@ public enum BigEndianInt64: LMDBCodec {
 /// A value a codec could not decode.
 public struct LMDBCodecError: Error, Sendable, CustomStringConvertible {
     public var reason: String
-    public init(reason: String) { self.reason = reason }
+    /// The database whose stored bytes did not decode, once known.
+    public var databaseName: String?
+    public init(reason: String, databaseName: String? = nil) {
+        self.reason = reason
+        self.databaseName = databaseName
+    }
     public var description: String { reason }
 }
 
@@ -180,13 +185,20 @@ extension LMDBTransaction {
             first = bound.isEmpty ? nil : bound
         }
         let skip = table.prefix.count
-        try scan(table.database, from: first, reverse: reverse) { key, value in
-            if let past = pastTheRange {
-                pastTheRange = nil
-                if key.elementsEqual(past) { return .next }
+        do {
+            try scan(table.database, from: first, reverse: reverse) { key, value in
+                if let past = pastTheRange {
+                    pastTheRange = nil
+                    if key.elementsEqual(past) { return .next }
+                }
+                guard key.starts(with: bound) else { return .stop }
+                return try body(LMDBEntry<K, V>(keyBytes: UnsafeRawBufferPointer(rebasing: key[skip...]), valueBytes: value))
             }
-            guard key.starts(with: bound) else { return .stop }
-            return try body(LMDBEntry<K, V>(keyBytes: UnsafeRawBufferPointer(rebasing: key[skip...]), valueBytes: value))
+        } catch var error as LMDBCodecError where error.databaseName == nil {
+            // An entry's key or value that did not decode: say whose.
+            error.reason = "\(table.description): \(error.reason)"
+            error.databaseName = table.database.name
+            throw error
         }
     }
 
@@ -215,7 +227,7 @@ extension LMDBTransaction {
         do {
             return try decode(bytes)
         } catch {
-            throw LMDBCodecError(reason: "\(table.description): \(error)")
+            throw LMDBCodecError(reason: "\(table.description): \(error)", databaseName: table.database.name)
         }
     }
 

@@ -26,6 +26,10 @@ import Synchronization
 /// nor does a 404 for a record that is not there. Without `If-Match` the last writer wins.
 /// ``changeRecord(at:patch:)`` changes a record as another device would. Revisions count every
 /// write the server stores (1, 2, 3, ... across records), so they only grow.
+///
+/// `POST /sync/batch` takes a `BatchRequest` and answers each operation as its single request
+/// (see `InMemoryServer+Batch.swift`): ``inject(_:forKey:)`` scripts one operation's fault,
+/// ``batches`` counts what came.
 public final class InMemoryServer: OutboxTransport {
     /// What the next request meets.
     public enum Fault: Sendable {
@@ -64,13 +68,17 @@ public final class InMemoryServer: OutboxTransport {
         }
     }
 
-    private struct Claim {
+    struct Claim {
         var body: Data
         var response: TransportResponse
     }
 
-    private struct State {
+    struct State {
         var faults: [Fault] = []
+        /// Faults for the next request or batched operation with a key, in order per key.
+        var keyedFaults: [String: [Fault]] = [:]
+        /// Every batch read, in order.
+        var batches: [BatchRequest] = []
         var claims: [String: Claim] = [:]
         var records: [Record] = []
         var current: [String: CurrentRecord] = [:]
@@ -81,13 +89,37 @@ public final class InMemoryServer: OutboxTransport {
         var online = true
     }
 
-    private let state = Mutex(State())
+    let state = Mutex(State())
+    /// The most operations a batch may hold; more are answered 413 `batch_too_large`.
+    public let maxBatchOperations: Int
 
-    public init() {}
+    /// - Parameter maxBatchOperations: the most operations one `POST /sync/batch` may hold
+    ///   (100 by default); a larger batch is answered 413 `batch_too_large` as a whole.
+    public init(maxBatchOperations: Int = 100) {
+        precondition(maxBatchOperations > 0, "maxBatchOperations must be positive")
+        self.maxBatchOperations = maxBatchOperations
+    }
 
-    /// Scripts faults for the next requests, in order.
+    /// Scripts faults for the next requests, in order. A `POST /sync/batch` is one request:
+    /// the fault it meets applies to the batch as a whole (see ``inject(_:forKey:)`` for one of
+    /// its operations).
     public func inject(_ faults: Fault...) {
         state.withLock { $0.faults.append(contentsOf: faults) }
+    }
+
+    /// Scripts a fault for the next request, or the next operation of a batch, carrying `key`
+    /// as its `Idempotency-Key`; several for one key apply in order. It comes before any fault
+    /// queued by ``inject(_:)`` for that request. In a batch:
+    ///
+    /// | fault | the operation |
+    /// |---|---|
+    /// | ``Fault/respond(_:)`` | answered with that response (a 503, say), nothing applied |
+    /// | ``Fault/noResponse(_:)`` | left out of the answer, nothing applied |
+    /// | ``Fault/applyThenDropResponse`` | applied, and left out of the answer |
+    /// | ``Fault/holdForApproval(requestID:)`` | held for approval: 202 with the request id |
+    /// | ``Fault/apply`` | applied (or replayed) as usual |
+    public func inject(_ fault: Fault, forKey key: String) {
+        state.withLock { $0.keyedFaults[key, default: []].append(fault) }
     }
 
     /// While offline every request fails with no response, and nothing is applied.
@@ -142,8 +174,12 @@ public final class InMemoryServer: OutboxTransport {
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
         let outcome = state.withLock { state -> Result<TransportResponse, URLError> in
             state.requests.append(request)
+            let isBatch = Self.isBatch(request)
+            if isBatch { state.recordBatch(request) }
             guard state.online else { return .failure(URLError(.notConnectedToInternet)) }
-            let fault = state.faults.isEmpty ? nil : state.faults.removeFirst()
+            if isBatch { return Self.answerBatch(request, in: &state, maxOperations: maxBatchOperations) }
+            let keyed = request.headers[OutboxHeader.idempotencyKey].flatMap { state.takeKeyedFault(for: $0) }
+            let fault = keyed ?? (state.faults.isEmpty ? nil : state.faults.removeFirst())
             switch fault {
             case .noResponse(let failure)?:
                 return .failure(URLError(failure.urlErrorCode))
@@ -163,7 +199,7 @@ public final class InMemoryServer: OutboxTransport {
 
     /// The claim logic: first use applies and stores the response; a repeat replays or conflicts.
     /// An update that is refused (404, 412) stores nothing, not even the claim.
-    private static func apply(_ request: TransportRequest, to state: inout State, approval: String?) -> TransportResponse {
+    static func apply(_ request: TransportRequest, to state: inout State, approval: String?) -> TransportResponse {
         guard let key = request.headers[OutboxHeader.idempotencyKey], !key.isEmpty else {
             return .error(400, code: ErrorCode.idempotencyKeyRequired, message: "An Idempotency-Key header is required.")
         }

@@ -61,7 +61,9 @@ public struct BatchOperation: Codable, Sendable, Equatable {
     }
 }
 
-/// The answer to a ``BatchRequest`` (status 200): one result per operation, in any order.
+/// The answer to a ``BatchRequest`` (status 200): one result per operation, in any order (the
+/// test servers answer in the request's order). An operation whose id is missing from it had
+/// no answer: the client treats it as a request whose response was lost, and sends it again.
 public struct BatchResponse: Codable, Sendable, Equatable {
     public var results: [BatchResult]
 
@@ -108,7 +110,7 @@ public enum BatchOutcome: String, Codable, Sendable, CaseIterable {
     case rejected
     /// The credentials were refused (401).
     case unauthorized
-    /// Not applied; try again later (429, 5xx).
+    /// Not applied; try again later (408, 429, 5xx).
     case retry
     /// The same key is being applied by another request now (409 `idempotency_in_progress`).
     case inProgress = "in_progress"
@@ -118,7 +120,7 @@ extension BatchRequest {
     /// The request's JSON body.
     public func encoded() throws -> Data {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return try encoder.encode(self)
     }
 }
@@ -127,7 +129,7 @@ extension BatchResponse {
     /// The response's JSON body.
     public func encoded() throws -> Data {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return try encoder.encode(self)
     }
 }

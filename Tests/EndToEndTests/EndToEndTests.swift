@@ -21,9 +21,12 @@ struct EndToEndTests {
         let outbox: Outbox
         private let events = EventLog()
 
-        init(timeoutSeconds: TimeInterval = 10, _ configure: (inout OutboxConfiguration) -> Void = { _ in }) throws {
+        init(timeoutSeconds: TimeInterval = 10, _ configure: (inout OutboxConfiguration) -> Void = { _ in },
+             server configureServer: (inout TestServer.Configuration) -> Void = { _ in }) throws {
             let events = self.events
-            server = try TestServer(.init(readTimeout: 2, observer: { event in events.append(event) }))
+            var serverConfiguration = TestServer.Configuration(readTimeout: 2, observer: { event in events.append(event) })
+            configureServer(&serverConfiguration)
+            server = try TestServer(serverConfiguration)
             network = SwitchableNetwork(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: timeoutSeconds) {
                 ["Authorization": "Bearer fresh-token"]
             })

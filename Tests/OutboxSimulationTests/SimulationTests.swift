@@ -3,18 +3,19 @@ import OutboxSimulation
 import Testing
 
 /// The deterministic simulation, seed after seed. `OUTBOX_SIM_SEEDS` sets how many (a soak run
-/// sets thousands more); `OUTBOX_SEED` replays one.
+/// sets thousands more); `OUTBOX_SEED` replays one; `OUTBOX_SEED_REPEAT` runs each seed that many
+/// times at once, and every run of a seed must go the same way.
 @Suite("Deterministic simulation", .timeLimit(.minutes(15)))
 struct SimulationTests {
     static var seeds: [UInt64] {
         let environment = ProcessInfo.processInfo.environment
+        let repeats = environment["OUTBOX_SEED_REPEAT"].flatMap(Int.init) ?? 1
         if let text = environment["OUTBOX_SEED"], let seed = UInt64(text) {
-            // OUTBOX_SEED_REPEAT runs one seed many times at once: a seed must not depend on timing.
-            return Array(repeating: seed, count: environment["OUTBOX_SEED_REPEAT"].flatMap(Int.init) ?? 1)
+            return Array(repeating: seed, count: repeats)
         }
         let count = environment["OUTBOX_SIM_SEEDS"].flatMap(Int.init) ?? 2000
         let base = environment["OUTBOX_SIM_BASE"].flatMap(UInt64.init) ?? UInt64(Date().timeIntervalSince1970)
-        return (0..<UInt64(count)).map { base &* 1_000_003 &+ $0 }
+        return (0..<UInt64(count)).flatMap { Array(repeating: base &* 1_000_003 &+ $0, count: repeats) }
     }
 
     @Test func everyInvariantHoldsForEverySeed() async throws {
@@ -36,6 +37,12 @@ struct SimulationTests {
             }
             return reports
         }
+        // One seed run many times at once (OUTBOX_SEED_REPEAT) runs the same way every time.
+        for (seed, runs) in Dictionary(grouping: reports, by: \.seed) where Set(runs.map(\.trace)).count > 1 {
+            let traces = Array(Set(runs.map(\.trace)))
+            let first = Array(zip(traces[0], traces[1])).firstIndex { $0 != $1 } ?? min(traces[0].count, traces[1].count)
+            Issue.record("seed \(seed) ran \(traces.count) different ways in \(runs.count) runs, first apart at step \(first + 1): \(traces[0].dropFirst(first).first ?? "(end)") | \(traces[1].dropFirst(first).first ?? "(end)")")
+        }
         let failures = reports.filter { $0.failure != nil }
         for failure in failures.prefix(3) {
             Issue.record(Comment(rawValue: failure.failureDescription))
@@ -45,9 +52,23 @@ struct SimulationTests {
         let requests = reports.reduce(0) { $0 + $1.requests }
         let faults = reports.reduce(0) { $0 + $1.faults.values.reduce(0, +) }
         let compacted = reports.reduce(0) { $0 + $1.compactedOperations }
+        let features = reports.reduce(into: [String: Int]()) { total, report in total.merge(report.features, uniquingKeysWith: +) }
+        let featureText = features.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
         print("simulation: \(reports.count) seeds, \(operations) operations, \(requests) requests, \(faults) network faults, \(crashes) crashes, \(compacted) operations compacted, \(failures.count) failures")
+        print("simulation: \(featureText)")
         #expect(reports.count == seeds.count)
         #expect(failures.isEmpty)
+    }
+
+    /// Seeds that found engine bugs, run as they ran then.
+    @Test(arguments: [
+        1_000_040 as UInt64,  // an inline save sent a stock movement before its product's create was synced
+        12_000_047,  // a conflict resolved for the server's version left the row behind it in its lane with no timer
+        12_000_040,  // a row waiting for its dependency put the timer off by a cap, past a retry due in 32 s
+    ])
+    func aSeedThatFoundAnEngineBugHolds(_ seed: UInt64) async {
+        let report = await Simulation(seed: seed).run()
+        #expect(report.failure == nil, Comment(rawValue: report.failureDescription))
     }
 
     @Test func aSeedReplaysExactly() async {
@@ -57,6 +78,7 @@ struct SimulationTests {
         #expect(first.trace == second.trace)
         #expect(first.faults == second.faults)
         #expect(first.requests == second.requests)
+        #expect(first.features == second.features)
         #expect(first.trace.count >= 60, "every step is in the trace")
         #expect(first.failure == nil && second.failure == nil)
     }

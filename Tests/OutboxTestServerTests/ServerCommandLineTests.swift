@@ -18,6 +18,7 @@ struct ServerCommandLineTests {
         #expect(configuration.port == 0)
         #expect(configuration.maxBodyBytes == 1 << 20)
         #expect(configuration.maxConnections == 64)
+        #expect(configuration.maxBatchOperations == 100)
         #expect(configuration.readTimeout == 10)
         #expect(configuration.claimPolicy.retention == 30 * 86_400)
         guard case .memory = configuration.storage else {
@@ -57,6 +58,7 @@ struct ServerCommandLineTests {
         (["--port", "0"], "port", 0.0), (["--port", "65535"], "port", 65_535),
         (["--max-body-bytes", "0"], "body", 0), (["--max-body-bytes", "1073741824"], "body", 1_073_741_824),
         (["--max-connections", "1"], "connections", 1), (["--max-connections", "4096"], "connections", 4_096),
+        (["--max-batch-operations", "1"], "batch", 1), (["--max-batch-operations", "10000"], "batch", 10_000),
         (["--read-timeout", "0.001"], "timeout", 0.001), (["--read-timeout", "86400"], "timeout", 86_400),
         (["--retention-days", "0.5"], "retention", 43_200), (["--retention-days", "36500"], "retention", 36_500 * 86_400),
     ] as [([String], String, Double)])
@@ -66,6 +68,7 @@ struct ServerCommandLineTests {
         case "port": Double(configuration.port)
         case "body": Double(configuration.maxBodyBytes)
         case "connections": Double(configuration.maxConnections)
+        case "batch": Double(configuration.maxBatchOperations)
         case "timeout": configuration.readTimeout
         default: configuration.claimPolicy.retention
         }
@@ -84,6 +87,8 @@ struct ServerCommandLineTests {
         (["--max-body-bytes", "1e6"], "--max-body-bytes expects a whole number"),
         (["--max-connections", "0"], "--max-connections expects a whole number from 1 to 4096, not '0'"),
         (["--max-connections", "4097"], "--max-connections expects a whole number from 1 to 4096"),
+        (["--max-batch-operations", "0"], "--max-batch-operations expects a whole number from 1 to 10000, not '0'"),
+        (["--max-batch-operations", "10001"], "--max-batch-operations expects a whole number from 1 to 10000"),
         (["--read-timeout", "1e16"], "--read-timeout expects seconds over 0 and at most 86400, not '1e16'"),
         (["--read-timeout", "86400.5"], "--read-timeout expects seconds over 0 and at most 86400"),
         (["--read-timeout", "0"], "--read-timeout expects seconds over 0 and at most 86400"),

@@ -393,3 +393,30 @@ struct UnreadableJournalTests {
         #expect(line == "refused: \(OutboxError.permissionDenied(path: journal.directory.path))", "\(line)")
     }
 }
+
+@Suite("Stored bytes that do not decode")
+struct UndecodableBytesTests {
+    @Test func aProjectionValueThatDoesNotDecodeIsAProjectionErrorNotAStorageOne() async throws {
+        let journal = TestJournal()
+        let outbox = try journal.open()
+        defer { outbox.close() }
+        let id = try await outbox.enqueue(productRequest(1))
+        let schema = outbox.store.schema
+        let state = try #require(try outbox.operationState(id))
+        // A flipped length: the status index now holds 3 bytes where an operation id takes 16.
+        try outbox.store.environment.write { txn in
+            let key = JournalCodec.StatusKey.bytes((state.status, state.firstSeq))
+            try key.withUnsafeBytes { key in
+                try [UInt8](repeating: 7, count: 3).withUnsafeBytes { value in
+                    try txn.put(schema.byStatus, encodedKey: key, encodedValue: value)
+                }
+            }
+        }
+        #expect {
+            _ = try outbox.ledger()
+        } throws: { error in
+            guard case OutboxError.projectionCorrupt(let reason) = error else { return false }
+            return reason.contains("by-status") && reason.contains("16")
+        }
+    }
+}

@@ -32,7 +32,9 @@ struct FixtureTests {
             let manifest = try Fixtures.manifest(of: fixture)
             let copy = try Fixtures.copy(fixture)
             defer { try? FileManager.default.removeItem(at: copy) }
-            let server = InMemoryServer()
+            // A server that accepts everything: what is checked is what is sent, and an edit of a
+            // record this server never saw must not hold its lane.
+            let server = ScriptedTransport(otherwise: .respond(.json(201, #"{"revision":1}"#)))
             let outbox = try Outbox(directory: copy, transport: server, configuration: OutboxConfiguration(
                 account: manifest.account, clock: ManualClock(now: Date(timeIntervalSince1970: 1_900_000_000)),
                 encryptionKey: manifest.key

@@ -395,6 +395,27 @@ struct ReplayTests {
         #expect(transport.requests.count == 4)
         #expect(try ids.allSatisfy { try outbox.operation($0)?.attemptCount == 1 })
     }
+
+    @Test func aRowWaitingForItsDependencyDoesNotHoldBackTheTimerOfTheRetryItWaitsFor() async throws {
+        let transport = ScriptedTransport(otherwise: .respond(TransportResponse.json(201, #"{"revision":"1"}"#)))
+        transport.script(.respond(TransportResponse.error(503, code: "down", message: "Down")))
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open()
+        defer { outbox.close() }
+        let product = try await outbox.enqueue(productRequest(1))
+        let movement = try await outbox.enqueue(OutboxRequest(
+            businessID: "pharmacy-7", operationType: "stock.move", endpoint: "/stock", payload: Data(#"{"qty":3}"#.utf8),
+            category: "Stock", entityLabel: "Antiseptic", summary: "Stock movement", dependsOn: [product]
+        ))
+        await outbox.drain()
+        await outbox.settle()
+        let retry = try #require(try outbox.operation(product)?.nextAttemptAt)
+        #expect(outbox.nextWake == retry, "the timer is armed for the product's retry, 2 s away, not one cap later")
+        journal.clock.advance(by: 2)
+        await outbox.settle()
+        #expect(try outbox.operation(movement)?.status == .synced)
+        #expect(transport.requests.map(\.endpoint) == ["/products", "/products", "/stock"])
+    }
 }
 
 /// A journal holding one product (`productRequest(1)`) whose stored payload was then altered

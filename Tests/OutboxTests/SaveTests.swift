@@ -123,4 +123,33 @@ struct SaveTests {
         await #expect(throws: OutboxError.onlineOnly(operationType: "dispatch.cancel")) { try await outbox.save(request) }
         #expect(try outbox.lastSeq() == 1)
     }
+
+    @Test func aSaveWaitsForAWriteItDependsOnThatIsNotSyncedYet() async throws {
+        let created = ScriptedTransport.Step.respond(TransportResponse.json(201, #"{"revision":"1"}"#))
+        let transport = ScriptedTransport(otherwise: created)
+        transport.script(.respond(TransportResponse.error(503, code: "down", message: "Down")))
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open()
+        defer { outbox.close() }
+        let product = try await outbox.enqueue(productRequest(1))
+        await outbox.drain()
+        func movement(_ quantity: Int) -> OutboxRequest {
+            OutboxRequest(businessID: "pharmacy-7", operationType: "stock.move", endpoint: "/stock", payload: Data(#"{"qty":\#(quantity)}"#.utf8),
+                          category: "Stock", entityLabel: "Antiseptic", summary: "Stock movement", dependsOn: [product])
+        }
+        guard case .queued(let waiting) = try await outbox.save(movement(3)) else {
+            Issue.record("a save whose product is not synced was not left queued")
+            return
+        }
+        #expect(transport.requests.map(\.endpoint) == ["/products"], "the movement was not sent before its product")
+        #expect(try outbox.operation(waiting)?.waitingOn == .dependency(product, .queued))
+        journal.clock.advance(by: 10)
+        await outbox.drain()
+        #expect(transport.requests.map(\.endpoint) == ["/products", "/products", "/stock"])
+        #expect(try outbox.operation(waiting)?.status == .synced)
+        guard case .synced = try await outbox.save(movement(4)) else {
+            Issue.record("a save whose product is synced was not sent at once")
+            return
+        }
+    }
 }

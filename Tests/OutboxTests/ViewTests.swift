@@ -322,6 +322,39 @@ struct DecisionTests {
         try Outbox.wipeJournal(at: journal.directory)
         #expect(!FileManager.default.fileExists(atPath: journal.directory.path))
     }
+
+    /// A decision on a row at the head of its lane.
+    enum LaneHeadDecision: CaseIterable, Sendable {
+        case discard, approve, keepTheirs
+    }
+
+    @Test(arguments: LaneHeadDecision.allCases)
+    func aDecisionThatFreesALaneSendsTheRowsBehindItWithoutAnotherWake(_ decision: LaneHeadDecision) async throws {
+        let transport = ScriptedTransport(otherwise: .respond(TransportResponse.json(201, #"{"revision":"2"}"#)))
+        switch decision {
+        case .discard: transport.script(.respond(TransportResponse.error(403, code: "not_owner", message: "Ask the owner")))
+        case .approve: transport.script(.respond(TransportResponse.json(202, #"{"request_id":"apr-1"}"#)))
+        case .keepTheirs: transport.script(.respond(TransportResponse.error(412, code: "revision_conflict", message: "Changed elsewhere")))
+        }
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open()
+        defer { outbox.close() }
+        var first = productRequest(1, entityID: "shelf-1")
+        first.baseRevision = "1"
+        let head = try await outbox.enqueue(first)
+        let behind = try await outbox.enqueue(productRequest(2, entityID: "shelf-1"))
+        await outbox.drain()
+        #expect(try outbox.operation(behind)?.waitingOn.map { if case .laneHead(head, _) = $0 { true } else { false } } == true)
+        switch decision {
+        case .discard: try await outbox.discard(head)
+        case .approve: try await outbox.recordApprovalDecision(head, approved: true)
+        case .keepTheirs: try await outbox.resolveConflict(head, keeping: .theirs)
+        }
+        // No wake from the app: the decision itself lets the worker know.
+        await outbox.settle()
+        #expect(try outbox.operation(behind)?.status == .synced)
+        #expect(transport.requests.count == 2)
+    }
 }
 
 @Suite("Reactive reads", .timeLimit(.minutes(1)))

@@ -18,6 +18,9 @@ struct Sizes: Sendable {
     var waitingRows: Int
     /// Claims taken and completed per client count (scenario 10): split evenly over the clients.
     var claims: Int
+    /// Writes drained to the loopback server (scenario 11), and the latency added per request.
+    var drainedWrites: Int
+    var requestLatencySeconds: Double
     /// How many times a fast read is timed per repeat; the median is kept.
     var readIterations: Int
     /// How many times an open is timed per repeat.
@@ -28,13 +31,13 @@ struct Sizes: Sendable {
     static let full = Sizes(
         sequentialEnqueues: 1000, enqueuesPer16Producer: 200, enqueuesPer64Producer: 100,
         lifecycleOperations: 10_000, largeJournalEvents: 1_000_000, smallJournalEvents: 10_000,
-        waitingRows: 10_000, claims: 1600, readIterations: 500, openIterations: 5, floorCommits: 500
+        waitingRows: 10_000, claims: 1600, drainedWrites: 200, requestLatencySeconds: 0.05, readIterations: 500, openIterations: 5, floorCommits: 500
     )
 
     static let quick = Sizes(
         sequentialEnqueues: 20, enqueuesPer16Producer: 2, enqueuesPer64Producer: 2,
         lifecycleOperations: 100, largeJournalEvents: 3000, smallJournalEvents: 600,
-        waitingRows: 100, claims: 32, readIterations: 5, openIterations: 1, floorCommits: 10
+        waitingRows: 100, claims: 32, drainedWrites: 20, requestLatencySeconds: 0.002, readIterations: 5, openIterations: 1, floorCommits: 10
     )
 }
 

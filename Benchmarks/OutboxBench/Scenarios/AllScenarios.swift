@@ -14,5 +14,6 @@ extension Scenario {
         .enqueueConcurrent(.processCrash),
         .lifecycle(.processCrash),
         .claims,
+        .batchedPushes,
     ]
 }

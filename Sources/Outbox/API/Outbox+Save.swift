@@ -44,7 +44,8 @@ extension Outbox {
     /// Offline, a 5xx or any retryable answer leaves the row queued and wakes the worker; a 401
     /// leaves it queued and pauses the worker until ``resumeSession()``; a validation error
     /// withdraws it, so the queue only ever holds writes the network (or a session to refresh)
-    /// is blocking. A write behind an earlier one to the same entity waits its turn in the queue.
+    /// is blocking. A write behind an earlier one to the same entity, or after a write it depends
+    /// on that is not synced yet, waits its turn in the queue.
     /// - Throws: as ``enqueue(_:)``: nothing was saved.
     public func save(_ request: OutboxRequest) async throws -> SaveResult {
         let id: OperationID
@@ -53,15 +54,21 @@ extension Outbox {
         case .existing(let snapshot): return .alreadySaved(snapshot)
         }
         let lane = OperationState.lane(businessID: request.businessID, entityID: request.entityID, operation: id)
-        let isLaneHead: Bool
+        let sendsNow: Bool
         do {
-            isLaneHead = try replayPass.laneHead(lane) == id
+            // First in its lane, and each write it depends on (or what replaced it) synced; a
+            // dependency that ended is the worker's to record.
+            let schema = store.schema
+            sendsNow = try replayPass.laneHead(lane) == id && store.read { txn in
+                guard let state = try schema.state(id, in: txn) else { return false }
+                return try schema.dependencyGate(of: state, in: txn) == .ready
+            }
         } catch {
-            // Not known to be first in its lane: it is not sent out of turn; the worker sends it.
-            log.problem(.journalRead, "could not read the saved row's lane; it waits in the queue for the worker", error: error, operation: id)
-            isLaneHead = false
+            // Not known to be free to go: it is not sent out of turn; the worker sends it.
+            log.problem(.journalRead, "could not read the saved row's lane or dependencies; it waits in the queue for the worker", error: error, operation: id)
+            sendsNow = false
         }
-        guard isLaneHead else {
+        guard sendsNow else {
             await worker.becameDue(at: configuration.clock.now(), because: .enqueued)
             return .queued(id)
         }

@@ -116,7 +116,6 @@ extension Outbox {
             )
         }
         try await appendDecision(id, .requeued(Requeued(requestedBy: .member)))
-        await worker.becameDue(at: configuration.clock.now(), because: .retryRequested)
     }
 
     /// Drops a queued, failed or blocked row. Its payload stays readable in ``history(_:)``.
@@ -134,11 +133,15 @@ extension Outbox {
         try await appendDecision(id, .approvalDecided(ApprovalDecided(approved: approved, reference: reference)))
     }
 
-    /// Appends a person's decision about one operation; the fold refuses it when illegal.
+    /// Appends a person's decision about one operation; the fold refuses it when illegal. Then
+    /// lets the worker know: the row may be due again (a retry), or it held its lane or a
+    /// dependent back (a discard, an approval, the server's version kept), whose rows are due now.
     @discardableResult
     func appendDecision(_ id: OperationID, _ body: JournalEventBody) async throws -> [JournalEvent] {
         try ensureOpen()
         guard try operationState(id) != nil else { throw OutboxError.operationNotFound(id) }
-        return try await writer.append([JournalStore.Draft(operationID: id, body: body)])
+        let events = try await writer.append([JournalStore.Draft(operationID: id, body: body)])
+        await worker.becameDue(at: configuration.clock.now(), because: .retryRequested)
+        return events
     }
 }

@@ -490,6 +490,12 @@ extension OutboxError {
             self = path.map { .permissionDenied(path: $0) } ?? .storage(code: error.rawValue, message: error.description)
         case let error as LMDBError where error == .closed:
             self = .closed
+        case let error as LMDBCodecError where error.databaseName == "events":
+            // A key of the events themselves that does not decode: the journal is damaged there.
+            self = .journalDamaged(path: path ?? "", reason: "a record's key is damaged: \(error.reason)")
+        case let error as LMDBCodecError:
+            // Stored bytes of a projection that do not decode: the projection is damaged.
+            self = .projectionCorrupt(reason: error.reason)
         case let error as LMDBError:
             self = .storage(code: error.rawValue, message: error.description)
         case let error as LMDBEnvironmentError:

@@ -309,6 +309,9 @@ final class ReplayPass: Sendable {
     ///
     /// Walks the schedule in due order and stops at the first lane head: rows before it wait
     /// behind an earlier row of their lane, which is itself scheduled (or waits for a person).
+    /// A lane head waiting for a dependency is passed over too: the dependency is itself
+    /// scheduled (or waits for a person), and counting the waiting row as due now would put the
+    /// timer off by a whole cap.
     func nextDue() throws -> Date? {
         let now = clock.now()
         let schema = store.schema
@@ -330,6 +333,7 @@ final class ReplayPass: Sendable {
                     heads[state.lane] = head
                 }
                 guard head == id, let due = clamp.effectiveDue(stored, of: id, now: now) else { return .next }
+                if !state.dependsOn.isEmpty, case .waiting = try schema.dependencyGate(of: state, in: txn) { return .next }
                 earliest = min(earliest ?? due, due)
                 return .next
             }

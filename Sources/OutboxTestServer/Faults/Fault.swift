@@ -1,4 +1,5 @@
 public import Foundation
+import OutboxWire
 
 /// One scripted misbehaviour, consumed by the first business request it matches.
 ///
@@ -10,6 +11,12 @@ public import Foundation
 ///
 /// `endpoint` and `key` narrow which request the fault applies to; without them it applies to
 /// the next request to any business endpoint. Faults are consumed in the order queued.
+///
+/// In a `POST /sync/batch`, each operation meets faults as its single request would (by its
+/// endpoint and key: `{"fault":"unavailable","key":"op-2"}` answers that operation 503,
+/// `drop_after_commit` with its key applies it and leaves it out of the answer). The batch as a
+/// whole meets the faults that stop a whole request (the answers instead of the request's, and
+/// `drop_after_commit`) when they name the endpoint `/sync/batch`, or neither endpoint nor key.
 public struct Fault: Hashable, Sendable, Codable {
     /// What the server does instead of (or besides) answering normally.
     public enum Kind: String, Hashable, Sendable, Codable, CaseIterable {
@@ -49,6 +56,20 @@ public struct Fault: Hashable, Sendable, Codable {
         /// then its `If-Match`, which names the old revision now (412). Applies only to requests
         /// to a record (`PUT`/`PATCH /products/{id}`); a record that is not there is left alone.
         case changeRecord = "change_record"
+
+        /// Whether it can stop a `POST /sync/batch` as a whole: an answer instead of the
+        /// request's (a proxy's, an authentication layer's), or a response lost after the writes.
+        /// The others (`slow`, `pending_approval`, `hold_in_transaction`, `change_record`) act
+        /// on one write, so in a batch they apply to its operations only.
+        var stopsWholeRequest: Bool {
+            switch self {
+            case .dropAfterCommit, .serverError, .unavailable, .rateLimited, .unauthorized, .forbidden, .validationFailed,
+                 .captivePortal:
+                true
+            case .pendingApproval, .slow, .holdInTransaction, .changeRecord:
+                false
+            }
+        }
     }
 
     public var kind: Kind
@@ -109,10 +130,28 @@ public struct Fault: Hashable, Sendable, Codable {
         try container.encodeIfPresent(patch.map { try JSONDecoder().decode(JSONValue.self, from: $0) }, forKey: .patch)
     }
 
-    /// Whether this fault applies to a request to `path` carrying `key`; `targetsRecord` when
-    /// the request updates one record (`change_record` applies to no other).
-    func matches(path: String, key requestKey: String?, targetsRecord: Bool) -> Bool {
-        (endpoint == nil || endpoint == path) && (key == nil || key == requestKey) && (kind != .changeRecord || targetsRecord)
+    /// What a fault is matched against.
+    enum Target {
+        /// A request of its own, to `path` with `key`; `targetsRecord` when it updates one record.
+        case request(path: String, key: String?, targetsRecord: Bool)
+        /// A `POST /sync/batch` as a whole.
+        case batch
+        /// One operation of a batch: matched as its single request would be, but for the faults
+        /// that name neither endpoint nor key and stop a whole request (those are the batch's).
+        case batchOperation(path: String, key: String?, targetsRecord: Bool)
+    }
+
+    /// Whether this fault applies to `target` (`change_record` applies to an update only).
+    func matches(_ target: Target) -> Bool {
+        switch target {
+        case .request(let path, let requestKey, let targetsRecord):
+            (endpoint == nil || endpoint == path) && (key == nil || key == requestKey) && (kind != .changeRecord || targetsRecord)
+        case .batch:
+            key == nil && (endpoint == nil || endpoint == BatchRequest.path) && kind.stopsWholeRequest
+        case .batchOperation(let path, let requestKey, let targetsRecord):
+            matches(.request(path: path, key: requestKey, targetsRecord: targetsRecord))
+                && !(endpoint == nil && key == nil && kind.stopsWholeRequest)
+        }
     }
 
     /// Decodes `POST /_control/faults` bodies: a JSON array of faults, or `{"faults": [...]}`.

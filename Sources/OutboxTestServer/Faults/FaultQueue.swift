@@ -11,13 +11,10 @@ final class FaultQueue: Sendable {
         }
     }
 
-    /// Removes and answers the first fault matching a request to `path` with `key`;
-    /// `targetsRecord` when the request updates one record.
-    func take(path: String, key: String?, targetsRecord: Bool) -> Fault? {
+    /// Removes and answers the first fault matching `target`.
+    func take(_ target: Fault.Target) -> Fault? {
         faults.withLock { faults in
-            guard let index = faults.firstIndex(where: { $0.matches(path: path, key: key, targetsRecord: targetsRecord) }) else {
-                return nil
-            }
+            guard let index = faults.firstIndex(where: { $0.matches(target) }) else { return nil }
             return faults.remove(at: index)
         }
     }

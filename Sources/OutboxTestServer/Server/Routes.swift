@@ -6,9 +6,9 @@ import IdempotencyClaims
 struct Reply {
     /// `nil`: close the connection without a response (`drop_after_commit`).
     var response: HTTPResponse?
-    /// Release requests held by the `slow` fault for this key once this reply is written: the
-    /// second copy has been answered.
-    var releasesKey: String?
+    /// Release requests held by the `slow` fault for these keys once this reply is written: a
+    /// copy of each has been answered.
+    var releasesKeys: [String] = []
 }
 
 /// A business endpoint: one kind of record, created through claims (and updated, for the kinds
@@ -54,6 +54,14 @@ enum BusinessAction: Equatable {
     case update(id: String, merging: Bool)
 }
 
+/// Where a request to a business endpoint's path goes.
+enum BusinessRoute {
+    /// A write the endpoint takes.
+    case write(BusinessEndpoint, BusinessAction)
+    /// A method the path does not take: this 405.
+    case wrongMethod(HTTPResponse)
+}
+
 /// Every endpoint of the server, from a parsed request to a ``Reply``.
 struct Routes: Sendable {
     static let businessHeader = WireHeader.businessID
@@ -66,19 +74,23 @@ struct Routes: Sendable {
     /// Added before each business request is handled, in seconds: a slower network or server.
     var latency: TimeInterval = 0
     /// Told of every business request once it is handled (and of one with a method its path
-    /// does not take), and of every request to a path no endpoint serves.
+    /// does not take), of every operation of a batch, and of every request to a path no
+    /// endpoint serves.
     var observer: (@Sendable (ServerEvent) -> Void)?
+    /// The most operations a `POST /sync/batch` may hold; more are answered 413.
+    var maxBatchOperations = BatchRequest.defaultMaxOperations
+    /// Numbers the batches in the order read, for the observer.
+    let batchNumbers = BatchNumbers()
 
     func reply(to request: HTTPRequest) -> Reply {
-        if let endpoint = BusinessEndpoint.all.first(where: { $0.path == request.path }) {
+        if request.path == BatchRequest.path {
             guard request.method == "POST" else { return refused(request, methodNotAllowed(allow: "POST")) }
-            return business(endpoint, .create, request)
+            return batch(request)
         }
-        if let (endpoint, id) = BusinessEndpoint.record(at: request.path) {
-            guard request.method == "PUT" || request.method == "PATCH" else {
-                return refused(request, methodNotAllowed(allow: "PUT, PATCH"))
-            }
-            return business(endpoint, .update(id: id, merging: request.method == "PATCH"), request)
+        switch businessRoute(request) {
+        case .write(let endpoint, let action)?: return business(endpoint, action, request)
+        case .wrongMethod(let response)?: return refused(request, response)
+        case nil: break
         }
         let controls = ControlRoute.allCases.filter { $0.matches(path: request.path) }
         if !controls.isEmpty {
@@ -87,19 +99,48 @@ struct Routes: Sendable {
             }
             return Reply(response: self.control(control, request))
         }
-        return refused(request, .problem(404, code: "not_found", message: "no endpoint at \(request.path)"))
+        return refused(request, Self.noEndpoint(at: request.path))
+    }
+
+    /// 404: no endpoint of this server serves `path`.
+    static func noEndpoint(at path: String) -> HTTPResponse {
+        .problem(404, code: "not_found", message: "no endpoint at \(path)")
+    }
+
+    /// The business endpoint and action `request` asks for; `nil` when no business endpoint
+    /// serves its path.
+    func businessRoute(_ request: HTTPRequest) -> BusinessRoute? {
+        if let endpoint = BusinessEndpoint.all.first(where: { $0.path == request.path }) {
+            guard request.method == "POST" else { return .wrongMethod(methodNotAllowed(allow: "POST")) }
+            return .write(endpoint, .create)
+        }
+        if let (endpoint, id) = BusinessEndpoint.record(at: request.path) {
+            guard request.method == "PUT" || request.method == "PATCH" else {
+                return .wrongMethod(methodNotAllowed(allow: "PUT, PATCH"))
+            }
+            return .write(endpoint, .update(id: id, merging: request.method == "PATCH"))
+        }
+        return nil
     }
 
     /// A request no business endpoint takes (no endpoint at its path, or not its method),
     /// answered before any claim, and told to the observer.
     private func refused(_ request: HTTPRequest, _ response: HTTPResponse) -> Reply {
-        observer?(ServerEvent(
-            method: request.method, path: request.path, target: request.target,
-            idempotencyKey: request.header(WireHeader.idempotencyKey), outcome: .refused, status: response.status, fault: nil))
-        return Reply(response: response)
+        let (reply, event) = refusal(request, response, fault: nil, batch: nil)
+        observer?(event)
+        return reply
     }
 
-    private func methodNotAllowed(allow: String) -> HTTPResponse {
+    /// A request answered `response` before any claim, and what the observer is told of it.
+    func refusal(_ request: HTTPRequest, _ response: HTTPResponse, fault: Fault?, batch: ServerEvent.BatchPart?) -> (Reply, ServerEvent) {
+        let event = ServerEvent(
+            method: request.method, path: request.path, target: request.target,
+            idempotencyKey: request.header(WireHeader.idempotencyKey), outcome: .refused, status: response.status,
+            fault: fault?.kind, batch: batch)
+        return (Reply(response: response), event)
+    }
+
+    func methodNotAllowed(allow: String) -> HTTPResponse {
         .problem(405, code: "method_not_allowed", message: "this endpoint takes \(allow)", headers: [.init(name: "Allow", value: allow)])
     }
 
@@ -112,22 +153,30 @@ struct Routes: Sendable {
         return reply
     }
 
-    private func handleBusiness(_ endpoint: BusinessEndpoint, _ action: BusinessAction, _ request: HTTPRequest) -> (Reply, ServerEvent) {
+    /// Handles one write, a request of its own or one operation of a batch (`batch`): its
+    /// fault, its claim, its transaction.
+    func handleBusiness(
+        _ endpoint: BusinessEndpoint, _ action: BusinessAction, _ request: HTTPRequest, batch: ServerEvent.BatchPart? = nil
+    ) -> (Reply, ServerEvent) {
         let key = request.header(WireHeader.idempotencyKey)
         func event(_ outcome: ServerEvent.Outcome, _ response: HTTPResponse?, _ fault: Fault?) -> ServerEvent {
             ServerEvent(
                 method: request.method, path: request.path, target: request.target, idempotencyKey: key, outcome: outcome,
-                status: response?.status, fault: fault?.kind)
+                status: response?.status, fault: fault?.kind, batch: batch)
         }
         let businessID = request.header(Self.businessHeader).flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultBusinessID
-        let fault = faults.take(path: request.path, key: key, targetsRecord: action != .create)
+        let targetsRecord = action != .create
+        let fault = faults.take(batch == nil
+            ? .request(path: request.path, key: key, targetsRecord: targetsRecord)
+            : .batchOperation(path: request.path, key: key, targetsRecord: targetsRecord))
+        let releases = key.map { [$0] } ?? []
         if let fault, let response = Self.immediateResponse(to: fault) {
-            return (Reply(response: response, releasesKey: key), event(.refused, response, fault))
+            return (Reply(response: response, releasesKeys: releases), event(.refused, response, fault))
         }
         let isSlow = fault?.kind == .slow
         func failed(_ error: any Error) -> (Reply, ServerEvent) {
             let response = HTTPResponse.problem(500, code: "internal_error", message: "the server failed to store the write: \(error)")
-            return (Reply(response: response, releasesKey: isSlow ? nil : key), event(.refused, response, fault))
+            return (Reply(response: response, releasesKeys: isSlow ? [] : releases), event(.refused, response, fault))
         }
         if let fault, fault.kind == .changeRecord, case .update(let id, _) = action {
             // Another device's change, committed before this request is looked at.
@@ -161,7 +210,7 @@ struct Routes: Sendable {
             case .refused: answer.response.status == 412 ? .revisionConflict : .refused
             case .keyRequired, .keyInvalid: .refused
             }
-            return (Reply(response: response, releasesKey: isSlow ? nil : key), event(outcome, response, fault))
+            return (Reply(response: response, releasesKeys: isSlow ? [] : releases), event(outcome, response, fault))
         } catch {
             return failed(error)
         }

@@ -5,7 +5,7 @@ import PostgresClaimStore
 ///
 /// ```text
 /// outbox-test-server [--port N] [--data-dir PATH] [--max-body-bytes N] [--max-connections N]
-///                    [--read-timeout SECONDS] [--retention-days DAYS]
+///                    [--max-batch-operations N] [--read-timeout SECONDS] [--retention-days DAYS]
 ///                    [--postgres CONNINFO|env|env:VARIABLE] [--pool-size N] [--latency-ms MS]
 /// ```
 ///
@@ -32,6 +32,8 @@ public enum ServerCommandLine {
         public static let maxBodyBytes: ClosedRange<Int> = 0...(1 << 30)
         /// Each connection holds a thread and a descriptor.
         public static let maxConnections: ClosedRange<Int> = 1...4_096
+        /// At least one operation a batch; at most what a body of a few MiB holds.
+        public static let maxBatchOperations: ClosedRange<Int> = 1...10_000
         /// More than 0, at most one day: the timeout becomes milliseconds for `poll`.
         public static let maxReadTimeoutSeconds: Double = 86_400
         /// More than 0, at most 100 years of 86,400 s.
@@ -50,6 +52,8 @@ public enum ServerCommandLine {
           --data-dir PATH          keep claims and records in LMDB at PATH (default: memory)
           --max-body-bytes N       largest request body, 0 to 1073741824 (default 1048576)
           --max-connections N      connections served at once, 1 to 4096 (default 64)
+          --max-batch-operations N most operations in one POST /sync/batch, 1 to 10000
+                                   (default 100; more are answered 413)
           --read-timeout SECONDS   longest a request may take to arrive, over 0 and at most
                                    86400 (default 10)
           --retention-days DAYS    how long claims replay, over 0 and at most 36500 (default 30)
@@ -85,6 +89,8 @@ public enum ServerCommandLine {
                     configuration.maxBodyBytes = try wholeNumber(option, value, in: Bounds.maxBodyBytes)
                 case "--max-connections":
                     configuration.maxConnections = try wholeNumber(option, value, in: Bounds.maxConnections)
+                case "--max-batch-operations":
+                    configuration.maxBatchOperations = try wholeNumber(option, value, in: Bounds.maxBatchOperations)
                 case "--read-timeout":
                     configuration.readTimeout = try positiveNumber(option, value, atMost: Bounds.maxReadTimeoutSeconds, unit: "seconds")
                 case "--retention-days":

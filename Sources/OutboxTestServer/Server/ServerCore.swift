@@ -184,7 +184,7 @@ final class ServerCore: Sendable {
                 return .drop
             }
             let reply = routes.reply(to: request)
-            defer { if let key = reply.releasesKey { routes.holds.releaseCopies(key: key) } }
+            defer { for key in reply.releasesKeys { routes.holds.releaseCopies(key: key) } }
             guard let response = reply.response else { return .drop }
             let keepAlive = request.wantsKeepAlive && !connections.withLock { $0.isStopping }
             do {

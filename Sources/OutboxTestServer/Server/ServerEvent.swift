@@ -1,7 +1,8 @@
 import Foundation
 
-/// One business request as the server handled it, or a request to a path the server does not
-/// serve: for a narration, or a test watching the server from the inside.
+/// One business request as the server handled it (or one operation of a batch, or a batch
+/// answered as a whole), or a request to a path the server does not serve: for a narration, or
+/// a test watching the server from the inside.
 public struct ServerEvent: Sendable, Equatable {
     /// What the server did.
     public enum Outcome: Sendable, Equatable {
@@ -34,4 +35,27 @@ public struct ServerEvent: Sendable, Equatable {
     public var status: Int?
     /// The scripted fault the request met, if any.
     public var fault: Fault.Kind?
+    /// Where the operation stood in a `POST /sync/batch`; `nil` for a request of its own, and
+    /// for a batch answered as a whole (400, 413, a fault's answer: `path` `/sync/batch`).
+    public var batch: BatchPart? = nil
+
+    /// One operation's place in a batch.
+    public struct BatchPart: Sendable, Equatable {
+        /// The batch's number on this server: 1 for the first batch it read, 2 for the next, ...;
+        /// the operations of one batch share it.
+        public var number: Int
+        /// The operation's id, as the batch named it.
+        public var operationID: String
+        /// Its place in the batch, from 0.
+        public var index: Int
+        /// How many operations the batch held.
+        public var count: Int
+
+        public init(number: Int, operationID: String, index: Int, count: Int) {
+            self.number = number
+            self.operationID = operationID
+            self.index = index
+            self.count = count
+        }
+    }
 }

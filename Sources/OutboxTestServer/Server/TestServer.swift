@@ -15,7 +15,8 @@ public import PostgresClaimStore
 ///
 /// Endpoints: `POST /products`, `POST /employees` and `POST /stock-movements` (creates through
 /// ``IdempotencyClaims``), `PUT` and `PATCH /products/{id}` and `/employees/{id}` (updates,
-/// checked against `If-Match`), and the control API under `/_control/` (see `Docs/server.md`). It listens on 127.0.0.1 only.
+/// checked against `If-Match`), `POST /sync/batch` (several of those at once, each on its own),
+/// and the control API under `/_control/` (see `Docs/server.md`). It listens on 127.0.0.1 only.
 /// Each connection is served by a thread of its own, up to ``Configuration/maxConnections``.
 public final class TestServer: Sendable {
     /// How the server is set up. The defaults suit a test; shorten the timeouts for tests of them.
@@ -47,6 +48,9 @@ public final class TestServer: Sendable {
         public var maxHeaderCount: Int
         /// The most connections served at once; more are answered 503 and closed.
         public var maxConnections: Int
+        /// The most operations one `POST /sync/batch` may hold; more are answered 413
+        /// `batch_too_large` (with `max_operations`), and the client splits the batch.
+        public var maxBatchOperations: Int
         /// The longest a request may take to arrive, and a kept-alive connection may stay idle,
         /// in seconds. A connection idle this long is closed; a request cut off is answered 408.
         public var readTimeout: TimeInterval
@@ -58,8 +62,9 @@ public final class TestServer: Sendable {
         /// Added before each business request is handled, in seconds: a slower server.
         public var latency: TimeInterval
         /// Told of every business request once it is handled (one with a method its path does
-        /// not take too: 405), and of every request to a path no endpoint serves (404), on the
-        /// server's own threads.
+        /// not take too: 405), of every operation of a batch (``ServerEvent/batch`` says where it
+        /// stood) and of a batch answered as a whole, and of every request to a path no endpoint
+        /// serves (404), on the server's own threads.
         public var observer: (@Sendable (ServerEvent) -> Void)?
 
         public init(
@@ -71,6 +76,7 @@ public final class TestServer: Sendable {
             maxHeaderBytes: Int = 16 << 10,
             maxHeaderCount: Int = 100,
             maxConnections: Int = 64,
+            maxBatchOperations: Int = 100,
             readTimeout: TimeInterval = 10,
             writeTimeout: TimeInterval = 10,
             slowHoldLimit: TimeInterval = 30,
@@ -78,6 +84,7 @@ public final class TestServer: Sendable {
             observer: (@Sendable (ServerEvent) -> Void)? = nil
         ) {
             precondition(maxConnections > 0, "maxConnections must be positive")
+            precondition(maxBatchOperations > 0, "maxBatchOperations must be positive")
             precondition(readTimeout > 0 && writeTimeout > 0 && slowHoldLimit > 0, "timeouts must be positive")
             precondition(latency >= 0 && latency.isFinite, "latency must be zero or more seconds")
             self.port = port
@@ -88,6 +95,7 @@ public final class TestServer: Sendable {
             self.maxHeaderBytes = maxHeaderBytes
             self.maxHeaderCount = maxHeaderCount
             self.maxConnections = maxConnections
+            self.maxBatchOperations = maxBatchOperations
             self.readTimeout = readTimeout
             self.writeTimeout = writeTimeout
             self.slowHoldLimit = slowHoldLimit
@@ -113,7 +121,8 @@ public final class TestServer: Sendable {
             try PostgresServerStorage(settings: settings, poolSize: poolSize, policy: configuration.claimPolicy, clock: configuration.clock)
         }
         let routes = Routes(storage: storage, faults: FaultQueue(), holds: Holds(), slowHoldLimit: configuration.slowHoldLimit,
-                            latency: configuration.latency, observer: configuration.observer)
+                            latency: configuration.latency, observer: configuration.observer,
+                            maxBatchOperations: configuration.maxBatchOperations)
         do {
             core = try ServerCore(configuration: configuration, routes: routes)
         } catch {

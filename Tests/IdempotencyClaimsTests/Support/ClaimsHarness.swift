@@ -1,6 +1,7 @@
 import Foundation
 import IdempotencyClaims
 import OutboxStorage
+import OutboxWire
 import PostgresClaimStore
 import PostgresTesting
 
@@ -41,6 +42,7 @@ final class ClaimsHarness: Sendable {
     let clock: ManualClaimClock
     let scope = ClaimScope(businessID: "b-1", operationType: "product.create")
     private let handleRequest: @Sendable (ClaimScope, String?, Data, () throws -> Void, Write) throws -> ClaimAnswer
+    private let handleOperation: @Sendable (BatchOperation, () throws -> Void, Write) throws -> ClaimAnswer
     private let readClaim: @Sendable (ClaimScope, IdempotencyKey) throws -> ClaimRecord?
     private let putClaim: @Sendable (ClaimID, ClaimRecord) throws -> Void
     private let insertIfAbsent: @Sendable (ClaimID, ClaimRecord) throws -> ClaimRecord?
@@ -138,19 +140,29 @@ final class ClaimsHarness: Sendable {
         close: @escaping @Sendable () -> Void
     ) {
         self.clock = clock
+        @Sendable func run(_ write: Write, _ txn: Store.Transaction, effect: String) throws -> ClaimResponse {
+            let count = try bump(txn, effect)
+            if write.failsAfterEffect { throw ScriptedWriteFailure() }
+            if write.refusesAfterEffect { throw ClaimRefusal(Write.refusal) }
+            return ClaimResponse(
+                status: write.status,
+                headers: [
+                    .init(name: "Content-Type", value: "application/json"),
+                    .init(name: "Location", value: "/products/p-\(count)"),
+                    .init(name: "X-Request-ID", value: UUID().uuidString),
+                ],
+                body: Data(#"{"id":"p-1","effect":\#(count)}"#.utf8))
+        }
         handleRequest = { scope, key, body, whileClaimed, write in
             try claims.handle(scope: scope, key: key, body: body, whileClaimed: whileClaimed) { txn in
-                let count = try bump(txn, "\(scope)/\(key ?? "")")
-                if write.failsAfterEffect { throw ScriptedWriteFailure() }
-                if write.refusesAfterEffect { throw ClaimRefusal(Write.refusal) }
-                return ClaimResponse(
-                    status: write.status,
-                    headers: [
-                        .init(name: "Content-Type", value: "application/json"),
-                        .init(name: "Location", value: "/products/p-\(count)"),
-                        .init(name: "X-Request-ID", value: UUID().uuidString),
-                    ],
-                    body: Data(#"{"id":"p-1","effect":\#(count)}"#.utf8))
+                try run(write, txn, effect: "\(scope)/\(key ?? "")")
+            }
+        }
+        handleOperation = { operation, whileClaimed, write in
+            // The scope a single request of this business and type would have.
+            let scope = ClaimScope(businessID: operation.businessID, operationType: operation.operationType)
+            return try claims.handle(operation, scope: scope, whileClaimed: whileClaimed) { txn in
+                try run(write, txn, effect: "\(scope)/\(operation.idempotencyKey)")
             }
         }
         readClaim = { scope, key in try claims.claim(scope: scope, key: key) }
@@ -178,6 +190,19 @@ final class ClaimsHarness: Sendable {
         whileClaimed: () throws -> Void = {}
     ) throws -> ClaimAnswer {
         try handleRequest(scope ?? self.scope, key, Data(body.utf8), whileClaimed, write)
+    }
+
+    /// One operation of a batch, as ``BatchHandling`` answers it: in its own claim and transaction.
+    func handle(_ operation: BatchOperation, write: Write = .create, whileClaimed: () throws -> Void = {}) throws -> ClaimAnswer {
+        try handleOperation(operation, whileClaimed, write)
+    }
+
+    /// A whole `POST /sync/batch` body, each operation written as `writes` says (``Write/create``
+    /// when it does not name it).
+    func batch(_ body: Data, maxOperations: Int = BatchRequest.defaultMaxOperations, writes: [String: Write] = [:]) -> ClaimResponse {
+        BatchHandling.respond(to: body, maxOperations: maxOperations) { operation in
+            try handle(operation, write: writes[operation.operationID] ?? .create).response
+        }
     }
 
     func claim(_ key: String, scope: ClaimScope? = nil) throws -> ClaimRecord? {

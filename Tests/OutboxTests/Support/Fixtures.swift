@@ -68,7 +68,8 @@ enum Fixtures {
         let server = InMemoryServer()
         let ids = SeededIDs(seed: encrypted ? 2 : 1)
         let key = encrypted ? try SealingKey(bytes: (0..<32).map { UInt8($0 * 7 % 256) }) : nil
-        var configuration = OutboxConfiguration(account: "member-42", clock: clock, appVersion: "fixture", encryptionKey: key)
+        let session = SwitchableSession(account: "member-42")
+        var configuration = OutboxConfiguration(account: "member-42", clock: clock, session: session, appVersion: "fixture", encryptionKey: key)
         configuration.coalescing = ["product.reprice"]
         configuration.operationIDSource = { ids.next() }
         let outbox = try Outbox(directory: directory, transport: server, configuration: configuration)
@@ -126,8 +127,11 @@ enum Fixtures {
         var dependent = request(17)
         dependent.dependsOn = [product]
         _ = try await outbox.enqueue(dependent)
+        // Signed out, nothing is attempted: the second edit always finds the first unsent.
+        session.signOut()
         _ = try await outbox.enqueue(edit(18, price: "3", revision: "r1", coalescing: true))
         _ = try await outbox.enqueue(edit(18, price: "4", revision: "r1", coalescing: true))
+        session.signIn("member-42")
         var stable = request(19)
         stable.operationID = ids.next()
         _ = try await outbox.enqueue(stable)
