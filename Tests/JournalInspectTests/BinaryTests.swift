@@ -24,9 +24,18 @@ struct BinaryTests {
             ([path, "verify"], 0),
             ([path, "export", "--all"], 0),
             ([path, "report", "--html", report], 0),
+            // The options that change how moments print and what is listed read the same way.
+            ([path, "--tz", "member", "--now", "2027-01-16T08:00:00Z"], 0),
+            ([path, "ops", "--search", "antiseptic", "--tz", "Europe/Berlin", "--since", "2027-01-15T09:00"], 0),
+            ([path, "timeline", String(journal.synced.idempotencyKey.prefix(8)), "--full", "--tz", "+05:30", "--json"], 0),
+            ([path, "events", "--tz", "local", "--now", "2027-01-16T08:00:00Z", "--limit", "3"], 0),
+            ([path, "ledger", "--csv", "--tz", "member"], 0),
+            ([path, "export", "--all", "--now", "2027-01-16T08:00:00Z"], 0),
+            ([path, "report", "--html", report, "--tz", "member", "--now", "2027-01-16T08:00:00Z"], 0),
         ]
         for (arguments, status) in runs {
-            let result = try runBinary(arguments)
+            // The machine's zone, for --tz local, is set: no output depends on where the test runs.
+            let result = try runBinary(arguments, environment: ["TZ": "Africa/Lagos"])
             #expect(result.status == status, "\(arguments): \(result.errors)")
             #expect(!result.output.isEmpty, "\(arguments)")
             #expect(!result.output.contains("\u{1B}["), "no colour when standard output is not a terminal")

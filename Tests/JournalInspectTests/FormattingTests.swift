@@ -7,12 +7,22 @@ import Testing
 struct FormattingTests {
     @Test(arguments: [
         (0.2, "less than 1 s"), (1, "1 s"), (45, "45 s"), (60, "1 min"), (303, "5 min 3 s"), (3600, "1 h"),
-        (8040, "2 h 14 min"), (8059, "2 h 14 min"), (86_400 * 3 + 7200 + 59, "3 d 2 h"), (-90, "-1 min 30 s"),
+        (8040, "2 h 14 min"), (8059, "2 h 14 min"), (86_400 * 3 + 7200 + 59, "3 d 2 h"),
+        // A span has no sign: the words around it say which way it runs.
+        (-90, "1 min 30 s"),
         // A moment read from damaged bytes may be any finite double: no age of it traps.
         (1e300, "forever"), (-1e300, "forever"), (9.3e18, "forever"), (.infinity, "forever"), (1e15, "11574074074 d 1 h"),
     ] as [(Double, String)])
     func durationsReadInTheirTwoLargestUnits(_ seconds: Double, _ text: String) {
         #expect(Moments.duration(seconds) == text)
+    }
+
+    @Test(arguments: [
+        (0.5, "less than a second"), (1, "1 second"), (60, "1 minute"), (3660, "1 hour 1 minute"), (8040, "2 hours 14 minutes"),
+        (328 * 86_400, "328 days"), (-328 * 86_400 - 3600, "328 days 1 hour"),
+    ] as [(Double, String)])
+    func durationsInSentencesAreSpelledOut(_ seconds: Double, _ text: String) {
+        #expect(Moments.durationInWords(seconds) == text)
     }
 
     @Test func momentsAreISOInUTCAndRelativeToNow() {
@@ -137,7 +147,7 @@ struct VerdictTests {
 
     @Test func withoutUptimeADurationIsSaidToBeTheDeviceClocks() throws {
         let subject = try timeline([started(1), finished(1, .response(statusCode: 201), .accepted)], gaps: [60, 1], uptime: false)
-        #expect(Verdict.text(for: subject, engine: EngineState()) == "synced on attempt 1, 1 min 1 s after it was saved (by the device clock)")
+        #expect(Verdict.text(for: subject, engine: EngineState()) == "synced on attempt 1, 1 min 1 s after it was saved by the device clock")
     }
 
     @Test func aReplayedAnswerIsSaidToBeOne() throws {

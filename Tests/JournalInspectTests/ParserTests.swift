@@ -62,6 +62,24 @@ struct ParserTests {
         for name in CommandName.allCases { #expect(text.contains("  \(name.rawValue)")) }
         for code in ["0", "1", "64", "65", "66"] { #expect(text.contains("  \(code)  ")) }
         #expect(text.contains("NO_COLOR"))
+        for option in ["--json", "--key-file", "--tz", "--now", "--help", "--version"] { #expect(text.contains(" \(option)"), "\(option)") }
+    }
+
+    /// Every option a command takes is in its help.
+    @Test func eachCommandsHelpNamesEveryOptionItTakes() {
+        let options: [CommandName: [String]] = [
+            .ops: ["--status", "--category", "--type", "--since", "--until", "--search", "--limit", "--json"],
+            .timeline: ["--payload", "--full", "--json"],
+            .events: ["--from", "--to", "--kind", "--type", "--operation", "--since", "--until", "--limit", "--follow", "--json"],
+            .ledger: ["--status", "--since", "--until", "--limit", "--csv", "--json"],
+            .export: ["--all", "--payload"],
+            .report: ["--html", "--limit", "--json"],
+        ]
+        for (name, names) in options {
+            let text = HelpText.text(for: .command(name))
+            for option in names { #expect(text.contains("  \(option)"), "\(name.rawValue) \(option)") }
+        }
+        for kind in JournalEventKind.allCases { #expect(HelpText.text(for: .command(.events)).contains(kind.rawValue), "\(kind)") }
     }
 
     @Test func versionAlone() {
@@ -94,6 +112,44 @@ struct ParserTests {
         #expect(try command("j ops").command == .ops(OpsOptions()))
     }
 
+    @Test func opsTakesASearch() throws {
+        var expected = OpsOptions()
+        expected.search = "crème hydratante"
+        let parsed = CommandLineParser.parse(["j", "ops", "--search", "crème hydratante"])
+        #expect(parsed == .success(.run(journal: "j", command: .ops(expected), json: false)))
+        #expect(CommandLineParser.parse(["j", "ops", "--search=gauze"]) == .success(.run(journal: "j", command: .ops({
+            var options = OpsOptions()
+            options.search = "gauze"
+            return options
+        }()), json: false)))
+    }
+
+    /// `--tz` and `--now` are accepted anywhere, before or after the command; a zone-less time
+    /// is a wall-clock time only when `--tz` is given.
+    @Test func theZoneAndTheMomentReadAsNowAreAcceptedAnywhere() throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        for (line, zone) in [("j --tz member ops", ZoneChoice.member), ("j ops --tz=Europe/Berlin", .named("Europe/Berlin")),
+                             ("j ops --tz -03:00", .offset(seconds: -10_800)), ("j ops --tz +05:30", .offset(seconds: 19_800)),
+                             ("j ops --tz local", .local), ("j ops --tz UTC", .utc), ("j ops --tz z", .utc)] {
+            guard case .success(.run(_, _, _, _, let view)) = parse(line + " --now 2027-01-15T08:00:00Z") else {
+                Issue.record("'\(line)' did not parse")
+                continue
+            }
+            #expect(view == ViewOptions(zone: zone, now: .absolute(now)), "\(line)")
+        }
+        guard case .success(.run(_, .ops(let options), _, _, _)) = parse("j ops --since 2027-01-15T09:00 --tz member") else {
+            Issue.record("a zone-less --since with --tz did not parse")
+            return
+        }
+        #expect(options.since == .wallClock(WallClockTime(day: 20_833, seconds: 9 * 3600)))
+        #expect(try usageError("j ops --tz Mars/Base").message.hasPrefix("--tz Mars/Base is not a time zone: give UTC, local"))
+        #expect(try usageError("j ops --tz +24:00").message.hasPrefix("--tz +24:00 is not a time zone"))
+        #expect(try usageError("j ops --tz").message.hasPrefix("--tz needs a zone"))
+        #expect(try usageError("j ops --now").message.hasPrefix("--now needs a moment"))
+        #expect(try usageError("j ops --now 2d").message.hasPrefix("--now 2d is an age; --now takes a moment"))
+        #expect(try usageError("j ops --now 2027-02-30").message.hasPrefix("--now 2027-02-30 is not a date"))
+    }
+
     @Test func timelineTakesAnIDAndPayload() throws {
         var expected = TimelineOptions(id: "6c4ef3ca")
         #expect(try command("j timeline 6c4ef3ca").command == .timeline(expected))
@@ -101,6 +157,8 @@ struct ParserTests {
         #expect(try command("j timeline --payload 6c4ef3ca").command == .timeline(expected))
         let full = "6C4EF3CA-1B2C-4D5E-8F90-0A1B2C3D4E5F"
         #expect(try command("j timeline \(full) --json").command == .timeline(TimelineOptions(id: full)))
+        expected.full = true
+        #expect(try command("j timeline --payload 6c4ef3ca --full").command == .timeline(expected))
     }
 
     @Test func eventsTakesRangeKindTypeOperationTimeLimitAndFollow() throws {

@@ -19,6 +19,10 @@ struct SummaryDocument: Encodable {
         var pauseReason: String?
         var pausedAt: Date?
         var pausedBy: OperationID?
+        /// Who the engine last saw signed in: `signedIn` (the journal's account), `signedOut`,
+        /// `otherAccount`; and since when.
+        var session: SessionObservation
+        var sessionSince: Date?
     }
 
     struct LastOpened: Encodable {
@@ -26,6 +30,9 @@ struct SummaryDocument: Encodable {
         var engineVersion: String
         var appVersion: String?
         var openCount: Int
+        /// The device's time zone identifier when the engine opened the journal (since journal
+        /// format 2).
+        var timeZone: String?
     }
 
     var path: String
@@ -67,10 +74,11 @@ struct SummaryDocument: Encodable {
                     createdAt: $0.createdAt, ageSeconds: now.timeIntervalSince($0.createdAt))
         }
         worker = Worker(paused: summary.engine.isPaused, pauseReason: summary.engine.pauseReason,
-                        pausedAt: summary.engine.pausedAt, pausedBy: summary.engine.pausedBy)
+                        pausedAt: summary.engine.pausedAt, pausedBy: summary.engine.pausedBy, session: summary.engine.session,
+                        sessionSince: summary.engine.sessionSince)
         lastOpened = summary.engine.lastOpened.map {
             LastOpened(formatVersion: $0.formatVersion, engineVersion: $0.engineVersion, appVersion: $0.appVersion,
-                       openCount: summary.engine.openCount)
+                       openCount: summary.engine.openCount, timeZone: $0.timeZone)
         }
         lastEventAt = summary.lastEventAt
         self.damaged = damaged

@@ -26,12 +26,15 @@ extension Runner {
         )
         var operations = try reader.operations(matching: query)
         if let search = options.search {
-            let text = SearchText(search)
-            operations = Array(operations.filter(text.matches).prefix(options.limit))
-            if operations.isEmpty, try reader.operations(matching: query).contains(where: { $0.sealedPresentation != nil && $0.entityLabel == "(sealed)" }) {
+            let candidates = operations
+            operations = Array(candidates.filter(SearchText(search).matches).prefix(options.limit))
+            if candidates.contains(where: { $0.sealedPresentation != nil && $0.entityLabel == SearchText.sealedText }) {
                 context.standardError.write("journal-inspect: warning: the journal is encrypted at rest and no --key-file was "
                     + "given: labels and summaries are sealed, so only categories, entities and types were searched\n")
             }
+        }
+        if options.search != nil || !options.categories.isEmpty {
+            try warnOfRowsWithoutLabels(query)
         }
         if json {
             write(try encodeJSON(OperationsDocument(operations: operations)))
@@ -43,8 +46,24 @@ extension Runner {
         return finish(damaged: foldDamage)
     }
 
-    /// The DETAIL cell of each operation whose detail needs its events: who discarded it and
-    /// why, the approver's note. The rest are said from the state alone.
+    /// Rows compacted before labels were kept have no category, label, summary or entity: a
+    /// search matches them by type only, a category never. Says how many the other filters let
+    /// through, so none is left out silently.
+    private func warnOfRowsWithoutLabels(_ query: OperationQuery) throws {
+        var unfiltered = query
+        unfiltered.categories = nil
+        unfiltered.limit = .max
+        let count = try reader.operations(matching: unfiltered).count { !$0.keptRequest }
+        guard count > 0 else { return }
+        context.standardError.write("journal-inspect: warning: \(count) operation\(count == 1 ? " was" : "s were") compacted before "
+            + "labels were kept (by an engine older than journal format 2): \(count == 1 ? "it has" : "they have") no category, label, "
+            + "summary or entity, so --category leaves \(count == 1 ? "it" : "them") out and --search matches "
+            + "\(count == 1 ? "its type" : "their types") only; 'ops --type' lists them\n")
+    }
+
+    /// The DETAIL cell of each operation whose detail needs more than its state: who discarded
+    /// it and why, the approver's note (from its events); the write a queued row waits behind
+    /// or depends on. The rest are said from the state alone.
     func details(of operations: [OperationState]) throws -> [OperationID: String] {
         var details: [OperationID: String] = [:]
         for state in operations where state.compactedAt == nil
@@ -52,6 +71,19 @@ extension Runner {
         {
             guard let events = try? reader.history(state.id) else { continue }
             details[state.id] = OperationsText.detail(state, events: events, moments: moments)
+        }
+        let queued = operations.filter { $0.status == .queued }
+        guard !queued.isEmpty else { return details }
+        let facts = try FactsReader(projectionsOf: reader, now: now)
+        for state in queued {
+            let held: String
+            switch try facts.waiting(for: state)?.on {
+            case .laneHead(let head, let status)?: held = "behind \(EventText.shortID(head))" + (status.map { " (\($0.rawValue))" } ?? "")
+            case .dependency(let other, let status)?: held = "depends on \(EventText.shortID(other))" + (status.map { " (\($0.rawValue))" } ?? "")
+            default: continue
+            }
+            let detail = OperationsText.detail(state, events: nil, moments: moments)
+            details[state.id] = detail.isEmpty ? held : detail + "; " + held
         }
         return details
     }
@@ -66,7 +98,7 @@ extension Runner {
         if json {
             write(try encodeJSON(LedgerDocument(ledger: rows)))
         } else if options.csv {
-            write(LedgerText.csv(rows))
+            write(LedgerText.csv(rows, moments: moments))
         } else if rows.isEmpty {
             write("The ledger has no rows that match.\n")
         } else {
@@ -204,11 +236,12 @@ public enum LedgerText {
         "status", "isTerminal",
     ]
 
-    public static func csv(_ rows: [LedgerEntry]) -> String {
+    /// - Parameter moments: the zone `createdAt` is written in (UTC unless `--tz` says otherwise).
+    public static func csv(_ rows: [LedgerEntry], moments: MomentFormat = MomentFormat(now: Date())) -> String {
         var text = CSV.line(csvColumns)
         for row in rows {
             text += CSV.line([
-                row.operationID.idempotencyKey, row.operationType, row.entityType, "\(row.seq)", Moments.absolute(row.createdAt),
+                row.operationID.idempotencyKey, row.operationType, row.entityType, "\(row.seq)", moments.absolute(row.createdAt),
                 "\(row.attempts)", row.latestOutcome, row.serverRevision ?? "", row.status.rawValue, row.isTerminal ? "true" : "false",
             ])
         }

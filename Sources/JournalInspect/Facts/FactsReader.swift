@@ -13,6 +13,9 @@ struct FactsReader {
     let lastEvent: JournalEvent?
     /// Every `journalOpened` event of the range the operations span, with the event before each.
     private let restarts: [Restart]
+    /// For a list, every operation's state as the projections hold it, by id: a list reads no
+    /// event (a record it does not show may be damaged, and a read of it may fault).
+    private let listed: [OperationID: OperationState]?
 
     /// Reads what every operation of `timelines` needs, in a few scans of the range they span.
     init(reader: JournalReader, now: Date, spanning timelines: [OperationTimeline]) throws {
@@ -33,6 +36,18 @@ struct FactsReader {
             }
         }
         self.restarts = restarts
+        listed = nil
+    }
+
+    /// Reads the projections only, for what a list (`ops`) says of its queued rows.
+    init(projectionsOf reader: JournalReader, now: Date) throws {
+        self.reader = reader
+        self.now = now
+        engine = try reader.engineState()
+        lastEvent = nil
+        restarts = []
+        listed = Dictionary(try reader.operations(matching: OperationQuery(limit: .max)).map { ($0.id, $0) },
+                            uniquingKeysWith: { first, _ in first })
     }
 
     /// The facts of the operation whose timeline is `timeline`.
@@ -59,7 +74,7 @@ struct FactsReader {
         var on: WaitingOn?
         // The engine's snapshot reads the payload too: a damaged `enqueued` record leaves the
         // rules applied here.
-        if reader.projectionsAreCurrent, let snapshot = try? reader.operation(state.id) {
+        if listed == nil, reader.projectionsAreCurrent, let snapshot = try? reader.operation(state.id) {
             on = snapshot.waitingOn
         } else {
             on = try foldedWaiting(for: state)
@@ -84,6 +99,7 @@ struct FactsReader {
     /// Another operation's state, as the journal holds it; `nil` when it holds nothing readable
     /// of it (what the verdict names then reads without it).
     private func currentState(of id: OperationID) -> OperationState? {
+        if let listed { return listed[id] }
         if let snapshot = try? reader.operation(id) { return snapshot.state }
         return (try? reader.timeline(of: id))?.state
     }
@@ -107,8 +123,9 @@ struct FactsReader {
             if current?.status != .synced { return .dependency(current?.id ?? dependency, current?.status) }
         }
         guard state.entityID != nil else { return nil }
-        let unsettled = try reader.operations(matching: OperationQuery(
-            statuses: [.queued, .syncing, .pendingApproval, .failed, .blocked, .conflicted], limit: .max))
+        let unsettledStatuses: Set<OutboxStatus> = [.queued, .syncing, .pendingApproval, .failed, .blocked, .conflicted]
+        let unsettled = try listed.map { Array($0.values.filter { unsettledStatuses.contains($0.status) }) }
+            ?? reader.operations(matching: OperationQuery(statuses: unsettledStatuses, limit: .max))
         let head = unsettled.filter { $0.lane == state.lane }.min { $0.laneSeq < $1.laneSeq }
         if let head, head.id != state.id { return .laneHead(head.id, head.status) }
         return nil

@@ -20,10 +20,13 @@ public struct SearchText: Sendable {
         var fields = [state.operationType]
         if state.keptRequest {
             fields += [state.category, state.entityID ?? ""]
-            if state.sealedPresentation == nil || state.entityLabel != "(sealed)" { fields += [state.entityLabel, state.summary] }
+            if state.sealedPresentation == nil || state.entityLabel != Self.sealedText { fields += [state.entityLabel, state.summary] }
         }
         return fields.contains { Self.fold($0).contains(folded) }
     }
+
+    /// What a sealed label or summary reads without the journal's key.
+    static let sealedText = "(sealed)"
 
     /// Lower case, without accents: "Crème" and "CREME" fold alike.
     static func fold(_ text: String) -> String {

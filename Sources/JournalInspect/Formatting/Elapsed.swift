@@ -42,8 +42,8 @@ public enum Elapsed: Equatable, Sendable {
     public func after(_ what: String) -> String {
         switch self {
         case .measured(let seconds): "\(Moments.duration(seconds)) after \(what)"
-        case .byWallClock(let seconds, false): "\(Moments.duration(seconds)) after \(what) (by the device clock)"
-        case .byWallClock(let seconds, true): "\(Moments.duration(seconds)) after \(what) (by the device clock, across a restart)"
+        case .byWallClock(let seconds, false): "\(Moments.duration(seconds)) after \(what) by the device clock"
+        case .byWallClock(let seconds, true): "\(Moments.duration(seconds)) after \(what) by the device clock, across a restart"
         case .unknown: "how long after \(what) is unknown: the device clock was moved back in between"
         }
     }
@@ -77,20 +77,20 @@ public enum ClockChange: Equatable, Sendable {
         return earlier.uptime != nil && later.uptime != nil ? .readsEarlierAcrossRestart(by: -wall) : .readsEarlier(by: -wall)
     }
 
-    /// The note under the later event's row: `the device clock moved back 328 d here; ...`.
+    /// The note under the later event's row: `the device clock moved back 328 days here; ...`.
     public func note(since earlier: JournalEvent) -> String {
         switch self {
         case .movedBack(let by, let measured):
-            "the device clock moved back \(Moments.duration(by)) here: by its uptime, \(Moments.duration(measured)) passed "
+            "the device clock moved back \(Moments.durationInWords(by)) here: by its uptime, \(Moments.duration(measured)) passed "
                 + "since seq \(earlier.seq)"
         case .movedForward(let by, let measured):
-            "the device clock leapt forward \(Moments.duration(by)) here: by its uptime, only \(Moments.duration(measured)) "
+            "the device clock leapt forward \(Moments.durationInWords(by)) here: by its uptime, only \(Moments.duration(measured)) "
                 + "passed since seq \(earlier.seq)"
         case .readsEarlierAcrossRestart(let by):
-            "the device clock reads \(Moments.duration(by)) earlier here than at seq \(earlier.seq), across a restart: it was "
-                + "set back; how long passed is unknown"
+            "the device clock reads \(Moments.durationInWords(by)) earlier here than at seq \(earlier.seq), across a restart: it "
+                + "was set back; how long passed is unknown"
         case .readsEarlier(let by):
-            "the device clock reads \(Moments.duration(by)) earlier here than at seq \(earlier.seq): it was moved back "
+            "the device clock reads \(Moments.durationInWords(by)) earlier here than at seq \(earlier.seq): it was moved back "
                 + "(these records carry no uptime, so how long passed is unknown)"
         }
     }

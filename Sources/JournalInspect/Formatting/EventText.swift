@@ -105,7 +105,9 @@ public enum EventText {
             return "format \(opened.formatVersion), engine \(opened.engineVersion)" + (opened.appVersion.map { ", app \($0)" } ?? "")
                 + (opened.timeZone.map { ", device zone \($0)" } ?? "")
         case .compacted(let compacted):
-            return "seqs \(compacted.firstSeq)...\(compacted.lastSeq) compacted, \(compacted.removedCount) events removed"
+            let writes = compacted.operations.count
+            return "seqs \(compacted.firstSeq)...\(compacted.lastSeq) compacted: \(compacted.removedCount) events of \(writes) settled "
+                + "write\(writes == 1 ? "" : "s") removed, SHA-256 \(compacted.digest.hex)"
         }
     }
 }

@@ -60,12 +60,15 @@ public struct MomentFormat: Sendable {
         "\(absolute(date)) (\(relative(date)))"
     }
 
-    /// The zone in words, for the header of a command's output: `UTC`, `Europe/Berlin (UTC+01:00 on 2027-01-15)`.
+    /// The zone in words, for the header of a command's output: `UTC`, `UTC-03:00`,
+    /// `Europe/Berlin (UTC+01:00 on 2027-01-15)`.
     public func zoneName(at date: Date) -> String {
         guard !isUTC else { return "UTC" }
         let offset = zone.secondsFromGMT(for: date)
         let magnitude = abs(offset)
         let hours = String(format: "UTC%@%02d:%02d", offset < 0 ? "-" : "+", magnitude / 3600, magnitude / 60 % 60)
+        // A fixed offset (--tz +01:00) is its own name: Foundation calls it "GMT+0100".
+        if zone.identifier.hasPrefix("GMT") { return hours }
         return "\(zone.identifier) (\(hours) on \(day(date)))"
     }
 

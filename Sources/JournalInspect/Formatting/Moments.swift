@@ -9,23 +9,38 @@ public enum Moments {
 
     /// A span in its two largest units: `45 s`, `5 min 3 s`, `2 h 14 min`, `3 d 2 h`; below a
     /// second, `less than 1 s`; beyond what an `Int` counts (a moment read from damaged bytes may
-    /// be any finite double), `forever`.
+    /// be any finite double), `forever`. Never negative: a span has no sign, so the words around
+    /// it say which way it runs ("ago", "in", "moved back").
     public static func duration(_ seconds: Double) -> String {
-        guard seconds.isFinite, let total = Int(exactly: abs(seconds).rounded(.down)) else { return "forever" }
-        let magnitude = abs(seconds)
-        if magnitude < 1 { return "less than 1 s" }
-        let units: [(name: String, seconds: Int)] = [("d", 86_400), ("h", 3600), ("min", 60), ("s", 1)]
-        var parts: [String] = []
+        guard let parts = parts(of: seconds) else { return "forever" }
+        guard !parts.isEmpty else { return "less than 1 s" }
+        let names = ["d", "h", "min", "s"]
+        return parts.map { "\($0.count) \(names[$0.unit])" }.joined(separator: " ")
+    }
+
+    /// A span in words, for a sentence: `328 days`, `2 hours 14 minutes`, `1 minute`.
+    public static func durationInWords(_ seconds: Double) -> String {
+        guard let parts = parts(of: seconds) else { return "forever" }
+        guard !parts.isEmpty else { return "less than a second" }
+        let names = ["day", "hour", "minute", "second"]
+        return parts.map { "\($0.count) \(names[$0.unit])\($0.count == 1 ? "" : "s")" }.joined(separator: " ")
+    }
+
+    /// The span's two largest units (days, hours, minutes, seconds: 0 to 3) with their counts, a
+    /// trailing zero left out; empty below a second; `nil` beyond what an `Int` counts.
+    private static func parts(of seconds: Double) -> [(count: Int, unit: Int)]? {
+        guard seconds.isFinite, let total = Int(exactly: abs(seconds).rounded(.down)) else { return nil }
+        var parts: [(count: Int, unit: Int)] = []
         var rest = total
-        for unit in units {
-            let count = rest / unit.seconds
-            rest %= unit.seconds
-            if count > 0 || !parts.isEmpty { parts.append("\(count) \(unit.name)") }
+        for (unit, size) in [86_400, 3600, 60, 1].enumerated() {
+            let count = rest / size
+            rest %= size
+            if count > 0 || !parts.isEmpty { parts.append((count, unit)) }
             if parts.count == 2 { break }
         }
         // "2 h 0 min" reads as "2 h".
-        if parts.count == 2, parts[1].hasPrefix("0 ") { parts.removeLast() }
-        return (seconds < 0 ? "-" : "") + parts.joined(separator: " ")
+        if parts.count == 2, parts[1].count == 0 { parts.removeLast() }
+        return parts
     }
 
     /// `2 h 14 min ago`, `in 3 min`, or `just now`.

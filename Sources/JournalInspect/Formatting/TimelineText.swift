@@ -44,10 +44,14 @@ public enum TimelineText {
                 + ", \(state.attemptCount) attempt\(state.attemptCount == 1 ? "" : "s")"
             if let compactedAt = state.compactedAt {
                 status += ", last changed \(moments.absolute(state.changedAt))"
-                let seq = facts.compaction.map { " (seq \($0.seq))" } ?? ""
                 fields.add("Status", status)
+                let seq = facts.compaction.map { " (seq \($0.seq))" } ?? ""
                 fields.add("Details", "compacted on \(moments.absolute(compactedAt))\(seq): its events and payload were removed; "
                     + (state.keptRequest ? "what it was and how it ended were kept" : "its ledger row was kept"))
+                if let event = facts.compaction, case .compacted(let compacted) = event.body {
+                    fields.add("Digest", "SHA-256 \(compacted.digest.hex) over the \(compacted.removedCount) records removed then "
+                        + "(seqs \(compacted.firstSeq)...\(compacted.lastSeq)): a copy of the journal taken before proves what they held")
+                }
             } else {
                 fields.add("Status", status)
             }
@@ -106,6 +110,7 @@ public enum TimelineText {
         for event in events {
             var notes: [String] = []
             if let previous, let change = ClockChange.between(previous, event) { notes.append(change.note(since: previous)) }
+            if let restart = restartNote(before: event, facts: facts) { notes.append(restart) }
             lines.append(.event(event, gap: gap(before: event, facts: facts), notes: notes))
             previous = event
         }
@@ -183,26 +188,35 @@ public enum TimelineText {
 
     /// The GAP of an attempt's start: the time since the previous attempt ended (or started,
     /// when it was cut off: its abandonment is written at the next start), by the uptime when it
-    /// can; with, when the app restarted in between, at most how long it was not running.
+    /// can.
     static func gap(before event: JournalEvent, facts: OperationFacts) -> String {
-        guard case .attemptStarted(let started) = event.body else { return "" }
+        previousAttempt(before: event, facts: facts).map { Elapsed.between($0, event).gapText } ?? ""
+    }
+
+    /// The note under an attempt's start when the app restarted since the previous attempt: how
+    /// much of the gap the app was not running, at most.
+    static func restartNote(before event: JournalEvent, facts: OperationFacts) -> String? {
+        guard let reference = previousAttempt(before: event, facts: facts) else { return nil }
+        let restarts = facts.restarts.filter { reference.seq < $0.opened.seq && $0.opened.seq < event.seq }
+        guard !restarts.isEmpty else { return nil }
+        let down = restarts.compactMap { $0.downtime?.seconds }
+        guard down.count == restarts.count else {
+            return "the app started again during this gap; how long it was not running is unknown (the device clock was moved back)"
+        }
+        return "the app was not running for at most \(Moments.duration(down.reduce(0, +))) of this gap (at most: it may have run "
+            + "a while without writing anything)"
+    }
+
+    /// The event the GAP of the attempt `event` starts counts from.
+    private static func previousAttempt(before event: JournalEvent, facts: OperationFacts) -> JournalEvent? {
+        guard case .attemptStarted(let started) = event.body else { return nil }
         let attempts = facts.timeline.attempts
         guard let index = attempts.firstIndex(where: { $0.number == started.attempt && $0.startedSeq == event.seq }), index > 0 else {
-            return ""
+            return nil
         }
         let before = attempts[index - 1]
-        let events = facts.timeline.events
         let referenceSeq = before.wasAbandoned ? before.startedSeq : (before.endedSeq ?? before.startedSeq)
-        guard let reference = events.first(where: { $0.seq == referenceSeq }) else { return "" }
-        var text = Elapsed.between(reference, event).gapText
-        let restarts = facts.restarts.filter { reference.seq < $0.opened.seq && $0.opened.seq < event.seq }
-        if !restarts.isEmpty {
-            let down = restarts.compactMap { $0.downtime?.seconds }
-            text += down.count == restarts.count
-                ? " (app not running for at most \(Moments.duration(down.reduce(0, +))) of it)"
-                : " (the app restarted in between)"
-        }
-        return text
+        return facts.timeline.events.first { $0.seq == referenceSeq }
     }
 
     /// The run of identical attempts that starts at `lines[index]`: at least ``AttemptRun/shortest``

@@ -37,7 +37,7 @@ public enum Verdict {
             let elapsed = elapsedSinceSaved(timeline)
             if case .approvalDecided(let decision)? = lastEvent?.body {
                 return "synced: approved\(decision.reference.map { " (\($0))" } ?? "") after it was held for approval "
-                    + "on attempt \(number), " + (elapsed?.after("it was saved") ?? "")
+                    + "on attempt \(number)" + (elapsed.map { ", " + $0.after("it was saved") } ?? "")
             }
             var text = "synced on attempt \(number)" + (elapsed.map { ", " + $0.after("it was saved") } ?? "")
             if state.latestOutcome == .replayed {

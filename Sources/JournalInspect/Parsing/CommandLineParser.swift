@@ -289,9 +289,10 @@ public enum CommandLineParser {
 
     /// Reads `2027-01-15` (midnight UTC), `2027-01-15T08:00:00Z` (or with an offset, or
     /// fractional seconds, or without seconds), or an age counted back from now: `90s`, `45m`
-    /// (or `45min`), `3h`, `2d`, `1w`; `nil` for anything else, impossible dates included.
-    public static func parseMoment(_ text: String) -> MomentSpec? {
-        if case .moment(let moment) = MomentText.read(text) { return moment }
+    /// (or `45min`), `3h`, `2d`, `1w`; `nil` for anything else, impossible dates included. With
+    /// `zoneGiven`, a date or a date and time without a zone is a ``WallClockTime``.
+    public static func parseMoment(_ text: String, zoneGiven: Bool = false) -> MomentSpec? {
+        if case .moment(let moment) = MomentText.read(text, zoneGiven: zoneGiven) { return moment }
         return nil
     }
 

@@ -20,7 +20,8 @@ public enum HelpText {
         COMMANDS
           summary             versions, seq range, size, counts by status, the oldest pending
                               write, the worker's pause (the default command)
-          ops                 operations, newest first, filtered by status, category, type, age
+          ops                 operations, newest first, filtered by status, category, type, age,
+                              or found by what the member calls them (--search)
           timeline <id>       every event of one operation, then the verdict: the proof
           events              the raw event stream; --follow keeps printing new events
           ledger              the reconciliation ledger (--csv too)
@@ -32,13 +33,20 @@ public enum HelpText {
           --json              JSON instead of tables, on every command (field names: Docs/journal-inspect.md)
           --key-file <path>   the key of a journal encrypted at rest (32 bytes, or 64 hex digits):
                               opens payloads, labels and summaries; without it they read "(sealed)"
+          --tz <zone>         the zone moments print in, and zone-less --since/--until are read
+                              in: UTC (the default), local (this machine's), member (the
+                              device's, as the engine recorded it), a name like
+                              America/Sao_Paulo, or an offset like -03:00
+          --now <moment>      the moment ages ("2 h ago") count to, instead of this machine's
+                              clock: the same command prints the same text tomorrow
           -h, --help          help for the tool, or for the command named with it
           --version           the tool's version and the journal format it reads
 
         An operation id may be shortened to its first characters, wherever one is asked for.
-        Moments (--since, --until) are a date (2027-01-15), a date and time
-        (2027-01-15T08:00:00Z), or an age: 90s, 45m, 3h, 2d, 1w. A date that does not
-        exist (2027-02-29) is refused, never rolled forward.
+        Moments (--since, --until, --now) are a date (2027-01-15), a date and time
+        (2027-01-15T08:00:00Z), or, for --since and --until, an age: 90s, 45m, 3h, 2d, 1w.
+        With --tz, a date or a time without a zone (2027-01-15T09:15) is read in that zone.
+        A date that does not exist (2027-02-29) is refused, never rolled forward.
 
         EXIT CODES
           0   success
@@ -57,6 +65,8 @@ public enum HelpText {
         EXAMPLES
           journal-inspect ~/ticket-4411/journal
           journal-inspect ~/ticket-4411/journal ops --status queued,blocked --since 3d
+          journal-inspect ~/ticket-4411/journal ops --search antiseptic
+          journal-inspect ~/ticket-4411/journal ops --tz member --since 2027-01-12T09:00 --until 2027-01-12T10:00
           journal-inspect ~/ticket-4411/journal timeline 6c4ef3ca
           journal-inspect ~/ticket-4411/journal verify
 
@@ -81,8 +91,9 @@ public enum HelpText {
 
         The journal at a glance: format and projection versions, account, seq range, event
         count, size on disk, operations by status, the oldest pending (queued or syncing)
-        operation and its age, whether the worker is paused (a 401) and why, which engine last
-        opened the journal, and the moment of the last event. The default command.
+        operation and its age, whether the worker is paused (a 401) and why, whether anyone is
+        signed in, which engine last opened the journal and the device's time zone then, and
+        the moment of the last event. The default command.
 
         OPTIONS
           --json          one JSON object
@@ -96,8 +107,10 @@ public enum HelpText {
     static let ops = """
         journal-inspect <journal-dir> ops [options]
 
-        Operations, newest first, one line each: id (first 8 characters), created, type, label,
-        status, attempts, last error.
+        Operations, newest first, one line each: id (first 8 characters), saved, type, label,
+        status, attempts, detail (the last error with the server's words; who discarded a row
+        and why; the approver's note; what replaced it; when its details were compacted).
+        Compacted operations are listed and filtered like the others.
 
         OPTIONS
           --status <s,...>    only these statuses: queued, syncing, synced, pending_approval,
@@ -106,6 +119,9 @@ public enum HelpText {
           --type <t,...>      only these operation types, e.g. product.create (case ignored)
           --since <moment>    only operations saved at or after it (device clock)
           --until <moment>    only operations saved before it
+          --search <text>     only operations whose label, summary, category, entity or type
+                              holds the text, case and accents ignored ("creme" finds
+                              "Crème"); sealed labels are searched only with --key-file
           --limit <n>         at most n operations (default 50)
           --json              a JSON object: {"operations": [...]}
 
@@ -113,19 +129,25 @@ public enum HelpText {
           journal-inspect ./journal ops --status queued,blocked
           journal-inspect ./journal ops --category Products --since 2027-01-12 --until 2027-01-13
           journal-inspect ./journal ops --type product.create --since 3d --limit 10
+          journal-inspect ./journal ops --search "gauze 10"
 
         """
 
     static let timeline = """
-        journal-inspect <journal-dir> timeline <id> [--payload] [--json]
+        journal-inspect <journal-dir> timeline <id> [--payload] [--full] [--json]
 
         The proof of what happened to one operation: every event in journal order with its
         seq, moment, kind, attempt, outcome, disposition, next due moment, error code and
-        message, the gap before each attempt, and then one verdict line, e.g.
+        message, the gap before each attempt (measured by the device's uptime when the journal
+        records it), the app starting again, a note wherever the device clock moved, and then
+        one verdict line, e.g.
           synced on attempt 3, 2 h 14 min after it was saved
-          blocked: 403 on attempt 1, waiting for a person
-        The payload is redacted: its size and SHA-256 are shown, and whether the bytes still
-        hash to the SHA-256 recorded when it was saved.
+          blocked: 403 on attempt 1, waiting for a person (forbidden: "Only the owner may add products")
+          queued: not attempted yet; it waits behind 5DFB6840 "Gauze 10 cm" (failed: ...)
+        A run of attempts that met the same answer is one row. The payload is redacted: its
+        size and SHA-256 are shown, and whether the bytes still hash to the SHA-256 recorded
+        when it was saved. A compacted operation shows what was kept of it and the digest of
+        the records removed.
 
         ARGUMENTS
           <id>            the operation id, or its first characters (an ambiguous prefix lists
@@ -133,6 +155,7 @@ public enum HelpText {
 
         OPTIONS
           --payload       show the payload itself
+          --full          one row per event: runs of identical attempts are not folded
           --json          one JSON object: operation, events, attempts, payload, verdict
 
         EXAMPLES
@@ -152,9 +175,11 @@ public enum HelpText {
           --to <seq>          stop at this seq (included)
           --kind <k,...>      only these kinds: enqueued, attemptStarted, attemptFinished,
                               attemptAbandoned, withdrawn, requeued, discarded, approvalDecided,
-                              sessionPaused, sessionResumed, journalOpened, compacted
+                              superseded, rebased, dependencyEnded, sessionPaused,
+                              sessionResumed, sessionChanged, journalOpened, compacted
           --type <t,...>      only events of operations of these types
-          --operation <id>    only the events of this operation (a prefix is enough)
+          --operation <id>    only the events of this operation (a prefix is enough); for a
+                              compacted one, the compacted event that removed them
           --since <moment>    only events recorded at or after it
           --until <moment>    only events recorded before it
           --limit <n>         at most n events (default 100)

@@ -116,10 +116,12 @@ public struct WallClockTime: Equatable, Sendable {
     /// shows twice, as the first of the two.
     public func moment(in zone: TimeZone) -> Date {
         let asUTC = Double(day) * 86_400 + seconds
-        // The offset depends on the moment, which depends on the offset: two rounds settle it.
-        var offset = Double(zone.secondsFromGMT(for: Date(timeIntervalSince1970: asUTC)))
-        offset = Double(zone.secondsFromGMT(for: Date(timeIntervalSince1970: asUTC - offset)))
-        return Date(timeIntervalSince1970: asUTC - offset)
+        func offset(at moment: Double) -> Double { Double(zone.secondsFromGMT(for: Date(timeIntervalSince1970: moment))) }
+        // The offsets the zone has around that day; the moments that show this time with their
+        // own offset are the answers, the earliest first.
+        let offsets = Set([offset(at: asUTC - 86_400), offset(at: asUTC), offset(at: asUTC + 86_400)])
+        let shown = offsets.map { asUTC - $0 }.filter { offset(at: $0) == asUTC - $0 }
+        return Date(timeIntervalSince1970: shown.min() ?? asUTC - offset(at: asUTC - 86_400))
     }
 }
 

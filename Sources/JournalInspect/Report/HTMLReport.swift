@@ -176,9 +176,15 @@ public enum HTMLReport {
                 + "saved \(escape(moments.both(state.createdAt))) · seq \(state.firstSeq)"
                 + (state.compactedAt.map { " · details compacted on \(escape(moments.absolute($0)))" } ?? "") + "</p>\n"
         }
-        html += attemptLine(facts, moments: moments)
+        if let state, state.compactedAt != nil {
+            // Its attempts went with its events: what was kept of them is a sentence, not a line.
+            html += "<p class=\"note\">\(state.attemptCount) attempt\(state.attemptCount == 1 ? "" : "s"), the last "
+                + "\(escape(state.latestOutcome?.rawValue ?? "none")); their events were removed by the compaction below.</p>\n"
+        } else {
+            html += attemptLine(facts, moments: moments)
+        }
         let events = facts.events
-        html += "<details><summary>\(events.count) events\(timeline.damaged.isEmpty ? "" : ", \(timeline.damaged.count) damaged")</summary>\n"
+        html += "<details><summary>\(events.count) event\(events.count == 1 ? "" : "s")\(timeline.damaged.isEmpty ? "" : ", \(timeline.damaged.count) damaged")</summary>\n"
         html += "<table class=\"events\">\n<tr><th>seq</th><th>moment</th><th>kind</th><th>details</th></tr>\n"
         var rows: [(JournalSequence, String)] = events.map { event in
             let detail = facts.restarts.first { $0.opened.seq == event.seq }?.text ?? EventText.detail(event, moments: moments)
@@ -224,10 +230,12 @@ public enum HTMLReport {
             let error = EventText.error(code: attempt.errorCode, message: attempt.errorMessage)
             if !error.isEmpty { tip += "; \(error)" }
             if let next = attempt.nextAttemptAt { tip += "; next at \(moments.absolute(next))" }
+            let start = timeline.events.first { $0.seq == attempt.startedSeq }
+            if let start, let restart = TimelineText.restartNote(before: start, facts: facts) { tip += "; \(restart)" }
             svg += "<circle class=\"attempt \(outcomeClass)\" cx=\"\(format(x))\" cy=\"\(format(middle))\" r=\"9\"><title>\(escape(tip))</title></circle>\n"
             svg += "<text class=\"number\" x=\"\(format(x))\" y=\"\(format(middle + 4))\" text-anchor=\"middle\">\(attempt.number)</text>\n"
             svg += "<text class=\"label\" x=\"\(format(x))\" y=\"\(format(middle + 24))\" text-anchor=\"middle\">\(escape(label))</text>\n"
-            if let start = timeline.events.first(where: { $0.seq == attempt.startedSeq }) {
+            if let start {
                 let gap = TimelineText.gap(before: start, facts: facts)
                 if !gap.isEmpty {
                     svg += "<text class=\"gap\" x=\"\(format(x - step / 2))\" y=\"\(format(middle - 14))\" text-anchor=\"middle\">\(escape(gap))</text>\n"

@@ -19,6 +19,10 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
     public var recordedAt: Date
     public var kind: JournalEventKind
     public var operationID: OperationID?
+    /// The device's uptime when it was recorded, and its boot (since journal format 2): two
+    /// events of one boot measure the time between them whatever the wall clock did.
+    public var uptimeSeconds: Double?
+    public var bootID: UUID?
 
     // enqueued
     public var businessID: String?
@@ -98,6 +102,8 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
         recordedAt = event.recordedAt
         kind = event.kind
         operationID = event.operationID
+        uptimeSeconds = event.uptime?.seconds
+        bootID = event.uptime?.bootID
         switch event.body {
         case .enqueued(let enqueued):
             let request = enqueued.request

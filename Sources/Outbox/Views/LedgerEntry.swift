@@ -4,7 +4,15 @@ public import OutboxCore
 /// One row of the reconciliation ledger: what support reads first.
 ///
 /// It names what happened to an operation and never what it held: no payload, no field value, no
-/// label or summary.
+/// label or summary, so it can travel beside the server's records.
+///
+/// The journal's own row for an operation keeps more, even after a compaction removed its events
+/// and payload (``OperationState/Form/compacted(at:)``): its label, summary, category, entity,
+/// type and request hash, so that an old write can still be found by what the member called it.
+/// The label and summary are presentation text the member typed: sealed when the journal is
+/// encrypted at rest, and kept for the journal's life, like the payloads of rows a sign-out
+/// discards; `Outbox.wipeJournal(at:)` (what a shared device calls after such a sign-out) erases
+/// them with everything else. Rows compacted before journal format 2 kept this ledger row only.
 public struct LedgerEntry: Sendable, Equatable, Codable {
     public var operationID: OperationID
     public var operationType: String

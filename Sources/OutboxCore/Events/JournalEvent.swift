@@ -490,8 +490,8 @@ public struct CompactedOperation: Sendable, Equatable {
 }
 
 /// Who and what a compacted operation was: everything of its request but the payload.
-/// Presentation text the member typed is sealed when the journal is encrypted at rest, and
-/// erased with everything else by a sign-out that discards or a wipe.
+/// Presentation text the member typed is sealed when the journal is encrypted at rest, and kept
+/// as long as the journal: `Outbox.wipeJournal(at:)` erases it with everything else.
 public struct CompactedIdentity: Sendable, Equatable {
     public var businessID: String
     public var category: String

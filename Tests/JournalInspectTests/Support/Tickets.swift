@@ -3,7 +3,6 @@ import JournalInspect
 @testable import Outbox
 import OutboxTestSupport
 import OutboxTesting
-import Synchronization
 import Testing
 
 /// The journals of the support runbook's tickets (Docs/support-runbook.md), written through the
@@ -165,8 +164,8 @@ enum Ticket: String, CaseIterable, Sendable, CustomTestStringConvertible {
         outbox.close()
     }
 
-    /// The phone's clock ran 328 days ahead; the network set it right while the ibuprofen's
-    /// attempt was on its way.
+    /// The phone's clock ran 328 days ahead; the server was down for the ibuprofen's first
+    /// attempt, and the network's time service set the clock right before its second.
     private static func clockBack(_ directory: URL, _ number: UInt64) async throws {
         let clock = ManualClock(now: moment("2027-01-15T08:00:00Z"))
         let transport = ScriptedTransport(otherwise: .respond(.json(201, #"{"revision":"1"}"#)))
@@ -174,13 +173,14 @@ enum Ticket: String, CaseIterable, Sendable, CustomTestStringConvertible {
         _ = try await outbox.enqueue(item("Plasters, 20 pack", entity: "plasters-20"))
         await outbox.settle()
         clock.advance(by: 3 * 3600)
-        transport.script(.handle { _ in
-            // The answer takes 6 s; meanwhile the network time service sets the clock back.
-            clock.set(to: clock.now().addingTimeInterval(-328 * 86_400))
-            clock.advance(by: 6)
-            return .json(201, #"{"revision":"1"}"#)
-        })
+        transport.script(.respond(.json(503, #"{"code":"server_unavailable","message":"Try again in a moment"}"#)))
         _ = try await outbox.enqueue(item("Ibuprofen 400 mg", entity: "ibuprofen-400"))
+        await outbox.settle()
+        // The time service sets the clock back; the retry due "328 days from now" is due one
+        // retry cap after the worker first sees it so.
+        clock.set(to: clock.now().addingTimeInterval(-328 * 86_400))
+        await outbox.drain()
+        clock.advance(by: RetryPolicy.standard.maxDelaySeconds)
         await outbox.settle()
         clock.advance(by: 1200)
         _ = try await outbox.enqueue(item("Cough syrup", entity: "cough-syrup"))
@@ -193,19 +193,13 @@ enum Ticket: String, CaseIterable, Sendable, CustomTestStringConvertible {
     private static func crash(_ directory: URL, _ number: UInt64) async throws {
         let clock = ManualClock(now: moment("2027-01-15T17:45:00Z"))
         let server = InMemoryServer()
-        let engine = Mutex<Outbox?>(nil)
-        let dying = ScriptedTransport(otherwise: .handle { request in
-            let response = try await server.send(request)
-            // The battery dies before the answer is recorded.
-            engine.withLock { $0 }?.close()
-            clock.reboot(downtime: 3 * 3600)
-            return response
-        })
+        // The battery dies before the answer is recorded; the phone is switched on three hours later.
+        let dying = DyingTransport(server: server) { clock.reboot(downtime: 3 * 3600) }
         let first = try await open(directory, number, clock: clock, transport: dying, account: "emeka")
-        engine.withLock { $0 = first }
+        dying.attach(first)
         _ = try await first.enqueue(item("Stock count, shelf 3", type: "stock.count", category: "Stock", summary: "Shelf counted",
                                          entity: "shelf-3", endpoint: "/stock/counts"))
-        await first.settle()
+        await dying.died()
         let reopened = try await open(directory, number, clock: clock, transport: server, account: "emeka")
         reopened.close()
     }
@@ -254,6 +248,8 @@ enum Ticket: String, CaseIterable, Sendable, CustomTestStringConvertible {
         clock.advance(by: 900)
         await outbox.settle()
         try await outbox.discard(plasters)
+        // Each person's decision wakes the worker: its pass ends before the next write.
+        await outbox.settle()
         server.setOnline(true)
         clock.advance(by: 600)
         server.inject(.holdForApproval(requestID: "apr-2208"))
@@ -261,6 +257,7 @@ enum Ticket: String, CaseIterable, Sendable, CustomTestStringConvertible {
         await outbox.settle()
         clock.advance(by: 5400)
         try await outbox.recordApprovalDecision(vitamin, approved: false, reference: "Above the list price: use 8.90")
+        await outbox.settle()
         clock.advance(by: 300)
         server.inject(.respond(.json(409, #"{"code":"duplicate","message":"A product with barcode 4006381333931 already exists"}"#)))
         _ = try await outbox.enqueue(item("Antiseptic 500 ml", entity: "antiseptic-500"))
