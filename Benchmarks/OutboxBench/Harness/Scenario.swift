@@ -65,6 +65,9 @@ struct Contenders: Sendable, Encodable {
     /// The ratio of ours to the second column, e.g. `vs SQLite`.
     var versusSQLite: String
     var versusFloor: String
+    /// Whether the third column is another way of doing the work (its ratio read as the
+    /// second's: above 1x, ours is better) rather than a physical floor.
+    var thirdIsBaseline = false
 
     static let engine = Contenders(ours: "ours", sqlite: "SQLite outbox", floor: "floor", versusSQLite: "vs SQLite", versusFloor: "vs floor")
 }

@@ -8,10 +8,11 @@ struct MetricResult: Sendable {
     var floor: Statistics?
     /// How many times better ours is than the SQLite outbox (above 1: ours is better), per repeat.
     var versusSQLite: Statistics?
-    /// How many floors ours costs (1 is the physical limit), per repeat.
+    /// How many floors ours costs (1 is the physical limit), per repeat; where the third column
+    /// is a baseline rather than a floor, how many times better ours is, as for the second.
     var versusFloor: Statistics?
 
-    init(metric: Metric, samples: [Trio]) {
+    init(metric: Metric, samples: [Trio], thirdIsBaseline: Bool = false) {
         self.metric = metric
         func stats(_ values: [Double?]) -> Statistics? {
             let present = values.compactMap { $0 }
@@ -27,7 +28,7 @@ struct MetricResult: Sendable {
         })
         versusFloor = stats(samples.map { trio in
             guard let ours = trio.ours, let floor = trio.floor, ours > 0, floor > 0 else { return nil }
-            return better ? floor / ours : ours / floor
+            return better != thirdIsBaseline ? floor / ours : ours / floor
         })
     }
 }
@@ -43,7 +44,7 @@ struct ScenarioResult: Sendable {
         self.seconds = seconds
         metrics = scenario.metrics.compactMap { metric in
             let trios = samples.compactMap { $0[metric.key] }
-            return trios.isEmpty ? nil : MetricResult(metric: metric, samples: trios)
+            return trios.isEmpty ? nil : MetricResult(metric: metric, samples: trios, thirdIsBaseline: scenario.contenders.thirdIsBaseline)
         }
     }
 

@@ -26,13 +26,15 @@ extension Scenario {
             .time("lmdb-wide-p50", "LMDB durable commit into \(Workload.engineDatabases) databases, p50"),
             .time("pwrite-p50", "pwrite of 512 B, no flush, p50"),
             .time("lmdb-nosync-p50", "LMDB commit with MDB_NOSYNC, p50"),
+            .time("sqlite-p50", "plain SQLite insert, WAL, synchronous=FULL, p50"),
         ],
         limit: { result in
             let trips = (result.floor("lmdb-p50") ?? 0) / max(result.floor("fsync-p50") ?? 1, 1e-9)
             return "a durable LMDB commit writes its pages, fdatasyncs them, then writes the meta page O_DSYNC: "
                 + "two trips to the disk, here \(TextReport.format(result.floor("lmdb-p50"))) µs = "
                 + "\(TextReport.ratioText(trips)) one fdatasync. Touching \(Workload.engineDatabases) databases, as an enqueue does, writes a page "
-                + "path per database: \(TextReport.format(result.floor("lmdb-wide-p50"))) µs"
+                + "path per database: \(TextReport.format(result.floor("lmdb-wide-p50"))) µs. A plain SQLite insert of the same record, "
+                + "one per transaction through the C API: \(TextReport.format(result.floor("sqlite-p50"))) µs"
         },
         run: { context in
             let directory = try context.freshDirectory("floors")
@@ -49,6 +51,8 @@ extension Scenario {
             let wideCommits = Latencies(nanoseconds: try wide.commits(count))
             let nosync = try LMDBFloor(directory: directory.appendingPathComponent("nosync"), durable: false, recordBytes: recordBytes)
             let nosyncCommits = Latencies(nanoseconds: try nosync.commits(count))
+            let sqlite = try SQLiteFloor(directory: directory.appendingPathComponent("sqlite"), recordBytes: recordBytes)
+            let sqliteInserts = Latencies(nanoseconds: try sqlite.inserts(count))
             return [
                 "fsync-p50": Trio(floor: flushed.p50),
                 "fsync-p99": Trio(floor: flushed.p99),
@@ -57,6 +61,7 @@ extension Scenario {
                 "lmdb-wide-p50": Trio(floor: wideCommits.p50),
                 "pwrite-p50": Trio(floor: unflushed.p50),
                 "lmdb-nosync-p50": Trio(floor: nosyncCommits.p50),
+                "sqlite-p50": Trio(floor: sqliteInserts.p50),
             ]
         }
     )

@@ -32,14 +32,20 @@ extension Scenario {
                 .count("commits-8", "8 lanes: commits per operation", higherIsBetter: false),
             ],
             limit: { result in
-                "three \(full ? "durable " : "")commits per operation (enqueued; attempt started, durable before the "
-                    + "request leaves; attempt finished). With N producers and N lanes each commit can carry N operations: "
+                "two \(full ? "durable " : "")commits per operation: the enqueue, durable before it returns; the attempt's start, "
+                    + "durable before the request leaves, which the previous attempt's outcome can share (the last outcome of a "
+                    + "drain commits alone). With N producers and N lanes each commit can carry N operations: "
                     + "raw commits allow \(TextReport.format(result.floor("rate-1"))) operations/s with 1, "
                     + "\(TextReport.format(result.floor("rate-8")))/s with 8. The SQLite outbox commits three times per operation"
             },
-            targets: full ? [Target(text: "8 lanes: at least 2x the SQLite outbox's operations/s") { result in
-                result["rate-8"]?.versusSQLite.map { (TextReport.ratioText($0.median), $0.median >= 2) }
-            }] : [],
+            targets: full ? [
+                Target(text: "1 lane: at least the SQLite outbox's operations/s") { result in
+                    result["rate-1"]?.versusSQLite.map { (TextReport.ratioText($0.median), $0.median >= 1) }
+                },
+                Target(text: "8 lanes: at least 2x the SQLite outbox's operations/s") { result in
+                    result["rate-8"]?.versusSQLite.map { (TextReport.ratioText($0.median), $0.median >= 2) }
+                },
+            ] : [],
             run: { context in
                 var sample = Sample()
                 for lanes in [1, 8] {
@@ -49,9 +55,9 @@ extension Scenario {
 
                     let floor = try LMDBFloor(directory: directory.appendingPathComponent("floor"), durable: full,
                                               recordBytes: Workload.enqueuedRecordBytes)
-                    let commits = Statistics(try floor.commits(min(context.sizes.floorCommits, 3 * operations / lanes), records: lanes))
-                    let floorRate = Double(lanes) / (3 * commits.mean / 1e9)
-                    let floorDrain = Double(lanes) / (2 * commits.mean / 1e9)
+                    let commits = Statistics(try floor.commits(min(context.sizes.floorCommits, 2 * operations / lanes), records: lanes))
+                    let floorRate = Double(lanes) / (2 * commits.mean / 1e9)
+                    let floorDrain = Double(lanes) / (commits.mean / 1e9)
 
                     let ourDirectory = directory.appendingPathComponent("ours")
                     let (ours, outbox, _) = try await ourLifecycle(ourDirectory, operations: operations, lanes: lanes, durability: durability)
@@ -62,7 +68,7 @@ extension Scenario {
                     sample["rate-\(lanes)"] = Trio(ours: ours.operationsPerSecond, sqlite: theirs.operationsPerSecond, floor: floorRate)
                     sample["drain-\(lanes)"] = Trio(ours: ours.drainedPerSecond, sqlite: theirs.drainedPerSecond, floor: floorDrain)
                     sample["commits-\(lanes)"] = Trio(ours: Double(ourCommits) / Double(operations),
-                                                      sqlite: Double(sqlite.commits) / Double(operations), floor: 3 / Double(lanes))
+                                                      sqlite: Double(sqlite.commits) / Double(operations), floor: 2 / Double(lanes))
                 }
                 return sample
             }

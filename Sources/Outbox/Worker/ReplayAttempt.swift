@@ -18,9 +18,10 @@ final class ReplayAttempt: Sendable {
     let log: EngineLog
     /// Set once the worker is stopped (sign-out): no row is started after it.
     private let stopped = Atomic<Bool>(false)
-    /// Rows whose attempt this process has in flight. A syncing row not in it lost its outcome
-    /// (the commit recording it failed) and is abandoned by the next pass.
-    private let inFlight = Mutex<Set<OperationID>>([])
+    /// Rows whose attempt this process has in flight, or whose outcome waits to be committed with
+    /// the next start (counted: a row may be both for a moment). A syncing row not in it lost its
+    /// outcome (the commit recording it failed) and is abandoned by the next pass.
+    private let inFlight = Mutex<[OperationID: Int]>([:])
 
     init(store: JournalStore, room: JournalRoom, transport: any OutboxTransport, configuration: OutboxConfiguration, log: EngineLog) {
         self.store = store
@@ -40,13 +41,26 @@ final class ReplayAttempt: Sendable {
     var isStopped: Bool { stopped.load(ordering: .acquiring) }
 
     /// The rows whose attempt is in flight in this process now.
-    var rowsInFlight: Set<OperationID> { inFlight.withLock { $0 } }
+    var rowsInFlight: Set<OperationID> { inFlight.withLock { Set($0.keys) } }
 
     /// Marks `ids` in flight while `body` runs: a pass never abandons an attempt it holds.
     func holding<R>(_ ids: [OperationID], _ body: () async -> R) async -> R {
-        inFlight.withLock { $0.formUnion(ids) }
-        defer { inFlight.withLock { $0.subtract(ids) } }
+        hold(ids)
+        defer { letGo(ids) }
         return await body()
+    }
+
+    private func hold(_ ids: [OperationID]) {
+        inFlight.withLock { held in for id in ids { held[id, default: 0] += 1 } }
+    }
+
+    private func letGo(_ ids: [OperationID]) {
+        inFlight.withLock { held in
+            for id in ids {
+                let count = (held[id] ?? 1) - 1
+                held[id] = count > 0 ? count : nil
+            }
+        }
     }
 
     /// What became of one attempt.
@@ -135,21 +149,31 @@ final class ReplayAttempt: Sendable {
     }
 
     /// Sends one queued row and records what happened.
-    /// - Parameter withdrawOnRejection: an inline save withdraws a row the server rejects as
-    ///   invalid, in the same commit as the outcome.
-    func send(_ id: OperationID, trigger: WakeReason, withdrawOnRejection: Bool = false) async -> Report {
-        guard !isStopped else { return .halted }
+    /// - Parameters:
+    ///   - withdrawOnRejection: an inline save withdraws a row the server rejects as invalid, in
+    ///     the same commit as the outcome.
+    ///   - carrying: outcomes of earlier attempts not yet committed: they land in the commit of
+    ///     this row's `attemptStarted` (or alone, when this row is not started).
+    ///   - carry: where this attempt's own outcome waits for the next start, instead of being
+    ///     committed at once; `nil` commits it at once.
+    func send(_ id: OperationID, trigger: WakeReason, withdrawOnRejection: Bool = false,
+              carrying: [OutcomeDraft] = [], carry: CarriedOutcomes? = nil) async -> Report {
+        guard !isStopped else {
+            await commit(carrying)
+            return .halted
+        }
         let account = await configuration.session.currentAccount()
         let prepared: Prepared
         switch await prepare(id, trigger: trigger, account: account) {
         case .ready(let ready): prepared = ready
-        case .done(let report): return report
+        case .done(let report):
+            await commit(carrying)
+            return report
         }
         return await holding([id]) {
             let startedAt = clock.now()
             do {
-                // A file found full gets one compaction of settled rows first.
-                _ = try await room.append(prepared.started)
+                try await start(prepared, carrying: carrying)
             } catch {
                 notStarted(prepared, error: error)
                 return .skipped
@@ -163,7 +187,31 @@ final class ReplayAttempt: Sendable {
             } catch {
                 result = .noResponse(TransportFailure(error))
             }
-            return await finish(prepared, result: result, startedAt: startedAt, withdrawOnRejection: withdrawOnRejection)
+            return await finish(prepared, result: result, startedAt: startedAt, withdrawOnRejection: withdrawOnRejection, carry: carry)
+        }
+    }
+
+    /// Records `attemptStarted`, durable before the request leaves, with the carried outcomes in
+    /// the same commit. When that commit fails, each part is tried alone, through the journal's
+    /// room (which compacts a full file once): an outcome never depends on the next start.
+    /// - Throws: when the start could not be recorded: the row is not sent.
+    private func start(_ prepared: Prepared, carrying: [OutcomeDraft]) async throws {
+        guard !carrying.isEmpty else {
+            // A file found full gets one compaction of settled rows first.
+            _ = try await room.append(prepared.started)
+            return
+        }
+        let results = await room.writer.appendEach(carrying.map(\.unit) + [prepared.started])
+        for (draft, result) in zip(carrying, results) {
+            if case .success(let events) = result {
+                committed(draft, events: events)
+                letGo([draft.id])
+            } else {
+                await commit([draft])
+            }
+        }
+        if case .failure = results[carrying.count] {
+            _ = try await room.append(prepared.started)
         }
     }
 
@@ -175,8 +223,9 @@ final class ReplayAttempt: Sendable {
 
     /// Classifies what one attempt got, applies the retry policy's limits and the type's
     /// conflict rule, and records the outcome.
+    /// - Parameter carry: where the outcome waits for the next start; `nil` commits it at once.
     func finish(_ prepared: Prepared, result: TransportResult, startedAt: Date, withdrawOnRejection: Bool = false,
-                pausesWorker: Bool = true) async -> Report {
+                pausesWorker: Bool = true, carry: CarriedOutcomes? = nil) async -> Report {
         let state = prepared.state
         let attempt = prepared.attempt
         var classification = DispositionTable.classify(result, policy: configuration.policy(for: state.operationType), now: clock.now())
@@ -203,7 +252,7 @@ final class ReplayAttempt: Sendable {
         }
         let response: TransportResponse? = if case .response(let value) = result { value } else { nil }
         return await record(classification, attempt: attempt, state: state, response: response,
-                            after: withdrawal + conflictDecision(classification, state: state), pausesWorker: pausesWorker)
+                            after: withdrawal + conflictDecision(classification, state: state), pausesWorker: pausesWorker, carry: carry)
     }
 
     /// What the type's conflict rule decides for a conflicted answer, as events in the same
@@ -251,8 +300,21 @@ final class ReplayAttempt: Sendable {
         }
     }
 
+    /// An attempt's outcome drafted: its unit of events and what to log once it is committed.
+    struct OutcomeDraft: Sendable {
+        var id: OperationID
+        /// `attemptFinished` with the events that land with it.
+        var unit: [JournalStore.Draft]
+        var metadata: OutboxLogger.Metadata
+        /// Whether the unit pauses the worker (a 401).
+        var pauses: Bool
+        var classification: Classification
+        var errorCode: String? { classification.errorCode }
+    }
+
     /// Appends `attemptFinished` between `before` and `after`, with the engine's pause when the
-    /// answer was 401, as one unit: they land together or not at all.
+    /// answer was 401, as one unit: they land together or not at all. With a `carry`, an outcome
+    /// that does not pause the worker waits there for the next start's commit instead.
     private func record(
         _ classification: Classification,
         attempt: AttemptNumber,
@@ -260,7 +322,8 @@ final class ReplayAttempt: Sendable {
         response: TransportResponse?,
         before: [JournalStore.Draft] = [],
         after: [JournalStore.Draft] = [],
-        pausesWorker: Bool = true
+        pausesWorker: Bool = true,
+        carry: CarriedOutcomes? = nil
     ) async -> Report {
         let now = clock.now()
         let nextAttemptAt = classification.disposition == .transientFailure
@@ -289,27 +352,53 @@ final class ReplayAttempt: Sendable {
         if let code = classification.errorCode { metadata[EngineLog.Key.errorCode] = .string(code) }
         if let statusCode = response?.statusCode { metadata[EngineLog.Key.statusCode] = "\(statusCode)" }
         if let nextAttemptAt { metadata[EngineLog.Key.nextAttemptAt] = EngineLog.moment(nextAttemptAt) }
-        let events: [JournalEvent]
+        let draft = OutcomeDraft(id: state.id, unit: unit, metadata: metadata, pauses: pauses, classification: classification)
+        let report = Report.finished(classification, response, operationType: state.operationType)
+        if let carry, !pauses {
+            // Held in flight until committed: no pass abandons it meanwhile.
+            hold([state.id])
+            carry.carry(draft)
+            return report
+        }
+        return await commit(draft) ? report : .unrecorded
+    }
+
+    /// Commits outcomes no start took, each alone.
+    func commit(_ drafts: [OutcomeDraft]) async {
+        for draft in drafts {
+            _ = await commit(draft)
+            letGo([draft.id])
+        }
+    }
+
+    /// Commits one outcome; logs it, or the failure to record it.
+    /// - Returns: whether it was recorded.
+    private func commit(_ draft: OutcomeDraft) async -> Bool {
         do {
-            events = try await room.writer.append(unit)
+            committed(draft, events: try await room.writer.append(draft.unit))
+            return true
         } catch {
             log.problem(.outcomeNotRecorded, "the attempt's outcome could not be recorded; the row stays syncing until the attempt is abandoned and replayed under the same key",
-                        error: error, operation: state.id, metadata)
-            return .unrecorded
+                        error: error, operation: draft.id, draft.metadata)
+            return false
         }
+    }
+
+    /// Logs an outcome its commit recorded.
+    private func committed(_ draft: OutcomeDraft, events: [JournalEvent]) {
+        var metadata = draft.metadata
         metadata[EngineLog.Key.seq] = .string(events.first { $0.kind == .attemptFinished }.map { "\($0.seq)" } ?? "")
         log.log(.debug, "attempt finished", metadata)
-        if pauses {
+        if draft.pauses {
             log.log(.notice, "worker paused: the server answered 401; resumeSession() resumes it", [
-                EngineLog.Key.operation: .string(state.id.description),
-                EngineLog.Key.errorCode: .string(classification.errorCode ?? ErrorCode.unauthorized),
+                EngineLog.Key.operation: .string(draft.id.description),
+                EngineLog.Key.errorCode: .string(draft.errorCode ?? ErrorCode.unauthorized),
                 EngineLog.Key.seq: .string(events.last.map { "\($0.seq)" } ?? ""),
             ])
         }
-        if classification.outcome == .notSent, classification.errorCode == ErrorCode.endpointUnsendable {
-            log.log(.warning, "row blocked without being sent: its stored endpoint cannot be sent as saved", metadata)
+        if draft.classification.outcome == .notSent, draft.errorCode == ErrorCode.endpointUnsendable {
+            log.log(.warning, "row blocked without being sent: its stored endpoint cannot be sent as saved", draft.metadata)
         }
-        return .finished(classification, response, operationType: state.operationType)
     }
 
     /// An attempt's outcome in the log's words: `response(201)`, `no_response(offline)`, `not_sent`.

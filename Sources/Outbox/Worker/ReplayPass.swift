@@ -53,6 +53,8 @@ final class ReplayPass: Sendable {
         let batching = configuration.batching
         let slots = batching == nil ? configuration.maxConcurrentLanes : 1
         let perTask = batching?.maxOperations ?? 1
+        // Each outcome rides with the next attempt's start (a batch commits its own together).
+        let carry: CarriedOutcomes? = batching == nil ? CarriedOutcomes() : nil
         let (sent, halted, offline) = await withTaskGroup(of: [(candidate: PassPlan.Candidate, report: ReplayAttempt.Report)].self) { group in
             var plan = PassPlan()
             plan.add(dueCandidatesOrNone())
@@ -69,11 +71,17 @@ final class ReplayPass: Sendable {
                 while !halted, inFlight < slots {
                     var ready: [PassPlan.Candidate] = []
                     while ready.count < perTask, let candidate = plan.next() {
-                        guard isLaneHead(candidate) else {
+                        // An outcome still carried may be what holds the row back: committed, it
+                        // is read again.
+                        var head = isLaneHead(candidate)
+                        if !head, await committedCarried(carry) { head = isLaneHead(candidate) }
+                        guard head else {
                             plan.dropLane(candidate.lane)
                             continue
                         }
-                        switch await dependencyGate(candidate) {
+                        var gate = await dependencyGate(candidate)
+                        if case .waiting = gate, await committedCarried(carry) { gate = await dependencyGate(candidate) }
+                        switch gate {
                         case .ready:
                             ready.append(candidate)
                         case .waiting:
@@ -94,9 +102,14 @@ final class ReplayPass: Sendable {
                         }
                     } else {
                         let candidate = ready[0]
-                        group.addTask { [(candidate, await self.attempts.send(candidate.id, trigger: trigger))] }
+                        let carried = carry?.take() ?? []
+                        group.addTask {
+                            [(candidate, await self.attempts.send(candidate.id, trigger: trigger, carrying: carried, carry: carry))]
+                        }
                     }
                 }
+                // No start took them: committed alone before the pass waits on anything.
+                _ = await committedCarried(carry)
                 if inFlight == 0 {
                     // Everything planned is done: look once more for rows that became due meanwhile.
                     let seen = plan.seen.count
@@ -119,6 +132,8 @@ final class ReplayPass: Sendable {
                 }
                 // A dependency may have synced: the rows waiting on one are offered again.
                 if !halted, !deferred.isEmpty {
+                    // The outcome that lets them go may still be carried.
+                    _ = await committedCarried(carry)
                     let waiting = deferred
                     deferred = []
                     for candidate in waiting {
@@ -126,6 +141,7 @@ final class ReplayPass: Sendable {
                     }
                 }
             }
+            _ = await committedCarried(carry)
             return (sent, halted, offline)
         }
         switch isPaused() {
@@ -156,6 +172,14 @@ final class ReplayPass: Sendable {
         }
         guard let next else { return ended(trigger, sent: sent, halted: false, next: nil, because: "nothing_scheduled") }
         return ended(trigger, sent: sent, halted: false, next: sent == 0 && next <= now ? poll() : next, because: "scheduled")
+    }
+
+    /// Commits the outcomes still carried, each alone.
+    /// - Returns: whether there were any.
+    private func committedCarried(_ carry: CarriedOutcomes?) async -> Bool {
+        guard let drafts = carry?.take(), !drafts.isEmpty else { return false }
+        await attempts.commit(drafts)
+        return true
     }
 
     /// One cap from now: when a pass that could not go on asks again.
