@@ -89,10 +89,13 @@ public struct LMDBTable<Key: LMDBCodec, Value: LMDBCodec>: Sendable {
     public let database: LMDBDatabase
     /// The bytes every key of this table starts with; empty when it has its database alone.
     public let prefix: [UInt8]
+    /// What errors call it: its database's name unless it shares the database.
+    public let name: String
 
-    public init(_ database: LMDBDatabase, prefix: [UInt8] = []) {
+    public init(_ database: LMDBDatabase, prefix: [UInt8] = [], name: String? = nil) {
         self.database = database
         self.prefix = prefix
+        self.name = name ?? database.name
     }
 
     /// The stored bytes of `key`: the prefix, then the key's codec.
@@ -105,7 +108,9 @@ public struct LMDBTable<Key: LMDBCodec, Value: LMDBCodec>: Sendable {
     /// The stored bytes of a key's leading part, for scans over keys that start with it.
     public func keyBytes(leading: [UInt8]) -> [UInt8] { prefix + leading }
 
-    public var description: String { prefix.isEmpty ? "\(database)" : "\(database), prefix \(prefix)" }
+    public var description: String {
+        prefix.isEmpty ? "\(database)" : "table '\(name)' (\(database), prefix \(prefix.map(String.init).joined(separator: " ")))"
+    }
 }
 
 /// An entry a scan lends its body: valid only during the call.

@@ -32,7 +32,9 @@ extension JournalStore {
                     try txn.put(schema.events, seq, rewritten)
                     bytesDelta += Int64(rewritten.count - record.count)
                 }
-                try Projection.writeCounters([CounterName.eventBytes: bytesDelta], schema: schema, in: txn)
+                var counters = try schema.counters(in: txn)
+                counters.eventBytes += bytesDelta
+                try Projection.writeCounters(counters, schema: schema, in: txn)
                 if let new {
                     try txn.put(schema.meta, JournalSchema.MetaKey.keyCheck, new.keyCheck())
                 } else {

@@ -27,6 +27,8 @@ final class JournalStore: Sendable {
         /// The journal's directory, set by ``JournalStore/open(directory:options:)``: a failed
         /// write asks its file system whether it is out of room.
         var directoryPath: String?
+        /// How a rebuild at open splits its work (tests shrink it).
+        var rebuildTuning = RebuildTuning()
 
         var environmentOptions: LMDBEnvironment.Options {
             LMDBEnvironment.Options(
@@ -264,27 +266,27 @@ final class JournalStore: Sendable {
         } catch {
             throw OutboxError(storage: error, limitBytes: options.limitBytes)
         }
-        let storedProjectionVersion: UInt32? = try Self.run(options) { [schema] in
+        let stored: MetaCheck = try Self.run(options) { [schema] in
             // Read first: a journal that exists needs nothing written to open, even on a full disk.
             let stored = try environment.read { txn in try Self.checkMeta(schema: schema, path: path, options: options, in: txn) }
-            switch stored {
-            case .found(let projection, let format) where format < RecordCodec.formatVersion && !options.readOnly:
-                // This engine writes records of its own format from now on: an older engine must
-                // refuse the journal before it reads one (each record names its version too).
+            guard case .new = stored else { return stored }
+            return try environment.write { txn in try Self.checkMeta(schema: schema, path: path, options: options, in: txn) }
+        }
+        var current = stored.projection == JournalSchema.projectionVersion
+        if !current && !options.readOnly {
+            // Before anything else is written: a migration that fails leaves the journal as an
+            // engine of its own format and layout reads it.
+            try Self.rebuildProjections(environment: environment, schema: schema, options: options, tuning: options.rebuildTuning)
+            current = true
+        }
+        if case .found(_, let format) = stored, format < RecordCodec.formatVersion, !options.readOnly {
+            // This engine writes records of its own format from now on: an older engine must
+            // refuse the journal before it reads one (each record names its version too).
+            try Self.run(options) { [schema] in
                 try environment.write { txn in
                     try txn.put(schema.meta, JournalSchema.MetaKey.formatVersion, JournalCodec.Version.bytes(UInt32(RecordCodec.formatVersion)))
                 }
-                return projection
-            case .found(let projection, _):
-                return projection
-            case .new:
-                return try environment.write { txn in try Self.checkMeta(schema: schema, path: path, options: options, in: txn) }.projection
             }
-        }
-        var current = storedProjectionVersion == JournalSchema.projectionVersion
-        if !current && !options.readOnly {
-            try Self.rebuildProjections(environment: environment, schema: schema, options: options)
-            current = true
         }
         self.projectionsAreCurrent = current
         try adoptKey()
@@ -383,7 +385,7 @@ final class JournalStore: Sendable {
                 results.reserveCapacity(units.count)
                 var lastSeq = try schema.lastSeq(in: txn)
                 // Every unit's counter changes, written once when the units are all in.
-                var counterDeltas: [String: Int64] = [:]
+                var counters = try schema.counters(in: txn)
                 for unit in units {
                     var events: [JournalEvent] = []
                     // The state before and after each operation event, as the check folded it.
@@ -414,15 +416,15 @@ final class JournalStore: Sendable {
                         try txn.put(schema.events, event.seq, record, flags: .append)
                         if let change {
                             try Projection.apply(event, recordSize: record.count, changes: [change], engine: nil,
-                                                 counterDeltas: &counterDeltas, schema: schema, in: txn)
+                                                 counters: &counters, schema: schema, in: txn)
                         } else {
-                            try schema.projectEngineEvent(event, recordSize: record.count, counterDeltas: &counterDeltas, in: txn)
+                            try schema.projectEngineEvent(event, recordSize: record.count, counters: &counters, in: txn)
                         }
                     }
                     lastSeq = events.last?.seq ?? lastSeq
                     results.append(.success(events))
                 }
-                try Projection.writeCounters(counterDeltas, schema: schema, in: txn)
+                try Projection.writeCounters(counters, schema: schema, in: txn)
                 return results
             }
         }

@@ -154,13 +154,14 @@ enum JournalCodec {
 struct StoredTable: Hashable, Sendable {
     let database: LMDBDatabase
     let prefix: [UInt8]
+    /// What `verify` calls it: the table's name (the database it had to itself before layout 5).
+    let name: String
 
     init<K, V>(_ table: LMDBTable<K, V>) {
         database = table.database
         prefix = table.prefix
+        name = table.name
     }
-
-    var name: String { prefix.isEmpty ? database.name : "\(database.name)/\(prefix.map { String($0) }.joined(separator: "."))" }
 
     /// Every entry, its key without the prefix.
     func entries(in txn: borrowing LMDBTransaction) throws -> [[UInt8]: [UInt8]] {
