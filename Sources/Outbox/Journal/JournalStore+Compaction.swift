@@ -35,6 +35,7 @@ extension JournalStore {
     func compact(_ ids: [OperationID], at now: Date) throws(OutboxError) -> JournalEvent? {
         precondition(!options.readOnly, "compact on a read-only journal")
         let schema = self.schema
+        forgetCounters()
         return try Self.run(options) {
             try environment.write { txn -> JournalEvent? in
                 // Taken before anything is removed: the removed events may be the journal's last,

@@ -12,6 +12,7 @@ extension JournalStore {
     /// for byte as before, under the same key, so the server's fingerprint still matches.
     func reseal(from old: JournalSealing?, to new: JournalSealing?) throws(OutboxError) {
         let schema = self.schema
+        forgetCounters()
         try Self.run(options) {
             try environment.write { txn in
                 var sealable: [(JournalSequence, [UInt8])] = []

@@ -2,6 +2,7 @@ import Foundation
 import OutboxCore
 import OutboxCrypto
 import OutboxStorage
+import Synchronization
 
 /// The journal on disk: the append-only events and their projections, in one LMDB environment.
 ///
@@ -47,6 +48,18 @@ final class JournalStore: Sendable {
         var body: JournalEventBody
     }
 
+    /// A draft with its record encoded but for the seq and moment (``RecordCodec/prepare(operationID:body:)``):
+    /// prepared on the producer's task, so the writer only finishes it.
+    struct PreparedDraft: Sendable {
+        var draft: Draft
+        var record: RecordCodec.PreparedRecord
+
+        init(_ draft: Draft) {
+            self.draft = draft
+            record = RecordCodec.prepare(operationID: draft.operationID, body: draft.body)
+        }
+    }
+
     let environment: LMDBEnvironment
     let schema: JournalSchema
     let options: Options
@@ -57,6 +70,10 @@ final class JournalStore: Sendable {
     /// Whether the stored projections match this engine's layout (a read-only journal with
     /// older projections is read by folding the events instead).
     let projectionsAreCurrent: Bool
+    /// The counters as the last append committed them: the next append starts from them instead
+    /// of decoding the stored value. Every other write that changes them clears it
+    /// (``forgetCounters()``); `nil` until an append commits.
+    let committedCounters = Mutex<JournalCounters?>(nil)
 
     // MARK: Opening
 
@@ -363,71 +380,15 @@ final class JournalStore: Sendable {
         return .found(projection: projection.flatMap { try? $0.withUnsafeBytes(JournalCodec.Version.decode) }, format: version)
     }
 
+    /// Drops the counters an append remembered: a compaction, a key rotation or a rebuild
+    /// changed the stored ones.
+    func forgetCounters() {
+        committedCounters.withLock { $0 = nil }
+    }
+
     func close() {
         environment.close()
         writerLock?.release()
-    }
-
-    // MARK: Appending
-
-    /// Appends units of events in one write transaction: the group commit.
-    ///
-    /// Each unit is folded first and written only if every one of its events is legal, so a unit
-    /// lands whole or not at all; an illegal unit fails alone and the others still commit.
-    /// - Returns: for each unit, its events as committed or the reason it was refused.
-    /// - Throws: when the transaction itself fails (the map or disk is full, an I/O error):
-    ///   then nothing of any unit was written.
-    func append(_ units: [[Draft]], at now: Date, uptime: Uptime? = nil) throws(OutboxError) -> [Result<[JournalEvent], OutboxError>] {
-        precondition(!options.readOnly, "append on a read-only journal")
-        return try Self.run(options) { [schema] in
-            try environment.write { txn in
-                var results: [Result<[JournalEvent], OutboxError>] = []
-                results.reserveCapacity(units.count)
-                var lastSeq = try schema.lastSeq(in: txn)
-                // Every unit's counter changes, written once when the units are all in.
-                var counters = try schema.counters(in: txn)
-                for unit in units {
-                    var events: [JournalEvent] = []
-                    // The state before and after each operation event, as the check folded it.
-                    var changes: [(before: OperationState?, after: OperationState)?] = []
-                    do {
-                        var seq = lastSeq
-                        var folded: [OperationID: OperationState] = [:]
-                        for draft in unit {
-                            seq = seq.next
-                            let event = JournalEvent(seq: seq, operationID: draft.operationID, recordedAt: now, uptime: uptime, body: draft.body)
-                            if let id = draft.operationID {
-                                let before = try folded[id] ?? schema.state(id, in: txn)
-                                let after = try Fold.apply(event, to: before)
-                                folded[id] = after
-                                changes.append((before, after))
-                            } else {
-                                changes.append(nil)
-                            }
-                            events.append(event)
-                        }
-                    } catch let error as OutboxError {
-                        results.append(.failure(error))
-                        continue
-                    }
-                    for (event, change) in zip(events, changes) {
-                        let record = RecordCodec.encode(event)
-                        assert((try? schema.decode(record, seq: event.seq)) == event, "record does not round-trip: \(event) vs \(String(describing: try? schema.decode(record, seq: event.seq)))")
-                        try txn.put(schema.events, event.seq, record, flags: .append)
-                        if let change {
-                            try Projection.apply(event, recordSize: record.count, changes: [change], engine: nil,
-                                                 counters: &counters, schema: schema, in: txn)
-                        } else {
-                            try schema.projectEngineEvent(event, recordSize: record.count, counters: &counters, in: txn)
-                        }
-                    }
-                    lastSeq = events.last?.seq ?? lastSeq
-                    results.append(.success(events))
-                }
-                try Projection.writeCounters(counters, schema: schema, in: txn)
-                return results
-            }
-        }
     }
 
     // MARK: Reading

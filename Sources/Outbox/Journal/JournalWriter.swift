@@ -11,12 +11,14 @@ import Synchronization
 /// holds its own events, with those events or the reason its unit was refused.
 final class JournalWriter: Sendable {
     typealias Unit = [JournalStore.Draft]
+    /// A unit as it waits: each record encoded on its producer's task.
+    typealias PreparedUnit = [JournalStore.PreparedDraft]
 
     /// The most units one transaction takes; the rest wait for the next.
     static let maxUnitsPerCommit = 1024
 
     private struct Submission {
-        var unit: Unit
+        var unit: PreparedUnit
         /// Hands the unit's result to whoever waits for it.
         var deliver: @Sendable (Result<[JournalEvent], any Error>) -> Void
     }
@@ -47,8 +49,10 @@ final class JournalWriter: Sendable {
     /// - Throws: the unit's own refusal (an illegal transition), or the commit's failure
     ///   (``OutboxError/storageFull(limitBytes:)``, ``OutboxError/closed``): nothing was written.
     func append(_ unit: Unit) async throws -> [JournalEvent] {
-        try await withCheckedThrowingContinuation { continuation in
-            submit([Submission(unit: unit, deliver: { continuation.resume(with: $0) })])
+        // Encoded here, on the caller's task: the writer only gives each record its seq.
+        let prepared = unit.map(JournalStore.PreparedDraft.init)
+        return try await withCheckedThrowingContinuation { continuation in
+            submit([Submission(unit: prepared, deliver: { continuation.resume(with: $0) })])
         }
     }
 
@@ -60,7 +64,7 @@ final class JournalWriter: Sendable {
         return await withCheckedContinuation { continuation in
             let collected = Mutex((results: [Result<[JournalEvent], any Error>?](repeating: nil, count: units.count), left: units.count))
             let submissions = units.enumerated().map { index, unit in
-                Submission(unit: unit, deliver: { result in
+                Submission(unit: unit.map(JournalStore.PreparedDraft.init), deliver: { result in
                     let done = collected.withLock { state -> [Result<[JournalEvent], any Error>]? in
                         state.results[index] = result
                         state.left -= 1
@@ -148,9 +152,12 @@ final class JournalWriter: Sendable {
         while state.withLock({ $0.draining }) { queue.sync {} }
     }
 
+    /// Commits what waits, one transaction after another, until nothing does. Units submitted
+    /// while a transaction runs join it (``JournalStore/append(_:joining:at:uptime:)``) until it
+    /// commits: a producer that arrives meanwhile waits for that commit, not for the next.
     private func drain() {
         while true {
-            let batch = state.withLock { state -> [Submission] in
+            var batch = state.withLock { state -> [Submission] in
                 let count = min(state.pending.count, Self.maxUnitsPerCommit)
                 let batch = Array(state.pending.prefix(count))
                 state.pending.removeFirst(count)
@@ -160,7 +167,11 @@ final class JournalWriter: Sendable {
             if batch.isEmpty { return }
             let results: [Result<[JournalEvent], OutboxError>]
             do {
-                results = try store.append(batch.map(\.unit), at: clock.now(), uptime: clock.uptime())
+                results = try store.append(batch.map(\.unit), joining: {
+                    guard let next = self.state.withLock({ $0.pending.isEmpty ? nil : $0.pending.removeFirst() }) else { return nil }
+                    batch.append(next)
+                    return next.unit
+                }, at: clock.now(), uptime: clock.uptime())
             } catch {
                 for submission in batch { submission.deliver(.failure(error)) }
                 continue

@@ -1,6 +1,7 @@
 import Foundation
 import OutboxCore
 import OutboxStorage
+import OutboxWire
 
 /// The projections as a pure function of the folded state.
 ///
@@ -92,13 +93,12 @@ enum Projection {
 
     // MARK: Applying to the stored projections
 
-    /// Writes what one event changes: the states of the operations it touches and their index
-    /// entries, and the engine state; adds its counter changes to `counters`, which the
-    /// transaction writes once at its end (``writeCounters(_:schema:in:)``), however many
-    /// events it holds. Runs inside the append's write transaction.
+    /// Writes what one engine event changes: the states of the operations it touches (a
+    /// `compacted` event's) and their index entries, and the engine state; adds its counter
+    /// changes to `counters`, which the transaction writes once at its end
+    /// (``writeCounters(_:schema:in:)``). Runs inside a write transaction.
     /// - Parameters:
-    ///   - changes: each operation the event changed, before and after (one for an operation
-    ///     event; one per compacted operation for a `compacted` event).
+    ///   - changes: each operation the event changed, before and after.
     static func apply(
         _ event: JournalEvent,
         recordSize: Int,
@@ -110,19 +110,86 @@ enum Projection {
     ) throws {
         counters.events += 1
         counters.eventBytes += Int64(recordSize)
+        var scratch = Scratch()
         for (before, after) in changes {
-            try txn.put(schema.operations, after.id, after)
-            let old = before.map(footprint(of:))
-            let new = footprint(of: after)
-            for index in Index.allCases where old?.key(in: index) != new.key(in: index) {
-                if let key = old?.key(in: index) { try index.delete(key, schema: schema, in: txn) }
-                if let key = new.key(in: index) { try key.withUnsafeBytes { try index.put($0, after.id, schema: schema, in: txn) } }
-            }
-            counters.move(from: before, to: after)
+            try write(after, replacing: before, counters: &counters, scratch: &scratch, schema: schema, in: txn)
         }
         if let engine {
             try txn.put(schema.singletons, JournalSchema.SingletonKey.engine, StateCodec.encode(engine))
         }
+    }
+
+    /// Buffers a writer reuses for every row of a transaction: one state's bytes, one key's.
+    struct Scratch {
+        var state = ByteWriter(capacity: 512)
+        var key: [UInt8] = []
+
+        init() {
+            key.reserveCapacity(64)
+        }
+    }
+
+    /// Writes one operation's state as it stands after a transaction's events, the index entries
+    /// that changed since `before` (its state before them; `nil` for a new operation), and moves
+    /// its counts in `counters`. Each index key is encoded only when it changed.
+    static func write(
+        _ after: OperationState,
+        replacing before: OperationState?,
+        counters: inout JournalCounters,
+        scratch: inout Scratch,
+        schema: JournalSchema,
+        in txn: borrowing LMDBTransaction
+    ) throws {
+        scratch.state.removeAll()
+        StateCodec.encode(after, into: &scratch.state)
+        // Every key is built in the scratch buffer, its table's prefix first, and written
+        // straight to `state`: no key array, no generic path between here and LMDB.
+        let database = schema.state
+        try withUnsafeBytes(of: after.id.uuid.uuid) { id in
+            scratch.key.removeAll(keepingCapacity: true)
+            scratch.key.append(JournalSchema.Prefix.operations)
+            scratch.key.append(contentsOf: id)
+            try scratch.key.withUnsafeBytes { key in
+                try scratch.state.bytes.withUnsafeBytes { value in try txn.put(database, key: key, value: value) }
+            }
+            // Each index: its entry's key before and after, written only when they differ.
+            func update(_ prefix: UInt8, had: Bool, has: Bool, same: Bool, _ encode: (OperationState, inout [UInt8]) -> Void) throws {
+                guard !(had && has && same) else { return }
+                if had, let before {
+                    scratch.key.removeAll(keepingCapacity: true)
+                    scratch.key.append(prefix)
+                    encode(before, &scratch.key)
+                    try scratch.key.withUnsafeBytes { _ = try txn.delete(database, key: $0) }
+                }
+                if has {
+                    scratch.key.removeAll(keepingCapacity: true)
+                    scratch.key.append(prefix)
+                    encode(after, &scratch.key)
+                    try scratch.key.withUnsafeBytes { try txn.put(database, key: $0, value: id) }
+                }
+            }
+            try update(JournalSchema.Prefix.byStatus, had: before != nil, has: true,
+                       same: before?.status == after.status && before?.firstSeq == after.firstSeq) { state, key in
+                JournalCodec.StatusKey.encode((state.status, state.firstSeq), into: &key)
+            }
+            try update(JournalSchema.Prefix.schedule, had: before?.status == .queued, has: after.status == .queued,
+                       same: before?.nextAttemptAt == after.nextAttemptAt && before?.firstSeq == after.firstSeq) { state, key in
+                JournalCodec.ScheduleKey.encode((state.nextAttemptAt, state.firstSeq), into: &key)
+            }
+            // A lane is its operation's business and entity (or its id), which never change.
+            try update(JournalSchema.Prefix.lanes, had: before.map { !$0.status.isTerminal } ?? false, has: !after.status.isTerminal,
+                       same: before?.laneSeq == after.laneSeq) { state, key in
+                JournalCodec.LaneKey.encode(laneOf: state, into: &key)
+            }
+            let (oldGroup, newGroup) = (before.flatMap { tabGroup(of: $0.status) }, tabGroup(of: after.status))
+            try update(JournalSchema.Prefix.syncTab, had: oldGroup != nil, has: newGroup != nil,
+                       same: oldGroup == newGroup && before?.category == after.category && before?.latestSeq == after.latestSeq) { state, key in
+                if let group = tabGroup(of: state.status) {
+                    JournalCodec.TabKey.encode((group, state.category, state.latestSeq), into: &key)
+                }
+            }
+        }
+        counters.move(from: before, to: after)
     }
 
     /// Stores the counters: one value, written once per transaction.
