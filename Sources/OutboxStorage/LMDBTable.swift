@@ -175,20 +175,6 @@ extension LMDBTransaction {
         try delete(table.database, key: table.keyBytes(leading: encodedKey))
     }
 
-    /// Removes a key its codec encoded already, lent as bytes; answers whether it was there.
-    @discardableResult
-    public func delete<K, V>(_ table: LMDBTable<K, V>, encodedKey: UnsafeRawBufferPointer) throws -> Bool {
-        try table.withStoredKey(encodedKey) { key in try delete(table.database, key: key) }
-    }
-
-    /// Lends the value under a key its codec encoded already (or `nil`) to `body`, uncopied.
-    public func withValue<K, V, R>(
-        _ table: LMDBTable<K, V>,
-        encodedKey: UnsafeRawBufferPointer,
-        _ body: (UnsafeRawBufferPointer?) throws -> R
-    ) throws -> R {
-        try table.withStoredKey(encodedKey) { key in try withValue(table.database, key: key, body) }
-    }
 
     /// Visits the table's entries in key order (reverse: descending) whose keys start with
     /// `leading` (bytes after the table's prefix), beginning at `from` (the first key `>=` it, or

@@ -436,9 +436,11 @@ extension OutboxError {
     ///
     /// Every answer that means "no room" becomes ``storageFull(limitBytes:errno:)``: the map at
     /// its maximum (no errno), `ENOSPC`, `EDQUOT`, `EFBIG`, and `EIO` when the file system at
-    /// `path` then shows no space left.
+    /// `path` then shows no space left, or when the journal's data file in `path` has reached the
+    /// process's file-size limit (`EFBIG`: LMDB reports a write cut short at that limit as `EIO`).
     init(storage error: any Error, limitBytes: Int, path: String? = nil,
-         availableBytes: (String) -> Int? = FileSystem.availableBytes(at:)) {
+         availableBytes: (String) -> Int? = FileSystem.availableBytes(at:),
+         atFileSizeLimit: (String) -> Bool = { FileSystem.isAtFileSizeLimit(($0 as NSString).appendingPathComponent(JournalStore.FileName.data)) }) {
         switch error {
         case let error as OutboxError:
             self = error
@@ -449,6 +451,8 @@ extension OutboxError {
         case let error as LMDBError
             where error == .io && path.flatMap(availableBytes).map { $0 < Self.fullDiskThresholdBytes } == true:
             self = .storageFull(limitBytes: limitBytes, errno: error.rawValue)
+        case let error as LMDBError where error == .io && path.map(atFileSizeLimit) == true:
+            self = .storageFull(limitBytes: limitBytes, errno: EFBIG)
         case let error as LMDBError where error == .accessDenied, let error as LMDBError where error == .readOnlyFileSystem:
             self = path.map { .permissionDenied(path: $0) } ?? .storage(code: error.rawValue, message: error.description)
         case let error as LMDBError where error == .closed:
