@@ -2,6 +2,7 @@ import Foundation
 @testable import Outbox
 import OutboxTestSupport
 import OutboxStorage
+import Synchronization
 import Testing
 
 @Suite("Group commit and concurrent readers")
@@ -60,6 +61,77 @@ struct ConcurrencyTests {
         let second = try await legal.value
         #expect(try outbox.operation(second)?.status == .queued)
         #expect(try outbox.history(id).map(\.kind) == [.enqueued])
+    }
+
+    @Test func anOperationTouchedByEveryUnitOfACommitHasItsStateWrittenOnce() throws {
+        let (store, directory, puts) = try countingStore()
+        defer { store.close(); try? FileManager.default.removeItem(at: directory) }
+        let id = OperationID()
+        let request = productRequest(1)
+        let units: [[JournalStore.Draft]] = [
+            [JournalStore.Draft(operationID: id, body: .enqueued(Enqueued(request: request, requestHash: SHA256Digest(of: request.payload), account: "member-42")))],
+            [JournalStore.Draft(operationID: id, body: .attemptStarted(AttemptStarted(attempt: 1, trigger: .drain)))],
+            [JournalStore.Draft(operationID: id, body: .attemptFinished(AttemptFinished(attempt: 1, outcome: .response(statusCode: 201), disposition: .accepted)))],
+        ]
+        puts.count.store(0, ordering: .relaxed)
+        let results = try store.append(units, at: Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(results.allSatisfy { (try? $0.get()) != nil })
+        // Three records, the state once, its status entry once (synced: no schedule, lane or
+        // Sync tab entry), and the counters once.
+        #expect(puts.count.load(ordering: .relaxed) == 6)
+        #expect(try store.queries.operationState(id)?.status == .synced)
+        #expect(try store.compareProjectionsWithRebuild().isEmpty)
+    }
+
+    @Test func anIllegalUnitBetweenTwoOfOneOperationLeavesTheOthersToLand() throws {
+        let (store, directory, _) = try countingStore()
+        defer { store.close(); try? FileManager.default.removeItem(at: directory) }
+        let id = OperationID()
+        let request = productRequest(1)
+        let results = try store.append([
+            [JournalStore.Draft(operationID: id, body: .enqueued(Enqueued(request: request, requestHash: SHA256Digest(of: request.payload), account: "member-42")))],
+            // No attempt is in flight yet: refused, and the next unit folds as if it never came.
+            [JournalStore.Draft(operationID: id, body: .attemptFinished(AttemptFinished(attempt: 1, outcome: .response(statusCode: 201), disposition: .accepted)))],
+            [JournalStore.Draft(operationID: id, body: .attemptStarted(AttemptStarted(attempt: 1, trigger: .drain)))],
+        ], at: Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(results.map { (try? $0.get()) != nil } == [true, false, true])
+        #expect(try results[2].get().map(\.seq) == [2], "the refused unit took no seq")
+        #expect(try store.queries.operationState(id)?.status == .syncing)
+        #expect(try store.compareProjectionsWithRebuild().isEmpty)
+    }
+
+    @Test func unitsArrivingWhileATransactionRunsJoinIt() throws {
+        let (store, directory, _) = try countingStore()
+        defer { store.close(); try? FileManager.default.removeItem(at: directory) }
+        func enqueue(_ number: Int) -> [JournalStore.PreparedDraft] {
+            let request = productRequest(number)
+            return [JournalStore.PreparedDraft(JournalStore.Draft(operationID: OperationID(), body: .enqueued(Enqueued(
+                request: request, requestHash: SHA256Digest(of: request.payload), account: "member-42"))))]
+        }
+        var arriving = [enqueue(2), enqueue(3)]
+        let before = try store.environment.info().lastTransactionID
+        let results = try store.append([enqueue(1)], joining: { arriving.isEmpty ? nil : arriving.removeFirst() },
+                                       at: Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(results.count == 3 && arriving.isEmpty)
+        #expect(try results.map { try $0.get().map(\.seq.rawValue) } == [[1], [2], [3]])
+        #expect(try store.environment.info().lastTransactionID - before == 1, "they shared one commit")
+    }
+
+    /// How many puts a journal's transactions made.
+    private final class Puts: Sendable {
+        let count = Atomic<Int>(0)
+    }
+
+    /// A fresh journal whose every put is counted.
+    private func countingStore() throws -> (JournalStore, URL, Puts) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-test-\(UUID().uuidString)")
+        let puts = Puts()
+        let hook = LMDBFaultHook { call in
+            if call == .put { puts.count.add(1, ordering: .relaxed) }
+            return nil
+        }
+        let store = try JournalStore.open(directory: directory, options: JournalStore.Options(faultHook: hook, account: "member-42"))
+        return (store, directory, puts)
     }
 
     @Test func aReaderKeepsOneSnapshotWhileTheWriterAppends() async throws {

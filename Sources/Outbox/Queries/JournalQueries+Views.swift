@@ -8,15 +8,16 @@ extension JournalQueries {
     func syncTab(isOnline: Bool, rowsPerCard: Int) throws(OutboxError) -> SyncTab {
         let schema = self.schema
         return try read { txn in
+            let counters = try schema.counters(in: txn)
             var cards: [SyncCard] = []
-            for (category, count) in try schema.counters(prefix: CounterName.tabPrefix(.waiting), in: txn) {
+            for (category, count) in counters.tabCounts(.waiting) {
                 let rows = try schema.tabRows(.waiting, category: category, limit: rowsPerCard, in: txn)
                 guard let latest = rows.first else { continue }
                 cards.append(SyncCard(category: category, count: Int(count), latestChangeAt: latest.changedAt, rows: rows))
             }
             cards.sort { ($0.latestChangeAt, $1.category) > ($1.latestChangeAt, $0.category) }
 
-            let approvalCounts = try schema.counters(prefix: CounterName.tabPrefix(.approval), in: txn)
+            let approvalCounts = counters.tabCounts(.approval)
             var approvalRows: [SyncRow] = []
             for category in approvalCounts.keys {
                 approvalRows += try schema.tabRows(.approval, category: category, limit: rowsPerCard, in: txn)
@@ -28,7 +29,7 @@ extension JournalQueries {
                          rows: Array(approvalRows.prefix(rowsPerCard)))
             }
 
-            let conflictCounts = try schema.counters(prefix: CounterName.tabPrefix(.conflicted), in: txn)
+            let conflictCounts = counters.tabCounts(.conflicted)
             var conflictRows: [SyncRow] = []
             for category in conflictCounts.keys {
                 conflictRows += try schema.tabRows(.conflicted, category: category, limit: rowsPerCard, in: txn)
@@ -40,7 +41,7 @@ extension JournalQueries {
                          rows: Array(conflictRows.prefix(rowsPerCard)))
             }
 
-            let depth = try schema.queueDepth(in: txn)
+            let depth = JournalSchema.queueDepth(counters)
             let waitingForNetwork = depth[.queued, default: 0] + depth[.syncing, default: 0]
             let needingAttention = depth[.failed, default: 0] + depth[.blocked, default: 0] + depth[.conflicted, default: 0]
             return SyncTab(
@@ -59,9 +60,8 @@ extension JournalQueries {
     func badgeCount() throws(OutboxError) -> Int {
         let schema = self.schema
         return try read { txn in
-            try OutboxStatus.allCases.filter(\.needsAttention).reduce(0) {
-                $0 + Int(try schema.counter(CounterName.status($1), in: txn))
-            }
+            let counters = try schema.counters(in: txn)
+            return OutboxStatus.allCases.filter(\.needsAttention).reduce(0) { $0 + Int(counters.count(of: $1)) }
         }
     }
 
@@ -69,9 +69,8 @@ extension JournalQueries {
     func unsettledCount() throws(OutboxError) -> Int {
         let schema = self.schema
         return try read { txn in
-            try OutboxStatus.allCases.filter { !$0.isTerminal }.reduce(0) {
-                $0 + Int(try schema.counter(CounterName.status($1), in: txn))
-            }
+            let counters = try schema.counters(in: txn)
+            return OutboxStatus.allCases.filter { !$0.isTerminal }.reduce(0) { $0 + Int(counters.count(of: $1)) }
         }
     }
 
@@ -97,23 +96,22 @@ extension JournalQueries {
         return try read { txn in
             let depth = try projections.statusCounts(in: txn)
             let oldest = try projections.oldestPending(in: txn)
-            let outcomes = try schema.counters(prefix: "outcome/", in: txn)
-            func outcome(_ category: OutcomeCategory) -> Int { Int(outcomes[category.rawValue] ?? 0) }
+            let counters = try schema.counters(in: txn)
+            func outcome(_ category: OutcomeCategory) -> Int { Int(counters.count(of: category)) }
             return OutboxMetrics(
                 queueDepth: depth,
                 oldestPendingAgeSeconds: oldest.map { now.timeIntervalSince($0.createdAt) },
                 oldestPendingOperation: oldest?.id,
-                totalAttempts: Int(try schema.counter(CounterName.attempts, in: txn)),
+                totalAttempts: Int(counters.attempts),
                 accepted: outcome(.accepted),
                 replayed: outcome(.replayed),
                 rejected: outcome(.rejected),
                 blocked: outcome(.blocked),
                 transientFailures: outcome(.transientFailure),
-                conflictsByOperationType: try schema.counters(prefix: CounterName.conflictsPrefix, in: txn).mapValues { Int($0) },
-                revisionConflictsByOperationType: try schema.counters(prefix: CounterName.revisionConflictsPrefix, in: txn)
-                    .mapValues { Int($0) },
+                conflictsByOperationType: counters.conflictsByOperationType.mapValues { Int($0) },
+                revisionConflictsByOperationType: counters.revisionConflictsByOperationType.mapValues { Int($0) },
                 gaveUp: outcome(.gaveUp),
-                journalEvents: Int(try schema.counter(CounterName.events, in: txn)),
+                journalEvents: Int(counters.events),
                 journalEventBytes: try projections.eventBytes(in: txn),
                 journalFileBytes: fileBytes,
                 journalLiveBytes: liveBytes,
@@ -126,10 +124,13 @@ extension JournalQueries {
 extension JournalSchema {
     /// Rows by status, every status present.
     func queueDepth(in txn: borrowing LMDBTransaction) throws -> [OutboxStatus: Int] {
+        Self.queueDepth(try counters(in: txn))
+    }
+
+    /// Rows by status, every status present, from the counters.
+    static func queueDepth(_ counters: JournalCounters) -> [OutboxStatus: Int] {
         var depth: [OutboxStatus: Int] = [:]
-        for status in OutboxStatus.allCases {
-            depth[status] = Int(try counter(CounterName.status(status), in: txn))
-        }
+        for status in OutboxStatus.allCases { depth[status] = Int(counters.count(of: status)) }
         return depth
     }
 
