@@ -46,8 +46,23 @@ final class ServerProcess: Sendable {
     }
 
     /// Kills the process with SIGKILL, as a crash would, and waits for it to end.
+    ///
+    /// Not through `Process.waitUntilExit()`: on Linux it can miss the end of a child killed
+    /// while another test's children come and go, and spin forever beside a zombie. The kernel
+    /// is asked instead: a process that is gone or a zombie has ended (its sockets are closed).
     func kill() {
-        if process.isRunning { _ = Foundation.kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        let pid = process.processIdentifier
+        if process.isRunning { _ = Foundation.kill(pid, SIGKILL) }
+        // Polls the process table, not a clock: each look is a fact about the child.
+        while process.isRunning, !Self.hasEnded(pid) { usleep(5_000) }
+    }
+
+    /// Whether `pid` is gone or a zombie, from `/proc/<pid>/stat` (its state is the field after
+    /// the parenthesized name).
+    private static func hasEnded(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return true }
+        return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).first == "Z"
     }
 }
