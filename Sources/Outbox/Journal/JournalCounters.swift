@@ -244,6 +244,41 @@ extension JournalCounters {
         return Array(l.2.utf8).lexicographicallyPrecedes(Array(r.2.utf8))
     }
 
+    /// The operations of the statuses `include` accepts, read straight from the stored value
+    /// without decoding the rest: the badge, read at every commit by a view that shows it.
+    /// - Throws: ``DecodingProblem`` for bytes that are not a counters value.
+    static func count(ofStatuses include: (OutboxStatus) -> Bool, in bytes: UnsafeRawBufferPointer) throws(DecodingProblem) -> Int64 {
+        var position = 0
+        func take(_ count: Int) throws(DecodingProblem) -> Int {
+            guard count >= 0, position + count <= bytes.count else { throw DecodingProblem("truncated counters") }
+            defer { position += count }
+            return position
+        }
+        func u32() throws(DecodingProblem) -> Int { Int(UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: try take(4), as: UInt32.self))) }
+        guard bytes[try take(1)] == Self.form else { throw DecodingProblem("unknown counters form") }
+        let entries = try u32()
+        var total: Int64 = 0
+        for _ in 0..<entries {
+            var status: OutboxStatus?
+            switch Kind(rawValue: bytes[try take(1)]) {
+            case .events?, .eventBytes?, .attempts?: break
+            case .status?:
+                guard let counted = OutboxStatus(code: bytes[try take(1)]) else { throw DecodingProblem("unknown counted status") }
+                status = counted
+            case .outcome?: _ = try take(1)
+            case .conflicts?, .revisionConflicts?: _ = try take(try u32())
+            case .tab?:
+                _ = try take(1)
+                _ = try take(try u32())
+            case nil: throw DecodingProblem("unknown counter kind")
+            }
+            let count = Int64(bitPattern: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: try take(8), as: UInt64.self)))
+            if let status, include(status) { total += count }
+        }
+        guard position == bytes.count else { throw DecodingProblem("\(bytes.count - position) unexpected bytes after the counters") }
+        return total
+    }
+
     /// Reads the stored value.
     /// - Throws: ``DecodingProblem`` for bytes that are not one.
     init(decoding bytes: [UInt8]) throws(DecodingProblem) {

@@ -93,6 +93,24 @@ extension JournalSchema {
         }
     }
 
+    /// The operations of the statuses `include` accepts, from the stored counters alone.
+    func count(ofStatuses include: (OutboxStatus) -> Bool, in txn: borrowing LMDBTransaction) throws -> Int {
+        let count = try Self.countersKey.withUnsafeBytes { key in
+            try txn.withValue(state, key: key) { bytes -> Int64 in
+                guard let bytes else { return 0 }
+                do {
+                    return try JournalCounters.count(ofStatuses: include, in: bytes)
+                } catch {
+                    throw OutboxError.projectionCorrupt(reason: "the counters: \(error)")
+                }
+            }
+        }
+        return Int(count)
+    }
+
+    /// The counters' key in `state`: the singletons' prefix, then their name.
+    private static let countersKey = [Prefix.singletons] + Array(SingletonKey.counters.utf8)
+
     /// Ids of the rows of one status, in journal order.
     func operationIDs(
         withStatus status: OutboxStatus,

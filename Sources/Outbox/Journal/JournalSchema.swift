@@ -12,10 +12,10 @@ import Synchronization
 /// | `events` | seq (u64 BE) | the record (``RecordCodec``) |
 /// | `state` | 0, name | `engine`: the engine state; `counters`: every counter (``JournalCounters``) |
 /// | `state` | 1, operation id | its folded ``OperationState``, with the seqs of its events |
-/// | `state` | 2, status code, first seq | operation id |
-/// | `state` | 3, due moment, first seq | operation id, for queued rows |
-/// | `state` | 4, lane, 0, first seq | operation id, for rows not yet terminal |
-/// | `state` | 5, group, category, 0, latest seq | operation id, for rows on the Sync tab |
+/// | `state` | 2, due moment, first seq | operation id, for queued rows |
+/// | `state` | 3, lane, 0, first seq | operation id, for rows not yet terminal |
+/// | `state` | 4, group, category, 0, latest seq | operation id, for rows on the Sync tab |
+/// | `state` | 5, status code, first seq | operation id |
 ///
 /// Every projection is written in the same transaction as the event it folds, and all of them
 /// can be rebuilt from `events` alone. They share one B-tree under one-byte prefixes, so a commit
@@ -34,13 +34,18 @@ struct JournalSchema: Sendable {
     static let retiredDatabases = ["operation-events", "operations", "by-status", "schedule", "lanes", "sync-tab", "counters"]
 
     /// The first byte of each table's keys in `state`.
+    ///
+    /// `by-status` comes last: settled rows, which stay, are appended to it in seq order, and an
+    /// append at the end of the tree fills each page before the next (LMDB splits a page so that
+    /// the new key alone starts the next one), where one in the middle, before rows of another
+    /// table that come and go, splits pages in halves and leaves them half empty.
     enum Prefix {
         static let singletons: UInt8 = 0
         static let operations: UInt8 = 1
-        static let byStatus: UInt8 = 2
-        static let schedule: UInt8 = 3
-        static let lanes: UInt8 = 4
-        static let syncTab: UInt8 = 5
+        static let schedule: UInt8 = 2
+        static let lanes: UInt8 = 3
+        static let syncTab: UInt8 = 4
+        static let byStatus: UInt8 = 5
     }
 
     let meta: LMDBTable<NameCodec, RawBytes>

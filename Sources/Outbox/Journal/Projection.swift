@@ -11,11 +11,13 @@ import OutboxWire
 enum Projection {
     /// An index the projection keeps, apart from `operations` itself: each maps a key to an
     /// operation id.
+    ///
+    /// Its cases come in the order of their prefixes in `state`: the order a rebuild appends them.
     enum Index: CaseIterable {
-        case byStatus
         case schedule
         case lanes
         case syncTab
+        case byStatus
 
         /// Stores `id` under a key the index's codec encoded.
         func put(_ encodedKey: UnsafeRawBufferPointer, _ id: OperationID, schema: JournalSchema, in txn: borrowing LMDBTransaction,

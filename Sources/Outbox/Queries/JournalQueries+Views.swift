@@ -60,8 +60,7 @@ extension JournalQueries {
     func badgeCount() throws(OutboxError) -> Int {
         let schema = self.schema
         return try read { txn in
-            let counters = try schema.counters(in: txn)
-            return OutboxStatus.allCases.filter(\.needsAttention).reduce(0) { $0 + Int(counters.count(of: $1)) }
+            try schema.count(ofStatuses: \.needsAttention, in: txn)
         }
     }
 
@@ -69,8 +68,7 @@ extension JournalQueries {
     func unsettledCount() throws(OutboxError) -> Int {
         let schema = self.schema
         return try read { txn in
-            let counters = try schema.counters(in: txn)
-            return OutboxStatus.allCases.filter { !$0.isTerminal }.reduce(0) { $0 + Int(counters.count(of: $1)) }
+            try schema.count(ofStatuses: { !$0.isTerminal }, in: txn)
         }
     }
 
