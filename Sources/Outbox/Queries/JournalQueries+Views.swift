@@ -17,29 +17,8 @@ extension JournalQueries {
             }
             cards.sort { ($0.latestChangeAt, $1.category) > ($1.latestChangeAt, $0.category) }
 
-            let approvalCounts = counters.tabCounts(.approval)
-            var approvalRows: [SyncRow] = []
-            for category in approvalCounts.keys {
-                approvalRows += try schema.tabRows(.approval, category: category, limit: rowsPerCard, in: txn)
-            }
-            approvalRows.sort { $0.changedAt > $1.changedAt }
-            let approvalCount = Int(approvalCounts.values.reduce(0, +))
-            let approvalCard = approvalRows.first.map {
-                SyncCard(category: SyncCard.approvalCategory, count: approvalCount, latestChangeAt: $0.changedAt,
-                         rows: Array(approvalRows.prefix(rowsPerCard)))
-            }
-
-            let conflictCounts = counters.tabCounts(.conflicted)
-            var conflictRows: [SyncRow] = []
-            for category in conflictCounts.keys {
-                conflictRows += try schema.tabRows(.conflicted, category: category, limit: rowsPerCard, in: txn)
-            }
-            conflictRows.sort { $0.changedAt > $1.changedAt }
-            let conflictCount = Int(conflictCounts.values.reduce(0, +))
-            let conflictCard = conflictRows.first.map {
-                SyncCard(category: SyncCard.conflictCategory, count: conflictCount, latestChangeAt: $0.changedAt,
-                         rows: Array(conflictRows.prefix(rowsPerCard)))
-            }
+            let (approvalCard, approvalCount) = try schema.mergedCard(.approval, named: SyncCard.approvalCategory, counters: counters, rowsPerCard: rowsPerCard, in: txn)
+            let (conflictCard, conflictCount) = try schema.mergedCard(.conflicted, named: SyncCard.conflictCategory, counters: counters, rowsPerCard: rowsPerCard, in: txn)
 
             let depth = JournalSchema.queueDepth(counters)
             let waitingForNetwork = depth[.queued, default: 0] + depth[.syncing, default: 0]
@@ -130,6 +109,23 @@ extension JournalSchema {
         var depth: [OutboxStatus: Int] = [:]
         for status in OutboxStatus.allCases { depth[status] = Int(counters.count(of: status)) }
         return depth
+    }
+
+    /// One card gathering every category of `group` (the approval card, the conflict card): its
+    /// newest rows across them, and the count of all; no card when no row is in the group.
+    func mergedCard(_ group: TabGroup, named name: String, counters: JournalCounters, rowsPerCard: Int,
+                    in txn: borrowing LMDBTransaction) throws -> (card: SyncCard?, count: Int) {
+        let counts = counters.tabCounts(group)
+        var rows: [SyncRow] = []
+        for category in counts.keys {
+            rows += try tabRows(group, category: category, limit: rowsPerCard, in: txn)
+        }
+        rows.sort { $0.changedAt > $1.changedAt }
+        let count = Int(counts.values.reduce(0, +))
+        let card = rows.first.map {
+            SyncCard(category: name, count: count, latestChangeAt: $0.changedAt, rows: Array(rows.prefix(rowsPerCard)))
+        }
+        return (card, count)
     }
 
     /// The newest `limit` rows of one Sync tab card, each queued row saying what holds it.

@@ -23,6 +23,4 @@ final class CarriedOutcomes: Sendable {
             return drafts
         }
     }
-
-    var isEmpty: Bool { waiting.withLock { $0.isEmpty } }
 }

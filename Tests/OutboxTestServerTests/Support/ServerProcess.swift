@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import PostgresTesting
 
 /// One `outbox-test-server` process, started and listening (its first line names its port);
@@ -6,6 +7,8 @@ import PostgresTesting
 final class ServerProcess: Sendable {
     let process: Process
     let port: UInt16
+    /// Set once ``kill()`` has reaped the child.
+    private let killed = Atomic<Bool>(false)
 
     /// Starts the executable with `arguments` (and `environment` added) and reads its port.
     init(_ arguments: [String], environment: [String: String] = [:]) throws {
@@ -34,7 +37,8 @@ final class ServerProcess: Sendable {
     }
 
     deinit {
-        if process.isRunning {
+        // A child reaped by ``kill()`` may still read as running to `Process`.
+        if !killed.load(ordering: .acquiring), process.isRunning {
             process.terminate()
             process.waitUntilExit()
         }
@@ -47,22 +51,15 @@ final class ServerProcess: Sendable {
 
     /// Kills the process with SIGKILL, as a crash would, and waits for it to end.
     ///
-    /// Not through `Process.waitUntilExit()`: on Linux it can miss the end of a child killed
-    /// while another test's children come and go, and spin forever beside a zombie. The kernel
-    /// is asked instead: a process that is gone or a zombie has ended (its sockets are closed).
+    /// Not through `Process.waitUntilExit()`: on Linux it can miss the end of a child killed while
+    /// other tests' children come and go, and spin forever beside a zombie. `waitpid` blocks until
+    /// the kernel has the child's end; `ECHILD` means Foundation reaped it first, which is an end too.
     func kill() {
         let pid = process.processIdentifier
-        if process.isRunning { _ = Foundation.kill(pid, SIGKILL) }
-        // Polls the process table, not a clock: each look is a fact about the child.
-        while process.isRunning, !Self.hasEnded(pid) { usleep(5_000) }
-    }
-
-    /// Whether `pid` is gone or a zombie, from `/proc/<pid>/stat` (its state is the field after
-    /// the parenthesized name).
-    private static func hasEnded(_ pid: Int32) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { return true }
-        return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).first == "Z"
+        guard process.isRunning else { return }
+        _ = Foundation.kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
+        killed.store(true, ordering: .releasing)
     }
 }
