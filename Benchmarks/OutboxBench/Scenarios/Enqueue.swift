@@ -89,6 +89,12 @@ extension Scenario {
                 Target(text: "16 producers: at least 2.5x the SQLite outbox's enqueues/s") { result in
                     result["rate-16"]?.versusSQLite.map { (TextReport.ratioText($0.median), $0.median >= 2.5) }
                 },
+                Target(text: "16 producers: at least 40% of the raw group commit's enqueues/s") { result in
+                    result["rate-16"]?.versusFloor.map { ("\(TextReport.format(100 / $0.median))%", $0.median <= 2.5) }
+                },
+                Target(text: "16 producers: at least 14 enqueues per commit") { result in
+                    result.ours("batch-16").map { (TextReport.format($0), $0 >= 14) }
+                },
                 Target(text: "16 producers: p99 under 2 ms") { result in
                     result.ours("p99-16").map { ("\(TextReport.format($0 / 1000)) ms", $0 < 2000) }
                 },
