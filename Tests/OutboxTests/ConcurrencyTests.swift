@@ -117,6 +117,30 @@ struct ConcurrencyTests {
         #expect(try store.environment.info().lastTransactionID - before == 1, "they shared one commit")
     }
 
+    /// When a durable transaction stops waiting for the callers the last commit resumed, from
+    /// fixed instants: the wait is anchored at their resumption, not at the transaction's start.
+    @Test(arguments: [
+        // (durable, started µs after the resumption, the last commit's µs, resumed before?) -> waits until, µs after the resumption
+        (true, 0, 900, true, 900),        // the drain goes straight on: waits as long as the last commit took
+        (true, 150, 900, true, 900),      // started by the first caller back: still waits for the rest, to the same moment
+        (true, 5_000, 900, true, 5_000),  // started long after: waits for nobody
+        (true, 0, 9_000, true, 2_000),    // never over the cap
+        (false, 0, 900, true, 0),         // nothing flushed: never waits
+        (true, 40, 900, false, 40),       // nobody was resumed yet: nothing to wait for
+    ])
+    func theFillWaitEndsAsLongAfterTheResumptionAsTheLastCommitTook(
+        _ example: (durable: Bool, startedAfter: Int, lastCommit: Int, resumedBefore: Bool, waitsUntil: Int)
+    ) {
+        let resumedAt = ContinuousClock.now
+        let deadline = JournalWriter.fillDeadline(
+            durable: example.durable,
+            started: resumedAt.advanced(by: .microseconds(example.startedAfter)),
+            lastResumedAt: example.resumedBefore ? resumedAt : nil,
+            lastCommit: .microseconds(example.lastCommit)
+        )
+        #expect(deadline == resumedAt.advanced(by: .microseconds(example.waitsUntil)))
+    }
+
     /// How many puts a journal's transactions made.
     private final class Puts: Sendable {
         let count = Atomic<Int>(0)

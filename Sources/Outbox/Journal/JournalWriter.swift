@@ -39,6 +39,11 @@ final class JournalWriter: Sendable {
         /// fewer have, the next transaction waits a little for the rest (``maxFillWait``).
         var lastResumed = 0
         var arrivedSinceResume = 0
+        /// When the last commit resumed its callers, and how long that commit took: the wait for
+        /// them ends that long after they were resumed, so a drain started by the first of them
+        /// to come back still waits for the rest, and one started long after waits for nobody.
+        var lastResumedAt: ContinuousClock.Instant?
+        var lastCommit: Duration = .zero
         /// The writer waits in its transaction for a submission; the next one wakes it.
         var writerWaiting = false
     }
@@ -177,25 +182,26 @@ final class JournalWriter: Sendable {
     /// A group commit that fills: the callers the last commit resumed are likely to submit again
     /// at once (a producer that enqueues one write after another). While some have not, and the
     /// transaction has nothing more to take, a durable one waits for them a little before it
-    /// commits, so that one flush serves them all: at most as long as the last commit took, and
-    /// never more than ``maxFillWait``. A lone producer never waits (it is the one that came
-    /// back); nor does a commit that is not flushed.
+    /// commits, so that one flush serves them all (``fillDeadline(durable:started:lastResumedAt:lastCommit:)``).
+    /// A lone producer never waits (it is the one that came back); nor does a commit that is not
+    /// flushed.
     private func drain() {
-        var lastCommit: Duration = .zero
         let stopwatch = ContinuousClock()
         while true {
-            var batch = state.withLock { state -> [Submission] in
+            let (taken, lastResumedAt, lastCommit) = state.withLock { state in
                 let count = min(state.pending.count, Self.maxUnitsPerCommit)
                 let batch = Array(state.pending.prefix(count))
                 state.pending.removeFirst(count)
                 if batch.isEmpty { state.draining = false }
-                return batch
+                return (batch, state.lastResumedAt, state.lastCommit)
             }
-            if batch.isEmpty { return }
+            if taken.isEmpty { return }
+            var batch = taken
             let started = stopwatch.now
             // Only a flush is worth waiting for: without one (`.processCrash`) a commit costs
             // less than the wait, and the writer's time is what bounds the rate.
-            let waitUntil = started.advanced(by: store.options.syncOnCommit ? min(lastCommit, Self.maxFillWait) : .zero)
+            let waitUntil = Self.fillDeadline(durable: store.options.syncOnCommit, started: started,
+                                              lastResumedAt: lastResumedAt, lastCommit: lastCommit)
             let results: [Result<[JournalEvent], OutboxError>]
             do {
                 results = try store.append(batch.map(\.unit), joining: {
@@ -204,27 +210,44 @@ final class JournalWriter: Sendable {
                     return next.unit
                 }, at: clock.now(), uptime: clock.uptime())
             } catch {
-                resumed(batch)
+                resumed(batch, at: stopwatch.now, commitTook: nil)
                 for submission in batch { submission.deliver(.failure(error)) }
                 continue
             }
-            lastCommit = started.duration(to: stopwatch.now)
+            let took = started.duration(to: stopwatch.now)
             let committed = results.flatMap { (try? $0.get()) ?? [] }
             if !committed.isEmpty { onCommit(committed) }
-            resumed(batch)
+            resumed(batch, at: stopwatch.now, commitTook: took)
             for (submission, result) in zip(batch, results) {
                 submission.deliver(result.mapError { $0 as any Error })
             }
         }
     }
 
+    /// Until when a transaction that started at `started` waits for the callers the last commit
+    /// resumed: as long after they were resumed as that commit took, never over
+    /// ``maxFillWait``. So a drain that the first of them starts on coming back still waits for
+    /// the rest, and one started long after waits for nobody. A commit that is not flushed never
+    /// waits.
+    static func fillDeadline(
+        durable: Bool,
+        started: ContinuousClock.Instant,
+        lastResumedAt: ContinuousClock.Instant?,
+        lastCommit: Duration
+    ) -> ContinuousClock.Instant {
+        guard durable, let lastResumedAt else { return started }
+        return max(started, lastResumedAt.advanced(by: min(lastCommit, maxFillWait)))
+    }
+
     /// Notes that the callers of `batch` are about to resume: from now on, each that submits
-    /// again counts as come back.
-    private func resumed(_ batch: [Submission]) {
+    /// again counts as come back. `commitTook` is the commit's duration, `nil` when it failed.
+    private func resumed(_ batch: [Submission], at moment: ContinuousClock.Instant, commitTook: Duration?) {
         let callers = batch.reduce(0) { $0 + $1.resumes }
         state.withLock { state in
             state.lastResumed = callers
             state.arrivedSinceResume = 0
+            state.lastResumedAt = moment
+            if let commitTook { state.lastCommit = commitTook }
         }
     }
 
