@@ -215,7 +215,7 @@ struct CreatingJournalTests {
     @Test func anEmptyDataFileLeftByAnOlderEngineIsReplaced() async throws {
         let journal = TestJournal()
         try FileManager.default.createDirectory(at: journal.directory, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: dataFile(journal).path, contents: Data())
+        #expect(FileManager.default.createFile(atPath: dataFile(journal).path, contents: Data()))
         #expect(throws: OutboxError.self) { _ = try JournalReader(directory: journal.directory) }
         let outbox = try journal.open()
         defer { outbox.close() }

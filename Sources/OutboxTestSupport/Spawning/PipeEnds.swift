@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Synchronization
 
 /// This process's end of a pipe a child writes to (its standard output or error); closed when
