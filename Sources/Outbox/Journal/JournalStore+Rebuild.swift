@@ -102,32 +102,42 @@ private struct RebuildShard: Sendable {
         eventCount = image.eventCount
         eventBytes = image.eventBytes
         engine = image.shard.ownsEngineEvents ? image.engine : nil
-        states.reserveCapacity(image.states.count)
+        let indexes = Projection.Index.allCases
+        var states: [Row] = []
+        var indexRuns = [[Row]](repeating: [], count: indexes.count)
         var stateWriter = ByteWriter(capacity: image.states.count * 256)
         var keys: [UInt8] = []
-        keys.reserveCapacity(image.states.count * 12)
-        for (id, state) in image.states {
+        var counters = JournalCounters()
+        // The image is done with: its states are moved out one by one rather than copied (their
+        // order does not matter, the rows are sorted below).
+        var pending = image.states.removeAll()
+        states.reserveCapacity(pending.count)
+        keys.reserveCapacity(pending.count * 12)
+        while let state = pending.popLast() {
             let start = stateWriter.bytes.count
             StateCodec.encode(state, into: &stateWriter)
-            states.append(Row(id: id, bytes: start..<stateWriter.bytes.count))
+            states.append(Row(id: state.id, bytes: start..<stateWriter.bytes.count))
             let footprint = Projection.footprint(of: state)
-            for index in Projection.Index.allCases {
+            for (run, index) in indexes.enumerated() {
                 guard let key = footprint.key(in: index) else { continue }
-                indexRows[index, default: []].append(Row(id: id, bytes: keys.count..<keys.count + key.count))
+                indexRuns[run].append(Row(id: state.id, bytes: keys.count..<keys.count + key.count))
                 keys.append(contentsOf: key)
             }
             counters.add(state, sign: 1)
         }
+        self.counters = counters
         stateBytes = stateWriter.bytes
         indexKeyBytes = keys
         states.sort { $0.id < $1.id }
-        for index in Projection.Index.allCases {
-            keys.withUnsafeBytes { keys in
-                indexRows[index]?.sort {
+        self.states = states
+        keys.withUnsafeBytes { keys in
+            for run in indexRuns.indices {
+                indexRuns[run].sort {
                     Self.keyOrder(UnsafeRawBufferPointer(rebasing: keys[$0.bytes]), UnsafeRawBufferPointer(rebasing: keys[$1.bytes]))
                 }
             }
         }
+        indexRows = Dictionary(uniqueKeysWithValues: zip(indexes, indexRuns).filter { !$0.1.isEmpty })
     }
 
     /// LMDB's order of two keys: their bytes compared as unsigned, the shorter first on a tie.
