@@ -67,16 +67,6 @@ struct ProjectionImage: Equatable, Sendable {
     /// Folds every event of a journal (of `shard`) in one read transaction.
     static func build(schema: JournalSchema, in txn: borrowing LMDBTransaction, shard: Shard = .whole) throws -> ProjectionImage {
         var image = ProjectionImage(shard: shard)
-        // Sized up front: growing the states moves every one of them.
-        var operations = 0
-        try txn.scan(schema.events) { entry in
-            let value = entry.valueBytes
-            if RecordCodec.uncheckedKind(of: value) == .enqueued, RecordCodec.uncheckedOperationID(of: value).map(shard.owns) ?? true {
-                operations += 1
-            }
-            return .next
-        }
-        image.states.reserveCapacity(operations)
         try txn.scan(schema.events) { entry in
             let value = entry.valueBytes
             // Routed by the header's unchecked claims; the record is checked in full by
