@@ -68,6 +68,36 @@ struct RebuildTests {
             == JournalSchema.projectionVersion.bigEndianBytes)
     }
 
+    @Test(arguments: [1, 3])
+    func aMapThatFillsInTheFoldsOwnTransactionWritesTheSameRowsFromTheKeptFold(_ shards: Int) async throws {
+        let seed = testSeed()
+        let journal = TestJournal()
+        // Once armed, the 5th put finds the map full: with one transaction for the whole rebuild,
+        // that is the transaction that folded the events, and `write` runs it again.
+        let armed = Atomic<Bool>(false)
+        let puts = Atomic<Int>(0)
+        let hook = LMDBFaultHook { call in
+            guard call == .put, armed.load(ordering: .relaxed) else { return nil }
+            return puts.add(1, ordering: .relaxed).newValue == 5 ? LMDBError.mapFull : nil
+        }
+        let outbox = try Outbox(directory: journal.directory, transport: journal.transport, configuration: journal.configuration(), faultHook: hook)
+        defer { outbox.close() }
+        let history = try await RandomHistory.withCompactions(journal, outbox, seed: seed)
+        let store = outbox.store
+        let before = try history.statuses.keys.map { try outbox.operationState($0) }
+        let eventCount = try store.read { txn in try txn.count(store.schema.events.database) }
+
+        armed.store(true, ordering: .relaxed)
+        let tuning = JournalStore.RebuildTuning(chunk: eventCount, shardingThreshold: 0, shards: shards)
+        try JournalStore.rebuildProjections(environment: store.environment, schema: store.schema, options: store.options, tuning: tuning)
+        armed.store(false, ordering: .relaxed)
+
+        #expect(puts.load(ordering: .relaxed) > 5, "the fault was never reached")
+        let mismatches = try store.compareProjectionsWithRebuild()
+        #expect(mismatches.isEmpty, "seed \(seed): \(mismatches.prefix(5))")
+        #expect(try history.statuses.keys.map { try outbox.operationState($0) } == before, "seed \(seed)")
+    }
+
     @Test func aDamagedRecordStopsTheRebuildBeforeAnythingIsWrittenNamingItsSeq() async throws {
         let journal = TestJournal()
         let outbox = try journal.open()

@@ -47,17 +47,22 @@ extension JournalStore {
             try run(options) {
                 let retired = try JournalSchema.retiredDatabases.compactMap { try environment.openExistingDatabase($0) }
                 // The closures below depend on the events alone: when a full map makes `write` run
-                // one again, it does the same again.
+                // one again, it does the same again. The events cannot change in between (`write`
+                // holds the write lock throughout), so the fold it ran the first time is kept.
+                var folded: [RebuildShard]?
                 let remaining: ArraySlice<RebuildPlan.Step> = try environment.write { txn in
                     let eventCount = try txn.count(schema.events.database)
                     let shards: [RebuildShard]
-                    if eventCount < tuning.shardingThreshold || tuning.shards < 2 {
+                    if let folded {
+                        shards = folded
+                    } else if eventCount < tuning.shardingThreshold || tuning.shards < 2 {
                         shards = [RebuildShard(try ProjectionImage.build(schema: schema, in: txn))]
                     } else {
                         shards = try ProjectionImage.buildSharded(schema: schema, environment: environment, count: tuning.shards) {
                             RebuildShard($0)
                         }
                     }
+                    folded = shards
                     let steps = RebuildPlan(shards: shards, schema: schema, retired: retired, chunk: tuning.chunk).steps
                     let now = eventCount <= tuning.chunk ? steps.count : 1
                     for step in steps.prefix(now) { try step(txn) }

@@ -16,11 +16,6 @@ struct OperationStates: Sendable {
     /// Every operation's id, in the order of ``values``.
     var keys: LazyMapSequence<[OperationState], OperationID> { values.lazy.map(\.id) }
 
-    mutating func reserveCapacity(_ capacity: Int) {
-        values.reserveCapacity(capacity)
-        positions.reserveCapacity(capacity)
-    }
-
     /// The state of `id`; `nil` when it has none.
     subscript(id: OperationID) -> OperationState? {
         positions[id].map { values[$0] }
