@@ -47,17 +47,22 @@ extension JournalStore {
             try run(options) {
                 let retired = try JournalSchema.retiredDatabases.compactMap { try environment.openExistingDatabase($0) }
                 // The closures below depend on the events alone: when a full map makes `write` run
-                // one again, it does the same again.
+                // one again, it does the same again. The events cannot change in between (`write`
+                // holds the write lock throughout), so the fold it ran the first time is kept.
+                var folded: [RebuildShard]?
                 let remaining: ArraySlice<RebuildPlan.Step> = try environment.write { txn in
                     let eventCount = try txn.count(schema.events.database)
                     let shards: [RebuildShard]
-                    if eventCount < tuning.shardingThreshold || tuning.shards < 2 {
+                    if let folded {
+                        shards = folded
+                    } else if eventCount < tuning.shardingThreshold || tuning.shards < 2 {
                         shards = [RebuildShard(try ProjectionImage.build(schema: schema, in: txn))]
                     } else {
                         shards = try ProjectionImage.buildSharded(schema: schema, environment: environment, count: tuning.shards) {
                             RebuildShard($0)
                         }
                     }
+                    folded = shards
                     let steps = RebuildPlan(shards: shards, schema: schema, retired: retired, chunk: tuning.chunk).steps
                     let now = eventCount <= tuning.chunk ? steps.count : 1
                     for step in steps.prefix(now) { try step(txn) }
@@ -102,32 +107,42 @@ private struct RebuildShard: Sendable {
         eventCount = image.eventCount
         eventBytes = image.eventBytes
         engine = image.shard.ownsEngineEvents ? image.engine : nil
-        states.reserveCapacity(image.states.count)
+        let indexes = Projection.Index.allCases
+        var states: [Row] = []
+        var indexRuns = [[Row]](repeating: [], count: indexes.count)
         var stateWriter = ByteWriter(capacity: image.states.count * 256)
         var keys: [UInt8] = []
-        keys.reserveCapacity(image.states.count * 12)
-        for (id, state) in image.states {
+        var counters = JournalCounters()
+        // The image is done with: its states are moved out one by one rather than copied (their
+        // order does not matter, the rows are sorted below).
+        var pending = image.states.removeAll()
+        states.reserveCapacity(pending.count)
+        keys.reserveCapacity(pending.count * 12)
+        while let state = pending.popLast() {
             let start = stateWriter.bytes.count
             StateCodec.encode(state, into: &stateWriter)
-            states.append(Row(id: id, bytes: start..<stateWriter.bytes.count))
+            states.append(Row(id: state.id, bytes: start..<stateWriter.bytes.count))
             let footprint = Projection.footprint(of: state)
-            for index in Projection.Index.allCases {
+            for (run, index) in indexes.enumerated() {
                 guard let key = footprint.key(in: index) else { continue }
-                indexRows[index, default: []].append(Row(id: id, bytes: keys.count..<keys.count + key.count))
+                indexRuns[run].append(Row(id: state.id, bytes: keys.count..<keys.count + key.count))
                 keys.append(contentsOf: key)
             }
             counters.add(state, sign: 1)
         }
+        self.counters = counters
         stateBytes = stateWriter.bytes
         indexKeyBytes = keys
         states.sort { $0.id < $1.id }
-        for index in Projection.Index.allCases {
-            keys.withUnsafeBytes { keys in
-                indexRows[index]?.sort {
+        self.states = states
+        keys.withUnsafeBytes { keys in
+            for run in indexRuns.indices {
+                indexRuns[run].sort {
                     Self.keyOrder(UnsafeRawBufferPointer(rebasing: keys[$0.bytes]), UnsafeRawBufferPointer(rebasing: keys[$1.bytes]))
                 }
             }
         }
+        indexRows = Dictionary(uniqueKeysWithValues: zip(indexes, indexRuns).filter { !$0.1.isEmpty })
     }
 
     /// LMDB's order of two keys: their bytes compared as unsigned, the shorter first on a tie.

@@ -26,7 +26,7 @@ struct ProjectionImage: Equatable, Sendable {
     }
 
     var shard = Shard.whole
-    var states: [OperationID: OperationState] = [:]
+    var states = OperationStates()
     var engine = EngineState()
     /// How many events the image folded, and their bytes: the counters events add to by
     /// themselves (the rest come from the states).
@@ -38,7 +38,11 @@ struct ProjectionImage: Equatable, Sendable {
     mutating func apply(_ event: JournalEvent, recordSize: Int) throws(OutboxError) {
         if let id = event.operationID {
             do {
-                try Fold.apply(event, to: &states[id])
+                try states.modify(id) { (state) throws(OutboxError) in
+                    try Fold.apply(event, toExisting: &state)
+                } creating: { () throws(OutboxError) in
+                    try Fold.apply(event, to: nil)
+                }
             } catch {
                 throw .journalCorrupt(seq: event.seq, reason: "illegal transition: \(error)")
             }
@@ -51,7 +55,7 @@ struct ProjectionImage: Equatable, Sendable {
                 } catch {
                     throw .journalCorrupt(seq: event.seq, reason: "illegal transition: \(error)")
                 }
-                for (_, stub) in stubs { states[stub.id] = stub }
+                for (_, stub) in stubs { states.update(stub) }
             }
             guard shard.ownsEngineEvents else { return }
             engine = engine.applying(event)
@@ -63,16 +67,6 @@ struct ProjectionImage: Equatable, Sendable {
     /// Folds every event of a journal (of `shard`) in one read transaction.
     static func build(schema: JournalSchema, in txn: borrowing LMDBTransaction, shard: Shard = .whole) throws -> ProjectionImage {
         var image = ProjectionImage(shard: shard)
-        // Sized up front: growing a dictionary of states moves every one of them.
-        var operations = 0
-        try txn.scan(schema.events) { entry in
-            let value = entry.valueBytes
-            if RecordCodec.uncheckedKind(of: value) == .enqueued, RecordCodec.uncheckedOperationID(of: value).map(shard.owns) ?? true {
-                operations += 1
-            }
-            return .next
-        }
-        image.states.reserveCapacity(operations)
         try txn.scan(schema.events) { entry in
             let value = entry.valueBytes
             // Routed by the header's unchecked claims; the record is checked in full by
