@@ -18,7 +18,8 @@
 //   OutboxTestServer   a loopback HTTP server with fault injection (and outbox-test-server)
 //   JournalInspect     the support tool's logic (and journal-inspect, its thin executable)
 //   OutboxSimulation   a seeded, deterministic simulation of the engine under faults
-//   OutboxTestSupport  what the test targets share: child processes, a seeded generator
+//   OutboxTestSupport  what the test targets share: a process launcher (posix_spawn, waitpid) and
+//                      the children it drives, a seeded generator
 //   outbox-bench       the benchmarks, against a mutable SQLite outbox and the disk's floor
 //   OutboxDemo         the engine's main job, end to end (and outbox-demo, its executable)
 //   outbox-test-child  a process the tests drive and kill: reads a live journal, is killed mid-write
@@ -105,7 +106,7 @@ let package = Package(
         ),
         .target(
             name: "PostgresTesting",
-            dependencies: ["PostgresClaimStore"],
+            dependencies: ["PostgresClaimStore", "OutboxTestSupport"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -213,6 +214,11 @@ let package = Package(
         .testTarget(
             name: "OutboxCoreTests",
             dependencies: ["OutboxCore", "OutboxCrypto", "OutboxWire"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
+            name: "OutboxTestSupportTests",
+            dependencies: ["OutboxTestSupport"],
             swiftSettings: testSettings
         ),
         .testTarget(

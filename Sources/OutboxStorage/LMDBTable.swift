@@ -47,12 +47,12 @@ public enum NameCodec: LMDBCodec {
 /// An unsigned integer, big-endian: keys sort in numeric order.
 public enum BigEndianUInt64: LMDBCodec {
     public static func encode(_ item: UInt64, into bytes: inout [UInt8]) {
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: item >> UInt64(shift))) }
+        withUnsafeBytes(of: item.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws -> UInt64 {
         guard bytes.count == 8 else { throw LMDBCodecError(reason: "\(bytes.count) bytes where a 64-bit integer takes 8") }
-        return bytes.reduce(0) { $0 << 8 | UInt64($1) }
+        return UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self))
     }
 }
 
@@ -89,10 +89,13 @@ public struct LMDBTable<Key: LMDBCodec, Value: LMDBCodec>: Sendable {
     public let database: LMDBDatabase
     /// The bytes every key of this table starts with; empty when it has its database alone.
     public let prefix: [UInt8]
+    /// What errors call it: its database's name unless it shares the database.
+    public let name: String
 
-    public init(_ database: LMDBDatabase, prefix: [UInt8] = []) {
+    public init(_ database: LMDBDatabase, prefix: [UInt8] = [], name: String? = nil) {
         self.database = database
         self.prefix = prefix
+        self.name = name ?? database.name
     }
 
     /// The stored bytes of `key`: the prefix, then the key's codec.
@@ -105,7 +108,20 @@ public struct LMDBTable<Key: LMDBCodec, Value: LMDBCodec>: Sendable {
     /// The stored bytes of a key's leading part, for scans over keys that start with it.
     public func keyBytes(leading: [UInt8]) -> [UInt8] { prefix + leading }
 
-    public var description: String { prefix.isEmpty ? "\(database)" : "\(database), prefix \(prefix)" }
+    /// Lends the stored bytes of an encoded key (the prefix, then the key) to `body`, built on
+    /// the stack: a write of many rows allocates nothing per key.
+    func withStoredKey<R>(_ encodedKey: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        guard !prefix.isEmpty else { return try body(encodedKey) }
+        return try withUnsafeTemporaryAllocation(byteCount: prefix.count + encodedKey.count, alignment: 1) { buffer in
+            prefix.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[..<prefix.count]).copyMemory(from: $0) }
+            UnsafeMutableRawBufferPointer(rebasing: buffer[prefix.count...]).copyMemory(from: encodedKey)
+            return try body(UnsafeRawBufferPointer(buffer))
+        }
+    }
+
+    public var description: String {
+        prefix.isEmpty ? "\(database)" : "table '\(name)' (\(database), prefix \(prefix.map(String.init).joined(separator: " ")))"
+    }
 }
 
 /// An entry a scan lends its body: valid only during the call.
@@ -148,10 +164,8 @@ extension LMDBTransaction {
         encodedValue: UnsafeRawBufferPointer,
         flags: LMDBPutFlags = []
     ) throws {
-        if table.prefix.isEmpty {
-            try put(table.database, key: encodedKey, value: encodedValue, flags: flags)
-        } else {
-            try put(table.database, key: table.prefix + encodedKey, value: encodedValue, flags: flags)
+        try table.withStoredKey(encodedKey) { key in
+            try put(table.database, key: key, value: encodedValue, flags: flags)
         }
     }
 
@@ -160,6 +174,7 @@ extension LMDBTransaction {
     public func delete<K, V>(_ table: LMDBTable<K, V>, encodedKey: [UInt8]) throws -> Bool {
         try delete(table.database, key: table.keyBytes(leading: encodedKey))
     }
+
 
     /// Visits the table's entries in key order (reverse: descending) whose keys start with
     /// `leading` (bytes after the table's prefix), beginning at `from` (the first key `>=` it, or

@@ -137,6 +137,51 @@ public struct LMDBTransaction: ~Copyable {
         }
     }
 
+    /// Stores `value` under `key`, both lent as bytes: the writer's path, without a protocol's
+    /// witness between it and LMDB.
+    public func put(_ database: LMDBDatabase, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, flags: LMDBPutFlags = []) throws {
+        precondition(!isReadOnly, "put in a read-only transaction")
+        try LMDB.injected(faultHook, .put)
+        var keyValue = MDB_val(key)
+        var dataValue = MDB_val(value)
+        try LMDB.check(mdb_put(pointer, database.handle, &keyValue, &dataValue, flags.rawValue), "mdb_put")
+    }
+
+    /// Removes `key`, lent as bytes; answers whether it was there.
+    @discardableResult
+    public func delete(_ database: LMDBDatabase, key: UnsafeRawBufferPointer) throws -> Bool {
+        precondition(!isReadOnly, "delete in a read-only transaction")
+        try LMDB.injected(faultHook, .delete)
+        var keyValue = MDB_val(key)
+        return try LMDB.found(mdb_del(pointer, database.handle, &keyValue, nil), "mdb_del")
+    }
+
+    /// Lends the value stored under `key` (lent as bytes), or `nil`, to `body` without copying it.
+    public func withValue<R>(_ database: LMDBDatabase, key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+        var keyValue = MDB_val(key)
+        var value = MDB_val()
+        let found = try LMDB.found(mdb_get(pointer, database.handle, &keyValue, &value), "mdb_get")
+        return try body(found ? value.bytes : nil)
+    }
+
+    /// Stores a value of `count` bytes under `key`, written by `fill` straight into the page LMDB
+    /// reserved for it (`MDB_RESERVE`): no buffer of the caller's is copied. `fill` must write
+    /// every byte, and may make no other call on the transaction.
+    public func put(
+        _ database: LMDBDatabase,
+        key: UnsafeRawBufferPointer,
+        reservingValueOf count: Int,
+        flags: LMDBPutFlags = [],
+        _ fill: (UnsafeMutableRawBufferPointer) throws -> Void
+    ) throws {
+        precondition(!isReadOnly, "put in a read-only transaction")
+        try LMDB.injected(faultHook, .put)
+        var keyValue = MDB_val(key)
+        var dataValue = MDB_val(mv_size: count, mv_data: nil)
+        try LMDB.check(mdb_put(pointer, database.handle, &keyValue, &dataValue, flags.rawValue | UInt32(MDB_RESERVE)), "mdb_put")
+        try fill(UnsafeMutableRawBufferPointer(start: dataValue.mv_data, count: count))
+    }
+
     /// Removes `key`; answers whether it was there.
     @discardableResult
     public func delete(_ database: LMDBDatabase, key: some ContiguousBytes) throws -> Bool {

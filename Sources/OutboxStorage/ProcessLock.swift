@@ -115,6 +115,27 @@ public enum FileSystem {
         return overflow ? Int.max : bytes
     }
 
+    /// Whether the file at `path` has reached this process's file-size limit (`RLIMIT_FSIZE`):
+    /// a write past it is cut short there, or fails with `EFBIG`.
+    public static func isAtFileSizeLimit(_ path: String) -> Bool {
+        var limit = rlimit()
+        #if canImport(Glibc)
+        guard getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0 else { return false }
+        #else
+        guard getrlimit(RLIMIT_FSIZE, &limit) == 0 else { return false }
+        #endif
+        // RLIM_INFINITY, which does not import as a constant: all ones on Linux, 2^63 - 1 on Apple platforms.
+        #if canImport(Glibc) || canImport(Musl)
+        let unlimited = ~rlim_t(0)
+        #else
+        let unlimited = rlim_t(Int64.max)
+        #endif
+        guard limit.rlim_cur != unlimited else { return false }
+        var status = stat()
+        guard stat(path, &status) == 0 else { return false }
+        return UInt64(status.st_size) >= UInt64(limit.rlim_cur)
+    }
+
     /// Renames `source` to `destination` (atomically, on one file system).
     public static func rename(_ source: String, to destination: String) throws(LMDBError) {
         #if canImport(Glibc)

@@ -1,30 +1,35 @@
-package import Foundation
+public import Foundation
 
 /// Why bytes could not be decoded.
-package struct DecodingProblem: Error, Equatable, CustomStringConvertible {
-    package var reason: String
-    package init(_ reason: String) { self.reason = reason }
-    package var description: String { reason }
+public struct DecodingProblem: Error, Equatable, CustomStringConvertible {
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
+    public var description: String { reason }
 }
 
 /// Reads big-endian fields written by ``ByteWriter``, refusing anything out of bounds.
-package struct ByteReader {
-    private let bytes: [UInt8]
-    package private(set) var position: Int
-    private let end: Int
+///
+/// Public and inlinable, not for apps (no product exports it) but so that each call inlines and
+/// specializes in the module that makes it: stored states are decoded field by field on the hot
+/// paths of the writer and the reads. (A `package` method is not inlined across modules.)
+public struct ByteReader {
+    @usableFromInline let bytes: [UInt8]
+    /// Where the next field starts. (Settable only so that the inlinable methods can move it.)
+    public var position: Int
+    @usableFromInline let end: Int
 
-    package init(_ bytes: [UInt8], from start: Int = 0, to end: Int? = nil) {
+    @inlinable public init(_ bytes: [UInt8], from start: Int = 0, to end: Int? = nil) {
         self.bytes = bytes
         self.position = start
         self.end = end ?? bytes.count
     }
 
-    package var isAtEnd: Bool { position == end }
-    package var remaining: Int { end - position }
+    @inlinable public var isAtEnd: Bool { position == end }
+    @inlinable public var remaining: Int { end - position }
 
     /// Checks that `count` more bytes are there and moves past them.
     /// - Returns: where they start.
-    private mutating func advance(_ count: Int, _ what: StaticString) throws(DecodingProblem) -> Int {
+    @inlinable mutating func advance(_ count: Int, _ what: StaticString) throws(DecodingProblem) -> Int {
         guard count >= 0, count <= remaining else {
             throw DecodingProblem("truncated \(what): needs \(count) bytes, \(remaining) left")
         }
@@ -33,7 +38,7 @@ package struct ByteReader {
     }
 
     /// Lends `count` bytes to `body` without copying them.
-    private mutating func borrow<R>(
+    @inlinable mutating func borrow<R>(
         _ count: Int,
         _ what: StaticString,
         _ body: (UnsafeRawBufferPointer) -> R
@@ -42,24 +47,24 @@ package struct ByteReader {
         return bytes.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[start..<start + count])) }
     }
 
-    private mutating func integer<T: FixedWidthInteger>(_ type: T.Type, _ what: StaticString) throws(DecodingProblem) -> T {
+    @inlinable mutating func integer<T: FixedWidthInteger>(_ type: T.Type, _ what: StaticString) throws(DecodingProblem) -> T {
         try borrow(MemoryLayout<T>.size, what) { T(bigEndian: $0.loadUnaligned(as: T.self)) }
     }
 
-    package mutating func readUInt8(_ what: StaticString = "byte") throws(DecodingProblem) -> UInt8 {
+    @inlinable public mutating func readUInt8(_ what: StaticString = "byte") throws(DecodingProblem) -> UInt8 {
         try integer(UInt8.self, what)
     }
-    package mutating func readUInt16(_ what: StaticString = "u16") throws(DecodingProblem) -> UInt16 {
+    @inlinable public mutating func readUInt16(_ what: StaticString = "u16") throws(DecodingProblem) -> UInt16 {
         try integer(UInt16.self, what)
     }
-    package mutating func readUInt32(_ what: StaticString = "u32") throws(DecodingProblem) -> UInt32 {
+    @inlinable public mutating func readUInt32(_ what: StaticString = "u32") throws(DecodingProblem) -> UInt32 {
         try integer(UInt32.self, what)
     }
-    package mutating func readUInt64(_ what: StaticString = "u64") throws(DecodingProblem) -> UInt64 {
+    @inlinable public mutating func readUInt64(_ what: StaticString = "u64") throws(DecodingProblem) -> UInt64 {
         try integer(UInt64.self, what)
     }
 
-    package mutating func readBool(_ what: StaticString = "flag") throws(DecodingProblem) -> Bool {
+    @inlinable public mutating func readBool(_ what: StaticString = "flag") throws(DecodingProblem) -> Bool {
         switch try readUInt8(what) {
         case 0: return false
         case 1: return true
@@ -68,9 +73,9 @@ package struct ByteReader {
     }
 
     /// The farthest a stored moment may lie from 2001, in seconds: ten thousand years.
-    package static let maxMomentSeconds: Double = 10_000 * 365.25 * 86_400
+    public static let maxMomentSeconds: Double = 10_000 * 365.25 * 86_400
 
-    package mutating func readDate(_ what: StaticString = "moment") throws(DecodingProblem) -> Date {
+    @inlinable public mutating func readDate(_ what: StaticString = "moment") throws(DecodingProblem) -> Date {
         let seconds = Double(bitPattern: try readUInt64(what))
         guard seconds.isFinite else { throw DecodingProblem("\(what) is not a finite moment") }
         // No clock writes a moment ten thousand years from 2001: such bytes are damage.
@@ -78,23 +83,23 @@ package struct ByteReader {
         return Date(timeIntervalSinceReferenceDate: seconds)
     }
 
-    package mutating func readBytes(_ what: StaticString = "bytes") throws(DecodingProblem) -> [UInt8] {
+    @inlinable public mutating func readBytes(_ what: StaticString = "bytes") throws(DecodingProblem) -> [UInt8] {
         let count = Int(try readUInt32(what))
         return try borrow(count, what) { Array($0) }
     }
 
     /// `count` bytes as they are, with no length before them.
-    package mutating func readRaw(_ count: Int, _ what: StaticString = "bytes") throws(DecodingProblem) -> [UInt8] {
+    @inlinable public mutating func readRaw(_ count: Int, _ what: StaticString = "bytes") throws(DecodingProblem) -> [UInt8] {
         try borrow(count, what) { Array($0) }
     }
 
     /// `count` bytes as they are, lent to `body` without copying them.
-    package mutating func withRaw<R>(_ count: Int, _ what: StaticString, _ body: (UnsafeRawBufferPointer) -> R) throws(DecodingProblem) -> R {
+    @inlinable public mutating func withRaw<R>(_ count: Int, _ what: StaticString, _ body: (UnsafeRawBufferPointer) -> R) throws(DecodingProblem) -> R {
         try borrow(count, what, body)
     }
 
     /// UTF-8 text with a u16 length: for short fields (claim keys, header names).
-    package mutating func readShortString(_ what: StaticString = "text") throws(DecodingProblem) -> String {
+    @inlinable public mutating func readShortString(_ what: StaticString = "text") throws(DecodingProblem) -> String {
         let count = Int(try readUInt16(what))
         guard let text = try borrow(count, what, { Self.validatedString($0.assumingMemoryBound(to: UInt8.self)) }) else {
             throw DecodingProblem("\(what) is not valid UTF-8")
@@ -102,7 +107,7 @@ package struct ByteReader {
         return text
     }
 
-    package mutating func readString(_ what: StaticString = "text") throws(DecodingProblem) -> String {
+    @inlinable public mutating func readString(_ what: StaticString = "text") throws(DecodingProblem) -> String {
         let count = Int(try readUInt32(what))
         let text = try borrow(count, what) { Self.validatedString($0.assumingMemoryBound(to: UInt8.self)) }
         guard let text else {
@@ -113,7 +118,7 @@ package struct ByteReader {
 
     /// The text of valid UTF-8 bytes; `nil` for invalid ones. ASCII, the usual case, is checked
     /// eight bytes at a time and taken as it is.
-    private static func validatedString(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+    @inlinable static func validatedString(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
         let raw = UnsafeRawBufferPointer(bytes)
         var index = 0
         var highBits: UInt64 = 0
@@ -129,22 +134,22 @@ package struct ByteReader {
         return String(validating: bytes, as: UTF8.self)
     }
 
-    package mutating func readOptional<T>(
+    @inlinable public mutating func readOptional<T>(
         _ what: StaticString,
         _ readValue: (inout ByteReader) throws(DecodingProblem) -> T
     ) throws(DecodingProblem) -> T? {
         try readBool(what) ? try readValue(&self) : nil
     }
 
-    package mutating func readOptionalString(_ what: StaticString) throws(DecodingProblem) -> String? {
+    @inlinable public mutating func readOptionalString(_ what: StaticString) throws(DecodingProblem) -> String? {
         try readOptional(what) { (reader) throws(DecodingProblem) in try reader.readString(what) }
     }
 
-    package mutating func readOptionalDate(_ what: StaticString) throws(DecodingProblem) -> Date? {
+    @inlinable public mutating func readOptionalDate(_ what: StaticString) throws(DecodingProblem) -> Date? {
         try readOptional(what) { (reader) throws(DecodingProblem) in try reader.readDate(what) }
     }
 
-    package func expectEnd(_ what: StaticString) throws(DecodingProblem) {
+    @inlinable public func expectEnd(_ what: StaticString) throws(DecodingProblem) {
         guard isAtEnd else { throw DecodingProblem("\(remaining) unexpected bytes after \(what)") }
     }
 }

@@ -1,5 +1,7 @@
 public import Foundation
 public import PostgresClaimStore
+import OutboxTestSupport
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -30,8 +32,8 @@ public final class TemporaryPostgresCluster: Sendable {
     public let socketDirectory: String
     /// The PostgreSQL binaries used.
     public let binDirectory: String
-    private let keeper: Process
-    private let lifeline: FileHandle
+    /// The keeping shell; its standard input is the lifeline.
+    private let keeper: SpawnedProcess
 
     /// Why a cluster could not start, with what to do about it.
     public struct StartError: Error, CustomStringConvertible {
@@ -62,51 +64,43 @@ public final class TemporaryPostgresCluster: Sendable {
             command = [runuser, "-u", "postgres", "--"] + command
         }
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
-        let input = Pipe()
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        // Only this process may hold the lifeline's write end: children started later (servers
-        // under test) must not keep the cluster alive after this process ends.
-        _ = fcntl(input.fileHandleForWriting.fileDescriptor, F_SETFD, FD_CLOEXEC)
-        try process.run()
-
-        var buffer = Data()
-        while !buffer.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            buffer += chunk
-        }
-        let line = String(decoding: buffer, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        // The lifeline is the keeper's standard input; like every pipe of SpawnedProcess, this
+        // process's end is close-on-exec, so children started later (servers under test) never
+        // hold it and cannot keep the cluster alive after this process ends.
+        let keeper = try SpawnedProcess(command[0], Array(command.dropFirst()), input: .pipe, output: .pipe, errors: .pipe)
+        // Its errors are read as they come, so that a keeper with much to say never blocks.
+        let errors = keeper.errors!.collect()
+        var lines = LineReader(keeper.output!)
+        let line = (lines.next() ?? lines.rest).trimmingCharacters(in: .whitespacesAndNewlines)
         guard line.hasPrefix("ready "), let socket = line.split(separator: " ").dropFirst().first.map(String.init) else {
-            try? input.fileHandleForWriting.close()
-            process.waitUntilExit()
-            let reason = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            throw StartError(description: "the test PostgreSQL cluster did not start (binaries in \(bin)): \(reason.suffix(2000))")
+            keeper.input!.close()
+            _ = keeper.wait()
+            throw StartError(description: "the test PostgreSQL cluster did not start (binaries in \(bin)): \(errors.text.suffix(2000))")
         }
+        keepers.withLock { $0[keeper.pid] = keeper }
         return TemporaryPostgresCluster(
             settings: PostgresConnectionSettings(conninfo: "host=\(socket) port=\(port) dbname=postgres user=postgres"),
-            socketDirectory: socket, binDirectory: bin, keeper: process, lifeline: input.fileHandleForWriting)
+            socketDirectory: socket, binDirectory: bin, keeper: keeper)
     }
 
-    private init(settings: PostgresConnectionSettings, socketDirectory: String, binDirectory: String, keeper: Process, lifeline: FileHandle) {
+    private init(settings: PostgresConnectionSettings, socketDirectory: String, binDirectory: String, keeper: SpawnedProcess) {
         self.settings = settings
         self.socketDirectory = socketDirectory
         self.binDirectory = binDirectory
         self.keeper = keeper
-        self.lifeline = lifeline
     }
 
     /// Stops the server and removes its directories; returns once done.
     public func stop() {
-        try? lifeline.close()
-        keeper.waitUntilExit()
+        // The keeper was started with its standard input piped: closing it is the lifeline's end.
+        keeper.input!.close()
+        _ = keeper.wait()
+        Self.keepers.withLock { $0[keeper.pid] = nil }
     }
+
+    /// Every keeper not stopped, so that its lifeline stays open until this process ends even
+    /// when the cluster is no longer referenced (``TestPostgres`` keeps only the settings).
+    private static let keepers = Mutex<[pid_t: SpawnedProcess]>([:])
 
     /// The port names the socket file (`.s.PGSQL.5432`); nothing listens on TCP.
     static let port = 5432
@@ -180,15 +174,9 @@ public final class TemporaryPostgresCluster: Sendable {
 
     /// The standard output of a command found on `PATH`, or `nil` when it cannot run or fails.
     private static func run(_ arguments: [String]) -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
+        guard let finished = try? SpawnedProcess.run("/usr/bin/env", arguments), finished.termination == .exited(0) else {
+            return nil
+        }
+        return finished.outputText
     }
 }

@@ -157,7 +157,7 @@ struct VerifyTests {
 
     @Test func projectionsThatDifferFromARebuildAreFound() async throws {
         let (directory, _) = try await journal()
-        try Tamper.setCounter(directory.url, name: "status/queued", to: 7)
+        try Tamper.setStatusCounter(directory.url, status: .queued, to: 7)
         let report = try verify(directory.url)
         #expect(report.findings.map(\.kind) == [.projectionMismatch], "\(report.findings)")
         #expect(report.findings.first?.message.contains("counters [status/queued]") == true)

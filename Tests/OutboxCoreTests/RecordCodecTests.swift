@@ -16,6 +16,36 @@ struct RecordCodecTests {
         #expect(try RecordCodec.decode(record, seq: event.seq) == event)
     }
 
+    @Test(arguments: Samples.events())
+    func aRecordPreparedBeforeItsSeqFinishesAsTheRecordEncodedWithIt(_ event: JournalEvent) throws {
+        let prepared = RecordCodec.prepare(operationID: event.operationID, body: event.body)
+        // Filled with a pattern first: finishing writes every byte.
+        var record = [UInt8](repeating: 0xA5, count: prepared.count)
+        record.withUnsafeMutableBytes { prepared.finish(into: $0, seq: event.seq, recordedAt: event.recordedAt, uptime: event.uptime) }
+        #expect(try RecordCodec.decode(record, seq: event.seq) == event)
+        // The same body under another seq and moment: the checksum follows the header.
+        var later = [UInt8](repeating: 0, count: prepared.count)
+        let moment = event.recordedAt.addingTimeInterval(61)
+        later.withUnsafeMutableBytes { prepared.finish(into: $0, seq: event.seq.next, recordedAt: moment, uptime: nil) }
+        let decoded = try RecordCodec.decode(later, seq: event.seq.next)
+        #expect(decoded.seq == event.seq.next && decoded.recordedAt == moment && decoded.uptime == nil && decoded.body == event.body)
+    }
+
+    @Test func aChecksumCarriedPastABodyChecksummedAloneIsTheChecksumOfBoth() {
+        // Lengths around the eight-byte steps of the table-driven loop, and a record's.
+        let lengths = [0, 1, 7, 8, 9, 63, 64, 65, 300, 4099]
+        for (index, firstCount) in lengths.enumerated() {
+            for secondCount in lengths {
+                let first = (0..<firstCount).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) }
+                let second = (0..<secondCount).map { UInt8(truncatingIfNeeded: $0 &* 17 &+ 5) }
+                let head = first.withUnsafeBytes { CRC32C.register(of: $0, from: 0xFFFF_FFFF) }
+                let body = second.withUnsafeBytes { CRC32C.register(of: $0, from: 0) }
+                let combined = CRC32C.register(afterZeros: secondCount, from: head) ^ body ^ 0xFFFF_FFFF
+                #expect(combined == CRC32C.checksum(first + second), "\(firstCount) + \(secondCount) bytes")
+            }
+        }
+    }
+
     @Test func theHeaderIsReadableWithoutTheBody() throws {
         let event = Samples.events()[0]
         let header = try RecordCodec.decodeHeader(RecordCodec.encode(event), seq: event.seq)

@@ -65,6 +65,7 @@ struct SimulationTests {
         1_000_040 as UInt64,  // an inline save sent a stock movement before its product's create was synced
         12_000_047,  // a conflict resolved for the server's version left the row behind it in its lane with no timer
         12_000_040,  // a row waiting for its dependency put the timer off by a cap, past a retry due in 32 s
+        1_796_087_136_245_957,  // after a sign-in, a row waiting on its dependency was still said to wait for a session
     ])
     func aSeedThatFoundAnEngineBugHolds(_ seed: UInt64) async {
         let report = await Simulation(seed: seed).run()

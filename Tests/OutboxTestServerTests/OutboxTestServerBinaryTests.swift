@@ -18,29 +18,18 @@ struct OutboxTestServerBinaryTests {
 
     /// The executable started with `arguments` (and `environment` added to this process's), its
     /// standard output and error piped.
-    static func launch(_ arguments: [String], environment: [String: String] = [:]) throws -> (process: Process, output: Pipe, errors: Pipe) {
-        let process = Process()
-        process.executableURL = try executable()
-        process.arguments = arguments
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
-        let (output, errors) = (Pipe(), Pipe())
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        return (process, output, errors)
+    static func launch(_ arguments: [String], environment: [String: String] = [:]) throws -> SpawnedProcess {
+        try SpawnedProcess(
+            try executable().path, arguments,
+            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            output: .pipe, errors: .pipe)
     }
 
     /// Reads the first line, `listening on 127.0.0.1:PORT`, and answers the port.
-    static func port(from output: Pipe) throws -> UInt16 {
-        var bytes = Data()
-        while !bytes.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            bytes += chunk
-        }
-        let line = String(decoding: bytes, as: UTF8.self)
+    static func port(from process: SpawnedProcess) throws -> UInt16 {
+        // The process was launched with its output piped.
+        var lines = LineReader(process.output!)
+        let line = lines.next() ?? lines.rest
         let prefix = "listening on 127.0.0.1:"
         guard line.hasPrefix(prefix), let port = UInt16(line.dropFirst(prefix.count).prefix { $0.isNumber }) else {
             throw BinaryError.noPortLine(line)
@@ -49,34 +38,30 @@ struct OutboxTestServerBinaryTests {
     }
 
     @Test func theBinaryPrintsItsPortServesAndStopsOnSIGTERM() async throws {
-        let (process, output, _) = try Self.launch(["--read-timeout", "2"])
-        defer { if process.isRunning { process.terminate() } }
+        let process = try Self.launch(["--read-timeout", "2"])
+        defer { process.signal(SIGTERM) }
 
-        let port = try await onThread { try Self.port(from: output) }
+        let port = try await onThread { try Self.port(from: process) }
 
         let created = try await exchange(port, request(key: "op-1", body: #"{"id":"p-1"}"#))
         #expect(created.status == 201)
         let applied = try await exchange(port, request("GET", "/_control/applied"))
         #expect(applied.json as? [String: Int] == ["op-1": 1])
 
-        process.terminate()
-        let status = try await onThread { () -> Int32 in
-            process.waitUntilExit()
-            return process.terminationStatus
-        }
-        #expect(status == 0, "a clean stop on SIGTERM")
+        process.signal(SIGTERM)
+        let ending = try await onThread { process.wait() }
+        #expect(ending == .exited(0), "a clean stop on SIGTERM")
     }
 
     @Test func aNumberOutOfRangeExits64NamingTheOptionAndTheRange() async throws {
-        let (process, _, errors) = try Self.launch(["--read-timeout", "1e16"])
-        defer { if process.isRunning { process.terminate() } }
-        let (status, message) = try await onThread { () -> (Int32, String) in
-            let bytes = errors.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: bytes, as: UTF8.self))
+        let process = try Self.launch(["--read-timeout", "1e16"])
+        defer { process.signal(SIGTERM) }
+        let (ending, message) = try await onThread { () -> (SpawnedProcess.Termination, String) in
+            // Launched with its standard error piped.
+            let bytes = process.errors!.readToEnd()
+            return (process.wait(), String(decoding: bytes, as: UTF8.self))
         }
-        #expect(process.terminationReason == .exit, "exited, not killed by a trap")
-        #expect(status == 64)
+        #expect(ending == .exited(64), "exited 64, not killed by a trap")
         #expect(message.hasPrefix("outbox-test-server: --read-timeout expects seconds over 0 and at most 86400, not '1e16'"), "\(message)")
     }
 }

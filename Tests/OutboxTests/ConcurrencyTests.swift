@@ -2,6 +2,7 @@ import Foundation
 @testable import Outbox
 import OutboxTestSupport
 import OutboxStorage
+import Synchronization
 import Testing
 
 @Suite("Group commit and concurrent readers")
@@ -60,6 +61,101 @@ struct ConcurrencyTests {
         let second = try await legal.value
         #expect(try outbox.operation(second)?.status == .queued)
         #expect(try outbox.history(id).map(\.kind) == [.enqueued])
+    }
+
+    @Test func anOperationTouchedByEveryUnitOfACommitHasItsStateWrittenOnce() throws {
+        let (store, directory, puts) = try countingStore()
+        defer { store.close(); try? FileManager.default.removeItem(at: directory) }
+        let id = OperationID()
+        let request = productRequest(1)
+        let units: [[JournalStore.Draft]] = [
+            [JournalStore.Draft(operationID: id, body: .enqueued(Enqueued(request: request, requestHash: SHA256Digest(of: request.payload), account: "member-42")))],
+            [JournalStore.Draft(operationID: id, body: .attemptStarted(AttemptStarted(attempt: 1, trigger: .drain)))],
+            [JournalStore.Draft(operationID: id, body: .attemptFinished(AttemptFinished(attempt: 1, outcome: .response(statusCode: 201), disposition: .accepted)))],
+        ]
+        puts.count.store(0, ordering: .relaxed)
+        let results = try store.append(units, at: Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(results.allSatisfy { (try? $0.get()) != nil })
+        // Three records, the state once, its status entry once (synced: no schedule, lane or
+        // Sync tab entry), and the counters once.
+        #expect(puts.count.load(ordering: .relaxed) == 6)
+        #expect(try store.queries.operationState(id)?.status == .synced)
+        #expect(try store.compareProjectionsWithRebuild().isEmpty)
+    }
+
+    @Test func anIllegalUnitBetweenTwoOfOneOperationLeavesTheOthersToLand() throws {
+        let (store, directory, _) = try countingStore()
+        defer { store.close(); try? FileManager.default.removeItem(at: directory) }
+        let id = OperationID()
+        let request = productRequest(1)
+        let results = try store.append([
+            [JournalStore.Draft(operationID: id, body: .enqueued(Enqueued(request: request, requestHash: SHA256Digest(of: request.payload), account: "member-42")))],
+            // No attempt is in flight yet: refused, and the next unit folds as if it never came.
+            [JournalStore.Draft(operationID: id, body: .attemptFinished(AttemptFinished(attempt: 1, outcome: .response(statusCode: 201), disposition: .accepted)))],
+            [JournalStore.Draft(operationID: id, body: .attemptStarted(AttemptStarted(attempt: 1, trigger: .drain)))],
+        ], at: Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(results.map { (try? $0.get()) != nil } == [true, false, true])
+        #expect(try results[2].get().map(\.seq) == [2], "the refused unit took no seq")
+        #expect(try store.queries.operationState(id)?.status == .syncing)
+        #expect(try store.compareProjectionsWithRebuild().isEmpty)
+    }
+
+    @Test func unitsArrivingWhileATransactionRunsJoinIt() throws {
+        let (store, directory, _) = try countingStore()
+        defer { store.close(); try? FileManager.default.removeItem(at: directory) }
+        func enqueue(_ number: Int) -> [JournalStore.PreparedDraft] {
+            let request = productRequest(number)
+            return [JournalStore.PreparedDraft(JournalStore.Draft(operationID: OperationID(), body: .enqueued(Enqueued(
+                request: request, requestHash: SHA256Digest(of: request.payload), account: "member-42"))))]
+        }
+        var arriving = [enqueue(2), enqueue(3)]
+        let before = try store.environment.info().lastTransactionID
+        let results = try store.append([enqueue(1)], joining: { arriving.isEmpty ? nil : arriving.removeFirst() },
+                                       at: Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(results.count == 3 && arriving.isEmpty)
+        #expect(try results.map { try $0.get().map(\.seq.rawValue) } == [[1], [2], [3]])
+        #expect(try store.environment.info().lastTransactionID - before == 1, "they shared one commit")
+    }
+
+    /// When a durable transaction stops waiting for the callers the last commit resumed, from
+    /// fixed instants: the wait is anchored at their resumption, not at the transaction's start.
+    @Test(arguments: [
+        // (durable, started µs after the resumption, the last commit's µs, resumed before?) -> waits until, µs after the resumption
+        (true, 0, 900, true, 900),        // the drain goes straight on: waits as long as the last commit took
+        (true, 150, 900, true, 900),      // started by the first caller back: still waits for the rest, to the same moment
+        (true, 5_000, 900, true, 5_000),  // started long after: waits for nobody
+        (true, 0, 9_000, true, 2_000),    // never over the cap
+        (false, 0, 900, true, 0),         // nothing flushed: never waits
+        (true, 40, 900, false, 40),       // nobody was resumed yet: nothing to wait for
+    ])
+    func theFillWaitEndsAsLongAfterTheResumptionAsTheLastCommitTook(
+        _ example: (durable: Bool, startedAfter: Int, lastCommit: Int, resumedBefore: Bool, waitsUntil: Int)
+    ) {
+        let resumedAt = ContinuousClock.now
+        let deadline = JournalWriter.fillDeadline(
+            durable: example.durable,
+            started: resumedAt.advanced(by: .microseconds(example.startedAfter)),
+            lastResumedAt: example.resumedBefore ? resumedAt : nil,
+            lastCommit: .microseconds(example.lastCommit)
+        )
+        #expect(deadline == resumedAt.advanced(by: .microseconds(example.waitsUntil)))
+    }
+
+    /// How many puts a journal's transactions made.
+    private final class Puts: Sendable {
+        let count = Atomic<Int>(0)
+    }
+
+    /// A fresh journal whose every put is counted.
+    private func countingStore() throws -> (JournalStore, URL, Puts) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-test-\(UUID().uuidString)")
+        let puts = Puts()
+        let hook = LMDBFaultHook { call in
+            if call == .put { puts.count.add(1, ordering: .relaxed) }
+            return nil
+        }
+        let store = try JournalStore.open(directory: directory, options: JournalStore.Options(faultHook: hook, account: "member-42"))
+        return (store, directory, puts)
     }
 
     @Test func aReaderKeepsOneSnapshotWhileTheWriterAppends() async throws {

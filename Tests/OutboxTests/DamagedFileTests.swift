@@ -215,7 +215,7 @@ struct CreatingJournalTests {
     @Test func anEmptyDataFileLeftByAnOlderEngineIsReplaced() async throws {
         let journal = TestJournal()
         try FileManager.default.createDirectory(at: journal.directory, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: dataFile(journal).path, contents: Data())
+        #expect(FileManager.default.createFile(atPath: dataFile(journal).path, contents: Data()))
         #expect(throws: OutboxError.self) { _ = try JournalReader(directory: journal.directory) }
         let outbox = try journal.open()
         defer { outbox.close() }
@@ -308,6 +308,15 @@ struct FullDiskTests {
         #expect(OutboxError(storage: LMDBError.io, limitBytes: 10, path: path, availableBytes: { _ in 1 << 30 })
             == .storage(code: EIO, message: LMDBError.io.description))
         #expect(OutboxError(storage: LMDBError.io, limitBytes: 10, path: nil) == .storage(code: EIO, message: LMDBError.io.description))
+    }
+
+    @Test func anIOErrorAtTheFileSizeLimitIsStorageFullWithEFBIG() {
+        let path = FileManager.default.temporaryDirectory.path
+        // LMDB reports a write cut short at RLIMIT_FSIZE as EIO: the data file at the limit says which.
+        #expect(OutboxError(storage: LMDBError.io, limitBytes: 10, path: path, availableBytes: { _ in 1 << 30 }, atFileSizeLimit: { _ in true })
+            == .storageFull(limitBytes: 10, errno: EFBIG))
+        #expect(OutboxError(storage: LMDBError.io, limitBytes: 10, path: path, availableBytes: { _ in 1 << 30 }, atFileSizeLimit: { _ in false })
+            == .storage(code: EIO, message: LMDBError.io.description))
     }
 
     @Test func aFullDiskOpensServesReadsAndHoldsAnInterruptedAttemptUntilThereIsRoom() async throws {

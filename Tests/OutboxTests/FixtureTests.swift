@@ -102,6 +102,25 @@ struct FixtureTests {
         }
     }
 
+    @Test func aReaderOpensEveryFixtureAsItIsAndFoldsAnOlderLayoutWithoutWriting() throws {
+        for fixture in try Fixtures.all() {
+            let manifest = try Fixtures.manifest(of: fixture)
+            let copy = try Fixtures.copy(fixture)
+            defer { try? FileManager.default.removeItem(at: copy) }
+            let before = try Data(contentsOf: copy.appendingPathComponent("data.mdb"))
+            let reader = try JournalReader(directory: copy, encryptionKey: manifest.key)
+            let name = fixture.lastPathComponent
+            #expect(reader.projectionsAreCurrent == (manifest.projectionVersion == Int(JournalSchema.projectionVersion)), "\(name)")
+            for expected in manifest.operations {
+                #expect(try reader.operation(expected.id)?.attemptCount == expected.attemptCount, "\(name)")
+            }
+            #expect(try reader.ledger(LedgerQuery(limit: .max)).count == manifest.operations.count, "\(name)")
+            #expect(try reader.verify().isClean, "\(name)")
+            reader.close()
+            #expect(try Data(contentsOf: copy.appendingPathComponent("data.mdb")) == before, "\(name): the reader wrote")
+        }
+    }
+
     @Test func theDatabasesALayoutRetiredAreEmptiedByTheMigration() throws {
         var emptied = 0
         for fixture in try Fixtures.all() {

@@ -419,6 +419,33 @@ struct DependencyTests {
         #expect(changes == [.signedOut, .otherAccount, .signedIn])
     }
 
+    @Test func aPassWithNothingToStartStillRecordsASignInOrASignOut() async throws {
+        let transport = ScriptedTransport(otherwise: created)
+        transport.script(.respond(TransportResponse.error(503, code: "down", message: "Down")))
+        let journal = TestJournal(transport: transport)
+        let session = SwitchableSession(account: journal.account)
+        let outbox = try journal.open(server: journal.transport, session: session)
+        defer { outbox.close() }
+        let product = try await outbox.enqueue(productRequest(1))
+        let move = try await outbox.enqueue(movement(of: product))
+        await outbox.drain()
+        #expect(try outbox.operation(move)?.waitingOn == .dependency(product, .queued), "the product waits for its retry")
+
+        // Nothing is due in these passes: the product's retry is ten seconds away.
+        session.signOut()
+        await outbox.drain()
+        #expect(try outbox.operation(move)?.waitingOn == .noSession)
+        session.signIn(journal.account)
+        await outbox.drain()
+        #expect(try outbox.operation(move)?.waitingOn == .dependency(product, .queued))
+        let changes = try outbox.events(matching: EventQuery(kinds: [.sessionChanged])).events.map { event -> SessionObservation? in
+            if case .sessionChanged(let changed) = event.body { return changed.observation }
+            return nil
+        }
+        #expect(changes == [.signedOut, .signedIn])
+        #expect(transport.requests.count == 1, "nothing was sent while signed out, nor before the retry's moment")
+    }
+
     @Test func settledAnswersOnceTheRowLeavesTheQueue() async throws {
         let journal = TestJournal(transport: ScriptedTransport(otherwise: created))
         let outbox = try journal.open()

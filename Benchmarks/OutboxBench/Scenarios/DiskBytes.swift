@@ -27,6 +27,7 @@ extension Scenario {
             let metrics = try outbox.metrics()
             outbox.close()
             let ourFiles = directoryBytes(ourDirectory)
+            try keepStore(ourDirectory)
 
             let sqliteDirectory = directory.appendingPathComponent("sqlite")
             let (_, sqlite) = try await sqliteLifecycle(sqliteDirectory, operations: operations, lanes: 8, durability: .full)
@@ -44,6 +45,16 @@ extension Scenario {
             ]
         }
     )
+
+    /// For looking inside the store: `OUTBOX_BENCH_KEEP_STORE=<path>` copies the journal the
+    /// lifecycle leaves to `<path>` (closed), and the journal as the enqueues left it, before the
+    /// drain, to `<path>-enqueued` (open but idle: every commit done), for `mdb_stat` or any other
+    /// reader of LMDB files. Neither path may exist. Meant for `--filter bytes-per`: scenario 7 runs
+    /// the same lifecycle and would find the paths taken.
+    static func keepStore(_ directory: URL, suffix: String = "") throws {
+        guard let path = ProcessInfo.processInfo.environment["OUTBOX_BENCH_KEEP_STORE"], !path.isEmpty else { return }
+        try FileManager.default.copyItem(at: directory, to: URL(fileURLWithPath: path + suffix, isDirectory: true))
+    }
 
     /// The sizes of every file directly in `directory`.
     static func directoryBytes(_ directory: URL) -> Int {

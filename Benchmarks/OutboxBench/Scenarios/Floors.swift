@@ -32,8 +32,8 @@ extension Scenario {
             let trips = (result.floor("lmdb-p50") ?? 0) / max(result.floor("fsync-p50") ?? 1, 1e-9)
             return "a durable LMDB commit writes its pages, fdatasyncs them, then writes the meta page O_DSYNC: "
                 + "two trips to the disk, here \(TextReport.format(result.floor("lmdb-p50"))) µs = "
-                + "\(TextReport.ratioText(trips)) one fdatasync. Touching \(Workload.engineDatabases) databases, as an enqueue does, writes a page "
-                + "path per database: \(TextReport.format(result.floor("lmdb-wide-p50"))) µs. A plain SQLite insert of the same record, "
+                + "\(TextReport.ratioText(trips)) one fdatasync. Touching \(Workload.engineDatabases) databases writes a page path per database, about as many "
+                + "pages as an enqueue writes: \(TextReport.format(result.floor("lmdb-wide-p50"))) µs. A plain SQLite insert of the same record, "
                 + "one per transaction through the C API: \(TextReport.format(result.floor("sqlite-p50"))) µs"
         },
         run: { context in

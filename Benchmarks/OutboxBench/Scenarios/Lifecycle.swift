@@ -89,6 +89,7 @@ extension Scenario {
         let (_, enqueued) = try await timedProducers(lanes, operations / lanes) { number in
             _ = try await outbox.enqueue(requests[number])
         }
+        try keepStore(directory, suffix: "-enqueued")
         let drained = await Stopwatch.time { await outbox.drain() }
         let synced = try outbox.metrics().queueDepth[.synced] ?? 0
         guard synced == operations, server.records.count == operations, server.maxAppliedCount == 1 else {

@@ -54,8 +54,11 @@ enum Workload {
         try Outbox(directory: directory, transport: transport, configuration: configuration(durability: durability, lanes: lanes))
     }
 
-    /// How many databases an enqueue writes to: `events` and the six projections (`operations`,
-    /// `by-status`, `schedule`, `lanes`, `sync-tab`, `counters`).
+    /// How many databases the wide floor commits into: what an enqueue wrote to before projection
+    /// layout 5 (`events` and six projections). Layout 5 writes two, `events` and `state`, five
+    /// rows in `state`; the floor keeps seven databases because its pages per commit (19.6,
+    /// measured with strace) stay close to an enqueue's (16.4), where one row in each of two
+    /// databases would understate them (see `Docs/benchmarks.md`, "Pages per commit").
     static let engineDatabases = 7
 
     /// The size in bytes of an `enqueued` record as the engine writes it.

@@ -195,7 +195,7 @@ struct JournalVerifier {
             for mismatch in try image.mismatches(withStoredIn: schema, txn: txn) {
                 findings.append(VerificationFinding(
                     kind: .projectionMismatch, seq: nil,
-                    operationID: mismatch.database == StoredTable(schema.operations).name ? Self.operationID(hex: mismatch.key) : nil,
+                    operationID: mismatch.database == schema.storedOperations.name ? Self.operationID(hex: mismatch.key) : nil,
                     message: "\(mismatch.database) [\(mismatch.key)]: \(mismatch.problem)"
                 ))
             }

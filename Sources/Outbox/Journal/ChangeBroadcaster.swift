@@ -41,8 +41,10 @@ final class ChangeBroadcaster: Sendable {
     }
 
     func publish(_ events: [JournalEvent]) {
-        guard let change = OutboxChange(events: events) else { return }
-        for continuation in subscribers.withLock({ Array($0.values) }) {
+        let continuations = subscribers.withLock { $0.isEmpty ? [] : Array($0.values) }
+        // Nobody listening: the change is not even built.
+        guard !continuations.isEmpty, let change = OutboxChange(events: events) else { return }
+        for continuation in continuations {
             continuation.yield(change)
         }
     }

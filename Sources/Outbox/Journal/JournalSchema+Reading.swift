@@ -31,7 +31,7 @@ extension JournalSchema {
 
     /// The engine-level state folded from engine events.
     func engineState(in txn: borrowing LMDBTransaction) throws -> EngineState {
-        guard let bytes = try txn.get(meta, MetaKey.engineState) else { return EngineState() }
+        guard let bytes = try txn.get(singletons, SingletonKey.engine) else { return EngineState() }
         do {
             return try StateCodec.decodeEngine(bytes)
         } catch {
@@ -83,19 +83,33 @@ extension JournalSchema {
         return enqueued.request
     }
 
-    func counter(_ name: String, in txn: borrowing LMDBTransaction) throws -> Int64 {
-        try txn.get(counters, name) ?? 0
+    /// Every counter, as stored; all zero for a journal with none yet.
+    func counters(in txn: borrowing LMDBTransaction) throws -> JournalCounters {
+        guard let bytes = try txn.get(singletons, SingletonKey.counters) else { return JournalCounters() }
+        do {
+            return try JournalCounters(decoding: bytes)
+        } catch {
+            throw OutboxError.projectionCorrupt(reason: "the counters: \(error)")
+        }
     }
 
-    /// Every non-zero counter whose name starts with `prefix`, by the rest of its name.
-    func counters(prefix: String, in txn: borrowing LMDBTransaction) throws -> [String: Int64] {
-        var result: [String: Int64] = [:]
-        try txn.scan(counters, leading: Array(prefix.utf8)) { entry in
-            result[String(try entry.key().dropFirst(prefix.count))] = try entry.value()
-            return .next
+    /// The operations of the statuses `include` accepts, from the stored counters alone.
+    func count(ofStatuses include: (OutboxStatus) -> Bool, in txn: borrowing LMDBTransaction) throws -> Int {
+        let count = try Self.countersKey.withUnsafeBytes { key in
+            try txn.withValue(state, key: key) { bytes -> Int64 in
+                guard let bytes else { return 0 }
+                do {
+                    return try JournalCounters.count(ofStatuses: include, in: bytes)
+                } catch {
+                    throw OutboxError.projectionCorrupt(reason: "the counters: \(error)")
+                }
+            }
         }
-        return result
+        return Int(count)
     }
+
+    /// The counters' key in `state`: the singletons' prefix, then their name.
+    private static let countersKey = [Prefix.singletons] + Array(SingletonKey.counters.utf8)
 
     /// Ids of the rows of one status, in journal order.
     func operationIDs(
@@ -134,15 +148,14 @@ extension JournalSchema {
 
     /// Folds one engine event into the stored projections: the engine state, and for a
     /// `compacted` event the states it leaves and their indexes. Its counter changes go to
-    /// `counterDeltas`, for the transaction to write once (``Projection/writeCounters(_:schema:in:)``).
+    /// `counters`, for the transaction to write once (``Projection/writeCounters(_:schema:in:)``).
     /// An operation's events are folded by the append itself, which has checked them already.
     /// - Throws: ``OutboxError/journalCorrupt(seq:reason:)`` when a compaction names a row that
     ///   is not settled.
     func projectEngineEvent(
         _ event: JournalEvent,
         recordSize: Int,
-        extraCounters: [String: Int64] = [:],
-        counterDeltas: inout [String: Int64],
+        counters: inout JournalCounters,
         in txn: borrowing LMDBTransaction
     ) throws {
         precondition(event.operationID == nil, "operation event \(event.kind) at seq \(event.seq) projected as an engine event")
@@ -155,7 +168,7 @@ extension JournalSchema {
             }
             let engine = try engineState(in: txn).applying(event)
             try Projection.apply(event, recordSize: recordSize, changes: changes, engine: engine,
-                                 extraCounters: extraCounters, counterDeltas: &counterDeltas, schema: self, in: txn)
+                                 counters: &counters, schema: self, in: txn)
         } catch let error as OutboxError {
             if case .illegalTransition = error { throw OutboxError.journalCorrupt(seq: event.seq, reason: "illegal transition: \(error)") }
             throw error

@@ -3,66 +3,110 @@ import OutboxCore
 import OutboxStorage
 import Synchronization
 
-/// The journal's LMDB layout: the events, and the projections kept beside them.
+/// The journal's LMDB layout (projection layout 5): the events, and the projections kept beside
+/// them in one database.
 ///
 /// | database | key | value |
 /// |---|---|---|
-/// | `meta` | name | format version, projection version, account, engine state |
+/// | `meta` | name | format version, projection version, account, key check |
 /// | `events` | seq (u64 BE) | the record (``RecordCodec``) |
-/// | `operations` | operation id | its folded ``OperationState``, with the seqs of its events |
-/// | `by-status` | status code, first seq | operation id |
-/// | `schedule` | due moment, first seq | operation id, for queued rows |
-/// | `lanes` | lane, 0, first seq | operation id, for rows not yet terminal |
-/// | `sync-tab` | group, category, 0, latest seq | operation id, for rows on the Sync tab |
-/// | `counters` | name | signed 64-bit count |
+/// | `state` | 0, name | `engine`: the engine state; `counters`: every counter (``JournalCounters``) |
+/// | `state` | 1, operation id | its folded ``OperationState``, with the seqs of its events |
+/// | `state` | 2, due moment, first seq | operation id, for queued rows |
+/// | `state` | 3, lane, 0, first seq | operation id, for rows not yet terminal |
+/// | `state` | 4, group, category, 0, latest seq | operation id, for rows on the Sync tab |
+/// | `state` | 5, status code, first seq | operation id |
 ///
 /// Every projection is written in the same transaction as the event it folds, and all of them
-/// can be rebuilt from `events` alone.
+/// can be rebuilt from `events` alone. They share one B-tree under one-byte prefixes, so a commit
+/// writes one page path for all of them, and the counters are one value written once per commit.
 struct JournalSchema: Sendable {
-    /// The layout version of every database but `events` and `meta`. A journal stored with
-    /// another version has its projections rebuilt from the events at open.
-    static let projectionVersion: UInt32 = 4
+    /// The layout version of the projections (`state`). A journal stored with another version
+    /// has its projections rebuilt from the events at open.
+    static let projectionVersion: UInt32 = 5
 
-    /// Databases earlier layouts kept and this one does not: emptied by a rebuild.
-    /// (`operation-events`, layout 2, listed each operation's seqs; the state holds them now.)
-    static let retiredDatabases = ["operation-events"]
+    /// The database every projection of this layout lives in.
+    static let stateDatabase = "state"
+
+    /// Databases earlier layouts kept and this one does not: emptied by the migration's last
+    /// step, once `state` is written whole. (`operation-events`, layout 2, listed each
+    /// operation's seqs; layouts 2 to 4 kept each projection in a database of its own.)
+    static let retiredDatabases = ["operation-events", "operations", "by-status", "schedule", "lanes", "sync-tab", "counters"]
+
+    /// The first byte of each table's keys in `state`.
+    ///
+    /// `by-status` comes last: settled rows, which stay, are appended to it in seq order, and an
+    /// append at the end of the tree fills each page before the next (LMDB splits a page so that
+    /// the new key alone starts the next one), where one in the middle, before rows of another
+    /// table that come and go, splits pages in halves and leaves them half empty.
+    enum Prefix {
+        static let singletons: UInt8 = 0
+        static let operations: UInt8 = 1
+        static let schedule: UInt8 = 2
+        static let lanes: UInt8 = 3
+        static let syncTab: UInt8 = 4
+        static let byStatus: UInt8 = 5
+    }
 
     let meta: LMDBTable<NameCodec, RawBytes>
     let events: LMDBTable<JournalCodec.Seq, RawBytes>
+    /// The one database holding every projection.
+    let state: LMDBDatabase
+    /// The engine state and the counters: one value each.
+    let singletons: LMDBTable<NameCodec, RawBytes>
     let operations: LMDBTable<JournalCodec.ID, JournalCodec.State>
     let byStatus: LMDBTable<JournalCodec.StatusKey, JournalCodec.ID>
     let schedule: LMDBTable<JournalCodec.ScheduleKey, JournalCodec.ID>
     let lanes: LMDBTable<JournalCodec.LaneKey, JournalCodec.ID>
     let syncTab: LMDBTable<JournalCodec.TabKey, JournalCodec.ID>
-    let counters: LMDBTable<NameCodec, BigEndianInt64>
     /// The journal's key, when it is encrypted at rest and the key was given.
     let sealing = SealingBox()
 
-    /// The databases derived from the events: cleared and refilled by a rebuild.
-    var projections: [LMDBDatabase] {
-        [operations.database, byStatus.database, schedule.database, lanes.database, syncTab.database, counters.database]
+    /// Every table of `state`, in key order.
+    var tables: [StoredTable] {
+        [StoredTable(singletons), storedOperations] + Projection.Index.allCases.map { $0.storage(in: self) }
     }
 
+    /// The operations' table as `verify` sees it.
+    var storedOperations: StoredTable { StoredTable(operations) }
+
+    /// Opens the journal's databases, creating them unless the environment is read-only.
+    ///
+    /// A reader of a journal of an earlier layout finds no `state`: its tables are then read over
+    /// `meta`, where no key starts with a table's prefix (every name there starts with a
+    /// letter), so they read as empty; such a reader folds the events instead (``FoldedJournal``).
     init(environment: LMDBEnvironment) throws {
-        meta = LMDBTable(try environment.openDatabase("meta"))
+        let metaDatabase = try environment.openDatabase("meta")
+        meta = LMDBTable(metaDatabase)
         events = LMDBTable(try environment.openDatabase("events"))
-        operations = LMDBTable(try environment.openDatabase("operations"))
-        byStatus = LMDBTable(try environment.openDatabase("by-status"))
-        schedule = LMDBTable(try environment.openDatabase("schedule"))
-        lanes = LMDBTable(try environment.openDatabase("lanes"))
-        syncTab = LMDBTable(try environment.openDatabase("sync-tab"))
-        counters = LMDBTable(try environment.openDatabase("counters"))
+        let state = environment.options.readOnly
+            ? try environment.openExistingDatabase(Self.stateDatabase) ?? metaDatabase
+            : try environment.openDatabase(Self.stateDatabase)
+        self.state = state
+        singletons = LMDBTable(state, prefix: [Prefix.singletons], name: "singletons")
+        operations = LMDBTable(state, prefix: [Prefix.operations], name: "operations")
+        byStatus = LMDBTable(state, prefix: [Prefix.byStatus], name: "by-status")
+        schedule = LMDBTable(state, prefix: [Prefix.schedule], name: "schedule")
+        lanes = LMDBTable(state, prefix: [Prefix.lanes], name: "lanes")
+        syncTab = LMDBTable(state, prefix: [Prefix.syncTab], name: "sync-tab")
     }
 
-    // MARK: Meta keys
+    // MARK: Keys
 
     enum MetaKey {
         static let formatVersion = "format-version"
         static let projectionVersion = "projection-version"
         static let account = "account"
-        static let engineState = "engine-state"
+        /// Where layouts 2 to 4 kept the engine state; layout 5 keeps it in `state`.
+        static let retiredEngineState = "engine-state"
         /// A constant sealed with the journal's key: present when it is encrypted at rest.
         static let keyCheck = "key-check"
+    }
+
+    /// The names of the values under the singletons' prefix.
+    enum SingletonKey {
+        static let engine = "engine"
+        static let counters = "counters"
     }
 
     enum TabGroup: UInt8 {

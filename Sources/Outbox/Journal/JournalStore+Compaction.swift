@@ -35,6 +35,7 @@ extension JournalStore {
     func compact(_ ids: [OperationID], at now: Date) throws(OutboxError) -> JournalEvent? {
         precondition(!options.readOnly, "compact on a read-only journal")
         let schema = self.schema
+        forgetCounters()
         return try Self.run(options) {
             try environment.write { txn -> JournalEvent? in
                 // Taken before anything is removed: the removed events may be the journal's last,
@@ -64,11 +65,12 @@ extension JournalStore {
                 let record = RecordCodec.encode(event)
                 try txn.put(schema.events, event.seq, record, flags: .append)
                 let removedBytes = removed.reduce(0) { $0 + $1.record.count }
-                var counterDeltas: [String: Int64] = [:]
-                try schema.projectEngineEvent(event, recordSize: record.count, extraCounters: [
-                    CounterName.events: -Int64(removed.count), CounterName.eventBytes: -Int64(removedBytes),
-                ], counterDeltas: &counterDeltas, in: txn)
-                try Projection.writeCounters(counterDeltas, schema: schema, in: txn)
+                var counters = try schema.counters(in: txn)
+                // The removed events leave the journal's size.
+                counters.events -= Int64(removed.count)
+                counters.eventBytes -= Int64(removedBytes)
+                try schema.projectEngineEvent(event, recordSize: record.count, counters: &counters, in: txn)
+                try Projection.writeCounters(counters, schema: schema, in: txn)
                 return event
             }
         }

@@ -17,46 +17,69 @@ extension JournalStore {
         var shards = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
     }
 
-    /// Clears every projection and writes it again from the events.
+    /// Writes every projection again from the events, into `state`: the migration a new
+    /// projection layout needs, and the repair of damaged projections.
     ///
     /// The events are folded in memory first (``ProjectionImage``), on several threads for a long
     /// journal, while the write lock keeps them from changing; each thread then encodes its
-    /// operations' rows. Each projection database is written in key order, appended page by page
-    /// rather than inserted row by row. A journal of up to the tuning's `chunk` events is rewritten in
-    /// one transaction: a crash midway leaves it exactly as it was. A longer one is written in
-    /// steps of at most the tuning's `chunk` rows, with the projection version written last: a crash
-    /// midway leaves a mismatch, and the next open starts over. Either way the journal stays
-    /// openable.
+    /// operations' rows. The rows are written in key order, appended page by page rather than
+    /// inserted row by row. A journal of up to the tuning's `chunk` events is rewritten in one
+    /// transaction: a crash midway leaves it exactly as it was. A longer one is written in steps
+    /// of at most the tuning's `chunk` rows.
+    ///
+    /// Only the last step touches what an earlier layout stored: it empties that layout's
+    /// databases and writes the projection version. Until then the journal is what it was, and
+    /// when a step fails (the map or the disk full) what was written of `state` is cleared again:
+    /// an engine of the earlier layout still opens it, and this one starts over at its next open.
+    /// (A rebuild of this layout's own projections clears them, and the version, first.)
     /// - Throws: ``OutboxError/journalCorrupt(seq:reason:)`` for a damaged record or an illegal
-    ///   transition, before anything is written.
+    ///   transition, before anything is written; ``OutboxError/storageFull(limitBytes:errno:)``
+    ///   when there is no room for the new projections.
     static func rebuildProjections(
         environment: LMDBEnvironment,
         schema: JournalSchema,
         options: Options,
         tuning: RebuildTuning = RebuildTuning()
     ) throws(OutboxError) {
-        try run(options) {
-            let retired = try JournalSchema.retiredDatabases.compactMap { try environment.openExistingDatabase($0) }
-            // The closures below depend on the events alone: when a full map makes `write` run
-            // one again, it does the same again.
-            let remaining: ArraySlice<RebuildPlan.Step> = try environment.write { txn in
-                let eventCount = try txn.count(schema.events.database)
-                let shards: [RebuildShard]
-                if eventCount < tuning.shardingThreshold || tuning.shards < 2 {
-                    shards = [RebuildShard(try ProjectionImage.build(schema: schema, in: txn))]
-                } else {
-                    shards = try ProjectionImage.buildSharded(schema: schema, environment: environment, count: tuning.shards) {
-                        RebuildShard($0)
+        // Whether a transaction of the rebuild committed: until one does, nothing changed.
+        var wrote = false
+        do {
+            try run(options) {
+                let retired = try JournalSchema.retiredDatabases.compactMap { try environment.openExistingDatabase($0) }
+                // The closures below depend on the events alone: when a full map makes `write` run
+                // one again, it does the same again. The events cannot change in between (`write`
+                // holds the write lock throughout), so the fold it ran the first time is kept.
+                var folded: [RebuildShard]?
+                let remaining: ArraySlice<RebuildPlan.Step> = try environment.write { txn in
+                    let eventCount = try txn.count(schema.events.database)
+                    let shards: [RebuildShard]
+                    if let folded {
+                        shards = folded
+                    } else if eventCount < tuning.shardingThreshold || tuning.shards < 2 {
+                        shards = [RebuildShard(try ProjectionImage.build(schema: schema, in: txn))]
+                    } else {
+                        shards = try ProjectionImage.buildSharded(schema: schema, environment: environment, count: tuning.shards) {
+                            RebuildShard($0)
+                        }
                     }
+                    folded = shards
+                    let steps = RebuildPlan(shards: shards, schema: schema, retired: retired, chunk: tuning.chunk).steps
+                    let now = eventCount <= tuning.chunk ? steps.count : 1
+                    for step in steps.prefix(now) { try step(txn) }
+                    return steps.dropFirst(now)
                 }
-                let steps = RebuildPlan(shards: shards, schema: schema, retired: retired, chunk: tuning.chunk).steps
-                let now = eventCount <= tuning.chunk ? steps.count : 1
-                for step in steps.prefix(now) { try step(txn) }
-                return steps.dropFirst(now)
+                wrote = true
+                for step in remaining {
+                    try environment.write { txn in try step(txn) }
+                }
             }
-            for step in remaining {
-                try environment.write { txn in try step(txn) }
-            }
+        } catch {
+            guard wrote else { throw error }
+            // What was written of the new projections goes; the last step, which alone changes
+            // what an earlier layout reads, never ran. Clearing frees pages, so it needs little
+            // room; should it fail as well, the next rebuild clears them first.
+            try? run(options) { try environment.write { txn in try txn.removeAll(schema.state) } }
+            throw error
         }
     }
 }
@@ -75,7 +98,7 @@ private struct RebuildShard: Sendable {
     var stateBytes: [UInt8]
     var indexRows: [Projection.Index: [Row]] = [:]
     var indexKeyBytes: [UInt8]
-    var counters: [Projection.Counter: Int64] = [:]
+    var counters = JournalCounters()
     var eventCount: Int64
     var eventBytes: Int64
     var engine: EngineState?
@@ -84,32 +107,42 @@ private struct RebuildShard: Sendable {
         eventCount = image.eventCount
         eventBytes = image.eventBytes
         engine = image.shard.ownsEngineEvents ? image.engine : nil
-        states.reserveCapacity(image.states.count)
+        let indexes = Projection.Index.allCases
+        var states: [Row] = []
+        var indexRuns = [[Row]](repeating: [], count: indexes.count)
         var stateWriter = ByteWriter(capacity: image.states.count * 256)
         var keys: [UInt8] = []
-        keys.reserveCapacity(image.states.count * 12)
-        for (id, state) in image.states {
+        var counters = JournalCounters()
+        // The image is done with: its states are moved out one by one rather than copied (their
+        // order does not matter, the rows are sorted below).
+        var pending = image.states.removeAll()
+        states.reserveCapacity(pending.count)
+        keys.reserveCapacity(pending.count * 12)
+        while let state = pending.popLast() {
             let start = stateWriter.bytes.count
             StateCodec.encode(state, into: &stateWriter)
-            states.append(Row(id: id, bytes: start..<stateWriter.bytes.count))
+            states.append(Row(id: state.id, bytes: start..<stateWriter.bytes.count))
             let footprint = Projection.footprint(of: state)
-            for index in Projection.Index.allCases {
+            for (run, index) in indexes.enumerated() {
                 guard let key = footprint.key(in: index) else { continue }
-                indexRows[index, default: []].append(Row(id: id, bytes: keys.count..<keys.count + key.count))
+                indexRuns[run].append(Row(id: state.id, bytes: keys.count..<keys.count + key.count))
                 keys.append(contentsOf: key)
             }
-            for (counter, count) in footprint.counters { counters[counter, default: 0] += count }
+            counters.add(state, sign: 1)
         }
+        self.counters = counters
         stateBytes = stateWriter.bytes
         indexKeyBytes = keys
         states.sort { $0.id < $1.id }
-        for index in Projection.Index.allCases {
-            keys.withUnsafeBytes { keys in
-                indexRows[index]?.sort {
+        self.states = states
+        keys.withUnsafeBytes { keys in
+            for run in indexRuns.indices {
+                indexRuns[run].sort {
                     Self.keyOrder(UnsafeRawBufferPointer(rebasing: keys[$0.bytes]), UnsafeRawBufferPointer(rebasing: keys[$1.bytes]))
                 }
             }
         }
+        indexRows = Dictionary(uniqueKeysWithValues: zip(indexes, indexRuns).filter { !$0.1.isEmpty })
     }
 
     /// LMDB's order of two keys: their bytes compared as unsigned, the shorter first on a tie.
@@ -148,18 +181,34 @@ private func mergedOrder(runLengths: [Int], by areInIncreasingOrder: (RowPositio
     }
 }
 
-/// The writes of a rebuild, in order, each small enough for one transaction: the projections
-/// cleared, then each database's rows in key order, then the counters and the version.
+/// The writes of a rebuild, in order, each small enough for one transaction: `state` cleared,
+/// then its rows in key order (the engine state and counters, the operations, each index), then
+/// the earlier layout's databases emptied and the version written, last.
 private struct RebuildPlan {
     typealias Step = (borrowing LMDBTransaction) throws -> Void
 
     private(set) var steps: [Step] = []
 
     init(shards: [RebuildShard], schema: JournalSchema, retired: [LMDBDatabase], chunk: Int) {
+        var counters = JournalCounters()
+        for shard in shards {
+            counters.add(shard.counters)
+            counters.events += shard.eventCount
+            counters.eventBytes += shard.eventBytes
+        }
+        let engine = shards.lazy.compactMap(\.engine).first ?? EngineState()
+        let encodedCounters = counters.encoded()
         steps.append { txn in
-            try txn.delete(schema.meta, JournalSchema.MetaKey.projectionVersion)
-            try txn.delete(schema.meta, JournalSchema.MetaKey.engineState)
-            for database in schema.projections + retired { try txn.removeAll(database) }
+            // This layout's own projections, rebuilt in place, are gone from here on: without
+            // their version, an open midway rebuilds them again.
+            let stored = try txn.get(schema.meta, JournalSchema.MetaKey.projectionVersion)
+            if stored == JournalCodec.Version.bytes(JournalSchema.projectionVersion) {
+                try txn.delete(schema.meta, JournalSchema.MetaKey.projectionVersion)
+            }
+            try txn.removeAll(schema.state)
+            // The singletons' keys in order: "counters" before "engine".
+            try txn.put(schema.singletons, JournalSchema.SingletonKey.counters, encodedCounters, flags: .append)
+            try txn.put(schema.singletons, JournalSchema.SingletonKey.engine, StateCodec.encode(engine), flags: .append)
         }
 
         // Each shard's rows are sorted already: they are merged by position, without copying.
@@ -180,6 +229,7 @@ private struct RebuildPlan {
             }
         }
 
+        // The indexes' prefixes follow the operations' in `state`, in this order.
         for index in Projection.Index.allCases {
             let runs = shards.map { $0.indexRows[index] ?? [] }
             let order = mergedOrder(runLengths: runs.map(\.count)) { left, right in
@@ -206,25 +256,9 @@ private struct RebuildPlan {
             }
         }
 
-        var stateCounters: [Projection.Counter: Int64] = [:]
-        for shard in shards { stateCounters.merge(shard.counters, uniquingKeysWith: +) }
-        let counters = ProjectionImage.counters(
-            eventCount: shards.reduce(0) { $0 + $1.eventCount },
-            eventBytes: shards.reduce(0) { $0 + $1.eventBytes },
-            states: stateCounters
-        )
-        .map { (key: NameCodec.bytes($0.key), value: $0.value) }
-        .sorted { $0.key.lexicographicallyPrecedes($1.key) }
-        let engine = shards.lazy.compactMap(\.engine).first ?? EngineState()
         steps.append { txn in
-            for counter in counters {
-                try counter.key.withUnsafeBytes { key in
-                    try BigEndianInt64.bytes(counter.value).withUnsafeBytes { value in
-                        try txn.put(schema.counters, encodedKey: key, encodedValue: value, flags: .append)
-                    }
-                }
-            }
-            try txn.put(schema.meta, JournalSchema.MetaKey.engineState, StateCodec.encode(engine))
+            for database in retired { try txn.removeAll(database) }
+            try txn.delete(schema.meta, JournalSchema.MetaKey.retiredEngineState)
             try txn.put(schema.meta, JournalSchema.MetaKey.projectionVersion, JournalCodec.Version.bytes(JournalSchema.projectionVersion))
         }
     }

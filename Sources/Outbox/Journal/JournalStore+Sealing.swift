@@ -12,6 +12,7 @@ extension JournalStore {
     /// for byte as before, under the same key, so the server's fingerprint still matches.
     func reseal(from old: JournalSealing?, to new: JournalSealing?) throws(OutboxError) {
         let schema = self.schema
+        forgetCounters()
         try Self.run(options) {
             try environment.write { txn in
                 var sealable: [(JournalSequence, [UInt8])] = []
@@ -32,7 +33,9 @@ extension JournalStore {
                     try txn.put(schema.events, seq, rewritten)
                     bytesDelta += Int64(rewritten.count - record.count)
                 }
-                try Projection.writeCounters([CounterName.eventBytes: bytesDelta], schema: schema, in: txn)
+                var counters = try schema.counters(in: txn)
+                counters.eventBytes += bytesDelta
+                try Projection.writeCounters(counters, schema: schema, in: txn)
                 if let new {
                     try txn.put(schema.meta, JournalSchema.MetaKey.keyCheck, new.keyCheck())
                 } else {

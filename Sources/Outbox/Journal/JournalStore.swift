@@ -2,6 +2,7 @@ import Foundation
 import OutboxCore
 import OutboxCrypto
 import OutboxStorage
+import Synchronization
 
 /// The journal on disk: the append-only events and their projections, in one LMDB environment.
 ///
@@ -27,6 +28,8 @@ final class JournalStore: Sendable {
         /// The journal's directory, set by ``JournalStore/open(directory:options:)``: a failed
         /// write asks its file system whether it is out of room.
         var directoryPath: String?
+        /// How a rebuild at open splits its work (tests shrink it).
+        var rebuildTuning = RebuildTuning()
 
         var environmentOptions: LMDBEnvironment.Options {
             LMDBEnvironment.Options(
@@ -45,6 +48,18 @@ final class JournalStore: Sendable {
         var body: JournalEventBody
     }
 
+    /// A draft with its record encoded but for the seq and moment (``RecordCodec/prepare(operationID:body:)``):
+    /// prepared on the producer's task, so the writer only finishes it.
+    struct PreparedDraft: Sendable {
+        var draft: Draft
+        var record: RecordCodec.PreparedRecord
+
+        init(_ draft: Draft) {
+            self.draft = draft
+            record = RecordCodec.prepare(operationID: draft.operationID, body: draft.body)
+        }
+    }
+
     let environment: LMDBEnvironment
     let schema: JournalSchema
     let options: Options
@@ -55,6 +70,10 @@ final class JournalStore: Sendable {
     /// Whether the stored projections match this engine's layout (a read-only journal with
     /// older projections is read by folding the events instead).
     let projectionsAreCurrent: Bool
+    /// The counters as the last append committed them: the next append starts from them instead
+    /// of decoding the stored value. Every other write that changes them clears it
+    /// (``forgetCounters()``); `nil` until an append commits.
+    let committedCounters = Mutex<JournalCounters?>(nil)
 
     // MARK: Opening
 
@@ -264,27 +283,27 @@ final class JournalStore: Sendable {
         } catch {
             throw OutboxError(storage: error, limitBytes: options.limitBytes)
         }
-        let storedProjectionVersion: UInt32? = try Self.run(options) { [schema] in
+        let stored: MetaCheck = try Self.run(options) { [schema] in
             // Read first: a journal that exists needs nothing written to open, even on a full disk.
             let stored = try environment.read { txn in try Self.checkMeta(schema: schema, path: path, options: options, in: txn) }
-            switch stored {
-            case .found(let projection, let format) where format < RecordCodec.formatVersion && !options.readOnly:
-                // This engine writes records of its own format from now on: an older engine must
-                // refuse the journal before it reads one (each record names its version too).
+            guard case .new = stored else { return stored }
+            return try environment.write { txn in try Self.checkMeta(schema: schema, path: path, options: options, in: txn) }
+        }
+        var current = stored.projection == JournalSchema.projectionVersion
+        if !current && !options.readOnly {
+            // Before anything else is written: a migration that fails leaves the journal as an
+            // engine of its own format and layout reads it.
+            try Self.rebuildProjections(environment: environment, schema: schema, options: options, tuning: options.rebuildTuning)
+            current = true
+        }
+        if case .found(_, let format) = stored, format < RecordCodec.formatVersion, !options.readOnly {
+            // This engine writes records of its own format from now on: an older engine must
+            // refuse the journal before it reads one (each record names its version too).
+            try Self.run(options) { [schema] in
                 try environment.write { txn in
                     try txn.put(schema.meta, JournalSchema.MetaKey.formatVersion, JournalCodec.Version.bytes(UInt32(RecordCodec.formatVersion)))
                 }
-                return projection
-            case .found(let projection, _):
-                return projection
-            case .new:
-                return try environment.write { txn in try Self.checkMeta(schema: schema, path: path, options: options, in: txn) }.projection
             }
-        }
-        var current = storedProjectionVersion == JournalSchema.projectionVersion
-        if !current && !options.readOnly {
-            try Self.rebuildProjections(environment: environment, schema: schema, options: options)
-            current = true
         }
         self.projectionsAreCurrent = current
         try adoptKey()
@@ -361,71 +380,15 @@ final class JournalStore: Sendable {
         return .found(projection: projection.flatMap { try? $0.withUnsafeBytes(JournalCodec.Version.decode) }, format: version)
     }
 
+    /// Drops the counters an append remembered: a compaction, a key rotation or a rebuild
+    /// changed the stored ones.
+    func forgetCounters() {
+        committedCounters.withLock { $0 = nil }
+    }
+
     func close() {
         environment.close()
         writerLock?.release()
-    }
-
-    // MARK: Appending
-
-    /// Appends units of events in one write transaction: the group commit.
-    ///
-    /// Each unit is folded first and written only if every one of its events is legal, so a unit
-    /// lands whole or not at all; an illegal unit fails alone and the others still commit.
-    /// - Returns: for each unit, its events as committed or the reason it was refused.
-    /// - Throws: when the transaction itself fails (the map or disk is full, an I/O error):
-    ///   then nothing of any unit was written.
-    func append(_ units: [[Draft]], at now: Date, uptime: Uptime? = nil) throws(OutboxError) -> [Result<[JournalEvent], OutboxError>] {
-        precondition(!options.readOnly, "append on a read-only journal")
-        return try Self.run(options) { [schema] in
-            try environment.write { txn in
-                var results: [Result<[JournalEvent], OutboxError>] = []
-                results.reserveCapacity(units.count)
-                var lastSeq = try schema.lastSeq(in: txn)
-                // Every unit's counter changes, written once when the units are all in.
-                var counterDeltas: [String: Int64] = [:]
-                for unit in units {
-                    var events: [JournalEvent] = []
-                    // The state before and after each operation event, as the check folded it.
-                    var changes: [(before: OperationState?, after: OperationState)?] = []
-                    do {
-                        var seq = lastSeq
-                        var folded: [OperationID: OperationState] = [:]
-                        for draft in unit {
-                            seq = seq.next
-                            let event = JournalEvent(seq: seq, operationID: draft.operationID, recordedAt: now, uptime: uptime, body: draft.body)
-                            if let id = draft.operationID {
-                                let before = try folded[id] ?? schema.state(id, in: txn)
-                                let after = try Fold.apply(event, to: before)
-                                folded[id] = after
-                                changes.append((before, after))
-                            } else {
-                                changes.append(nil)
-                            }
-                            events.append(event)
-                        }
-                    } catch let error as OutboxError {
-                        results.append(.failure(error))
-                        continue
-                    }
-                    for (event, change) in zip(events, changes) {
-                        let record = RecordCodec.encode(event)
-                        assert((try? schema.decode(record, seq: event.seq)) == event, "record does not round-trip: \(event) vs \(String(describing: try? schema.decode(record, seq: event.seq)))")
-                        try txn.put(schema.events, event.seq, record, flags: .append)
-                        if let change {
-                            try Projection.apply(event, recordSize: record.count, changes: [change], engine: nil,
-                                                 counterDeltas: &counterDeltas, schema: schema, in: txn)
-                        } else {
-                            try schema.projectEngineEvent(event, recordSize: record.count, counterDeltas: &counterDeltas, in: txn)
-                        }
-                    }
-                    lastSeq = events.last?.seq ?? lastSeq
-                    results.append(.success(events))
-                }
-                try Projection.writeCounters(counterDeltas, schema: schema, in: txn)
-                return results
-            }
-        }
     }
 
     // MARK: Reading
@@ -473,9 +436,11 @@ extension OutboxError {
     ///
     /// Every answer that means "no room" becomes ``storageFull(limitBytes:errno:)``: the map at
     /// its maximum (no errno), `ENOSPC`, `EDQUOT`, `EFBIG`, and `EIO` when the file system at
-    /// `path` then shows no space left.
+    /// `path` then shows no space left, or when the journal's data file in `path` has reached the
+    /// process's file-size limit (`EFBIG`: LMDB reports a write cut short at that limit as `EIO`).
     init(storage error: any Error, limitBytes: Int, path: String? = nil,
-         availableBytes: (String) -> Int? = FileSystem.availableBytes(at:)) {
+         availableBytes: (String) -> Int? = FileSystem.availableBytes(at:),
+         atFileSizeLimit: (String) -> Bool = { FileSystem.isAtFileSizeLimit(($0 as NSString).appendingPathComponent(JournalStore.FileName.data)) }) {
         switch error {
         case let error as OutboxError:
             self = error
@@ -486,6 +451,8 @@ extension OutboxError {
         case let error as LMDBError
             where error == .io && path.flatMap(availableBytes).map { $0 < Self.fullDiskThresholdBytes } == true:
             self = .storageFull(limitBytes: limitBytes, errno: error.rawValue)
+        case let error as LMDBError where error == .io && path.map(atFileSizeLimit) == true:
+            self = .storageFull(limitBytes: limitBytes, errno: EFBIG)
         case let error as LMDBError where error == .accessDenied, let error as LMDBError where error == .readOnlyFileSystem:
             self = path.map { .permissionDenied(path: $0) } ?? .storage(code: error.rawValue, message: error.description)
         case let error as LMDBError where error == .closed:

@@ -12,7 +12,7 @@ enum JournalCodec {
     /// A seq: 8 bytes, big-endian, so keys sort in journal order.
     enum Seq: LMDBCodec {
         static func encode(_ item: JournalSequence, into bytes: inout [UInt8]) {
-            BigEndianUInt64.encode(item.rawValue, into: &bytes)
+            withUnsafeBytes(of: item.rawValue.bigEndian) { bytes.append(contentsOf: $0) }
         }
 
         static func decode(_ bytes: UnsafeRawBufferPointer) throws -> JournalSequence {
@@ -73,7 +73,8 @@ enum JournalCodec {
     /// first seq: queued rows in the order they come due.
     enum ScheduleKey: LMDBCodec {
         static func encode(_ item: (dueAt: Date?, firstSeq: JournalSequence), into bytes: inout [UInt8]) {
-            BigEndianUInt64.encode(item.dueAt.map { sortableBits($0.timeIntervalSinceReferenceDate) } ?? 0, into: &bytes)
+            let due = item.dueAt.map { sortableBits($0.timeIntervalSinceReferenceDate) } ?? 0
+            withUnsafeBytes(of: due.bigEndian) { bytes.append(contentsOf: $0) }
             Seq.encode(item.firstSeq, into: &bytes)
         }
 
@@ -103,8 +104,25 @@ enum JournalCodec {
     /// A lane, a zero byte, then the first seq: a lane's rows in journal order.
     enum LaneKey: LMDBCodec {
         static func encode(_ item: (lane: String, firstSeq: JournalSequence), into bytes: inout [UInt8]) {
-            bytes += leading(item.lane)
+            bytes.append(contentsOf: item.lane.utf8)
+            bytes.append(0)
             Seq.encode(item.firstSeq, into: &bytes)
+        }
+
+        /// The key of `state`'s lane entry, its lane's text written straight into `bytes`
+        /// (the bytes of ``OperationState/lane``, without building that string).
+        static func encode(laneOf state: OperationState, into bytes: inout [UInt8]) {
+            if let entityID = state.entityID {
+                bytes.append(contentsOf: "entity:".utf8)
+                bytes.append(contentsOf: state.businessID.utf8)
+                bytes.append(UInt8(ascii: "/"))
+                bytes.append(contentsOf: entityID.utf8)
+            } else {
+                bytes.append(contentsOf: "operation:".utf8)
+                bytes.append(contentsOf: state.id.uuidString.utf8)
+            }
+            bytes.append(0)
+            Seq.encode(state.laneSeq, into: &bytes)
         }
 
         static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (lane: String, firstSeq: JournalSequence) {
@@ -121,7 +139,9 @@ enum JournalCodec {
     /// change first.
     enum TabKey: LMDBCodec {
         static func encode(_ item: (group: JournalSchema.TabGroup, category: String, latestSeq: JournalSequence), into bytes: inout [UInt8]) {
-            bytes += leading(item.group, category: item.category)
+            bytes.append(item.group.rawValue)
+            bytes.append(contentsOf: item.category.utf8)
+            bytes.append(0)
             Seq.encode(item.latestSeq, into: &bytes)
         }
 
@@ -154,13 +174,14 @@ enum JournalCodec {
 struct StoredTable: Hashable, Sendable {
     let database: LMDBDatabase
     let prefix: [UInt8]
+    /// What `verify` calls it: the table's name (the database it had to itself before layout 5).
+    let name: String
 
     init<K, V>(_ table: LMDBTable<K, V>) {
         database = table.database
         prefix = table.prefix
+        name = table.name
     }
-
-    var name: String { prefix.isEmpty ? database.name : "\(database.name)/\(prefix.map { String($0) }.joined(separator: "."))" }
 
     /// Every entry, its key without the prefix.
     func entries(in txn: borrowing LMDBTransaction) throws -> [[UInt8]: [UInt8]] {

@@ -11,13 +11,21 @@ import Synchronization
 /// holds its own events, with those events or the reason its unit was refused.
 final class JournalWriter: Sendable {
     typealias Unit = [JournalStore.Draft]
+    /// A unit as it waits: each record encoded on its producer's task.
+    typealias PreparedUnit = [JournalStore.PreparedDraft]
 
     /// The most units one transaction takes; the rest wait for the next.
     static let maxUnitsPerCommit = 1024
 
+    /// The longest a transaction waits for the callers the last commit resumed to come back.
+    static let maxFillWait: Duration = .milliseconds(2)
+
     private struct Submission {
-        var unit: Unit
+        var unit: PreparedUnit
         /// Hands the unit's result to whoever waits for it.
+        /// Whether delivering its result resumes a caller (1), or another unit of the same
+        /// caller's does (0).
+        var resumes: Int = 1
         var deliver: @Sendable (Result<[JournalEvent], any Error>) -> Void
     }
 
@@ -27,12 +35,25 @@ final class JournalWriter: Sendable {
         var closed = false
         /// Set by tests to hold submissions back, so that a known set lands in one commit.
         var held = false
+        /// How many callers the last commit resumed, and how many have submitted since: while
+        /// fewer have, the next transaction waits a little for the rest (``maxFillWait``).
+        var lastResumed = 0
+        var arrivedSinceResume = 0
+        /// When the last commit resumed its callers, and how long that commit took: the wait for
+        /// them ends that long after they were resumed, so a drain started by the first of them
+        /// to come back still waits for the rest, and one started long after waits for nobody.
+        var lastResumedAt: ContinuousClock.Instant?
+        var lastCommit: Duration = .zero
+        /// The writer waits in its transaction for a submission; the next one wakes it.
+        var writerWaiting = false
     }
 
     private let store: JournalStore
     private let clock: any OutboxClock
     private let queue = DispatchQueue(label: "outbox.journal-writer", qos: .userInitiated)
     private let state = Mutex(State())
+    /// Wakes the writer waiting for a submission.
+    private let arrival = DispatchSemaphore(value: 0)
     private let onCommit: @Sendable ([JournalEvent]) -> Void
 
     /// - Parameter onCommit: called on the writer's queue after each commit, with every event it
@@ -47,8 +68,10 @@ final class JournalWriter: Sendable {
     /// - Throws: the unit's own refusal (an illegal transition), or the commit's failure
     ///   (``OutboxError/storageFull(limitBytes:)``, ``OutboxError/closed``): nothing was written.
     func append(_ unit: Unit) async throws -> [JournalEvent] {
-        try await withCheckedThrowingContinuation { continuation in
-            submit([Submission(unit: unit, deliver: { continuation.resume(with: $0) })])
+        // Encoded here, on the caller's task: the writer only gives each record its seq.
+        let prepared = unit.map(JournalStore.PreparedDraft.init)
+        return try await withCheckedThrowingContinuation { continuation in
+            submit([Submission(unit: prepared, deliver: { continuation.resume(with: $0) })])
         }
     }
 
@@ -60,7 +83,7 @@ final class JournalWriter: Sendable {
         return await withCheckedContinuation { continuation in
             let collected = Mutex((results: [Result<[JournalEvent], any Error>?](repeating: nil, count: units.count), left: units.count))
             let submissions = units.enumerated().map { index, unit in
-                Submission(unit: unit, deliver: { result in
+                Submission(unit: unit.map(JournalStore.PreparedDraft.init), resumes: index == 0 ? 1 : 0, deliver: { result in
                     let done = collected.withLock { state -> [Result<[JournalEvent], any Error>]? in
                         state.results[index] = result
                         state.left -= 1
@@ -75,13 +98,17 @@ final class JournalWriter: Sendable {
 
     /// Queues `submissions` together and starts a drain unless one is running or held.
     private func submit(_ submissions: [Submission]) {
-        let startDraining = state.withLock { state -> Bool? in
-            guard !state.closed else { return nil }
+        let (startDraining, wake) = state.withLock { state -> (Bool?, Bool) in
+            guard !state.closed else { return (nil, false) }
             state.pending.append(contentsOf: submissions)
-            guard !state.draining, !state.held else { return false }
+            state.arrivedSinceResume += submissions.reduce(0) { $0 + $1.resumes }
+            let wake = state.writerWaiting
+            state.writerWaiting = false
+            guard !state.draining, !state.held else { return (false, wake) }
             state.draining = true
-            return true
+            return (true, wake)
         }
+        if wake { arrival.signal() }
         switch startDraining {
         case nil: for submission in submissions { submission.deliver(.failure(OutboxError.closed)) }
         case true?: queue.async { self.drain() }
@@ -148,27 +175,106 @@ final class JournalWriter: Sendable {
         while state.withLock({ $0.draining }) { queue.sync {} }
     }
 
+    /// Commits what waits, one transaction after another, until nothing does. Units submitted
+    /// while a transaction runs join it (``JournalStore/append(_:joining:at:uptime:)``) until it
+    /// commits: a producer that arrives meanwhile waits for that commit, not for the next.
+    ///
+    /// A group commit that fills: the callers the last commit resumed are likely to submit again
+    /// at once (a producer that enqueues one write after another). While some have not, and the
+    /// transaction has nothing more to take, a durable one waits for them a little before it
+    /// commits, so that one flush serves them all (``fillDeadline(durable:started:lastResumedAt:lastCommit:)``).
+    /// A lone producer never waits (it is the one that came back); nor does a commit that is not
+    /// flushed.
     private func drain() {
+        let stopwatch = ContinuousClock()
         while true {
-            let batch = state.withLock { state -> [Submission] in
+            let (taken, lastResumedAt, lastCommit) = state.withLock { state in
                 let count = min(state.pending.count, Self.maxUnitsPerCommit)
                 let batch = Array(state.pending.prefix(count))
                 state.pending.removeFirst(count)
                 if batch.isEmpty { state.draining = false }
-                return batch
+                return (batch, state.lastResumedAt, state.lastCommit)
             }
-            if batch.isEmpty { return }
+            if taken.isEmpty { return }
+            var batch = taken
+            let started = stopwatch.now
+            // Only a flush is worth waiting for: without one (`.processCrash`) a commit costs
+            // less than the wait, and the writer's time is what bounds the rate.
+            let waitUntil = Self.fillDeadline(durable: store.options.syncOnCommit, started: started,
+                                              lastResumedAt: lastResumedAt, lastCommit: lastCommit)
             let results: [Result<[JournalEvent], OutboxError>]
             do {
-                results = try store.append(batch.map(\.unit), at: clock.now(), uptime: clock.uptime())
+                results = try store.append(batch.map(\.unit), joining: {
+                    guard let next = self.nextJoining(until: waitUntil, clock: stopwatch) else { return nil }
+                    batch.append(next)
+                    return next.unit
+                }, at: clock.now(), uptime: clock.uptime())
             } catch {
+                resumed(batch, at: stopwatch.now, commitTook: nil)
                 for submission in batch { submission.deliver(.failure(error)) }
                 continue
             }
+            let took = started.duration(to: stopwatch.now)
             let committed = results.flatMap { (try? $0.get()) ?? [] }
             if !committed.isEmpty { onCommit(committed) }
+            resumed(batch, at: stopwatch.now, commitTook: took)
             for (submission, result) in zip(batch, results) {
                 submission.deliver(result.mapError { $0 as any Error })
+            }
+        }
+    }
+
+    /// Until when a transaction that started at `started` waits for the callers the last commit
+    /// resumed: as long after they were resumed as that commit took, never over
+    /// ``maxFillWait``. So a drain that the first of them starts on coming back still waits for
+    /// the rest, and one started long after waits for nobody. A commit that is not flushed never
+    /// waits.
+    static func fillDeadline(
+        durable: Bool,
+        started: ContinuousClock.Instant,
+        lastResumedAt: ContinuousClock.Instant?,
+        lastCommit: Duration
+    ) -> ContinuousClock.Instant {
+        guard durable, let lastResumedAt else { return started }
+        return max(started, lastResumedAt.advanced(by: min(lastCommit, maxFillWait)))
+    }
+
+    /// Notes that the callers of `batch` are about to resume: from now on, each that submits
+    /// again counts as come back. `commitTook` is the commit's duration, `nil` when it failed.
+    private func resumed(_ batch: [Submission], at moment: ContinuousClock.Instant, commitTook: Duration?) {
+        let callers = batch.reduce(0) { $0 + $1.resumes }
+        state.withLock { state in
+            state.lastResumed = callers
+            state.arrivedSinceResume = 0
+            state.lastResumedAt = moment
+            if let commitTook { state.lastCommit = commitTook }
+        }
+    }
+
+    /// The next submission to join the running transaction: one waiting now, or, while callers
+    /// the last commit resumed have not come back, the first to arrive before `deadline`.
+    private func nextJoining(until deadline: ContinuousClock.Instant, clock: ContinuousClock) -> Submission? {
+        while true {
+            let (next, mayWait) = state.withLock { state -> (Submission?, Bool) in
+                if !state.pending.isEmpty { return (state.pending.removeFirst(), false) }
+                guard state.arrivedSinceResume < state.lastResumed, !state.closed, !state.held else { return (nil, false) }
+                state.writerWaiting = true
+                return (nil, true)
+            }
+            if let next { return next }
+            guard mayWait else { return nil }
+            let left = clock.now.duration(to: deadline).components
+            let nanoseconds = Int(left.seconds) * 1_000_000_000 + Int(left.attoseconds / 1_000_000_000)
+            let woken = nanoseconds > 0 && arrival.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success
+            if !woken {
+                // Nobody came in time. A submission that cleared the flag meanwhile has
+                // signalled (or is about to): take that signal, so the next wait is a real one.
+                let signalled = state.withLock { state -> Bool in
+                    defer { state.writerWaiting = false }
+                    return !state.writerWaiting
+                }
+                if signalled { arrival.wait() }
+                if clock.now >= deadline { return state.withLock { $0.pending.isEmpty ? nil : $0.pending.removeFirst() } }
             }
         }
     }

@@ -1,20 +1,23 @@
 import Foundation
 import OutboxCore
 import OutboxStorage
+import OutboxWire
 
 /// The projections as a pure function of the folded state.
 ///
-/// What one operation state contributes (its index entries and counters) and what one event
-/// adds (its event counters) are computed here, and nowhere else, both when an
-/// event is appended and when `verify` rebuilds the projections in memory to compare.
+/// What one operation state puts in the indexes is computed here (and what it counts, in
+/// ``JournalCounters``), and nowhere else, both when an event is appended and when `verify`
+/// rebuilds the projections in memory to compare.
 enum Projection {
     /// An index the projection keeps, apart from `operations` itself: each maps a key to an
     /// operation id.
+    ///
+    /// Its cases come in the order of their prefixes in `state`: the order a rebuild appends them.
     enum Index: CaseIterable {
-        case byStatus
         case schedule
         case lanes
         case syncTab
+        case byStatus
 
         /// Stores `id` under a key the index's codec encoded.
         func put(_ encodedKey: UnsafeRawBufferPointer, _ id: OperationID, schema: JournalSchema, in txn: borrowing LMDBTransaction,
@@ -49,36 +52,12 @@ enum Projection {
         }
     }
 
-    /// A counter a state adds to.
-    enum Counter: Hashable {
-        case status(OutboxStatus)
-        case attempts
-        case outcome(OutcomeCategory)
-        case conflicts(operationType: String)
-        case revisionConflicts(operationType: String)
-        case tab(JournalSchema.TabGroup, category: String)
-
-        /// Its key in the `counters` database.
-        var name: String {
-            switch self {
-            case .status(let status): CounterName.status(status)
-            case .attempts: CounterName.attempts
-            case .outcome(let outcome): CounterName.outcome(outcome)
-            case .conflicts(let operationType): CounterName.conflicts(operationType)
-            case .revisionConflicts(let operationType): CounterName.revisionConflicts(operationType)
-            case .tab(let group, let category): CounterName.tab(group, category: category)
-            }
-        }
-    }
-
-    /// What one operation state puts in the indexes (each key as its index's codec encodes it)
-    /// and counters.
+    /// What one operation state puts in the indexes, each key as its index's codec encodes it.
     struct Footprint {
         var byStatus: [UInt8]
         var schedule: [UInt8]?
         var lane: [UInt8]?
         var syncTab: [UInt8]?
-        var counters: [(counter: Counter, count: Int64)] = []
 
         /// Its key in `index`, if it has one there.
         func key(in index: Index) -> [UInt8]? {
@@ -91,19 +70,9 @@ enum Projection {
         }
     }
 
-    /// The footprint of a state. Its counters come from the state, not from its events, so they
-    /// survive compaction: attempts, the latest outcome, a key conflict met.
+    /// The index keys of a state (its counters are ``JournalCounters/add(_:sign:)``'s).
     static func footprint(of state: OperationState) -> Footprint {
         var footprint = Footprint(byStatus: JournalCodec.StatusKey.bytes((state.status, state.firstSeq)))
-        footprint.counters.append((.status(state.status), 1))
-        if state.attemptCount > 0 { footprint.counters.append((.attempts, Int64(state.attemptCount))) }
-        if let outcome = state.latestOutcome { footprint.counters.append((.outcome(outcome), 1)) }
-        if state.lastErrorCode == ErrorCode.idempotencyConflict {
-            footprint.counters.append((.conflicts(operationType: state.operationType), 1))
-        }
-        if state.latestOutcome == .conflicted {
-            footprint.counters.append((.revisionConflicts(operationType: state.operationType), 1))
-        }
         if state.status == .queued {
             footprint.schedule = JournalCodec.ScheduleKey.bytes((state.nextAttemptAt, state.firstSeq))
         }
@@ -113,7 +82,6 @@ enum Projection {
         }
         if let group = tabGroup(of: state.status) {
             footprint.syncTab = JournalCodec.TabKey.bytes((group, state.category, state.latestSeq))
-            footprint.counters.append((.tab(group, category: state.category), 1))
         }
         return footprint
     }
@@ -127,57 +95,107 @@ enum Projection {
 
     // MARK: Applying to the stored projections
 
-    /// Writes what one event changes: the states of the operations it touches and their index
-    /// entries, and the engine state; adds its counter changes to `counterDeltas`, which the
-    /// transaction writes once at its end (``writeCounters(_:schema:in:)``), however many
-    /// events it holds. Runs inside the append's write transaction.
+    /// Writes what one engine event changes: the states of the operations it touches (a
+    /// `compacted` event's) and their index entries, and the engine state; adds its counter
+    /// changes to `counters`, which the transaction writes once at its end
+    /// (``writeCounters(_:schema:in:)``). Runs inside a write transaction.
     /// - Parameters:
-    ///   - changes: each operation the event changed, before and after (one for an operation
-    ///     event; one per compacted operation for a `compacted` event).
-    ///   - extraCounters: counter changes the event brings besides its own (a compaction takes
-    ///     the removed events off the journal's size).
+    ///   - changes: each operation the event changed, before and after.
     static func apply(
         _ event: JournalEvent,
         recordSize: Int,
         changes: [(before: OperationState?, after: OperationState)],
         engine: EngineState?,
-        extraCounters: [String: Int64] = [:],
-        counterDeltas: inout [String: Int64],
+        counters: inout JournalCounters,
         schema: JournalSchema,
         in txn: borrowing LMDBTransaction
     ) throws {
-        counterDeltas[CounterName.events, default: 0] += 1
-        counterDeltas[CounterName.eventBytes, default: 0] += Int64(recordSize)
-        counterDeltas.merge(extraCounters, uniquingKeysWith: +)
+        counters.events += 1
+        counters.eventBytes += Int64(recordSize)
+        var scratch = Scratch()
         for (before, after) in changes {
-            try txn.put(schema.operations, after.id, after)
-            let old = before.map(footprint(of:))
-            let new = footprint(of: after)
-            for index in Index.allCases where old?.key(in: index) != new.key(in: index) {
-                if let key = old?.key(in: index) { try index.delete(key, schema: schema, in: txn) }
-                if let key = new.key(in: index) { try key.withUnsafeBytes { try index.put($0, after.id, schema: schema, in: txn) } }
-            }
-            for (counter, count) in old?.counters ?? [] { counterDeltas[counter.name, default: 0] -= count }
-            for (counter, count) in new.counters { counterDeltas[counter.name, default: 0] += count }
+            try write(after, replacing: before, counters: &counters, scratch: &scratch, schema: schema, in: txn)
         }
         if let engine {
-            try txn.put(schema.meta, JournalSchema.MetaKey.engineState, StateCodec.encode(engine))
+            try txn.put(schema.singletons, JournalSchema.SingletonKey.engine, StateCodec.encode(engine))
         }
     }
 
-    /// Adds each delta to its stored counter, deleting a counter that reaches zero.
-    static func writeCounters(_ counterDeltas: [String: Int64], schema: JournalSchema, in txn: borrowing LMDBTransaction) throws {
-        for (name, delta) in counterDeltas where delta != 0 {
-            try addToCounter(name, delta, schema: schema, in: txn)
+    /// Buffers a writer reuses for every row of a transaction: one state's bytes, one key's.
+    struct Scratch {
+        var state = ByteWriter(capacity: 512)
+        var key: [UInt8] = []
+
+        init() {
+            key.reserveCapacity(64)
         }
     }
 
-    private static func addToCounter(_ name: String, _ delta: Int64, schema: JournalSchema, in txn: borrowing LMDBTransaction) throws {
-        let next = try schema.counter(name, in: txn) + delta
-        if next == 0 {
-            try txn.delete(schema.counters, name)
-        } else {
-            try txn.put(schema.counters, name, next)
+    /// Writes one operation's state as it stands after a transaction's events, the index entries
+    /// that changed since `before` (its state before them; `nil` for a new operation), and moves
+    /// its counts in `counters`. Each index key is encoded only when it changed.
+    static func write(
+        _ after: OperationState,
+        replacing before: OperationState?,
+        counters: inout JournalCounters,
+        scratch: inout Scratch,
+        schema: JournalSchema,
+        in txn: borrowing LMDBTransaction
+    ) throws {
+        scratch.state.removeAll()
+        StateCodec.encode(after, into: &scratch.state)
+        // Every key is built in the scratch buffer, its table's prefix first, and written
+        // straight to `state`: no key array, no generic path between here and LMDB.
+        let database = schema.state
+        try withUnsafeBytes(of: after.id.uuid.uuid) { id in
+            scratch.key.removeAll(keepingCapacity: true)
+            scratch.key.append(JournalSchema.Prefix.operations)
+            scratch.key.append(contentsOf: id)
+            try scratch.key.withUnsafeBytes { key in
+                try scratch.state.bytes.withUnsafeBytes { value in try txn.put(database, key: key, value: value) }
+            }
+            // Each index: its entry's key before and after, written only when they differ.
+            func update(_ prefix: UInt8, had: Bool, has: Bool, same: Bool, _ encode: (OperationState, inout [UInt8]) -> Void) throws {
+                guard !(had && has && same) else { return }
+                if had, let before {
+                    scratch.key.removeAll(keepingCapacity: true)
+                    scratch.key.append(prefix)
+                    encode(before, &scratch.key)
+                    try scratch.key.withUnsafeBytes { _ = try txn.delete(database, key: $0) }
+                }
+                if has {
+                    scratch.key.removeAll(keepingCapacity: true)
+                    scratch.key.append(prefix)
+                    encode(after, &scratch.key)
+                    try scratch.key.withUnsafeBytes { try txn.put(database, key: $0, value: id) }
+                }
+            }
+            try update(JournalSchema.Prefix.byStatus, had: before != nil, has: true,
+                       same: before?.status == after.status && before?.firstSeq == after.firstSeq) { state, key in
+                JournalCodec.StatusKey.encode((state.status, state.firstSeq), into: &key)
+            }
+            try update(JournalSchema.Prefix.schedule, had: before?.status == .queued, has: after.status == .queued,
+                       same: before?.nextAttemptAt == after.nextAttemptAt && before?.firstSeq == after.firstSeq) { state, key in
+                JournalCodec.ScheduleKey.encode((state.nextAttemptAt, state.firstSeq), into: &key)
+            }
+            // A lane is its operation's business and entity (or its id), which never change.
+            try update(JournalSchema.Prefix.lanes, had: before.map { !$0.status.isTerminal } ?? false, has: !after.status.isTerminal,
+                       same: before?.laneSeq == after.laneSeq) { state, key in
+                JournalCodec.LaneKey.encode(laneOf: state, into: &key)
+            }
+            let (oldGroup, newGroup) = (before.flatMap { tabGroup(of: $0.status) }, tabGroup(of: after.status))
+            try update(JournalSchema.Prefix.syncTab, had: oldGroup != nil, has: newGroup != nil,
+                       same: oldGroup == newGroup && before?.category == after.category && before?.latestSeq == after.latestSeq) { state, key in
+                if let group = tabGroup(of: state.status) {
+                    JournalCodec.TabKey.encode((group, state.category, state.latestSeq), into: &key)
+                }
+            }
         }
+        counters.move(from: before, to: after)
+    }
+
+    /// Stores the counters: one value, written once per transaction.
+    static func writeCounters(_ counters: JournalCounters, schema: JournalSchema, in txn: borrowing LMDBTransaction) throws {
+        try txn.put(schema.singletons, JournalSchema.SingletonKey.counters, counters.encoded())
     }
 }

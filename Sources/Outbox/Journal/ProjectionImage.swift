@@ -26,7 +26,7 @@ struct ProjectionImage: Equatable, Sendable {
     }
 
     var shard = Shard.whole
-    var states: [OperationID: OperationState] = [:]
+    var states = OperationStates()
     var engine = EngineState()
     /// How many events the image folded, and their bytes: the counters events add to by
     /// themselves (the rest come from the states).
@@ -38,7 +38,11 @@ struct ProjectionImage: Equatable, Sendable {
     mutating func apply(_ event: JournalEvent, recordSize: Int) throws(OutboxError) {
         if let id = event.operationID {
             do {
-                try Fold.apply(event, to: &states[id])
+                try states.modify(id) { (state) throws(OutboxError) in
+                    try Fold.apply(event, toExisting: &state)
+                } creating: { () throws(OutboxError) in
+                    try Fold.apply(event, to: nil)
+                }
             } catch {
                 throw .journalCorrupt(seq: event.seq, reason: "illegal transition: \(error)")
             }
@@ -51,7 +55,7 @@ struct ProjectionImage: Equatable, Sendable {
                 } catch {
                     throw .journalCorrupt(seq: event.seq, reason: "illegal transition: \(error)")
                 }
-                for (_, stub) in stubs { states[stub.id] = stub }
+                for (_, stub) in stubs { states.update(stub) }
             }
             guard shard.ownsEngineEvents else { return }
             engine = engine.applying(event)
@@ -63,16 +67,6 @@ struct ProjectionImage: Equatable, Sendable {
     /// Folds every event of a journal (of `shard`) in one read transaction.
     static func build(schema: JournalSchema, in txn: borrowing LMDBTransaction, shard: Shard = .whole) throws -> ProjectionImage {
         var image = ProjectionImage(shard: shard)
-        // Sized up front: growing a dictionary of states moves every one of them.
-        var operations = 0
-        try txn.scan(schema.events) { entry in
-            let value = entry.valueBytes
-            if RecordCodec.uncheckedKind(of: value) == .enqueued, RecordCodec.uncheckedOperationID(of: value).map(shard.owns) ?? true {
-                operations += 1
-            }
-            return .next
-        }
-        image.states.reserveCapacity(operations)
         try txn.scan(schema.events) { entry in
             let value = entry.valueBytes
             // Routed by the header's unchecked claims; the record is checked in full by
@@ -124,23 +118,17 @@ struct ProjectionImage: Equatable, Sendable {
         return .max
     }
 
-    /// Every counter: the events' own and those of each state's footprint.
-    var counters: [String: Int64] {
-        var byCounter: [Projection.Counter: Int64] = [:]
-        for state in states.values {
-            for (counter, count) in Projection.footprint(of: state).counters { byCounter[counter, default: 0] += count }
-        }
-        return Self.counters(eventCount: eventCount, eventBytes: eventBytes, states: byCounter)
+    /// Every counter: the events' own and those of each state.
+    var counters: JournalCounters {
+        var counters = JournalCounters()
+        counters.events = eventCount
+        counters.eventBytes = eventBytes
+        for state in states.values { counters.add(state, sign: 1) }
+        return counters
     }
 
-    /// The named counters, from the events' and the states' (zeros left out, as stored).
-    static func counters(eventCount: Int64, eventBytes: Int64, states: [Projection.Counter: Int64]) -> [String: Int64] {
-        var counters = [CounterName.events: eventCount, CounterName.eventBytes: eventBytes]
-        for (counter, count) in states { counters[counter.name, default: 0] += count }
-        return counters.filter { $0.value != 0 }
-    }
-
-    /// The content each projection table should hold, keys and values as their codecs encode them.
+    /// The content each table of operations and indexes should hold, keys and values as their
+    /// codecs encode them. (The engine state and the counters are compared as values.)
     func expectedTables(schema: JournalSchema) -> [StoredTable: [[UInt8]: [UInt8]]] {
         var tables: [StoredTable: [[UInt8]: [UInt8]]] = [:]
         var operations: [[UInt8]: [UInt8]] = [:]
@@ -152,13 +140,10 @@ struct ProjectionImage: Equatable, Sendable {
                 if let key = footprint.key(in: index) { indexes[index, default: [:]][key] = state.id.bytes }
             }
         }
-        tables[StoredTable(schema.operations)] = operations
+        tables[schema.storedOperations] = operations
         for index in Projection.Index.allCases {
             tables[index.storage(in: schema)] = indexes[index] ?? [:]
         }
-        tables[StoredTable(schema.counters)] = Dictionary(uniqueKeysWithValues: counters.map {
-            (NameCodec.bytes($0.key), BigEndianInt64.bytes($0.value))
-        })
         return tables
     }
 }
@@ -199,9 +184,31 @@ extension ProjectionImage {
                 mismatches.append(ProjectionMismatch(database: name, key: Self.describe(key), problem: "not in the rebuild"))
             }
         }
-        let storedEngine = try schema.engineState(in: txn)
+        let storedEngine = try? schema.engineState(in: txn)
         if storedEngine != engine {
-            mismatches.append(ProjectionMismatch(database: "meta", key: "engine-state", problem: "differs from the rebuild"))
+            mismatches.append(ProjectionMismatch(database: "state", key: JournalSchema.SingletonKey.engine,
+                                                 problem: storedEngine == nil ? "does not decode" : "differs from the rebuild"))
+        }
+        if let stored = try? schema.counters(in: txn) {
+            let (storedCounts, expectedCounts) = (stored.byName, counters.byName)
+            for (name, count) in expectedCounts.sorted(by: { $0.key < $1.key }) where storedCounts[name] != count {
+                let problem = storedCounts[name] == nil ? "missing" : "differs from the rebuild"
+                mismatches.append(ProjectionMismatch(database: "counters", key: name, problem: problem))
+            }
+            for name in storedCounts.keys.sorted() where expectedCounts[name] == nil {
+                mismatches.append(ProjectionMismatch(database: "counters", key: name, problem: "not in the rebuild"))
+            }
+        } else {
+            mismatches.append(ProjectionMismatch(database: "state", key: JournalSchema.SingletonKey.counters, problem: "does not decode"))
+        }
+        // Anything else in `state` belongs to no table.
+        let known = Set(schema.tables.map(\.prefix))
+        let singletons = Set([JournalSchema.SingletonKey.engine, JournalSchema.SingletonKey.counters].map { Array($0.utf8) })
+        try txn.scan(schema.state) { key, _ in
+            let prefix = Array(key.prefix(1))
+            let stray = !known.contains(prefix) || (prefix == [JournalSchema.Prefix.singletons] && !singletons.contains(Array(key.dropFirst())))
+            if stray { mismatches.append(ProjectionMismatch(database: "state", key: Self.describe(Array(key)), problem: "not in the rebuild")) }
+            return .next
         }
         return mismatches
     }

@@ -8,18 +8,19 @@ extension JournalQueries {
     func syncTab(isOnline: Bool, rowsPerCard: Int) throws(OutboxError) -> SyncTab {
         let schema = self.schema
         return try read { txn in
+            let counters = try schema.counters(in: txn)
             var cards: [SyncCard] = []
-            for (category, count) in try schema.counters(prefix: CounterName.tabPrefix(.waiting), in: txn) {
+            for (category, count) in counters.tabCounts(.waiting) {
                 let rows = try schema.tabRows(.waiting, category: category, limit: rowsPerCard, in: txn)
                 guard let latest = rows.first else { continue }
                 cards.append(SyncCard(category: category, count: Int(count), latestChangeAt: latest.changedAt, rows: rows))
             }
             cards.sort { ($0.latestChangeAt, $1.category) > ($1.latestChangeAt, $0.category) }
 
-            let (approvalCard, approvalCount) = try schema.mergedCard(.approval, named: SyncCard.approvalCategory, rowsPerCard: rowsPerCard, in: txn)
-            let (conflictCard, conflictCount) = try schema.mergedCard(.conflicted, named: SyncCard.conflictCategory, rowsPerCard: rowsPerCard, in: txn)
+            let (approvalCard, approvalCount) = try schema.mergedCard(.approval, named: SyncCard.approvalCategory, counters: counters, rowsPerCard: rowsPerCard, in: txn)
+            let (conflictCard, conflictCount) = try schema.mergedCard(.conflicted, named: SyncCard.conflictCategory, counters: counters, rowsPerCard: rowsPerCard, in: txn)
 
-            let depth = try schema.queueDepth(in: txn)
+            let depth = JournalSchema.queueDepth(counters)
             let waitingForNetwork = depth[.queued, default: 0] + depth[.syncing, default: 0]
             let needingAttention = depth[.failed, default: 0] + depth[.blocked, default: 0] + depth[.conflicted, default: 0]
             return SyncTab(
@@ -38,9 +39,7 @@ extension JournalQueries {
     func badgeCount() throws(OutboxError) -> Int {
         let schema = self.schema
         return try read { txn in
-            try OutboxStatus.allCases.filter(\.needsAttention).reduce(0) {
-                $0 + Int(try schema.counter(CounterName.status($1), in: txn))
-            }
+            try schema.count(ofStatuses: \.needsAttention, in: txn)
         }
     }
 
@@ -48,9 +47,7 @@ extension JournalQueries {
     func unsettledCount() throws(OutboxError) -> Int {
         let schema = self.schema
         return try read { txn in
-            try OutboxStatus.allCases.filter { !$0.isTerminal }.reduce(0) {
-                $0 + Int(try schema.counter(CounterName.status($1), in: txn))
-            }
+            try schema.count(ofStatuses: { !$0.isTerminal }, in: txn)
         }
     }
 
@@ -76,23 +73,22 @@ extension JournalQueries {
         return try read { txn in
             let depth = try projections.statusCounts(in: txn)
             let oldest = try projections.oldestPending(in: txn)
-            let outcomes = try schema.counters(prefix: "outcome/", in: txn)
-            func outcome(_ category: OutcomeCategory) -> Int { Int(outcomes[category.rawValue] ?? 0) }
+            let counters = try schema.counters(in: txn)
+            func outcome(_ category: OutcomeCategory) -> Int { Int(counters.count(of: category)) }
             return OutboxMetrics(
                 queueDepth: depth,
                 oldestPendingAgeSeconds: oldest.map { now.timeIntervalSince($0.createdAt) },
                 oldestPendingOperation: oldest?.id,
-                totalAttempts: Int(try schema.counter(CounterName.attempts, in: txn)),
+                totalAttempts: Int(counters.attempts),
                 accepted: outcome(.accepted),
                 replayed: outcome(.replayed),
                 rejected: outcome(.rejected),
                 blocked: outcome(.blocked),
                 transientFailures: outcome(.transientFailure),
-                conflictsByOperationType: try schema.counters(prefix: CounterName.conflictsPrefix, in: txn).mapValues { Int($0) },
-                revisionConflictsByOperationType: try schema.counters(prefix: CounterName.revisionConflictsPrefix, in: txn)
-                    .mapValues { Int($0) },
+                conflictsByOperationType: counters.conflictsByOperationType.mapValues { Int($0) },
+                revisionConflictsByOperationType: counters.revisionConflictsByOperationType.mapValues { Int($0) },
                 gaveUp: outcome(.gaveUp),
-                journalEvents: Int(try schema.counter(CounterName.events, in: txn)),
+                journalEvents: Int(counters.events),
                 journalEventBytes: try projections.eventBytes(in: txn),
                 journalFileBytes: fileBytes,
                 journalLiveBytes: liveBytes,
@@ -105,18 +101,21 @@ extension JournalQueries {
 extension JournalSchema {
     /// Rows by status, every status present.
     func queueDepth(in txn: borrowing LMDBTransaction) throws -> [OutboxStatus: Int] {
+        Self.queueDepth(try counters(in: txn))
+    }
+
+    /// Rows by status, every status present, from the counters.
+    static func queueDepth(_ counters: JournalCounters) -> [OutboxStatus: Int] {
         var depth: [OutboxStatus: Int] = [:]
-        for status in OutboxStatus.allCases {
-            depth[status] = Int(try counter(CounterName.status(status), in: txn))
-        }
+        for status in OutboxStatus.allCases { depth[status] = Int(counters.count(of: status)) }
         return depth
     }
 
     /// One card gathering every category of `group` (the approval card, the conflict card): its
     /// newest rows across them, and the count of all; no card when no row is in the group.
-    func mergedCard(_ group: TabGroup, named name: String, rowsPerCard: Int,
+    func mergedCard(_ group: TabGroup, named name: String, counters: JournalCounters, rowsPerCard: Int,
                     in txn: borrowing LMDBTransaction) throws -> (card: SyncCard?, count: Int) {
-        let counts = try counters(prefix: CounterName.tabPrefix(group), in: txn)
+        let counts = counters.tabCounts(group)
         var rows: [SyncRow] = []
         for category in counts.keys {
             rows += try tabRows(group, category: category, limit: rowsPerCard, in: txn)

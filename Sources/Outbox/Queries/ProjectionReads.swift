@@ -105,7 +105,7 @@ struct StoredProjections: ProjectionReads {
     }
 
     func eventBytes(in txn: borrowing LMDBTransaction) throws -> Int {
-        Int(try schema.counter(CounterName.eventBytes, in: txn))
+        Int(try schema.counters(in: txn).eventBytes)
     }
 
     func recordedSeqs(of id: OperationID, state: OperationState?, in txn: borrowing LMDBTransaction) throws

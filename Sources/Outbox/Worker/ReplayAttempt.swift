@@ -122,7 +122,7 @@ final class ReplayAttempt: Sendable {
         guard let snapshot, snapshot.state.status == .queued else { return .done(.skipped) }
         let state = snapshot.state
         // Nothing is ever sent under another identity, or while a 401 has paused the worker.
-        let observation: SessionObservation = account == state.account ? .signedIn : account == nil ? .signedOut : .otherAccount
+        let observation = SessionObservation(signedIn: account, journalAccount: state.account)
         // Who is signed in is recorded once per change, so an audit can explain a delay.
         let sessionChange: [JournalStore.Draft] = observation == snapshot.engine.session || !recordsSessionChange
             ? [] : [JournalStore.Draft(operationID: nil, body: .sessionChanged(SessionChanged(observation: observation)))]
@@ -271,6 +271,25 @@ final class ReplayAttempt: Sendable {
             else { return [] }
             return [JournalStore.Draft(operationID: state.id, body: .rebased(Rebased(baseRevision: revision)))]
         }
+    }
+
+    /// Records who is signed in when it differs from what the journal last recorded. A pass calls
+    /// it first, so that a pass with nothing to start (every queued row waiting on a dependency,
+    /// say) still records a sign-in or a sign-out, and what a queued row is said to wait for
+    /// never names a session that has come back or gone.
+    func recordSessionIfChanged() async {
+        let account = await configuration.session.currentAccount()
+        let observation = SessionObservation(signedIn: account, journalAccount: configuration.account)
+        let schema = store.schema
+        let recorded: SessionObservation
+        do {
+            recorded = try store.read { txn in try schema.engineState(in: txn).session }
+        } catch {
+            log.problem(.journalRead, "could not read who was last recorded signed in; the next attempt records it", error: error)
+            return
+        }
+        guard observation != recorded else { return }
+        await recordSessionChange([JournalStore.Draft(operationID: nil, body: .sessionChanged(SessionChanged(observation: observation)))])
     }
 
     /// Records who the worker found signed in (once per change); a failure is logged and the

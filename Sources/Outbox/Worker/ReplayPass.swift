@@ -48,6 +48,7 @@ final class ReplayPass: Sendable {
         case false?: break
         }
         log.log(.debug, "pass started", [EngineLog.Key.trigger: .string(trigger.rawValue)])
+        await attempts.recordSessionIfChanged()
         await abandonOrphans()
         // With batching, one batch is in flight at a time, holding as many lane heads as it may.
         let batching = configuration.batching

@@ -23,7 +23,12 @@ package enum CRC32C {
 
     /// The checksum of `bytes`.
     package static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
+        checksum(bytes, start: 0xFFFF_FFFF)
+    }
+
+    /// The checksum of `bytes` with the register starting at `start` (inverted at the end).
+    private static func checksum(_ bytes: UnsafeRawBufferPointer, start: UInt32) -> UInt32 {
+        var crc = start
         var index = 0
         let count = bytes.count
         tables.withUnsafeBufferPointer { table in
@@ -49,5 +54,37 @@ package enum CRC32C {
 
     package static func checksum(_ bytes: [UInt8]) -> UInt32 {
         bytes.withUnsafeBytes { checksum($0) }
+    }
+
+    // MARK: Continuing
+
+    /// The register after `bytes`, from `register` (no inversion in or out): the checksum of a
+    /// message is `register(of:from: 0xFFFFFFFF) ^ 0xFFFFFFFF`.
+    package static func register(of bytes: UnsafeRawBufferPointer, from register: UInt32) -> UInt32 {
+        ~checksum(bytes, start: register)
+    }
+
+    /// The register after `count` zero bytes, from `register`. The register is linear in what
+    /// it reads: after a message `b` it is the register after as many zeros, from where it
+    /// began, xor the register after `b` from zero. So a record's body is checksummed once, on
+    /// the producer's task, and its header, known only when the writer gives it a seq, apart.
+    package static func register(afterZeros count: Int, from register: UInt32) -> UInt32 {
+        var crc = register
+        var index = 0
+        tables.withUnsafeBufferPointer { table in
+            guard let t = table.baseAddress else { return }
+            // Eight zero bytes at a time: only the register's own bytes index the tables
+            // (every table holds 0 at 0).
+            while index + 8 <= count {
+                crc = t[7 * 256 + Int(crc & 0xFF)] ^ t[6 * 256 + Int((crc >> 8) & 0xFF)]
+                    ^ t[5 * 256 + Int((crc >> 16) & 0xFF)] ^ t[4 * 256 + Int(crc >> 24)]
+                index += 8
+            }
+            while index < count {
+                crc = (crc >> 8) ^ t[Int(crc & 0xFF)]
+                index += 1
+            }
+        }
+        return crc
     }
 }

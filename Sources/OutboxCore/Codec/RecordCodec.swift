@@ -66,28 +66,63 @@ package enum RecordCodec {
 
     /// The record for `event`, in the format this engine writes.
     package static func encode(_ event: JournalEvent) -> [UInt8] {
-        precondition(event.kind.isOperationEvent == (event.operationID != nil), "operation id must match the kind")
+        let prepared = prepare(operationID: event.operationID, body: event.body)
+        var record = [UInt8](repeating: 0, count: prepared.count)
+        record.withUnsafeMutableBytes { prepared.finish(into: $0, seq: event.seq, recordedAt: event.recordedAt, uptime: event.uptime) }
+        return record
+    }
+
+    /// Encodes everything of a record but what only the journal's writer knows (its seq, moment
+    /// and uptime), and checks its body: the work a producer does on its own task, so that the
+    /// writer only fills in the header and finishes the checksum (``PreparedRecord/finish(into:seq:recordedAt:uptime:)``).
+    package static func prepare(operationID: OperationID?, body: JournalEventBody) -> PreparedRecord {
+        precondition(body.kind.isOperationEvent == (operationID != nil), "operation id must match the kind")
         var writer = ByteWriter(capacity: headerSize + 128)
         writer.write(UInt16(formatVersion))
-        writer.write(event.kind.code)
-        writer.write(event.operationID == nil ? UInt8(0) : hasOperationFlag)
-        writer.write(event.seq.rawValue)
-        if let id = event.operationID {
+        writer.write(body.kind.code)
+        writer.write(operationID == nil ? UInt8(0) : hasOperationFlag)
+        // Seq, recorded-at, uptime and boot id: filled in by the writer.
+        for _ in 0..<8 { writer.write(UInt8(0)) }
+        if let id = operationID {
             writer.write(id)
         } else {
             for _ in 0..<16 { writer.write(UInt8(0)) }
         }
-        writer.write(event.recordedAt)
-        writer.write(event.uptime?.seconds.bitPattern ?? unknownUptimeBits)
-        withUnsafeBytes(of: (event.uptime?.bootID ?? UUID(uuid: UUID.zero)).uuid) {
-            for byte in $0 { writer.write(byte) }
-        }
+        for _ in 0..<32 { writer.write(UInt8(0)) }
         let lengthOffset = writer.bytes.count
         writer.write(UInt32(0))
-        encodeBody(event.body, into: &writer)
+        encodeBody(body, into: &writer)
         writer.patch(UInt32(writer.bytes.count - headerSize), at: lengthOffset)
-        writer.write(CRC32C.checksum(writer.bytes))
-        return writer.bytes
+        let bodyRegister = writer.bytes.withUnsafeBytes { CRC32C.register(of: UnsafeRawBufferPointer(rebasing: $0[headerSize...]), from: 0) }
+        return PreparedRecord(bytes: writer.bytes, bodyRegister: bodyRegister)
+    }
+
+    /// A record encoded but for its seq, moment and uptime (``RecordCodec/prepare(operationID:body:)``).
+    package struct PreparedRecord: Sendable {
+        /// The header (seq, moment, uptime and boot id zero) and the body; no checksum yet.
+        let bytes: [UInt8]
+        /// The CRC-32C register after the body alone, from zero (``CRC32C/register(of:from:)``).
+        let bodyRegister: UInt32
+
+        /// The finished record's size.
+        package var count: Int { bytes.count + checksumSize }
+
+        /// Writes the finished record into `buffer` (``count`` bytes): the bytes, the seq, moment
+        /// and uptime in the header, and the checksum of the whole, from the header's register
+        /// carried past the body's length and the body's own, without reading the body again.
+        package func finish(into buffer: UnsafeMutableRawBufferPointer, seq: JournalSequence, recordedAt: Date, uptime: Uptime?) {
+            precondition(buffer.count == count, "a record of \(count) bytes finished into \(buffer.count)")
+            bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
+            buffer.storeBytes(of: seq.rawValue.bigEndian, toByteOffset: 4, as: UInt64.self)
+            buffer.storeBytes(of: recordedAt.timeIntervalSinceReferenceDate.bitPattern.bigEndian, toByteOffset: 28, as: UInt64.self)
+            buffer.storeBytes(of: (uptime?.seconds.bitPattern ?? unknownUptimeBits).bigEndian, toByteOffset: 36, as: UInt64.self)
+            withUnsafeBytes(of: (uptime?.bootID ?? UUID(uuid: UUID.zero)).uuid) { boot in
+                UnsafeMutableRawBufferPointer(rebasing: buffer[44..<60]).copyMemory(from: boot)
+            }
+            let header = CRC32C.register(of: UnsafeRawBufferPointer(rebasing: buffer[..<headerSize]), from: 0xFFFF_FFFF)
+            let register = CRC32C.register(afterZeros: bytes.count - headerSize, from: header) ^ bodyRegister
+            buffer.storeBytes(of: (register ^ 0xFFFF_FFFF).bigEndian, toByteOffset: bytes.count, as: UInt32.self)
+        }
     }
 
     private static func encodeBody(_ body: JournalEventBody, into writer: inout ByteWriter) {

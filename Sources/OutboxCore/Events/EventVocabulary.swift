@@ -276,4 +276,10 @@ public enum SessionObservation: String, Sendable, Codable, JournalCode {
         case .otherAccount: 3
         }
     }
+
+    /// What the worker finds when `account` is signed in (`nil`: nobody) on a journal of
+    /// `journalAccount`.
+    public init(signedIn account: String?, journalAccount: String) {
+        self = account == journalAccount ? .signedIn : account == nil ? .signedOut : .otherAccount
+    }
 }

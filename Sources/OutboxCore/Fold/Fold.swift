@@ -32,8 +32,8 @@ package enum Fold {
     package static func apply(_ event: JournalEvent, to state: OperationState?) throws(OutboxError) -> OperationState {
         var next = state
         try apply(event, to: &next)
-        // `apply` either throws or leaves a state.
-        return next!
+        // `apply` either throws or leaves a state, moved out rather than copied.
+        return next.take()!
     }
 
     /// Applies one operation event in place: what folding a whole journal uses, so a state is
@@ -56,6 +56,21 @@ package enum Fold {
             throw .illegalTransition(operation: id, status: nil, event: event.kind, reason: "the operation was never enqueued")
         }
         try advance(&state!, by: event, id: id)
+    }
+
+    /// Applies one operation event to a state that exists, in place: what folding a whole
+    /// journal uses when its states sit in an array rather than a dictionary of optionals.
+    ///
+    /// Every check comes before the first change: when it throws, `state` is as it was.
+    /// - Throws: as the other `apply` (an `enqueued` event is refused: the operation was).
+    package static func apply(_ event: JournalEvent, toExisting state: inout OperationState) throws(OutboxError) {
+        guard let id = event.operationID else {
+            preconditionFailure("engine event \(event.kind) at seq \(event.seq) folded as an operation event")
+        }
+        if case .enqueued = event.body {
+            throw .illegalTransition(operation: id, status: state.status, event: event.kind, reason: "the operation was already enqueued")
+        }
+        try advance(&state, by: event, id: id)
     }
 
     /// The transitions after `enqueued`.

@@ -60,48 +60,30 @@ struct ProcessResult {
 func runBinary(_ arguments: [String], environment: [String: String] = [:], user: OtherUser? = nil,
                deadlineSeconds: Double = 60, keepOutput: Bool = true) throws -> ProcessResult {
     let scratch = TemporaryDirectory("journal-inspect-run")
-    let outURL = keepOutput ? scratch.path("stdout") : URL(fileURLWithPath: "/dev/null")
-    let errURL = scratch.path("stderr")
-    guard !keepOutput || FileManager.default.createFile(atPath: outURL.path, contents: nil),
-        FileManager.default.createFile(atPath: errURL.path, contents: nil)
-    else { throw FixtureError.unexpected("cannot create the output files in \(scratch.url.path)") }
-    let outHandle = try FileHandle(forWritingTo: outURL)
-    let errHandle = try FileHandle(forWritingTo: errURL)
-    let process = Process()
-    let executable = try inspectExecutable()
-    if let user, let switcher = user.command.first {
-        process.executableURL = URL(fileURLWithPath: switcher)
-        process.arguments = Array(user.command.dropFirst()) + [executable.path] + arguments
-    } else {
-        process.executableURL = executable
-        process.arguments = arguments
-    }
+    let outPath = scratch.path("stdout").path
+    let errPath = scratch.path("stderr").path
+    let executable = try inspectExecutable().path
+    let command = (user?.command ?? []) + [executable] + arguments
     var base = ProcessInfo.processInfo.environment
     base.removeValue(forKey: "NO_COLOR")
-    process.environment = base.merging(environment) { _, new in new }
-    process.standardOutput = outHandle
-    process.standardError = errHandle
-    try process.run()
-    let timedOut = Atomic<Bool>(false)
-    let pid = process.processIdentifier
-    let stop = DispatchWorkItem {
-        guard process.isRunning else { return }
-        timedOut.store(true, ordering: .relaxed)
-        kill(pid, SIGTERM)
-        DispatchQueue.global().asyncAfter(deadline: .now() + 5) { if process.isRunning { kill(pid, SIGKILL) } }
+    let process = try SpawnedProcess(
+        command[0], Array(command.dropFirst()), environment: base.merging(environment) { _, new in new },
+        output: keepOutput ? .file(outPath) : .null, errors: .file(errPath))
+    let interrupt = process.signal(SIGTERM, after: deadlineSeconds)
+    let kill = process.signal(SIGKILL, after: deadlineSeconds + 5)
+    let ending = process.wait()
+    interrupt.cancel()
+    kill.cancel()
+    let (status, signal): (Int32, Int32?) = switch ending {
+    case .exited(let status): (status, nil)
+    case .signalled(let number): (number, number)
     }
-    DispatchQueue.global().asyncAfter(deadline: .now() + deadlineSeconds, execute: stop)
-    process.waitUntilExit()
-    stop.cancel()
-    try outHandle.close()
-    try errHandle.close()
-    let signaled = process.terminationReason == .uncaughtSignal
     return ProcessResult(
-        status: process.terminationStatus,
-        output: keepOutput ? String(decoding: try Data(contentsOf: outURL), as: UTF8.self) : "",
-        errors: String(decoding: try Data(contentsOf: errURL), as: UTF8.self),
-        signal: signaled ? process.terminationStatus : nil,
-        timedOut: timedOut.load(ordering: .relaxed)
+        status: status,
+        output: keepOutput ? String(decoding: try Data(contentsOf: URL(fileURLWithPath: outPath)), as: UTF8.self) : "",
+        errors: String(decoding: try Data(contentsOf: URL(fileURLWithPath: errPath)), as: UTF8.self),
+        signal: signal,
+        timedOut: interrupt.fired
     )
 }
 
@@ -124,37 +106,22 @@ struct OtherUser: Sendable {
 
 /// A running `journal-inspect`, read line by line as it prints.
 final class RunningInspector {
-    let process = Process()
-    private let output = Pipe()
-    private var buffer = Data()
-    private let watchdog: DispatchWorkItem
+    let process: SpawnedProcess
+    private var lines: LineReader
+    private let watchdog: ScheduledSignal
 
     /// - Parameter deadlineSeconds: the process is killed after this long whatever happens, so a
     ///   broken test fails instead of hanging.
     init(_ arguments: [String], deadlineSeconds: Double = 30) throws {
-        process.executableURL = try inspectExecutable()
-        process.arguments = arguments
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let process = self.process
-        let pid = process.processIdentifier
-        watchdog = DispatchWorkItem { if process.isRunning { kill(pid, SIGKILL) } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + deadlineSeconds, execute: watchdog)
+        process = try SpawnedProcess(try inspectExecutable().path, arguments, output: .pipe, errors: .null)
+        // Started with its standard output piped.
+        lines = LineReader(process.output!)
+        watchdog = process.signal(SIGKILL, after: deadlineSeconds)
     }
 
     /// The next line printed, waiting for it; `nil` once the process has ended.
     func nextLine() -> String? {
-        while true {
-            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                buffer.removeSubrange(buffer.startIndex...newline)
-                return line
-            }
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { return nil }
-            buffer.append(chunk)
-        }
+        lines.next()
     }
 
     /// Interrupts the process (as Ctrl-C would, with SIGTERM here, or `signal`) and answers its
@@ -162,16 +129,17 @@ final class RunningInspector {
     /// ignores the interruption is killed after a while, so the test fails, not hangs.
     func stop(with signal: Int32 = SIGTERM) -> Int32 {
         watchdog.cancel()
-        let pid = process.processIdentifier
-        let process = self.process
-        let killer = DispatchWorkItem { if process.isRunning { kill(pid, SIGKILL) } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 10, execute: killer)
-        if process.isRunning { kill(pid, signal) }
-        process.waitUntilExit()
+        let killer = process.signal(SIGKILL, after: 10)
+        process.signal(signal)
+        let ending = process.wait()
         killer.cancel()
-        return process.terminationStatus
+        switch ending {
+        case .exited(let status), .signalled(let status): return status
+        }
     }
 
     /// Whether the process ended of a signal rather than by exiting.
-    var endedBySignal: Bool { process.terminationReason == .uncaughtSignal }
+    var endedBySignal: Bool {
+        if case .signalled = process.wait() { true } else { false }
+    }
 }

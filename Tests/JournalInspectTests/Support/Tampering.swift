@@ -12,8 +12,7 @@ enum Tamper {
         let databases = Databases(
             meta: try environment.openDatabase("meta"),
             events: try environment.openDatabase("events"),
-            operations: try environment.openDatabase("operations"),
-            counters: try environment.openDatabase("counters")
+            state: try environment.openDatabase(JournalSchema.stateDatabase)
         )
         try environment.write { txn in try body(txn, databases) }
     }
@@ -21,8 +20,8 @@ enum Tamper {
     struct Databases {
         var meta: LMDBDatabase
         var events: LMDBDatabase
-        var operations: LMDBDatabase
-        var counters: LMDBDatabase
+        /// Every projection, each table under its prefix (``JournalSchema/Prefix``).
+        var state: LMDBDatabase
     }
 
     /// Flips one bit in the body of the record at `seq`, leaving its checksum as it was.
@@ -56,7 +55,8 @@ enum Tamper {
     static func bendStoredID(_ directory: URL, operation: OperationID) throws -> OperationID {
         var bent = operation
         try write(directory) { txn, db in
-            guard var state = try txn.get(db.operations, key: operation.bytes) else {
+            let key = [JournalSchema.Prefix.operations] + operation.bytes
+            guard var state = try txn.get(db.state, key: key) else {
                 throw FixtureError.unexpected("no state of \(operation)")
             }
             let id = operation.bytes
@@ -65,7 +65,7 @@ enum Tamper {
             }
             state[start + 15] ^= 0x01
             bent = OperationID(bytes: state[start..<start + 16]) ?? operation
-            try txn.put(db.operations, key: operation.bytes, value: state)
+            try txn.put(db.state, key: key, value: state)
         }
         return bent
     }
@@ -108,10 +108,13 @@ enum Tamper {
         }
     }
 
-    /// Sets a stored counter to a value the events do not support.
-    static func setCounter(_ directory: URL, name: String, to value: Int64) throws {
+    /// Sets the stored count of one status to a value the events do not support.
+    static func setStatusCounter(_ directory: URL, status: OutboxStatus, to value: Int64) throws {
         try write(directory) { txn, db in
-            try txn.put(db.counters, key: Array(name.utf8), value: UInt64(bitPattern: value).bigEndianBytes)
+            let key = [JournalSchema.Prefix.singletons] + Array(JournalSchema.SingletonKey.counters.utf8)
+            var counters = try JournalCounters(decoding: try txn.get(db.state, key: key) ?? [])
+            counters.add(value - counters.count(of: status), to: status)
+            try txn.put(db.state, key: key, value: counters.encoded())
         }
     }
 }

@@ -1,23 +1,20 @@
 import Foundation
-import Synchronization
+import OutboxTestSupport
 import PostgresTesting
 
 /// One `outbox-test-server` process, started and listening (its first line names its port);
 /// stopped with SIGTERM when dropped.
 final class ServerProcess: Sendable {
-    let process: Process
+    let process: SpawnedProcess
     let port: UInt16
-    /// Set once ``kill()`` has reaped the child.
-    private let killed = Atomic<Bool>(false)
 
     /// Starts the executable with `arguments` (and `environment` added) and reads its port.
     init(_ arguments: [String], environment: [String: String] = [:]) throws {
-        let (process, output, _) = try OutboxTestServerBinaryTests.launch(arguments, environment: environment)
-        self.process = process
+        process = try OutboxTestServerBinaryTests.launch(arguments, environment: environment)
         do {
-            port = try OutboxTestServerBinaryTests.port(from: output)
+            port = try OutboxTestServerBinaryTests.port(from: process)
         } catch {
-            process.terminate()
+            process.signal(SIGTERM)
             throw error
         }
     }
@@ -37,11 +34,7 @@ final class ServerProcess: Sendable {
     }
 
     deinit {
-        // A child reaped by ``kill()`` may still read as running to `Process`.
-        if !killed.load(ordering: .acquiring), process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        if process.signal(SIGTERM) { _ = process.wait() }
     }
 
     var baseURL: URL {
@@ -50,16 +43,8 @@ final class ServerProcess: Sendable {
     }
 
     /// Kills the process with SIGKILL, as a crash would, and waits for it to end.
-    ///
-    /// Not through `Process.waitUntilExit()`: on Linux it can miss the end of a child killed while
-    /// other tests' children come and go, and spin forever beside a zombie. `waitpid` blocks until
-    /// the kernel has the child's end; `ECHILD` means Foundation reaped it first, which is an end too.
     func kill() {
-        let pid = process.processIdentifier
-        guard process.isRunning else { return }
-        _ = Foundation.kill(pid, SIGKILL)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
-        killed.store(true, ordering: .releasing)
+        process.kill()
+        _ = process.wait()
     }
 }

@@ -1,0 +1,166 @@
+import Foundation
+import OutboxCore
+import OutboxStorage
+
+/// Appending: the group commit's transaction.
+extension JournalStore {
+    /// Appends units of events in one write transaction: the group commit.
+    ///
+    /// Each unit is folded first and written only if every one of its events is legal, so a unit
+    /// lands whole or not at all; an illegal unit fails alone and the others still commit. Units
+    /// that arrive while the transaction runs join it: `joining` hands over one more each time it
+    /// is asked, until it answers `nil` or ``JournalWriter/maxUnitsPerCommit`` are in.
+    ///
+    /// The records were encoded on their producers' tasks; here each gets its seq and moment, and
+    /// is written straight into its page. Each operation's state is written once, with the index
+    /// entries that changed, however many events of the transaction touch it, and the counters
+    /// once for them all.
+    /// - Returns: for each unit, the given ones and then those that joined, its events as
+    ///   committed or the reason it was refused.
+    /// - Throws: when the transaction itself fails (the map or disk is full, an I/O error):
+    ///   then nothing of any unit was written.
+    func append(
+        _ units: [[PreparedDraft]],
+        joining: () -> [PreparedDraft]? = { nil },
+        at now: Date,
+        uptime: Uptime? = nil
+    ) throws(OutboxError) -> [Result<[JournalEvent], OutboxError>] {
+        precondition(!options.readOnly, "append on a read-only journal")
+        // Every unit of the transaction, those that joined included: when a full map makes
+        // LMDB run it again, it writes them all again, and asks for more only after.
+        var all = units
+        let remembered = committedCounters.withLock { $0 }
+        let (results, counters) = try Self.run(options) { [schema] in
+            try environment.write { txn in
+                var batch = try AppendBatch(schema: schema, now: now, uptime: uptime, counters: remembered, in: txn)
+                var results: [Result<[JournalEvent], OutboxError>] = []
+                results.reserveCapacity(all.count)
+                var index = 0
+                while true {
+                    if index == all.count {
+                        guard all.count < JournalWriter.maxUnitsPerCommit, let unit = joining() else { break }
+                        all.append(unit)
+                    }
+                    results.append(try batch.add(all[index], in: txn))
+                    index += 1
+                }
+                try batch.finish(in: txn)
+                return (results, batch.counters)
+            }
+        }
+        // Committed: the next append starts from these.
+        committedCounters.withLock { $0 = counters }
+        return results
+    }
+
+    /// Appends units of drafts, encoded here: for code that is already on the writer's queue.
+    func append(_ units: [[Draft]], at now: Date, uptime: Uptime? = nil) throws(OutboxError) -> [Result<[JournalEvent], OutboxError>] {
+        try append(units.map { $0.map(PreparedDraft.init) }, at: now, uptime: uptime)
+    }
+}
+
+/// What one append transaction has changed so far: the seq it reached, the counters, and each
+/// operation it touched, as stored before it and as it stands now.
+private struct AppendBatch {
+    let schema: JournalSchema
+    let now: Date
+    let uptime: Uptime?
+    var lastSeq: JournalSequence
+    var counters: JournalCounters
+    /// Each operation touched, in the order first touched, and where it sits in that list.
+    var touched: [(before: OperationState?, after: OperationState)] = []
+    var position: [OperationID: Int] = [:]
+    /// The states one unit folded, before it is known to land.
+    var folding: [(id: OperationID, before: OperationState?, after: OperationState)] = []
+    var scratch = Projection.Scratch()
+
+    /// - Parameter counters: the counters the last append committed, when known.
+    init(schema: JournalSchema, now: Date, uptime: Uptime?, counters: JournalCounters?, in txn: borrowing LMDBTransaction) throws {
+        self.schema = schema
+        self.now = now
+        self.uptime = uptime
+        lastSeq = try schema.lastSeq(in: txn)
+        self.counters = try counters ?? schema.counters(in: txn)
+        position.reserveCapacity(64)
+        touched.reserveCapacity(64)
+    }
+
+    /// Folds one unit and, when every event of it is legal, writes its records.
+    /// - Returns: its events, or the reason it was refused (nothing of it written).
+    /// - Throws: when the storage fails: the transaction is lost.
+    mutating func add(_ unit: [JournalStore.PreparedDraft], in txn: borrowing LMDBTransaction) throws -> Result<[JournalEvent], OutboxError> {
+        var events: [JournalEvent] = []
+        events.reserveCapacity(unit.count)
+        folding.removeAll(keepingCapacity: true)
+        do {
+            var seq = lastSeq
+            for prepared in unit {
+                seq = seq.next
+                let event = JournalEvent(seq: seq, operationID: prepared.draft.operationID, recordedAt: now, uptime: uptime, body: prepared.draft.body)
+                if let id = prepared.draft.operationID {
+                    if let local = folding.lastIndex(where: { $0.id == id }) {
+                        folding[local].after = try Fold.apply(event, to: folding[local].after)
+                    } else {
+                        let before = try position[id].map { touched[$0].after } ?? storedState(id, in: txn)
+                        folding.append((id, before, try Fold.apply(event, to: before)))
+                    }
+                }
+                events.append(event)
+            }
+        } catch let error as OutboxError {
+            return .failure(error)
+        }
+        for (prepared, event) in zip(unit, events) {
+            try withUnsafeBytes(of: event.seq.rawValue.bigEndian) { key in
+                try txn.put(schema.events.database, key: key, reservingValueOf: prepared.record.count, flags: .append) { record in
+                    prepared.record.finish(into: record, seq: event.seq, recordedAt: now, uptime: uptime)
+                    assert((try? schema.decode(Array(record), seq: event.seq)) == event, "record does not round-trip: \(event)")
+                }
+            }
+            if event.operationID == nil {
+                // Engine events are rare, and change no operation (a compaction appends through
+                // `compact`): counted and projected at once.
+                assert(event.kind != .compacted, "a compaction appended as a unit")
+                try schema.projectEngineEvent(event, recordSize: prepared.record.count, counters: &counters, in: txn)
+            } else {
+                counters.events += 1
+                counters.eventBytes += Int64(prepared.record.count)
+            }
+        }
+        for (id, before, after) in folding {
+            if let index = position[id] {
+                touched[index].after = after
+            } else {
+                position[id] = touched.count
+                touched.append((before, after))
+            }
+        }
+        lastSeq = events.last?.seq ?? lastSeq
+        return .success(events)
+    }
+
+    /// Writes each touched operation's state once, its changed index entries, and the counters.
+    mutating func finish(in txn: borrowing LMDBTransaction) throws {
+        for index in touched.indices {
+            try Projection.write(touched[index].after, replacing: touched[index].before, counters: &counters, scratch: &scratch,
+                                 schema: schema, in: txn)
+        }
+        try Projection.writeCounters(counters, schema: schema, in: txn)
+    }
+
+    /// The state of `id` as stored when the transaction began; `nil` for an operation the
+    /// journal does not hold (a new one), read without decoding anything.
+    private func storedState(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState? {
+        // The key on the stack: the operations' prefix, then the id.
+        var key: (UInt8, uuid_t) = (JournalSchema.Prefix.operations, id.uuid.uuid)
+        let bytes: [UInt8]? = try withUnsafeBytes(of: &key) { key in
+            try txn.withValue(schema.state, key: UnsafeRawBufferPointer(rebasing: key[..<17])) { $0.map { Array($0) } }
+        }
+        guard let bytes else { return nil }
+        do {
+            return try StateCodec.decode(bytes)
+        } catch {
+            throw OutboxError.projectionCorrupt(reason: "the state of operation \(id): \(error)")
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import OutboxCore
+
+/// The operations' states of a fold, by id: kept one after another in an array and found
+/// through a dictionary of positions.
+///
+/// A dictionary of the states themselves moves a whole state out of its storage and back at
+/// every event folded into it; here an event modifies its state where it lies, and a reader
+/// walks them without copying any.
+struct OperationStates: Sendable {
+    /// Every state, in the order their operations first came.
+    private(set) var values: [OperationState] = []
+    private var positions: [OperationID: Int] = [:]
+
+    var count: Int { values.count }
+
+    /// Every operation's id, in the order of ``values``.
+    var keys: LazyMapSequence<[OperationState], OperationID> { values.lazy.map(\.id) }
+
+    /// The state of `id`; `nil` when it has none.
+    subscript(id: OperationID) -> OperationState? {
+        positions[id].map { values[$0] }
+    }
+
+    /// Puts `state` in the place of its operation's state, or adds it.
+    mutating func update(_ state: OperationState) {
+        if let position = positions[state.id] {
+            values[position] = state
+        } else {
+            positions[state.id] = values.count
+            values.append(state)
+        }
+    }
+
+    /// Hands over every state, leaving none: what a reader that is done with the fold uses to
+    /// move the states out rather than copy them.
+    mutating func removeAll() -> [OperationState] {
+        positions = [:]
+        defer { values = [] }
+        return values
+    }
+
+    /// Lends `id`'s state (`nil` when it has none) to `body`, which may change it in place or
+    /// create it; a state, once there, stays.
+    mutating func modify<Failure: Error>(
+        _ id: OperationID,
+        _ body: (inout OperationState) throws(Failure) -> Void,
+        creating create: () throws(Failure) -> OperationState
+    ) throws(Failure) {
+        if let position = positions[id] {
+            try body(&values[position])
+        } else {
+            let state = try create()
+            positions[id] = values.count
+            values.append(state)
+        }
+    }
+}
+
+extension OperationStates: Sequence {
+    func makeIterator() -> some IteratorProtocol<(key: OperationID, value: OperationState)> {
+        values.lazy.map { (key: $0.id, value: $0) }.makeIterator()
+    }
+}
+
+extension OperationStates: Equatable {
+    /// The same operations with equal states, in whatever order they came.
+    static func == (left: OperationStates, right: OperationStates) -> Bool {
+        left.count == right.count && left.values.allSatisfy { right[$0.id] == $0 }
+    }
+
+    static func == (left: OperationStates, right: [OperationID: OperationState]) -> Bool {
+        left.count == right.count && left.values.allSatisfy { right[$0.id] == $0 }
+    }
+
+    static func == (left: [OperationID: OperationState], right: OperationStates) -> Bool { right == left }
+}
