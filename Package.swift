@@ -150,7 +150,7 @@ let package = Package(
         .executableTarget(
             name: "outbox-bench",
             dependencies: [
-                "Outbox", "OutboxStorage", "OutboxTesting", "CSQLite",
+                "Outbox", "OutboxStorage", "OutboxTesting", "OutboxTestSupport", "CSQLite",
                 "IdempotencyClaims", "PostgresClaimStore", "PostgresTesting", "OutboxTestServer",
             ],
             path: "Benchmarks/OutboxBench",

@@ -142,7 +142,6 @@ public enum PharmacyAfternoon {
             .trimmingCharacters(in: .newlines))
 
         let applied = try server.appliedCounts()
-        let records = try server.records()
         for id in ids {
             narrator.say(.server, "\(labels[id]): applied \(applied[id.idempotencyKey] ?? 0) time\(applied[id.idempotencyKey] == 1 ? "" : "s")",
                          ["key": id.idempotencyKey, "applied": String(applied[id.idempotencyKey] ?? 0)])

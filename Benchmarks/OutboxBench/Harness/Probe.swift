@@ -1,6 +1,7 @@
 import Foundation
 import Outbox
 import OutboxStorage
+import OutboxTestSupport
 
 /// One open measured in a fresh child process, for a clean peak-memory figure.
 ///
@@ -48,18 +49,12 @@ enum Probe {
 
     /// The parent's side: runs a child and reads its measurement.
     static func measure(_ kind: Kind, path: URL) throws -> Measurement {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["--probe", kind.rawValue, path.path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw BenchmarkFailure(description: "the \(kind.rawValue) probe exited with \(process.terminationStatus)")
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        let finished = try SpawnedProcess.run(executable, ["--probe", kind.rawValue, path.path])
+        guard finished.termination == .exited(0) else {
+            throw BenchmarkFailure(description: "the \(kind.rawValue) probe \(finished.termination): \(finished.errorText)")
         }
-        return try JSONDecoder().decode(Measurement.self, from: data)
+        return try JSONDecoder().decode(Measurement.self, from: Data(finished.output))
     }
 
     private static func open(_ kind: Kind, _ url: URL) throws {

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import Outbox
 
 /// How long passed between two events, and how that is known.

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import OutboxCore
 
 /// The JSON fields of an attempt's outcome, shared by every export that shows one: `outcome`

@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 import OutboxWire
 
 /// The journal's binary record format, version 2 (documented in `Docs/journal-format.md`); it
