@@ -22,10 +22,10 @@ final class JournalWriter: Sendable {
 
     private struct Submission {
         var unit: PreparedUnit
-        /// Hands the unit's result to whoever waits for it.
         /// Whether delivering its result resumes a caller (1), or another unit of the same
         /// caller's does (0).
         var resumes: Int = 1
+        /// Hands the unit's result to whoever waits for it.
         var deliver: @Sendable (Result<[JournalEvent], any Error>) -> Void
     }
 

@@ -26,8 +26,7 @@ struct OperationStates: Sendable {
         if let position = positions[state.id] {
             values[position] = state
         } else {
-            positions[state.id] = values.count
-            values.append(state)
+            append(state)
         }
     }
 
@@ -49,10 +48,13 @@ struct OperationStates: Sendable {
         if let position = positions[id] {
             try body(&values[position])
         } else {
-            let state = try create()
-            positions[id] = values.count
-            values.append(state)
+            append(try create())
         }
+    }
+
+    private mutating func append(_ state: OperationState) {
+        positions[state.id] = values.count
+        values.append(state)
     }
 }
 
@@ -68,9 +70,8 @@ extension OperationStates: Equatable {
         left.count == right.count && left.values.allSatisfy { right[$0.id] == $0 }
     }
 
-    static func == (left: OperationStates, right: [OperationID: OperationState]) -> Bool {
-        left.count == right.count && left.values.allSatisfy { right[$0.id] == $0 }
+    /// The same operations as a dictionary of states, with equal states.
+    static func == (left: [OperationID: OperationState], right: OperationStates) -> Bool {
+        left.count == right.count && right.values.allSatisfy { left[$0.id] == $0 }
     }
-
-    static func == (left: [OperationID: OperationState], right: OperationStates) -> Bool { right == left }
 }

@@ -45,17 +45,14 @@ package enum Fold {
         guard let id = event.operationID else {
             preconditionFailure("engine event \(event.kind) at seq \(event.seq) folded as an operation event")
         }
-        if case .enqueued(let enqueued) = event.body {
-            guard state == nil else {
-                throw .illegalTransition(operation: id, status: state?.status, event: event.kind, reason: "the operation was already enqueued")
+        guard state != nil else {
+            guard case .enqueued(let enqueued) = event.body else {
+                throw .illegalTransition(operation: id, status: nil, event: event.kind, reason: "the operation was never enqueued")
             }
             state = OperationState(id: id, seq: event.seq, recordedAt: event.recordedAt, enqueued: enqueued)
             return
         }
-        guard state != nil else {
-            throw .illegalTransition(operation: id, status: nil, event: event.kind, reason: "the operation was never enqueued")
-        }
-        try advance(&state!, by: event, id: id)
+        try apply(event, toExisting: &state!)
     }
 
     /// Applies one operation event to a state that exists, in place: what folding a whole
