@@ -48,7 +48,7 @@ struct HistoryAudit {
         var id: OperationID
         var operationType: String
         var entityID: String?
-        var lane: String
+        var lane: Lane
         /// Its place in its lane: its `enqueued` seq, or that of the row it replaced.
         var laneSeq: JournalSequence
         var status: OutboxStatus = .queued
@@ -77,7 +77,7 @@ struct HistoryAudit {
     private(set) var rows: [OperationID: Row] = [:]
     private(set) var lastSeq: JournalSequence = .zero
     /// Rows per lane, in the order they were enqueued.
-    private var lanes: [String: [OperationID]] = [:]
+    private var lanes: [Lane: [OperationID]] = [:]
     /// What the member asked for and the journal has not shown yet.
     private var asked: [OperationID: [PersonAction]] = [:]
     /// Requests on the wire no recorded attempt has accounted for yet, per idempotency key.
@@ -371,7 +371,7 @@ struct HistoryAudit {
             }
             // A row of an entity's lane is replaced in its place; a row of a lane of its own has
             // no place to keep.
-            let lane = OperationState.lane(businessID: request.businessID, entityID: request.entityID, operation: id)
+            let lane = Lane(businessID: request.businessID, entityID: request.entityID, operation: id)
             guard replaced.laneSeq == old.laneSeq, request.entityID == nil || old.lane == lane else {
                 throw InvariantBroken("\(label(id)) replaces \(label(replaced.operation)) but not in its lane's place")
             }
@@ -382,7 +382,7 @@ struct HistoryAudit {
         }
         let row = Row(
             id: id, operationType: request.operationType, entityID: request.entityID,
-            lane: OperationState.lane(businessID: request.businessID, entityID: request.entityID, operation: id),
+            lane: Lane(businessID: request.businessID, entityID: request.entityID, operation: id),
             laneSeq: laneSeq, dependsOn: request.dependsOn, baseRevision: request.baseRevision, latestSeq: event.seq
         )
         rows[id] = row

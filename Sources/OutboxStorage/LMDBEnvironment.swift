@@ -321,6 +321,13 @@ public final class LMDBEnvironment: @unchecked Sendable {
         }
     }
 
+    /// The longest key a database of this environment takes, in bytes (`mdb_env_get_maxkeysize`:
+    /// 511 in LMDB's default build). A longer key is `MDB_BAD_VALSIZE`, a misuse: every key the
+    /// journal composes is bounded to fit.
+    public var maxKeyBytes: Int {
+        gate.withShared { Int(mdb_env_get_maxkeysize(handle)) }
+    }
+
     /// The current map size.
     public var mapSizeBytes: Int { state.withLock { $0.mapSizeBytes } }
 

@@ -82,8 +82,11 @@ struct WorkerStateMachineTests {
 @Suite("A pass's plan")
 struct PassPlanTests {
     func candidate(_ seq: UInt64, lane: String) -> PassPlan.Candidate {
-        PassPlan.Candidate(id: OperationID(), lane: lane, firstSeq: JournalSequence(rawValue: seq))
+        PassPlan.Candidate(id: OperationID(), lane: self.lane(lane), firstSeq: JournalSequence(rawValue: seq))
     }
+
+    /// Entity `name`'s lane in one business.
+    func lane(_ name: String) -> Lane { Lane(businessID: "pharmacy-7", entityID: name, operation: OperationID()) }
 
     @Test func rowsComeInJournalOrderOneAtATimePerLane() {
         var plan = PassPlan()
@@ -93,7 +96,7 @@ struct PassPlanTests {
         #expect(plan.next() == b2)
         #expect(plan.next() == c4, "lane a is busy: its second row waits")
         #expect(plan.next() == nil)
-        plan.finished(lane: "a")
+        plan.finished(lane: lane("a"))
         #expect(plan.next() == a3)
         #expect(plan.next() == nil)
     }
@@ -103,7 +106,7 @@ struct PassPlanTests {
         let row = candidate(1, lane: "a")
         plan.add([row])
         #expect(plan.next() == row)
-        plan.finished(lane: "a")
+        plan.finished(lane: lane("a"))
         plan.add([row])
         #expect(plan.next() == nil)
         #expect(plan.seen.count == 1)
@@ -114,9 +117,9 @@ struct PassPlanTests {
         let a1 = candidate(1, lane: "a"), a2 = candidate(2, lane: "a"), b3 = candidate(3, lane: "b")
         plan.add([a1, a2, b3])
         #expect(plan.next() == a1)
-        plan.dropLane("a")
+        plan.dropLane(lane("a"))
         #expect(plan.next() == b3)
-        plan.finished(lane: "b")
+        plan.finished(lane: lane("b"))
         #expect(plan.next() == nil)
         #expect(plan.isEmpty)
     }

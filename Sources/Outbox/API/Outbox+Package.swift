@@ -10,7 +10,7 @@ extension Outbox {
     }
 
     /// The first row of `lane` not yet terminal: the only one of the lane the worker may send.
-    package func laneHead(_ lane: String) throws -> OperationID? {
+    package func laneHead(_ lane: Lane) throws -> OperationID? {
         try ensureOpen()
         return try replayPass.laneHead(lane)
     }

@@ -53,7 +53,7 @@ extension Outbox {
         case .new(let new): id = new
         case .existing(let snapshot): return .alreadySaved(snapshot)
         }
-        let lane = OperationState.lane(businessID: request.businessID, entityID: request.entityID, operation: id)
+        let lane = Lane(businessID: request.businessID, entityID: request.entityID, operation: id)
         let sendsNow: Bool
         do {
             // First in its lane, and each write it depends on (or what replaced it) synced; a

@@ -95,7 +95,7 @@ extension Outbox {
     /// the same type and was never attempted.
     private func coalescedRow(for request: OutboxRequest) throws -> OperationState? {
         guard configuration.coalescing.contains(request.operationType), let entityID = request.entityID else { return nil }
-        let lane = OperationState.lane(businessID: request.businessID, entityID: entityID, operation: OperationID())
+        let lane = Lane(businessID: request.businessID, entityID: entityID, operation: OperationID())
         let schema = store.schema
         return try store.read { txn -> OperationState? in
             guard let tail = try schema.laneTail(lane, in: txn), let state = try schema.state(tail, in: txn),

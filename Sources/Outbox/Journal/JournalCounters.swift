@@ -13,11 +13,11 @@ struct JournalCounters: Equatable, Sendable {
     /// A counter named by the app's words.
     enum Named: Hashable, Sendable {
         /// Operations of a type whose last answer was a key conflict.
-        case conflicts(operationType: String)
+        case conflicts(operationType: ExactString)
         /// Operations of a type whose latest outcome was a revision conflict.
-        case revisionConflicts(operationType: String)
+        case revisionConflicts(operationType: ExactString)
         /// Rows of one Sync tab card.
-        case tab(JournalSchema.TabGroup, category: String)
+        case tab(JournalSchema.TabGroup, category: ExactString)
     }
 
     var events: Int64 = 0
@@ -48,8 +48,8 @@ struct JournalCounters: Equatable, Sendable {
     }
 
     /// Each card's row count in one Sync tab group, by category (non-zero only).
-    func tabCounts(_ group: JournalSchema.TabGroup) -> [String: Int64] {
-        var counts: [String: Int64] = [:]
+    func tabCounts(_ group: JournalSchema.TabGroup) -> [ExactString: Int64] {
+        var counts: [ExactString: Int64] = [:]
         for (counter, count) in named where count != 0 {
             if case .tab(group, let category) = counter { counts[category, default: 0] += count }
         }
@@ -57,8 +57,8 @@ struct JournalCounters: Equatable, Sendable {
     }
 
     /// Operations by type whose last answer was a key conflict (non-zero only).
-    var conflictsByOperationType: [String: Int64] {
-        var counts: [String: Int64] = [:]
+    var conflictsByOperationType: [ExactString: Int64] {
+        var counts: [ExactString: Int64] = [:]
         for (counter, count) in named where count != 0 {
             if case .conflicts(let type) = counter { counts[type, default: 0] += count }
         }
@@ -66,8 +66,8 @@ struct JournalCounters: Equatable, Sendable {
     }
 
     /// Operations by type whose latest outcome was a revision conflict (non-zero only).
-    var revisionConflictsByOperationType: [String: Int64] {
-        var counts: [String: Int64] = [:]
+    var revisionConflictsByOperationType: [ExactString: Int64] {
+        var counts: [ExactString: Int64] = [:]
         for (counter, count) in named where count != 0 {
             if case .revisionConflicts(let type) = counter { counts[type, default: 0] += count }
         }
@@ -75,17 +75,19 @@ struct JournalCounters: Equatable, Sendable {
     }
 
     /// Every non-zero counter by its name (``CounterName``): how `verify` reports a difference.
-    var byName: [String: Int64] {
-        var names: [String: Int64] = [CounterName.events: events, CounterName.eventBytes: eventBytes, CounterName.attempts: attempts]
-        for status in OutboxStatus.allCases { names[CounterName.status(status)] = count(of: status) }
-        for outcome in OutcomeCategory.allCases { names[CounterName.outcome(outcome)] = count(of: outcome) }
+    var byName: [ExactString: Int64] {
+        var names: [ExactString: Int64] = [
+            ExactString(CounterName.events): events, ExactString(CounterName.eventBytes): eventBytes, ExactString(CounterName.attempts): attempts,
+        ]
+        for status in OutboxStatus.allCases { names[ExactString(CounterName.status(status))] = count(of: status) }
+        for outcome in OutcomeCategory.allCases { names[ExactString(CounterName.outcome(outcome))] = count(of: outcome) }
         for (counter, count) in named {
             let name = switch counter {
-            case .conflicts(let type): CounterName.conflicts(type)
-            case .revisionConflicts(let type): CounterName.revisionConflicts(type)
-            case .tab(let group, let category): CounterName.tab(group, category: category)
+            case .conflicts(let type): CounterName.conflicts(type.string)
+            case .revisionConflicts(let type): CounterName.revisionConflicts(type.string)
+            case .tab(let group, let category): CounterName.tab(group, category: category.string)
             }
-            names[name, default: 0] += count
+            names[ExactString(name), default: 0] += count
         }
         return names.filter { $0.value != 0 }
     }
@@ -161,15 +163,15 @@ struct JournalCounters: Equatable, Sendable {
 
     /// Counters from states survive compaction: attempts, the latest outcome, a conflict met.
     private static func keyConflict(_ state: OperationState) -> Named? {
-        state.lastErrorCode == ErrorCode.idempotencyConflict ? .conflicts(operationType: state.operationType) : nil
+        state.lastErrorCode == ErrorCode.idempotencyConflict ? .conflicts(operationType: ExactString(state.operationType)) : nil
     }
 
     private static func revisionConflict(_ state: OperationState) -> Named? {
-        state.latestOutcome == .conflicted ? .revisionConflicts(operationType: state.operationType) : nil
+        state.latestOutcome == .conflicted ? .revisionConflicts(operationType: ExactString(state.operationType)) : nil
     }
 
     private static func tab(_ state: OperationState) -> Named? {
-        Projection.tabGroup(of: state.status).map { .tab($0, category: state.category) }
+        Projection.tabGroup(of: state.status).map { .tab($0, category: ExactString(state.category)) }
     }
 }
 
@@ -222,16 +224,16 @@ extension JournalCounters {
         for slot in 0..<Self.codeSlots { entry(.outcome, outcomes[slot]) { $0.write(UInt8(slot)) } }
         for (counter, count) in named.sorted(by: { Self.order($0.counter, $1.counter) }) {
             switch counter {
-            case .conflicts(let type): entry(.conflicts, count) { $0.write(type) }
-            case .revisionConflicts(let type): entry(.revisionConflicts, count) { $0.write(type) }
-            case .tab(let group, let category): entry(.tab, count) { $0.write(group.rawValue); $0.write(category) }
+            case .conflicts(let type): entry(.conflicts, count) { $0.write(type.string) }
+            case .revisionConflicts(let type): entry(.revisionConflicts, count) { $0.write(type.string) }
+            case .tab(let group, let category): entry(.tab, count) { $0.write(group.rawValue); $0.write(category.string) }
             }
         }
         writer.patch(entries, at: countOffset)
     }
 
     private static func order(_ left: Named, _ right: Named) -> Bool {
-        func key(_ counter: Named) -> (UInt8, UInt8, String) {
+        func key(_ counter: Named) -> (UInt8, UInt8, ExactString) {
             switch counter {
             case .conflicts(let type): (Kind.conflicts.rawValue, 0, type)
             case .revisionConflicts(let type): (Kind.revisionConflicts.rawValue, 0, type)
@@ -307,17 +309,17 @@ extension JournalCounters {
                 add(try readCount(), to: outcome)
             case .conflicts:
                 let type = try reader.readString("operation type")
-                add(try readCount(), to: .conflicts(operationType: type))
+                add(try readCount(), to: .conflicts(operationType: ExactString(type)))
             case .revisionConflicts:
                 let type = try reader.readString("operation type")
-                add(try readCount(), to: .revisionConflicts(operationType: type))
+                add(try readCount(), to: .revisionConflicts(operationType: ExactString(type)))
             case .tab:
                 let groupCode = try reader.readUInt8("Sync tab group")
                 guard let group = JournalSchema.TabGroup(rawValue: groupCode) else {
                     throw DecodingProblem("unknown Sync tab group \(groupCode)")
                 }
                 let category = try reader.readString("category")
-                add(try readCount(), to: .tab(group, category: category))
+                add(try readCount(), to: .tab(group, category: ExactString(category)))
             }
         }
         try reader.expectEnd("the counters")

@@ -127,7 +127,7 @@ extension JournalSchema {
     }
 
     /// The last row of `lane` not yet terminal: the one a new coalescing write may replace.
-    func laneTail(_ lane: String, in txn: borrowing LMDBTransaction) throws -> OperationID? {
+    func laneTail(_ lane: Lane, in txn: borrowing LMDBTransaction) throws -> OperationID? {
         var tail: OperationID?
         try txn.scan(lanes, leading: JournalCodec.LaneKey.leading(lane), reverse: true) { entry in
             tail = try entry.value()
@@ -137,7 +137,7 @@ extension JournalSchema {
     }
 
     /// The first row of `lane` not yet terminal: the only one of the lane that may be sent.
-    func laneHead(_ lane: String, in txn: borrowing LMDBTransaction) throws -> OperationID? {
+    func laneHead(_ lane: Lane, in txn: borrowing LMDBTransaction) throws -> OperationID? {
         var head: OperationID?
         try txn.scan(lanes, leading: JournalCodec.LaneKey.leading(lane)) { entry in
             head = try entry.value()

@@ -3,7 +3,7 @@ import OutboxCore
 import OutboxStorage
 import Synchronization
 
-/// The journal's LMDB layout (projection layout 5): the events, and the projections kept beside
+/// The journal's LMDB layout (projection layout 6): the events, and the projections kept beside
 /// them in one database.
 ///
 /// | database | key | value |
@@ -13,7 +13,7 @@ import Synchronization
 /// | `state` | 0, name | `engine`: the engine state; `counters`: every counter (``JournalCounters``) |
 /// | `state` | 1, operation id | its folded ``OperationState``, with the seqs of its events |
 /// | `state` | 2, due moment, first seq | operation id, for queued rows |
-/// | `state` | 3, lane, 0, first seq | operation id, for rows not yet terminal |
+/// | `state` | 3, lane (``Lane/bytes``), first seq | operation id, for rows not yet terminal |
 /// | `state` | 4, group, category, 0, latest seq | operation id, for rows on the Sync tab |
 /// | `state` | 5, status code, first seq | operation id |
 ///
@@ -23,7 +23,11 @@ import Synchronization
 struct JournalSchema: Sendable {
     /// The layout version of the projections (`state`). A journal stored with another version
     /// has its projections rebuilt from the events at open.
-    static let projectionVersion: UInt32 = 5
+    static let projectionVersion: UInt32 = 6
+
+    /// The first layout that keeps its projections in `state`: a rebuild from such a layout
+    /// rewrites what it reads.
+    static let firstLayoutInState: UInt32 = 5
 
     /// The database every projection of this layout lives in.
     static let stateDatabase = "state"

@@ -199,10 +199,11 @@ private struct RebuildPlan {
         let engine = shards.lazy.compactMap(\.engine).first ?? EngineState()
         let encodedCounters = counters.encoded()
         steps.append { txn in
-            // This layout's own projections, rebuilt in place, are gone from here on: without
-            // their version, an open midway rebuilds them again.
-            let stored = try txn.get(schema.meta, JournalSchema.MetaKey.projectionVersion)
-            if stored == JournalCodec.Version.bytes(JournalSchema.projectionVersion) {
+            // Projections kept in `state` (this layout's, or an earlier one's from layout 5 on)
+            // are gone from here on: without their version, an open midway, by this engine or
+            // by the one that wrote them, rebuilds them again.
+            if let stored = try txn.get(schema.meta, JournalSchema.MetaKey.projectionVersion),
+               stored.count != 4 || stored.reduce(0, { $0 << 8 | UInt32($1) }) >= JournalSchema.firstLayoutInState {
                 try txn.delete(schema.meta, JournalSchema.MetaKey.projectionVersion)
             }
             try txn.removeAll(schema.state)

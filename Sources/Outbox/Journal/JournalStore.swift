@@ -372,8 +372,9 @@ final class JournalStore: Sendable {
         }
         if let configured = options.account,
             let stored = try txn.get(schema.meta, JournalSchema.MetaKey.account),
-            String(decoding: stored, as: UTF8.self) != configured
+            !stored.elementsEqual(configured.utf8)
         {
+            // Byte for byte: an account named in NFC is not the one named in NFD.
             throw OutboxError.wrongAccount(journal: String(decoding: stored, as: UTF8.self), configured: configured)
         }
         let projection = try txn.get(schema.meta, JournalSchema.MetaKey.projectionVersion)

@@ -101,38 +101,31 @@ enum JournalCodec {
         }
     }
 
-    /// A lane, a zero byte, then the first seq: a lane's rows in journal order.
+    /// A lane (``Lane/bytes``: its parts length-prefixed), then the first seq: a lane's rows in
+    /// journal order. No lane's bytes begin with another's, so a scan of one lane's leading bytes
+    /// finds its rows alone.
     enum LaneKey: LMDBCodec {
-        static func encode(_ item: (lane: String, firstSeq: JournalSequence), into bytes: inout [UInt8]) {
-            bytes.append(contentsOf: item.lane.utf8)
-            bytes.append(0)
+        static func encode(_ item: (lane: Lane, firstSeq: JournalSequence), into bytes: inout [UInt8]) {
+            bytes.append(contentsOf: item.lane.bytes)
             Seq.encode(item.firstSeq, into: &bytes)
         }
 
-        /// The key of `state`'s lane entry, its lane's text written straight into `bytes`
-        /// (the bytes of ``OperationState/lane``, without building that string).
+        /// The key of `state`'s lane entry, its lane's bytes written straight into `bytes`
+        /// (those of ``OperationState/lane``, without building the lane).
         static func encode(laneOf state: OperationState, into bytes: inout [UInt8]) {
-            if let entityID = state.entityID {
-                bytes.append(contentsOf: "entity:".utf8)
-                bytes.append(contentsOf: state.businessID.utf8)
-                bytes.append(UInt8(ascii: "/"))
-                bytes.append(contentsOf: entityID.utf8)
-            } else {
-                bytes.append(contentsOf: "operation:".utf8)
-                bytes.append(contentsOf: state.id.uuidString.utf8)
-            }
-            bytes.append(0)
+            Lane.encode(businessID: state.businessID, entityID: state.entityID, operation: state.id, into: &bytes)
             Seq.encode(state.laneSeq, into: &bytes)
         }
 
-        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (lane: String, firstSeq: JournalSequence) {
-            guard bytes.count > 9, bytes[bytes.count - 9] == 0 else { throw LMDBCodecError(reason: "a damaged lane key") }
-            return (String(decoding: bytes.prefix(bytes.count - 9), as: UTF8.self),
-                    try Seq.decode(UnsafeRawBufferPointer(rebasing: bytes.suffix(8))))
+        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (lane: Lane, firstSeq: JournalSequence) {
+            guard bytes.count > 8, let lane = Lane(bytes: bytes.prefix(bytes.count - 8)) else {
+                throw LMDBCodecError(reason: "a damaged lane key")
+            }
+            return (lane, try Seq.decode(UnsafeRawBufferPointer(rebasing: bytes.suffix(8))))
         }
 
         /// The leading part of every key of `lane`.
-        static func leading(_ lane: String) -> [UInt8] { Array(lane.utf8) + [0] }
+        static func leading(_ lane: Lane) -> [UInt8] { lane.bytes }
     }
 
     /// A Sync tab group, a category, a zero byte, then the latest seq: a card's rows, oldest

@@ -193,10 +193,10 @@ extension ProjectionImage {
             let (storedCounts, expectedCounts) = (stored.byName, counters.byName)
             for (name, count) in expectedCounts.sorted(by: { $0.key < $1.key }) where storedCounts[name] != count {
                 let problem = storedCounts[name] == nil ? "missing" : "differs from the rebuild"
-                mismatches.append(ProjectionMismatch(database: "counters", key: name, problem: problem))
+                mismatches.append(ProjectionMismatch(database: "counters", key: name.string, problem: problem))
             }
             for name in storedCounts.keys.sorted() where expectedCounts[name] == nil {
-                mismatches.append(ProjectionMismatch(database: "counters", key: name, problem: "not in the rebuild"))
+                mismatches.append(ProjectionMismatch(database: "counters", key: name.string, problem: "not in the rebuild"))
             }
         } else {
             mismatches.append(ProjectionMismatch(database: "state", key: JournalSchema.SingletonKey.counters, problem: "does not decode"))

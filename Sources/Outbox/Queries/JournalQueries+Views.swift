@@ -11,11 +11,11 @@ extension JournalQueries {
             let counters = try schema.counters(in: txn)
             var cards: [SyncCard] = []
             for (category, count) in counters.tabCounts(.waiting) {
-                let rows = try schema.tabRows(.waiting, category: category, limit: rowsPerCard, in: txn)
+                let rows = try schema.tabRows(.waiting, category: category.string, limit: rowsPerCard, in: txn)
                 guard let latest = rows.first else { continue }
-                cards.append(SyncCard(category: category, count: Int(count), latestChangeAt: latest.changedAt, rows: rows))
+                cards.append(SyncCard(category: category.string, count: Int(count), latestChangeAt: latest.changedAt, rows: rows))
             }
-            cards.sort { ($0.latestChangeAt, $1.category) > ($1.latestChangeAt, $0.category) }
+            cards.sort { ($0.latestChangeAt, ExactString($1.category)) > ($1.latestChangeAt, ExactString($0.category)) }
 
             let (approvalCard, approvalCount) = try schema.mergedCard(.approval, named: SyncCard.approvalCategory, counters: counters, rowsPerCard: rowsPerCard, in: txn)
             let (conflictCard, conflictCount) = try schema.mergedCard(.conflicted, named: SyncCard.conflictCategory, counters: counters, rowsPerCard: rowsPerCard, in: txn)
@@ -118,7 +118,7 @@ extension JournalSchema {
         let counts = counters.tabCounts(group)
         var rows: [SyncRow] = []
         for category in counts.keys {
-            rows += try tabRows(group, category: category, limit: rowsPerCard, in: txn)
+            rows += try tabRows(group, category: category.string, limit: rowsPerCard, in: txn)
         }
         rows.sort { $0.changedAt > $1.changedAt }
         let count = Int(counts.values.reduce(0, +))

@@ -91,11 +91,12 @@ public struct OutboxMetrics: Sendable, Equatable, Codable {
     public var rejected: Int
     public var blocked: Int
     public var transientFailures: Int
-    /// Operations whose last answer was `idempotency_conflict`, by operation type.
-    public var conflictsByOperationType: [String: Int]
+    /// Operations whose last answer was `idempotency_conflict`, by operation type (compared
+    /// byte for byte, as the journal keeps it).
+    public var conflictsByOperationType: [ExactString: Int]
     /// Operations whose last answer was a revision conflict (412, `revision_conflict`), by
     /// operation type: the record changed elsewhere, apart from key conflicts.
-    public var revisionConflictsByOperationType: [String: Int] = [:]
+    public var revisionConflictsByOperationType: [ExactString: Int] = [:]
     /// Operations the retry policy gave up on (`gave_up`).
     public var gaveUp: Int = 0
     /// The journal's size: events, their record bytes, and the bytes of the file in use.

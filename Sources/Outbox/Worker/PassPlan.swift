@@ -9,21 +9,21 @@ import OutboxCore
 struct PassPlan {
     struct Candidate: Equatable {
         var id: OperationID
-        var lane: String
+        var lane: Lane
         var firstSeq: JournalSequence
     }
 
     /// Each lane's rows still to send, in journal order.
-    private var lanes: [String: [Candidate]] = [:]
+    private var lanes: [Lane: [Candidate]] = [:]
     /// The lanes that are not busy and have rows, ordered by their first row's seq.
     private var ready = MinHeap<LaneHead>()
-    private var busy = Set<String>()
+    private var busy = Set<Lane>()
     /// Every row ever added, so a row is sent at most once per pass.
     private(set) var seen = Set<OperationID>()
 
     private struct LaneHead: Comparable {
         var firstSeq: JournalSequence
-        var lane: String
+        var lane: Lane
         static func < (lhs: LaneHead, rhs: LaneHead) -> Bool { lhs.firstSeq < rhs.firstSeq }
     }
 
@@ -50,7 +50,7 @@ struct PassPlan {
     }
 
     /// The row sent in `lane` is done; its lane may offer its next row.
-    mutating func finished(lane: String) {
+    mutating func finished(lane: Lane) {
         busy.remove(lane)
         if let first = lanes[lane]?.first {
             ready.insert(LaneHead(firstSeq: first.firstSeq, lane: lane))
@@ -71,7 +71,7 @@ struct PassPlan {
 
     /// Drops a lane's remaining rows: its head waits on something this pass cannot send (a
     /// failed row, a row waiting for approval, a retry scheduled later).
-    mutating func dropLane(_ lane: String) {
+    mutating func dropLane(_ lane: Lane) {
         lanes[lane] = nil
         busy.remove(lane)
         ready.removeAll { $0.lane == lane }

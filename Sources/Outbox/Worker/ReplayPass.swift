@@ -325,7 +325,7 @@ final class ReplayPass: Sendable {
     }
 
     /// The first row of `lane` not yet terminal: the only one of the lane that may be sent.
-    func laneHead(_ lane: String) throws -> OperationID? {
+    func laneHead(_ lane: Lane) throws -> OperationID? {
         let schema = store.schema
         return try store.read { txn in try schema.laneHead(lane, in: txn) }
     }
@@ -343,7 +343,7 @@ final class ReplayPass: Sendable {
         let clamp = self.clamp.withLock { $0 }
         var earliest: Date?
         try store.read { txn in
-            var heads: [String: OperationID?] = [:]
+            var heads: [Lane: OperationID?] = [:]
             try txn.scan(schema.schedule) { entry in
                 // A row due now (no stored moment) counts as due at this moment.
                 let stored = try JournalCodec.ScheduleKey.dueAt(entry.keyBytes) ?? now

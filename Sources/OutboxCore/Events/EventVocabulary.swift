@@ -278,8 +278,13 @@ public enum SessionObservation: String, Sendable, Codable, JournalCode {
     }
 
     /// What the worker finds when `account` is signed in (`nil`: nobody) on a journal of
-    /// `journalAccount`.
+    /// `journalAccount`. Accounts are compared byte for byte: the same name in NFC and in NFD is
+    /// another account, never sent to.
     public init(signedIn account: String?, journalAccount: String) {
-        self = account == journalAccount ? .signedIn : account == nil ? .signedOut : .otherAccount
+        guard let account else {
+            self = .signedOut
+            return
+        }
+        self = account.utf8.elementsEqual(journalAccount.utf8) ? .signedIn : .otherAccount
     }
 }

@@ -196,10 +196,5 @@ public struct OperationState: Sendable, Equatable {
 
     /// The lane the row is sent in: its entity within its business, or a lane of its own when it
     /// names no entity. Rows of one lane are sent one after another, in journal order.
-    public var lane: String { Self.lane(businessID: businessID, entityID: entityID, operation: id) }
-
-    /// The lane of a write to `entityID` of `businessID`, or of operation `operation` alone.
-    public static func lane(businessID: String, entityID: String?, operation: OperationID) -> String {
-        entityID.map { "entity:\(businessID)/\($0)" } ?? "operation:\(operation)"
-    }
+    public var lane: Lane { Lane(businessID: businessID, entityID: entityID, operation: id) }
 }

@@ -11,6 +11,19 @@ extension OutboxRequest {
     /// The longest text a field other than the payload may hold, in UTF-8 bytes.
     public static let maxFieldBytes = 1024
 
+    /// The longest business id, in UTF-8 bytes: it enters the lane index's keys, which LMDB caps
+    /// at 511 bytes with their suffixes (Docs/journal-format.md, "Keys and their bounds").
+    public static let maxBusinessIDBytes = 128
+
+    /// The longest operation type, in UTF-8 bytes: an identifier such as "product.create".
+    public static let maxOperationTypeBytes = 128
+
+    /// The longest entity id, in UTF-8 bytes: it enters the lane index's keys.
+    public static let maxEntityIDBytes = 255
+
+    /// The longest category, in UTF-8 bytes: it enters the Sync tab index's keys.
+    public static let maxCategoryBytes = 255
+
     /// The longest endpoint, in UTF-8 bytes.
     public static let maxEndpointBytes = 2048
 
@@ -19,8 +32,8 @@ extension OutboxRequest {
     /// - Throws: ``OutboxError/invalidRequest(field:problem:)`` naming the first field at fault
     ///   and how to fix it. The payload's content is never quoted.
     public func validate(maxPayloadBytes: Int = OutboxRequest.defaultMaxPayloadBytes) throws(OutboxError) {
-        try Self.requireText(businessID, field: "businessID", example: "the business's id")
-        try Self.requireText(operationType, field: "operationType", example: "\"product.create\"")
+        try Self.requireText(businessID, field: "businessID", example: "the business's id", limit: Self.maxBusinessIDBytes)
+        try Self.requireText(operationType, field: "operationType", example: "\"product.create\"", limit: Self.maxOperationTypeBytes)
         if Self.containsWhiteSpace(operationType) {
             throw .invalidRequest(field: "operationType", problem: "must not contain white space, like \"product.create\"")
         }
@@ -43,9 +56,9 @@ extension OutboxRequest {
             throw .invalidRequest(field: "payload", problem: "must be JSON: \(error)")
         }
         if let entityID {
-            try Self.requireText(entityID, field: "entityID", example: "the record's id, or nil for a lane of its own")
+            try Self.requireText(entityID, field: "entityID", example: "the record's id, or nil for a lane of its own", limit: Self.maxEntityIDBytes)
         }
-        try Self.requireText(category, field: "category", example: "the Sync tab card, like \"Products\"")
+        try Self.requireText(category, field: "category", example: "the Sync tab card, like \"Products\"", limit: Self.maxCategoryBytes)
         try Self.limitText(entityLabel, field: "entityLabel")
         try Self.limitText(summary, field: "summary")
         guard payloadVersion >= 1 && payloadVersion <= Int(UInt32.max) else {
@@ -84,16 +97,16 @@ extension OutboxRequest {
         return nil
     }
 
-    private static func requireText(_ text: String, field: String, example: String) throws(OutboxError) {
+    private static func requireText(_ text: String, field: String, example: String, limit: Int = maxFieldBytes) throws(OutboxError) {
         if text.isEmpty || Self.isAllWhiteSpace(text) {
             throw .invalidRequest(field: field, problem: "must not be empty; give \(example)")
         }
-        try limitText(text, field: field)
+        try limitText(text, field: field, limit: limit)
     }
 
-    private static func limitText(_ text: String, field: String) throws(OutboxError) {
-        if text.utf8.count > maxFieldBytes {
-            throw .invalidRequest(field: field, problem: "is \(text.utf8.count) bytes, over the limit of \(maxFieldBytes)")
+    private static func limitText(_ text: String, field: String, limit: Int = maxFieldBytes) throws(OutboxError) {
+        if text.utf8.count > limit {
+            throw .invalidRequest(field: field, problem: "is \(text.utf8.count) bytes (UTF-8), over the limit of \(limit)")
         }
         if Self.containsControl(text) {
             throw .invalidRequest(field: field, problem: "must not contain control characters")
