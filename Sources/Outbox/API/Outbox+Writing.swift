@@ -11,7 +11,8 @@ extension Outbox {
     /// ```
     /// Every field is validated first: a bad request never reaches the journal.
     /// - Returns: the operation's id, whose UUID string is its `Idempotency-Key`.
-    /// - Throws: ``OutboxError/invalidRequest(field:problem:)`` naming the field and the fix,
+    /// - Throws: ``OutboxError/invalidRequest(field:problem:)`` naming the field and the fix (an
+    ///   operation type the configuration lists nowhere among them),
     ///   ``OutboxError/onlineOnly(operationType:)``, ``OutboxError/storageFull(limitBytes:)``
     ///   (nothing was saved), ``OutboxError/closed``.
     public func enqueue(_ request: OutboxRequest) async throws -> OperationID {
@@ -23,6 +24,18 @@ extension Outbox {
         case .existing(let snapshot):
             return snapshot.id
         }
+    }
+
+    /// Refuses a type the configuration lists nowhere (fail-closed) and an online-only one.
+    func checkPolicy(of operationType: String) throws(OutboxError) {
+        guard let policy = configuration.policy(for: operationType) else {
+            throw .invalidRequest(
+                field: "operationType",
+                problem: "\"\(operationType.prefix(OutboxRequest.maxOperationTypeBytes))\" has no policy: add it to OutboxConfiguration.operationPolicies"
+                    + " (e.g. .idempotent, once a replay of it is proved to apply once) or set defaultPolicy"
+            )
+        }
+        guard policy.replay != .onlineOnly else { throw .onlineOnly(operationType: operationType) }
     }
 
     /// What an enqueue did.
@@ -38,7 +51,7 @@ extension Outbox {
     /// a coalescing type replaces the entity lane's last row of its type when it was never sent.
     func appendIntent(_ request: OutboxRequest, coalescing: Bool = true) async throws -> EnqueueOutcome {
         try ensureOpen()
-        guard canQueue(request.operationType) else { throw OutboxError.onlineOnly(operationType: request.operationType) }
+        try checkPolicy(of: request.operationType)
         try request.validate(maxPayloadBytes: configuration.maxPayloadBytes)
         if let id = request.operationID, let existing = try existingIntent(id, request) { return .existing(existing) }
         for dependency in request.dependsOn where try operationState(dependency) == nil {
@@ -94,7 +107,7 @@ extension Outbox {
     /// The row a write of a coalescing type replaces: its entity lane's last row, when that is of
     /// the same type and was never attempted.
     private func coalescedRow(for request: OutboxRequest) throws -> OperationState? {
-        guard configuration.coalescing.contains(request.operationType), let entityID = request.entityID else { return nil }
+        guard configuration.policy(for: request.operationType)?.coalesces == true, let entityID = request.entityID else { return nil }
         let lane = Lane(businessID: request.businessID, entityID: entityID, operation: OperationID())
         let schema = store.schema
         return try store.read { txn -> OperationState? in

@@ -134,10 +134,12 @@ public final class Outbox: Sendable {
         close()
     }
 
-    /// Whether `operationType` may be queued: `false` for ``OperationPolicy/onlineOnly`` types.
-    /// Ask before the member confirms, so the form can say "needs a connection" first.
+    /// Whether `operationType` may be queued: `false` for ``OperationPolicy/onlineOnly`` types
+    /// and for types the configuration lists nowhere (``OutboxConfiguration/operationPolicies``,
+    /// ``OutboxConfiguration/defaultPolicy``). Ask before the member confirms, so the form can
+    /// say "needs a connection" first.
     public func canQueue(_ operationType: String) -> Bool {
-        configuration.policy(for: operationType) != .onlineOnly
+        configuration.policy(for: operationType).map { $0.replay != .onlineOnly } ?? false
     }
 
     /// Finishes the writes already accepted, ends every ``changes()`` stream and closes the

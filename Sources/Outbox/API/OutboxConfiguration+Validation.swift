@@ -48,10 +48,13 @@ extension OutboxConfiguration {
                 throw refuse("compaction.keepSettledSeconds", "must be zero or more seconds, not \(compaction.keepSettledSeconds)")
             }
         }
-        for (type, rule) in conflictRules {
-            if case .rebase(let maxTimes) = rule, !(1...100).contains(maxTimes) {
-                throw refuse("conflictRules[\"\(type)\"]", "rebases within 1...100 times, not \(maxTimes)")
+        for (type, policy) in operationPolicies {
+            if case .rebase(let maxTimes) = policy.conflictRule, !(1...100).contains(maxTimes) {
+                throw refuse("operationPolicies[\"\(type)\"].conflictRule", "rebases within 1...100 times, not \(maxTimes)")
             }
+        }
+        if case .rebase(let maxTimes)? = defaultPolicy?.conflictRule, !(1...100).contains(maxTimes) {
+            throw refuse("defaultPolicy.conflictRule", "rebases within 1...100 times, not \(maxTimes)")
         }
         if let batching {
             if let problem = OutboxRequest.endpointProblem(batching.endpoint) {
@@ -62,7 +65,7 @@ extension OutboxConfiguration {
             }
             if batching.maxBytes < 1 { throw refuse("batching.maxBytes", "must be at least 1 byte, not \(batching.maxBytes)") }
         }
-        if let empty = operationPolicies.keys.first(where: \.isEmpty) {
+        if let empty = operationPolicies.keys.first(where: \.string.isEmpty) {
             throw refuse("operationPolicies", "names an empty operation type (\"\(empty)\"): give each policy its type")
         }
     }

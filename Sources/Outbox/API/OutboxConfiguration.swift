@@ -8,9 +8,17 @@ public import OutboxCrypto
 /// let configuration = OutboxConfiguration(
 ///     account: "member-42",
 ///     session: mySession,
-///     operationPolicies: ["dispatch.cancel": .onlineOnly]
+///     operationPolicies: [
+///         "product.create": .idempotent,
+///         "product.update": .idempotent.coalescing().onConflict(.askMember),
+///         "dispatch.cancel": .onlineOnly,
+///     ]
 /// )
 /// ```
+///
+/// The engine queues only what someone decided is safe: a type listed in neither
+/// ``operationPolicies`` nor ``defaultPolicy`` is refused by `enqueue` and `save`, and
+/// `canQueue` answers `false` for it.
 public struct OutboxConfiguration: Sendable {
     /// Whose journal this is. A journal directory belongs to one account; opening it for
     /// another throws ``OutboxError/wrongAccount(journal:configured:)``.
@@ -23,15 +31,15 @@ public struct OutboxConfiguration: Sendable {
     public var session: any OutboxSession
     /// How many lanes are sent at once. Writes to one entity are always sent in order.
     public var maxConcurrentLanes: Int
-    /// The queueing policy of each operation type; unlisted types are ``OperationPolicy/idempotent``.
-    public var operationPolicies: [String: OperationPolicy]
-    /// What a revision conflict does, per operation type; unlisted types ask the member
-    /// (``ConflictRule/askMember``).
-    public var conflictRules: [String: ConflictRule]
-    /// Operation types whose writes coalesce: a new write of such a type to an entity replaces the
-    /// entity lane's last row when it is of the same type and was never attempted (the replaced
-    /// row becomes `superseded`, reason `coalesced`, its payload kept in the history).
-    public var coalescing: Set<String>
+    /// Every operation type the app queues, with its policy: how a replay is proved, what a
+    /// revision conflict does, whether it coalesces. Types are compared byte for byte. A type
+    /// listed nowhere is refused at enqueue unless ``defaultPolicy`` is set.
+    public var operationPolicies: [ExactString: OperationTypePolicy]
+    /// The policy of every type ``operationPolicies`` does not list; `nil` (the default): such a
+    /// type is refused by `enqueue` and `save` (fail-closed). Rows journaled before, of a type
+    /// no longer listed, keep sending as ``OperationTypePolicy/idempotent``: an upgrade never
+    /// strands them.
+    public var defaultPolicy: OperationTypePolicy?
     /// How durable a commit is before `enqueue` returns.
     public var durability: Durability
     /// The largest payload accepted; larger ones are refused at enqueue.
@@ -73,9 +81,8 @@ public struct OutboxConfiguration: Sendable {
         clock: any OutboxClock = SystemClock(),
         session: (any OutboxSession)? = nil,
         maxConcurrentLanes: Int = 1,
-        operationPolicies: [String: OperationPolicy] = [:],
-        conflictRules: [String: ConflictRule] = [:],
-        coalescing: Set<String> = [],
+        operationPolicies: [ExactString: OperationTypePolicy] = [:],
+        defaultPolicy: OperationTypePolicy? = nil,
         durability: Durability = .full,
         maxPayloadBytes: Int = OutboxRequest.defaultMaxPayloadBytes,
         maxJournalBytes: Int = 1 << 30,
@@ -92,8 +99,7 @@ public struct OutboxConfiguration: Sendable {
         self.session = session ?? FixedSession(account: account)
         self.maxConcurrentLanes = maxConcurrentLanes
         self.operationPolicies = operationPolicies
-        self.conflictRules = conflictRules
-        self.coalescing = coalescing
+        self.defaultPolicy = defaultPolicy
         self.durability = durability
         self.maxPayloadBytes = maxPayloadBytes
         self.maxJournalBytes = maxJournalBytes
@@ -105,14 +111,87 @@ public struct OutboxConfiguration: Sendable {
         self.batching = batching
     }
 
-    /// The policy of an operation type.
-    public func policy(for operationType: String) -> OperationPolicy {
-        operationPolicies[operationType] ?? .idempotent
+    /// The three per-type maps of earlier versions, folded into ``operationPolicies``: a type in
+    /// `conflictRules` or `coalescing` but not in `operationPolicies` is listed as
+    /// ``OperationTypePolicy/idempotent`` with its rule, as it behaved then. Types listed nowhere
+    /// are now refused at enqueue (fail-closed); set ``defaultPolicy`` to queue them.
+    @available(*, deprecated, message: "list every type in operationPolicies: [type: .idempotent.onConflict(...).coalescing()]; unlisted types are refused unless defaultPolicy is set")
+    public init(
+        account: String,
+        retryPolicy: RetryPolicy = .standard,
+        clock: any OutboxClock = SystemClock(),
+        session: (any OutboxSession)? = nil,
+        maxConcurrentLanes: Int = 1,
+        operationPolicies: [String: OperationPolicy] = [:],
+        conflictRules: [String: ConflictRule],
+        coalescing: Set<String>,
+        durability: Durability = .full,
+        maxPayloadBytes: Int = OutboxRequest.defaultMaxPayloadBytes,
+        maxJournalBytes: Int = 1 << 30,
+        initialJournalBytes: Int = 4 << 20,
+        appVersion: String? = nil,
+        encryptionKey: SealingKey? = nil,
+        compaction: CompactionPolicy? = nil,
+        logger: OutboxLogger = OutboxLogger(),
+        batching: Batching? = nil
+    ) {
+        self.init(
+            account: account, retryPolicy: retryPolicy, clock: clock, session: session, maxConcurrentLanes: maxConcurrentLanes,
+            operationPolicies: Self.merged(operationPolicies, conflictRules: conflictRules, coalescing: coalescing),
+            durability: durability, maxPayloadBytes: maxPayloadBytes, maxJournalBytes: maxJournalBytes,
+            initialJournalBytes: initialJournalBytes, appVersion: appVersion, encryptionKey: encryptionKey,
+            compaction: compaction, logger: logger, batching: batching
+        )
     }
 
-    /// The conflict rule of an operation type.
+    /// The one map the three earlier ones make.
+    static func merged(_ policies: [String: OperationPolicy], conflictRules: [String: ConflictRule],
+                       coalescing: Set<String>) -> [ExactString: OperationTypePolicy] {
+        var merged: [ExactString: OperationTypePolicy] = [:]
+        for (type, replay) in policies { merged[ExactString(type)] = OperationTypePolicy(replay: replay) }
+        for (type, rule) in conflictRules { merged[ExactString(type), default: .idempotent].conflictRule = rule }
+        for type in coalescing { merged[ExactString(type), default: .idempotent].coalesces = true }
+        return merged
+    }
+
+    /// The policy of an operation type: its entry in ``operationPolicies``, else
+    /// ``defaultPolicy``; `nil` when neither: a write of the type is refused at enqueue.
+    public func policy(for operationType: String) -> OperationTypePolicy? {
+        operationPolicies[ExactString(operationType)] ?? defaultPolicy
+    }
+
+    /// The policy a journaled row of `operationType` is sent under: a type listed nowhere (a row
+    /// queued before its type was dropped, or before unlisted types were refused) keeps sending
+    /// as ``OperationTypePolicy/idempotent``, as it was queued.
+    func sendingPolicy(for operationType: String) -> OperationTypePolicy {
+        policy(for: operationType) ?? .idempotent
+    }
+
+    /// The conflict rule a journaled row of an operation type is sent under.
     public func conflictRule(for operationType: String) -> ConflictRule {
-        conflictRules[operationType] ?? .askMember
+        sendingPolicy(for: operationType).conflictRule
+    }
+
+    /// The revision-conflict rule of each listed type, as the earlier map spelled it.
+    @available(*, deprecated, message: "read operationPolicies[type]?.conflictRule")
+    public var conflictRules: [String: ConflictRule] {
+        get {
+            var rules: [String: ConflictRule] = [:]
+            for (type, policy) in operationPolicies where policy.conflictRule != .askMember { rules[type.string] = policy.conflictRule }
+            return rules
+        }
+        set {
+            for (type, rule) in newValue { operationPolicies[ExactString(type), default: .idempotent].conflictRule = rule }
+        }
+    }
+
+    /// The coalescing types, as the earlier set spelled them.
+    @available(*, deprecated, message: "read operationPolicies[type]?.coalesces")
+    public var coalescing: Set<String> {
+        get { Set(operationPolicies.filter(\.value.coalesces).map(\.key.string)) }
+        set {
+            for type in newValue { operationPolicies[ExactString(type), default: .idempotent].coalesces = true }
+        }
     }
 }
 

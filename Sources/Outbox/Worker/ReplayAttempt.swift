@@ -228,7 +228,7 @@ final class ReplayAttempt: Sendable {
                 pausesWorker: Bool = true, carry: CarriedOutcomes? = nil) async -> Report {
         let state = prepared.state
         let attempt = prepared.attempt
-        var classification = DispositionTable.classify(result, policy: configuration.policy(for: state.operationType), now: clock.now())
+        var classification = DispositionTable.classify(result, policy: configuration.sendingPolicy(for: state.operationType).replay, now: clock.now())
         if classification.disposition == .transientFailure,
             configuration.retryPolicy.givesUp(
                 attempts: attempt.rawValue - state.retryEpochAttempts,

@@ -26,3 +26,53 @@ public enum ConflictRule: Sendable, Equatable {
     /// owns, where the server's changes are the member's own from another device.
     case rebase(maxTimes: Int)
 }
+
+/// Everything the engine is told about one operation type, in one value: how a replay of it is
+/// proved (``replay``), what a revision conflict does (``conflictRule``), and whether a new write
+/// replaces the entity lane's last unsent one (``coalesces``).
+///
+/// ```swift
+/// operationPolicies: [
+///     "product.create": .idempotent,
+///     "product.update": .idempotent.coalescing().onConflict(.rebase(maxTimes: 3)),
+///     "dispatch.deliver": .terminalTransition,   // a 409 on replay proves it applied
+///     "dispatch.cancel": .onlineOnly,            // never queued
+/// ]
+/// ```
+public struct OperationTypePolicy: Sendable, Equatable {
+    /// How a replay of the type is proved (``OperationPolicy``).
+    public var replay: OperationPolicy
+    /// What a revision conflict (412, or 409 `revision_conflict`) does.
+    public var conflictRule: ConflictRule
+    /// Whether a new write of the type to an entity replaces the entity lane's last row when it is
+    /// of the same type and was never attempted (the replaced row becomes `superseded`, reason
+    /// `coalesced`, its payload kept in the history).
+    public var coalesces: Bool
+
+    public init(replay: OperationPolicy, conflictRule: ConflictRule = .askMember, coalesces: Bool = false) {
+        self.replay = replay
+        self.conflictRule = conflictRule
+        self.coalesces = coalesces
+    }
+
+    /// A create carrying its client-generated id and `Idempotency-Key`.
+    public static let idempotent = OperationTypePolicy(replay: .idempotent)
+    /// A transition reachable from one state only: a 409 on a replay proves it applied.
+    public static let terminalTransition = OperationTypePolicy(replay: .terminalTransition)
+    /// Never queued: `enqueue` refuses it, and `canQueue` says so before the member confirms.
+    public static let onlineOnly = OperationTypePolicy(replay: .onlineOnly)
+
+    /// This policy with `rule` for revision conflicts.
+    public func onConflict(_ rule: ConflictRule) -> OperationTypePolicy {
+        var policy = self
+        policy.conflictRule = rule
+        return policy
+    }
+
+    /// This policy with coalescing on (or off).
+    public func coalescing(_ on: Bool = true) -> OperationTypePolicy {
+        var policy = self
+        policy.coalesces = on
+        return policy
+    }
+}
