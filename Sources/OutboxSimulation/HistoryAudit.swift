@@ -60,7 +60,7 @@ struct HistoryAudit {
         /// The attempt count at the last retry a person asked for, and when the first attempt
         /// since then started: what the retry policy's limits count from.
         var epochAttempts = 0
-        var epochStartedAt: Date?
+        var epochStartedAt: DeviceMoment?
         var supersededBy: OperationID?
         var discardedBy: Requester?
         /// The dependency whose chain ended unapplied, for a row blocked by it.
@@ -224,7 +224,7 @@ struct HistoryAudit {
             if row.attempts == 0, !row.dependsOn.isEmpty { tally["dependents sent", default: 0] += 1 }
             row.status = .syncing
             row.attempts += 1
-            if row.epochStartedAt == nil { row.epochStartedAt = event.recordedAt }
+            if row.epochStartedAt == nil { row.epochStartedAt = DeviceMoment(wall: event.recordedAt, uptime: event.uptime) }
 
         case .attemptFinished(let finished):
             guard row.status == .syncing, finished.attempt.rawValue == row.attempts else { throw broken("no attempt \(finished.attempt) in flight") }
@@ -252,8 +252,11 @@ struct HistoryAudit {
             }
             if finished.disposition == .transientFailure || finished.disposition == .gaveUp {
                 let attempts = row.attempts - row.epochAttempts
-                let age = event.recordedAt.timeIntervalSince(row.epochStartedAt ?? event.recordedAt)
+                // Measured as the engine must: by the device's uptime within a boot, never by
+                // its wall clock, which the workload moves by hours.
+                let now = DeviceMoment(wall: event.recordedAt, uptime: event.uptime)
                 let policy = scenario.retryPolicy
+                let age = DeviceMoment.elapsed(from: row.epochStartedAt ?? now, to: now, bootGapCapSeconds: policy.maxDelaySeconds)
                 let pastLimits = policy.maxAttempts.map { attempts >= $0 } ?? false || policy.maxAgeSeconds.map { age >= $0 } ?? false
                 if pastLimits != (finished.disposition == .gaveUp) {
                     throw broken("\(finished.disposition) after \(attempts) attempts over \(Int(age)) s since the last retry, under \(scenario.retryDescription)")

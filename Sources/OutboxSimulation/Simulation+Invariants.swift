@@ -163,7 +163,8 @@ extension Simulation {
             // The server's clock first: the device's fires the timer, whose requests must find
             // the server already there.
             serverClock.advance(by: cap)
-            clock.set(to: max(clock.now(), deadline))
+            // Time passes until the timer's deadline: the uptime moves on with the wall clock.
+            clock.advance(by: max(0, deadline.timeIntervalSince(clock.now())))
             try await settle()
         }
         if let left = try rowsThatCanMove().first {

@@ -86,7 +86,8 @@ public final class ManualClock: OutboxClock {
     @discardableResult
     public func advanceToNextDeadline() -> Date? {
         guard let deadline = nextDeadline else { return nil }
-        move { max($0, deadline) }
+        // Time passes: the uptime moves on with the wall clock.
+        advance(by: max(0, deadline.timeIntervalSince(now())))
         return deadline
     }
 

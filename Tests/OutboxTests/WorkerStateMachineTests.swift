@@ -29,8 +29,17 @@ struct WorkerStateMachineTests {
         var machine = WorkerStateMachine()
         #expect(machine.drain(waiter: 7) == [.startPass(.drain)])
         #expect(machine.drain(waiter: 8) == [])
-        #expect(machine.passFinished(nextDue: nil) == [.resumeDrainers([7]), .startPass(.drain)])
+        // The next pass starts before the callers of this one resume.
+        #expect(machine.passFinished(nextDue: nil) == [.startPass(.drain), .resumeDrainers([7])])
         #expect(machine.passFinished(nextDue: nil) == [.resumeDrainers([8])])
+    }
+
+    /// A caller that reads `nextWake` as `drain()` returns reads the timer the pass armed.
+    @Test func theTimerIsArmedBeforeTheDrainCallersResume() {
+        var machine = WorkerStateMachine()
+        let due = t0.addingTimeInterval(4)
+        #expect(machine.drain(waiter: 1) == [.startPass(.drain)])
+        #expect(machine.passFinished(nextDue: due) == [.armTimer(due, .timer), .resumeDrainers([1])])
     }
 
     @Test func theTimerIsArmedAfterAPassAndFiresAPass() {

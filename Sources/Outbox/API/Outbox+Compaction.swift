@@ -9,8 +9,9 @@ import OutboxCore
 public struct CompactionPolicy: Sendable, Equatable {
     /// Compact once the journal holds more events than this.
     public var maxEvents: Int
-    /// Settled operations keep their details at least this long after they settled (by the
-    /// device clock), so support can still read a recent timeline.
+    /// Settled operations keep their details at least this long after they settled, measured
+    /// by the device's uptime within a boot (``DeviceMoment``), so support can still read a
+    /// recent timeline whatever the wall clock says.
     public var keepSettledSeconds: TimeInterval
 
     /// A policy; `Outbox` checks its values when it opens (`maxEvents` at least 1,
@@ -31,48 +32,6 @@ public struct CompactionResult: Sendable, Equatable {
     public var compactedEvents: [JournalSequence]
 }
 
-/// Runs compactions through the journal's writer, a chunk of operations at a time: used by
-/// `Outbox.compact(before:)`, by the compaction policy, and by ``JournalRoom`` when the budget or
-/// the file is full.
-struct Compactor: Sendable {
-    let store: JournalStore
-    let writer: JournalWriter
-    let log: EngineLog
-
-    /// - Parameter reason: why it runs, for the log (`requested`, `policy`, `budget`, `file_full`).
-    func compact(before horizon: Date, reason: String) async throws -> CompactionResult {
-        var result = CompactionResult(operations: 0, eventsRemoved: 0, compactedEvents: [])
-        var chunk = JournalStore.compactionChunk
-        while true {
-            let ids = try store.compactable(before: horizon, limit: chunk)
-            guard !ids.isEmpty else { break }
-            let event: JournalEvent?
-            do {
-                event = try await writer.perform { store, now in
-                    let event = try store.compact(ids, at: now)
-                    return (event, event.map { [$0] } ?? [])
-                }
-            } catch OutboxError.storageFull where chunk > 1 {
-                // A nearly full journal has little room for a transaction's copied pages: take
-                // fewer operations at a time; the pages each frees serve the next.
-                chunk /= 2
-                continue
-            }
-            guard let event, case .compacted(let compacted) = event.body else { break }
-            result.operations += compacted.operations.count
-            result.eventsRemoved += compacted.removedCount
-            result.compactedEvents.append(event.seq)
-        }
-        log.log(result.operations > 0 ? .info : .debug, "compaction finished", [
-            EngineLog.Key.reason: .string(reason),
-            EngineLog.Key.count: "\(result.operations)",
-            EngineLog.Key.eventsRemoved: "\(result.eventsRemoved)",
-            EngineLog.Key.seq: .array(result.compactedEvents.map { "\($0)" }),
-        ])
-        return result
-    }
-}
-
 extension Outbox {
     /// Removes the detailed events of operations that settled (synced, withdrawn, discarded)
     /// before `horizon`. Nothing queued, syncing, waiting for approval, failed or blocked is ever
@@ -87,7 +46,7 @@ extension Outbox {
     @discardableResult
     public func compact(before horizon: Date) async throws -> CompactionResult {
         try ensureOpen()
-        return try await Compactor(store: store, writer: writer, log: log).compact(before: horizon, reason: "requested")
+        return try await Compactor(store: store, writer: writer, log: log).compact(.settledBefore(horizon), reason: "requested")
     }
 
     /// Compacts when the configured policy says so; one at a time. A failure is logged and
@@ -105,8 +64,11 @@ extension Outbox {
         defer { compacting.store(false, ordering: .releasing) }
         do {
             try ensureOpen()
-            _ = try await Compactor(store: store, writer: writer, log: log)
-                .compact(before: configuration.clock.now().addingTimeInterval(-policy.keepSettledSeconds), reason: "policy")
+            // How long a row has been settled is measured by the device's uptime, not its wall
+            // clock (``DeviceMoment``): a clock moved forward never compacts a recent row.
+            let now = DeviceMoment(wall: configuration.clock.now(), uptime: configuration.clock.uptime())
+            _ = try await Compactor(store: store, writer: writer, log: log).compact(
+                .settledFor(policy.keepSettledSeconds, now: now, bootGapCapSeconds: configuration.retryPolicy.maxDelaySeconds), reason: "policy")
         } catch {
             log.problem(.compactionFailed, "the compaction policy's compaction failed; it runs again after a later write", error: error)
         }

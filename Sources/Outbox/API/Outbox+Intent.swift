@@ -116,7 +116,7 @@ extension Outbox {
         _ = try await room.append([
             JournalStore.Draft(operationID: old.id, body: .superseded(Superseded(by: id, reason: reason))),
             JournalStore.Draft(operationID: id, body: .enqueued(enqueuedBody(request, id: id, supersedes: supersedes))),
-        ])
+        ], whenFull: .compactOnce)
         log.log(.info, "row superseded", [
             EngineLog.Key.operation: .string(old.id.description),
             EngineLog.Key.reason: .string(reason.rawValue),

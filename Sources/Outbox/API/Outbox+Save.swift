@@ -53,15 +53,16 @@ extension Outbox {
         case .new(let new): id = new
         case .existing(let snapshot): return .alreadySaved(snapshot)
         }
-        let lane = Lane(businessID: request.businessID, entityID: request.entityID, operation: id)
         let sendsNow: Bool
         do {
-            // First in its lane, and each write it depends on (or what replaced it) synced; a
-            // dependency that ended is the worker's to record.
+            // The eligibility rule's row part (the attempt asks the session itself): first in
+            // its lane, and each write it depends on (or what replaced it) synced; a dependency
+            // that ended is the worker's to record.
             let schema = store.schema
-            sendsNow = try replayPass.laneHead(lane) == id && store.read { txn in
+            let now = configuration.clock.now()
+            sendsNow = try store.read { txn in
                 guard let state = try schema.state(id, in: txn) else { return false }
-                return try schema.dependencyGate(of: state, in: txn) == .ready
+                return Eligibility.rowVerdict(try schema.eligibilityFacts(of: state, now: now, in: txn)) == .ready
             }
         } catch {
             // Not known to be free to go: it is not sent out of turn; the worker sends it.

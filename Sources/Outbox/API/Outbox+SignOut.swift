@@ -25,7 +25,7 @@ extension Outbox {
         let discarded = JournalEventBody.discarded(Discarded(requestedBy: .member, reason: .signOut))
         try await withThrowingTaskGroup(of: Void.self) { group in
             for id in ids {
-                group.addTask { _ = try await self.writer.append([JournalStore.Draft(operationID: id, body: discarded)]) }
+                group.addTask { _ = try await self.room.append([JournalStore.Draft(operationID: id, body: discarded)], whenFull: .reserve) }
             }
             try await group.waitForAll()
         }

@@ -44,7 +44,7 @@ extension Outbox {
     public func resumeSession() async throws {
         try ensureOpen()
         if try engineState().isPaused {
-            let events = try await writer.append([JournalStore.Draft(operationID: nil, body: .sessionResumed)])
+            let events = try await room.append([JournalStore.Draft(operationID: nil, body: .sessionResumed)], whenFull: .reserve)
             log.log(.info, "session resumed: the worker drains what waited", [
                 EngineLog.Key.seq: .string(events.first.map { "\($0.seq)" } ?? ""),
             ])

@@ -69,7 +69,7 @@ extension Outbox {
         let events: [JournalEvent]
         do {
             // A file found full (its free pages still held by readers) gets one compaction first.
-            events = try await room.append(unit)
+            events = try await room.append(unit, whenFull: .compactOnce)
         } catch OutboxError.illegalTransition(let operation, _, .superseded, _) where operation != id {
             // The row to coalesce was started meanwhile (the worker got there first): once
             // attempted it is never replaced, so the write is queued after it instead.
@@ -153,7 +153,7 @@ extension Outbox {
     func appendDecision(_ id: OperationID, _ body: JournalEventBody) async throws -> [JournalEvent] {
         try ensureOpen()
         guard try operationState(id) != nil else { throw OutboxError.operationNotFound(id) }
-        let events = try await writer.append([JournalStore.Draft(operationID: id, body: body)])
+        let events = try await room.append([JournalStore.Draft(operationID: id, body: body)], whenFull: .reserve)
         await worker.becameDue(at: configuration.clock.now(), because: .retryRequested)
         return events
     }

@@ -92,7 +92,7 @@ public final class Outbox: Sendable {
         self.room = room
         let attempts = ReplayAttempt(store: store, room: room, transport: transport, configuration: configuration, log: log)
         self.attempts = attempts
-        self.replayPass = ReplayPass(store: store, writer: writer, attempts: attempts, configuration: configuration, log: log)
+        self.replayPass = ReplayPass(store: store, room: room, attempts: attempts, configuration: configuration, log: log)
         self.worker = ReplayWorker(pass: replayPass, clock: configuration.clock)
         do {
             try Self.recordOpening(store: store, writer: writer, appVersion: configuration.appVersion, timeZone: configuration.clock.timeZone, log: log)

@@ -44,15 +44,30 @@ struct JournalRoom: Sendable {
         }
     }
 
-    /// Appends one unit. When the file itself is full (its free pages still held by readers, or
-    /// the disk full), settled rows make room, once; after that the refusal stands.
-    /// - Throws: as ``JournalWriter/append(_:)``.
-    func append(_ unit: [JournalStore.Draft]) async throws -> [JournalEvent] {
+    /// What an append does when the journal's file is full (its free pages still held by
+    /// readers, or the disk full): the one choice every caller of ``append(_:whenFull:)`` makes.
+    enum WhenFull: Sendable {
+        /// Compact every settled row once, then try again; after that the refusal stands. A
+        /// member's write: enqueue, save, revise, a resolution keeping the member's version.
+        case compactOnce
+        /// Refuse at once: the caller does not go on (an `attemptStarted` that is refused leaves
+        /// its row queued and unsent).
+        case refuse
+        /// Write into the room the budget keeps back for the engine's own events (outcomes, a
+        /// person's decisions, sign-out's discards, a pass's bookkeeping), and never compact:
+        /// no compaction runs in the middle of a pass. A file full even so refuses.
+        case reserve
+    }
+
+    /// Appends one unit, as one commit's part: its events land together or not at all.
+    /// - Throws: as ``JournalWriter/append(_:)``; ``OutboxError/storageFull(limitBytes:errno:)``
+    ///   when the file is full and `whenFull` gave up.
+    func append(_ unit: [JournalStore.Draft], whenFull: WhenFull) async throws -> [JournalEvent] {
         var compacted = false
         while true {
             do {
                 return try await writer.append(unit)
-            } catch OutboxError.storageFull where budget.actionAfterFullFile(compacted: compacted) == .compactFirst {
+            } catch OutboxError.storageFull where whenFull == .compactOnce && budget.actionAfterFullFile(compacted: compacted) == .compactFirst {
                 log.log(.notice, "the journal's file is full: compacting settled rows, then trying once more")
                 await compactSettled(reason: "file_full")
                 compacted = true
@@ -60,11 +75,19 @@ struct JournalRoom: Sendable {
         }
     }
 
+    /// Appends several units, each landing whole or not at all, sharing commits; each unit's
+    /// result in order. Only the engine's own units go several at once, so nothing compacts
+    /// (`whenFull` is ``WhenFull/refuse`` or ``WhenFull/reserve``).
+    func appendEach(_ units: [[JournalStore.Draft]], whenFull: WhenFull) async -> [Result<[JournalEvent], any Error>] {
+        precondition(whenFull != .compactOnce, "a member's write is appended alone")
+        return await writer.appendEach(units)
+    }
+
     /// Compacts every settled operation; a failure is a problem, not an error: the write that
     /// asked for room is then measured or tried as it is.
     private func compactSettled(reason: String) async {
         do {
-            _ = try await Compactor(store: store, writer: writer, log: log).compact(before: .distantFuture, reason: reason)
+            _ = try await Compactor(store: store, writer: writer, log: log).compact(.everySettled, reason: reason)
         } catch {
             log.problem(.compactionFailed, "compacting settled rows to make room failed", error: error, [EngineLog.Key.reason: .string(reason)])
         }

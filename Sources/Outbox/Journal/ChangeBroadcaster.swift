@@ -27,21 +27,35 @@ public struct OutboxChange: Sendable, Equatable {
 
 /// Hands every commit's change to each subscriber's stream.
 final class ChangeBroadcaster: Sendable {
-    private let subscribers = Mutex<[Int: AsyncStream<OutboxChange>.Continuation]>([:])
+    private struct Subscribers {
+        var streams: [Int: AsyncStream<OutboxChange>.Continuation] = [:]
+        /// Set once the outbox closed: a stream asked for later ends at once.
+        var isFinished = false
+    }
+
+    private let subscribers = Mutex(Subscribers())
     private let nextID = Atomic<Int>(0)
 
     func subscribe() -> AsyncStream<OutboxChange> {
         let (stream, continuation) = AsyncStream.makeStream(of: OutboxChange.self)
         let id = nextID.add(1, ordering: .relaxed).newValue
-        subscribers.withLock { $0[id] = continuation }
+        let open = subscribers.withLock { subscribers in
+            guard !subscribers.isFinished else { return false }
+            subscribers.streams[id] = continuation
+            return true
+        }
+        guard open else {
+            continuation.finish()
+            return stream
+        }
         continuation.onTermination = { [weak self] _ in
-            _ = self?.subscribers.withLock { $0.removeValue(forKey: id) }
+            _ = self?.subscribers.withLock { $0.streams.removeValue(forKey: id) }
         }
         return stream
     }
 
     func publish(_ events: [JournalEvent]) {
-        let continuations = subscribers.withLock { $0.isEmpty ? [] : Array($0.values) }
+        let continuations = subscribers.withLock { $0.streams.isEmpty ? [] : Array($0.streams.values) }
         // Nobody listening: the change is not even built.
         guard !continuations.isEmpty, let change = OutboxChange(events: events) else { return }
         for continuation in continuations {
@@ -52,8 +66,9 @@ final class ChangeBroadcaster: Sendable {
     /// Ends every stream: the outbox closed.
     func finish() {
         let all = subscribers.withLock { subscribers in
-            defer { subscribers.removeAll() }
-            return Array(subscribers.values)
+            subscribers.isFinished = true
+            defer { subscribers.streams.removeAll() }
+            return Array(subscribers.streams.values)
         }
         for continuation in all { continuation.finish() }
     }

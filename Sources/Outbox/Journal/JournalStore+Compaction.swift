@@ -9,16 +9,16 @@ extension JournalStore {
     /// How many operations one compaction transaction (and one `compacted` event) takes at most.
     static let compactionChunk = 500
 
-    /// Settled operations (synced, withdrawn, discarded) whose last change came before `horizon`
-    /// and whose events are still in the journal, oldest first.
-    func compactable(before horizon: Date, limit: Int) throws(OutboxError) -> [OperationID] {
+    /// Settled operations (synced, withdrawn, discarded) that `takes` selects and whose events
+    /// are still in the journal, oldest first.
+    func compactable(limit: Int, where takes: (OperationState) -> Bool) throws(OutboxError) -> [OperationID] {
         let schema = self.schema
         return try read { txn in
             var ids: [(JournalSequence, OperationID)] = []
             for status in OutboxStatus.allCases where status.isTerminal {
                 try txn.scan(schema.byStatus, leading: JournalCodec.StatusKey.leading(status)) { entry in
                     let id = try entry.value()
-                    if let state = try schema.state(id, in: txn), state.compactedAt == nil, state.changedAt < horizon {
+                    if let state = try schema.state(id, in: txn), state.compactedAt == nil, takes(state) {
                         ids.append((state.firstSeq, id))
                     }
                     return .next

@@ -19,7 +19,62 @@ enum Projection {
         case syncTab
         case byStatus
 
-        /// Stores `id` under a key the index's codec encoded.
+        // MARK: The rule of each index, stated once
+
+        /// Whether `state` has an entry in this index.
+        func holds(_ state: OperationState) -> Bool {
+            switch self {
+            case .byStatus: true
+            case .schedule: state.status == .queued
+            case .lanes: !state.status.isTerminal
+            case .syncTab: tabGroup(of: state.status) != nil
+            }
+        }
+
+        /// Appends `state`'s key in this index (without the table's prefix) to `bytes`, through
+        /// the index's codec. Only for a state the index ``holds(_:)``.
+        func encodeKey(of state: OperationState, into bytes: inout [UInt8]) {
+            switch self {
+            case .byStatus:
+                JournalCodec.StatusKey.encode((state.status, state.firstSeq), into: &bytes)
+            case .schedule:
+                JournalCodec.ScheduleKey.encode((state.nextAttemptAt, state.firstSeq), into: &bytes)
+            case .lanes:
+                // A correction takes the place of the row it replaces: its lane position, not its own seq.
+                JournalCodec.LaneKey.encode(laneOf: state, into: &bytes)
+            case .syncTab:
+                if let group = tabGroup(of: state.status) {
+                    JournalCodec.TabKey.encode((group, state.category, state.latestSeq), into: &bytes)
+                }
+            }
+        }
+
+        /// Whether two states that both have an entry have the same key: compared field by
+        /// field, so that an unchanged key is never encoded on the hot path.
+        func sameKey(_ before: OperationState, _ after: OperationState) -> Bool {
+            switch self {
+            case .byStatus: before.status == after.status && before.firstSeq == after.firstSeq
+            case .schedule: before.nextAttemptAt == after.nextAttemptAt && before.firstSeq == after.firstSeq
+            // A lane is its operation's business and entity (or its id), which never change.
+            case .lanes: before.laneSeq == after.laneSeq
+            case .syncTab: tabGroup(of: before.status) == tabGroup(of: after.status) && before.category == after.category
+                && before.latestSeq == after.latestSeq
+            }
+        }
+
+        /// The index's table in `state`.
+        func table(in schema: JournalSchema) -> StoredTable {
+            switch self {
+            case .byStatus: StoredTable(schema.byStatus)
+            case .schedule: StoredTable(schema.schedule)
+            case .lanes: StoredTable(schema.lanes)
+            case .syncTab: StoredTable(schema.syncTab)
+            }
+        }
+
+        // MARK: Storing
+
+        /// Stores `id` under a key the index's codec encoded (without the table's prefix).
         func put(_ encodedKey: UnsafeRawBufferPointer, _ id: OperationID, schema: JournalSchema, in txn: borrowing LMDBTransaction,
                  flags: LMDBPutFlags = []) throws {
             try withUnsafeBytes(of: id.uuid.uuid) { value in
@@ -32,59 +87,29 @@ enum Projection {
             }
         }
 
-        func delete(_ encodedKey: [UInt8], schema: JournalSchema, in txn: borrowing LMDBTransaction) throws {
-            switch self {
-            case .byStatus: try txn.delete(schema.byStatus, encodedKey: encodedKey)
-            case .schedule: try txn.delete(schema.schedule, encodedKey: encodedKey)
-            case .lanes: try txn.delete(schema.lanes, encodedKey: encodedKey)
-            case .syncTab: try txn.delete(schema.syncTab, encodedKey: encodedKey)
-            }
-        }
-
         /// Its database and key prefix, as a rebuild and `verify` see it: a map of bytes.
-        func storage(in schema: JournalSchema) -> StoredTable {
-            switch self {
-            case .byStatus: StoredTable(schema.byStatus)
-            case .schedule: StoredTable(schema.schedule)
-            case .lanes: StoredTable(schema.lanes)
-            case .syncTab: StoredTable(schema.syncTab)
-            }
-        }
+        func storage(in schema: JournalSchema) -> StoredTable { table(in: schema) }
     }
 
-    /// What one operation state puts in the indexes, each key as its index's codec encodes it.
+    /// What one operation state puts in the indexes, each key as its index's codec encodes it:
+    /// derived from each index's rule (``Index/holds(_:)``, ``Index/encodeKey(of:into:)``).
     struct Footprint {
-        var byStatus: [UInt8]
-        var schedule: [UInt8]?
-        var lane: [UInt8]?
-        var syncTab: [UInt8]?
+        private var keys: [Index: [UInt8]] = [:]
 
-        /// Its key in `index`, if it has one there.
-        func key(in index: Index) -> [UInt8]? {
-            switch index {
-            case .byStatus: byStatus
-            case .schedule: schedule
-            case .lanes: lane
-            case .syncTab: syncTab
+        init(of state: OperationState) {
+            for index in Index.allCases where index.holds(state) {
+                var key: [UInt8] = []
+                index.encodeKey(of: state, into: &key)
+                keys[index] = key
             }
         }
+
+        /// Its key in `index`, if it has one there.
+        func key(in index: Index) -> [UInt8]? { keys[index] }
     }
 
     /// The index keys of a state (its counters are ``JournalCounters/add(_:sign:)``'s).
-    static func footprint(of state: OperationState) -> Footprint {
-        var footprint = Footprint(byStatus: JournalCodec.StatusKey.bytes((state.status, state.firstSeq)))
-        if state.status == .queued {
-            footprint.schedule = JournalCodec.ScheduleKey.bytes((state.nextAttemptAt, state.firstSeq))
-        }
-        if !state.status.isTerminal {
-            // A correction takes the place of the row it replaces: its lane position, not its own seq.
-            footprint.lane = JournalCodec.LaneKey.bytes((state.lane, state.laneSeq))
-        }
-        if let group = tabGroup(of: state.status) {
-            footprint.syncTab = JournalCodec.TabKey.bytes((group, state.category, state.latestSeq))
-        }
-        return footprint
-    }
+    static func footprint(of state: OperationState) -> Footprint { Footprint(of: state) }
 
     static func tabGroup(of status: OutboxStatus) -> JournalSchema.TabGroup? {
         if status == .conflicted { return .conflicted }
@@ -144,50 +169,32 @@ enum Projection {
     ) throws {
         scratch.state.removeAll()
         StateCodec.encode(after, into: &scratch.state)
-        // Every key is built in the scratch buffer, its table's prefix first, and written
-        // straight to `state`: no key array, no generic path between here and LMDB.
+        // Every key is built in the scratch buffer by its table's codec, the table's prefix
+        // first, and written straight to `state`: no key array, no generic path to LMDB.
         let database = schema.state
         try withUnsafeBytes(of: after.id.uuid.uuid) { id in
             scratch.key.removeAll(keepingCapacity: true)
-            scratch.key.append(JournalSchema.Prefix.operations)
-            scratch.key.append(contentsOf: id)
+            scratch.key.append(contentsOf: schema.operations.prefix)
+            JournalCodec.ID.encode(after.id, into: &scratch.key)
             try scratch.key.withUnsafeBytes { key in
                 try scratch.state.bytes.withUnsafeBytes { value in try txn.put(database, key: key, value: value) }
             }
-            // Each index: its entry's key before and after, written only when they differ.
-            func update(_ prefix: UInt8, had: Bool, has: Bool, same: Bool, _ encode: (OperationState, inout [UInt8]) -> Void) throws {
-                guard !(had && has && same) else { return }
+            // Each index: its entry before and after, by its own rule, written only when they differ.
+            for index in Index.allCases {
+                let (had, has) = (before.map(index.holds) ?? false, index.holds(after))
+                if had, has, let before, index.sameKey(before, after) { continue }
+                let prefix = index.table(in: schema).prefix
                 if had, let before {
                     scratch.key.removeAll(keepingCapacity: true)
-                    scratch.key.append(prefix)
-                    encode(before, &scratch.key)
+                    scratch.key.append(contentsOf: prefix)
+                    index.encodeKey(of: before, into: &scratch.key)
                     try scratch.key.withUnsafeBytes { _ = try txn.delete(database, key: $0) }
                 }
                 if has {
                     scratch.key.removeAll(keepingCapacity: true)
-                    scratch.key.append(prefix)
-                    encode(after, &scratch.key)
+                    scratch.key.append(contentsOf: prefix)
+                    index.encodeKey(of: after, into: &scratch.key)
                     try scratch.key.withUnsafeBytes { try txn.put(database, key: $0, value: id) }
-                }
-            }
-            try update(JournalSchema.Prefix.byStatus, had: before != nil, has: true,
-                       same: before?.status == after.status && before?.firstSeq == after.firstSeq) { state, key in
-                JournalCodec.StatusKey.encode((state.status, state.firstSeq), into: &key)
-            }
-            try update(JournalSchema.Prefix.schedule, had: before?.status == .queued, has: after.status == .queued,
-                       same: before?.nextAttemptAt == after.nextAttemptAt && before?.firstSeq == after.firstSeq) { state, key in
-                JournalCodec.ScheduleKey.encode((state.nextAttemptAt, state.firstSeq), into: &key)
-            }
-            // A lane is its operation's business and entity (or its id), which never change.
-            try update(JournalSchema.Prefix.lanes, had: before.map { !$0.status.isTerminal } ?? false, has: !after.status.isTerminal,
-                       same: before?.laneSeq == after.laneSeq) { state, key in
-                JournalCodec.LaneKey.encode(laneOf: state, into: &key)
-            }
-            let (oldGroup, newGroup) = (before.flatMap { tabGroup(of: $0.status) }, tabGroup(of: after.status))
-            try update(JournalSchema.Prefix.syncTab, had: oldGroup != nil, has: newGroup != nil,
-                       same: oldGroup == newGroup && before?.category == after.category && before?.latestSeq == after.latestSeq) { state, key in
-                if let group = tabGroup(of: state.status) {
-                    JournalCodec.TabKey.encode((group, state.category, state.latestSeq), into: &key)
                 }
             }
         }

@@ -93,4 +93,13 @@ extension EngineLog {
     static func moment(_ date: Date) -> OutboxLogger.MetadataValue {
         .string(date.formatted(.iso8601))
     }
+
+    /// An attempt's outcome in the log's words: `response(201)`, `no_response(offline)`, `not_sent`.
+    static func describe(_ outcome: AttemptOutcome) -> String {
+        switch outcome {
+        case .response(let statusCode): "response(\(statusCode))"
+        case .noResponse(let failure): "no_response(\(failure.rawValue))"
+        case .notSent: "not_sent"
+        }
+    }
 }

@@ -42,10 +42,10 @@ struct BatchAttempt: Sendable {
             return ids.map { ($0, reports[$0] ?? .skipped) }
         }
         let held = ready.map(\.state.id)
-        let sent = await attempts.holding(held) { () async -> [OperationID: ReplayAttempt.Report] in
-            let startedAt = configuration.clock.now()
+        let sent = await attempts.inFlight.holding(held) { () async -> [OperationID: ReplayAttempt.Report] in
+            let startedAt = attempts.moment()
             // Every start is durable before the batch leaves; a row whose start fails stays out.
-            let results = await attempts.room.writer.appendEach(ready.map(\.started))
+            let results = await attempts.room.appendEach(ready.map(\.started), whenFull: .refuse)
             var started: [ReplayAttempt.Prepared] = []
             var reports: [OperationID: ReplayAttempt.Report] = [:]
             for (prepared, result) in zip(ready, results) {
@@ -132,7 +132,7 @@ struct BatchAttempt: Sendable {
 
     /// Records every row's outcome, together so that they share commits; a 401 pauses the worker
     /// once for the whole batch.
-    private func record(_ chunk: [ReplayAttempt.Prepared], answers: [OperationID: TransportResult], startedAt: Date,
+    private func record(_ chunk: [ReplayAttempt.Prepared], answers: [OperationID: TransportResult], startedAt: DeviceMoment,
                         pausePending: inout Bool) async -> [OperationID: ReplayAttempt.Report] {
         var pauser: OperationID?
         if pausePending, let first = chunk.first(where: { answers[$0.state.id].map(Self.isUnauthorized) ?? false }) {

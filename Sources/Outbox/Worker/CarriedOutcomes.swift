@@ -9,15 +9,15 @@ import Synchronization
 /// else (the network, the schedule, the end of the pass), so an outcome never waits on a
 /// request in flight.
 final class CarriedOutcomes: Sendable {
-    private let waiting = Mutex<[ReplayAttempt.OutcomeDraft]>([])
+    private let waiting = Mutex<[OutcomeRecorder.Draft]>([])
 
     /// Leaves an outcome for the next start.
-    func carry(_ draft: ReplayAttempt.OutcomeDraft) {
+    func carry(_ draft: OutcomeRecorder.Draft) {
         waiting.withLock { $0.append(draft) }
     }
 
     /// Everything waiting, which the caller now commits.
-    func take() -> [ReplayAttempt.OutcomeDraft] {
+    func take() -> [OutcomeRecorder.Draft] {
         waiting.withLock { drafts in
             defer { drafts = [] }
             return drafts

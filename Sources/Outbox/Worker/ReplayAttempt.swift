@@ -16,12 +16,12 @@ final class ReplayAttempt: Sendable {
     let transport: any OutboxTransport
     let configuration: OutboxConfiguration
     let log: EngineLog
+    /// Rows with an attempt in flight or an outcome not yet committed: never abandoned.
+    let inFlight = InFlightRows()
+    let sessions: SessionRecorder
+    let outcomes: OutcomeRecorder
     /// Set once the worker is stopped (sign-out): no row is started after it.
     private let stopped = Atomic<Bool>(false)
-    /// Rows whose attempt this process has in flight, or whose outcome waits to be committed with
-    /// the next start (counted: a row may be both for a moment). A syncing row not in it lost its
-    /// outcome (the commit recording it failed) and is abandoned by the next pass.
-    private let inFlight = Mutex<[OperationID: Int]>([:])
 
     init(store: JournalStore, room: JournalRoom, transport: any OutboxTransport, configuration: OutboxConfiguration, log: EngineLog) {
         self.store = store
@@ -29,6 +29,8 @@ final class ReplayAttempt: Sendable {
         self.transport = transport
         self.configuration = configuration
         self.log = log
+        sessions = SessionRecorder(store: store, room: room, configuration: configuration, log: log)
+        outcomes = OutcomeRecorder(store: store, room: room, inFlight: inFlight, log: log)
     }
 
     private var clock: any OutboxClock { configuration.clock }
@@ -39,29 +41,6 @@ final class ReplayAttempt: Sendable {
     }
 
     var isStopped: Bool { stopped.load(ordering: .acquiring) }
-
-    /// The rows whose attempt is in flight in this process now.
-    var rowsInFlight: Set<OperationID> { inFlight.withLock { Set($0.keys) } }
-
-    /// Marks `ids` in flight while `body` runs: a pass never abandons an attempt it holds.
-    func holding<R>(_ ids: [OperationID], _ body: () async -> R) async -> R {
-        hold(ids)
-        defer { letGo(ids) }
-        return await body()
-    }
-
-    private func hold(_ ids: [OperationID]) {
-        inFlight.withLock { held in for id in ids { held[id, default: 0] += 1 } }
-    }
-
-    private func letGo(_ ids: [OperationID]) {
-        inFlight.withLock { held in
-            for id in ids {
-                let count = (held[id] ?? 1) - 1
-                held[id] = count > 0 ? count : nil
-            }
-        }
-    }
 
     /// What became of one attempt.
     enum Report {
@@ -121,20 +100,22 @@ final class ReplayAttempt: Sendable {
         }
         guard let snapshot, snapshot.state.status == .queued else { return .done(.skipped) }
         let state = snapshot.state
-        // Nothing is ever sent under another identity, or while a 401 has paused the worker.
+        // Nothing is ever sent under another identity, or while a 401 has paused the worker:
+        // the eligibility rule's engine part, with the session asked now.
         let observation = SessionObservation(signedIn: account, journalAccount: state.account)
         // Who is signed in is recorded once per change, so an audit can explain a delay.
-        let sessionChange: [JournalStore.Draft] = observation == snapshot.engine.session || !recordsSessionChange
-            ? [] : [JournalStore.Draft(operationID: nil, body: .sessionChanged(SessionChanged(observation: observation)))]
-        guard observation == .signedIn else {
-            log.log(.info, "pass halted: no session for the journal's account", [
-                EngineLog.Key.operation: .string(id.description),
-                EngineLog.Key.reason: .string(observation == .signedOut ? "signed_out" : "other_account"),
-            ])
-            if !sessionChange.isEmpty { await recordSessionChange(sessionChange) }
+        let sessionChange = recordsSessionChange ? sessions.change(to: observation, recorded: snapshot.engine.session) : []
+        let engine = Eligibility.Engine(isPaused: snapshot.engine.isPaused, pausedAt: snapshot.engine.pausedAt, session: observation)
+        if Eligibility.engineHold(engine) != nil {
+            if observation != .signedIn {
+                log.log(.info, "pass halted: no session for the journal's account", [
+                    EngineLog.Key.operation: .string(id.description),
+                    EngineLog.Key.reason: .string(observation == .signedOut ? "signed_out" : "other_account"),
+                ])
+                await sessions.record(sessionChange)
+            }
             return .done(.halted)
         }
-        guard !snapshot.engine.isPaused else { return .done(.halted) }
 
         let attempt = AttemptNumber(rawValue: state.attemptCount + 1)
         let started = sessionChange + [JournalStore.Draft(operationID: id, body: .attemptStarted(AttemptStarted(attempt: attempt, trigger: trigger)))]
@@ -143,7 +124,8 @@ final class ReplayAttempt: Sendable {
                 outcome: .notSent, disposition: .blocked, errorCode: ErrorCode.payloadCorrupt,
                 errorMessage: "The saved change was damaged on this device and was not sent. Someone needs to look at it."
             )
-            return .done(await record(corrupt, attempt: attempt, state: state, response: nil, before: started))
+            let plan = OutcomePlanner.plan(.notSent(corrupt), planningFacts(state, attempt: attempt, startedAt: moment()))
+            return .done(await record(plan, state: state, response: nil, before: started))
         }
         return .ready(Prepared(state: state, payload: payload, attempt: attempt, started: started))
     }
@@ -157,7 +139,7 @@ final class ReplayAttempt: Sendable {
     ///   - carry: where this attempt's own outcome waits for the next start, instead of being
     ///     committed at once; `nil` commits it at once.
     func send(_ id: OperationID, trigger: WakeReason, withdrawOnRejection: Bool = false,
-              carrying: [OutcomeDraft] = [], carry: CarriedOutcomes? = nil) async -> Report {
+              carrying: [OutcomeRecorder.Draft] = [], carry: CarriedOutcomes? = nil) async -> Report {
         guard !isStopped else {
             await commit(carrying)
             return .halted
@@ -170,8 +152,8 @@ final class ReplayAttempt: Sendable {
             await commit(carrying)
             return report
         }
-        return await holding([id]) {
-            let startedAt = clock.now()
+        return await inFlight.holding([id]) {
+            let startedAt = moment()
             do {
                 try await start(prepared, carrying: carrying)
             } catch {
@@ -183,7 +165,8 @@ final class ReplayAttempt: Sendable {
                 result = .response(try await transport.send(TransportRequest(stored: prepared.state, payload: prepared.payload)))
             } catch let refusal as UnsendableEndpoint {
                 // Nothing was sent, and retrying cannot change the stored endpoint: a person decides.
-                return await record(refusal.classification, attempt: prepared.attempt, state: prepared.state, response: nil)
+                let plan = OutcomePlanner.plan(.notSent(refusal.classification), planningFacts(prepared.state, attempt: prepared.attempt, startedAt: startedAt))
+                return await record(plan, state: prepared.state, response: nil)
             } catch {
                 result = .noResponse(TransportFailure(error))
             }
@@ -195,23 +178,23 @@ final class ReplayAttempt: Sendable {
     /// the same commit. When that commit fails, each part is tried alone, through the journal's
     /// room (which compacts a full file once): an outcome never depends on the next start.
     /// - Throws: when the start could not be recorded: the row is not sent.
-    private func start(_ prepared: Prepared, carrying: [OutcomeDraft]) async throws {
+    private func start(_ prepared: Prepared, carrying: [OutcomeRecorder.Draft]) async throws {
         guard !carrying.isEmpty else {
-            // A file found full gets one compaction of settled rows first.
-            _ = try await room.append(prepared.started)
+            // A full file refuses the start: the row is not sent, and no compaction runs mid-pass.
+            _ = try await room.append(prepared.started, whenFull: .refuse)
             return
         }
-        let results = await room.writer.appendEach(carrying.map(\.unit) + [prepared.started])
+        let results = await room.appendEach(carrying.map(\.unit) + [prepared.started], whenFull: .reserve)
         for (draft, result) in zip(carrying, results) {
             if case .success(let events) = result {
-                committed(draft, events: events)
-                letGo([draft.id])
+                outcomes.committed(draft, events: events)
+                inFlight.letGo([draft.id])
             } else {
-                await commit([draft])
+                await outcomes.commit([draft])
             }
         }
         if case .failure = results[carrying.count] {
-            _ = try await room.append(prepared.started)
+            _ = try await room.append(prepared.started, whenFull: .refuse)
         }
     }
 
@@ -221,85 +204,39 @@ final class ReplayAttempt: Sendable {
                     error: error, operation: prepared.state.id, [EngineLog.Key.attempt: "\(prepared.attempt.rawValue)"])
     }
 
-    /// Classifies what one attempt got, applies the retry policy's limits and the type's
-    /// conflict rule, and records the outcome.
+    /// Plans what one attempt got (``OutcomePlanner``: classification, the retry policy's limits,
+    /// withdrawal on save, the type's conflict rule, the pause) and records it.
     /// - Parameter carry: where the outcome waits for the next start; `nil` commits it at once.
-    func finish(_ prepared: Prepared, result: TransportResult, startedAt: Date, withdrawOnRejection: Bool = false,
+    func finish(_ prepared: Prepared, result: TransportResult, startedAt: DeviceMoment, withdrawOnRejection: Bool = false,
                 pausesWorker: Bool = true, carry: CarriedOutcomes? = nil) async -> Report {
-        let state = prepared.state
-        let attempt = prepared.attempt
-        var classification = DispositionTable.classify(result, policy: configuration.sendingPolicy(for: state.operationType).replay, now: clock.now())
-        if classification.disposition == .transientFailure,
-            configuration.retryPolicy.givesUp(
-                attempts: attempt.rawValue - state.retryEpochAttempts,
-                firstAttemptAt: state.retryEpochStartedAt ?? startedAt,
-                now: clock.now()
-            )
-        {
-            // Past the policy's limits: a person decides (retry starts the limits over).
-            classification.disposition = .gaveUp
-            classification.errorMessage = "This change could not be sent after \(attempt.rawValue - state.retryEpochAttempts) attempts"
-                + " (the last: \(classification.errorMessage ?? "no answer")). Try again, or discard it."
-            classification.errorCode = ErrorCode.gaveUp
-            classification.retryAfter = nil
-        }
-        var withdrawal: [JournalStore.Draft] = []
-        if withdrawOnRejection, classification.disposition == .rejected {
-            withdrawal.append(JournalStore.Draft(operationID: state.id, body: .withdrawn(Withdrawn(
-                errorCode: classification.errorCode ?? ErrorCode.validationFailed,
-                errorMessage: classification.errorMessage ?? "The server refused this change."
-            ))))
-        }
+        var facts = planningFacts(prepared.state, attempt: prepared.attempt, startedAt: startedAt)
+        facts.withdrawOnRejection = withdrawOnRejection
+        facts.pausesWorker = pausesWorker
+        let plan = OutcomePlanner.plan(.transport(result), facts)
         let response: TransportResponse? = if case .response(let value) = result { value } else { nil }
-        return await record(classification, attempt: attempt, state: state, response: response,
-                            after: withdrawal + conflictDecision(classification, state: state), pausesWorker: pausesWorker, carry: carry)
+        return await record(plan, state: prepared.state, response: response, carry: carry)
     }
 
-    /// What the type's conflict rule decides for a conflicted answer, as events in the same
-    /// commit as the outcome: nothing (the member decides), the server's version (discarded), or
-    /// the same operation sent again against the server's revision (rebased).
-    private func conflictDecision(_ classification: Classification, state: OperationState) -> [JournalStore.Draft] {
-        guard classification.disposition == .conflicted else { return [] }
-        switch configuration.conflictRule(for: state.operationType) {
-        case .askMember:
-            return []
-        case .serverWins:
-            return [JournalStore.Draft(operationID: state.id, body: .discarded(Discarded(requestedBy: .rule, reason: .serverWon)))]
-        case .rebase(let maxTimes):
-            guard state.rebaseCount < maxTimes, let revision = classification.serverRevision,
-                OutboxRequest.revisionProblem(revision) == nil
-            else { return [] }
-            return [JournalStore.Draft(operationID: state.id, body: .rebased(Rebased(baseRevision: revision)))]
-        }
+    /// What the planner reads of a row and of the engine's rules for its type.
+    /// This moment as the device reads it: the wall clock and the uptime.
+    func moment() -> DeviceMoment {
+        DeviceMoment(wall: clock.now(), uptime: clock.uptime())
     }
 
-    /// Records who is signed in when it differs from what the journal last recorded. A pass calls
-    /// it first, so that a pass with nothing to start (every queued row waiting on a dependency,
-    /// say) still records a sign-in or a sign-out, and what a queued row is said to wait for
-    /// never names a session that has come back or gone.
-    func recordSessionIfChanged() async {
-        let account = await configuration.session.currentAccount()
-        let observation = SessionObservation(signedIn: account, journalAccount: configuration.account)
-        let schema = store.schema
-        let recorded: SessionObservation
-        do {
-            recorded = try store.read { txn in try schema.engineState(in: txn).session }
-        } catch {
-            log.problem(.journalRead, "could not read who was last recorded signed in; the next attempt records it", error: error)
-            return
-        }
-        guard observation != recorded else { return }
-        await recordSessionChange([JournalStore.Draft(operationID: nil, body: .sessionChanged(SessionChanged(observation: observation)))])
-    }
-
-    /// Records who the worker found signed in (once per change); a failure is logged and the
-    /// next pass records it.
-    private func recordSessionChange(_ change: [JournalStore.Draft]) async {
-        do {
-            _ = try await room.writer.append(change)
-        } catch {
-            log.problem(.factNotRecorded, "could not record who is signed in; the next pass tries again", error: error)
-        }
+    /// What the planner reads of a row and of the engine's rules for its type. The retry
+    /// epoch's age is measured by the device's uptime (``DeviceMoment``), from the epoch's first
+    /// attempt, or this one's start when it is the first.
+    private func planningFacts(_ state: OperationState, attempt: AttemptNumber, startedAt: DeviceMoment) -> OutcomePlanner.Facts {
+        let now = moment()
+        let policy = configuration.sendingPolicy(for: state.operationType)
+        let age = DeviceMoment.elapsed(from: state.retryEpochStart ?? startedAt, to: now,
+                                       bootGapCapSeconds: configuration.retryPolicy.maxDelaySeconds)
+        return OutcomePlanner.Facts(
+            operation: state.id, attempt: attempt, retryEpochAttempts: state.retryEpochAttempts,
+            retryEpochAgeSeconds: age,
+            rebaseCount: state.rebaseCount, replay: policy.replay, conflictRule: policy.conflictRule,
+            retryPolicy: configuration.retryPolicy, now: now.wall
+        )
     }
 
     /// The stored payload when it reads and matches the hash recorded at enqueue; `nil` (logged
@@ -319,113 +256,17 @@ final class ReplayAttempt: Sendable {
         }
     }
 
-    /// An attempt's outcome drafted: its unit of events and what to log once it is committed.
-    struct OutcomeDraft: Sendable {
-        var id: OperationID
-        /// `attemptFinished` with the events that land with it.
-        var unit: [JournalStore.Draft]
-        var metadata: OutboxLogger.Metadata
-        /// Whether the unit pauses the worker (a 401).
-        var pauses: Bool
-        var classification: Classification
-        var errorCode: String? { classification.errorCode }
-    }
-
-    /// Appends `attemptFinished` between `before` and `after`, with the engine's pause when the
-    /// answer was 401, as one unit: they land together or not at all. With a `carry`, an outcome
-    /// that does not pause the worker waits there for the next start's commit instead.
-    private func record(
-        _ classification: Classification,
-        attempt: AttemptNumber,
-        state: OperationState,
-        response: TransportResponse?,
-        before: [JournalStore.Draft] = [],
-        after: [JournalStore.Draft] = [],
-        pausesWorker: Bool = true,
-        carry: CarriedOutcomes? = nil
-    ) async -> Report {
-        let now = clock.now()
-        let nextAttemptAt = classification.disposition == .transientFailure
-            ? configuration.retryPolicy.nextAttempt(afterAttempt: attempt, of: state.id, now: now, retryAfter: classification.retryAfter)
-            : nil
-        var stored = AttemptFinished(attempt: attempt, classification, nextAttemptAt: nextAttemptAt)
-        if let current = classification.serverCurrent, let sealing = store.schema.sealing.sealing {
-            // The server's record is the member's data too: sealed like a payload at rest.
-            stored.sealedServerCurrent = sealing.sealServerCurrent(current, id: state.id)
-        }
-        let finished = JournalStore.Draft(operationID: state.id, body: .attemptFinished(stored))
-        var unit = before + [finished] + after
-        let pauses = classification.disposition == .unauthorized && pausesWorker
-        if pauses {
-            unit.append(JournalStore.Draft(operationID: nil, body: .sessionPaused(SessionPaused(
-                reason: classification.errorCode ?? ErrorCode.unauthorized, triggeredBy: state.id
-            ))))
-        }
-        var metadata: OutboxLogger.Metadata = [
-            EngineLog.Key.operation: .string(state.id.description),
-            EngineLog.Key.operationType: .string(state.operationType),
-            EngineLog.Key.attempt: "\(attempt.rawValue)",
-            EngineLog.Key.disposition: .string(classification.disposition.rawValue),
-            EngineLog.Key.outcome: .string(Self.describe(classification.outcome)),
-        ]
-        if let code = classification.errorCode { metadata[EngineLog.Key.errorCode] = .string(code) }
-        if let statusCode = response?.statusCode { metadata[EngineLog.Key.statusCode] = "\(statusCode)" }
-        if let nextAttemptAt { metadata[EngineLog.Key.nextAttemptAt] = EngineLog.moment(nextAttemptAt) }
-        let draft = OutcomeDraft(id: state.id, unit: unit, metadata: metadata, pauses: pauses, classification: classification)
-        let report = Report.finished(classification, response, operationType: state.operationType)
-        if let carry, !pauses {
-            // Held in flight until committed: no pass abandons it meanwhile.
-            hold([state.id])
-            carry.carry(draft)
-            return report
-        }
-        return await commit(draft) ? report : .unrecorded
+    /// Records a planned outcome, after `before`; with a `carry`, one that does not pause the
+    /// worker waits there for the next start's commit instead.
+    private func record(_ plan: OutcomePlanner.Plan, state: OperationState, response: TransportResponse?,
+                        before: [JournalStore.Draft] = [], carry: CarriedOutcomes? = nil) async -> Report {
+        let draft = outcomes.draft(plan, of: state, statusCode: response?.statusCode, before: before)
+        let recorded = await outcomes.record(draft, carry: carry)
+        return recorded ? .finished(plan.classification, response, operationType: state.operationType) : .unrecorded
     }
 
     /// Commits outcomes no start took, each alone.
-    func commit(_ drafts: [OutcomeDraft]) async {
-        for draft in drafts {
-            _ = await commit(draft)
-            letGo([draft.id])
-        }
-    }
-
-    /// Commits one outcome; logs it, or the failure to record it.
-    /// - Returns: whether it was recorded.
-    private func commit(_ draft: OutcomeDraft) async -> Bool {
-        do {
-            committed(draft, events: try await room.writer.append(draft.unit))
-            return true
-        } catch {
-            log.problem(.outcomeNotRecorded, "the attempt's outcome could not be recorded; the row stays syncing until the attempt is abandoned and replayed under the same key",
-                        error: error, operation: draft.id, draft.metadata)
-            return false
-        }
-    }
-
-    /// Logs an outcome its commit recorded.
-    private func committed(_ draft: OutcomeDraft, events: [JournalEvent]) {
-        var metadata = draft.metadata
-        metadata[EngineLog.Key.seq] = .string(events.first { $0.kind == .attemptFinished }.map { "\($0.seq)" } ?? "")
-        log.log(.debug, "attempt finished", metadata)
-        if draft.pauses {
-            log.log(.notice, "worker paused: the server answered 401; resumeSession() resumes it", [
-                EngineLog.Key.operation: .string(draft.id.description),
-                EngineLog.Key.errorCode: .string(draft.errorCode ?? ErrorCode.unauthorized),
-                EngineLog.Key.seq: .string(events.last.map { "\($0.seq)" } ?? ""),
-            ])
-        }
-        if draft.classification.outcome == .notSent, draft.errorCode == ErrorCode.endpointUnsendable {
-            log.log(.warning, "row blocked without being sent: its stored endpoint cannot be sent as saved", draft.metadata)
-        }
-    }
-
-    /// An attempt's outcome in the log's words: `response(201)`, `no_response(offline)`, `not_sent`.
-    private static func describe(_ outcome: AttemptOutcome) -> String {
-        switch outcome {
-        case .response(let statusCode): "response(\(statusCode))"
-        case .noResponse(let failure): "no_response(\(failure.rawValue))"
-        case .notSent: "not_sent"
-        }
+    func commit(_ drafts: [OutcomeRecorder.Draft]) async {
+        await outcomes.commit(drafts)
     }
 }

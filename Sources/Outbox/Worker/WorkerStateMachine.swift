@@ -46,14 +46,22 @@ struct WorkerStateMachine {
     }
 
     /// The pass ended; `nextDue` is the earliest scheduled retry it left (nil: none, or paused).
+    ///
+    /// The drain callers it ends are resumed last, after the timer is armed (or the next pass
+    /// started): a caller that reads `nextWake` as `drain()` returns reads this pass's timer.
     mutating func passFinished(nextDue: Date?) -> [Action] {
         precondition(isPassRunning, "a pass finished while none was running")
         isPassRunning = false
-        var actions: [Action] = []
         let done = drainers.filter { $0.pass <= passNumber }.map(\.id)
         drainers.removeAll { $0.pass <= passNumber }
+        var actions = isClosed ? [] : timerOrRerun(nextDue: nextDue)
         if !done.isEmpty { actions.append(.resumeDrainers(done)) }
-        guard !isClosed else { return actions }
+        return actions
+    }
+
+    /// After a pass: the pass asked for meanwhile, or the timer for `nextDue`.
+    private mutating func timerOrRerun(nextDue: Date?) -> [Action] {
+        var actions: [Action] = []
         if let reason = rerun {
             rerun = nil
             actions += startPass(reason)

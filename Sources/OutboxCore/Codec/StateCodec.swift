@@ -78,6 +78,9 @@ package enum StateCodec {
         writer.write(UInt32(state.retryEpochAttempts))
         writer.write(state.retryEpochStartedAt)
         writer.writeOptional(state.endedDependency) { $0.write($1) }
+        // The device's uptime at the retry epoch's start and at the latest event (layout 6).
+        writer.writeOptional(state.retryEpochStartedUptime, writeUptime)
+        writer.writeOptional(state.changedUptime, writeUptime)
         writer.write(UInt32(state.eventSeqs.count))
         for seq in state.eventSeqs { writer.write(seq.rawValue) }
     }
@@ -168,6 +171,8 @@ package enum StateCodec {
         state.endedDependency = try reader.readOptional("ended dependency") { (reader) throws(DecodingProblem) in
             try reader.readOperationID("ended dependency")
         }
+        state.retryEpochStartedUptime = try reader.readOptional("retry epoch uptime", readUptime)
+        state.changedUptime = try reader.readOptional("changed uptime", readUptime)
         let seqCount = Int(try reader.readUInt32("event count"))
         guard seqCount <= reader.remaining / 8 else { throw DecodingProblem("\(seqCount) event seqs in \(reader.remaining) bytes") }
         state.eventSeqs = []
@@ -175,6 +180,18 @@ package enum StateCodec {
         for _ in 0..<seqCount { state.eventSeqs.append(JournalSequence(rawValue: try reader.readUInt64("event seq"))) }
         try reader.expectEnd("the operation state")
         return state
+    }
+
+    private static func writeUptime(_ writer: inout ByteWriter, _ uptime: Uptime) {
+        writer.write(uptime.seconds.bitPattern)
+        withUnsafeBytes(of: uptime.bootID.uuid) { writer.write(raw: $0) }
+    }
+
+    private static func readUptime(_ reader: inout ByteReader) throws(DecodingProblem) -> Uptime {
+        let seconds = Double(bitPattern: try reader.readUInt64("uptime"))
+        let boot = try reader.readRaw(16, "boot id")
+        return Uptime(seconds: seconds, bootID: UUID(uuid: (boot[0], boot[1], boot[2], boot[3], boot[4], boot[5], boot[6], boot[7],
+                                                             boot[8], boot[9], boot[10], boot[11], boot[12], boot[13], boot[14], boot[15])))
     }
 
     package static func encode(_ engine: EngineState) -> [UInt8] {

@@ -49,7 +49,9 @@ package enum Fold {
             guard case .enqueued(let enqueued) = event.body else {
                 throw .illegalTransition(operation: id, status: nil, event: event.kind, reason: "the operation was never enqueued")
             }
-            state = OperationState(id: id, seq: event.seq, recordedAt: event.recordedAt, enqueued: enqueued)
+            var created = OperationState(id: id, seq: event.seq, recordedAt: event.recordedAt, enqueued: enqueued)
+            created.changedUptime = event.uptime
+            state = created
             return
         }
         try apply(event, toExisting: &state!)
@@ -92,7 +94,10 @@ package enum Fold {
             next.status = .syncing
             next.attemptCount = started.attempt.rawValue
             next.lastAttemptAt = event.recordedAt
-            if next.retryEpochStartedAt == nil { next.retryEpochStartedAt = event.recordedAt }
+            if next.retryEpochStartedAt == nil {
+                next.retryEpochStartedAt = event.recordedAt
+                next.retryEpochStartedUptime = event.uptime
+            }
 
         case .attemptFinished(let finished):
             guard next.status == .syncing else { throw illegal("no attempt is in flight") }
@@ -149,6 +154,7 @@ package enum Fold {
             // A person's retry starts the retry policy's limits over.
             next.retryEpochAttempts = next.attemptCount
             next.retryEpochStartedAt = nil
+            next.retryEpochStartedUptime = nil
             next.endedDependency = nil
 
         case .discarded(let discarded):
@@ -218,6 +224,7 @@ package enum Fold {
         next.latestSeq = event.seq
         next.eventSeqs.append(event.seq)
         next.changedAt = event.recordedAt
+        next.changedUptime = event.uptime
     }
 
     /// The states a `compacted` event leaves: one stub per operation whose events it removed.

@@ -70,6 +70,8 @@ public struct OperationState: Sendable, Equatable {
     public var retryEpochAttempts: Int
     /// When the first attempt since then started: the policy's age limit counts from there.
     public var retryEpochStartedAt: Date?
+    /// The device's uptime at that moment: the age is measured by it (``DeviceMoment``).
+    public var retryEpochStartedUptime: Uptime?
     /// The dependency whose chain ended unapplied, for a row blocked by it.
     public var endedDependency: OperationID?
     /// Whether the app gave the operation its id (``OutboxRequest/operationID``).
@@ -84,6 +86,8 @@ public struct OperationState: Sendable, Equatable {
     public var eventSeqs: [JournalSequence]
     /// When its latest event was recorded: the Sync tab's "moment".
     public var changedAt: Date
+    /// The device's uptime then: how long a settled row has been settled is measured by it.
+    public var changedUptime: Uptime?
     /// Whether its events are in the journal, or what a compaction kept of it.
     public var form: Form
 
@@ -197,4 +201,12 @@ public struct OperationState: Sendable, Equatable {
     /// The lane the row is sent in: its entity within its business, or a lane of its own when it
     /// names no entity. Rows of one lane are sent one after another, in journal order.
     public var lane: Lane { Lane(businessID: businessID, entityID: entityID, operation: id) }
+
+    /// When the first attempt of the retry epoch started, as the device recorded it.
+    public var retryEpochStart: DeviceMoment? {
+        retryEpochStartedAt.map { DeviceMoment(wall: $0, uptime: retryEpochStartedUptime) }
+    }
+
+    /// When its latest event was recorded, as the device recorded it.
+    public var changed: DeviceMoment { DeviceMoment(wall: changedAt, uptime: changedUptime) }
 }

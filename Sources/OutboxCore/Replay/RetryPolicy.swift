@@ -76,10 +76,11 @@ public struct RetryPolicy: Sendable, Equatable {
     }
 
     /// Whether a transient failure of attempt `attempts` (counted since the last retry), whose
-    /// first attempt started at `firstAttemptAt`, is past the limits at `now`.
-    public func givesUp(attempts: Int, firstAttemptAt: Date, now: Date) -> Bool {
+    /// first attempt was `ageSeconds` ago (measured as `Docs/events.md` says: by the device's
+    /// uptime within a boot), is past the limits.
+    public func givesUp(attempts: Int, ageSeconds: TimeInterval) -> Bool {
         if let maxAttempts, attempts >= maxAttempts { return true }
-        if let maxAgeSeconds, now.timeIntervalSince(firstAttemptAt) >= maxAgeSeconds { return true }
+        if let maxAgeSeconds, ageSeconds >= maxAgeSeconds { return true }
         return false
     }
 

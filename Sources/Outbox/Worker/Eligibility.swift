@@ -1,0 +1,105 @@
+import Foundation
+import OutboxCore
+
+/// "May this row be sent now?": the one rule, a pure function of facts read in one snapshot.
+///
+/// The worker's pass, an inline save, `OperationSnapshot.waitingOn`, the Sync tab's "Waits for
+/// ..." and `journal-inspect`'s verdict all ask it, so what a member is told a row waits for is
+/// what the worker waits for. The checks, in order:
+///
+/// | facts | answer |
+/// |---|---|
+/// | the row is not queued | ``Verdict/notQueued`` |
+/// | a 401 paused the worker | waiting: ``WaitingOn/sessionPaused(since:)`` |
+/// | nobody signed in / another account | waiting: ``WaitingOn/noSession`` / ``WaitingOn/otherAccount`` |
+/// | the first dependency not synced is neither discarded nor withdrawn (or unknown) | waiting: ``WaitingOn/dependency(_:_:)`` |
+/// | another row heads its lane | waiting: ``WaitingOn/laneHead(_:_:)`` |
+/// | its due moment is after now | waiting: ``WaitingOn/scheduled(_:)`` |
+/// | the first dependency not synced was discarded or withdrawn | ``Verdict/dependencyEnded(_:_:)``: the worker blocks it |
+/// | otherwise | ``Verdict/ready`` |
+///
+/// A dependency is judged by what stands for it now (itself, or the end of the chain of rows
+/// that replaced it). The engine facts are the recorded ones for a read, and the session asked
+/// live for a send (``engineHold(_:)``).
+enum Eligibility {
+    /// Another row, as the rule needs it: its id and status (`nil` when the journal cannot say).
+    struct Row: Sendable, Equatable {
+        var id: OperationID
+        var status: OutboxStatus?
+    }
+
+    /// The engine's side: the pause and who is signed in.
+    struct Engine: Sendable, Equatable {
+        var isPaused: Bool
+        var pausedAt: Date?
+        var session: SessionObservation
+
+        /// Nothing holds the engine: what a caller that checks the session itself passes.
+        static let free = Engine(isPaused: false, pausedAt: nil, session: .signedIn)
+    }
+
+    /// Everything the rule reads about one row.
+    struct Facts: Sendable, Equatable {
+        var id: OperationID
+        var status: OutboxStatus
+        /// When the row is next due; `nil` for due now. The worker passes the moment the
+        /// clock-skew clamp makes of it.
+        var dueAt: Date?
+        /// Each dependency as it stands now, in the order the row names them.
+        var dependencies: [Row] = []
+        /// The first row of its lane not yet terminal; `nil` when none is (or it is this row).
+        var laneHead: Row?
+        var engine: Engine = .free
+        var now: Date
+    }
+
+    /// The rule's answer.
+    enum Verdict: Sendable, Equatable {
+        case ready
+        case waiting(WaitingOn)
+        /// A write it depends on ended without being applied: it can never be sent as it is, and
+        /// the worker blocks it (`dependencyEnded`).
+        case dependencyEnded(OperationID, OutboxStatus)
+        /// Not queued: its status says what it waits for.
+        case notQueued
+
+        /// What a member is told the row waits for: `nil` when it is ready, not queued, or about
+        /// to be blocked (its status says so once the worker has).
+        var waitingOn: WaitingOn? {
+            if case .waiting(let on) = self { on } else { nil }
+        }
+    }
+
+    /// The rule.
+    static func verdict(_ facts: Facts) -> Verdict {
+        guard facts.status == .queued else { return .notQueued }
+        if let hold = engineHold(facts.engine) { return .waiting(hold) }
+        return rowVerdict(facts)
+    }
+
+    /// What holds every row at once: the 401 pause, then the session; `nil` when neither does.
+    static func engineHold(_ engine: Engine) -> WaitingOn? {
+        if engine.isPaused { return .sessionPaused(since: engine.pausedAt) }
+        switch engine.session {
+        case .signedOut: return .noSession
+        case .otherAccount: return .otherAccount
+        case .signedIn: return nil
+        }
+    }
+
+    /// The rule's part about the row itself: its dependencies, its lane, its moment.
+    static func rowVerdict(_ facts: Facts) -> Verdict {
+        guard facts.status == .queued else { return .notQueued }
+        var ended: (OperationID, OutboxStatus)?
+        if let first = facts.dependencies.first(where: { $0.status != .synced }) {
+            switch first.status {
+            case .discarded?, .withdrawn?: ended = (first.id, first.status!)
+            default: return .waiting(.dependency(first.id, first.status))
+            }
+        }
+        if let head = facts.laneHead, head.id != facts.id { return .waiting(.laneHead(head.id, head.status)) }
+        if let due = facts.dueAt, due > facts.now { return .waiting(.scheduled(due)) }
+        if let ended { return .dependencyEnded(ended.0, ended.1) }
+        return .ready
+    }
+}

@@ -1,0 +1,139 @@
+package import Foundation
+
+/// An attempt's outcome decided once: a pure function from what the attempt got to the events
+/// that record it, in order.
+///
+/// The disposition table classifies the answer; then, in this order:
+///
+/// | classification | and | the plan adds |
+/// |---|---|---|
+/// | transient failure | the retry policy's limits reached (attempts, or age since the first attempt of this retry epoch) | the disposition rewritten to gave up (`gave_up`, failed): a person decides |
+/// | transient failure | within the limits | the next attempt's moment (backoff, or a later `Retry-After`) |
+/// | rejected | an inline save (`withdrawOnRejection`) | `withdrawn`, with the server's code and message |
+/// | conflicted | the type's rule: ask the member | nothing: the member decides |
+/// | conflicted | the type's rule: the server wins | `discarded`, by the rule, the server won |
+/// | conflicted | the type's rule: rebase, fewer than its times so far, and a usable server revision | `rebased` onto the server's revision |
+/// | unauthorized | the attempt pauses the worker (`pausesWorker`) | `sessionPaused`, naming the row |
+/// | not sent (a damaged payload, an endpoint that cannot be sent) | - | nothing: recorded as classified |
+///
+/// `attemptFinished` comes first; what the plan adds lands with it, in the same commit. The
+/// fold then applies each event as the status table says: nothing here is decided again.
+package enum OutcomePlanner {
+    /// What an attempt got.
+    package enum Result: Sendable, Equatable {
+        /// The transport's answer, or none.
+        case transport(TransportResult)
+        /// Nothing was sent, for a reason decided before sending.
+        case notSent(Classification)
+    }
+
+    /// What the planner knows of the row and the engine's rules.
+    package struct Facts: Sendable, Equatable {
+        package var operation: OperationID
+        package var attempt: AttemptNumber
+        /// Attempts before this retry epoch (a person's retry starts one).
+        package var retryEpochAttempts: Int
+        /// Seconds since the first attempt of this retry epoch, measured by the clock rule
+        /// (`Docs/events.md`); 0 for the epoch's first attempt.
+        package var retryEpochAgeSeconds: TimeInterval
+        /// Rebases the row has had.
+        package var rebaseCount: Int
+        package var replay: OperationPolicy
+        package var conflictRule: ConflictRule
+        package var retryPolicy: RetryPolicy
+        /// An inline save withdraws a row the server rejects as invalid.
+        package var withdrawOnRejection = false
+        /// Whether a 401 pauses the worker with this outcome (a batch pauses once).
+        package var pausesWorker = true
+        package var now: Date
+
+        package init(operation: OperationID, attempt: AttemptNumber, retryEpochAttempts: Int, retryEpochAgeSeconds: TimeInterval,
+                     rebaseCount: Int, replay: OperationPolicy, conflictRule: ConflictRule, retryPolicy: RetryPolicy,
+                     withdrawOnRejection: Bool = false, pausesWorker: Bool = true, now: Date) {
+            self.operation = operation
+            self.attempt = attempt
+            self.retryEpochAttempts = retryEpochAttempts
+            self.retryEpochAgeSeconds = retryEpochAgeSeconds
+            self.rebaseCount = rebaseCount
+            self.replay = replay
+            self.conflictRule = conflictRule
+            self.retryPolicy = retryPolicy
+            self.withdrawOnRejection = withdrawOnRejection
+            self.pausesWorker = pausesWorker
+            self.now = now
+        }
+    }
+
+    /// The decided outcome.
+    package struct Plan: Sendable, Equatable {
+        /// The classification recorded, after the retry policy's limits.
+        package var classification: Classification
+        /// `attemptFinished` first, then what lands with it, each an event of the row but the
+        /// pause (an engine event).
+        package var events: [JournalEventBody]
+        /// Whether the plan pauses the worker.
+        package var pauses: Bool
+
+        /// `attemptFinished`, always the first event.
+        package var finished: AttemptFinished {
+            guard case .attemptFinished(let finished) = events[0] else { preconditionFailure("a plan starts with attemptFinished") }
+            return finished
+        }
+    }
+
+    package static func plan(_ result: Result, _ facts: Facts) -> Plan {
+        var classification: Classification
+        switch result {
+        case .notSent(let decided):
+            return Plan(classification: decided, events: [.attemptFinished(AttemptFinished(attempt: facts.attempt, decided, nextAttemptAt: nil))],
+                        pauses: false)
+        case .transport(let transported):
+            classification = DispositionTable.classify(transported, policy: facts.replay, now: facts.now)
+        }
+        let attemptsThisEpoch = facts.attempt.rawValue - facts.retryEpochAttempts
+        if classification.disposition == .transientFailure,
+            facts.retryPolicy.givesUp(attempts: attemptsThisEpoch, ageSeconds: facts.retryEpochAgeSeconds)
+        {
+            // Past the policy's limits: a person decides (retry starts the limits over).
+            classification.disposition = .gaveUp
+            classification.errorMessage = "This change could not be sent after \(attemptsThisEpoch) attempts"
+                + " (the last: \(classification.errorMessage ?? "no answer")). Try again, or discard it."
+            classification.errorCode = ErrorCode.gaveUp
+            classification.retryAfter = nil
+        }
+        let nextAttemptAt = classification.disposition == .transientFailure
+            ? facts.retryPolicy.nextAttempt(afterAttempt: facts.attempt, of: facts.operation, now: facts.now, retryAfter: classification.retryAfter)
+            : nil
+        var events: [JournalEventBody] = [.attemptFinished(AttemptFinished(attempt: facts.attempt, classification, nextAttemptAt: nextAttemptAt))]
+        if facts.withdrawOnRejection, classification.disposition == .rejected {
+            events.append(.withdrawn(Withdrawn(
+                errorCode: classification.errorCode ?? ErrorCode.validationFailed,
+                errorMessage: classification.errorMessage ?? "The server refused this change."
+            )))
+        }
+        if classification.disposition == .conflicted, let decision = conflictDecision(classification, facts) {
+            events.append(decision)
+        }
+        let pauses = classification.disposition == .unauthorized && facts.pausesWorker
+        if pauses {
+            events.append(.sessionPaused(SessionPaused(reason: classification.errorCode ?? ErrorCode.unauthorized, triggeredBy: facts.operation)))
+        }
+        return Plan(classification: classification, events: events, pauses: pauses)
+    }
+
+    /// What the type's conflict rule decides: nothing (the member decides), the server's version
+    /// (discarded), or the same operation sent again against the server's revision (rebased).
+    private static func conflictDecision(_ classification: Classification, _ facts: Facts) -> JournalEventBody? {
+        switch facts.conflictRule {
+        case .askMember:
+            return nil
+        case .serverWins:
+            return .discarded(Discarded(requestedBy: .rule, reason: .serverWon))
+        case .rebase(let maxTimes):
+            guard facts.rebaseCount < maxTimes, let revision = classification.serverRevision,
+                OutboxRequest.revisionProblem(revision) == nil
+            else { return nil }
+            return .rebased(Rebased(baseRevision: revision))
+        }
+    }
+}
