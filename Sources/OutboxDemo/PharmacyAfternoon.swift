@@ -62,7 +62,11 @@ public enum PharmacyAfternoon {
         defer { server.stop() }
         let signal = Signal(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: 5))
         let outbox = try Outbox(directory: directory, transport: signal, configuration: OutboxConfiguration(
-            account: "folake", clock: clock, appVersion: "outbox-demo"
+            account: "folake", clock: clock,
+            // Every type the pharmacy writes, each replayed under its Idempotency-Key; the engine
+            // refuses a type listed nowhere.
+            operationPolicies: ["product.create": .idempotent, "product.update": .idempotent, "employee.create": .idempotent],
+            appVersion: "outbox-demo"
         ))
         let watcher = Self.narrateCommits(of: outbox, labels: labels, narrator: narrator)
 

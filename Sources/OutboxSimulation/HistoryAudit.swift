@@ -326,7 +326,7 @@ struct HistoryAudit {
             case .resolvedMine:
                 guard take(.keepMine, for: id) else { throw broken("resolved keeping the member's version without the member asking") }
             case .coalesced:
-                guard scenario.coalescing.contains(row.operationType), row.status == .queued, row.attempts == 0 else {
+                guard scenario.coalesces(row.operationType), row.status == .queued, row.attempts == 0 else {
                     throw broken("coalesced, but its type does not coalesce or it was already sent")
                 }
             }

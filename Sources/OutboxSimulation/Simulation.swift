@@ -184,7 +184,7 @@ public final class Simulation {
     func openEngine() throws {
         var configuration = OutboxConfiguration(
             account: account, retryPolicy: scenario.retryPolicy, clock: clock, session: session,
-            maxConcurrentLanes: options.lanes, conflictRules: scenario.conflictRules, coalescing: scenario.coalescing,
+            maxConcurrentLanes: options.lanes, operationPolicies: scenario.operationPolicies,
             durability: .processCrash,
             // One seed in four runs an encrypted journal.
             encryptionKey: seed % 4 == 0 ? try SealingKey(bytes: (0..<32).map { UInt8(truncatingIfNeeded: seed >> ($0 % 8)) &+ UInt8($0) }) : nil

@@ -2,16 +2,20 @@ import Outbox
 import OutboxTestSupport
 
 /// The rules one seed configures the engine with: what a revision conflict does for each edit
-/// type, which types coalesce, and whether the retry policy gives up.
+/// type, which types coalesce, and whether the retry policy gives up. Every type the workload
+/// writes is listed, as an app lists its own: the engine refuses a type it was not told of.
 struct SimulationScenario: Sendable, CustomStringConvertible {
     /// A price change: `PATCH /items/<name>`.
     static let priceEdit = "item.price"
     /// A whole-record draft: `PUT /items/<name>`.
     static let draftEdit = "item.draft"
     static let editTypes: Set<String> = [priceEdit, draftEdit]
+    /// The types whose policy no seed changes: a create and a stock movement, each replayed
+    /// under its `Idempotency-Key`.
+    static let fixedPolicies: [ExactString: OperationTypePolicy] = ["product.create": .idempotent, "stock.move": .idempotent]
 
-    var conflictRules: [String: ConflictRule]
-    var coalescing: Set<String>
+    /// Every type's policy, as the engine is configured with it.
+    var operationPolicies: [ExactString: OperationTypePolicy]
     var retryPolicy: RetryPolicy
 
     /// Draws the rules from `random`.
@@ -23,10 +27,13 @@ struct SimulationScenario: Sendable, CustomStringConvertible {
             default: .rebase(maxTimes: random.int(in: 1..<4))
             }
         }
-        conflictRules = [Self.priceEdit: rule(), Self.draftEdit: rule()]
-        coalescing = []
-        if random.chance(50) { coalescing.insert(Self.draftEdit) }
-        if random.chance(25) { coalescing.insert(Self.priceEdit) }
+        var price = OperationTypePolicy.idempotent.onConflict(rule())
+        var draft = OperationTypePolicy.idempotent.onConflict(rule())
+        if random.chance(50) { draft.coalesces = true }
+        if random.chance(25) { price.coalesces = true }
+        operationPolicies = Self.fixedPolicies
+        operationPolicies[ExactString(Self.priceEdit)] = price
+        operationPolicies[ExactString(Self.draftEdit)] = draft
         retryPolicy = .standard
         if random.chance(40) {
             // Gives up after a few attempts, and for some seeds after an age as well.
@@ -38,7 +45,12 @@ struct SimulationScenario: Sendable, CustomStringConvertible {
     }
 
     func conflictRule(for operationType: String) -> ConflictRule {
-        conflictRules[operationType] ?? .askMember
+        operationPolicies[ExactString(operationType)]?.conflictRule ?? .askMember
+    }
+
+    /// Whether a write of `operationType` replaces its lane's last unsent one of the type.
+    func coalesces(_ operationType: String) -> Bool {
+        operationPolicies[ExactString(operationType)]?.coalesces ?? false
     }
 
     var retryDescription: String {
@@ -51,7 +63,7 @@ struct SimulationScenario: Sendable, CustomStringConvertible {
     /// One line for the trace.
     var description: String {
         let rules = [Self.priceEdit, Self.draftEdit].map { type in
-            "\(type) \(Self.describe(conflictRule(for: type)))\(coalescing.contains(type) ? ", coalescing" : "")"
+            "\(type) \(Self.describe(conflictRule(for: type)))\(coalesces(type) ? ", coalescing" : "")"
         }
         return "configuration: \(rules.joined(separator: "; ")); \(retryDescription)"
     }

@@ -37,7 +37,7 @@ func fillUnderFileSizeLimit(_ path: String, extraBytes: Int) async {
         let outbox = try Outbox(
             directory: directory,
             transport: URLSessionTransport(baseURL: URL(string: "http://127.0.0.1:9")!),
-            configuration: OutboxConfiguration(account: "crash-member", initialJournalBytes: 64 << 10)
+            configuration: OutboxConfiguration(account: "crash-member", operationPolicies: productPolicies, initialJournalBytes: 64 << 10)
         )
         let size = (try FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent("data.mdb").path)[.size] as? Int) ?? 0
         signal(SIGXFSZ, SIG_IGN)

@@ -49,11 +49,15 @@ func openEngine(_ path: String, _ serverURL: String, durability: Durability, com
             account: "crash-member",
             retryPolicy: RetryPolicy(initialDelaySeconds: 0.01, multiplier: 2, maxDelaySeconds: 0.05),
             maxConcurrentLanes: 2,
+            operationPolicies: productPolicies,
             durability: durability,
             compaction: compaction
         )
     )
 }
+
+/// The one type the child writes, listed as an app lists its types.
+let productPolicies: [ExactString: OperationTypePolicy] = ["product.create": .idempotent]
 
 func product(_ number: Int) -> OutboxRequest {
     OutboxRequest(

@@ -30,7 +30,8 @@ struct EndToEndTests {
             network = SwitchableNetwork(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: timeoutSeconds) {
                 ["Authorization": "Bearer fresh-token"]
             })
-            var configuration = OutboxConfiguration(account: "folake", clock: clock)
+            // Every type queues unless a test lists it with a policy of its own.
+            var configuration = OutboxConfiguration(account: "folake", clock: clock, defaultPolicy: .idempotent)
             configure(&configuration)
             outbox = try Outbox(directory: directory, transport: network, configuration: configuration)
         }

@@ -36,7 +36,7 @@ struct EndpointBytesTests {
                 return ["Authorization": "Bearer fresh-token"]
             }
             outbox = try Outbox(directory: directory, transport: transport, configuration: OutboxConfiguration(
-                account: "folake", clock: clock, maxConcurrentLanes: 4))
+                account: "folake", clock: clock, maxConcurrentLanes: 4, operationPolicies: ["product.create": .idempotent]))
         }
 
         deinit {

@@ -131,7 +131,7 @@ struct IntentEndToEndTests {
     }
 
     @Test func theRebaseRuleAppliesTheEditAfterOneRebaseUnderTheSameKey() async throws {
-        let rig = try Rig { $0.conflictRules = ["product.update": .rebase(maxTimes: 1)] }
+        let rig = try Rig { $0.operationPolicies["product.update"] = .idempotent.onConflict(.rebase(maxTimes: 1)) }
         try await rig.createProduct()
         rig.network.setOnline(false)
         guard case .queued(let id) = try await rig.outbox.save(Self.priceEdit(price: "13", revision: "1")) else {
@@ -227,7 +227,7 @@ struct IntentEndToEndTests {
     // MARK: Coalescing
 
     @Test func coalescingSendsOnlyTheLastOfSeveralEdits() async throws {
-        let rig = try Rig { $0.coalescing = ["product.update"] }
+        let rig = try Rig { $0.operationPolicies["product.update"] = .idempotent.coalescing() }
         try await rig.createProduct()
         rig.network.setOnline(false)
         var ids: [OperationID] = []

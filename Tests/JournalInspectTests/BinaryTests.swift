@@ -84,7 +84,7 @@ struct BinaryTests {
         let server = InMemoryServer()
         server.setOnline(false)
         let outbox = try Outbox(directory: directory.url, transport: server,
-                                configuration: OutboxConfiguration(account: "member-42", clock: clock, durability: .processCrash))
+                                configuration: OutboxConfiguration(account: "member-42", clock: clock, defaultPolicy: .idempotent, durability: .processCrash))
         defer { outbox.close() }
         let first = try await outbox.enqueue(product(1))
 

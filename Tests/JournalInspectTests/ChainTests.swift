@@ -22,7 +22,7 @@ struct ChainTests {
         let clock = ManualClock(now: fixtureStart)
         let server = InMemoryServer()
         let outbox = try Outbox(directory: directory.url, transport: server,
-                                configuration: OutboxConfiguration(account: "member-42", clock: clock, durability: .processCrash))
+                                configuration: OutboxConfiguration(account: "member-42", clock: clock, defaultPolicy: .idempotent, durability: .processCrash))
         defer { outbox.close() }
         server.inject(.respond(.error(422, code: "validation_failed", message: "Price must be positive")))
         let refused = try await outbox.enqueue(product(1, entityID: "product-1"))

@@ -301,7 +301,7 @@ struct CommandTests {
     @Test func reportEscapesTextFromTheJournal() async throws {
         let outbox = try Outbox(directory: directory.url, transport: ScriptedTransport(),
                                 configuration: OutboxConfiguration(account: "<b>member</b>", clock: ManualClock(now: fixtureStart),
-                                                                   durability: .processCrash))
+                                                                   defaultPolicy: .idempotent, durability: .processCrash))
         var request = product(1, category: "<i>Products</i>")
         request.entityLabel = #"<script>alert("owned")</script> & co"#
         _ = try await outbox.enqueue(request)

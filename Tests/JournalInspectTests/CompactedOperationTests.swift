@@ -35,7 +35,7 @@ struct CompactedOperationTests {
         let clock = ManualClock(now: fixtureStart.addingTimeInterval(-11 * 86_400))
         let server = InMemoryServer()
         let outbox = try Outbox(directory: journal, transport: server, configuration: OutboxConfiguration(
-            account: "member-42", clock: clock, durability: .processCrash, encryptionKey: key))
+            account: "member-42", clock: clock, defaultPolicy: .idempotent, durability: .processCrash, encryptionKey: key))
         server.setOnline(false)
         let gauzeRequest = dressing("Gauze 10 cm", entity: "gauze-10")
         let gauze = try await outbox.enqueue(gauzeRequest)

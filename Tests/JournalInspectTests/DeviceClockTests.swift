@@ -16,7 +16,7 @@ struct DeviceClockTests {
 
     private func open(_ clock: any OutboxClock, _ transport: any OutboxTransport) throws -> Outbox {
         try Outbox(directory: journal, transport: transport, configuration: OutboxConfiguration(
-            account: "member-42", clock: clock, durability: .processCrash))
+            account: "member-42", clock: clock, defaultPolicy: .idempotent, durability: .processCrash))
     }
 
     private func timeline(_ id: OperationID, sourceLocation: SourceLocation = #_sourceLocation) throws -> String {

@@ -11,7 +11,7 @@ struct EncryptedJournalTests {
     private func write(key: SealingKey) async throws -> OperationID {
         let outbox = try Outbox(
             directory: directory.path("journal"), transport: InMemoryServer(),
-            configuration: OutboxConfiguration(account: "member-42", clock: ManualClock(), encryptionKey: key)
+            configuration: OutboxConfiguration(account: "member-42", clock: ManualClock(), defaultPolicy: .idempotent, encryptionKey: key)
         )
         defer { outbox.close() }
         return try await outbox.enqueue(OutboxRequest(

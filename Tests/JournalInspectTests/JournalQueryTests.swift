@@ -36,7 +36,7 @@ struct JournalQueryTests {
         let directory = TemporaryDirectory()
         let clock = ManualClock(now: fixtureStart)
         let outbox = try Outbox(directory: directory.url, transport: ScriptedTransport(),
-                                configuration: OutboxConfiguration(account: "member-42", clock: clock, durability: .processCrash))
+                                configuration: OutboxConfiguration(account: "member-42", clock: clock, defaultPolicy: .idempotent, durability: .processCrash))
         let product = try await outbox.enqueue(JournalInspectTests.product(1))
         clock.advance(by: 3600)
         let employee = try await outbox.enqueue(JournalInspectTests.product(2, type: "employee.create"))
@@ -156,7 +156,7 @@ struct JournalQueryTests {
         let server = InMemoryServer()
         server.setOnline(false)
         let outbox = try Outbox(directory: directory.url, transport: server,
-                                configuration: OutboxConfiguration(account: "member-42", clock: clock, durability: .processCrash))
+                                configuration: OutboxConfiguration(account: "member-42", clock: clock, defaultPolicy: .idempotent, durability: .processCrash))
         for number in 1...3 { _ = try await outbox.enqueue(product(number)) }
         server.setOnline(true)
         await outbox.drain()

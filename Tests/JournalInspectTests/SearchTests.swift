@@ -15,7 +15,7 @@ struct SearchTests {
     private func write() async throws -> (creme: OperationID, order: OperationID, syrup: OperationID) {
         let clock = ManualClock()
         let outbox = try Outbox(directory: journal, transport: InMemoryServer(), configuration: OutboxConfiguration(
-            account: "member-42", clock: clock, durability: .processCrash))
+            account: "member-42", clock: clock, defaultPolicy: .idempotent, durability: .processCrash))
         let creme = try await outbox.enqueue(product(1, label: "Crème hydratante 50 ml", category: "Cosmetics", entityID: "creme-50"))
         clock.advance(by: 60)
         var request = product(2, label: "Order 1187", category: "Orders", type: "order.create", entityID: "order-1187")

@@ -20,7 +20,7 @@ struct TimeZoneTests {
         clock.setTimeZone(try #require(TimeZone(identifier: "America/Sao_Paulo")))
         let transport = ScriptedTransport(otherwise: .respond(.json(201, #"{"revision":"1"}"#)))
         let outbox = try Outbox(directory: journal, transport: transport, configuration: OutboxConfiguration(
-            account: "lucia", clock: clock, durability: .processCrash))
+            account: "lucia", clock: clock, defaultPolicy: .idempotent, durability: .processCrash))
         let synced = try await outbox.enqueue(product(1, label: "Order 1187", category: "Orders", type: "order.create"))
         await outbox.drain()
         clock.advance(by: 35 * 60)

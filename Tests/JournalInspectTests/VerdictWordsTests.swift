@@ -34,7 +34,7 @@ struct VerdictWordsTests {
         let clock = ManualClock()
         let server = InMemoryServer()
         let outbox = try Outbox(directory: journal, transport: server, configuration: OutboxConfiguration(
-            account: "member-42", clock: clock, durability: .processCrash))
+            account: "member-42", clock: clock, defaultPolicy: .idempotent, durability: .processCrash))
         server.inject(.holdForApproval(requestID: "apr-2208"))
         let rejected = try await outbox.enqueue(product(1, label: "Vitamin D 1000 IU"))
         await outbox.drain()
@@ -63,7 +63,7 @@ struct VerdictWordsTests {
         let clock = ManualClock()
         let server = InMemoryServer()
         let outbox = try Outbox(directory: journal, transport: server, configuration: OutboxConfiguration(
-            account: "member-42", clock: clock, durability: .processCrash))
+            account: "member-42", clock: clock, defaultPolicy: .idempotent, durability: .processCrash))
         server.setOnline(false)
         let dropped = try await outbox.enqueue(product(1, label: "Plasters, 40 pack"))
         await outbox.drain()

@@ -17,7 +17,7 @@ struct WaitingVerdictTests {
     private func open(_ clock: ManualClock, _ transport: any OutboxTransport, session: (any OutboxSession)? = nil,
                       retryPolicy: RetryPolicy = .standard) throws -> Outbox {
         try Outbox(directory: journal, transport: transport, configuration: OutboxConfiguration(
-            account: "member-42", retryPolicy: retryPolicy, clock: clock, session: session, durability: .processCrash))
+            account: "member-42", retryPolicy: retryPolicy, clock: clock, session: session, defaultPolicy: .idempotent, durability: .processCrash))
     }
 
     private func run(_ arguments: [String], now: String = "2027-01-16T08:00:00Z",

@@ -29,7 +29,8 @@ struct PostgresServersTests {
         let clock = ManualClock()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-pg-engine-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let outbox = try Outbox(directory: directory, transport: transport, configuration: OutboxConfiguration(account: "folake", clock: clock))
+        let outbox = try Outbox(directory: directory, transport: transport, configuration: OutboxConfiguration(
+            account: "folake", clock: clock, operationPolicies: ["product.create": .idempotent]))
         defer { outbox.close() }
 
         var ids: [OperationID] = []

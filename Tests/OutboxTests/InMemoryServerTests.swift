@@ -92,7 +92,7 @@ struct InMemoryServerTests {
     @Test func theEngineRecordsTheServersRevisionAndRecordOnAConflictAndRebasesOnIt() async throws {
         let journal = TestJournal()
         let server = InMemoryServer()
-        let outbox = try journal.open(server: server) { $0.conflictRules = ["product.rename": .rebase(maxTimes: 1)] }
+        let outbox = try journal.open(server: server) { $0.operationPolicies["product.rename"] = .idempotent.onConflict(.rebase(maxTimes: 1)) }
         defer { outbox.close() }
         _ = try await send(server, "POST", "/products", key: "c-1", body: created)
         server.changeRecord(at: "/products/p-1", patch: Data(#"{"price":14}"#.utf8))

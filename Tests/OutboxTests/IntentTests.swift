@@ -124,7 +124,7 @@ struct ConflictTests {
 
     @Test func theServerWinsRuleDiscardsInTheSameCommit() async throws {
         let journal = TestJournal(transport: ScriptedTransport(otherwise: preconditionFailed()))
-        let outbox = try journal.open { $0.conflictRules = ["product.update": .serverWins] }
+        let outbox = try journal.open { $0.operationPolicies["product.update"] = .idempotent.onConflict(.serverWins) }
         defer { outbox.close() }
         let id = try await outbox.enqueue(priceEdit(price: "12"))
         await outbox.drain()
@@ -140,7 +140,7 @@ struct ConflictTests {
         let transport = ScriptedTransport(otherwise: preconditionFailed(revision: "r3"))
         transport.script(preconditionFailed(revision: "r2"), created)
         let journal = TestJournal(transport: transport)
-        let outbox = try journal.open { $0.conflictRules = ["product.update": .rebase(maxTimes: 1)] }
+        let outbox = try journal.open { $0.operationPolicies["product.update"] = .idempotent.onConflict(.rebase(maxTimes: 1)) }
         defer { outbox.close() }
         let id = try await outbox.enqueue(priceEdit(price: "12", revision: "r1"))
         await outbox.drain()
@@ -304,7 +304,7 @@ struct DependencyTests {
     @Test func aCoalescingTypeReplacesTheLanesLastUnsentRowOfItsType() async throws {
         let transport = ScriptedTransport(otherwise: created)
         let journal = TestJournal(transport: transport)
-        let outbox = try journal.open { $0.coalescing = ["product.update"] }
+        let outbox = try journal.open { $0.operationPolicies["product.update"] = .idempotent.coalescing() }
         defer { outbox.close() }
         let first = try await outbox.enqueue(priceEdit(price: "10"))
         let second = try await outbox.enqueue(priceEdit(price: "11"))
@@ -324,7 +324,7 @@ struct DependencyTests {
 
     @Test func aRowStartedWhileItsReplacementWaitsIsQueuedBehindNotReplaced() async throws {
         let journal = TestJournal()
-        let outbox = try journal.open { $0.coalescing = ["product.update"] }
+        let outbox = try journal.open { $0.operationPolicies["product.update"] = .idempotent.coalescing() }
         defer { outbox.close() }
         let first = try await outbox.enqueue(priceEdit(price: "10"))
         // The worker starts the first row after the second write chose to replace it, and its

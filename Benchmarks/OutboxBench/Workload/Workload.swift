@@ -40,6 +40,7 @@ enum Workload {
         OutboxConfiguration(
             account: account,
             maxConcurrentLanes: lanes,
+            operationPolicies: ["product.create": .idempotent],
             durability: durability,
             maxJournalBytes: 8 << 30
         )

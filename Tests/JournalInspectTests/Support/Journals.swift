@@ -52,7 +52,7 @@ struct EveryStatusJournal: Sendable {
         let server = InMemoryServer()
         let outbox = try Outbox(
             directory: directory, transport: server,
-            configuration: OutboxConfiguration(account: "member-42", clock: clock, durability: .processCrash, appVersion: "2.3.1")
+            configuration: OutboxConfiguration(account: "member-42", clock: clock, defaultPolicy: .idempotent, durability: .processCrash, appVersion: "2.3.1")
         )
         // Offline, then a 503, then accepted: synced on attempt 3.
         server.setOnline(false)
@@ -131,7 +131,7 @@ func requireSingleElement<T>(_ items: [T]) throws -> T {
 /// A small journal: `count` products enqueued offline, engine closed.
 func writeQueuedJournal(into directory: URL, count: Int, clock: ManualClock = ManualClock(now: fixtureStart)) async throws -> [OperationID] {
     let outbox = try Outbox(directory: directory, transport: ScriptedTransport(),
-                            configuration: OutboxConfiguration(account: "member-42", clock: clock, durability: .processCrash))
+                            configuration: OutboxConfiguration(account: "member-42", clock: clock, defaultPolicy: .idempotent, durability: .processCrash))
     var ids: [OperationID] = []
     for number in 0..<count {
         ids.append(try await outbox.enqueue(product(number)))
@@ -148,7 +148,7 @@ func writeBusyJournal(into directory: URL, operations: Int = 120) async throws -
     let clock = ManualClock(now: fixtureStart)
     let server = InMemoryServer()
     let outbox = try Outbox(directory: directory, transport: server,
-                            configuration: OutboxConfiguration(account: "member-42", clock: clock, durability: .processCrash))
+                            configuration: OutboxConfiguration(account: "member-42", clock: clock, defaultPolicy: .idempotent, durability: .processCrash))
     var ids: [OperationID] = []
     for number in 0..<operations {
         let request = product(number, entityID: "shelf-\(number)")

@@ -271,7 +271,7 @@ enum Ticket: String, CaseIterable, Sendable, CustomTestStringConvertible {
                              account: String, appVersion: String = "3.8.0", retryPolicy: RetryPolicy = .standard) async throws -> Outbox {
         // The members are in Lagos unless a ticket says otherwise: the zone the engine records.
         if clock.timeZone.secondsFromGMT() == 0, let lagos = TimeZone(identifier: "Africa/Lagos") { clock.setTimeZone(lagos) }
-        var configuration = OutboxConfiguration(account: account, retryPolicy: retryPolicy, clock: clock, durability: .processCrash,
+        var configuration = OutboxConfiguration(account: account, retryPolicy: retryPolicy, clock: clock, defaultPolicy: .idempotent, durability: .processCrash,
                                                 appVersion: appVersion)
         let ids = SeededIDs(seed: number)
         configuration.operationIDSource = { ids.next() }

@@ -70,7 +70,10 @@ enum Fixtures {
         let key = encrypted ? try SealingKey(bytes: (0..<32).map { UInt8($0 * 7 % 256) }) : nil
         let session = SwitchableSession(account: "member-42")
         var configuration = OutboxConfiguration(account: "member-42", clock: clock, session: session, appVersion: "fixture", encryptionKey: key)
-        configuration.coalescing = ["product.reprice"]
+        configuration.operationPolicies = [
+            "product.create": .idempotent, "employee.create": .idempotent,
+            "product.update": .idempotent, "product.reprice": .idempotent.coalescing(),
+        ]
         configuration.operationIDSource = { ids.next() }
         let outbox = try Outbox(directory: directory, transport: server, configuration: configuration)
         func edit(_ number: Int, price: String, revision: String, coalescing: Bool = false) -> OutboxRequest {

@@ -18,8 +18,9 @@ final class TestJournal: Sendable {
         self.account = account
     }
 
+    /// Every type queues as ``OperationTypePolicy/idempotent`` unless a test lists it.
     func configuration() -> OutboxConfiguration {
-        OutboxConfiguration(account: account, clock: clock)
+        OutboxConfiguration(account: account, clock: clock, defaultPolicy: .idempotent)
     }
 
     func open(_ configure: (inout OutboxConfiguration) -> Void = { _ in }) throws -> Outbox {
