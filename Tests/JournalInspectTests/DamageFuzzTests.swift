@@ -180,7 +180,7 @@ struct DamageFuzzTests {
             var statuses: [Int32] = []
             for command in commands {
                 var arguments = [directory.path] + command.arguments
-                if command.name == "report --html" { arguments.append(report.path) }
+                if command.name == "report --html" { arguments += [report.path, "--force"] }
                 let result = try runBinary(arguments, deadlineSeconds: 30, keepOutput: false)
                 tally.commandsRun += 1
                 tally.exitCodes[result.status, default: 0] += result.signal == nil ? 1 : 0

@@ -60,7 +60,8 @@ struct ParserTests {
     @Test func theToolsHelpNamesEveryCommandAndExitCode() {
         let text = HelpText.text(for: .tool)
         for name in CommandName.allCases { #expect(text.contains("  \(name.rawValue)")) }
-        for code in ["0", "1", "64", "65", "66"] { #expect(text.contains("  \(code)  ")) }
+        for code in ["0", "1", "64", "65", "66", "73"] { #expect(text.contains("  \(code)  ")) }
+        #expect(text.contains("exists (without --force)"), "exit 73 names what --force allows")
         #expect(text.contains("NO_COLOR"))
         for option in ["--json", "--key-file", "--tz", "--now", "--help", "--version"] { #expect(text.contains(" \(option)"), "\(option)") }
     }
@@ -73,7 +74,7 @@ struct ParserTests {
             .events: ["--from", "--to", "--kind", "--type", "--operation", "--since", "--until", "--limit", "--follow", "--json"],
             .ledger: ["--status", "--since", "--until", "--limit", "--csv", "--json"],
             .export: ["--all", "--payload"],
-            .report: ["--html", "--limit", "--json"],
+            .report: ["--html", "--limit", "--force", "--json"],
         ]
         for (name, names) in options {
             let text = HelpText.text(for: .command(name))
@@ -211,6 +212,10 @@ struct ParserTests {
         expected.limit = 3
         #expect(try command("j report --html out.html abc --limit 3").command == .report(expected))
         #expect(try command("j report --html=r.html").command == .report(ReportOptions(htmlPath: "r.html")))
+        var forced = ReportOptions(htmlPath: "r.html")
+        forced.force = true
+        #expect(try command("j report --force --html r.html").command == .report(forced))
+        #expect(try usageError("j ops --force").message == "unknown option '--force' for ops", "only report writes a file")
     }
 
     @Test(arguments: [

@@ -198,10 +198,12 @@ public enum CommandLineParser {
             var path: String?
             var ids: [String] = []
             var limit = ReportOptions(htmlPath: "").limit
+            var force = false
             while let token = tokens.next() {
                 switch try tokens.option(token, command: name) {
                 case ("--html", let value?): path = value
                 case ("--limit", let value?): limit = try self.limit(value, name)
+                case ("--force", nil): force = true
                 case (let positional, nil) where !positional.hasPrefix("-"): ids.append(try operationPrefix(positional, name))
                 default: throw tokens.unexpected(token, command: name)
                 }
@@ -212,6 +214,7 @@ public enum CommandLineParser {
             var options = ReportOptions(htmlPath: path)
             options.ids = ids
             options.limit = limit
+            options.force = force
             return .report(options)
         }
     }

@@ -192,6 +192,9 @@ public struct ReportOptions: Equatable, Sendable {
     /// Operation ids or prefixes to draw; empty draws the newest ``limit`` operations.
     public var ids: [String] = []
     public var limit = 100
+    /// `--force`: an existing regular file at ``htmlPath`` may be replaced (never a link, a
+    /// FIFO, a device, a directory or a file with other hard links).
+    public var force = false
 
     public init(htmlPath: String) {
         self.htmlPath = htmlPath
