@@ -150,6 +150,6 @@ struct TimeZoneTests {
             Issue.record("\(text) did not read as a wall-clock time")
             return
         }
-        #expect(Moments.absolute(time.moment(in: berlin)) == moment)
+        #expect(Moments.absolute(time.moment(in: .system(berlin))) == moment)
     }
 }
