@@ -46,8 +46,8 @@ enum KeyFile {
         case .regularFile(let info): return Int(info.st_size)
         case .directory: throw refusal(path, "it is a directory; give the file that holds the journal's key")
         case .other(let kind): throw refusal(path, "it is \(kind), not a regular file; give the file that holds the journal's key")
-        case .unreachable(ELOOP, let why): throw refusal(path, why + "; give the file that holds the journal's key")
-        case .unreachable(_, let why): throw refusal(path, why)
+        case .missing: throw refusal(path, "it does not exist")
+        case .unreachable(let why): throw refusal(path, why)
         }
     }
 

@@ -39,7 +39,7 @@ struct HostileInputTests {
         ("a directory", "it is a directory; give the file that holds the journal's key"),
         ("/dev/null", "it is a character device, not a regular file; give the file that holds the journal's key"),
         ("/dev/zero", "it is a character device, not a regular file; give the file that holds the journal's key"),
-        ("a symbolic link loop", "it is a symbolic link loop (ELOOP); give the file that holds the journal's key"),
+        ("a symbolic link loop", "it is a symbolic link loop (ELOOP)"),
         ("a dangling link", "it is a symbolic link to %@/gone.key, which does not exist"),
         ("a path through a file", "a part of its path is not a directory (ENOTDIR)"),
         ("missing", "it does not exist"),

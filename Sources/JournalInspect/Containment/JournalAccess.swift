@@ -20,9 +20,9 @@ enum JournalAccess {
         if let denial = denial(journal: path) { return denial }
         let namesDataFile = URL(fileURLWithPath: path).lastPathComponent == "data.mdb"
         switch PathShape.of(path) {
-        case .unreachable(ENOENT, let why) where why == "it does not exist":
+        case .missing:
             return nil
-        case .unreachable(_, let why):
+        case .unreachable(let why):
             return "no journal at \(directory): \(why). Give the journal's directory (the one holding data.mdb)."
         case .other(let kind) where !namesDataFile:
             return "\(directory) is \(kind), not a journal: give the journal's directory (the one holding data.mdb)."

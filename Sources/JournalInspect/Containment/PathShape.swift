@@ -12,28 +12,32 @@ enum PathShape {
     /// What `stat` says of the path, following links.
     enum Found {
         case regularFile(stat)
-        case directory(stat)
+        case directory
         /// A FIFO, a device, a socket: in words.
         case other(String)
-        /// `stat` failed: why, in words ("it does not exist", "it is a symbolic link loop (ELOOP)").
-        case unreachable(errno: Int32, why: String)
+        /// Nothing is there, not even a link.
+        case missing
+        /// `stat` failed otherwise: why, in words ("it is a symbolic link loop (ELOOP)", "it is a
+        /// symbolic link to /a/b, which does not exist").
+        case unreachable(String)
     }
 
     static func of(_ path: String) -> Found {
         var info = stat()
         guard stat(path, &info) == 0 else {
             let code = errno
-            return .unreachable(errno: code, why: whyUnreachable(path, errno: code))
+            if code == ENOENT, danglingDestination(path) == nil { return .missing }
+            return .unreachable(whyUnreachable(path, errno: code))
         }
         switch info.st_mode & S_IFMT {
         case S_IFREG: return .regularFile(info)
-        case S_IFDIR: return .directory(info)
+        case S_IFDIR: return .directory
         default: return .other(LMDBDataFile.fileKind(info.st_mode))
         }
     }
 
     /// Why `stat` of `path` failed with `code`, in words that name what to fix.
-    static func whyUnreachable(_ path: String, errno code: Int32) -> String {
+    private static func whyUnreachable(_ path: String, errno code: Int32) -> String {
         switch code {
         case ENOENT:
             if let destination = danglingDestination(path) { return "it is a symbolic link to \(destination), which does not exist" }

@@ -1,5 +1,6 @@
 import Foundation
 import OutboxStorage
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -68,10 +69,8 @@ struct OutputFile {
     /// - Throws: the ``RunFailure`` (exit 73) that says what was refused or which call failed.
     func write(_ bytes: Data) throws(RunFailure) {
         if let refusal = refusal() { throw refusal }
-        // Past a file-size limit (RLIMIT_FSIZE) the kernel sends SIGXFSZ, which would end the
-        // process; ignored, the write fails with EFBIG and is reported as any failed write.
-        let previous = signal(SIGXFSZ, SIG_IGN)
-        defer { signal(SIGXFSZ, previous) }
+        FileSizeSignal.ignore()
+        defer { FileSizeSignal.restore() }
         var existing = stat()
         if lstat(path, &existing) == 0 {
             try replace(existing, with: bytes)
@@ -177,5 +176,39 @@ struct OutputFile {
         guard descriptor >= 0 else { return }
         _ = fsync(descriptor)
         _ = close(descriptor)
+    }
+}
+
+/// Past a file-size limit (RLIMIT_FSIZE, `ulimit -f`) the kernel sends SIGXFSZ, which would end
+/// the process; ignored while a file is written, the write fails with EFBIG instead and is
+/// reported as any failed write. Writes in several threads at once (the library in a test
+/// process) share one ignoring: the first in saves the disposition, the last out restores it.
+enum FileSizeSignal {
+    private struct State {
+        var writers = 0
+        var saved: sigaction?
+    }
+
+    private static let state = Mutex(State())
+
+    static func ignore() {
+        state.withLock { state in
+            state.writers += 1
+            guard state.writers == 1 else { return }
+            var ignoring = sigaction()
+            var previous = sigaction()
+            sigemptyset(&ignoring.sa_mask)
+            Forwarding.setHandler(&ignoring, SIG_IGN)
+            if sigaction(SIGXFSZ, &ignoring, &previous) == 0 { state.saved = previous }
+        }
+    }
+
+    static func restore() {
+        state.withLock { state in
+            state.writers -= 1
+            guard state.writers == 0, var saved = state.saved else { return }
+            sigaction(SIGXFSZ, &saved, nil)
+            state.saved = nil
+        }
     }
 }
