@@ -5,7 +5,7 @@ import OutboxTesting
 import Testing
 
 /// The `journal-inspect` executable itself: exit statuses, streams, a live journal.
-@Suite("The journal-inspect binary", .timeLimit(.minutes(1)))
+@Suite("The journal-inspect binary", .hangGuard)
 struct BinaryTests {
     let directory = TemporaryDirectory()
 

@@ -12,7 +12,7 @@ import Darwin
 /// A read that faults on a damaged file ends the reading child, never the tool: the tool exits
 /// 65 and says what happened and what to do; an interruption from outside still ends it as it
 /// ends any program.
-@Suite("A read that faults is contained", .timeLimit(.minutes(3)))
+@Suite("A read that faults is contained", .hangGuard)
 struct ContainmentTests {
     let directory = TemporaryDirectory()
 

@@ -16,7 +16,7 @@ import Testing
 /// command can. `OUTBOX_SEED` replays the flips (the journal differs slightly from run to run,
 /// so a failing copy is kept and its path printed); `OUTBOX_FUZZ_FLIPS` sets how many flipped
 /// copies (default ``defaultFlips``), `OUTBOX_FUZZ_OPERATIONS` how many operations.
-@Suite("Damage fuzzing", .timeLimit(.minutes(10)))
+@Suite("Damage fuzzing", .hangGuard)
 struct DamageFuzzTests {
     /// Sized to stay under two minutes within a whole `swift test` run on two shared cores (see
     /// Docs/testing.md).

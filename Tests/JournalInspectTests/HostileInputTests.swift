@@ -12,7 +12,7 @@ import Darwin
 /// lock file that is not what it should be, moments and offsets at their bounds. Each is answered
 /// with its exit code and a message naming what it is; nothing blocks, nothing is written, and
 /// the journal still opens and verifies afterwards.
-@Suite("Hostile journal paths, key files, lock files and moments", .timeLimit(.minutes(1)))
+@Suite("Hostile journal paths, key files, lock files and moments", .hangGuard)
 struct HostileInputTests {
     let directory = TemporaryDirectory()
     var journal: URL { directory.path("journal") }

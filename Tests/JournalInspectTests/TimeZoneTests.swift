@@ -7,7 +7,7 @@ import Testing
 /// `--tz` prints every moment of every command in one zone (the member's own, as the engine
 /// recorded it, by default UTC) and reads zone-less `--since`/`--until` in it; `--now` fixes the
 /// moment every age counts to. Every test names its zone: none depends on the machine's.
-@Suite("Moments in the member's zone, ages as of a given now", .timeLimit(.minutes(1)))
+@Suite("Moments in the member's zone, ages as of a given now", .hangGuard)
 struct TimeZoneTests {
     let directory = TemporaryDirectory()
 
