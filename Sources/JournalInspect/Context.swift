@@ -32,6 +32,8 @@ public struct InspectContext: Sendable {
     public var style: Style
     /// How long `events --follow` waits between looks at the journal.
     public var followPollSeconds: Double
+    /// The calls that write a file (`report --html`): a test makes one fail as a full disk would.
+    var fileWriteCalls = FileWriteCalls.system
 
     public init(now: Date, standardOutput: any TextOutput, standardError: any TextOutput, style: Style = .plain,
                 followPollSeconds: Double = 0.2) {

@@ -41,9 +41,9 @@ public enum JournalInspect {
         case .success(.run(let journal, let command, let json, let keyFile, let view)):
             let reader: JournalReader
             do {
-                let key = try keyFile.map(readKey)
-                if let denial = JournalAccess.denial(journal: journal) {
-                    context.standardError.write("journal-inspect: error: \(denial)\n")
+                let key = try keyFile.map(KeyFile.read)
+                if let refusal = JournalAccess.refusal(journal: journal, directory: journalDirectory(journal).path) {
+                    context.standardError.write("journal-inspect: error: \(refusal)\n")
                     return .cannotOpen
                 }
                 reader = try open(journal, key: key)
@@ -84,25 +84,6 @@ public enum JournalInspect {
         let help = error.command.map { "journal-inspect \($0.rawValue) --help" } ?? "journal-inspect --help"
         context.standardError.write("journal-inspect: error: \(error.message)\nRun '\(help)' for usage.\n")
         return .usage
-    }
-
-    /// Reads an encryption key: 32 raw bytes, or 64 hexadecimal digits (white space ignored).
-    static func readKey(_ path: String) throws -> SealingKey {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            let reason = access(path, F_OK) != 0 ? "it does not exist" : "this user may not read it"
-            throw UsageError("cannot read the key file \(path): \(reason)")
-        }
-        let text = String(decoding: data, as: UTF8.self).filter { !$0.isWhitespace }
-        var bytes = Array(data)
-        if text.count == 64, text.allSatisfy(\.isHexDigit) {
-            let digits = Array(text)
-            bytes = stride(from: 0, to: 64, by: 2).compactMap { UInt8(String(digits[$0...$0 + 1]), radix: 16) }
-        }
-        do {
-            return try SealingKey(bytes: bytes)
-        } catch {
-            throw UsageError("the key file \(path) holds \(data.count) bytes: give 32 bytes, or 64 hex digits")
-        }
     }
 
     /// Opens the journal read-only; `data.mdb` itself stands for its directory.

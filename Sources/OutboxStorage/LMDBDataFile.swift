@@ -220,7 +220,8 @@ public enum LMDBDataFile {
         }
     }
 
-    private static func fileKind(_ mode: mode_t) -> String {
+    /// What a path that is not a regular file is, in words: "a FIFO", "a directory".
+    package static func fileKind(_ mode: mode_t) -> String {
         switch mode & S_IFMT {
         case S_IFDIR: "a directory"
         case S_IFIFO: "a FIFO"

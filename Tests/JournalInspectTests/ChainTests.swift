@@ -6,7 +6,7 @@ import Testing
 
 /// The timeline shows the chains a write is part of, in words: a correction and what it
 /// corrects, a write and what it depends on.
-@Suite("Chains on the timeline", .timeLimit(.minutes(1)))
+@Suite("Chains on the timeline", .hangGuard)
 struct ChainTests {
     let directory = TemporaryDirectory()
 

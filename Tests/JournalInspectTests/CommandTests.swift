@@ -6,7 +6,7 @@ import Testing
 
 /// Every command, human and JSON, run in-process on a journal the engine wrote with an
 /// operation of every status. After each run, `data.mdb` must be byte-for-byte what it was.
-@Suite("Each command on a journal of every status", .timeLimit(.minutes(1)))
+@Suite("Each command on a journal of every status", .hangGuard)
 struct CommandTests {
     let directory = TemporaryDirectory()
 

@@ -8,7 +8,7 @@ import Testing
 /// A compacted operation is what it is: every command shows its status, moments, attempts, what
 /// was kept of it and the digest of the records removed, never damage; filters and the search
 /// find it. One compacted by an engine before journal format 2 says its labels were not kept.
-@Suite("Compacted operations read as what they are", .timeLimit(.minutes(1)))
+@Suite("Compacted operations read as what they are", .hangGuard)
 struct CompactedOperationTests {
     let directory = TemporaryDirectory()
 

@@ -12,13 +12,16 @@ import Darwin
 /// A read that faults on a damaged file ends the reading child, never the tool: the tool exits
 /// 65 and says what happened and what to do; an interruption from outside still ends it as it
 /// ends any program.
-@Suite("A read that faults is contained", .timeLimit(.minutes(3)))
+@Suite("A read that faults is contained", .hangGuard)
 struct ContainmentTests {
     let directory = TemporaryDirectory()
 
     /// A busy journal whose last record's node claims 16 MiB of data: LMDB hands the reader a
-    /// value running past the end of the file, and copying it faults with SIGBUS. The open-time
-    /// check reads the file's outline, not every node, and lets it through.
+    /// value running past the end of the file, and copying it faults. Which signal the kernel
+    /// raises (SIGBUS for a page of the map past the file's end, SIGSEGV past the map) depends on
+    /// how the copy walks the value and on what lies beyond the map: it varies from run to run
+    /// and under load, so no test here depends on it. The open-time check reads the file's
+    /// outline, not every node, and lets it through.
     private func faultingJournal() async throws -> [OperationID] {
         let ids = try await writeBusyJournal(into: directory.url)
         let data = directory.path("data.mdb")
@@ -36,13 +39,17 @@ struct ContainmentTests {
         // Each of these reads the last record (the summary's last moment, the journal's tail, every record).
         for arguments in [[path], [path, "events"], [path, "verify", "--json"], [path, "events", "--limit", "1", "--json"]] {
             let result = try runBinary(arguments)
-            #expect(result.signal == nil && !result.timedOut, "\(arguments)")
+            #expect(result.signal == nil && !result.timedOut, "\(arguments): the tool itself never ends of the fault")
             #expect(result.status == ExitCode.damaged.rawValue, "\(arguments): \(result.errors)")
+            // The promise is the exit and the explanation; the signal's name in parentheses is
+            // information, whichever the kernel chose.
             #expect(result.errors.hasPrefix("journal-inspect: error: \(path): the journal is damaged: reading it failed at the "
-                + "operating-system level (SIGBUS)"), "\(arguments): \(result.errors)")
+                + "operating-system level ("), "\(arguments): \(result.errors)")
+            #expect(result.errors.contains("a length or page reference inside the file points past its end"), "\(result.errors)")
             #expect(result.errors.contains("'journal-inspect \(path) verify' shows which records still read"))
             #expect(result.errors.contains("Outbox.moveAsideDamagedJournal(at:)"))
-            #expect(!result.errors.contains("Program crashed"), "Swift's crash report is left out: the tool reports the fault")
+            #expect(!result.errors.contains("Program crashed") && !result.errors.contains("Fatal error"),
+                    "Swift's crash report is left out: the tool reports the fault")
         }
     }
 

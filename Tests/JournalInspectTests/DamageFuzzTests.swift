@@ -16,7 +16,7 @@ import Testing
 /// command can. `OUTBOX_SEED` replays the flips (the journal differs slightly from run to run,
 /// so a failing copy is kept and its path printed); `OUTBOX_FUZZ_FLIPS` sets how many flipped
 /// copies (default ``defaultFlips``), `OUTBOX_FUZZ_OPERATIONS` how many operations.
-@Suite("Damage fuzzing", .timeLimit(.minutes(10)))
+@Suite("Damage fuzzing", .hangGuard)
 struct DamageFuzzTests {
     /// Sized to stay under two minutes within a whole `swift test` run on two shared cores (see
     /// Docs/testing.md).
@@ -180,7 +180,7 @@ struct DamageFuzzTests {
             var statuses: [Int32] = []
             for command in commands {
                 var arguments = [directory.path] + command.arguments
-                if command.name == "report --html" { arguments.append(report.path) }
+                if command.name == "report --html" { arguments += [report.path, "--force"] }
                 let result = try runBinary(arguments, deadlineSeconds: 30, keepOutput: false)
                 tally.commandsRun += 1
                 tally.exitCodes[result.status, default: 0] += result.signal == nil ? 1 : 0

@@ -5,7 +5,7 @@ import Testing
 
 /// A damaged record is reported with its seq, and every command carries on with what it can
 /// read: exit 65 only when the damage touched what was asked.
-@Suite("Reading a damaged journal", .timeLimit(.minutes(1)))
+@Suite("Reading a damaged journal", .hangGuard)
 struct DamagedJournalTests {
     let directory = TemporaryDirectory()
 
@@ -76,10 +76,11 @@ struct DamagedJournalTests {
         let document = try #require(try JSONSerialization.jsonObject(with: Data(export.output.utf8)) as? [String: Any])
         #expect((document["operations"] as? [Any])?.count == journal.all.count - 1)
 
-        let report = inspect([directory.url.path, "report", "--html", directory.path("report.html").path])
+        let output = TemporaryDirectory()
+        let report = inspect([directory.url.path, "report", "--html", output.path("report.html").path])
         #expect(report.code == .damaged)
         #expect(report.errors.hasPrefix(warning))
-        #expect(FileManager.default.fileExists(atPath: directory.path("report.html").path), "the report is still written")
+        #expect(FileManager.default.fileExists(atPath: output.path("report.html").path), "the report is still written")
 
         let asked = inspect([directory.url.path, "timeline", bent.idempotencyKey])
         #expect(asked.code == .usage, "an id a person gives that the journal does not hold stays a usage error")

@@ -3,7 +3,7 @@ import Foundation
 import OutboxTesting
 import Testing
 
-@Suite("The audit queries of JournalReader and Outbox", .timeLimit(.minutes(1)))
+@Suite("The audit queries of JournalReader and Outbox", .hangGuard)
 struct JournalQueryTests {
     @Test func eventsArePagedInJournalOrderAndEveryPageCarriesOn() async throws {
         let directory = TemporaryDirectory()

@@ -10,7 +10,7 @@ import Darwin
 #endif
 
 /// What cannot be opened exits 66, each case with its own message; nothing is created or changed.
-@Suite("Opening what is not a readable journal", .timeLimit(.minutes(1)))
+@Suite("Opening what is not a readable journal", .hangGuard)
 struct OpenErrorTests {
     let directory = TemporaryDirectory()
 

@@ -60,7 +60,8 @@ struct ParserTests {
     @Test func theToolsHelpNamesEveryCommandAndExitCode() {
         let text = HelpText.text(for: .tool)
         for name in CommandName.allCases { #expect(text.contains("  \(name.rawValue)")) }
-        for code in ["0", "1", "64", "65", "66"] { #expect(text.contains("  \(code)  ")) }
+        for code in ["0", "1", "64", "65", "66", "73"] { #expect(text.contains("  \(code)  ")) }
+        #expect(text.contains("exists (without --force)"), "exit 73 names what --force allows")
         #expect(text.contains("NO_COLOR"))
         for option in ["--json", "--key-file", "--tz", "--now", "--help", "--version"] { #expect(text.contains(" \(option)"), "\(option)") }
     }
@@ -73,7 +74,7 @@ struct ParserTests {
             .events: ["--from", "--to", "--kind", "--type", "--operation", "--since", "--until", "--limit", "--follow", "--json"],
             .ledger: ["--status", "--since", "--until", "--limit", "--csv", "--json"],
             .export: ["--all", "--payload"],
-            .report: ["--html", "--limit", "--json"],
+            .report: ["--html", "--limit", "--force", "--json"],
         ]
         for (name, names) in options {
             let text = HelpText.text(for: .command(name))
@@ -143,7 +144,8 @@ struct ParserTests {
         }
         #expect(options.since == .wallClock(WallClockTime(day: 20_833, seconds: 9 * 3600)))
         #expect(try usageError("j ops --tz Mars/Base").message.hasPrefix("--tz Mars/Base is not a time zone: give UTC, local"))
-        #expect(try usageError("j ops --tz +24:00").message.hasPrefix("--tz +24:00 is not a time zone"))
+        #expect(try usageError("j ops --tz +24:00").message == "--tz +24:00 has an offset no zone has: an offset runs from -23:59 to +23:59")
+        #expect(try usageError("j ops --tz +05:7x").message.hasPrefix("--tz +05:7x is not a time zone"))
         #expect(try usageError("j ops --tz").message.hasPrefix("--tz needs a zone"))
         #expect(try usageError("j ops --now").message.hasPrefix("--now needs a moment"))
         #expect(try usageError("j ops --now 2d").message.hasPrefix("--now 2d is an age; --now takes a moment"))
@@ -211,6 +213,10 @@ struct ParserTests {
         expected.limit = 3
         #expect(try command("j report --html out.html abc --limit 3").command == .report(expected))
         #expect(try command("j report --html=r.html").command == .report(ReportOptions(htmlPath: "r.html")))
+        var forced = ReportOptions(htmlPath: "r.html")
+        forced.force = true
+        #expect(try command("j report --force --html r.html").command == .report(forced))
+        #expect(try usageError("j ops --force").message == "unknown option '--force' for ops", "only report writes a file")
     }
 
     @Test(arguments: [

@@ -14,7 +14,7 @@ import Darwin
 ///
 /// The binary runs as another user (``OtherUser``): as root, which CI is, permission bits do
 /// not bind, so the test would prove nothing.
-@Suite("Read-only and unreadable journals", .timeLimit(.minutes(1)),
+@Suite("Read-only and unreadable journals", .hangGuard,
        .enabled(if: OtherUser.available != nil, "running as root needs setpriv to run the tool as another user"))
 struct ReadOnlyMediaTests {
     let directory = TemporaryDirectory()

@@ -7,7 +7,7 @@ import Testing
 /// prints must be what the runbook prints under it, line for line (a line `...` stands for
 /// lines left out). The moments are the commands' own (`--now`, `--tz`), so the text holds on
 /// any day, in any zone.
-@Suite("The support runbook's tickets, from the member's words to the answer", .timeLimit(.minutes(2)))
+@Suite("The support runbook's tickets, from the member's words to the answer", .hangGuard)
 struct RunbookTests {
     /// Where the runbook's journals are shown to live.
     static let shownDirectory = "/tmp/runbook"

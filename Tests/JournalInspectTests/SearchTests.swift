@@ -6,7 +6,7 @@ import Testing
 
 /// `ops --search`: a write found by what the member calls it, over its label, summary,
 /// category, entity and type, whatever the case and accents; never by its payload.
-@Suite("ops --search finds a write by what the member calls it", .timeLimit(.minutes(1)))
+@Suite("ops --search finds a write by what the member calls it", .hangGuard)
 struct SearchTests {
     let directory = TemporaryDirectory()
 

@@ -6,7 +6,7 @@ import Testing
 
 /// Verdicts and the ops list say what happened in the words of whoever decided: the server's
 /// message quoted, who discarded a row and why, the approver's note, a duplicate named as one.
-@Suite("Verdicts in the words of whoever decided", .timeLimit(.minutes(1)))
+@Suite("Verdicts in the words of whoever decided", .hangGuard)
 struct VerdictWordsTests {
     let directory = TemporaryDirectory()
 

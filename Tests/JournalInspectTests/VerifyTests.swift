@@ -4,7 +4,7 @@ import Testing
 
 /// Each test plants one kind of damage in a journal the engine wrote, closed, and checks that
 /// `verify` (the library, then the tool's exit code) finds exactly it, with its seq and operation.
-@Suite("verify: plant damage, find it", .timeLimit(.minutes(1)))
+@Suite("verify: plant damage, find it", .hangGuard)
 struct VerifyTests {
     /// A fresh journal of every status, in its own directory.
     private func journal() async throws -> (TemporaryDirectory, EveryStatusJournal) {

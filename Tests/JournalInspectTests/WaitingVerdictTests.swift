@@ -8,7 +8,7 @@ import Testing
 /// behind or depends on (its label, status and the server's words), a 401's pause and since
 /// when, a session signed out or of another account, an app that has not run since the write was
 /// due; and a run of identical answers in one clause.
-@Suite("Verdicts that say what a write waits for", .timeLimit(.minutes(1)))
+@Suite("Verdicts that say what a write waits for", .hangGuard)
 struct WaitingVerdictTests {
     let directory = TemporaryDirectory()
 

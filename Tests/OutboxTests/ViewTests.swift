@@ -4,7 +4,7 @@ import Observation
 import OutboxTesting
 import Testing
 
-@Suite("What people see", .timeLimit(.minutes(1)))
+@Suite("What people see", .timeLimit(.minutes(10)))
 struct ViewTests {
     @Test func thePharmacysAfternoonOnTheSyncTab() async throws {
         let journal = TestJournal()
@@ -214,7 +214,7 @@ struct ViewTests {
     }
 }
 
-@Suite("What a person decides", .timeLimit(.minutes(1)))
+@Suite("What a person decides", .timeLimit(.minutes(10)))
 struct DecisionTests {
     @Test func retryPutsAFailedRowBackAndWakesTheWorker() async throws {
         let journal = TestJournal()
@@ -357,7 +357,7 @@ struct DecisionTests {
     }
 }
 
-@Suite("Reactive reads", .timeLimit(.minutes(1)))
+@Suite("Reactive reads", .timeLimit(.minutes(10)))
 struct ReactiveTests {
     @Test func syncTabUpdatesYieldTheNewestTab() async throws {
         let journal = TestJournal()

@@ -4,6 +4,10 @@ import Outbox
 /// `report --html <file>`: the one file a ticket needs.
 extension Runner {
     func report(_ options: ReportOptions) throws -> ExitCode {
+        var output = OutputFile(path: options.htmlPath, force: options.force, journalDirectory: reader.path, label: "the report")
+        output.calls = context.fileWriteCalls
+        // Refused before anything is read: the same check runs again when the file is written.
+        if let refusal = output.refusal() { throw refusal }
         var ids: [OperationID] = []
         if options.ids.isEmpty {
             ids = try reader.operations(matching: OperationQuery(limit: options.limit)).map(\.id)
@@ -34,11 +38,7 @@ extension Runner {
             damaged: damaged.sorted { $0.seq < $1.seq }
         ))
         let data = Data(html.utf8)
-        do {
-            try data.write(to: URL(fileURLWithPath: options.htmlPath), options: .atomic)
-        } catch {
-            throw RunFailure(code: .cannotCreate, message: "cannot write the report to \(options.htmlPath): \(error.localizedDescription)")
-        }
+        try output.write(data)
         if json {
             write(try encodeJSON(ReportDocument(file: options.htmlPath, bytes: data.count, operations: timelines.count, damaged: damaged)))
         } else {

@@ -14,7 +14,7 @@ struct Runner {
     var style: Style { context.style }
     /// The moment the output reads as now: `--now`, or the clock's.
     var now: Date { moments.now }
-    var zone: TimeZone { moments.zone }
+    var zone: MomentZone { moments.zone }
 
     func run(_ command: Command) throws -> ExitCode {
         switch command {

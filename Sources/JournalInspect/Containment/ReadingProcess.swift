@@ -273,7 +273,7 @@ enum Forwarding {
     }
 
     /// The handler field, whose path through the C union differs between Glibc and Darwin.
-    private static func setHandler(_ action: inout sigaction, _ handler: (@convention(c) (Int32) -> Void)? = handler) {
+    static func setHandler(_ action: inout sigaction, _ handler: (@convention(c) (Int32) -> Void)? = handler) {
         #if canImport(Glibc)
         action.__sigaction_handler.sa_handler = handler
         #else

@@ -3,7 +3,7 @@ public import Foundation
 /// Moments as one command prints them: in one zone, with ages counted to one "now".
 ///
 /// ```swift
-/// let moments = MomentFormat(zone: TimeZone(identifier: "Europe/Berlin")!, now: now)
+/// let moments = MomentFormat(zone: .system(TimeZone(identifier: "Europe/Berlin")!), now: now)
 /// moments.absolute(saved)   // "2027-01-15T09:00:00+01:00"
 /// moments.both(saved)       // "2027-01-15T09:00:00+01:00 (2 h ago)"
 /// ```
@@ -11,19 +11,17 @@ public struct MomentFormat: Sendable {
     /// UTC, the default zone.
     public static let utcZone = TimeZone(identifier: "UTC") ?? TimeZone(secondsFromGMT: 0) ?? .gmt
 
-    public var zone: TimeZone
+    public var zone: MomentZone
     /// The moment ages count to: `--now`, or the clock's.
     public var now: Date
 
-    public init(zone: TimeZone = MomentFormat.utcZone, now: Date) {
+    public init(zone: MomentZone = .utc, now: Date) {
         self.zone = zone
         self.now = now
     }
 
     /// Whether moments print in UTC (with `Z`).
-    public var isUTC: Bool {
-        zone.identifier == "UTC" || zone.identifier == "GMT" || zone.identifier == "Etc/UTC"
-    }
+    public var isUTC: Bool { zone.isUTC }
 
     /// `2027-01-15T08:00:00Z` in UTC, `2027-01-15T09:00:00+01:00` elsewhere: whole seconds (cut,
     /// never rounded up), the offset the zone had at that moment.
@@ -67,9 +65,9 @@ public struct MomentFormat: Sendable {
         let offset = zone.secondsFromGMT(for: date)
         let magnitude = abs(offset)
         let hours = String(format: "UTC%@%02d:%02d", offset < 0 ? "-" : "+", magnitude / 3600, magnitude / 60 % 60)
-        // A fixed offset (--tz +01:00) is its own name: Foundation calls it "GMT+0100".
-        if zone.identifier.hasPrefix("GMT") { return hours }
-        return "\(zone.identifier) (\(hours) on \(day(date)))"
+        // A fixed offset (--tz +01:00) is its own name.
+        guard let identifier = zone.identifier else { return hours }
+        return "\(identifier) (\(hours) on \(day(date)))"
     }
 
     /// The civil date of a count of days from 1970-01-01 (the days-from-civil arithmetic run

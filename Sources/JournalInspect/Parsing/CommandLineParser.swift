@@ -198,10 +198,12 @@ public enum CommandLineParser {
             var path: String?
             var ids: [String] = []
             var limit = ReportOptions(htmlPath: "").limit
+            var force = false
             while let token = tokens.next() {
                 switch try tokens.option(token, command: name) {
                 case ("--html", let value?): path = value
                 case ("--limit", let value?): limit = try self.limit(value, name)
+                case ("--force", nil): force = true
                 case (let positional, nil) where !positional.hasPrefix("-"): ids.append(try operationPrefix(positional, name))
                 default: throw tokens.unexpected(token, command: name)
                 }
@@ -212,6 +214,7 @@ public enum CommandLineParser {
             var options = ReportOptions(htmlPath: path)
             options.ids = ids
             options.limit = limit
+            options.force = force
             return .report(options)
         }
     }
@@ -305,11 +308,10 @@ public enum CommandLineParser {
         default: break
         }
         if let first = text.first, first == "+" || first == "-" {
-            let digits = Array(text.dropFirst())
-            if digits.count == 5, digits[2] == ":", let hours = Int(String(digits[0...1])), let minutes = Int(String(digits[3...4])),
-                digits.allSatisfy({ $0 == ":" || $0.isASCII && $0.isNumber }), hours <= 23, minutes <= 59
-            {
-                return .offset(seconds: (first == "-" ? -1 : 1) * (hours * 3600 + minutes * 60))
+            switch UTCOffset.read(text[...]) {
+            case .seconds(let seconds): return .offset(seconds: seconds)
+            case .outOfRange: throw UsageError("--tz \(text) \(UTCOffset.outOfRangeReason)")
+            case .unrecognized: break
             }
         } else if TimeZone(identifier: text) != nil {
             return .named(text)

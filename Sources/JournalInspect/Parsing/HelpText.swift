@@ -57,7 +57,10 @@ public enum HelpText {
           66  the journal cannot be opened: missing, not a journal, a newer format, or not
               readable by this user
           70  an unexpected internal error
-          73  the output file (report --html) cannot be written
+          73  the output file (report --html) cannot or must not be written: it is in the
+              journal's directory, exists (without --force), is a link, a FIFO, a device, a
+              directory or a file with other hard links, or creating, writing, flushing or
+              closing it failed (the errno named)
           74  an I/O error while reading
 
         Colour is used only when standard output is a terminal, and never when NO_COLOR is set.
@@ -259,12 +262,17 @@ public enum HelpText {
         """
 
     static let report = """
-        journal-inspect <journal-dir> report --html <file> [<id>...] [--limit <n>]
+        journal-inspect <journal-dir> report --html <file> [<id>...] [--limit <n>] [--force]
 
         Writes one self-contained HTML file (inline CSS and SVG, no scripts, no outside assets)
         for a ticket: the summary, a chart of the queue's depth over the journal's life, and
         each operation's timeline drawn as a line of attempts coloured by outcome. Payloads are
         never included.
+
+        The file is new (mode 0644 less the umask), never in the journal's directory. A file
+        already there is replaced only with --force, whole (written beside it, flushed, renamed
+        over it, its mode kept); a symbolic link, FIFO, device, directory or file with other
+        hard links never is. Exit 73 when the file cannot or must not be written.
 
         ARGUMENTS
           <id>...         the operations to draw (prefixes are enough); without any, the newest
@@ -272,6 +280,7 @@ public enum HelpText {
         OPTIONS
           --html <file>   where to write the report (required)
           --limit <n>     without ids, draw the newest n operations (default 100)
+          --force         replace a regular file already at <file>
           --json          print {"file": ..., "operations": ...} instead of a sentence
 
         EXAMPLES

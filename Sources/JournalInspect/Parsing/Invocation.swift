@@ -34,7 +34,7 @@ public enum ZoneChoice: Equatable, Sendable {
     case member
     /// An IANA zone name, like `Europe/Berlin`.
     case named(String)
-    /// A fixed offset from UTC, like `+01:00`.
+    /// A fixed offset from UTC, like `+01:00`: any ISO 8601 allows, up to ±23:59.
     case offset(seconds: Int)
 }
 
@@ -90,7 +90,7 @@ public enum MomentSpec: Equatable, Sendable {
     /// A date and time with no zone of its own (`--tz` given), read in the `--tz` zone.
     case wallClock(WallClockTime)
 
-    public func resolve(now: Date, zone: TimeZone = MomentFormat.utcZone) -> Date {
+    public func resolve(now: Date, zone: MomentZone = .utc) -> Date {
         switch self {
         case .absolute(let date): date
         case .ago(let seconds): now.addingTimeInterval(-seconds)
@@ -114,7 +114,7 @@ public struct WallClockTime: Equatable, Sendable {
     /// The moment this wall-clock time is in `zone`. A time the zone skips (the hour a
     /// daylight-saving change jumps over) reads with the offset before the change; a time it
     /// shows twice, as the first of the two.
-    public func moment(in zone: TimeZone) -> Date {
+    public func moment(in zone: MomentZone) -> Date {
         let asUTC = Double(day) * 86_400 + seconds
         func offset(at moment: Double) -> Double { Double(zone.secondsFromGMT(for: Date(timeIntervalSince1970: moment))) }
         // The offsets the zone has around that day; the moments that show this time with their
@@ -192,6 +192,9 @@ public struct ReportOptions: Equatable, Sendable {
     /// Operation ids or prefixes to draw; empty draws the newest ``limit`` operations.
     public var ids: [String] = []
     public var limit = 100
+    /// `--force`: an existing regular file at ``htmlPath`` may be replaced (never a link, a
+    /// FIFO, a device, a directory or a file with other hard links).
+    public var force = false
 
     public init(htmlPath: String) {
         self.htmlPath = htmlPath
@@ -215,18 +218,17 @@ extension ViewOptions {
     /// recorded when it last opened it.
     /// - Throws: a ``UsageError`` for `--tz member` on a journal that recorded no zone.
     func moments(reader: JournalReader, clock: Date) throws -> MomentFormat {
-        let zone: TimeZone
+        let zone: MomentZone
         switch self.zone {
         case nil, .utc?:
-            zone = MomentFormat.utcZone
+            zone = .utc
         case .local?:
-            zone = .current
+            zone = .system(.current)
         case .named(let name)?:
             guard let named = TimeZone(identifier: name) else { throw UsageError("--tz \(name) is not a time zone this machine knows") }
-            zone = named
+            zone = .system(named)
         case .offset(let seconds)?:
-            guard let fixed = TimeZone(secondsFromGMT: seconds) else { throw UsageError("--tz: no zone has an offset of \(seconds) s") }
-            zone = fixed
+            zone = .fixed(seconds: seconds)
         case .member?:
             let recorded = try reader.engineState().lastOpened?.timeZone
             guard let recorded, let member = TimeZone(identifier: recorded) else {
@@ -235,7 +237,7 @@ extension ViewOptions {
                     ?? "--tz member: the journal records no device zone (the app last opened it with an engine older than "
                         + "journal format 2); give the member's zone by name, like --tz Europe/Berlin")
             }
-            zone = member
+            zone = .system(member)
         }
         return MomentFormat(zone: zone, now: now?.resolve(now: clock, zone: zone) ?? clock)
     }

@@ -65,19 +65,18 @@ enum MomentText {
             guard scanner.isAtEnd else { return .unrecognized }
             return .moment(.absolute(Date(timeIntervalSince1970: seconds)))
         }
-        guard let sign = scanner.sign() else {
-            guard scanner.isAtEnd else { return .unrecognized }
+        if scanner.isAtEnd {
             if zoneGiven { return .moment(.wallClock(WallClockTime(day: days, seconds: seconds - Double(days) * 86_400))) }
             return .refused("has no zone: add Z for UTC, or an offset like +01:00, or give --tz to read it in a zone")
         }
-        guard let offsetHours = scanner.number(digits: 2), scanner.take(":"), let offsetMinutes = scanner.number(digits: 2),
-            scanner.isAtEnd
-        else { return .unrecognized }
-        guard offsetHours <= 23, offsetMinutes <= 59 else {
-            return .refused("has an offset no zone has: an offset runs from -23:59 to +23:59")
+        switch UTCOffset.read(scanner.rest) {
+        case .seconds(let offset):
+            return .moment(.absolute(Date(timeIntervalSince1970: seconds - Double(offset))))
+        case .outOfRange:
+            return .refused(UTCOffset.outOfRangeReason)
+        case .unrecognized:
+            return .unrecognized
         }
-        seconds -= Double(sign * (offsetHours * 3600 + offsetMinutes * 60))
-        return .moment(.absolute(Date(timeIntervalSince1970: seconds)))
     }
 
     /// An age in seconds: a plain decimal number and a unit.
@@ -160,10 +159,8 @@ private struct DigitScanner {
         return true
     }
 
-    /// `+` or `-`, as 1 or -1.
-    mutating func sign() -> Int? {
-        if take("+") { return 1 }
-        if take("-") { return -1 }
-        return nil
+    /// What is left to read.
+    var rest: Substring {
+        Substring(String(characters[index...]))
     }
 }

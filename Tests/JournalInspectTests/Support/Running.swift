@@ -57,13 +57,15 @@ struct ProcessResult {
 ///     child), then SIGKILL, and the result says it timed out: a hang fails the test, never
 ///     blocks it.
 ///   - keepOutput: `false` sends standard output to /dev/null (a fuzzer needs only the status).
+///   - wrapper: a command the binary runs through, its path and arguments following it: a
+///     shell that sets a limit or a umask first (`sh -c 'ulimit -f 16; exec "$0" "$@"'`).
 func runBinary(_ arguments: [String], environment: [String: String] = [:], user: OtherUser? = nil,
-               deadlineSeconds: Double = 60, keepOutput: Bool = true) throws -> ProcessResult {
+               deadlineSeconds: Double = 60, keepOutput: Bool = true, through wrapper: [String] = []) throws -> ProcessResult {
     let scratch = TemporaryDirectory("journal-inspect-run")
     let outPath = scratch.path("stdout").path
     let errPath = scratch.path("stderr").path
     let executable = try inspectExecutable().path
-    let command = (user?.command ?? []) + [executable] + arguments
+    let command = (user?.command ?? []) + wrapper + [executable] + arguments
     var base = ProcessInfo.processInfo.environment
     base.removeValue(forKey: "NO_COLOR")
     let process = try SpawnedProcess(
