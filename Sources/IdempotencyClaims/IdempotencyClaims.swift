@@ -36,9 +36,11 @@ import OutboxCrypto
 ///
 /// ## How "in progress" works
 /// A claim is taken in a short transaction of its own (inserted if absent, as in progress, with
-/// a lease), then completed in the transaction of the write. Between the two, other requests with the
-/// key see it in progress and are answered 409 without waiting; work that must not hold the
-/// database's transaction runs there (`whileClaimed`). A write that throws removes the claim;
+/// a lease), then completed in the transaction of the write. From the first commit to the second,
+/// other requests with the key see it in progress and are answered 409 without waiting, read
+/// from what is committed (``ClaimStore/committedClaim(_:)``), even while the write holds its
+/// transaction open; work that must not hold the database's transaction runs between the two
+/// (`whileClaimed`). A write that throws removes the claim;
 /// one that throws ``ClaimRefusal`` removes it too, and its response is the answer.
 /// If the process dies between the two transactions, the claim stays in progress until its
 /// lease (``ClaimPolicy/inProgressLease``) runs out; then the next request takes it over. The
@@ -108,10 +110,10 @@ public struct IdempotencyClaims<Store: ClaimStore>: Sendable {
         }
     }
 
-    /// The claim stored for a key, expired or not; `nil` when there is none.
+    /// The claim stored for a key as last committed, expired or not; `nil` when there is none.
+    /// Never waits for a write in progress.
     public func claim(scope: ClaimScope, key: IdempotencyKey) throws -> ClaimRecord? {
-        let id = ClaimID(scope: scope, key: key)
-        return try store.transaction { txn in try store.claim(id, in: txn) }
+        try store.committedClaim(ClaimID(scope: scope, key: key))
     }
 
     /// Removes up to `limit` claims that no longer count: completed ones past the retention and
@@ -145,21 +147,32 @@ public struct IdempotencyClaims<Store: ClaimStore>: Sendable {
 
     /// Takes the claim as in progress, or answers without taking it.
     ///
-    /// The claim is inserted if absent, atomically; a claim found there is held by the
-    /// transaction, so replacing it when it no longer counts cannot race another copy.
+    /// A claim that counts is answered from what is committed, before any transaction: a copy
+    /// never waits for the write holding its claim. Otherwise the claim is inserted if absent,
+    /// atomically; a claim found there is held by the transaction, so replacing it when it no
+    /// longer counts cannot race another copy. A store that finds the claim held elsewhere says
+    /// so (``ClaimBusy``) rather than wait: that request is answered in progress too.
     private func take(_ id: ClaimID, fingerprint: SHA256Digest, token: ClaimToken) throws -> ClaimAnswer? {
-        try store.transaction { txn in
-            let now = clock.now()
-            let record = ClaimRecord(
-                fingerprint: fingerprint,
-                takenAt: now,
-                state: .inProgress(token: token, leaseExpiresAt: now.addingTimeInterval(policy.inProgressLease)))
-            guard let existing = try store.insertClaimIfAbsent(record, for: id, in: txn) else { return nil }
-            let decision = ClaimRules.decide(existing: existing, fingerprint: fingerprint, now: now, policy: policy)
+        if let committed = try store.committedClaim(id) {
+            let decision = ClaimRules.decide(existing: committed, fingerprint: fingerprint, now: clock.now(), policy: policy)
             if let answer = ClaimAnswer.answer(for: decision) { return answer }
-            // Expired or abandoned: take it over.
-            try store.putClaim(record, for: id, in: txn)
-            return nil
+        }
+        do {
+            return try store.transaction { txn in
+                let now = clock.now()
+                let record = ClaimRecord(
+                    fingerprint: fingerprint,
+                    takenAt: now,
+                    state: .inProgress(token: token, leaseExpiresAt: now.addingTimeInterval(policy.inProgressLease)))
+                guard let existing = try store.insertClaimIfAbsent(record, for: id, in: txn) else { return nil }
+                let decision = ClaimRules.decide(existing: existing, fingerprint: fingerprint, now: now, policy: policy)
+                if let answer = ClaimAnswer.answer(for: decision) { return answer }
+                // Expired or abandoned: take it over.
+                try store.putClaim(record, for: id, in: txn)
+                return nil
+            }
+        } catch is ClaimBusy {
+            return .inProgress
         }
     }
 

@@ -6,7 +6,8 @@ import Synchronization
 ///
 /// `Records` is the server's own data. A transaction works on a copy of it and of the claims;
 /// returning from the closure commits both at once, throwing discards both. Transactions are
-/// serialized; ``records()`` reads the last committed state at any time without waiting.
+/// serialized; ``records()`` and ``committedClaim(_:)`` read the last committed state at any
+/// time without waiting for the transaction in progress.
 ///
 /// - Warning: a transaction must not start another one (nor call ``reset(records:)``): it would
 ///   wait for itself.
@@ -68,6 +69,11 @@ public final class InMemoryClaimStore<Records: Sendable>: ClaimStore {
             committed.withLock { $0 = end }
             return result
         }
+    }
+
+    /// Read from the last committed state: never waits for the writer.
+    public func committedClaim(_ id: ClaimID) throws -> ClaimRecord? {
+        committed.withLock { $0.claims[id] }
     }
 
     public func claim(_ id: ClaimID, in transaction: Transaction) throws -> ClaimRecord? {

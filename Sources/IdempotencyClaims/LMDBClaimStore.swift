@@ -8,6 +8,10 @@ public import OutboxStorage
 /// receives a ``Transaction`` and reaches the LMDB transaction through
 /// ``Transaction/withLMDB(_:)``, so records and claim commit in one LMDB transaction.
 ///
+/// Claims are taken and completed in the environment's one write transaction;
+/// ``committedClaim(_:)`` reads in a read transaction, so a copy of a write in progress is
+/// answered while that write holds the writer.
+///
 /// ```swift
 /// let environment = try LMDBEnvironment.open(directory: url)
 /// let products = try environment.openDatabase("products")
@@ -66,10 +70,20 @@ public struct LMDBClaimStore: ClaimStore {
         }
     }
 
+    /// Read in a read transaction, a snapshot of what is committed: LMDB's readers never wait
+    /// for its writer.
+    public func committedClaim(_ id: ClaimID) throws -> ClaimRecord? {
+        let key = try ClaimCodec.key(for: id)
+        return try Self.decoded(try environment.read { try $0.get(database, key: key) })
+    }
+
     public func claim(_ id: ClaimID, in transaction: Transaction) throws -> ClaimRecord? {
         let key = try ClaimCodec.key(for: id)
-        let bytes = try transaction.withLMDB { try $0.get(database, key: key) }
-        return try bytes.map { bytes throws -> ClaimRecord in try ClaimCodec.decode(bytes) }
+        return try Self.decoded(try transaction.withLMDB { try $0.get(database, key: key) })
+    }
+
+    private static func decoded(_ bytes: [UInt8]?) throws -> ClaimRecord? {
+        try bytes.map { bytes throws -> ClaimRecord in try ClaimCodec.decode(bytes) }
     }
 
     public func putClaim(_ record: ClaimRecord, for id: ClaimID, in transaction: Transaction) throws {

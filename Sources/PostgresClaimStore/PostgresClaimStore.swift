@@ -17,12 +17,17 @@ public import IdempotencyClaims
 /// }
 /// ```
 ///
-/// Transactions run at READ COMMITTED. The claim is taken by `INSERT ... ON CONFLICT DO
-/// NOTHING`: of two copies arriving at once exactly one inserts, the other waits on the key
-/// until the first's transaction ends and then finds its row. A claim found is read `FOR UPDATE`,
-/// so deciding on it, taking it over and completing it cannot race another transaction. A
-/// transaction the server aborts for a serialization failure or a deadlock runs again, up to
-/// three times. Timestamps are kept to the microsecond.
+/// Transactions run at READ COMMITTED. A copy of a request is answered from the claim as last
+/// committed (a plain `SELECT`, which waits for no lock), so the write holding a claim in its
+/// open transaction holds up none of its copies, on any server. A claim is taken under a
+/// transaction-scoped advisory lock on its key, tried, never waited for: of two copies arriving at
+/// once, one takes it and the other is told the claim is busy (``ClaimBusy``, answered in
+/// progress) instead of waiting on the first's uncommitted row. The insert is `INSERT ... ON
+/// CONFLICT DO NOTHING`, skipped when a row is there; a row found is locked `FOR UPDATE SKIP
+/// LOCKED`, so deciding on it and taking it over cannot race another transaction, and a row
+/// another transaction holds is busy, not waited for. A transaction the server aborts for a
+/// serialization failure or a deadlock runs again, up to three times. Timestamps are kept to
+/// the microsecond.
 public struct PostgresClaimStore: ClaimStore {
     /// One transaction on one pooled connection, valid inside the closure of
     /// ``PostgresClaimStore/transaction(_:)`` only: using it afterwards throws.
@@ -72,25 +77,49 @@ public struct PostgresClaimStore: ClaimStore {
         }
     }
 
-    public func claim(_ id: ClaimID, in transaction: Transaction) throws -> ClaimRecord? {
+    /// The claim's row read in `transaction`, with `locking` (`FOR UPDATE`, ...) or no lock.
+    private func select(_ id: ClaimID, _ locking: String, in transaction: Transaction) throws -> ClaimRecord? {
         let rows = try transaction.execute(
-            "SELECT \(ClaimRow.columns) FROM idempotency_keys WHERE business_id = $1 AND operation_type = $2 AND key = $3 FOR UPDATE",
-            ClaimRow.key(id))
+            "SELECT \(ClaimRow.columns) FROM idempotency_keys WHERE \(ClaimRow.matchesKey) \(locking)", ClaimRow.key(id))
         return try rows.first.map(ClaimRow.record)
     }
 
+    /// A plain `SELECT` in a transaction of its own: it reads what is committed and takes no lock,
+    /// so it never waits for the transaction of a write holding the claim.
+    public func committedClaim(_ id: ClaimID) throws -> ClaimRecord? {
+        try transaction { txn in try select(id, "", in: txn) }
+    }
+
+    public func claim(_ id: ClaimID, in transaction: Transaction) throws -> ClaimRecord? {
+        try select(id, "FOR UPDATE", in: transaction)
+    }
+
+    /// The first key of the advisory lock a claim's takers share: `'OBC'` (the migrations' is `'OBX'`).
+    static let takingLockClass: Int32 = 0x4F_4243
+
+    /// Takes the key's advisory lock without waiting, then inserts if no row is there, or locks
+    /// the row found without waiting.
+    /// - Throws: ``ClaimBusy`` when another transaction is taking the key (it has the advisory
+    ///   lock: its row may be uncommitted) or holds its row (the write completing it, a release,
+    ///   a purge).
     public func insertClaimIfAbsent(_ record: ClaimRecord, for id: ClaimID, in transaction: Transaction) throws -> ClaimRecord? {
-        // A claim deleted between the conflict and the lock (released, purged) is inserted on
-        // the next turn; each turn sees what committed before it (READ COMMITTED).
-        for _ in 0..<100 {
-            let inserted = try transaction.execute(
-                "INSERT INTO idempotency_keys (\(ClaimRow.keyColumns), \(ClaimRow.columns)) VALUES (\(ClaimRow.placeholders)) "
-                    + "ON CONFLICT (\(ClaimRow.keyColumns)) DO NOTHING",
-                ClaimRow.key(id) + ClaimRow.values(record))
-            if inserted.affectedRows == 1 { return nil }
-            if let existing = try claim(id, in: transaction) { return existing }
-        }
-        throw PostgresError(.server, message: "the claim kept being inserted and removed by others while this request took it")
+        // Scoped by the schema too: servers of other schemas of the database never contend.
+        // Two keys whose names share a hash (one pair in 2^32) contend only while one is taken.
+        let free = try transaction.execute(
+            "SELECT pg_try_advisory_xact_lock($1, hashtext(current_schema() || ':' || $2))",
+            [.int32(Self.takingLockClass), .text(ClaimRow.lockName(id))])
+        guard try free.first?.bool(0) == true else { throw ClaimBusy() }
+        // Nothing is inserted when a row is visible, so the unique index never makes this wait
+        // for a transaction changing that row; ON CONFLICT covers a row committed since.
+        let inserted = try transaction.execute(
+            "INSERT INTO idempotency_keys (\(ClaimRow.keyColumns), \(ClaimRow.columns)) SELECT \(ClaimRow.typedPlaceholders) "
+                + "WHERE NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE \(ClaimRow.matchesKey)) "
+                + "ON CONFLICT (\(ClaimRow.keyColumns)) DO NOTHING",
+            ClaimRow.key(id) + ClaimRow.values(record))
+        if inserted.affectedRows == 1 { return nil }
+        // None: another transaction holds the row (or has just removed it: a retry takes it).
+        guard let found = try select(id, "FOR UPDATE SKIP LOCKED", in: transaction) else { throw ClaimBusy() }
+        return found
     }
 
     public func putClaim(_ record: ClaimRecord, for id: ClaimID, in transaction: Transaction) throws {
@@ -102,7 +131,7 @@ public struct PostgresClaimStore: ClaimStore {
 
     public func removeClaim(_ id: ClaimID, in transaction: Transaction) throws {
         try transaction.execute(
-            "DELETE FROM idempotency_keys WHERE business_id = $1 AND operation_type = $2 AND key = $3", ClaimRow.key(id))
+            "DELETE FROM idempotency_keys WHERE \(ClaimRow.matchesKey)", ClaimRow.key(id))
     }
 
     /// Deletes a batch of dead claims found through the partial indexes; claims another

@@ -67,4 +67,47 @@ struct LMDBClaimStoreTests {
         try environment.write { txn in try txn.put(store.database, key: try ClaimCodec.key(for: id), value: [9, 9, 9]) }
         #expect(throws: ClaimCodingError.self) { try store.transaction { try store.claim(id, in: $0) } }
     }
+
+    @Test func copiesOfAWriteHoldingTheWriteLockAreAnsweredFromAReadSnapshot() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let environment = try LMDBEnvironment.open(directory: directory.url, options: .init(syncOnCommit: false))
+        defer { environment.close() }
+        let effects = try environment.openDatabase("effects")
+        let claims = IdempotencyClaims(store: try LMDBClaimStore(environment: environment))
+        let scope = ClaimScope(businessID: "b-1", operationType: "product.create")
+        let body = Data(#"{"id":"p-1"}"#.utf8)
+
+        // The first request's write holds LMDB's one write transaction until the gate opens.
+        let gate = Gate()
+        defer { gate.open() }
+        let held = Signal()
+        let first = Task {
+            try await onThread {
+                defer { held.fire() }   // also when the request fails: the test goes on to see it
+                return try claims.handle(scope: scope, key: "k-1", body: body) { txn in
+                    try txn.withLMDB { try $0.put(effects, key: Array("k-1".utf8), value: [1]) }
+                    held.fire()
+                    try gate.wait()
+                    return ClaimResponse(status: 201, body: body)
+                }
+            }
+        }
+        await held.wait()
+        @Sendable func copy(_ body: Data) throws -> ClaimAnswer {
+            try claims.handle(scope: scope, key: "k-1", body: body) { _ in ClaimResponse(status: 599) }
+        }
+        // Both answers come while the write lock is held: the gate opens only after them.
+        let same = try await answerWithin { try copy(body) }
+        let other = try await answerWithin { try copy(Data(#"{"id":"p-2"}"#.utf8)) }
+        #expect(same?.outcome == .inProgress)
+        #expect(other?.outcome == .conflict)
+
+        gate.open()
+        #expect(try await first.value.outcome == .applied)
+        let later = try await answerWithin { try copy(body) }
+        #expect(later?.outcome == .replayed)
+        #expect(later?.response.body == body)
+        #expect(try environment.read { try $0.get(effects, key: Array("k-1".utf8)) } == [1])
+    }
 }

@@ -94,6 +94,153 @@ struct PostgresClaimStoreTests {
         }
     }
 
+    // MARK: Copies of a write in progress wait for nothing
+
+    /// A whole second, so that it comes back from PostgreSQL's microseconds unchanged.
+    static let takenAt = Date(timeIntervalSince1970: 1_800_000_000)
+
+    /// Runs the first request with `key` on a thread of its own, its write held inside its
+    /// transaction (the claim's row locked, the effect written, nothing committed) until `gate`
+    /// opens; returns once it is held.
+    private func holdWrite(
+        _ claims: IdempotencyClaims<PostgresClaimStore>, key: String, gate: Gate
+    ) async -> Task<ClaimAnswer, any Error> {
+        let held = Signal()
+        let first = Task { [scope, body] in
+            try await onThread {
+                defer { held.fire() }   // also when the request fails: the test goes on to see it
+                return try claims.handle(scope: scope, key: key, body: body) { txn in
+                    try Fixture.bump(txn, key)
+                    held.fire()
+                    try gate.wait()
+                    return ClaimResponse(status: 201, body: body)
+                }
+            }
+        }
+        await held.wait()
+        return first
+    }
+
+    /// Takes the claim of `key` in `store` as a first request's take does, and holds that
+    /// transaction open (the claim inserted, uncommitted) until `gate` opens; returns once it is
+    /// inserted, with the record and the take (answering what the insert found).
+    private func holdTake(
+        _ store: PostgresClaimStore, key: String, gate: Gate
+    ) async throws -> (ClaimRecord, Task<ClaimRecord?, any Error>) {
+        let id = ClaimID(scope: scope, key: try #require(IdempotencyKey(rawValue: key)))
+        let record = ClaimRecord(
+            fingerprint: SHA256Digest(of: body), takenAt: Self.takenAt,
+            state: .inProgress(token: ClaimToken(), leaseExpiresAt: Self.takenAt.addingTimeInterval(300)))
+        let inserted = Signal()
+        let take = Task {
+            try await onThread {
+                defer { inserted.fire() }   // also when the take fails: the test goes on to see it
+                return try store.transaction { txn in
+                    let found = try store.insertClaimIfAbsent(record, for: id, in: txn)
+                    inserted.fire()
+                    try gate.wait()
+                    return found
+                }
+            }
+        }
+        await inserted.wait()
+        return (record, take)
+    }
+
+    /// A request that must be answered without running its write: the write answers 599.
+    private func copy(
+        _ claims: IdempotencyClaims<PostgresClaimStore>, key: String, body: Data? = nil
+    ) async throws -> ClaimAnswer? {
+        let body = body ?? self.body
+        return try await answerWithin { [scope] in
+            try claims.handle(scope: scope, key: key, body: body) { _ in ClaimResponse(status: 599) }
+        }
+    }
+
+    @Test func copiesOfAWriteHeldInItsTransactionAreAnsweredWithoutWaitingAndLeaveTheOtherConnectionFree() async throws {
+        // Two connections: the held write has one; every other request must make do with the other.
+        let fixture = try Fixture(poolSize: 2)
+        defer { fixture.close() }
+        let claims = IdempotencyClaims(store: fixture.store)
+        let gate = Gate()
+        defer { gate.open() }
+        let first = await holdWrite(claims, key: "k-1", gate: gate)
+
+        // Each answer comes while the write is still held: the gate opens only after them.
+        var copies: [ClaimAnswer?] = []
+        for _ in 0..<3 { copies.append(try await copy(claims, key: "k-1")) }
+        let otherBody = try await copy(claims, key: "k-1", body: Data(#"{"id":"p-2"}"#.utf8))
+        let unrelated = try await answerWithin { [scope, body] in
+            try claims.handle(scope: scope, key: "k-2", body: body) { txn in
+                try Fixture.bump(txn, "k-2")
+                return ClaimResponse(status: 201, body: body)
+            }
+        }
+        #expect(copies.map { $0?.outcome } == [.inProgress, .inProgress, .inProgress], "answered while the write was held")
+        #expect(copies.first??.response.status == 409)
+        #expect(otherBody?.outcome == .conflict)
+        #expect(unrelated?.outcome == .applied, "an unrelated write commits meanwhile")
+        #expect(try fixture.effects("k-1") == 0, "the held write has not committed")
+
+        gate.open()
+        #expect(try await first.value.outcome == .applied)
+        let later = try await copy(claims, key: "k-1")
+        #expect(later?.outcome == .replayed)
+        #expect(try fixture.effects("k-1") == 1)
+        #expect(try fixture.effects("k-2") == 1)
+    }
+
+    @Test func aCopyArrivingWhileTheFirstIsTakingItsClaimIsAnsweredWithoutWaitingForThatTransaction() async throws {
+        let fixture = try Fixture()
+        defer { fixture.close() }
+        let claims = IdempotencyClaims(store: fixture.store)
+        let gate = Gate()
+        defer { gate.open() }
+        let (record, take) = try await holdTake(fixture.store, key: "k-1", gate: gate)
+        let answer = try await copy(claims, key: "k-1")
+        #expect(answer?.outcome == .inProgress, "answered while the first's insert was uncommitted")
+        gate.open()
+        #expect(try await take.value == nil, "the first inserted its claim")
+        #expect(try claims.claim(scope: scope, key: #require(IdempotencyKey(rawValue: "k-1"))) == record)
+    }
+
+    @Test func takingAClaimInOneSchemaNeverHoldsUpTheSameKeyInAnother() async throws {
+        let (here, there) = (try Fixture(), try Fixture())
+        defer { here.close(); there.close() }
+        let gate = Gate()
+        defer { gate.open() }
+        let (_, take) = try await holdTake(here.store, key: "k-1", gate: gate)
+        // Another server's tables (another schema of the database): its own claims entirely.
+        let elsewhere = try await answerWithin { [scope, body] in
+            try IdempotencyClaims(store: there.store).handle(scope: scope, key: "k-1", body: body) { txn in
+                try Fixture.bump(txn, "k-1")
+                return ClaimResponse(status: 201, body: body)
+            }
+        }
+        #expect(elsewhere?.outcome == .applied)
+        gate.open()
+        #expect(try await take.value == nil)
+    }
+
+    @Test func aCopyPastTheLeaseOfAWriteStillHeldIsInProgressAndTakesNothingOver() async throws {
+        let fixture = try Fixture()
+        defer { fixture.close() }
+        let clock = ManualClaimClock()
+        let claims = IdempotencyClaims(store: fixture.store, policy: ClaimPolicy(inProgressLease: 60), clock: clock)
+        let gate = Gate()
+        defer { gate.open() }
+        let first = await holdWrite(claims, key: "k-1", gate: gate)
+        // The lease has run out, but the write holding the claim is still running: the copy
+        // neither waits for it nor takes the claim over.
+        clock.advance(by: 61)
+        let answer = try await copy(claims, key: "k-1")
+        #expect(answer?.outcome == .inProgress)
+        gate.open()
+        #expect(try await first.value.outcome == .applied, "the claim was still the first's")
+        #expect(try await copy(claims, key: "k-1")?.outcome == .replayed)
+        #expect(try fixture.effects("k-1") == 1)
+    }
+
     @Test func serversStartingTogetherCreateTheSchemaOnce() async throws {
         let schema = try TestPostgres.freshSchema("migrate")
         defer { schema.drop() }

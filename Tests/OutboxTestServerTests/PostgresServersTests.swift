@@ -92,6 +92,57 @@ struct PostgresServersTests {
         #expect(applied.json as? [String: Int] == Dictionary(uniqueKeysWithValues: keys.map { ($0, 1) }))
     }
 
+    @Test func copiesOfAWriteHeldInItsTransactionAreAnsweredOnEveryServerWhileUnrelatedWritesCommit() async throws {
+        let schema = try TestPostgres.freshSchema("held")
+        defer { schema.drop() }
+        // Pools of 4: five copies at once on one server are more than its connections.
+        let servers = try await onThread { try ServerProcess.onPostgres(3, schema: schema) }
+        let (a, b, c) = (servers[0].port, servers[1].port, servers[2].port)
+        _ = try await exchange(a, request("POST", "/_control/faults", body: #"[{"fault":"hold_in_transaction","key":"op-held"}]"#))
+        let text = request(key: "op-held", body: body)
+        let first = Task { try await exchange(a, text) }
+        let awaited = try await exchange(a, request("POST", "/_control/await-held", body: #"{"key":"op-held"}"#))
+        #expect(awaited.json?["held"] as? Bool == true)
+
+        // All at once: five copies on B, five on C, two on A itself, a copy with another body,
+        // and an unrelated create on each of B and C.
+        enum Sent: Hashable { case copy, otherBody, unrelated(String) }
+        var sends: [(Sent, UInt16, String)] = []
+        for port in [b, b, b, b, b, c, c, c, c, c, a, a] { sends.append((.copy, port, text)) }
+        sends.append((.otherBody, c, request(key: "op-held", body: #"{"id":"p-1","name":"Lint"}"#)))
+        sends.append((.unrelated("op-b"), b, request(key: "op-b", body: #"{"id":"p-b","name":"Tape"}"#)))
+        sends.append((.unrelated("op-c"), c, request(key: "op-c", body: #"{"id":"p-c","name":"Swab"}"#)))
+        let answers = try await withThrowingTaskGroup(of: (Sent, RawResponse).self) { group in
+            for (sent, port, text) in sends { group.addTask { (sent, try await exchange(port, text)) } }
+            return try await group.reduce(into: [(Sent, RawResponse)]()) { $0.append($1) }
+        }
+        // The hold is let go only now: every answer above came while the write was held.
+        let held = try await exchange(a, request("GET", "/_control/held"))
+        #expect(held.json?["held"] as? [String] == ["op-held"], "the write was still held when the others were answered")
+        #expect(try claimStatus(schema, "op-held") == "in_progress", "nothing of the held write committed")
+        for (sent, answer) in answers {
+            switch sent {
+            case .copy:
+                #expect(answer.status == 409 && answer.code == "idempotency_in_progress", "a copy: \(answer.status) \(answer.code ?? "")")
+                #expect(answer.header("Retry-After") == "1")
+            case .otherBody:
+                #expect(answer.status == 409 && answer.code == "idempotency_conflict")
+            case .unrelated(let key):
+                #expect(answer.status == 201 && answer.header("Idempotent-Replayed") == nil, "\(key): \(answer.status)")
+            }
+        }
+
+        let released = try await exchange(a, request("POST", "/_control/release", body: #"{"key":"op-held"}"#))
+        #expect(released.json?["released"] as? Int == 1)
+        let committed = try await first.value
+        #expect(committed.status == 201 && committed.header("Idempotent-Replayed") == nil)
+        let later = try await exchange(b, text)
+        #expect(later.status == 201 && later.header("Idempotent-Replayed") == "true")
+        #expect(later.body == committed.body)
+        let applied = try await exchange(c, request("GET", "/_control/applied"))
+        #expect(applied.json as? [String: Int] == ["op-held": 1, "op-b": 1, "op-c": 1])
+    }
+
     @Test func aServerKilledMidTransactionLeavesNothingHalfAppliedAndARetryAppliesOnce() async throws {
         let schema = try TestPostgres.freshSchema("kill")
         defer { schema.drop() }

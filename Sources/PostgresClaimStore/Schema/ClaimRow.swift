@@ -5,10 +5,17 @@ import OutboxCrypto
 /// A ``ClaimRecord`` as a row of `idempotency_keys`, and back.
 enum ClaimRow {
     static let keyColumns = "business_id, operation_type, key"
+    /// The condition on the key columns, with the key bound as ``key(_:)`` binds it ($1 to $3).
+    static let matchesKey = "business_id = $1 AND operation_type = $2 AND key = $3"
     /// The record's columns, in the order ``values(_:)`` binds them and ``record(_:)`` reads them.
     static let columns = "fingerprint, status, token, lease_expires_at, taken_at, completed_at, "
         + "response_status, response_headers, response_body"
     static let placeholders = (1...12).map { "$\($0)" }.joined(separator: ", ")
+    /// ``placeholders`` with each column's type, for an `INSERT ... SELECT` (where a `NULL`
+    /// parameter has no column to take its type from).
+    static let typedPlaceholders = ["text", "text", "text", "bytea", "text", "uuid", "timestamptz", "timestamptz",
+                                    "timestamptz", "integer", "jsonb", "bytea"]
+        .enumerated().map { "$\($0.offset + 1)::\($0.element)" }.joined(separator: ", ")
     static let updates = columns.split(separator: ",").map { column in
         let name = column.trimmingCharacters(in: .whitespaces)
         return "\(name) = EXCLUDED.\(name)"
@@ -19,6 +26,16 @@ enum ClaimRow {
 
     static func key(_ id: ClaimID) -> [PostgresValue] {
         [.text(id.scope.businessID), .text(id.scope.operationType), .text(id.key.rawValue)]
+    }
+
+    /// Names the claim for the advisory lock its takers share: the SHA-256, in hex, of its three
+    /// parts, each after its length, so that no two claims compose one name.
+    static func lockName(_ id: ClaimID) -> String {
+        let parts = [id.scope.businessID, id.scope.operationType, id.key.rawValue].flatMap { part -> [[UInt8]] in
+            let bytes = Array(part.utf8)
+            return [withUnsafeBytes(of: UInt32(bytes.count).bigEndian) { Array($0) }, bytes]
+        }
+        return SHA256Digest(ofConcatenated: parts).hex
     }
 
     static func values(_ record: ClaimRecord) -> [PostgresValue] {

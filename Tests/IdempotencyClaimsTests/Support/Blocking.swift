@@ -87,3 +87,21 @@ final class StartLine: Sendable {
         try gate.wait()
     }
 }
+
+/// Runs `work` on a thread of its own and waits at most `seconds` for its answer: `nil` when it
+/// has not answered by then (it goes on, its answer dropped). For a test that must see an answer
+/// arrive while something is still held: work that waits for the held thing fails the test
+/// instead of hanging it (a deadline for a broken test, not a timing).
+func answerWithin<T: Sendable>(seconds: TimeInterval = 30, _ work: @escaping @Sendable () throws -> T) async throws -> T? {
+    try await onThread {
+        let answer = Mutex<Result<T, any Error>?>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        Thread {
+            let result = Result { try work() }
+            answer.withLock { $0 = result }
+            answered.signal()
+        }.start()
+        guard answered.wait(timeout: .now() + seconds) == .success else { return nil }
+        return try answer.withLock { $0 }?.get()
+    }
+}
