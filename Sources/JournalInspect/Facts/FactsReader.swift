@@ -104,30 +104,29 @@ struct FactsReader {
         return (try? reader.timeline(of: id))?.state
     }
 
-    /// The engine's rules for what holds a queued row, applied to folded states: the session,
-    /// then an unsynced dependency, then an earlier unsettled write to the same entity.
+    /// The engine's rule for what holds a queued row (`Eligibility`, the one the worker and
+    /// the Sync tab ask), over folded states: the facts are gathered here, the rule decides. Its
+    /// schedule is judged by the caller against the output's now.
     private func foldedWaiting(for state: OperationState) throws -> WaitingOn? {
-        if engine.isPaused { return .sessionPaused(since: engine.pausedAt) }
-        switch engine.session {
-        case .signedOut: return .noSession
-        case .otherAccount: return .otherAccount
-        case .signedIn: break
-        }
-        for dependency in state.dependsOn {
+        let recorded = Eligibility.Engine(isPaused: engine.isPaused, pausedAt: engine.pausedAt, session: engine.session)
+        var facts = Eligibility.Facts(id: state.id, status: state.status, dueAt: nil, engine: recorded, now: now)
+        facts.dependencies = state.dependsOn.map { dependency in
             var current = currentState(of: dependency)
             var hops = 0
             while let replaced = current, let by = replaced.supersededBy, hops < 100 {
                 current = currentState(of: by)
                 hops += 1
             }
-            if current?.status != .synced { return .dependency(current?.id ?? dependency, current?.status) }
+            return Eligibility.Row(id: current?.id ?? dependency, status: current?.status)
         }
-        guard state.entityID != nil else { return nil }
-        let unsettledStatuses: Set<OutboxStatus> = [.queued, .syncing, .pendingApproval, .failed, .blocked, .conflicted]
-        let unsettled = try listed.map { Array($0.values.filter { unsettledStatuses.contains($0.status) }) }
-            ?? reader.operations(matching: OperationQuery(statuses: unsettledStatuses, limit: .max))
-        let head = unsettled.filter { $0.lane == state.lane }.min { $0.laneSeq < $1.laneSeq }
-        if let head, head.id != state.id { return .laneHead(head.id, head.status) }
-        return nil
+        if state.entityID != nil {
+            let unsettledStatuses: Set<OutboxStatus> = [.queued, .syncing, .pendingApproval, .failed, .blocked, .conflicted]
+            let unsettled = try listed.map { Array($0.values.filter { unsettledStatuses.contains($0.status) }) }
+                ?? reader.operations(matching: OperationQuery(statuses: unsettledStatuses, limit: .max))
+            if let head = unsettled.filter({ $0.lane == state.lane }).min(by: { $0.laneSeq < $1.laneSeq }), head.id != state.id {
+                facts.laneHead = Eligibility.Row(id: head.id, status: head.status)
+            }
+        }
+        return Eligibility.verdict(facts).waitingOn
     }
 }

@@ -1,5 +1,5 @@
-import Foundation
-import OutboxCore
+package import Foundation
+package import OutboxCore
 
 /// "May this row be sent now?": the one rule, a pure function of facts read in one snapshot.
 ///
@@ -21,40 +21,62 @@ import OutboxCore
 /// A dependency is judged by what stands for it now (itself, or the end of the chain of rows
 /// that replaced it). The engine facts are the recorded ones for a read, and the session asked
 /// live for a send (``engineHold(_:)``).
-enum Eligibility {
+package enum Eligibility {
     /// Another row, as the rule needs it: its id and status (`nil` when the journal cannot say).
-    struct Row: Sendable, Equatable {
-        var id: OperationID
-        var status: OutboxStatus?
+    package struct Row: Sendable, Equatable {
+        package var id: OperationID
+        package var status: OutboxStatus?
+
+        package init(id: OperationID, status: OutboxStatus?) {
+            self.id = id
+            self.status = status
+        }
     }
 
     /// The engine's side: the pause and who is signed in.
-    struct Engine: Sendable, Equatable {
-        var isPaused: Bool
-        var pausedAt: Date?
-        var session: SessionObservation
+    package struct Engine: Sendable, Equatable {
+        package var isPaused: Bool
+        package var pausedAt: Date?
+        package var session: SessionObservation
+
+        package init(isPaused: Bool, pausedAt: Date?, session: SessionObservation) {
+            self.isPaused = isPaused
+            self.pausedAt = pausedAt
+            self.session = session
+        }
 
         /// Nothing holds the engine: what a caller that checks the session itself passes.
-        static let free = Engine(isPaused: false, pausedAt: nil, session: .signedIn)
+        package static let free = Engine(isPaused: false, pausedAt: nil, session: .signedIn)
     }
 
     /// Everything the rule reads about one row.
-    struct Facts: Sendable, Equatable {
-        var id: OperationID
-        var status: OutboxStatus
+    package struct Facts: Sendable, Equatable {
+        package var id: OperationID
+        package var status: OutboxStatus
         /// When the row is next due; `nil` for due now. The worker passes the moment the
         /// clock-skew clamp makes of it.
-        var dueAt: Date?
+        package var dueAt: Date?
         /// Each dependency as it stands now, in the order the row names them.
-        var dependencies: [Row] = []
+        package var dependencies: [Row] = []
         /// The first row of its lane not yet terminal; `nil` when none is (or it is this row).
-        var laneHead: Row?
-        var engine: Engine = .free
-        var now: Date
+        package var laneHead: Row?
+        package var engine: Engine = .free
+        package var now: Date
+
+        package init(id: OperationID, status: OutboxStatus, dueAt: Date?, dependencies: [Row] = [], laneHead: Row? = nil,
+                     engine: Engine = .free, now: Date) {
+            self.id = id
+            self.status = status
+            self.dueAt = dueAt
+            self.dependencies = dependencies
+            self.laneHead = laneHead
+            self.engine = engine
+            self.now = now
+        }
     }
 
     /// The rule's answer.
-    enum Verdict: Sendable, Equatable {
+    package enum Verdict: Sendable, Equatable {
         case ready
         case waiting(WaitingOn)
         /// A write it depends on ended without being applied: it can never be sent as it is, and
@@ -65,20 +87,20 @@ enum Eligibility {
 
         /// What a member is told the row waits for: `nil` when it is ready, not queued, or about
         /// to be blocked (its status says so once the worker has).
-        var waitingOn: WaitingOn? {
+        package var waitingOn: WaitingOn? {
             if case .waiting(let on) = self { on } else { nil }
         }
     }
 
     /// The rule.
-    static func verdict(_ facts: Facts) -> Verdict {
+    package static func verdict(_ facts: Facts) -> Verdict {
         guard facts.status == .queued else { return .notQueued }
         if let hold = engineHold(facts.engine) { return .waiting(hold) }
         return rowVerdict(facts)
     }
 
     /// What holds every row at once: the 401 pause, then the session; `nil` when neither does.
-    static func engineHold(_ engine: Engine) -> WaitingOn? {
+    package static func engineHold(_ engine: Engine) -> WaitingOn? {
         if engine.isPaused { return .sessionPaused(since: engine.pausedAt) }
         switch engine.session {
         case .signedOut: return .noSession
@@ -88,7 +110,7 @@ enum Eligibility {
     }
 
     /// The rule's part about the row itself: its dependencies, its lane, its moment.
-    static func rowVerdict(_ facts: Facts) -> Verdict {
+    package static func rowVerdict(_ facts: Facts) -> Verdict {
         guard facts.status == .queued else { return .notQueued }
         var ended: (OperationID, OutboxStatus)?
         if let first = facts.dependencies.first(where: { $0.status != .synced }) {
