@@ -169,6 +169,17 @@ extension LMDBTransaction {
         }
     }
 
+    /// Lends the stored bytes of a key its codec encoded already (borrowed, say, from the
+    /// stack) to `body`, or `nil` when absent: a read on the hot path that allocates no key.
+    /// The value's bytes are valid only inside `body`.
+    public func withValue<K, V, R>(
+        _ table: LMDBTable<K, V>,
+        encodedKey: UnsafeRawBufferPointer,
+        _ body: (UnsafeRawBufferPointer?) throws -> R
+    ) throws -> R {
+        try table.withStoredKey(encodedKey) { key in try withValue(table.database, key: key, body) }
+    }
+
     /// Removes a key its codec encoded already; answers whether it was there.
     @discardableResult
     public func delete<K, V>(_ table: LMDBTable<K, V>, encodedKey: [UInt8]) throws -> Bool {

@@ -95,8 +95,8 @@ extension JournalSchema {
 
     /// The operations of the statuses `include` accepts, from the stored counters alone.
     func count(ofStatuses include: (OutboxStatus) -> Bool, in txn: borrowing LMDBTransaction) throws -> Int {
-        let count = try Self.countersKey.withUnsafeBytes { key in
-            try txn.withValue(state, key: key) { bytes -> Int64 in
+        let count = try Self.countersName.withUnsafeBytes { name in
+            try txn.withValue(singletons, encodedKey: name) { bytes -> Int64 in
                 guard let bytes else { return 0 }
                 do {
                     return try JournalCounters.count(ofStatuses: include, in: bytes)
@@ -108,8 +108,8 @@ extension JournalSchema {
         return Int(count)
     }
 
-    /// The counters' key in `state`: the singletons' prefix, then their name.
-    private static let countersKey = [Prefix.singletons] + Array(SingletonKey.counters.utf8)
+    /// The counters' name, as the singletons' codec encodes it.
+    private static let countersName = NameCodec.bytes(SingletonKey.counters)
 
     /// Ids of the rows of one status, in journal order.
     func operationIDs(

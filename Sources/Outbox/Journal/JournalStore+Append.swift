@@ -151,10 +151,9 @@ private struct AppendBatch {
     /// The state of `id` as stored when the transaction began; `nil` for an operation the
     /// journal does not hold (a new one), read without decoding anything.
     private func storedState(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState? {
-        // The key on the stack: the operations' prefix, then the id.
-        var key: (UInt8, uuid_t) = (JournalSchema.Prefix.operations, id.uuid.uuid)
-        let bytes: [UInt8]? = try withUnsafeBytes(of: &key) { key in
-            try txn.withValue(schema.state, key: UnsafeRawBufferPointer(rebasing: key[..<17])) { $0.map { Array($0) } }
+        // The key built by the table and its codec on the stack: no allocation per read.
+        let bytes: [UInt8]? = try JournalCodec.ID.withEncoded(id) { encoded in
+            try txn.withValue(schema.operations, encodedKey: encoded) { $0.map { Array($0) } }
         }
         guard let bytes else { return nil }
         do {

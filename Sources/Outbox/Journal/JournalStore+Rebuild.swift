@@ -222,7 +222,7 @@ private struct RebuildPlan {
                 for position in slice {
                     let row = shards[position.run].states[position.index]
                     try shards[position.run].stateBytes.withUnsafeBytes { bytes in
-                        try withUnsafeBytes(of: row.id.uuid.uuid) { key in
+                        try JournalCodec.ID.withEncoded(row.id) { key in
                             try txn.put(schema.operations, encodedKey: key, encodedValue: UnsafeRawBufferPointer(rebasing: bytes[row.bytes]), flags: .append)
                         }
                     }

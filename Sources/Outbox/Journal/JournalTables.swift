@@ -26,6 +26,11 @@ enum JournalCodec {
             withUnsafeBytes(of: item.uuid.uuid) { bytes += $0 }
         }
 
+        /// The borrowing form, for the hot path: the id's bytes lent from the stack.
+        static func withEncoded<R>(_ item: OperationID, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+            try withUnsafeBytes(of: item.uuid.uuid, body)
+        }
+
         static func decode(_ bytes: UnsafeRawBufferPointer) throws -> OperationID {
             guard let id = OperationID(bytes: bytes) else {
                 throw LMDBCodecError(reason: "\(bytes.count) bytes where an operation id takes 16")

@@ -77,7 +77,7 @@ enum Projection {
         /// Stores `id` under a key the index's codec encoded (without the table's prefix).
         func put(_ encodedKey: UnsafeRawBufferPointer, _ id: OperationID, schema: JournalSchema, in txn: borrowing LMDBTransaction,
                  flags: LMDBPutFlags = []) throws {
-            try withUnsafeBytes(of: id.uuid.uuid) { value in
+            try JournalCodec.ID.withEncoded(id) { value in
                 switch self {
                 case .byStatus: try txn.put(schema.byStatus, encodedKey: encodedKey, encodedValue: value, flags: flags)
                 case .schedule: try txn.put(schema.schedule, encodedKey: encodedKey, encodedValue: value, flags: flags)
@@ -172,7 +172,7 @@ enum Projection {
         // Every key is built in the scratch buffer by its table's codec, the table's prefix
         // first, and written straight to `state`: no key array, no generic path to LMDB.
         let database = schema.state
-        try withUnsafeBytes(of: after.id.uuid.uuid) { id in
+        try JournalCodec.ID.withEncoded(after.id) { id in
             scratch.key.removeAll(keepingCapacity: true)
             scratch.key.append(contentsOf: schema.operations.prefix)
             JournalCodec.ID.encode(after.id, into: &scratch.key)

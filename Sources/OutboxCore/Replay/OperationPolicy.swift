@@ -4,7 +4,7 @@
 /// most once however often it is sent, and the device holds everything it needs.
 public enum OperationPolicy: String, Sendable, Codable {
     /// A create carrying its client-generated id and `Idempotency-Key`: the server replays the
-    /// stored outcome for a repeat. The default.
+    /// stored outcome for a repeat. What a journaled row of a type no longer listed is sent as.
     case idempotent
     /// A transition reachable from one state only (e.g. delivered): a 409 on a replay proves it
     /// was already applied, so it settles as synced, recorded as a replay.
