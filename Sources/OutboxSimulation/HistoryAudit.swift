@@ -206,8 +206,11 @@ struct HistoryAudit {
         }
 
         switch event.body {
-        case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged:
+        case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped:
             throw broken("an engine event under an operation")
+
+        case .heldOnRollback, .rollbackAcknowledged:
+            throw broken("\(event.kind) for a write of no record: this workload writes none")
 
         case .attemptStarted(let started):
             guard row.status == .queued else { throw broken("only a queued row may be sent") }

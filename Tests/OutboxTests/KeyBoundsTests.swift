@@ -16,6 +16,11 @@ struct KeyBoundsTests {
         String(repeating: "é", count: bytes / 2) + (bytes % 2 == 1 ? "x" : "")
     }
 
+    /// A record key with every part at its bound.
+    static func keyAtTheBounds() -> RecordKey {
+        RecordKey(business: text(bytes: RecordKey.maxBusinessBytes), type: text(bytes: RecordKey.maxTypeBytes), id: text(bytes: RecordKey.maxIDBytes))
+    }
+
     /// A request with every field that enters a key at its bound.
     static func requestAtTheBounds() -> OutboxRequest {
         var request = productRequest(1, entityID: text(bytes: OutboxRequest.maxEntityIDBytes))
@@ -38,19 +43,30 @@ struct KeyBoundsTests {
         for entityID in [request.entityID, nil] {
             var sample = request
             sample.entityID = entityID
-            let enqueued = Enqueued(request: sample, requestHash: SHA256Digest(of: sample.payload), account: "member-42")
+            // A write of a record at its bounds too: its key enters the record indexes.
+            let record = Self.keyAtTheBounds()
+            let enqueued = Enqueued(request: sample, requestHash: SHA256Digest(of: sample.payload), account: "member-42",
+                                    changes: [RecordWrite(key: record, value: Data("{}".utf8), schemaVersion: 1)])
             var state = OperationState(id: OperationID(), seq: JournalSequence(rawValue: .max), recordedAt: Date(), enqueued: enqueued)
             state.latestSeq = JournalSequence(rawValue: .max)
+            state.awaitingServerValue = [record]
+            state.rolledBackSeq = JournalSequence(rawValue: .max)
+            var indexesSeen = Set<String>()
             for status in OutboxStatus.allCases {
                 state.status = status
                 state.nextAttemptAt = status == .queued ? Date.distantFuture : nil
                 let footprint = Projection.footprint(of: state)
                 for index in Projection.Index.allCases {
-                    guard let key = footprint.key(in: index) else { continue }
-                    // Each index's one-byte prefix in `state` comes before its key.
-                    #expect(1 + key.count <= limit, "\(index) in \(status): \(1 + key.count) bytes")
+                    for key in footprint.keys(in: index) {
+                        // Each index's one-byte prefix in `state` comes before its key.
+                        #expect(1 + key.count <= limit, "\(index) in \(status): \(1 + key.count) bytes")
+                        indexesSeen.insert("\(index)")
+                    }
                 }
             }
+            #expect(indexesSeen.count == Projection.Index.allCases.count, "an index was never walked: \(indexesSeen)")
+            // The record store's keys: a table's prefix, then the record.
+            #expect(1 + JournalCodec.RecordKeyCodec.bytes(record).count <= limit)
         }
         // The longest lane and Sync tab keys, as laid out.
         let lane = JournalCodec.LaneKey.bytes((Lane(businessID: request.businessID, entityID: request.entityID, operation: OperationID()), JournalSequence(rawValue: 1)))

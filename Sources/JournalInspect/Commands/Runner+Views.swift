@@ -78,7 +78,8 @@ extension Runner {
         for state in queued {
             let held: String
             switch try facts.waiting(for: state)?.on {
-            case .laneHead(let head, let status)?: held = "behind \(EventText.shortID(head))" + (status.map { " (\($0.rawValue))" } ?? "")
+            case .laneHead(let head, let status)?, .recordWrite(let head, let status)?:
+                held = "behind \(EventText.shortID(head))" + (status.map { " (\($0.rawValue))" } ?? "")
             case .dependency(let other, let status)?: held = "depends on \(EventText.shortID(other))" + (status.map { " (\($0.rawValue))" } ?? "")
             default: continue
             }

@@ -87,7 +87,7 @@ struct FactsReader {
         }
         guard let on else { return nil }
         switch on {
-        case .laneHead(let other, _), .dependency(let other, _):
+        case .laneHead(let other, _), .dependency(let other, _), .recordWrite(let other, _):
             return Waiting(on: on, other: currentState(of: other))
         case .sessionPaused:
             return Waiting(on: on, other: engine.pausedBy.flatMap(currentState(of:)))

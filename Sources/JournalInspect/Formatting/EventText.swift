@@ -36,6 +36,13 @@ public enum EventText {
         }
     }
 
+    /// Records and what each change did, in short: `p/product/7d0c (put 1a2b3c4d5e6f)`.
+    private static func recordList(_ writes: [RecordWrite]) -> String {
+        writes.map { write in
+            "\(write.key) (" + (write.valueHash.map { "put \($0.hex.prefix(12))" } ?? "delete") + ")"
+        }.joined(separator: ", ")
+    }
+
     /// One line of details for the `events` stream. Never the payload: its size.
     /// - Parameter moments: the zone moments in the details print in (UTC when not given).
     public static func detail(_ event: JournalEvent, moments: MomentFormat? = nil) -> String {
@@ -55,9 +62,11 @@ public enum EventText {
                 case .coalesced: text += ", coalesces \(old), never sent, into this newer write"
                 }
             }
+            if !enqueued.changes.isEmpty { text += ", changes " + recordList(enqueued.changes) }
+            if let key = request.revisionFrom { text += ", If-Match from \(key)'s server revision" }
             return text
         case .attemptStarted(let started):
-            return "attempt \(started.attempt), woken by \(started.trigger)"
+            return "attempt \(started.attempt), woken by \(started.trigger)" + (started.sentRevision.map { ", If-Match \"\($0)\"" } ?? "")
         case .attemptFinished(let finished):
             var text = "attempt \(finished.attempt): \(outcome(finished.outcome)) -> \(finished.disposition.rawValue)"
             if let next = finished.nextAttemptAt { text += ", next at \(absolute(next))" }
@@ -65,6 +74,10 @@ public enum EventText {
             if let revision = finished.serverRevision { text += ", revision \(revision)" }
             let error = error(code: finished.errorCode, message: finished.errorMessage)
             if !error.isEmpty { text += "; \(error)" }
+            for confirmation in finished.confirmations {
+                text += "; \(confirmation.key) at revision \(confirmation.revision)"
+                    + (confirmation.valueHash.map { " (\($0.hex.prefix(12)), from the \(confirmation.source))" } ?? " deleted")
+            }
             return text
         case .attemptAbandoned(let abandoned):
             return "attempt \(abandoned.attempt) had no outcome when the app ended; due again at once"
@@ -91,6 +104,14 @@ public enum EventText {
             return "rebased by its conflict rule onto the server's revision \(rebased.baseRevision); sent again under the same key"
         case .dependencyEnded(let ended):
             return "blocked: \(shortID(ended.dependency)), which it depends on, ended \(ended.status)"
+        case .heldOnRollback(let held):
+            return "held: built on \(shortID(held.builtOn)), a change of the same record that was rolled back; a person decides"
+        case .rollbackAcknowledged(let acknowledged):
+            return "the member saw the rollback of \(acknowledged.key)"
+        case .recordsWritten(let written):
+            return "local records written: " + recordList(written.writes)
+        case .recordBaseDropped(let dropped):
+            return "server base of \(dropped.business)/\(dropped.type) dropped for schema version \(dropped.schemaVersion): fetched again"
         case .sessionChanged(let changed):
             switch changed.observation {
             case .signedIn: return "the journal's account is signed in again: passes send"

@@ -148,7 +148,7 @@ public enum Verdict {
                 text += ", due now"
                 due = state.changedAt
             }
-        case .laneHead?, .dependency?:
+        case .laneHead?, .dependency?, .recordWrite?:
             // Not due before what it waits for: said below.
             break
         case .sessionPaused?, .noSession?, .otherAccount?:
@@ -202,6 +202,10 @@ public enum Verdict {
             let other = waiting.other
             let entity = state.entityID.map { " (\($0))" } ?? ""
             return "it waits behind \(describe(head, other, status: status)), an earlier write to the same record\(entity): "
+                + "it is sent once that one \(release(other?.status ?? status))"
+        case .recordWrite(let head, let status):
+            let other = waiting.other
+            return "it waits behind \(describe(head, other, status: status)), an earlier write of a record it changes: "
                 + "it is sent once that one \(release(other?.status ?? status))"
         case .dependency(let dependency, let status):
             let other = waiting.other

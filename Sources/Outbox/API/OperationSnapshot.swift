@@ -59,6 +59,9 @@ public enum WaitingOn: Sendable, Equatable {
     case otherAccount
     /// Its next attempt is due at this moment (a retry's backoff).
     case scheduled(Date)
+    /// An earlier write of a record it changes, not settled yet, with that write's status: a
+    /// record's writes reach the server in the order the member made them.
+    case recordWrite(OperationID, OutboxStatus?)
 }
 
 /// The server's side of a revision conflict.

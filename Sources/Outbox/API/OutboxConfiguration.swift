@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import OutboxCore
 public import OutboxCrypto
 
@@ -71,6 +71,15 @@ public struct OutboxConfiguration: Sendable {
     /// batch protocol (`Docs/server.md`, "Batched pushes"); `nil` (the default): one request per
     /// write.
     public var batching: Batching?
+    /// The member's record types the app declares: each one's schema version (and the adapter
+    /// that reads values of older versions), and whether it is local-only (drafts, preferences:
+    /// written with ``Outbox/writeLocal(_:)``, never sent). A type listed nowhere is a synced
+    /// type of schema version 1. Types are compared byte for byte.
+    public var recordTypes: [ExactString: RecordTypePolicy] = [:]
+    /// How long a refused or discarded write's values stay readable (its history, the record's
+    /// "rolled back" notice) before compaction may take them, measured by the device's uptime:
+    /// 30 days by default.
+    public var rolledBackRetentionSeconds: TimeInterval = 30 * 86_400
     /// Where operation ids come from: random UUIDs unless a deterministic simulation supplies
     /// its own.
     package var operationIDSource: (@Sendable () -> OperationID)?
@@ -167,6 +176,11 @@ public struct OutboxConfiguration: Sendable {
         policy(for: operationType) ?? .idempotent
     }
 
+    /// What the app declared of a record type; a type listed nowhere is synced, version 1.
+    public func recordPolicy(for type: String) -> RecordTypePolicy {
+        recordTypes[ExactString(type)] ?? RecordTypePolicy()
+    }
+
     /// The conflict rule a journaled row of an operation type is sent under.
     public func conflictRule(for operationType: String) -> ConflictRule {
         sendingPolicy(for: operationType).conflictRule
@@ -225,4 +239,34 @@ public enum Durability: String, Sendable, Codable {
     /// Written to the operating system, not flushed: survives the app being killed, not the
     /// device losing power. Commits are much cheaper.
     case processCrash
+}
+
+/// What the app declares of one type of the member's records.
+///
+/// ```swift
+/// recordTypes: [
+///     "product": RecordTypePolicy(schemaVersion: 2, upgrade: { value, version in try ProductV1.upgraded(value) }),
+///     "draft": .localOnly,
+/// ]
+/// ```
+public struct RecordTypePolicy: Sendable {
+    /// The version of the type's values this app writes and reads (1 or more). Each stored value
+    /// keeps the version it was written with.
+    public var schemaVersion: Int
+    /// Local-only: written by ``Outbox/writeLocal(_:)``, durable, never sent; a write that sends
+    /// changes of it is refused.
+    public var isLocalOnly: Bool
+    /// Reads a stored value of an older version as this version's: applied whenever a record of
+    /// an older version is read (its stored bytes do not change). `nil`: values of an older
+    /// version are read as they are.
+    public var upgrade: (@Sendable (_ value: Data, _ fromVersion: Int) throws -> Data)?
+
+    public init(schemaVersion: Int = 1, isLocalOnly: Bool = false, upgrade: (@Sendable (_ value: Data, _ fromVersion: Int) throws -> Data)? = nil) {
+        self.schemaVersion = schemaVersion
+        self.isLocalOnly = isLocalOnly
+        self.upgrade = upgrade
+    }
+
+    /// A local-only type of version 1.
+    public static let localOnly = RecordTypePolicy(isLocalOnly: true)
 }

@@ -95,6 +95,20 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
     public var removedCount: Int?
     public var digest: String?
 
+    // records (format 3)
+    /// The records an `enqueued` write changes, or a `recordsWritten` event writes.
+    public var records: [ExportedRecordWrite]?
+    /// Where the write's `If-Match` comes from: a record's server revision.
+    public var revisionFrom: String?
+    /// The revision an attempt sent, taken from a record's base (`attemptStarted`).
+    public var sentRevision: String?
+    /// What an answer confirmed of the records (`attemptFinished`): revision and value hash each.
+    public var confirmations: [ExportedRecordConfirmation]?
+    /// The rolled-back write a held row was built on (`heldOnRollback`).
+    public var builtOn: OperationID?
+    /// The record of `rollbackAcknowledged`, or the type of `recordBaseDropped` (`business/type`).
+    public var record: String?
+
     /// - Parameter includePayload: put the payload's text in ``payload``; otherwise only its size
     ///   and hash appear.
     public init(_ event: JournalEvent, includePayload: Bool = false) {
@@ -125,9 +139,12 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             dependsOn = request.dependsOn.isEmpty ? nil : request.dependsOn
             supersedes = enqueued.supersedes?.operation
             supersedeReason = enqueued.supersedes?.reason
+            if !enqueued.changes.isEmpty { records = enqueued.changes.map { ExportedRecordWrite($0, includeValue: includePayload) } }
+            revisionFrom = request.revisionFrom?.description
         case .attemptStarted(let started):
             attempt = started.attempt.rawValue
             trigger = started.trigger
+            sentRevision = started.sentRevision
         case .attemptFinished(let finished):
             attempt = finished.attempt.rawValue
             let fields = OutcomeFields(finished.outcome)
@@ -142,6 +159,7 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             let current = finished.serverCurrent.map { $0.count } ?? finished.sealedServerCurrent.map { $0.count - SealedRequest.overheadBytes }
             serverCurrentBytes = current
             if includePayload, let bytes = finished.serverCurrent { serverCurrent = String(decoding: bytes, as: UTF8.self) }
+            if !finished.confirmations.isEmpty { confirmations = finished.confirmations.map(ExportedRecordConfirmation.init) }
         case .attemptAbandoned(let abandoned):
             attempt = abandoned.attempt.rawValue
         case .withdrawn(let withdrawn):
@@ -180,6 +198,49 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             lastSeq = compacted.lastSeq
             removedCount = compacted.removedCount
             digest = compacted.digest.hex
+        case .heldOnRollback(let held):
+            builtOn = held.builtOn
+        case .rollbackAcknowledged(let acknowledged):
+            record = acknowledged.key.description
+        case .recordsWritten(let written):
+            records = written.writes.map { ExportedRecordWrite($0, includeValue: includePayload) }
+        case .recordBaseDropped(let dropped):
+            record = "\(dropped.business)/\(dropped.type)"
+            formatVersion = dropped.schemaVersion
         }
+    }
+}
+
+/// One record change as exported: the record, whether it was deleted, the value's SHA-256 and
+/// its type's schema version; the value's text only when asked for.
+public struct ExportedRecordWrite: Sendable, Equatable, Codable {
+    public var record: String
+    public var deleted: Bool
+    public var valueHash: String?
+    public var schemaVersion: Int
+    public var value: String?
+
+    init(_ write: RecordWrite, includeValue: Bool) {
+        record = write.key.description
+        deleted = write.isDelete
+        valueHash = write.valueHash?.hex
+        schemaVersion = write.schemaVersion
+        if includeValue, let bytes = write.value { value = String(decoding: bytes, as: UTF8.self) }
+    }
+}
+
+/// What an answer confirmed of one record: its revision, its value's SHA-256 (absent: deleted)
+/// and where the value came from (`answer`, `written`, `conflict`).
+public struct ExportedRecordConfirmation: Sendable, Equatable, Codable {
+    public var record: String
+    public var revision: UInt64
+    public var valueHash: String?
+    public var source: String
+
+    init(_ confirmation: RecordConfirmation) {
+        record = confirmation.key.description
+        revision = confirmation.revision
+        valueHash = confirmation.valueHash?.hex
+        source = confirmation.source.description
     }
 }

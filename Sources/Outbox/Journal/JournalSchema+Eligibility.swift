@@ -42,7 +42,23 @@ extension JournalSchema {
         if let head = try laneHead(state.lane, in: txn), head != state.id {
             facts.laneHead = Eligibility.Row(id: head, status: try self.state(head, in: txn)?.status)
         }
+        for key in state.records {
+            if let head = try recordHead(key, in: txn), head.id != state.id { facts.recordHeads.append(head) }
+        }
         return facts
+    }
+
+    /// The first write of `key` not yet settled (queued, syncing, waiting for approval, or
+    /// waiting for a person): the only one of the record's writes that may be sent.
+    func recordHead(_ key: RecordKey, in txn: borrowing LMDBTransaction) throws -> Eligibility.Row? {
+        var head: Eligibility.Row?
+        try txn.scan(recordWrites, leading: key.bytes) { entry in
+            let id = try entry.value()
+            guard let state = try self.state(id, in: txn), !state.status.isTerminal, state.status != .synced else { return .next }
+            head = Eligibility.Row(id: id, status: state.status)
+            return .stop
+        }
+        return head
     }
 
     /// The rule's verdict on `state` as the journal records the engine (paused, who is signed

@@ -75,12 +75,17 @@ extension JournalSchema {
     /// The request stored in an operation's `enqueued` event, its sealed fields opened when the
     /// key is known.
     func request(of state: OperationState, in txn: borrowing LMDBTransaction) throws -> OutboxRequest {
+        try enqueued(of: state, in: txn).request
+    }
+
+    /// The `enqueued` event of `state`: its request and the record changes it made.
+    func enqueued(of state: OperationState, in txn: borrowing LMDBTransaction) throws -> Enqueued {
         guard let event = try event(state.firstSeq, in: txn), case .enqueued(let enqueued) = event.body,
             event.operationID == state.id
         else {
             throw OutboxError.projectionCorrupt(reason: "operation \(state.id) has no enqueued event at seq \(state.firstSeq)")
         }
-        return enqueued.request
+        return enqueued
     }
 
     /// Every counter, as stored; all zero for a journal with none yet.

@@ -3,8 +3,8 @@ import OutboxCore
 import OutboxStorage
 import Synchronization
 
-/// The journal's LMDB layout (projection layout 6): the events, and the projections kept beside
-/// them in one database.
+/// The journal's LMDB layout (projection layout 7): the events, the projections kept beside
+/// them in one database, and the member's record values in another.
 ///
 /// | database | key | value |
 /// |---|---|---|
@@ -15,7 +15,11 @@ import Synchronization
 /// | `state` | 2, due moment, first seq | operation id, for queued rows |
 /// | `state` | 3, lane (``Lane/bytes``), first seq | operation id, for rows not yet terminal |
 /// | `state` | 4, group, category, 0, latest seq | operation id, for rows on the Sync tab |
-/// | `state` | 5, status code, first seq | operation id |
+/// | `state` | 5, record, lane seq, first seq | operation id, for writes whose change a record's view may show |
+/// | `state` | 6, record, first seq | operation id, every write of the record (its history) |
+/// | `state` | 7, status code, first seq | operation id |
+/// | `records` | 1, record | its server base (``RecordStoreEntry``) |
+/// | `records` | 2, record | a local-only record (``RecordStoreEntry``) |
 ///
 /// Every projection is written in the same transaction as the event it folds, and all of them
 /// can be rebuilt from `events` alone. They share one B-tree under one-byte prefixes, so a commit
@@ -23,7 +27,7 @@ import Synchronization
 struct JournalSchema: Sendable {
     /// The layout version of the projections (`state`). A journal stored with another version
     /// has its projections rebuilt from the events at open.
-    static let projectionVersion: UInt32 = 6
+    static let projectionVersion: UInt32 = 7
 
     /// The first layout that keeps its projections in `state`: a rebuild from such a layout
     /// rewrites what it reads.
@@ -31,6 +35,10 @@ struct JournalSchema: Sendable {
 
     /// The database every projection of this layout lives in.
     static let stateDatabase = "state"
+
+    /// The database of the member's record values: server bases and local records. Not a
+    /// projection: a rebuild never clears it.
+    static let recordsDatabase = "records"
 
     /// Databases earlier layouts kept and this one does not: emptied by the migration's last
     /// step, once `state` is written whole. (`operation-events`, layout 2, listed each
@@ -49,7 +57,9 @@ struct JournalSchema: Sendable {
         static let schedule: UInt8 = 2
         static let lanes: UInt8 = 3
         static let syncTab: UInt8 = 4
-        static let byStatus: UInt8 = 5
+        static let recordWrites: UInt8 = 5
+        static let recordOps: UInt8 = 6
+        static let byStatus: UInt8 = 7
     }
 
     let meta: LMDBTable<NameCodec, RawBytes>
@@ -63,6 +73,12 @@ struct JournalSchema: Sendable {
     let schedule: LMDBTable<JournalCodec.ScheduleKey, JournalCodec.ID>
     let lanes: LMDBTable<JournalCodec.LaneKey, JournalCodec.ID>
     let syncTab: LMDBTable<JournalCodec.TabKey, JournalCodec.ID>
+    let recordWrites: LMDBTable<JournalCodec.RecordWriteKey, JournalCodec.ID>
+    let recordOps: LMDBTable<JournalCodec.RecordOpKey, JournalCodec.ID>
+    /// The record values' database, and its two tables.
+    let records: LMDBDatabase
+    let base: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>
+    let localRecords: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>
     /// The journal's key, when it is encrypted at rest and the key was given.
     let sealing = SealingBox()
 
@@ -93,6 +109,15 @@ struct JournalSchema: Sendable {
         schedule = LMDBTable(state, prefix: [Prefix.schedule], name: "schedule")
         lanes = LMDBTable(state, prefix: [Prefix.lanes], name: "lanes")
         syncTab = LMDBTable(state, prefix: [Prefix.syncTab], name: "sync-tab")
+        recordWrites = LMDBTable(state, prefix: [Prefix.recordWrites], name: "record-writes")
+        recordOps = LMDBTable(state, prefix: [Prefix.recordOps], name: "record-ops")
+        // A reader of a journal from before records finds none: it reads an empty table over `meta`.
+        let records = environment.options.readOnly
+            ? try environment.openExistingDatabase(Self.recordsDatabase) ?? metaDatabase
+            : try environment.openDatabase(Self.recordsDatabase)
+        self.records = records
+        base = LMDBTable(records, prefix: [RecordStoreWrite.Table.base.rawValue], name: "base")
+        localRecords = LMDBTable(records, prefix: [RecordStoreWrite.Table.local.rawValue], name: "local")
     }
 
     // MARK: Keys

@@ -51,6 +51,24 @@ struct JournalSealing: Sendable {
         Data(try key.open(sealed, authenticating: Self.associatedData(id, "server-current")))
     }
 
+    /// A record change's value an `enqueued` event carries, bound to its operation and record.
+    func sealRecordValue(_ value: Data, id: OperationID, key: RecordKey) -> [UInt8] {
+        self.key.seal(value, authenticating: Self.associatedData(id, "record-value") + key.bytes)
+    }
+
+    func unsealRecordValue(_ sealed: [UInt8], id: OperationID, key: RecordKey) throws -> Data {
+        Data(try self.key.open(sealed, authenticating: Self.associatedData(id, "record-value") + key.bytes))
+    }
+
+    /// A value of the record store (a server base, a local record), bound to its table and record.
+    func sealStoredValue(_ value: Data, table: UInt8, key: RecordKey) -> [UInt8] {
+        self.key.seal(value, authenticating: Array("record-store".utf8) + [table] + key.bytes)
+    }
+
+    func unsealStoredValue(_ sealed: [UInt8], table: UInt8, key: RecordKey) throws -> Data {
+        Data(try self.key.open(sealed, authenticating: Array("record-store".utf8) + [table] + key.bytes))
+    }
+
     /// The value `meta` keeps to check keys with.
     func keyCheck() -> [UInt8] {
         key.seal(Self.checkPlaintext, authenticating: Self.checkAssociatedData)
@@ -64,7 +82,8 @@ struct JournalSealing: Sendable {
     var unsealer: RecordCodec.Unsealer {
         RecordCodec.Unsealer(
             request: { [self] sealed, id in try unseal(sealed, id: id) },
-            serverCurrent: { [self] sealed, id in try unsealServerCurrent(sealed, id: id) }
+            serverCurrent: { [self] sealed, id in try unsealServerCurrent(sealed, id: id) },
+            recordValue: { [self] sealed, id, key in try unsealRecordValue(sealed, id: id, key: key) }
         )
     }
 }

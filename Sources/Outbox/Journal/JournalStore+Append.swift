@@ -88,24 +88,38 @@ private struct AppendBatch {
     /// Folds one unit and, when every event of it is legal, writes its records.
     /// - Returns: its events, or the reason it was refused (nothing of it written).
     /// - Throws: when the storage fails: the transaction is lost.
-    mutating func add(_ unit: [JournalStore.PreparedDraft], in txn: borrowing LMDBTransaction) throws -> Result<[JournalEvent], OutboxError> {
+    mutating func add(_ given: [JournalStore.PreparedDraft], in txn: borrowing LMDBTransaction) throws -> Result<[JournalEvent], OutboxError> {
+        var unit = given
         var events: [JournalEvent] = []
         events.reserveCapacity(unit.count)
         folding.removeAll(keepingCapacity: true)
         do {
             var seq = lastSeq
-            for prepared in unit {
+            var index = 0
+            while index < unit.count {
+                let prepared = unit[index]
                 seq = seq.next
                 let event = JournalEvent(seq: seq, operationID: prepared.draft.operationID, recordedAt: now, uptime: uptime, body: prepared.draft.body)
                 if let id = prepared.draft.operationID {
+                    let before: OperationState?
+                    let after: OperationState
                     if let local = folding.lastIndex(where: { $0.id == id }) {
-                        folding[local].after = try Fold.apply(event, to: folding[local].after)
+                        before = folding[local].after
+                        after = try Fold.apply(event, to: before)
+                        folding[local].after = after
                     } else {
-                        let before = try position[id].map { touched[$0].after } ?? storedState(id, in: txn)
-                        folding.append((id, before, try Fold.apply(event, to: before)))
+                        before = try position[id].map { touched[$0].after } ?? storedState(id, in: txn)
+                        after = try Fold.apply(event, to: before)
+                        folding.append((id, before, after))
+                    }
+                    // A write of records rolled back: the later writes of its records, made on its
+                    // value, are held in the same commit, so that value never shows through them.
+                    if let before, after.rolledBackSeq != nil, before.rolledBackSeq == nil {
+                        unit += try heldOnRollback(after, in: txn).map(JournalStore.PreparedDraft.init)
                     }
                 }
                 events.append(event)
+                index += 1
             }
         } catch let error as OutboxError {
             return .failure(error)
@@ -116,6 +130,9 @@ private struct AppendBatch {
                     prepared.record.finish(into: record, seq: event.seq, recordedAt: now, uptime: uptime)
                     assert((try? schema.decode(Array(record), seq: event.seq)) == event, "record does not round-trip: \(event)")
                 }
+            }
+            for write in prepared.draft.storeWrites {
+                try schema.store(write, seq: event.seq, at: now, in: txn)
             }
             if event.operationID == nil {
                 // Engine events are rare, and change no operation (a compaction appends through
@@ -137,6 +154,38 @@ private struct AppendBatch {
         }
         lastSeq = events.last?.seq ?? lastSeq
         return .success(events)
+    }
+
+    /// `heldOnRollback` for every queued write of `rolledBack`'s records made after it (in the
+    /// member's order): they were made on its value. Read from the stored index and from the
+    /// writes this transaction folded so far.
+    private func heldOnRollback(_ rolledBack: OperationState, in txn: borrowing LMDBTransaction) throws -> [JournalStore.Draft] {
+        var later = Set<OperationID>()
+        for key in rolledBack.records {
+            try txn.scan(schema.recordWrites, leading: key.bytes) { entry in
+                let (_, laneSeq, _) = try entry.key()
+                if laneSeq > rolledBack.laneSeq { later.insert(try entry.value()) }
+                return .next
+            }
+        }
+        let inBatch = touched.map(\.after) + folding.map(\.after)
+        for state in inBatch where state.laneSeq > rolledBack.laneSeq && state.records.contains(where: rolledBack.records.contains) {
+            later.insert(state.id)
+        }
+        var drafts: [JournalStore.Draft] = []
+        for id in later.sorted() where id != rolledBack.id {
+            var current: OperationState?
+            if let local = folding.last(where: { $0.id == id }) {
+                current = local.after
+            } else if let index = position[id] {
+                current = touched[index].after
+            } else {
+                current = try storedState(id, in: txn)
+            }
+            guard let current, current.status == .queued else { continue }
+            drafts.append(JournalStore.Draft(operationID: id, body: .heldOnRollback(HeldOnRollback(builtOn: rolledBack.id))))
+        }
+        return drafts
     }
 
     /// Writes each touched operation's state once, its changed index entries, and the counters.

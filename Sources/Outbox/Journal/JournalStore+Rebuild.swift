@@ -124,9 +124,10 @@ private struct RebuildShard: Sendable {
             states.append(Row(id: state.id, bytes: start..<stateWriter.bytes.count))
             let footprint = Projection.footprint(of: state)
             for (run, index) in indexes.enumerated() {
-                guard let key = footprint.key(in: index) else { continue }
-                indexRuns[run].append(Row(id: state.id, bytes: keys.count..<keys.count + key.count))
-                keys.append(contentsOf: key)
+                for key in footprint.keys(in: index) {
+                    indexRuns[run].append(Row(id: state.id, bytes: keys.count..<keys.count + key.count))
+                    keys.append(contentsOf: key)
+                }
             }
             counters.add(state, sign: 1)
         }

@@ -46,6 +46,9 @@ final class JournalStore: Sendable {
     struct Draft: Sendable {
         var operationID: OperationID?
         var body: JournalEventBody
+        /// Record values the event brings to the record store (a server base, a local record),
+        /// written in the same transaction once the unit lands; the event keeps their trail.
+        var storeWrites: [RecordStoreWrite] = []
     }
 
     /// A draft with its record encoded but for the seq and moment (``RecordCodec/prepare(operationID:body:)``):

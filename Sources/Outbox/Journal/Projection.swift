@@ -17,17 +17,37 @@ enum Projection {
         case schedule
         case lanes
         case syncTab
+        case recordWrites
+        case recordOps
         case byStatus
+
+        /// Whether a state has at most one key in the index; the record indexes hold one per
+        /// record the write changes.
+        var isSingleKey: Bool { self != .recordWrites && self != .recordOps }
+
+        /// Every key of `state` in a record index (without the table's prefix), through its codec.
+        func recordKeys(of state: OperationState) -> [[UInt8]] {
+            guard state.compactedAt == nil, !state.records.isEmpty else { return [] }
+            switch self {
+            case .recordOps:
+                return state.records.map { JournalCodec.RecordOpKey.bytes(($0, state.firstSeq)) }
+            case .recordWrites:
+                return Projection.shownRecords(of: state).map { JournalCodec.RecordWriteKey.bytes(($0, state.laneSeq, state.firstSeq)) }
+            default:
+                preconditionFailure("\(self) holds one key per state")
+            }
+        }
 
         // MARK: The rule of each index, stated once
 
-        /// Whether `state` has an entry in this index.
+        /// Whether `state` has an entry in this index (a single-key one).
         func holds(_ state: OperationState) -> Bool {
             switch self {
             case .byStatus: true
             case .schedule: state.status == .queued
             case .lanes: !state.status.isTerminal
             case .syncTab: tabGroup(of: state.status) != nil
+            case .recordWrites, .recordOps: !recordKeys(of: state).isEmpty
             }
         }
 
@@ -46,6 +66,8 @@ enum Projection {
                 if let group = tabGroup(of: state.status) {
                     JournalCodec.TabKey.encode((group, state.category, state.latestSeq), into: &bytes)
                 }
+            case .recordWrites, .recordOps:
+                preconditionFailure("\(self) holds one key per record")
             }
         }
 
@@ -59,6 +81,8 @@ enum Projection {
             case .lanes: before.laneSeq == after.laneSeq
             case .syncTab: tabGroup(of: before.status) == tabGroup(of: after.status) && before.category == after.category
                 && before.latestSeq == after.latestSeq
+            case .recordWrites: before.laneSeq == after.laneSeq && Projection.shownRecords(of: before) == Projection.shownRecords(of: after)
+            case .recordOps: before.records == after.records && (before.compactedAt == nil) == (after.compactedAt == nil)
             }
         }
 
@@ -69,6 +93,8 @@ enum Projection {
             case .schedule: StoredTable(schema.schedule)
             case .lanes: StoredTable(schema.lanes)
             case .syncTab: StoredTable(schema.syncTab)
+            case .recordWrites: StoredTable(schema.recordWrites)
+            case .recordOps: StoredTable(schema.recordOps)
             }
         }
 
@@ -83,6 +109,8 @@ enum Projection {
                 case .schedule: try txn.put(schema.schedule, encodedKey: encodedKey, encodedValue: value, flags: flags)
                 case .lanes: try txn.put(schema.lanes, encodedKey: encodedKey, encodedValue: value, flags: flags)
                 case .syncTab: try txn.put(schema.syncTab, encodedKey: encodedKey, encodedValue: value, flags: flags)
+                case .recordWrites: try txn.put(schema.recordWrites, encodedKey: encodedKey, encodedValue: value, flags: flags)
+                case .recordOps: try txn.put(schema.recordOps, encodedKey: encodedKey, encodedValue: value, flags: flags)
                 }
             }
         }
@@ -92,20 +120,41 @@ enum Projection {
     }
 
     /// What one operation state puts in the indexes, each key as its index's codec encodes it:
-    /// derived from each index's rule (``Index/holds(_:)``, ``Index/encodeKey(of:into:)``).
+    /// derived from each index's rule (``Index/holds(_:)``, ``Index/encodeKey(of:into:)``,
+    /// ``Index/recordKeys(of:)``).
     struct Footprint {
-        private var keys: [Index: [UInt8]] = [:]
+        private var keys: [Index: [[UInt8]]] = [:]
 
         init(of state: OperationState) {
-            for index in Index.allCases where index.holds(state) {
-                var key: [UInt8] = []
-                index.encodeKey(of: state, into: &key)
-                keys[index] = key
+            for index in Index.allCases {
+                if index.isSingleKey {
+                    guard index.holds(state) else { continue }
+                    var key: [UInt8] = []
+                    index.encodeKey(of: state, into: &key)
+                    keys[index] = [key]
+                } else {
+                    let recordKeys = index.recordKeys(of: state)
+                    if !recordKeys.isEmpty { keys[index] = recordKeys }
+                }
             }
         }
 
-        /// Its key in `index`, if it has one there.
-        func key(in index: Index) -> [UInt8]? { keys[index] }
+        /// Its keys in `index` (none, one, or one per record).
+        func keys(in index: Index) -> [[UInt8]] { keys[index] ?? [] }
+    }
+
+    /// The records whose view may show `state`'s change (`record-writes`): every record of a
+    /// write not yet settled (failed and blocked ones included: a retry shows them again); a
+    /// synced write's records still awaiting the server's value; a discarded write's until its
+    /// rollback is acknowledged (so the record can say it was rolled back). None for a write
+    /// withdrawn (its form showed the error) or superseded (its change moved to its replacement).
+    static func shownRecords(of state: OperationState) -> [RecordKey] {
+        switch state.status {
+        case .queued, .syncing, .pendingApproval, .conflicted, .failed, .blocked: state.records
+        case .synced: state.awaitingServerValue
+        case .discarded: state.rolledBackSeq != nil && !state.rollbackAcknowledged ? state.records : []
+        case .withdrawn, .superseded: []
+        }
     }
 
     /// The index keys of a state (its counters are ``JournalCounters/add(_:sign:)``'s).
@@ -181,6 +230,19 @@ enum Projection {
             }
             // Each index: its entry before and after, by its own rule, written only when they differ.
             for index in Index.allCases {
+                if !index.isSingleKey {
+                    if let before, index.sameKey(before, after) { continue }
+                    let prefix = index.table(in: schema).prefix
+                    let old = before.map(index.recordKeys) ?? []
+                    let new = index.recordKeys(of: after)
+                    for key in old where !new.contains(key) {
+                        try (prefix + key).withUnsafeBytes { _ = try txn.delete(database, key: $0) }
+                    }
+                    for key in new where !old.contains(key) {
+                        try (prefix + key).withUnsafeBytes { try txn.put(database, key: $0, value: id) }
+                    }
+                    continue
+                }
                 let (had, has) = (before.map(index.holds) ?? false, index.holds(after))
                 if had, has, let before, index.sameKey(before, after) { continue }
                 let prefix = index.table(in: schema).prefix

@@ -137,7 +137,7 @@ struct ProjectionImage: Equatable, Sendable {
             operations[JournalCodec.ID.bytes(state.id)] = JournalCodec.State.bytes(state)
             let footprint = Projection.footprint(of: state)
             for index in Projection.Index.allCases {
-                if let key = footprint.key(in: index) { indexes[index, default: [:]][key] = state.id.bytes }
+                for key in footprint.keys(in: index) { indexes[index, default: [:]][key] = state.id.bytes }
             }
         }
         tables[schema.storedOperations] = operations

@@ -157,7 +157,7 @@ extension JournalSchema {
             return text.label
         }
         switch waiting {
-        case .laneHead(let head, let status):
+        case .laneHead(let head, let status), .recordWrite(let head, let status):
             let why = switch status {
             case .failed?, .blocked?: ", which needs your attention"
             case .conflicted?: ", which was changed elsewhere"

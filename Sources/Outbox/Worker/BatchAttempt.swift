@@ -167,7 +167,8 @@ extension BatchOperation {
         self.init(
             operationID: state.id.idempotencyKey, idempotencyKey: state.id.idempotencyKey, businessID: state.businessID,
             operationType: state.operationType, method: state.method, endpoint: state.endpoint,
-            payloadVersion: state.payloadVersion, baseRevision: state.baseRevision, payload: prepared.payload
+            payloadVersion: state.payloadVersion, baseRevision: state.revisionFrom == nil ? state.baseRevision : prepared.sentRevision,
+            payload: prepared.payload
         )
     }
 }

@@ -14,6 +14,7 @@ package import OutboxCore
 /// | nobody signed in / another account | waiting: ``WaitingOn/noSession`` / ``WaitingOn/otherAccount`` |
 /// | the first dependency not synced is neither discarded nor withdrawn (or unknown) | waiting: ``WaitingOn/dependency(_:_:)`` |
 /// | another row heads its lane | waiting: ``WaitingOn/laneHead(_:_:)`` |
+/// | an earlier write of a record it changes is not settled | waiting: ``WaitingOn/recordWrite(_:_:)`` |
 /// | its due moment is after now | waiting: ``WaitingOn/scheduled(_:)`` |
 /// | the first dependency not synced was discarded or withdrawn | ``Verdict/dependencyEnded(_:_:)``: the worker blocks it |
 /// | otherwise | ``Verdict/ready`` |
@@ -60,6 +61,9 @@ package enum Eligibility {
         package var dependencies: [Row] = []
         /// The first row of its lane not yet terminal; `nil` when none is (or it is this row).
         package var laneHead: Row?
+        /// For each record it changes, the first write of that record not yet settled, when it is
+        /// another row: a record's writes reach the server in the member's order.
+        package var recordHeads: [Row] = []
         package var engine: Engine = .free
         package var now: Date
 
@@ -120,6 +124,7 @@ package enum Eligibility {
             }
         }
         if let head = facts.laneHead, head.id != facts.id { return .waiting(.laneHead(head.id, head.status)) }
+        if let head = facts.recordHeads.first(where: { $0.id != facts.id }) { return .waiting(.recordWrite(head.id, head.status)) }
         if let due = facts.dueAt, due > facts.now { return .waiting(.scheduled(due)) }
         if let ended { return .dependencyEnded(ended.0, ended.1) }
         return .ready

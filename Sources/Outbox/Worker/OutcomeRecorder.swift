@@ -33,7 +33,7 @@ struct OutcomeRecorder: Sendable {
                     // The server's record is the member's data too: sealed like a payload at rest.
                     finished.sealedServerCurrent = sealing.sealServerCurrent(current, id: state.id)
                 }
-                unit.append(JournalStore.Draft(operationID: state.id, body: .attemptFinished(finished)))
+                unit.append(JournalStore.Draft(operationID: state.id, body: .attemptFinished(finished), storeWrites: plan.storeWrites))
             case .sessionPaused:
                 unit.append(JournalStore.Draft(operationID: nil, body: body))
             default:

@@ -72,6 +72,15 @@ final class ReplayAttempt: Sendable {
         var attempt: AttemptNumber
         /// `attemptStarted`, after the engine's `sessionChanged` when who is signed in changed.
         var started: [JournalStore.Draft]
+        /// The records the write changes, values included: what its answer may confirm.
+        var changes: [RecordWrite] = []
+        /// The `If-Match` revision taken from a record's server base (``OutboxRequest/revisionFrom``).
+        var sentRevision: String?
+
+        /// The request as this attempt sends it.
+        var transportRequest: TransportRequest {
+            TransportRequest(stored: state, payload: payload, revision: state.revisionFrom == nil ? nil : .some(sentRevision))
+        }
     }
 
     /// What reading a row before an attempt found.
@@ -87,12 +96,16 @@ final class ReplayAttempt: Sendable {
     func prepare(_ id: OperationID, trigger: WakeReason, account: String?, recordsSessionChange: Bool = true) async -> Preparation {
         guard !isStopped else { return .done(.halted) }
         let schema = store.schema
-        let snapshot: (state: OperationState, payload: Result<Data, any Error>, engine: EngineState)?
+        let snapshot: (state: OperationState, payload: Result<Data, any Error>, changes: [RecordWrite], sentRevision: String?, engine: EngineState)?
         do {
             snapshot = try store.read { txn in
                 guard let state = try schema.state(id, in: txn) else { return nil }
-                let payload = Result { try schema.request(of: state, in: txn).payload }
-                return (state, payload, try schema.engineState(in: txn))
+                let enqueued = Result { try schema.enqueued(of: state, in: txn) }
+                // An edit behind another of the same record is sent against the revision the
+                // earlier one's success brought to the base.
+                let revision = try state.revisionFrom.flatMap { try schema.serverBase($0, in: txn) }
+                    .flatMap { $0.isDeleted ? nil : String($0.revision) }
+                return (state, enqueued.map(\.request.payload), (try? enqueued.get())?.changes ?? [], revision, try schema.engineState(in: txn))
             }
         } catch {
             log.problem(.journalRead, "could not read the row to send; skipping it this pass", error: error, operation: id)
@@ -118,7 +131,9 @@ final class ReplayAttempt: Sendable {
         }
 
         let attempt = AttemptNumber(rawValue: state.attemptCount + 1)
-        let started = sessionChange + [JournalStore.Draft(operationID: id, body: .attemptStarted(AttemptStarted(attempt: attempt, trigger: trigger)))]
+        let started = sessionChange + [JournalStore.Draft(operationID: id, body: .attemptStarted(AttemptStarted(
+            attempt: attempt, trigger: trigger, sentRevision: state.revisionFrom == nil ? nil : snapshot.sentRevision
+        )))]
         guard let payload = intactPayload(snapshot.payload, of: state) else {
             let corrupt = Classification(
                 outcome: .notSent, disposition: .blocked, errorCode: ErrorCode.payloadCorrupt,
@@ -127,7 +142,8 @@ final class ReplayAttempt: Sendable {
             let plan = OutcomePlanner.plan(.notSent(corrupt), planningFacts(state, attempt: attempt, startedAt: moment()))
             return .done(await record(plan, state: state, response: nil, before: started))
         }
-        return .ready(Prepared(state: state, payload: payload, attempt: attempt, started: started))
+        return .ready(Prepared(state: state, payload: payload, attempt: attempt, started: started,
+                               changes: snapshot.changes, sentRevision: snapshot.sentRevision))
     }
 
     /// Sends one queued row and records what happened.
@@ -162,7 +178,7 @@ final class ReplayAttempt: Sendable {
             }
             let result: TransportResult
             do {
-                result = .response(try await transport.send(TransportRequest(stored: prepared.state, payload: prepared.payload)))
+                result = .response(try await transport.send(prepared.transportRequest))
             } catch let refusal as UnsendableEndpoint {
                 // Nothing was sent, and retrying cannot change the stored endpoint: a person decides.
                 let plan = OutcomePlanner.plan(.notSent(refusal.classification), planningFacts(prepared.state, attempt: prepared.attempt, startedAt: startedAt))
@@ -212,6 +228,8 @@ final class ReplayAttempt: Sendable {
         var facts = planningFacts(prepared.state, attempt: prepared.attempt, startedAt: startedAt)
         facts.withdrawOnRejection = withdrawOnRejection
         facts.pausesWorker = pausesWorker
+        facts.changes = prepared.changes
+        facts.revisionFrom = prepared.state.revisionFrom
         let plan = OutcomePlanner.plan(.transport(result), facts)
         let response: TransportResponse? = if case .response(let value) = result { value } else { nil }
         return await record(plan, state: prepared.state, response: response, carry: carry)

@@ -38,6 +38,10 @@ extension Enqueued: RecordBody {
             writer.write(supersedes.reason.code)
             writer.write(supersedes.laneSeq.rawValue)
         }
+        // Format 3: the records it changes, and where its If-Match comes from.
+        writer.write(UInt32(changes.count))
+        for change in changes { change.write(to: &writer) }
+        writer.writeOptional(request.revisionFrom) { $0.write($1) }
     }
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
@@ -78,7 +82,16 @@ extension Enqueued: RecordBody {
                 )
             }
         }
-        self.init(request: request, requestHash: hash, account: account, sealed: sealed, supersedes: supersedes)
+        var changes: [RecordWrite] = []
+        if version >= 3 {
+            let count = Int(try reader.readUInt32("record change count"))
+            guard count <= reader.remaining else { throw DecodingProblem("\(count) record changes cannot fit") }
+            for _ in 0..<count { changes.append(try RecordWrite(reading: &reader, version: version)) }
+            request.revisionFrom = try reader.readOptional("revision from") { (reader) throws(DecodingProblem) in
+                try reader.readRecordKey()
+            }
+        }
+        self.init(request: request, requestHash: hash, account: account, sealed: sealed, supersedes: supersedes, changes: changes)
     }
 }
 
@@ -86,10 +99,13 @@ extension AttemptStarted: RecordBody {
     func write(to writer: inout ByteWriter) {
         writer.write(attempt)
         writer.write(trigger.code)
+        // Format 3.
+        writer.write(sentRevision)
     }
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
-        self.init(attempt: try reader.readAttempt(), trigger: try reader.readCode(WakeReason.self, "wake reason"))
+        self.init(attempt: try reader.readAttempt(), trigger: try reader.readCode(WakeReason.self, "wake reason"),
+                  sentRevision: version >= 3 ? try reader.readOptionalString("sent revision") : nil)
     }
 }
 
@@ -114,6 +130,9 @@ extension AttemptFinished: RecordBody {
         } else {
             writer.write(ServerCurrentTag.none.rawValue)
         }
+        // Format 3: the records' trail.
+        writer.write(UInt32(confirmations.count))
+        for confirmation in confirmations { confirmation.write(to: &writer) }
     }
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
@@ -139,6 +158,11 @@ extension AttemptFinished: RecordBody {
             }
         }
         self.init(attempt: attempt, classification, nextAttemptAt: nextAttemptAt, sealedServerCurrent: sealed)
+        if version >= 3 {
+            let count = Int(try reader.readUInt32("confirmation count"))
+            guard count <= reader.remaining else { throw DecodingProblem("\(count) record confirmations cannot fit") }
+            for _ in 0..<count { confirmations.append(try RecordConfirmation(reading: &reader, version: version)) }
+        }
     }
 }
 
@@ -359,6 +383,113 @@ extension SessionChanged: RecordBody {
     }
 }
 
+// MARK: - Records (format 3)
+
+extension RecordWrite: RecordBody {
+    /// The key, the value's hash (absent: a delete), the schema version, and the value itself:
+    /// plaintext, sealed, or left out (a local write keeps its value in the record store).
+    func write(to writer: inout ByteWriter) {
+        writer.write(key)
+        writer.writeOptional(valueHash) { $0.write($1) }
+        writer.write(UInt32(schemaVersion))
+        if let sealedValue {
+            writer.write(RecordValueTag.sealed.rawValue)
+            writer.write(bytes: sealedValue)
+        } else if let value {
+            writer.write(RecordValueTag.plaintext.rawValue)
+            writer.write(bytes: value)
+        } else {
+            writer.write(RecordValueTag.none.rawValue)
+        }
+    }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        let key = try reader.readRecordKey()
+        let hash = try reader.readOptional("record value hash") { (reader) throws(DecodingProblem) in try reader.readDigest("record value hash") }
+        let schemaVersion = Int(try reader.readUInt32("record schema version"))
+        let tag = try reader.readUInt8("record value")
+        var value: Data?
+        var sealed: [UInt8]?
+        switch RecordValueTag(rawValue: tag) {
+        case .none?: break
+        case .plaintext?: value = Data(try reader.readBytes("record value"))
+        case .sealed?: sealed = try reader.readBytes("sealed record value")
+        case nil: throw DecodingProblem("unknown record value tag \(tag)")
+        }
+        if value != nil || sealed != nil, hash == nil { throw DecodingProblem("a deleted record with a value") }
+        self.init(key: key, value: value, valueHash: hash, schemaVersion: schemaVersion, sealedValue: sealed)
+    }
+}
+
+extension RecordConfirmation: RecordBody {
+    func write(to writer: inout ByteWriter) {
+        writer.write(key)
+        writer.write(revision)
+        writer.writeOptional(valueHash) { $0.write($1) }
+        writer.write(source.code)
+    }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        self.init(
+            key: try reader.readRecordKey(),
+            revision: try reader.readUInt64("record revision"),
+            valueHash: try reader.readOptional("record value hash") { (reader) throws(DecodingProblem) in try reader.readDigest("record value hash") },
+            source: try reader.readCode(RecordConfirmation.Source.self, "confirmation source")
+        )
+    }
+}
+
+extension HeldOnRollback: RecordBody {
+    func write(to writer: inout ByteWriter) { writer.write(builtOn) }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        self.init(builtOn: try reader.readOperationID("rolled-back write"))
+    }
+}
+
+extension RollbackAcknowledged: RecordBody {
+    func write(to writer: inout ByteWriter) { writer.write(key) }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        self.init(key: try reader.readRecordKey())
+    }
+}
+
+extension RecordsWritten: RecordBody {
+    func write(to writer: inout ByteWriter) {
+        writer.write(UInt32(writes.count))
+        for write in writes { write.write(to: &writer) }
+    }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        let count = Int(try reader.readUInt32("record write count"))
+        guard count <= reader.remaining else { throw DecodingProblem("\(count) record writes cannot fit") }
+        var writes: [RecordWrite] = []
+        for _ in 0..<count { writes.append(try RecordWrite(reading: &reader, version: version)) }
+        self.init(writes: writes)
+    }
+}
+
+extension RecordBaseDropped: RecordBody {
+    func write(to writer: inout ByteWriter) {
+        writer.write(business)
+        writer.write(type)
+        writer.write(UInt32(schemaVersion))
+    }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        self.init(business: try reader.readString("business"), type: try reader.readString("record type"),
+                  schemaVersion: Int(try reader.readUInt32("record schema version")))
+    }
+}
+
+/// The tag before a record change's value (format 3).
+enum RecordValueTag: UInt8 {
+    case none = 0
+    case plaintext = 1
+    case sealed = 2
+}
+
 // MARK: - Shared fields
 
 /// The tag before the server's current record in an `attemptFinished` (format 2).
@@ -383,6 +514,12 @@ extension OutcomeCategory {
 }
 
 extension ByteWriter {
+    mutating func write(_ key: RecordKey) {
+        write(key.business)
+        write(key.type)
+        write(key.id)
+    }
+
     mutating func write(_ attempt: AttemptNumber) {
         write(UInt32(attempt.rawValue))
     }
@@ -404,6 +541,10 @@ extension ByteWriter {
 }
 
 extension ByteReader {
+    mutating func readRecordKey() throws(DecodingProblem) -> RecordKey {
+        RecordKey(business: try readString("record business"), type: try readString("record type"), id: try readString("record id"))
+    }
+
     mutating func readAttempt() throws(DecodingProblem) -> AttemptNumber {
         let value = try readUInt32("attempt number")
         guard value >= 1 else { throw DecodingProblem("attempt number 0") }

@@ -27,7 +27,7 @@ import OutboxWire
 /// apart from one written by a newer engine before anything else is read.
 package enum RecordCodec {
     /// The format this engine writes and the newest it reads.
-    package static let formatVersion = 2
+    package static let formatVersion = 3
 
     /// The header's size in the format this engine writes.
     static let headerSize = 64
@@ -143,6 +143,10 @@ package enum RecordCodec {
         case .journalOpened(let opened): opened.write(to: &writer)
         case .compacted(let compacted): compacted.write(to: &writer)
         case .sessionChanged(let changed): changed.write(to: &writer)
+        case .heldOnRollback(let held): held.write(to: &writer)
+        case .rollbackAcknowledged(let acknowledged): acknowledged.write(to: &writer)
+        case .recordsWritten(let written): written.write(to: &writer)
+        case .recordBaseDropped(let dropped): dropped.write(to: &writer)
         }
     }
 
@@ -234,13 +238,17 @@ package enum RecordCodec {
     package struct Unsealer: Sendable {
         package var request: @Sendable (SealedRequest, OperationID) throws -> (payload: Data, entityLabel: String, summary: String)
         package var serverCurrent: @Sendable ([UInt8], OperationID) throws -> Data
+        /// A record change's value an `enqueued` event sealed.
+        package var recordValue: @Sendable ([UInt8], OperationID, RecordKey) throws -> Data
 
         package init(
             request: @escaping @Sendable (SealedRequest, OperationID) throws -> (payload: Data, entityLabel: String, summary: String),
-            serverCurrent: @escaping @Sendable ([UInt8], OperationID) throws -> Data
+            serverCurrent: @escaping @Sendable ([UInt8], OperationID) throws -> Data,
+            recordValue: @escaping @Sendable ([UInt8], OperationID, RecordKey) throws -> Data
         ) {
             self.request = request
             self.serverCurrent = serverCurrent
+            self.recordValue = recordValue
         }
     }
 
@@ -268,6 +276,10 @@ package enum RecordCodec {
                     enqueued.request.payload = opened.payload
                     enqueued.request.entityLabel = opened.entityLabel
                     enqueued.request.summary = opened.summary
+                    for index in enqueued.changes.indices {
+                        guard let sealedValue = enqueued.changes[index].sealedValue else { continue }
+                        enqueued.changes[index].value = try unseal.recordValue(sealedValue, id, enqueued.changes[index].key)
+                    }
                 } catch let error as OutboxError {
                     throw error
                 } catch {
@@ -309,6 +321,10 @@ package enum RecordCodec {
         case .journalOpened: .journalOpened(try JournalOpened(reading: &reader, version: version))
         case .compacted: .compacted(try Compacted(reading: &reader, version: version))
         case .sessionChanged: .sessionChanged(try SessionChanged(reading: &reader, version: version))
+        case .heldOnRollback: .heldOnRollback(try HeldOnRollback(reading: &reader, version: version))
+        case .rollbackAcknowledged: .rollbackAcknowledged(try RollbackAcknowledged(reading: &reader, version: version))
+        case .recordsWritten: .recordsWritten(try RecordsWritten(reading: &reader, version: version))
+        case .recordBaseDropped: .recordBaseDropped(try RecordBaseDropped(reading: &reader, version: version))
         }
     }
 

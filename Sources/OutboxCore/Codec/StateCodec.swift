@@ -81,6 +81,16 @@ package enum StateCodec {
         // The device's uptime at the retry epoch's start and at the latest event (layout 6).
         writer.writeOptional(state.retryEpochStartedUptime, writeUptime)
         writer.writeOptional(state.changedUptime, writeUptime)
+        // Records (layout 7).
+        writer.write(UInt32(state.records.count))
+        for key in state.records { writer.write(key) }
+        writer.writeOptional(state.revisionFrom) { $0.write($1) }
+        writer.write(state.sentRevision)
+        writer.write(UInt32(state.awaitingServerValue.count))
+        for key in state.awaitingServerValue { writer.write(key) }
+        writer.writeOptional(state.rolledBackSeq) { $0.write($1.rawValue) }
+        writer.write(state.rollbackAcknowledged)
+        writer.writeOptional(state.heldOn) { $0.write($1) }
         writer.write(UInt32(state.eventSeqs.count))
         for seq in state.eventSeqs { writer.write(seq.rawValue) }
     }
@@ -173,6 +183,15 @@ package enum StateCodec {
         }
         state.retryEpochStartedUptime = try reader.readOptional("retry epoch uptime", readUptime)
         state.changedUptime = try reader.readOptional("changed uptime", readUptime)
+        state.records = try readKeys(&reader, "record count")
+        state.revisionFrom = try reader.readOptional("revision from") { (reader) throws(DecodingProblem) in try reader.readRecordKey() }
+        state.sentRevision = try reader.readOptionalString("sent revision")
+        state.awaitingServerValue = try readKeys(&reader, "awaiting record count")
+        state.rolledBackSeq = try reader.readOptional("rolled back at") { (reader) throws(DecodingProblem) in
+            JournalSequence(rawValue: try reader.readUInt64("rolled back at"))
+        }
+        state.rollbackAcknowledged = try reader.readBool("rollback acknowledged")
+        state.heldOn = try reader.readOptional("held on") { (reader) throws(DecodingProblem) in try reader.readOperationID("held on") }
         let seqCount = Int(try reader.readUInt32("event count"))
         guard seqCount <= reader.remaining / 8 else { throw DecodingProblem("\(seqCount) event seqs in \(reader.remaining) bytes") }
         state.eventSeqs = []
@@ -180,6 +199,14 @@ package enum StateCodec {
         for _ in 0..<seqCount { state.eventSeqs.append(JournalSequence(rawValue: try reader.readUInt64("event seq"))) }
         try reader.expectEnd("the operation state")
         return state
+    }
+
+    private static func readKeys(_ reader: inout ByteReader, _ what: StaticString) throws(DecodingProblem) -> [RecordKey] {
+        let count = Int(try reader.readUInt32(what))
+        guard count <= reader.remaining / 3 else { throw DecodingProblem("\(count) record keys cannot fit") }
+        var keys: [RecordKey] = []
+        for _ in 0..<count { keys.append(try reader.readRecordKey()) }
+        return keys
     }
 
     private static func writeUptime(_ writer: inout ByteWriter, _ uptime: Uptime) {

@@ -22,4 +22,6 @@ public enum ErrorCode {
     public static let gaveUp = "gave_up"
     /// A write this one depends on ended discarded or withdrawn: it cannot be sent as it is.
     public static let dependencyEnded = "dependency_ended"
+    /// A write of a record made on top of an earlier one that was rolled back.
+    public static let builtOnRolledBack = "built_on_rolled_back"
 }

@@ -49,11 +49,16 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
     case journalOpened
     case compacted
     case sessionChanged
+    case heldOnRollback
+    case rollbackAcknowledged
+    case recordsWritten
+    case recordBaseDropped
 
     /// The record format that introduced the kind: a record of an older version cannot hold it.
     public var formatVersion: Int {
         switch self {
         case .superseded, .rebased, .dependencyEnded, .sessionChanged: 2
+        case .heldOnRollback, .rollbackAcknowledged, .recordsWritten, .recordBaseDropped: 3
         default: 1
         }
     }
@@ -62,9 +67,9 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
     public var isOperationEvent: Bool {
         switch self {
         case .enqueued, .attemptStarted, .attemptFinished, .attemptAbandoned, .withdrawn, .requeued,
-            .discarded, .approvalDecided, .superseded, .rebased, .dependencyEnded:
+            .discarded, .approvalDecided, .superseded, .rebased, .dependencyEnded, .heldOnRollback, .rollbackAcknowledged:
             true
-        case .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged:
+        case .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped:
             false
         }
     }
@@ -83,11 +88,15 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
         case .superseded: 9
         case .rebased: 10
         case .dependencyEnded: 11
+        case .heldOnRollback: 12
+        case .rollbackAcknowledged: 13
         case .sessionPaused: 64
         case .sessionResumed: 65
         case .journalOpened: 66
         case .compacted: 67
         case .sessionChanged: 68
+        case .recordsWritten: 69
+        case .recordBaseDropped: 70
         }
     }
 
@@ -111,6 +120,10 @@ public enum JournalEventBody: Sendable, Equatable {
     case journalOpened(JournalOpened)
     case compacted(Compacted)
     case sessionChanged(SessionChanged)
+    case heldOnRollback(HeldOnRollback)
+    case rollbackAcknowledged(RollbackAcknowledged)
+    case recordsWritten(RecordsWritten)
+    case recordBaseDropped(RecordBaseDropped)
 
     public var kind: JournalEventKind {
         switch self {
@@ -130,6 +143,10 @@ public enum JournalEventBody: Sendable, Equatable {
         case .journalOpened: .journalOpened
         case .compacted: .compacted
         case .sessionChanged: .sessionChanged
+        case .heldOnRollback: .heldOnRollback
+        case .rollbackAcknowledged: .rollbackAcknowledged
+        case .recordsWritten: .recordsWritten
+        case .recordBaseDropped: .recordBaseDropped
         }
     }
 }
@@ -151,16 +168,20 @@ public struct Enqueued: Sendable, Equatable {
     /// The row this operation replaces, when it corrects, resolves or coalesces one: the other
     /// row's `superseded` event lands in the same commit.
     public var supersedes: Supersession?
+    /// The member's records the write changes (format 3), in the order given: their overlays
+    /// land in the same commit as this event.
+    public var changes: [RecordWrite]
 
     public init(
         request: OutboxRequest, requestHash: SHA256Digest, account: String, sealed: SealedRequest? = nil,
-        supersedes: Supersession? = nil
+        supersedes: Supersession? = nil, changes: [RecordWrite] = []
     ) {
         self.request = request
         self.requestHash = requestHash
         self.account = account
         self.sealed = sealed
         self.supersedes = supersedes
+        self.changes = changes
     }
 }
 
@@ -213,10 +234,14 @@ public struct AttemptStarted: Sendable, Equatable {
     public var attempt: AttemptNumber
     /// What woke the worker.
     public var trigger: WakeReason
+    /// The revision sent in `If-Match` when it was taken from a record's server base as the
+    /// attempt started (``OutboxRequest/revisionFrom``; format 3): the proof of what was sent.
+    public var sentRevision: String?
 
-    public init(attempt: AttemptNumber, trigger: WakeReason) {
+    public init(attempt: AttemptNumber, trigger: WakeReason, sentRevision: String? = nil) {
         self.attempt = attempt
         self.trigger = trigger
+        self.sentRevision = sentRevision
     }
 }
 
@@ -235,6 +260,9 @@ public struct AttemptFinished: Sendable, Equatable {
     /// The server's current record (``Classification/serverCurrent``) as stored when the journal
     /// is encrypted at rest: sealed, the plaintext field then empty.
     public var sealedServerCurrent: [UInt8]?
+    /// What the answer confirmed of the records the write changed (format 3): each revision and
+    /// value hash, the trail of the records' server base, which holds the values.
+    public var confirmations: [RecordConfirmation] = []
 
     public subscript<Value>(dynamicMember field: WritableKeyPath<Classification, Value>) -> Value {
         get { classification[keyPath: field] }

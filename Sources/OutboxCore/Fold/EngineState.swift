@@ -48,7 +48,8 @@ public struct EngineState: Sendable, Equatable {
             next.session = changed.observation
             next.sessionSince = event.recordedAt
         case .enqueued, .attemptStarted, .attemptFinished, .attemptAbandoned, .withdrawn, .requeued, .discarded,
-            .approvalDecided, .superseded, .rebased, .dependencyEnded:
+            .approvalDecided, .superseded, .rebased, .dependencyEnded, .heldOnRollback, .rollbackAcknowledged,
+            .recordsWritten, .recordBaseDropped:
             break
         }
         return next

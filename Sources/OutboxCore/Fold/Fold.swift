@@ -18,6 +18,12 @@ package import Foundation
 /// | queued, never attempted | `superseded` (coalesced) | superseded |
 /// | conflicted | `rebased` | queued, due now, against the server's revision |
 /// | queued | `dependencyEnded` | blocked |
+/// | queued | `heldOnRollback` (built on a rolled-back write of the same record) | conflicted |
+/// | failed, blocked, discarded, withdrawn | `rollbackAcknowledged` | unchanged: the record stops saying it was rolled back |
+///
+/// A row with records is rolled back when it enters failed, blocked, discarded or withdrawn
+/// (``OperationState/rolledBackSeq``), and no longer once retried; a synced one keeps, as
+/// awaiting the server's value, each record its answer did not describe.
 ///
 /// The engine checks each event with the fold before writing it, so it never writes an illegal
 /// one; `verify` folds a journal from scratch and reports any it finds.
@@ -80,11 +86,29 @@ package enum Fold {
         }
         guard id == next.id else { throw illegal("the event belongs to another operation") }
         guard event.seq > next.latestSeq else { throw illegal("seq \(event.seq) is not after \(next.latestSeq)") }
-        if next.status.isTerminal { throw illegal("nothing may follow a terminal status") }
+        if next.status.isTerminal, event.kind != .rollbackAcknowledged { throw illegal("nothing may follow a terminal status") }
+        let before = next.status
 
         switch event.body {
-        case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged:
+        case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped:
             preconditionFailure("handled above or not an operation event")
+
+        case .heldOnRollback(let held):
+            guard next.status == .queued else { throw illegal("only a queued row is held behind a rolled-back write") }
+            guard !next.records.isEmpty else { throw illegal("only a write of records is built on another") }
+            guard held.builtOn != id else { throw illegal("a write cannot be built on itself") }
+            next.status = .conflicted
+            next.heldOn = held.builtOn
+            next.nextAttemptAt = nil
+            next.lastErrorCode = ErrorCode.builtOnRolledBack
+            next.lastErrorMessage = "This change was made on top of an earlier one that did not go through. Check it, then keep it, change it or discard it."
+
+        case .rollbackAcknowledged(let acknowledged):
+            guard OperationState.rollsBack(next.status), next.rolledBackSeq != nil else {
+                throw illegal("only a rolled-back write's rollback may be acknowledged")
+            }
+            guard next.records.contains(acknowledged.key) else { throw illegal("the write did not change \(acknowledged.key)") }
+            next.rollbackAcknowledged = true
 
         case .attemptStarted(let started):
             guard next.status == .queued else { throw illegal("only a queued row may be attempted") }
@@ -93,6 +117,7 @@ package enum Fold {
             }
             next.status = .syncing
             next.attemptCount = started.attempt.rawValue
+            next.sentRevision = started.sentRevision
             next.lastAttemptAt = event.recordedAt
             if next.retryEpochStartedAt == nil {
                 next.retryEpochStartedAt = event.recordedAt
@@ -115,6 +140,9 @@ package enum Fold {
             case .accepted, .replayed:
                 next.lastErrorCode = nil
                 next.lastErrorMessage = nil
+                // A record the answer did not describe keeps the member's value until the server's arrives.
+                let described = Set(finished.confirmations.map(\.key))
+                next.awaitingServerValue = next.records.filter { !described.contains($0) }
             case .pendingApproval:
                 next.lastErrorCode = nil
                 next.lastErrorMessage = nil
@@ -156,6 +184,9 @@ package enum Fold {
             next.retryEpochStartedAt = nil
             next.retryEpochStartedUptime = nil
             next.endedDependency = nil
+            // Retried, its change shows again.
+            next.rolledBackSeq = nil
+            next.rollbackAcknowledged = false
 
         case .discarded(let discarded):
             guard [.queued, .failed, .blocked, .conflicted].contains(next.status) else {
@@ -172,6 +203,8 @@ package enum Fold {
             if decision.approved {
                 next.status = .synced
                 next.latestOutcome = .accepted
+                // A decision names no revision: each record waits for the server's value.
+                next.awaitingServerValue = next.records
             } else {
                 next.status = .failed
                 next.latestOutcome = .rejected
@@ -220,6 +253,9 @@ package enum Fold {
             next.lastErrorMessage = ended.status == .discarded
                 ? "A change this one needs was discarded, so it cannot be sent as it is."
                 : "A change this one needs was refused by the server, so it cannot be sent as it is."
+        }
+        if !next.records.isEmpty, !OperationState.rollsBack(before), OperationState.rollsBack(next.status) {
+            next.rolledBackSeq = event.seq
         }
         next.latestSeq = event.seq
         next.eventSeqs.append(event.seq)

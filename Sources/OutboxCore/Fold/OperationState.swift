@@ -77,6 +77,27 @@ public struct OperationState: Sendable, Equatable {
     /// Whether the app gave the operation its id (``OutboxRequest/operationID``).
     public var appGaveID: Bool
 
+    // Records (projection layout 7).
+
+    /// The member's records the write changes, in the order given: their values are in its
+    /// `enqueued` event.
+    public var records: [RecordKey] = []
+    /// The record whose server revision its `If-Match` takes as it is sent.
+    public var revisionFrom: RecordKey?
+    /// The revision its latest attempt sent, when it took it from a record's base.
+    public var sentRevision: String?
+    /// Once synced: the records it changed that the answer did not describe. Each keeps its
+    /// overlay, confirmed, until the server's value arrives.
+    public var awaitingServerValue: [RecordKey] = []
+    /// When the write was rolled back (failed, blocked, discarded, withdrawn): the seq of that
+    /// event. A later write of the same record made before it was built on a value that never
+    /// reached the server. `nil` again once retried.
+    public var rolledBackSeq: JournalSequence?
+    /// Whether the app acknowledged the rollback (``RollbackAcknowledged``).
+    public var rollbackAcknowledged = false
+    /// For a row held because it was built on a rolled-back write: that write.
+    public var heldOn: OperationID?
+
     /// The seq of the operation's `enqueued` event: its place in the queue.
     public var firstSeq: JournalSequence
     /// The seq of its latest event.
@@ -147,6 +168,8 @@ public struct OperationState: Sendable, Equatable {
         self.rebaseCount = 0
         self.retryEpochAttempts = 0
         self.appGaveID = request.operationID != nil
+        self.records = enqueued.changes.map(\.key)
+        self.revisionFrom = request.revisionFrom
         self.firstSeq = seq
         self.latestSeq = seq
         self.eventSeqs = [seq]
@@ -194,8 +217,13 @@ public struct OperationState: Sendable, Equatable {
             businessID: businessID, operationType: operationType, method: method, endpoint: endpoint,
             payload: payload, entityID: entityID, category: category, entityLabel: entityLabel,
             summary: summary, payloadVersion: payloadVersion, operationID: appGaveID ? id : nil,
-            baseRevision: baseRevision, dependsOn: dependsOn
+            baseRevision: baseRevision, revisionFrom: revisionFrom, dependsOn: dependsOn
         )
+    }
+
+    /// Whether a row of this status, with records, hides its changes and says it was rolled back.
+    public static func rollsBack(_ status: OutboxStatus) -> Bool {
+        status == .failed || status == .blocked || status == .discarded || status == .withdrawn
     }
 
     /// The lane the row is sent in: its entity within its business, or a lane of its own when it

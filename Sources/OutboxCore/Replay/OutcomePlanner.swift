@@ -1,4 +1,5 @@
 package import Foundation
+import OutboxCrypto
 
 /// An attempt's outcome decided once: a pure function from what the attempt got to the events
 /// that record it, in order.
@@ -15,6 +16,16 @@ package import Foundation
 /// | conflicted | the type's rule: rebase, fewer than its times so far, and a usable server revision | `rebased` onto the server's revision |
 /// | unauthorized | the attempt pauses the worker (`pausesWorker`) | `sessionPaused`, naming the row |
 /// | not sent (a damaged payload, an endpoint that cannot be sent) | - | nothing: recorded as classified |
+///
+/// For a write of records (`changes`), what the answer confirmed goes to the records' server base
+/// in the same commit, its trail (revision and value hash) in `attemptFinished`:
+///
+/// | answer | the record it describes (its `type` and `id`, else the write's first) |
+/// |---|---|
+/// | applied, with a revision and a `record` | that record at that revision |
+/// | applied, with a revision, no `record` | the value the write put (or its delete) at that revision |
+/// | applied, without a revision | nothing: each record keeps the member's value, confirmed, until the server's arrives |
+/// | 412 with `server_revision` and `current` | the server's record (`revisionFrom`'s, else the first) at its revision, beside the member's change |
 ///
 /// `attemptFinished` comes first; what the plan adds lands with it, in the same commit. The
 /// fold then applies each event as the status table says: nothing here is decided again.
@@ -46,6 +57,9 @@ package enum OutcomePlanner {
         /// Whether a 401 pauses the worker with this outcome (a batch pauses once).
         package var pausesWorker = true
         package var now: Date
+        /// The records the write changes, values included, and the one its `If-Match` came from.
+        package var changes: [RecordWrite] = []
+        package var revisionFrom: RecordKey?
 
         package init(operation: OperationID, attempt: AttemptNumber, retryEpochAttempts: Int, retryEpochAgeSeconds: TimeInterval,
                      rebaseCount: Int, replay: OperationPolicy, conflictRule: ConflictRule, retryPolicy: RetryPolicy,
@@ -73,6 +87,8 @@ package enum OutcomePlanner {
         package var events: [JournalEventBody]
         /// Whether the plan pauses the worker.
         package var pauses: Bool
+        /// What the answer brings to the records' server base, with `attemptFinished`.
+        package var storeWrites: [RecordStoreWrite] = []
 
         /// `attemptFinished`, always the first event.
         package var finished: AttemptFinished {
@@ -104,7 +120,15 @@ package enum OutcomePlanner {
         let nextAttemptAt = classification.disposition == .transientFailure
             ? facts.retryPolicy.nextAttempt(afterAttempt: facts.attempt, of: facts.operation, now: facts.now, retryAfter: classification.retryAfter)
             : nil
-        var events: [JournalEventBody] = [.attemptFinished(AttemptFinished(attempt: facts.attempt, classification, nextAttemptAt: nextAttemptAt))]
+        var finished = AttemptFinished(attempt: facts.attempt, classification, nextAttemptAt: nextAttemptAt)
+        var storeWrites: [RecordStoreWrite] = []
+        if case .transport(.response(let response)) = result, !facts.changes.isEmpty,
+            let confirmed = confirmation(of: response, classification, facts)
+        {
+            finished.confirmations = [confirmed.confirmation]
+            storeWrites = [confirmed.write]
+        }
+        var events: [JournalEventBody] = [.attemptFinished(finished)]
         if facts.withdrawOnRejection, classification.disposition == .rejected {
             events.append(.withdrawn(Withdrawn(
                 errorCode: classification.errorCode ?? ErrorCode.validationFailed,
@@ -118,7 +142,38 @@ package enum OutcomePlanner {
         if pauses {
             events.append(.sessionPaused(SessionPaused(reason: classification.errorCode ?? ErrorCode.unauthorized, triggeredBy: facts.operation)))
         }
-        return Plan(classification: classification, events: events, pauses: pauses)
+        return Plan(classification: classification, events: events, pauses: pauses, storeWrites: storeWrites)
+    }
+
+    /// What an answer confirms of one record the write changed, and the base write it brings.
+    private static func confirmation(of response: TransportResponse, _ classification: Classification,
+                                     _ facts: Facts) -> (confirmation: RecordConfirmation, write: RecordStoreWrite)? {
+        let answer = RecordAnswer(response)
+        guard let revision = answer.revision else { return nil }
+        let named = answer.type.flatMap { type in answer.id.map { RecordKey(business: facts.changes[0].key.business, type: type, id: $0) } }
+        switch classification.disposition {
+        case .accepted, .replayed:
+            let change = facts.changes.first { $0.key == named } ?? facts.changes[0]
+            let value: Data? = answer.deleted ? nil : (answer.record ?? change.value)
+            if !answer.deleted, answer.record == nil, change.isDelete {
+                // A delete answered with a revision: the record is gone at it.
+                return confirmed(change.key, revision, nil, .written, change.schemaVersion)
+            }
+            return confirmed(change.key, revision, value, answer.record != nil ? .answer : .written, change.schemaVersion)
+        case .conflicted:
+            guard let current = classification.serverCurrent else { return nil }
+            let key = facts.revisionFrom ?? facts.changes[0].key
+            let schemaVersion = facts.changes.first { $0.key == key }?.schemaVersion ?? facts.changes[0].schemaVersion
+            return confirmed(key, revision, current, .conflict, schemaVersion)
+        default:
+            return nil
+        }
+    }
+
+    private static func confirmed(_ key: RecordKey, _ revision: UInt64, _ value: Data?, _ source: RecordConfirmation.Source,
+                                  _ schemaVersion: Int) -> (confirmation: RecordConfirmation, write: RecordStoreWrite) {
+        (RecordConfirmation(key: key, revision: revision, valueHash: value.map { SHA256Digest(of: $0) }, source: source),
+         RecordStoreWrite(table: .base, key: key, revision: revision, schemaVersion: schemaVersion, value: value))
     }
 
     /// What the type's conflict rule decides: nothing (the member decides), the server's version

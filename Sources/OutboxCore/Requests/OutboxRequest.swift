@@ -47,6 +47,11 @@ public struct OutboxRequest: Sendable, Equatable {
     /// elsewhere meanwhile is answered 412 and the row becomes `conflicted` instead of silently
     /// overwriting it. `nil` for writes that do not edit an existing record (creates).
     public var baseRevision: String?
+    /// A record the write changes whose server revision, as the engine knows it when the write is
+    /// sent, is sent as `If-Match` (and recorded with the attempt): an edit behind another edit of
+    /// the same record is then sent against the revision the earlier one's success returned.
+    /// Instead of ``baseRevision``; `nil`: none.
+    public var revisionFrom: RecordKey?
     /// Operations this write needs applied first (a stock movement naming a product created
     /// offline): it is sent only once each of them is synced.
     public var dependsOn: [OperationID]
@@ -64,6 +69,7 @@ public struct OutboxRequest: Sendable, Equatable {
         payloadVersion: Int = 1,
         operationID: OperationID? = nil,
         baseRevision: String? = nil,
+        revisionFrom: RecordKey? = nil,
         dependsOn: [OperationID] = []
     ) {
         self.businessID = businessID
@@ -78,6 +84,7 @@ public struct OutboxRequest: Sendable, Equatable {
         self.payloadVersion = payloadVersion
         self.operationID = operationID
         self.baseRevision = baseRevision
+        self.revisionFrom = revisionFrom
         self.dependsOn = dependsOn
     }
 }

@@ -1,0 +1,50 @@
+public import Foundation
+
+// The events of the member's records (journal format 3).
+
+/// A later write of a record was made on a value that has since been rolled back (its write
+/// failed, was blocked, discarded or withdrawn): it is held, `conflicted`, never sent on a base
+/// the server never had, and its overlay is hidden. A person decides.
+public struct HeldOnRollback: Sendable, Equatable {
+    /// The rolled-back write it was built on.
+    public var builtOn: OperationID
+
+    public init(builtOn: OperationID) {
+        self.builtOn = builtOn
+    }
+}
+
+/// The app acknowledged that the member saw a write's rollback on a record: the record stops
+/// saying it was rolled back. The write's status does not change.
+public struct RollbackAcknowledged: Sendable, Equatable {
+    public var key: RecordKey
+
+    public init(key: RecordKey) {
+        self.key = key
+    }
+}
+
+/// Records of local-only types written (drafts, preferences): never sent. The values live in the
+/// journal's record store; the event keeps each key, value hash and schema version.
+public struct RecordsWritten: Sendable, Equatable {
+    public var writes: [RecordWrite]
+
+    public init(writes: [RecordWrite]) {
+        self.writes = writes
+    }
+}
+
+/// The server base of one record type was dropped (an app upgrade changed the type without an
+/// adapter for its stored values): its records are fetched again. Pending writes are untouched.
+public struct RecordBaseDropped: Sendable, Equatable {
+    public var business: String
+    public var type: String
+    /// The type's schema version the engine now has.
+    public var schemaVersion: Int
+
+    public init(business: String, type: String, schemaVersion: Int) {
+        self.business = business
+        self.type = type
+        self.schemaVersion = schemaVersion
+    }
+}

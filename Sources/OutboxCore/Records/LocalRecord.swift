@@ -1,0 +1,105 @@
+public import Foundation
+
+/// A record as the member's phone holds it: the member's view, the server base beneath it, and
+/// what its sync state says.
+///
+/// ```swift
+/// if let product = try outbox.record(key) {
+///     show(product.value)                           // the member's view: nil when deleted
+///     if !product.sync.pending.isEmpty { badge("sending...") }
+///     if let rolledBack = product.sync.rolledBack { alert(rolledBack.message) }
+/// }
+/// ```
+public struct LocalRecord: Sendable, Equatable {
+    public var key: RecordKey
+    /// The member's view: the server base with every pending change applied, in the order the
+    /// member made them; `nil` when there is none (deleted, or never written).
+    public var value: Data?
+    /// The schema version of ``value`` as stored (the configured adapter already applied when
+    /// it was older).
+    public var schemaVersion: Int?
+    /// What the server last confirmed; `nil` when the phone has not learnt it.
+    public var server: ServerBase?
+    /// Whether the record is of a local-only type: it has no server base, and nothing is sent.
+    public var isLocalOnly: Bool
+    public var sync: RecordSync
+
+    public init(key: RecordKey, value: Data?, schemaVersion: Int?, server: ServerBase?, isLocalOnly: Bool, sync: RecordSync) {
+        self.key = key
+        self.value = value
+        self.schemaVersion = schemaVersion
+        self.server = server
+        self.isLocalOnly = isLocalOnly
+        self.sync = sync
+    }
+}
+
+/// A record as the server last confirmed it, to this phone.
+public struct ServerBase: Sendable, Equatable {
+    /// The value; `nil` when the server deleted it.
+    public var value: Data?
+    /// The server's revision: ordered per record, so the base never moves back.
+    public var revision: UInt64
+    /// When the phone learnt it (the moment of the answer that brought it).
+    public var learntAt: Date
+    /// The journal event that brought it: its proof.
+    public var seq: JournalSequence
+
+    public var isDeleted: Bool { value == nil }
+
+    public init(value: Data?, revision: UInt64, learntAt: Date, seq: JournalSequence) {
+        self.value = value
+        self.revision = revision
+        self.learntAt = learntAt
+        self.seq = seq
+    }
+}
+
+/// What a record's sync state says: several things at once (a change waiting to be sent while an
+/// earlier one was rolled back, say), each part empty when it says nothing.
+public struct RecordSync: Sendable, Equatable {
+    /// A change of the member's waiting to reach the server, in the order made.
+    public struct Pending: Sendable, Equatable {
+        public var operation: OperationID
+        /// `queued`, `syncing`, `pending_approval` or `conflicted`.
+        public var status: OutboxStatus
+        public var deletes: Bool
+    }
+
+    /// The server holds a newer revision than the change was made on: the member decides.
+    public struct Conflict: Sendable, Equatable {
+        public var operation: OperationID
+        /// The server's revision, and its value beside the member's change (`nil`: deleted there,
+        /// or not sent).
+        public var serverRevision: String?
+        public var serverValue: Data?
+    }
+
+    /// A change the server refused or a person dropped: the member's view is the base again.
+    public struct RolledBack: Sendable, Equatable {
+        public var operation: OperationID
+        /// The write's status: failed, blocked or discarded.
+        public var status: OutboxStatus
+        /// The server's code and message (or the engine's, for a discard).
+        public var code: String
+        public var message: String
+    }
+
+    /// The member's changes not yet confirmed, in order.
+    public var pending: [Pending] = []
+    /// Writes the server applied whose value for this record has not arrived yet: their change
+    /// stays in the view, confirmed.
+    public var confirmed: [OperationID] = []
+    public var conflict: Conflict?
+    /// The latest rollback, until the app acknowledges it (``Outbox/acknowledgeRollback(of:)``)
+    /// or a later change of the record replaces it.
+    public var rolledBack: RolledBack?
+    /// Later changes made on a rolled-back one: held (`conflicted`), hidden from the view, for
+    /// the member to decide.
+    public var held: [OperationID] = []
+
+    public init() {}
+
+    /// Nothing waits, nothing to tell: the view is the server's.
+    public var isSynced: Bool { pending.isEmpty && confirmed.isEmpty && conflict == nil && rolledBack == nil && held.isEmpty }
+}

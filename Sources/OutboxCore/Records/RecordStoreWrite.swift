@@ -1,0 +1,32 @@
+package import Foundation
+
+/// What an append writes into the record store with its events, in the same transaction.
+package struct RecordStoreWrite: Sendable, Equatable {
+    package enum Table: UInt8, Sendable {
+        case base = 1
+        case local = 2
+    }
+
+    package var table: Table
+    package var key: RecordKey
+    package var revision: UInt64
+    package var schemaVersion: Int
+    /// `nil`: deleted.
+    package var value: Data?
+
+    package init(table: Table, key: RecordKey, revision: UInt64, schemaVersion: Int, value: Data?) {
+        self.table = table
+        self.key = key
+        self.revision = revision
+        self.schemaVersion = schemaVersion
+        self.value = value
+    }
+
+    /// Whether it replaces `stored`: a base only by a newer revision (it never moves back); a
+    /// local record always.
+    package func replaces(storedRevision: UInt64?) -> Bool {
+        guard table == .base, let storedRevision else { return true }
+        return revision > storedRevision
+    }
+}
+

@@ -1,0 +1,116 @@
+package import Foundation
+
+/// The member's view of one record: a pure function of its server base (or local value) and the
+/// writes whose change it may show, each with its status, in the order the member made them.
+///
+/// | write | in the view | the sync state says |
+/// |---|---|---|
+/// | queued, syncing, pending approval | its change applied | pending |
+/// | conflicted | its change applied, the server's value beside it | pending, conflict |
+/// | conflicted, held (built on a rolled-back write) | hidden | held |
+/// | synced, the answer did not describe this record, and no newer base since | its change applied | confirmed |
+/// | synced, the server's value since | hidden: the base is the server's | - |
+/// | failed, blocked, discarded | hidden: the view is the base again | rolled back (the latest, until acknowledged or replaced by a later change) |
+///
+/// The base is what the server last confirmed (a deleted one shows as no value); a local-only
+/// record's value is its own.
+package enum RecordView {
+    /// A write the view reads: its state, and its change to this record (`nil` when unreadable).
+    package struct Write: Sendable {
+        package var state: OperationState
+        package var change: RecordWrite?
+
+        package init(state: OperationState, change: RecordWrite?) {
+            self.state = state
+            self.change = change
+        }
+    }
+
+    /// A value as stored: its bytes (`nil`: none) and the schema version it was written with.
+    package struct Stored: Sendable {
+        package var base: ServerBase?
+        package var value: Data?
+        package var schemaVersion: Int?
+
+        package init(base: ServerBase?, value: Data?, schemaVersion: Int?) {
+            self.base = base
+            self.value = value
+            self.schemaVersion = schemaVersion
+        }
+    }
+
+    /// - Parameters:
+    ///   - stored: the server base (or, for a local-only type, the local value).
+    ///   - upgrade: reads a value of an older schema version as the current one's.
+    package static func view(
+        _ key: RecordKey, stored: Stored, isLocalOnly: Bool, writes: [Write],
+        schemaVersion current: Int, upgrade: ((Data, Int) throws -> Data)?
+    ) -> LocalRecord {
+        var value = stored.value
+        var version = stored.schemaVersion
+        var sync = RecordSync()
+        var notice: RecordSync.RolledBack?
+        for write in writes {
+            let state = write.state
+            switch state.status {
+            case .queued, .syncing, .pendingApproval, .conflicted:
+                if state.heldOn != nil {
+                    sync.held.append(state.id)
+                    continue
+                }
+                apply(write.change, to: &value, version: &version)
+                sync.pending.append(RecordSync.Pending(operation: state.id, status: state.status, deletes: write.change?.isDelete ?? false))
+                if state.status == .conflicted {
+                    sync.conflict = RecordSync.Conflict(operation: state.id, serverRevision: state.serverRevision,
+                                                        serverValue: serverValue(of: state, base: stored.base))
+                }
+                notice = nil
+            case .synced:
+                // Until the server's own value arrives, the member's stays.
+                if stored.base.map({ $0.seq < state.latestSeq }) ?? true {
+                    apply(write.change, to: &value, version: &version)
+                    sync.confirmed.append(state.id)
+                    notice = nil
+                }
+            case .failed, .blocked, .discarded:
+                if state.rolledBackSeq != nil, !state.rollbackAcknowledged {
+                    notice = rolledBack(state)
+                }
+            case .withdrawn, .superseded:
+                break
+            }
+        }
+        sync.rolledBack = notice
+        var base = stored.base
+        if let upgrade {
+            if let old = version, old < current, let bytes = value { value = (try? upgrade(bytes, old)) ?? bytes }
+            if let old = stored.schemaVersion, old < current, let bytes = base?.value { base?.value = (try? upgrade(bytes, old)) ?? bytes }
+        }
+        return LocalRecord(key: key, value: value, schemaVersion: version.map { upgrade == nil ? $0 : max($0, current) },
+                           server: isLocalOnly ? nil : base, isLocalOnly: isLocalOnly, sync: sync)
+    }
+
+    private static func apply(_ change: RecordWrite?, to value: inout Data?, version: inout Int?) {
+        guard let change else { return }
+        value = change.isDelete ? nil : change.value
+        version = change.schemaVersion
+    }
+
+    /// The server's value beside a conflicted change: the base when it holds the conflict's
+    /// revision (a 412's `current` went there), else what the conflict kept.
+    private static func serverValue(of state: OperationState, base: ServerBase?) -> Data? {
+        if let base, let revision = state.serverRevision.flatMap(UInt64.init), base.revision >= revision { return base.value }
+        return state.serverCurrent
+    }
+
+    private static func rolledBack(_ state: OperationState) -> RecordSync.RolledBack {
+        if state.status == .discarded {
+            let message = state.latestOutcome == .conflicted
+                ? "The server's version was kept: this change was discarded."
+                : "This change was discarded."
+            return RecordSync.RolledBack(operation: state.id, status: .discarded, code: "discarded", message: message)
+        }
+        return RecordSync.RolledBack(operation: state.id, status: state.status, code: state.lastErrorCode ?? "refused",
+                                     message: state.lastErrorMessage ?? "The server refused this change.")
+    }
+}
