@@ -152,6 +152,16 @@ public final class TestServer: Sendable {
         core.stop()
     }
 
+    /// Answers one request in this process, without a socket, exactly as a connection is
+    /// answered: the same routes, faults, claims and storage. `nil` where a connection would be
+    /// closed without an answer (`drop_after_commit`). For benchmarks and tests that measure the
+    /// server's own work rather than the network's.
+    public func respond(to request: HTTPRequest) -> HTTPResponse? {
+        let reply = core.routes.reply(to: request)
+        for key in reply.releasesKeys { core.routes.holds.releaseCopies(key: key) }
+        return reply.response
+    }
+
     // MARK: Control, from Swift
 
     /// Queues faults after those already queued. Each is consumed by the first business request
