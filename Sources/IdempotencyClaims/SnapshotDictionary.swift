@@ -2,7 +2,7 @@ import Synchronization
 
 /// A dictionary whose copies share everything they have not changed: a hash trie (HAMT) whose
 /// nodes are immutable, so a copy costs one reference and a change copies only the nodes on its
-/// key's path, at most 32 slots for each of at most 13 levels.
+/// key's path, at most 32 slots (one reference each) for each of at most 13 levels.
 ///
 /// The in-memory stores give each transaction a copy of what was committed and commit the copy
 /// whole. With `Dictionary` the first change of a transaction copied every entry (the committed
@@ -59,8 +59,20 @@ package struct SnapshotDictionary<Key: Hashable & Sendable, Value: Sendable>: Se
     /// 5 bits of the hash per level: 32 slots a node.
     private static var bitsPerLevel: UInt64 { 5 }
 
+    /// One entry, boxed: a slot is one reference, so copying a node copies 32 references at most,
+    /// whatever the size of the values.
+    private final class Leaf: Sendable {
+        let key: Key
+        let value: Value
+
+        init(_ key: Key, _ value: Value) {
+            self.key = key
+            self.value = value
+        }
+    }
+
     private enum Slot: Sendable {
-        case entry(Key, Value)
+        case entry(Leaf)
         case child(Node)
         /// Keys whose whole hashes are equal, past the last level.
         case collision([(key: Key, value: Value)])
@@ -89,8 +101,8 @@ package struct SnapshotDictionary<Key: Hashable & Sendable, Value: Sendable>: Se
             let bit = UInt32(1) << Self.index(hash, shift: shift)
             guard bitmap & bit != 0 else { return nil }
             switch slots[position(of: bit)] {
-            case .entry(let stored, let value):
-                return stored == key ? value : nil
+            case .entry(let leaf):
+                return leaf.key == key ? leaf.value : nil
             case .child(let child):
                 return child.value(for: key, hash: hash, shift: shift + bitsPerLevel)
             case .collision(let entries):
@@ -101,22 +113,22 @@ package struct SnapshotDictionary<Key: Hashable & Sendable, Value: Sendable>: Se
         /// The node (or a new one, for `nil`) with `key` set to `value`, and whether the key is new.
         static func inserting(_ key: Key, _ value: Value, hash: UInt64, shift: UInt64, into node: Node?) -> (Node, Bool) {
             let bit = UInt32(1) << index(hash, shift: shift)
-            guard let node else { return (Node(bitmap: bit, slots: [.entry(key, value)]), true) }
+            guard let node else { return (Node(bitmap: bit, slots: [.entry(Leaf(key, value))]), true) }
             let position = node.position(of: bit)
             guard node.bitmap & bit != 0 else {
                 var slots = node.slots
-                slots.insert(.entry(key, value), at: position)
+                slots.insert(.entry(Leaf(key, value)), at: position)
                 return (Node(bitmap: node.bitmap | bit, slots: slots), true)
             }
             let replacement: Slot
             let added: Bool
             switch node.slots[position] {
-            case .entry(let stored, let storedValue):
-                if stored == key {
-                    (replacement, added) = (.entry(key, value), false)
+            case .entry(let leaf):
+                if leaf.key == key {
+                    (replacement, added) = (.entry(Leaf(key, value)), false)
                 } else {
-                    let storedHash = SnapshotDictionary.hash(stored)
-                    (replacement, added) = (split((stored, storedValue, storedHash), (key, value, hash), shift: shift + bitsPerLevel), true)
+                    let storedHash = SnapshotDictionary.hash(leaf.key)
+                    (replacement, added) = (split((leaf, storedHash), (Leaf(key, value), hash), shift: shift + bitsPerLevel), true)
                 }
             case .child(let child):
                 let (updated, isNew) = inserting(key, value, hash: hash, shift: shift + bitsPerLevel, into: child)
@@ -137,15 +149,15 @@ package struct SnapshotDictionary<Key: Hashable & Sendable, Value: Sendable>: Se
         }
 
         /// Two entries that share a slot at this level, pushed down until their hashes part.
-        private static func split(_ first: (Key, Value, UInt64), _ second: (Key, Value, UInt64), shift: UInt64) -> Slot {
-            guard shift < 64 else { return .collision([(first.0, first.1), (second.0, second.1)]) }
-            let firstIndex = index(first.2, shift: shift)
-            let secondIndex = index(second.2, shift: shift)
+        private static func split(_ first: (Leaf, UInt64), _ second: (Leaf, UInt64), shift: UInt64) -> Slot {
+            guard shift < 64 else { return .collision([(first.0.key, first.0.value), (second.0.key, second.0.value)]) }
+            let firstIndex = index(first.1, shift: shift)
+            let secondIndex = index(second.1, shift: shift)
             if firstIndex == secondIndex {
                 return .child(Node(bitmap: UInt32(1) << firstIndex, slots: [split(first, second, shift: shift + bitsPerLevel)]))
             }
-            let firstSlot = Slot.entry(first.0, first.1)
-            let secondSlot = Slot.entry(second.0, second.1)
+            let firstSlot = Slot.entry(first.0)
+            let secondSlot = Slot.entry(second.0)
             return .child(Node(
                 bitmap: (UInt32(1) << firstIndex) | (UInt32(1) << secondIndex),
                 slots: firstIndex < secondIndex ? [firstSlot, secondSlot] : [secondSlot, firstSlot]))
@@ -158,8 +170,8 @@ package struct SnapshotDictionary<Key: Hashable & Sendable, Value: Sendable>: Se
             let position = position(of: bit)
             var replacement: Slot?
             switch slots[position] {
-            case .entry(let stored, _):
-                guard stored == key else { return (self, false) }
+            case .entry(let leaf):
+                guard leaf.key == key else { return (self, false) }
                 replacement = nil
             case .child(let child):
                 let (updated, removed) = child.removing(key, hash: hash, shift: shift + bitsPerLevel)
@@ -175,7 +187,7 @@ package struct SnapshotDictionary<Key: Hashable & Sendable, Value: Sendable>: Se
             case .collision(var entries):
                 guard let existing = entries.firstIndex(where: { $0.key == key }) else { return (self, false) }
                 entries.remove(at: existing)
-                replacement = entries.count == 1 ? .entry(entries[0].key, entries[0].value) : .collision(entries)
+                replacement = entries.count == 1 ? .entry(Leaf(entries[0].key, entries[0].value)) : .collision(entries)
             }
             var slots = self.slots
             if let replacement {
@@ -189,7 +201,7 @@ package struct SnapshotDictionary<Key: Hashable & Sendable, Value: Sendable>: Se
         func collect(into all: inout [(key: Key, value: Value)]) {
             for slot in slots {
                 switch slot {
-                case .entry(let key, let value): all.append((key, value))
+                case .entry(let leaf): all.append((leaf.key, leaf.value))
                 case .child(let child): child.collect(into: &all)
                 case .collision(let entries): all += entries
                 }

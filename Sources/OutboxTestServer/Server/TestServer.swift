@@ -1,6 +1,7 @@
 public import Foundation
 public import IdempotencyClaims
 public import PostgresClaimStore
+import OutboxWire
 
 /// A loopback HTTP/1.1 server with idempotent create endpoints and scriptable faults: the other
 /// side of the outbox's tests.
@@ -201,8 +202,8 @@ public final class TestServer: Sendable {
         await core.routes.holds.waitUntilHeld(key: key)
     }
 
-    /// How many times the write was applied, per `Idempotency-Key`.
-    public func appliedCounts() throws -> [String: Int] {
+    /// How many times the write was applied, per `Idempotency-Key`, keys compared byte for byte.
+    public func appliedCounts() throws -> AppliedCounts {
         try core.routes.storage.appliedCounts()
     }
 
@@ -225,8 +226,13 @@ public final class TestServer: Sendable {
     ///   object that keeps the id and leaves the revision to the server; the storage's errors.
     @discardableResult
     public func changeRecord(type: String, id: String, businessID: String = "default", patch: Data = Data("{}".utf8)) throws -> StoredRecord {
+        if let problem = BusinessHeaders.businessIDProblem(businessID) {
+            throw RecordChangeError(message: "the business id \(problem)")
+        }
         do {
-            guard let changed = try core.routes.changeRecord(type: type, businessID: businessID, id: id, patch: patch) else {
+            guard BusinessEndpoint.all.contains(where: { $0.type.hasSameBytes(as: type) }), RecordBody.idProblem(id) == nil,
+                let changed = try core.routes.changeRecord(type: type, businessID: businessID, id: id, patch: patch)
+            else {
                 throw RecordChangeError(message: "no \(type) \(id) in business \(businessID) to change")
             }
             return changed

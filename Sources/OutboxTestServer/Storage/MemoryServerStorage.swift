@@ -70,8 +70,8 @@ final class MemoryServerStorage: ServerStorage {
         try claims.handle(scope: scope, key: key, body: body, whileClaimed: whileClaimed, write: write) { Transaction(txn: $0) }
     }
 
-    func appliedCounts() -> [String: Int] {
-        Dictionary(store.records().applied.entries.map { ($0.key.text, $0.value) }, uniquingKeysWith: +)
+    func appliedCounts() -> AppliedCounts {
+        AppliedCounts(store.records().applied.entries.map { (key: $0.key.text, count: $0.value) })
     }
 
     func records() -> [StoredRecord] {
