@@ -163,9 +163,18 @@ public struct Fault: Hashable, Sendable, Codable {
         let kinds = Kind.allCases.map(\.rawValue).joined(separator: ", ")
         let isArray = body.first { !" \t\r\n".utf8.contains($0) } == UInt8(ascii: "[")
         do {
-            return isArray
+            let faults = isArray
                 ? try JSONDecoder().decode([Fault].self, from: body)
                 : try JSONDecoder().decode(Wrapped.self, from: body).faults
+            // A patch no store can hold would fail the request it meets: refused here instead.
+            for (index, fault) in faults.enumerated() {
+                if let patch = fault.patch, let problem = RecordBody.problem(ofPatch: patch) {
+                    throw FaultDecodingError(message: "fault \(index): its \"patch\": \(problem)")
+                }
+            }
+            return faults
+        } catch let error as FaultDecodingError {
+            throw error
         } catch let DecodingError.dataCorrupted(context) where context.codingPath.last?.stringValue == "fault" {
             throw FaultDecodingError(message: "unknown fault kind; expected one of \(kinds)")
         } catch let DecodingError.dataCorrupted(context) where context.codingPath.last?.stringValue == CodingKeys.patch.rawValue {

@@ -76,6 +76,17 @@ enum RecordBody {
         }
     }
 
+    /// Why `patch` cannot be merged into a record (not a JSON object, or holding what no store
+    /// can keep), in words; `nil` when it can.
+    static func problem(ofPatch patch: Data) -> String? {
+        do {
+            _ = try object(patch, what: "the patch", at: .root)
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+
     /// The `"product_id"` a stock movement names: a non-empty string, once, that a key can hold.
     static func productID(of object: JSONNode, at prefix: JSONPath) throws(Invalid) -> String {
         try text(named: "product_id", in: object, at: prefix, what: "a stock movement's product")

@@ -183,7 +183,7 @@ struct Routes: Sendable {
             let response = HTTPResponse.problem(500, code: "internal_error", message: "the server failed to store the write: \(error)")
             return (Reply(response: response, releasesKeys: isSlow ? [] : releases), event(.refused, response, fault))
         }
-        if let fault, fault.kind == .changeRecord, case .update(let id, _) = action {
+        if let fault, fault.kind == .changeRecord, case .update(let id, _) = action, RecordBody.idProblem(id) == nil {
             // Another device's change, committed before this request is looked at.
             do {
                 _ = try changeRecord(type: endpoint.type, businessID: businessID, id: id, patch: fault.patch ?? Data("{}".utf8))
