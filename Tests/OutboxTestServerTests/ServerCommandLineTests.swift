@@ -28,8 +28,12 @@ struct ServerCommandLineTests {
     }
 
     @Test func everyOptionIsApplied() throws {
+        // --data-dir names a directory that may be created: a fresh one, whatever the machine holds.
+        let parent = TemporaryDirectory()
+        defer { parent.remove() }
+        let data = parent.url.appendingPathComponent("x").path
         let configuration = try configuration([
-            "--port", "8080", "--data-dir", "/tmp/x", "--max-body-bytes", "10", "--max-connections", "3",
+            "--port", "8080", "--data-dir", data, "--max-body-bytes", "10", "--max-connections", "3",
             "--read-timeout", "0.5", "--retention-days", "45",
         ])
         guard case .lmdb(let directory) = configuration.storage else {
@@ -37,7 +41,7 @@ struct ServerCommandLineTests {
             return
         }
         #expect(configuration.port == 8080)
-        #expect(directory.path == "/tmp/x")
+        #expect(directory.path == data)
         #expect(configuration.maxBodyBytes == 10)
         #expect(configuration.maxConnections == 3)
         #expect(configuration.readTimeout == 0.5)
