@@ -9,7 +9,7 @@ import Synchronization
 /// state still held the storage), so a create cost as much as the store held; with this, it
 /// costs the same on an empty store and on one of a million entries.
 ///
-/// Equality of keys is `Key`'s own: keys that are text must be byte-keyed (`ByteKey`, `ClaimID`).
+/// Equality of keys is `Key`'s own: keys that are text must be byte-keyed (`ExactString`, `ClaimID`).
 package struct SnapshotDictionary<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private var root: Node?
     /// How many entries it holds.

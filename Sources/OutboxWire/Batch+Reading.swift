@@ -57,12 +57,12 @@ extension BatchRequest {
                     + "\(maxOperations): split it and send the parts",
                 maxOperations: maxOperations)
         }
-        var seen: [ByteKey: Int] = [:]
+        var seen: [ExactString: Int] = [:]
         for (index, operation) in batch.operations.enumerated() {
             if operation.operationID.isEmpty {
                 throw .invalid("operations[\(index)].operation_id is empty: the answer names each operation by its id")
             }
-            if let first = seen.updateValue(index, forKey: ByteKey(operation.operationID)) {
+            if let first = seen.updateValue(index, forKey: ExactString(operation.operationID)) {
                 throw .invalid("operations[\(first)] and operations[\(index)] have the same operation_id "
                     + "\"\(operation.operationID)\": each operation of a batch needs its own")
             }

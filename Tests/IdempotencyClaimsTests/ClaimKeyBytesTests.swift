@@ -23,8 +23,8 @@ struct ClaimKeyBytesTests {
                       ClaimScope(businessID: "b", operationType: "t." + decomposedCafe)]
         #expect(Set(scopes).count == 4)
         #expect(Set(scopes.map { ClaimID(scope: $0, key: nfc) } + scopes.map { ClaimID(scope: $0, key: nfd) }).count == 8)
-        #expect(ByteKey(composedCafe) != ByteKey(decomposedCafe))
-        #expect(ByteKey(decomposedCafe) < ByteKey(composedCafe), "byte order: 65 before C3")
+        #expect(ExactString(composedCafe) != ExactString(decomposedCafe))
+        #expect(ExactString(decomposedCafe) < ExactString(composedCafe), "byte order: 65 before C3")
         #expect(scopes[0].businessID == composedCafe && scopes[0].businessID.utf8.elementsEqual(composedCafe.utf8), "the text as given")
     }
 

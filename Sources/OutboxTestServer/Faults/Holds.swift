@@ -71,7 +71,7 @@ final class Holds: Sendable {
 
     /// The keys of the requests held now, in byte order.
     var heldKeys: [String] {
-        state.withLock { $0.held.values.map(\.key) }.sorted { ByteKey($0) < ByteKey($1) }
+        state.withLock { $0.held.values.map(\.key) }.sorted { ExactString($0) < ExactString($1) }
     }
 
     /// Returns once a request with `key` is held (at once if one is, or if the server stopped).

@@ -8,11 +8,11 @@ import OutboxWire
 /// a write copies only its own path, so a create costs the same whatever the store holds.
 struct ServerState: Sendable {
     /// By ``StoredRecord/storageKey``, compared byte for byte.
-    var records = SnapshotDictionary<ByteKey, StoredRecord>()
+    var records = SnapshotDictionary<ExactString, StoredRecord>()
     /// By number, 1 for `apr-1`.
     var approvals = SnapshotDictionary<Int, PendingApproval>()
     /// By `Idempotency-Key`, compared byte for byte.
-    var applied = SnapshotDictionary<ByteKey, Int>()
+    var applied = SnapshotDictionary<ExactString, Int>()
 }
 
 /// ``ServerStorage`` in memory: gone when the server stops.
@@ -28,7 +28,7 @@ final class MemoryServerStorage: ServerStorage {
         let txn: InMemoryClaimStore<ServerState>.Transaction
 
         func putNextRevision(type: String, businessID: String, id: String, key: String, body: Data) -> Int {
-            let storageKey = ByteKey(StoredRecord.storageKey(type: type, businessID: businessID, id: id))
+            let storageKey = ExactString(StoredRecord.storageKey(type: type, businessID: businessID, id: id))
             let revision = (txn.records.records[storageKey]?.revision ?? 0) + 1
             txn.records.records[storageKey] = StoredRecord(
                 type: type, businessID: businessID, id: id, revision: revision, idempotencyKey: key, body: body)
@@ -44,15 +44,15 @@ final class MemoryServerStorage: ServerStorage {
         }
 
         func countApplied(key: String) {
-            txn.records.applied[ByteKey(key), default: 0] += 1
+            txn.records.applied[ExactString(key), default: 0] += 1
         }
 
         func lockedRecord(type: String, businessID: String, id: String) -> StoredRecord? {
-            txn.records.records[ByteKey(StoredRecord.storageKey(type: type, businessID: businessID, id: id))]
+            txn.records.records[ExactString(StoredRecord.storageKey(type: type, businessID: businessID, id: id))]
         }
 
         func replaceRecord(_ record: StoredRecord) {
-            txn.records.records[ByteKey(record.storageKey)] = record
+            txn.records.records[ExactString(record.storageKey)] = record
         }
     }
 
@@ -71,7 +71,7 @@ final class MemoryServerStorage: ServerStorage {
     }
 
     func appliedCounts() -> AppliedCounts {
-        AppliedCounts(store.records().applied.entries.map { (key: $0.key.text, count: $0.value) })
+        AppliedCounts(store.records().applied.entries.map { (key: $0.key.string, count: $0.value) })
     }
 
     func records() -> [StoredRecord] {

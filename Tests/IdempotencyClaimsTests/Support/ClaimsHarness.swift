@@ -48,7 +48,7 @@ final class ClaimsHarness: Sendable {
     private let insertIfAbsent: @Sendable (ClaimID, ClaimRecord) throws -> ClaimRecord?
     private let purge: @Sendable (_ limit: Int, _ all: Bool) throws -> Int
     /// Effects by "business/type/key", compared byte for byte.
-    private let readEffects: @Sendable () throws -> [ByteKey: Int]
+    private let readEffects: @Sendable () throws -> [ExactString: Int]
     private let close: @Sendable () -> Void
 
     /// A harness over one store; `commitFault` forces LMDB commit failures. A PostgreSQL harness
@@ -61,13 +61,13 @@ final class ClaimsHarness: Sendable {
     ) throws -> ClaimsHarness {
         switch backend {
         case .memory:
-            let store = InMemoryClaimStore(records: [ByteKey: Int]())
+            let store = InMemoryClaimStore(records: [ExactString: Int]())
             return ClaimsHarness(
                 claims: IdempotencyClaims(store: store, policy: policy, clock: clock),
                 clock: clock,
                 bump: { txn, key in
-                    let count = txn.records[ByteKey(key), default: 0] + 1
-                    txn.records[ByteKey(key)] = count
+                    let count = txn.records[ExactString(key), default: 0] + 1
+                    txn.records[ExactString(key)] = count
                     return count
                 },
                 effects: { store.records() },
@@ -91,9 +91,9 @@ final class ClaimsHarness: Sendable {
                 },
                 effects: {
                     try environment.read { txn in
-                        var counts: [ByteKey: Int] = [:]
+                        var counts: [ExactString: Int] = [:]
                         try txn.scan(effects) { key, value in
-                            counts[ByteKey(String(decoding: key, as: UTF8.self))] = decodeCount(Array(value))
+                            counts[ExactString(String(decoding: key, as: UTF8.self))] = decodeCount(Array(value))
                             return .next
                         }
                         return counts
@@ -119,9 +119,9 @@ final class ClaimsHarness: Sendable {
                 },
                 effects: {
                     try pool.withConnection { connection in
-                        var counts: [ByteKey: Int] = [:]
+                        var counts: [ExactString: Int] = [:]
                         for row in try connection.execute("SELECT key, count FROM effects") {
-                            counts[ByteKey(try row.text(0))] = Int(try row.int32(1))
+                            counts[ExactString(try row.text(0))] = Int(try row.int32(1))
                         }
                         return counts
                     }
@@ -137,7 +137,7 @@ final class ClaimsHarness: Sendable {
         claims: IdempotencyClaims<Store>,
         clock: ManualClaimClock,
         bump: @escaping @Sendable (Store.Transaction, String) throws -> Int,
-        effects: @escaping @Sendable () throws -> [ByteKey: Int],
+        effects: @escaping @Sendable () throws -> [ExactString: Int],
         close: @escaping @Sendable () -> Void
     ) {
         self.clock = clock
@@ -228,7 +228,7 @@ final class ClaimsHarness: Sendable {
 
     /// How many times the write committed for `key` in the harness's scope (or `scope`).
     func effects(_ key: String, scope: ClaimScope? = nil) throws -> Int {
-        try readEffects()[ByteKey("\(scope ?? self.scope)/\(key)")] ?? 0
+        try readEffects()[ExactString("\(scope ?? self.scope)/\(key)")] ?? 0
     }
 
     func totalEffects() throws -> Int {
