@@ -35,7 +35,7 @@ public struct ClaimAnswer: Hashable, Sendable {
     /// The error codes this library answers with, as they appear in JSON bodies.
     public enum Code {
         public static let keyRequired = WireErrorCode.idempotencyKeyRequired
-        public static let keyInvalid = "idempotency_key_invalid"
+        public static let keyInvalid = WireErrorCode.idempotencyKeyInvalid
         public static let conflict = WireErrorCode.idempotencyConflict
         public static let inProgress = WireErrorCode.idempotencyInProgress
     }

@@ -32,6 +32,10 @@ enum ClaimCodec {
 
     // MARK: Keys
 
+    /// The longest key LMDB stores (`mdb_env_get_maxkeysize` of the default build): a longer one
+    /// is refused here, as an error, rather than handed to LMDB, which treats it as misuse.
+    static let maxKeyBytes = 511
+
     static func key(for id: ClaimID) throws(ClaimCodingError) -> [UInt8] {
         var writer = ByteWriter()
         do {
@@ -40,6 +44,11 @@ enum ClaimCodec {
             try writer.writeShort(id.key.rawValue)
         } catch {
             throw ClaimCodingError(reason: error.reason, offset: writer.bytes.count)
+        }
+        guard writer.bytes.count <= maxKeyBytes else {
+            throw ClaimCodingError(
+                reason: "the claim's key (business id, operation type and key, with their lengths) is \(writer.bytes.count) bytes;"
+                    + " LMDB keys hold at most \(maxKeyBytes): the server must bound the business id", offset: 0)
         }
         return writer.bytes
     }

@@ -1,8 +1,12 @@
+import OutboxWire
+
 /// The value of a request's `Idempotency-Key` header, checked.
 ///
 /// The client sends one key per logical write and sends it again, unchanged, on every retry.
 /// Surrounding white space is dropped (HTTP ignores it); what remains must be 1 to
-/// ``maxBytes`` bytes of visible characters.
+/// ``maxBytes`` bytes without control characters. Keys are equal and hashed by their UTF-8
+/// bytes, never by Unicode canonical equivalence: `k-café` in NFC and in NFD are two keys, as
+/// they are in PostgreSQL and LMDB. Nothing is normalized.
 ///
 /// ```swift
 /// switch IdempotencyKey.parse(request.header("Idempotency-Key")) {
@@ -40,7 +44,7 @@ public struct IdempotencyKey: RawRepresentable, Hashable, Sendable, CustomString
 
     /// Wraps a key known to be valid; `nil` unless ``parse(_:)`` would accept it unchanged.
     public init?(rawValue: String) {
-        guard case .success(let key) = Self.parse(rawValue), key.rawValue == rawValue else { return nil }
+        guard case .success(let key) = Self.parse(rawValue), key.rawValue.hasSameBytes(as: rawValue) else { return nil }
         self.rawValue = rawValue
     }
 
@@ -62,15 +66,26 @@ public struct IdempotencyKey: RawRepresentable, Hashable, Sendable, CustomString
     }
 
     public var description: String { rawValue }
+
+    public static func == (lhs: IdempotencyKey, rhs: IdempotencyKey) -> Bool {
+        lhs.rawValue.hasSameBytes(as: rhs.rawValue)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        rawValue.hashBytes(into: &hasher)
+    }
 }
 
 extension String {
-    /// Drops leading and trailing spaces and tabs (HTTP's optional white space) and line breaks.
+    /// Drops leading and trailing spaces and tabs (HTTP's optional white space) and line breaks,
+    /// byte by byte: what remains keeps its bytes exactly (a combining mark after a space stays).
     func trimmingHTTPWhitespace() -> String {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
+        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
+        let bytes = Array(utf8)
+        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) }) else {
             return ""
         }
-        return String(self[first...last])
+        // Cut at ASCII bytes only: the rest is still UTF-8.
+        return String(decoding: bytes[first...last], as: UTF8.self)
     }
 }

@@ -28,14 +28,14 @@ public final class InMemoryClaimStore<Records: Sendable>: ClaimStore {
     /// - Warning: it must not be kept past its closure; using it afterwards traps.
     public final class Transaction {
         fileprivate var isOpen = true
-        fileprivate var claims: [ClaimID: ClaimRecord]
+        fileprivate var claims: SnapshotDictionary<ClaimID, ClaimRecord>
 
         /// The server's records as of this transaction; changes commit with the claims.
         public var records: Records {
             didSet { precondition(isOpen, "an InMemoryClaimStore transaction was used after it ended") }
         }
 
-        fileprivate init(records: Records, claims: [ClaimID: ClaimRecord]) {
+        fileprivate init(records: Records, claims: SnapshotDictionary<ClaimID, ClaimRecord>) {
             self.records = records
             self.claims = claims
         }
@@ -47,7 +47,7 @@ public final class InMemoryClaimStore<Records: Sendable>: ClaimStore {
 
     private struct Committed: Sendable {
         var records: Records
-        var claims: [ClaimID: ClaimRecord]
+        var claims: SnapshotDictionary<ClaimID, ClaimRecord>
     }
 
     private let committed: Mutex<Committed>
@@ -56,7 +56,7 @@ public final class InMemoryClaimStore<Records: Sendable>: ClaimStore {
 
     /// - Parameter records: the server's records at the start.
     public init(records: Records) {
-        committed = Mutex(Committed(records: records, claims: [:]))
+        committed = Mutex(Committed(records: records, claims: SnapshotDictionary()))
     }
 
     public func transaction<R>(_ body: (Transaction) throws -> R) throws -> R {
@@ -101,7 +101,7 @@ public final class InMemoryClaimStore<Records: Sendable>: ClaimStore {
 
     public func removeDeadClaims(at now: Date, policy: ClaimPolicy, limit: Int, in transaction: Transaction) throws -> Int {
         transaction.checkOpen()
-        let dead = Array(transaction.claims.lazy.filter { !ClaimRules.isLive($0.value, now: now, policy: policy) }.prefix(limit).map(\.key))
+        let dead = Array(transaction.claims.entries.lazy.filter { !ClaimRules.isLive($0.value, now: now, policy: policy) }.prefix(limit).map(\.key))
         for id in dead { transaction.claims[id] = nil }
         return dead.count
     }
@@ -119,7 +119,7 @@ public final class InMemoryClaimStore<Records: Sendable>: ClaimStore {
     /// Replaces the records and forgets every claim, waiting for a transaction in progress.
     public func reset(records: Records) {
         writer.withLock { _ in
-            committed.withLock { $0 = Committed(records: records, claims: [:]) }
+            committed.withLock { $0 = Committed(records: records, claims: SnapshotDictionary()) }
         }
     }
 }

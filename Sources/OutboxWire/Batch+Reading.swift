@@ -29,22 +29,24 @@ extension BatchRequest {
     /// ```
     ///
     /// What is refused here refuses the whole batch, since its operations cannot be answered one
-    /// by one: a body that is not such JSON, a field missing or of the wrong type (the message
-    /// names it, as `operations[2].payload`), no operation at all, an empty or repeated
-    /// `operation_id` (the answer names each operation by it), or more than `maxOperations`
-    /// operations. What one operation's own request would refuse (a blank key, an endpoint the
+    /// by one: a body that is not such JSON, a field missing, of the wrong type or written twice
+    /// (the message names it by its path, as `operations[2].payload`), a `payload_version` that
+    /// is not a whole number in an `Int`'s range (`1.5`, `1e400`), a string holding half a UTF-16
+    /// surrogate pair or bytes that are not UTF-8, no operation at all, an empty or repeated
+    /// `operation_id` (compared byte for byte: the answer names each operation by it), or more
+    /// than `maxOperations` operations. What one operation's own request would refuse (a blank key, an endpoint the
     /// server does not serve, a payload it cannot take) is that operation's answer, not the batch's.
     /// - Throws: ``BatchRefusal``: 400 `batch_invalid`, or 413 `batch_too_large`.
     public static func decoded(from body: Data, maxOperations: Int = defaultMaxOperations) throws(BatchRefusal) -> BatchRequest {
         precondition(maxOperations > 0, "maxOperations must be positive")
-        let batch: BatchRequest
+        let root: JSONNode
         do {
-            batch = try JSONDecoder().decode(BatchRequest.self, from: body)
-        } catch let error as DecodingError {
-            throw .invalid(Self.describe(error))
+            root = try JSONNode.read(Array(body))
         } catch {
-            throw .invalid("the body is not a batch: \(error)")
+            if case .syntax = error.problem, error.path.isRoot { throw .invalid(error.message() + "; " + shape) }
+            throw .invalid(error.message())
         }
+        let batch = try BatchReading.batch(root)
         if batch.operations.isEmpty {
             throw .invalid(#"a batch holds at least one operation: "operations" is empty"#)
         }
@@ -55,12 +57,12 @@ extension BatchRequest {
                     + "\(maxOperations): split it and send the parts",
                 maxOperations: maxOperations)
         }
-        var seen: [String: Int] = [:]
+        var seen: [ExactString: Int] = [:]
         for (index, operation) in batch.operations.enumerated() {
             if operation.operationID.isEmpty {
                 throw .invalid("operations[\(index)].operation_id is empty: the answer names each operation by its id")
             }
-            if let first = seen.updateValue(index, forKey: operation.operationID) {
+            if let first = seen.updateValue(index, forKey: ExactString(operation.operationID)) {
                 throw .invalid("operations[\(first)] and operations[\(index)] have the same operation_id "
                     + "\"\(operation.operationID)\": each operation of a batch needs its own")
             }
@@ -68,43 +70,96 @@ extension BatchRequest {
         return batch
     }
 
-    /// A decoding error in words, naming the field by its path in the body.
-    private static func describe(_ error: DecodingError) -> String {
-        func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {
-            let keys = codingPath + (last.map { [$0] } ?? [])
-            guard !keys.isEmpty else { return "the body" }
-            return keys.enumerated().map { index, key in
-                if let number = key.intValue { return "[\(number)]" }
-                return index == 0 ? key.stringValue : "." + key.stringValue
-            }.joined()
+    /// The batch's shape, for messages.
+    static let shape = #"expected {"operations":[{"operation_id","idempotency_key","business_id","operation_type","method","#
+        + #""endpoint","payload_version","base_revision" (optional),"payload" (base64)}, ...]}"#
+}
+
+/// Reads a batch from its JSON tree, naming every field at fault by its path.
+private enum BatchReading {
+    static func batch(_ root: JSONNode) throws(BatchRefusal) -> BatchRequest {
+        guard case .object = root else { throw .invalid("the body must be an object, not \(root.kind); " + BatchRequest.shape) }
+        let operations = try field("operations", of: root, at: .root)
+        guard case .array(let elements) = operations else {
+            throw .invalid("operations must be an array of operations, not \(operations.kind); " + BatchRequest.shape)
         }
-        let shape = #"expected {"operations":[{"operation_id","idempotency_key","business_id","operation_type","method","#
-            + #""endpoint","payload_version","base_revision" (optional),"payload" (base64)}, ...]}"#
-        switch error {
-        case .keyNotFound(let key, let context):
-            return "\(path(context.codingPath, key)) is missing; " + shape
-        case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
-            return "\(path(context.codingPath)) must be \(Self.kind(of: type)); " + shape
-        case .dataCorrupted(let context) where context.codingPath.last?.stringValue == BatchOperation.CodingKeys.payload.rawValue:
-            return "\(path(context.codingPath)) is not base64: the payload travels as its bytes in base64"
-        case .dataCorrupted(let context) where context.codingPath.isEmpty:
-            return "the body is not JSON; " + shape
-        case .dataCorrupted(let context):
-            return "\(path(context.codingPath)) cannot be read: \(context.debugDescription)"
-        @unknown default:
-            return "the body is not a batch; " + shape
+        var read: [BatchOperation] = []
+        read.reserveCapacity(elements.count)
+        for (index, element) in elements.enumerated() {
+            read.append(try operation(element, at: JSONPath.root.member("operations").index(index)))
         }
+        return BatchRequest(operations: read)
     }
 
-    private static func kind(of type: Any.Type) -> String {
-        switch type {
-        case is String.Type: "a string"
-        case is Int.Type: "a whole number"
-        case is Data.Type: "a base64 string"
-        case is [BatchOperation].Type: "an array of operations"
-        case is [Any].Type: "an array"
-        default: "an object"
+    static func operation(_ node: JSONNode, at path: JSONPath) throws(BatchRefusal) -> BatchOperation {
+        guard case .object = node else { throw .invalid("\(path) must be an object, not \(node.kind); " + BatchRequest.shape) }
+        // Read in the order the fields are listed, so the first one at fault is named.
+        let operationID = try string("operation_id", of: node, at: path)
+        let idempotencyKey = try string("idempotency_key", of: node, at: path)
+        let businessID = try string("business_id", of: node, at: path)
+        let operationType = try string("operation_type", of: node, at: path)
+        let method = try string("method", of: node, at: path)
+        let endpoint = try string("endpoint", of: node, at: path)
+        let payloadVersion = try wholeNumber("payload_version", of: node, at: path)
+        let baseRevision: String?
+        switch try optionalField("base_revision", of: node, at: path) {
+        case nil, .null?: baseRevision = nil
+        case .string(let text)?: baseRevision = text
+        case let other?: throw .invalid("\(path.member("base_revision")) must be a string or absent, not \(other.kind)")
         }
+        let payloadText = try string("payload", of: node, at: path, kind: "a base64 string")
+        guard let payload = Data(base64Encoded: payloadText) else {
+            throw .invalid("\(path.member("payload")) is not base64: the payload travels as its bytes in base64")
+        }
+        return BatchOperation(
+            operationID: operationID, idempotencyKey: idempotencyKey, businessID: businessID, operationType: operationType,
+            method: method, endpoint: endpoint, payloadVersion: payloadVersion, baseRevision: baseRevision, payload: payload)
+    }
+
+    /// The member `name`, present once.
+    static func field(_ name: String, of object: JSONNode, at path: JSONPath) throws(BatchRefusal) -> JSONNode {
+        guard let found = try optionalField(name, of: object, at: path) else {
+            throw .invalid("\(path.member(name)) is missing; " + BatchRequest.shape)
+        }
+        return found
+    }
+
+    /// The member `name` if present; written twice, it is refused rather than guessed at.
+    static func optionalField(_ name: String, of object: JSONNode, at path: JSONPath) throws(BatchRefusal) -> JSONNode? {
+        let found = object.members(named: name)
+        if found.count > 1 {
+            throw .invalid("\(path.member(name)) appears \(found.count) times; send each field once")
+        }
+        return found.first
+    }
+
+    static func string(_ name: String, of object: JSONNode, at path: JSONPath, kind: String = "a string") throws(BatchRefusal) -> String {
+        let value = try field(name, of: object, at: path)
+        guard case .string(let text) = value else {
+            throw .invalid("\(path.member(name)) must be \(kind), not \(value.kind); " + BatchRequest.shape)
+        }
+        return text
+    }
+
+    /// A whole number in digits, within what an `Int` holds: `1.5`, `1e2`, `9223372036854775808`
+    /// and `1e400` are each refused, naming the field and what is wrong with the number.
+    static func wholeNumber(_ name: String, of object: JSONNode, at path: JSONPath) throws(BatchRefusal) -> Int {
+        let field = path.member(name)
+        let value = try self.field(name, of: object, at: path)
+        guard case .number(let text) = value else {
+            throw .invalid("\(field) must be a whole number, not \(value.kind); " + BatchRequest.shape)
+        }
+        let shown = text.count > 40 ? String(text.prefix(40)) + "..." : text
+        guard text.utf8.allSatisfy({ ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "-") }) else {
+            if let number = Double(text), !number.isFinite {
+                throw .invalid("\(field) is \(shown), a number out of range: it must be a whole number from \(Int.min) to \(Int.max)")
+            }
+            throw .invalid("\(field) is \(shown): it must be a whole number written in digits, like 1")
+        }
+        guard let number = Int(text) else {
+            throw .invalid("\(field) is \(shown), out of range: it must be a whole number from \(Int.min) to \(Int.max)")
+        }
+        return number
     }
 }
 

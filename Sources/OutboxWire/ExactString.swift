@@ -1,45 +1,71 @@
-/// A string compared byte for byte, by its UTF-8, never by canonical equivalence.
+/// A string compared byte for byte: text used as a key, equal, hashed and ordered by its UTF-8
+/// bytes, on both halves (the engine's configuration, counters and metrics; the server's claims,
+/// records and counts).
 ///
-/// Swift's `String ==` and its hash call two strings equal when they are canonically
-/// equivalent: "café" with a composed "é" (NFC) and with "e" and a combining accent (NFD) are
-/// one `String` key, while LMDB and PostgreSQL compare bytes and keep two. A key that lives both
-/// in a Swift dictionary or set and in a database is an `ExactString`, so the two never disagree
-/// on what "the same key" is. No normalization is applied anywhere: NFC and NFD are two keys.
+/// Swift's `String` compares by Unicode canonical equivalence: `"café"` written with `é`
+/// (NFC, `C3 A9`) and with `e` and a combining accent (NFD, `65 CC 81`) are `==` and hash
+/// alike, so a `[String: V]` keeps one entry where PostgreSQL and LMDB, which compare bytes,
+/// keep two. Every key either half keeps in a Swift collection (idempotency keys, business
+/// ids, operation types, categories, record ids) is an `ExactString`, or a type whose `==` is the same byte
+/// comparison, so a store in memory and a store in a database agree on what "the same key" is.
+/// Nothing is normalized: NFC and NFD are two keys.
 ///
 /// ```swift
-/// let counts: [ExactString: Int] = ["caf\u{E9}": 1, "cafe\u{301}": 2]   // two keys
-/// counts["caf\u{E9}"]   // 1
+/// let nfc = ExactString("caf\u{E9}"), nfd = ExactString("cafe\u{301}")
+/// nfc == nfd            // false, though "caf\u{E9}" == "cafe\u{301}" is true
 /// ```
-public struct ExactString: Hashable, Comparable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
-    /// The text, as given.
+public struct ExactString: Hashable, Comparable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+    /// The text, exactly as given.
     public let string: String
 
     public init(_ string: String) {
         self.string = string
     }
 
-    public init(stringLiteral value: String) {
-        self.init(value)
+    public init(stringLiteral string: String) {
+        self.string = string
     }
 
-    /// The text's UTF-8 bytes: what equality, order and hashing read.
+    /// The UTF-8 bytes the key is compared by.
     public var utf8: String.UTF8View { string.utf8 }
 
-    public static func == (left: ExactString, right: ExactString) -> Bool {
-        left.string.utf8.elementsEqual(right.string.utf8)
-    }
-
-    /// Byte order, as LMDB orders keys.
-    public static func < (left: ExactString, right: ExactString) -> Bool {
-        left.string.utf8.lexicographicallyPrecedes(right.string.utf8)
+    public static func == (lhs: ExactString, rhs: ExactString) -> Bool {
+        lhs.string.hasSameBytes(as: rhs.string)
     }
 
     public func hash(into hasher: inout Hasher) {
-        var string = string
-        string.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        string.hashBytes(into: &hasher)
+    }
+
+    /// Byte order, as PostgreSQL's `COLLATE "C"` and LMDB's default comparison sort UTF-8.
+    public static func < (lhs: ExactString, rhs: ExactString) -> Bool {
+        lhs.string.utf8.lexicographicallyPrecedes(rhs.string.utf8)
     }
 
     public var description: String { string }
+}
+
+extension String {
+    /// Whether the two hold the same UTF-8 bytes: `==` without Unicode canonical equivalence.
+    package func hasSameBytes(as other: String) -> Bool {
+        utf8.count == other.utf8.count && utf8.elementsEqual(other.utf8)
+    }
+
+    /// Feeds the UTF-8 bytes and their count to `hasher`, for types whose `==` is
+    /// ``hasSameBytes(as:)``.
+    package func hashBytes(into hasher: inout Hasher) {
+        let done: Void? = utf8.withContiguousStorageIfAvailable { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        if done == nil {
+            for byte in utf8 { hasher.combine(byte) }
+        }
+        hasher.combine(utf8.count)
+    }
+
+    /// Whether it holds a control character (Unicode category Cc: U+0000 to U+001F, U+007F to
+    /// U+009F), which a header cannot carry and PostgreSQL's `text` refuses (U+0000).
+    package var containsControlCharacter: Bool {
+        unicodeScalars.contains { $0.properties.generalCategory == .control }
+    }
 }
 
 extension ExactString: Codable, CodingKeyRepresentable {

@@ -8,6 +8,8 @@ package struct IfMatch: Equatable, Sendable {
     package var any: Bool
     /// The tags listed, without quotes; weak ones left out (they match nothing).
     package var strongTags: [String]
+    /// The weak tags listed (`W/"3"` as `3`): kept only to say why they did not match.
+    package var weakTags: [String] = []
 
     /// Why a header is not an `If-Match` the server can read: answered 400, nothing written.
     package struct Invalid: Error, Equatable {
@@ -22,6 +24,7 @@ package struct IfMatch: Equatable, Sendable {
         let blank: Set<UInt8> = [UInt8(ascii: " "), UInt8(ascii: "\t")]
         if text.filter({ !blank.contains($0) }) == [UInt8(ascii: "*")] { return IfMatch(any: true, strongTags: []) }
         var tags: [String] = []
+        var weakTags: [String] = []
         var listed = 0
         var index = 0
         func skipSeparators() {
@@ -45,13 +48,13 @@ package struct IfMatch: Equatable, Sendable {
             let tag = String(decoding: text[start..<index], as: UTF8.self)
             index += 1
             listed += 1
-            if !weak { tags.append(tag) }
+            if weak { weakTags.append(tag) } else { tags.append(tag) }
             let before = index
             skipSeparators()
             guard index == text.count || text[before..<index].contains(UInt8(ascii: ",")) else { throw invalid(header) }
         }
         guard listed > 0 else { throw invalid(header) }
-        return IfMatch(any: false, strongTags: tags)
+        return IfMatch(any: false, strongTags: tags, weakTags: weakTags)
     }
 
     /// Whether an update of the record at `revision` may apply.

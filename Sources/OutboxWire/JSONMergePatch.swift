@@ -39,9 +39,10 @@ package enum JSONMergePatch {
         for change in try Scanner.members(of: patch) {
             // A name written twice is read as its last value (as parsers do); once the patch
             // touches it, one member of that name is left, where the first stood.
-            let positions = merged.indices.filter { merged[$0].name == change.name }
+            // Names are compared byte for byte, as JSON compares them: never by Unicode equivalence.
+            let positions = merged.indices.filter { merged[$0].name.hasSameBytes(as: change.name) }
             if Scanner.isNull(change.value) {
-                merged.removeAll { $0.name == change.name }
+                merged.removeAll { $0.name.hasSameBytes(as: change.name) }
                 continue
             }
             let value = ArraySlice(try merge(change.value, into: positions.last.map { merged[$0].value }))

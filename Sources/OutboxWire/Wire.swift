@@ -26,6 +26,14 @@ public enum WireErrorCode {
     public static let idempotencyInProgress = "idempotency_in_progress"
     /// The request carried no key, or a blank one.
     public static let idempotencyKeyRequired = "idempotency_key_required"
+    /// The key cannot be one: too long, a control character, bytes that are not UTF-8, or the
+    /// header sent more than once (400).
+    public static let idempotencyKeyInvalid = "idempotency_key_invalid"
+    /// The business id cannot be one: too long, a control character, bytes that are not UTF-8,
+    /// or the header sent more than once (400).
+    public static let businessIDInvalid = "business_id_invalid"
+    /// `If-Match` is neither `*` nor a list of quoted entity tags, or it is sent more than once (400).
+    public static let ifMatchInvalid = "if_match_invalid"
     /// The payload is invalid.
     public static let validationFailed = "validation_failed"
     /// The record changed since the revision the edit started from (with 409; 412 means the same).

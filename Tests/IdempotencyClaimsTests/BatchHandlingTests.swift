@@ -177,6 +177,19 @@ struct BatchHandlingTests {
             (Data(text.replacingOccurrences(of: #""payload":""#, with: #""payload":"!"#).utf8), "operations[0].payload is not base64"),
             (try body([operation("")]), "operations[0].operation_id is empty"),
             (try body([operation("op-1", key: "a"), operation("op-1", key: "b")]), #"same operation_id "op-1""#),
+            (Data(text.replacingOccurrences(of: #""payload_version":1"#, with: #""payload_version":1.5"#).utf8),
+             "operations[0].payload_version is 1.5: it must be a whole number"),
+            (Data(text.replacingOccurrences(of: #""payload_version":1"#, with: #""payload_version":9223372036854775808"#).utf8),
+             "operations[0].payload_version is 9223372036854775808, out of range"),
+            (Data(text.replacingOccurrences(of: #""payload_version":1"#, with: #""payload_version":1e400"#).utf8),
+             "operations[0].payload_version is 1e400, a number out of range"),
+            (Data(text.replacingOccurrences(of: #""idempotency_key":"op-1""#, with: #""idempotency_key":"op-\ud800""#).utf8),
+             #"operations[0].idempotency_key holds \uD800"#),
+            (Data(text.replacingOccurrences(of: #""idempotency_key":"op-1""#, with: #""idempotency_key":"op-1","idempotency_key":"op-2""#).utf8),
+             "operations[0].idempotency_key appears 2 times"),
+            // `#` stands for a byte that is not UTF-8 (the rest of the body holds none).
+            (Data(text.replacingOccurrences(of: #""business_id":"b-1""#, with: #""business_id":"b-#""#).utf8.map { $0 == UInt8(ascii: "#") ? 0xFF : $0 }),
+             "operations[0].business_id holds bytes that are not UTF-8"),
         ]
         for (bytes, phrase) in cases {
             let response = harness.batch(bytes)
@@ -188,6 +201,16 @@ struct BatchHandlingTests {
             #expect(message.contains(phrase), "\(message)")
         }
         #expect(try harness.totalEffects() == 0)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func operationIDsAndKeysThatDifferOnlyInTheirBytesAreTwoOperations(_ backend: Backend) throws {
+        let harness = try ClaimsHarness.make(backend)
+        let response = harness.batch(try body([operation("op-caf\u{E9}", key: "k-caf\u{E9}"), operation("op-cafe\u{301}", key: "k-cafe\u{301}")]))
+        let answered = try JSONDecoder().decode(BatchResponse.self, from: response.body).results
+        #expect(answered.map(\.outcome) == [.accepted, .accepted])
+        #expect(answered.map { Array($0.operationID.utf8) } == [Array("op-caf\u{E9}".utf8), Array("op-cafe\u{301}".utf8)])
+        #expect(try harness.totalEffects() == 2)
     }
 
     @Test func aBatchOfMoreOperationsThanTheServerTakesIs413WithTheLimitAndNothingRuns() throws {

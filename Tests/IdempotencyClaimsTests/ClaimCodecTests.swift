@@ -58,3 +58,18 @@ struct ClaimCodecTests {
         #expect(try ClaimCodec.id(fromKey: ClaimCodec.key(for: b)) == b)
     }
 }
+
+@Suite("Claim keys in LMDB")
+struct ClaimKeyLimitTests {
+    @Test func aKeyLongerThanLMDBHoldsIsAnErrorAndTheStoreAnswersNothingHalfDone() throws {
+        let key = try #require(IdempotencyKey(rawValue: String(repeating: "k", count: IdempotencyKey.maxBytes)))
+        let fits = ClaimID(scope: ClaimScope(businessID: String(repeating: "b", count: 511 - 6 - 14 - 255), operationType: "product.create"), key: key)
+        #expect(try ClaimCodec.key(for: fits).count == 511)
+        let over = ClaimID(scope: ClaimScope(businessID: String(repeating: "b", count: 511 - 6 - 14 - 255 + 1), operationType: "product.create"), key: key)
+        #expect(throws: ClaimCodingError.self) { try ClaimCodec.key(for: over) }
+        // Through the LMDB store: thrown (the server's 500), never LMDB's misuse trap.
+        let harness = try ClaimsHarness.make(.lmdb)
+        #expect(throws: ClaimCodingError.self) { try harness.handle(key: key.rawValue, scope: over.scope) }
+        #expect(try harness.totalEffects() == 0)
+    }
+}

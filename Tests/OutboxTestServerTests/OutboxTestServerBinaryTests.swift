@@ -46,11 +46,28 @@ struct OutboxTestServerBinaryTests {
         let created = try await exchange(port, request(key: "op-1", body: #"{"id":"p-1"}"#))
         #expect(created.status == 201)
         let applied = try await exchange(port, request("GET", "/_control/applied"))
-        #expect(applied.json as? [String: Int] == ["op-1": 1])
+        #expect(applied.appliedCounts == ["op-1": 1])
 
         process.signal(SIGTERM)
         let ending = try await onThread { process.wait() }
         #expect(ending == .exited(0), "a clean stop on SIGTERM")
+    }
+
+    @Test func aDataDirectoryThatIsAFileExits64InWordsWithoutASystemErrorDump() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let file = directory.url.appendingPathComponent("claims")
+        try Data("x".utf8).write(to: file)
+        let process = try Self.launch(["--data-dir", file.path])
+        defer { process.signal(SIGTERM) }
+        let (ending, message) = try await onThread { () -> (SpawnedProcess.Termination, String) in
+            // Launched with its standard error piped.
+            let bytes = process.errors!.readToEnd()
+            return (process.wait(), String(decoding: bytes, as: UTF8.self))
+        }
+        #expect(ending == .exited(64))
+        #expect(message.hasPrefix("outbox-test-server: --data-dir '\(file.path)' is a file, not a directory"), "\(message)")
+        #expect(!message.contains("NSCocoaErrorDomain") && !message.contains("Code="), "\(message)")
     }
 
     @Test func aNumberOutOfRangeExits64NamingTheOptionAndTheRange() async throws {

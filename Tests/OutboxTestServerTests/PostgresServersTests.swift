@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Outbox
 import OutboxTesting
+import OutboxTestServer
 import PostgresClaimStore
 import PostgresTesting
 import Testing
@@ -51,10 +52,10 @@ struct PostgresServersTests {
         }
         #expect(transport.sentCounts.allSatisfy { $0 > 0 }, "every server was reached: \(transport.sentCounts)")
         // Each server reads the one database: the same counts, every key once.
-        var seen: [[String: Int]] = []
+        var seen: [AppliedCounts] = []
         for server in servers {
             let applied = try await exchange(server.port, request("GET", "/_control/applied"))
-            seen.append(try #require(applied.json as? [String: Int]))
+            seen.append(try #require(applied.appliedCounts))
         }
         #expect(seen[0] == Dictionary(uniqueKeysWithValues: ids.map { ($0.idempotencyKey, 1) }))
         #expect(seen.allSatisfy { $0 == seen[0] })
@@ -89,7 +90,7 @@ struct PostgresServersTests {
             #expect(Set(answers.filter { $0.status == 201 }.map(\.body)).count == 1, "every 201 carries the one stored body")
         }
         let applied = try await exchange(ports[1], request("GET", "/_control/applied"))
-        #expect(applied.json as? [String: Int] == Dictionary(uniqueKeysWithValues: keys.map { ($0, 1) }))
+        #expect(applied.appliedCounts == AppliedCounts(keys.map { (key: $0, count: 1) }))
     }
 
     @Test func copiesOfAWriteHeldInItsTransactionAreAnsweredOnEveryServerWhileUnrelatedWritesCommit() async throws {
@@ -140,7 +141,7 @@ struct PostgresServersTests {
         #expect(later.status == 201 && later.header("Idempotent-Replayed") == "true")
         #expect(later.body == committed.body)
         let applied = try await exchange(c, request("GET", "/_control/applied"))
-        #expect(applied.json as? [String: Int] == ["op-held": 1, "op-b": 1, "op-c": 1])
+        #expect(applied.appliedCounts == ["op-held": 1, "op-b": 1, "op-c": 1])
     }
 
     @Test func aServerKilledMidTransactionLeavesNothingHalfAppliedAndARetryAppliesOnce() async throws {
@@ -176,7 +177,7 @@ struct PostgresServersTests {
         #expect(replay.header("Idempotent-Replayed") == "true")
         #expect(replay.body == retry.body)
         let applied = try await exchange(survivor.port, request("GET", "/_control/applied"))
-        #expect(applied.json as? [String: Int] == ["op-1": 1])
+        #expect(applied.appliedCounts == ["op-1": 1])
         #expect(try claimStatus(schema, "op-1") == "completed")
     }
 

@@ -28,8 +28,12 @@ struct ServerCommandLineTests {
     }
 
     @Test func everyOptionIsApplied() throws {
+        // --data-dir names a directory that may be created: a fresh one, whatever the machine holds.
+        let parent = TemporaryDirectory()
+        defer { parent.remove() }
+        let data = parent.url.appendingPathComponent("x").path
         let configuration = try configuration([
-            "--port", "8080", "--data-dir", "/tmp/x", "--max-body-bytes", "10", "--max-connections", "3",
+            "--port", "8080", "--data-dir", data, "--max-body-bytes", "10", "--max-connections", "3",
             "--read-timeout", "0.5", "--retention-days", "45",
         ])
         guard case .lmdb(let directory) = configuration.storage else {
@@ -37,7 +41,7 @@ struct ServerCommandLineTests {
             return
         }
         #expect(configuration.port == 8080)
-        #expect(directory.path == "/tmp/x")
+        #expect(directory.path == data)
         #expect(configuration.maxBodyBytes == 10)
         #expect(configuration.maxConnections == 3)
         #expect(configuration.readTimeout == 0.5)
@@ -102,6 +106,14 @@ struct ServerCommandLineTests {
         (["--retention-days", "nan"], "--retention-days expects days over 0 and at most 36500"),
         (["--data-dir", ""], "--data-dir needs a directory path"),
         (["--frobnicate", "1"], "unknown option '--frobnicate'"),
+        (["--bogus"], "unknown option '--bogus'"),
+        (["--port", "1", "--bogus"], "unknown option '--bogus'"),
+        (["-x"], "unknown option '-x'"),
+        (["--bogus=1"], "unknown option '--bogus'"),
+        (["--help=yes"], "--help takes no value"),
+        (["--port="], "--port expects a whole number from 0 to 65535, not ''"),
+        (["--port=70000"], "--port expects a whole number from 0 to 65535, not '70000'"),
+        (["--data-dir="], "--data-dir needs a directory path"),
         (["stray"], "unexpected argument 'stray'"),
     ])
     func aBadCommandLineIsAUsageErrorSayingWhatIsAllowed(_ arguments: [String], _ words: String) {
@@ -110,6 +122,47 @@ struct ServerCommandLineTests {
             return
         }
         #expect(error.message.contains(words), "\(arguments): \(error.message)")
+    }
+
+    @Test func aValueMayFollowItsOptionAfterAnEqualsSign() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let configuration = try configuration(["--port=0", "--max-body-bytes=10", "--read-timeout=0.5", "--data-dir=\(directory.url.path)"])
+        #expect(configuration.port == 0 && configuration.maxBodyBytes == 10 && configuration.readTimeout == 0.5)
+        guard case .lmdb(let url) = configuration.storage else {
+            Issue.record("expected lmdb storage")
+            return
+        }
+        #expect(url.path == directory.url.path)
+    }
+
+    @Test func aDataDirectoryThatIsAFileIsRefusedInWords() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let file = directory.url.appendingPathComponent("data.mdb")
+        try Data("not a directory".utf8).write(to: file)
+        guard case .failure(let error) = ServerCommandLine.parse(["--data-dir", file.path]) else {
+            Issue.record("a regular file was accepted as --data-dir")
+            return
+        }
+        #expect(error.message == "--data-dir '\(file.path)' is a file, not a directory: name a directory for the LMDB storage")
+        #expect(throws: DataDirectoryError.self) { try TestServer(.init(storage: .lmdb(directory: file))) }
+    }
+
+    @Test func aDataDirectoryWhoseParentsAreMissingIsRefusedAndNothingIsCreated() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let missing = directory.url.appendingPathComponent("typo/claims", isDirectory: true)
+        guard case .failure(let error) = ServerCommandLine.parse(["--data-dir", missing.path]) else {
+            Issue.record("a directory whose parent is missing was accepted")
+            return
+        }
+        #expect(error.message.contains("its parent directory '\(missing.deletingLastPathComponent().path)' does not exist"), "\(error.message)")
+        #expect(throws: DataDirectoryError.self) { try TestServer(.init(storage: .lmdb(directory: missing))) }
+        #expect(!FileManager.default.fileExists(atPath: missing.deletingLastPathComponent().path), "nothing created")
+        // One level inside an existing directory is created.
+        let server = try TestServer(.init(storage: .lmdb(directory: directory.url.appendingPathComponent("claims"))))
+        server.stop()
     }
 
     /// A server runs with every setting at the top of its range: none of them overflows a

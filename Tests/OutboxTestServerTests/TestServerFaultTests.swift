@@ -236,4 +236,15 @@ struct TestServerFaultTests {
         #expect(garbage.status == 400)
         #expect(server.pendingFaults.isEmpty)
     }
+
+    @Test func aChangeRecordPatchNoStoreCouldHoldIsRefusedWhenQueued() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let refused = try await exchange(server.port, request("POST", "/_control/faults",
+            body: #"[{"fault":"server_error"},{"fault":"change_record","patch":{"name":"a\u0000b"}}]"#))
+        #expect(refused.status == 400)
+        #expect(refused.code == "invalid_faults")
+        #expect((refused.json?["message"] as? String)?.hasPrefix(#"fault 1: its "patch": name holds U+0000"#) == true, "\(refused.json ?? [:])")
+        #expect(server.pendingFaults.isEmpty, "none of the list is queued")
+    }
 }

@@ -15,5 +15,6 @@ extension Scenario {
         .lifecycle(.processCrash),
         .claims,
         .batchedPushes,
+        .memoryStoreCreates,
     ]
 }

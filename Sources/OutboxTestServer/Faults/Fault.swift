@@ -75,7 +75,7 @@ public struct Fault: Hashable, Sendable, Codable {
     public var kind: Kind
     /// Only requests to this path, e.g. `/products`; any business endpoint when `nil`.
     public var endpoint: String?
-    /// Only requests with this `Idempotency-Key`; any when `nil`.
+    /// Only requests with this `Idempotency-Key` (the same bytes); any when `nil`.
     public var key: String?
     /// The `Retry-After` seconds of `rate_limited` (default 1) and `unavailable` (none by default).
     public var retryAfterSeconds: Int?
@@ -145,9 +145,11 @@ public struct Fault: Hashable, Sendable, Codable {
     func matches(_ target: Target) -> Bool {
         switch target {
         case .request(let path, let requestKey, let targetsRecord):
-            (endpoint == nil || endpoint == path) && (key == nil || key == requestKey) && (kind != .changeRecord || targetsRecord)
+            (endpoint.map { $0.hasSameBytes(as: path) } ?? true)
+                && (key.map { key in requestKey.map { key.hasSameBytes(as: $0) } ?? false } ?? true)
+                && (kind != .changeRecord || targetsRecord)
         case .batch:
-            key == nil && (endpoint == nil || endpoint == BatchRequest.path) && kind.stopsWholeRequest
+            key == nil && (endpoint.map { $0.hasSameBytes(as: BatchRequest.path) } ?? true) && kind.stopsWholeRequest
         case .batchOperation(let path, let requestKey, let targetsRecord):
             matches(.request(path: path, key: requestKey, targetsRecord: targetsRecord))
                 && !(endpoint == nil && key == nil && kind.stopsWholeRequest)
@@ -161,9 +163,18 @@ public struct Fault: Hashable, Sendable, Codable {
         let kinds = Kind.allCases.map(\.rawValue).joined(separator: ", ")
         let isArray = body.first { !" \t\r\n".utf8.contains($0) } == UInt8(ascii: "[")
         do {
-            return isArray
+            let faults = isArray
                 ? try JSONDecoder().decode([Fault].self, from: body)
                 : try JSONDecoder().decode(Wrapped.self, from: body).faults
+            // A patch no store can hold would fail the request it meets: refused here instead.
+            for (index, fault) in faults.enumerated() {
+                if let patch = fault.patch, let problem = RecordBody.problem(ofPatch: patch) {
+                    throw FaultDecodingError(message: "fault \(index): its \"patch\": \(problem)")
+                }
+            }
+            return faults
+        } catch let error as FaultDecodingError {
+            throw error
         } catch let DecodingError.dataCorrupted(context) where context.codingPath.last?.stringValue == "fault" {
             throw FaultDecodingError(message: "unknown fault kind; expected one of \(kinds)")
         } catch let DecodingError.dataCorrupted(context) where context.codingPath.last?.stringValue == CodingKeys.patch.rawValue {

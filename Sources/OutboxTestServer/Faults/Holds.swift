@@ -1,7 +1,9 @@
 import Foundation
+import OutboxWire
 import Synchronization
 
 /// Requests held by the `slow` and `hold_in_transaction` faults, and the means to let them go.
+/// Keys are matched byte for byte.
 ///
 /// A held request blocks its connection's thread until ``release(key:)``, until the server
 /// stops, or until the safety limit passes: a forgotten hold must not keep a thread forever. A
@@ -35,7 +37,7 @@ final class Holds: Sendable {
         let registered: [@Sendable () -> Void]? = state.withLock { state in
             guard !state.isClosed else { return nil }
             state.held[ObjectIdentifier(ticket)] = ticket
-            let (due, waiting) = state.watchers.partitioned { $0.key == key }
+            let (due, waiting) = state.watchers.partitioned { $0.key.hasSameBytes(as: key) }
             state.watchers = waiting
             return due.map(\.notify)
         }
@@ -49,12 +51,12 @@ final class Holds: Sendable {
     /// - Returns: how many were released.
     @discardableResult
     func release(key: String? = nil) -> Int {
-        release { key == nil || $0.key == key }
+        release { ticket in key.map { ticket.key.hasSameBytes(as: $0) } ?? true }
     }
 
     /// Lets go of the `slow` holds of `key`: another copy of it has been answered.
     func releaseCopies(key: String) {
-        _ = release { $0.key == key && $0.releasableByCopies }
+        _ = release { $0.key.hasSameBytes(as: key) && $0.releasableByCopies }
     }
 
     private func release(where matches: (Ticket) -> Bool) -> Int {
@@ -67,9 +69,9 @@ final class Holds: Sendable {
         return released.count
     }
 
-    /// The keys of the requests held now, sorted.
+    /// The keys of the requests held now, in byte order.
     var heldKeys: [String] {
-        state.withLock { $0.held.values.map(\.key) }.sorted()
+        state.withLock { $0.held.values.map(\.key) }.sorted { ExactString($0) < ExactString($1) }
     }
 
     /// Returns once a request with `key` is held (at once if one is, or if the server stopped).
@@ -84,7 +86,7 @@ final class Holds: Sendable {
     func waitUntilHeld(key: String, timeout: TimeInterval) -> Bool {
         let semaphore = DispatchSemaphore(value: 0)
         if !watch(key: key, { semaphore.signal() }) {
-            return state.withLock { state in !state.isClosed && state.held.values.contains { $0.key == key } }
+            return state.withLock { state in !state.isClosed && state.held.values.contains { $0.key.hasSameBytes(as: key) } }
         }
         return semaphore.wait(timeout: .now() + timeout) == .success
             && state.withLock { state in !state.isClosed }
@@ -94,7 +96,7 @@ final class Holds: Sendable {
     /// one is held already or the server stopped.
     private func watch(key: String, _ notify: @escaping @Sendable () -> Void) -> Bool {
         state.withLock { state in
-            if state.isClosed || state.held.values.contains(where: { $0.key == key }) { return false }
+            if state.isClosed || state.held.values.contains(where: { $0.key.hasSameBytes(as: key) }) { return false }
             state.watchers.append((key, notify))
             return true
         }

@@ -103,8 +103,8 @@ enum RequestFramer {
         guard !method.isEmpty, method.utf8.allSatisfy(isTokenByte) else {
             return .failure(reject(400, "malformed_request", "the method is not a token"))
         }
-        guard target.hasPrefix("/"), !target.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7f }) else {
-            return .failure(reject(400, "malformed_request", "the request target must be a path beginning with '/'"))
+        if let problem = RequestTarget.problem(parts[1]) {
+            return .failure(reject(400, "malformed_request", problem))
         }
         let minorVersion: Int
         switch version {
@@ -118,6 +118,7 @@ enum RequestFramer {
         }
 
         var headers: [(name: String, value: String)] = []
+        var nonUTF8HeaderNames: [String] = []
         for line in lines.dropFirst() {
             guard headers.count < limits.maxHeaderCount else {
                 return .failure(reject(431, "headers_too_large", "more than \(limits.maxHeaderCount) header lines"))
@@ -133,9 +134,14 @@ enum RequestFramer {
                 return .failure(reject(400, "malformed_request", "a header name is not a token"))
             }
             let value = trimmingSpaces(line[(colon + 1)...])
-            headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+            let nameText = String(decoding: name, as: UTF8.self)
+            // Bytes past ASCII are allowed in a value (obs-text); those that are not UTF-8 are
+            // named, so no key is ever read from their replacement characters.
+            if String(validating: value, as: UTF8.self) == nil { nonUTF8HeaderNames.append(nameText) }
+            headers.append((nameText, String(decoding: value, as: UTF8.self)))
         }
         var request = HTTPRequest(method: method, path: target, target: target, minorVersion: minorVersion, headers: headers)
+        request.nonUTF8HeaderNames = nonUTF8HeaderNames
         if let question = target.firstIndex(of: "?") {
             request.path = String(target[..<question])
             request.query = String(target[target.index(after: question)...])
@@ -146,23 +152,29 @@ enum RequestFramer {
                 411, "length_required",
                 "chunked or other transfer-coded request bodies are not supported; send Content-Length"))
         }
-        let lengths = headers
-            .filter { $0.name.lowercased() == "content-length" }
-            .flatMap { $0.value.split(separator: ",", omittingEmptySubsequences: false) }
+        let lengths = request.headerValues("Content-Length")
+            .flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }
             .map { $0.trimmingCharacters(in: .whitespaces) }
         var contentLength = 0
         if let first = lengths.first {
-            guard lengths.allSatisfy({ $0 == first }), !first.isEmpty, first.utf8.count <= 18,
-                first.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-                let length = Int(first)
+            guard lengths.allSatisfy({ $0 == first }), !first.isEmpty,
+                first.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
             else {
                 return .failure(reject(400, "malformed_request", "Content-Length is not one decimal number"))
             }
+            // Any number of digits is a length; one beyond what an Int holds is beyond the limit too.
+            let digits = first.drop { $0 == "0" }
+            guard digits.utf8.count <= 18 else {
+                return .failure(reject(
+                    413, "body_too_large",
+                    "the body's Content-Length is a number of \(digits.utf8.count) digits, beyond the limit of \(limits.maxBodyBytes) bytes"))
+            }
+            let length = Int(digits) ?? 0
+            guard length <= limits.maxBodyBytes else {
+                return .failure(reject(
+                    413, "body_too_large", "the body of \(length) bytes exceeds the limit of \(limits.maxBodyBytes)"))
+            }
             contentLength = length
-        }
-        guard contentLength <= limits.maxBodyBytes else {
-            return .failure(reject(
-                413, "body_too_large", "the body of \(contentLength) bytes exceeds the limit of \(limits.maxBodyBytes)"))
         }
         return .success(ParsedHead(request: request, contentLength: contentLength))
     }
@@ -233,5 +245,22 @@ enum RequestFramer {
         }
         lines.append(bytes[lineStart...])
         return lines
+    }
+}
+
+/// What a request target may be on this server: an absolute path (and query) in printable
+/// ASCII, as RFC 9112 writes it; bytes past ASCII travel percent-encoded. Two targets are the
+/// same only when their bytes are.
+enum RequestTarget {
+    /// Why `bytes` cannot be a request target; `nil` when it can.
+    static func problem(_ bytes: some Collection<UInt8>) -> String? {
+        guard bytes.first == UInt8(ascii: "/") else { return "the request target must be a path beginning with '/'" }
+        if bytes.contains(where: { $0 <= 0x20 || $0 == 0x7F }) {
+            return "the request target holds a space or a control character; percent-encode it"
+        }
+        if bytes.contains(where: { $0 >= 0x80 }) {
+            return "the request target holds bytes beyond ASCII; percent-encode them (UTF-8, then %XX)"
+        }
+        return nil
     }
 }

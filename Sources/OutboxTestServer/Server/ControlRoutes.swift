@@ -1,9 +1,10 @@
 import Foundation
 import IdempotencyClaims
+import OutboxWire
 
 /// The control API, under `/_control/`: script faults, read what was applied, reset.
 enum ControlRoute: CaseIterable {
-    /// `GET /_control/applied`: `{"<key>": count, ...}`.
+    /// `GET /_control/applied`: `{"applied": [{"count": n, "key": "<key>"}, ...]}`, byte order.
     case applied
     /// `GET /_control/records`: `{"records": [...], "approvals": [...]}`.
     case records
@@ -65,7 +66,7 @@ extension Routes {
         do {
             switch route {
             case .applied:
-                return try json(storage.appliedCounts())
+                return .json(200, Data(try storage.appliedCounts().json.utf8))
             case .records:
                 return try json(RecordsView(
                     records: storage.records().map(RecordView.init),
@@ -109,10 +110,17 @@ extension Routes {
         guard let (type, id) = ControlRoute.recordParts(of: request.path) else {
             return .problem(404, code: "not_found", message: "no endpoint at \(request.path)")
         }
-        let businessID = request.header(Self.businessHeader).flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultBusinessID
+        let businessID: String
+        switch BusinessHeaders.read(request) {
+        case .success(let headers): businessID = headers.businessID
+        case .failure(let refusal): return refusal.response
+        }
         let patch = request.body.allSatisfy { [0x20, 0x09, 0x0A, 0x0D].contains($0) } ? Data("{}".utf8) : request.body
         do {
-            guard let changed = try changeRecord(type: type, businessID: businessID, id: id, patch: patch) else {
+            // A type no endpoint has, or an id no create can store, names no record: asked of no store.
+            guard BusinessEndpoint.all.contains(where: { $0.type.hasSameBytes(as: type) }), RecordBody.idProblem(id) == nil,
+                let changed = try changeRecord(type: type, businessID: businessID, id: id, patch: patch)
+            else {
                 return .problem(404, code: "not_found", message: "no \(type) \(id) in business \(businessID)")
             }
             return try json(RecordView(changed))

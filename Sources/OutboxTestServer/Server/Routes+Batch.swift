@@ -44,6 +44,11 @@ extension Routes {
     /// would be: never a control route, and 404 or 405 when no endpoint takes it.
     private func reply(to operation: BatchOperation, _ part: ServerEvent.BatchPart) -> (Reply, ServerEvent) {
         let request = operation.singleRequest
+        // What a request line could not carry, a single request could not have sent.
+        if let problem = RequestTarget.problem(Array(operation.endpoint.utf8)) {
+            let response = HTTPResponse.problem(400, code: "malformed_request", message: "operations[\(part.index)].endpoint: " + problem)
+            return refusal(request, response, fault: nil, batch: part)
+        }
         switch businessRoute(request) {
         case .write(let endpoint, let action)?:
             return handleBusiness(endpoint, action, request, batch: part)

@@ -164,7 +164,12 @@ struct Routes: Sendable {
                 method: request.method, path: request.path, target: request.target, idempotencyKey: key, outcome: outcome,
                 status: response?.status, fault: fault?.kind, batch: batch)
         }
-        let businessID = request.header(Self.businessHeader).flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultBusinessID
+        let headers: BusinessHeaders
+        switch BusinessHeaders.read(request, businessField: batch.map { "operations[\($0.index)].business_id" } ?? "the \(Self.businessHeader) header") {
+        case .success(let read): headers = read
+        case .failure(let refusal): return (Reply(response: refusal.response), event(.refused, refusal.response, nil))
+        }
+        let businessID = headers.businessID
         let targetsRecord = action != .create
         let fault = faults.take(batch == nil
             ? .request(path: request.path, key: key, targetsRecord: targetsRecord)
@@ -178,7 +183,7 @@ struct Routes: Sendable {
             let response = HTTPResponse.problem(500, code: "internal_error", message: "the server failed to store the write: \(error)")
             return (Reply(response: response, releasesKeys: isSlow ? [] : releases), event(.refused, response, fault))
         }
-        if let fault, fault.kind == .changeRecord, case .update(let id, _) = action {
+        if let fault, fault.kind == .changeRecord, case .update(let id, _) = action, RecordBody.idProblem(id) == nil {
             // Another device's change, committed before this request is looked at.
             do {
                 _ = try changeRecord(type: endpoint.type, businessID: businessID, id: id, patch: fault.patch ?? Data("{}".utf8))
@@ -194,8 +199,8 @@ struct Routes: Sendable {
                 body: request.body,
                 whileClaimed: { if isSlow, let key { holds.hold(key: key, limit: slowHoldLimit) } }
             ) { txn in
-                let response = try write(endpoint, action, request, businessID: businessID, key: key ?? "",
-                                         approval: fault?.kind == .pendingApproval, in: txn)
+                let response = try write(endpoint, action, request, headers: headers, key: key ?? "",
+                                         approval: fault?.kind == .pendingApproval, at: Self.payloadPath(batch), in: txn)
                 if fault?.kind == .holdInTransaction, let key {
                     holds.hold(key: key, limit: slowHoldLimit, releasableByCopies: false)
                 }
@@ -219,32 +224,36 @@ struct Routes: Sendable {
     /// The write a claim protects: a record created or updated (or a pending approval instead)
     /// and its applied count. What it refuses leaves nothing, not even the claim.
     private func write(
-        _ endpoint: BusinessEndpoint, _ action: BusinessAction, _ request: HTTPRequest, businessID: String, key: String,
-        approval: Bool, in txn: any ServerTransaction
+        _ endpoint: BusinessEndpoint, _ action: BusinessAction, _ request: HTTPRequest, headers: BusinessHeaders, key: String,
+        approval: Bool, at path: JSONPath, in txn: any ServerTransaction
     ) throws -> ClaimResponse {
         do {
             switch action {
             case .create:
-                return try create(endpoint, request.body, businessID: businessID, key: key, approval: approval, in: txn)
+                return try create(endpoint, request.body, businessID: headers.businessID, key: key, approval: approval, at: path, in: txn)
             case .update(let id, let merging):
-                return try update(endpoint, id: id, merging: merging, request, businessID: businessID, key: key,
-                                  approval: approval, in: txn)
+                return try update(endpoint, id: id, merging: merging, request, headers: headers, key: key,
+                                  approval: approval, at: path, in: txn)
             }
         } catch let invalid as RecordBody.Invalid {
-            throw ClaimRefusal(.problem(status: 422, code: WireErrorCode.validationFailed, message: invalid.message))
+            throw ClaimRefusal(Self.validationFailed(invalid))
         } catch let invalid as IfMatch.Invalid {
-            throw ClaimRefusal(.problem(status: 400, code: "if_match_invalid", message: invalid.message))
+            throw ClaimRefusal(.problem(status: 400, code: WireErrorCode.ifMatchInvalid, message: invalid.message))
         }
     }
 
     private func create(
-        _ endpoint: BusinessEndpoint, _ body: Data, businessID: String, key: String, approval: Bool, in txn: any ServerTransaction
+        _ endpoint: BusinessEndpoint, _ body: Data, businessID: String, key: String, approval: Bool, at path: JSONPath,
+        in txn: any ServerTransaction
     ) throws -> ClaimResponse {
-        let id = try RecordBody.id(of: body)
+        let object = try RecordBody.record(body, at: path)
+        let id = try RecordBody.id(of: object, at: path)
         if endpoint.namesProduct {
-            let product = try RecordBody.productID(of: body)
+            let product = try RecordBody.productID(of: object, at: path)
             guard try txn.lockedRecord(type: BusinessEndpoint.products.type, businessID: businessID, id: product) != nil else {
-                throw RecordBody.Invalid(message: "no product " + JSONText.quoted(product) + " in this business: create it before its stock movements")
+                throw RecordBody.Invalid(
+                    message: "\(path.member("product_id")): no product " + JSONText.quoted(product) + " in this business: create it before its stock movements",
+                    field: path.member("product_id").description)
             }
         }
         try txn.countApplied(key: key)
@@ -260,19 +269,21 @@ struct Routes: Sendable {
     /// An update: the record is read and held, its revision checked against `If-Match`, then
     /// replaced (`PUT`) or merged with the body (`PATCH`) as its next revision.
     private func update(
-        _ endpoint: BusinessEndpoint, id: String, merging: Bool, _ request: HTTPRequest, businessID: String, key: String,
-        approval: Bool, in txn: any ServerTransaction
+        _ endpoint: BusinessEndpoint, id: String, merging: Bool, _ request: HTTPRequest, headers: BusinessHeaders, key: String,
+        approval: Bool, at path: JSONPath, in txn: any ServerTransaction
     ) throws -> ClaimResponse {
-        let condition = try IfMatch.parse(request.header(WireHeader.ifMatch))
-        guard let current = try txn.lockedRecord(type: endpoint.type, businessID: businessID, id: id) else {
+        let businessID = headers.businessID
+        let condition = try IfMatch.parse(headers.ifMatch)
+        // An id no create can store names no record: asked of no store.
+        guard RecordBody.idProblem(id) == nil, let current = try txn.lockedRecord(type: endpoint.type, businessID: businessID, id: id) else {
             throw ClaimRefusal(.problem(status: 404, code: "not_found", message: "no \(endpoint.type) " + JSONText.quoted(id) + " in this business"))
         }
         if let condition, !condition.matches(revision: current.revision) {
-            throw ClaimRefusal(Self.revisionConflict(current, ifMatch: request.header(WireHeader.ifMatch) ?? ""))
+            throw ClaimRefusal(Self.revisionConflict(current, ifMatch: headers.ifMatch ?? "", condition: condition))
         }
         let body = merging
-            ? try RecordBody.patched(current.body, with: request.body, id: id)
-            : try RecordBody.replacement(request.body, id: id)
+            ? try RecordBody.patched(current.body, with: request.body, id: id, at: path)
+            : try RecordBody.replacement(request.body, id: id, at: path)
         try txn.countApplied(key: key)
         if approval { return try park(endpoint, request.body, businessID: businessID, key: key, in: txn) }
         var updated = current
@@ -295,9 +306,19 @@ struct Routes: Sendable {
 
     /// 412 `revision_conflict`: the record's revision, and the record itself as the server
     /// shows it, so the client can show both sides and rebase.
-    static func revisionConflict(_ current: StoredRecord, ifMatch: String) -> ClaimResponse {
-        let message = "the \(current.type) \(current.id) is at revision \(current.revision), not \(ifMatch) (If-Match):"
-            + " it changed since this edit began; send it again against revision \(current.revision), or drop it"
+    static func revisionConflict(_ current: StoredRecord, ifMatch: String, condition: IfMatch? = nil) -> ClaimResponse {
+        let revision = String(current.revision)
+        let message: String
+        if let condition, condition.weakTags.contains(revision) {
+            // The edit names the record's own revision, but as a weak tag: nothing changed.
+            message = "the \(current.type) \(current.id) is at revision \(revision), but If-Match (\(ifMatch)) names it only as a"
+                + " weak tag, W/\"\(revision)\", and a weak tag never matches: an update needs the exact revision;"
+                + " send If-Match: \"\(revision)\""
+        } else {
+            let weak = condition.map { $0.weakTags.isEmpty } ?? true ? "" : " (its weak tags never match: an update needs the exact revision, sent as \"\(revision)\")"
+            message = "the \(current.type) \(current.id) is at revision \(revision), not \(ifMatch) (If-Match)\(weak):"
+                + " it changed since this edit began; send it again against revision \(revision), or drop it"
+        }
         var body = Data(("{" + JSONText.quoted(WireBodyField.code) + ":" + JSONText.quoted(WireErrorCode.revisionConflict)
             + "," + JSONText.quoted(WireBodyField.message) + ":" + JSONText.quoted(message)
             + "," + JSONText.quoted(WireBodyField.serverRevision) + ":" + JSONText.quoted(String(current.revision))
@@ -315,7 +336,7 @@ struct Routes: Sendable {
     func changeRecord(type: String, businessID: String, id: String, patch: Data) throws -> StoredRecord? {
         try storage.transaction { txn in
             guard var record = try txn.lockedRecord(type: type, businessID: businessID, id: id) else { return nil }
-            record.body = try RecordBody.patched(record.body, with: patch, id: id)
+            record.body = try RecordBody.patched(record.body, with: patch, id: id, at: .root)
             record.revision += 1
             record.idempotencyKey = StoredRecord.changedElsewhereKey
             try txn.replaceRecord(record)
@@ -324,6 +345,21 @@ struct Routes: Sendable {
     }
 
     static let jsonType = ClaimResponse.Header(name: "Content-Type", value: "application/json")
+
+    /// Where an operation's payload stands in its batch, `operations[i].payload`; the root for a
+    /// request of its own.
+    static func payloadPath(_ batch: ServerEvent.BatchPart?) -> JSONPath {
+        batch.map { JSONPath.root.member("operations").index($0.index).member("payload") } ?? .root
+    }
+
+    /// 422 `validation_failed` with the message and, when there is one, the JSON path of the
+    /// field at fault: `{"code":...,"message":...,"field":"operations[3].payload.id"}`.
+    static func validationFailed(_ invalid: RecordBody.Invalid) -> ClaimResponse {
+        var text = "{" + JSONText.quoted(WireBodyField.code) + ":" + JSONText.quoted(WireErrorCode.validationFailed)
+            + "," + JSONText.quoted(WireBodyField.message) + ":" + JSONText.quoted(invalid.message)
+        if let field = invalid.field { text += #","field":"# + JSONText.quoted(field) }
+        return ClaimResponse(status: 422, headers: [jsonType], body: Data((text + "}").utf8))
+    }
 
     /// `ETag: "<revision>"`.
     static func entityTag(_ revision: Int) -> ClaimResponse.Header {

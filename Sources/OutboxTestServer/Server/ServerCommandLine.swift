@@ -47,9 +47,10 @@ public enum ServerCommandLine {
         Prints "listening on 127.0.0.1:PORT" on its first line, then serves until
         SIGINT or SIGTERM.
 
-        options:
+        options (each value after a space or an '=': --port 8080, --port=8080):
           --port N                 port on 127.0.0.1, 0 to 65535 (default 0: the system picks one)
-          --data-dir PATH          keep claims and records in LMDB at PATH (default: memory)
+          --data-dir PATH          keep claims and records in LMDB at PATH (default: memory): a
+                                   directory, created if missing inside an existing directory
           --max-body-bytes N       largest request body, 0 to 1073741824 (default 1048576)
           --max-connections N      connections served at once, 1 to 4096 (default 64)
           --max-batch-operations N most operations in one POST /sync/batch, 1 to 10000
@@ -73,10 +74,17 @@ public enum ServerCommandLine {
         var postgres: PostgresConnectionSettings?
         var poolSize: Int?
         var remaining = arguments[...]
-        while let option = remaining.popFirst() {
-            if option == "-h" || option == "--help" { return .success(.help) }
-            guard let value = remaining.popFirst() else {
-                return .failure(UsageError(message: option.hasPrefix("-") ? "\(option) needs a value" : "unexpected argument '\(option)'"))
+        while let argument = remaining.popFirst() {
+            // `--port 0` and `--port=0` alike; an option is known before its value is taken.
+            let (option, attached) = split(argument)
+            if option == "-h" || option == "--help" {
+                guard attached == nil else { return .failure(UsageError(message: "\(option) takes no value, not '\(argument)'")) }
+                return .success(.help)
+            }
+            guard option.hasPrefix("-") else { return .failure(UsageError(message: "unexpected argument '\(argument)'")) }
+            guard valueOptions.contains(option) else { return .failure(UsageError(message: "unknown option '\(option)'")) }
+            guard let value = attached ?? remaining.popFirst() else {
+                return .failure(UsageError(message: "\(option) needs a value"))
             }
             do throws(UsageError) {
                 switch option {
@@ -84,7 +92,9 @@ public enum ServerCommandLine {
                     configuration.port = UInt16(try wholeNumber(option, value, in: Bounds.port))
                 case "--data-dir":
                     guard !value.isEmpty else { throw UsageError(message: "\(option) needs a directory path, not ''") }
-                    configuration.storage = .lmdb(directory: URL(fileURLWithPath: value, isDirectory: true))
+                    let directory = URL(fileURLWithPath: value, isDirectory: true)
+                    if let problem = DataDirectory.problem(directory) { throw UsageError(message: "\(option) \(problem)") }
+                    configuration.storage = .lmdb(directory: directory)
                 case "--max-body-bytes":
                     configuration.maxBodyBytes = try wholeNumber(option, value, in: Bounds.maxBodyBytes)
                 case "--max-connections":
@@ -118,6 +128,18 @@ public enum ServerCommandLine {
             return .failure(UsageError(message: "--pool-size applies to --postgres storage only"))
         }
         return .success(.run(configuration))
+    }
+
+    /// The options that take a value.
+    static let valueOptions: Set<String> = [
+        "--port", "--data-dir", "--max-body-bytes", "--max-connections", "--max-batch-operations", "--read-timeout",
+        "--retention-days", "--postgres", "--pool-size", "--latency-ms",
+    ]
+
+    /// `--name=value` as the option and its value; any other argument as itself and `nil`.
+    private static func split(_ argument: String) -> (option: String, value: String?) {
+        guard argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") else { return (argument, nil) }
+        return (String(argument[..<equals]), String(argument[argument.index(after: equals)...]))
     }
 
     /// A decimal integer within `range`.

@@ -1,6 +1,7 @@
 public import Foundation
 public import IdempotencyClaims
 public import PostgresClaimStore
+import OutboxWire
 
 /// A loopback HTTP/1.1 server with idempotent create endpoints and scriptable faults: the other
 /// side of the outbox's tests.
@@ -152,6 +153,16 @@ public final class TestServer: Sendable {
         core.stop()
     }
 
+    /// Answers one request in this process, without a socket, exactly as a connection is
+    /// answered: the same routes, faults, claims and storage. `nil` where a connection would be
+    /// closed without an answer (`drop_after_commit`). For benchmarks and tests that measure the
+    /// server's own work rather than the network's.
+    public func respond(to request: HTTPRequest) -> HTTPResponse? {
+        let reply = core.routes.reply(to: request)
+        for key in reply.releasesKeys { core.routes.holds.releaseCopies(key: key) }
+        return reply.response
+    }
+
     // MARK: Control, from Swift
 
     /// Queues faults after those already queued. Each is consumed by the first business request
@@ -191,8 +202,8 @@ public final class TestServer: Sendable {
         await core.routes.holds.waitUntilHeld(key: key)
     }
 
-    /// How many times the write was applied, per `Idempotency-Key`.
-    public func appliedCounts() throws -> [String: Int] {
+    /// How many times the write was applied, per `Idempotency-Key`, keys compared byte for byte.
+    public func appliedCounts() throws -> AppliedCounts {
         try core.routes.storage.appliedCounts()
     }
 
@@ -215,8 +226,13 @@ public final class TestServer: Sendable {
     ///   object that keeps the id and leaves the revision to the server; the storage's errors.
     @discardableResult
     public func changeRecord(type: String, id: String, businessID: String = "default", patch: Data = Data("{}".utf8)) throws -> StoredRecord {
+        if let problem = BusinessHeaders.businessIDProblem(businessID) {
+            throw RecordChangeError(message: "the business id \(problem)")
+        }
         do {
-            guard let changed = try core.routes.changeRecord(type: type, businessID: businessID, id: id, patch: patch) else {
+            guard BusinessEndpoint.all.contains(where: { $0.type.hasSameBytes(as: type) }), RecordBody.idProblem(id) == nil,
+                let changed = try core.routes.changeRecord(type: type, businessID: businessID, id: id, patch: patch)
+            else {
                 throw RecordChangeError(message: "no \(type) \(id) in business \(businessID) to change")
             }
             return changed

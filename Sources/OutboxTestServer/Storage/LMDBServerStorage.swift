@@ -20,6 +20,7 @@ final class LMDBServerStorage: ServerStorage {
     }
 
     init(directory: URL, policy: ClaimPolicy, clock: any ClaimClock) throws {
+        if let problem = DataDirectory.problem(directory) { throw DataDirectoryError(message: "the data directory \(problem)") }
         let environment = try LMDBEnvironment.open(directory: directory, options: .init(syncOnCommit: false))
         do {
             tables = Tables(
@@ -98,14 +99,15 @@ final class LMDBServerStorage: ServerStorage {
         }
     }
 
-    func appliedCounts() throws -> [String: Int] {
+    func appliedCounts() throws -> AppliedCounts {
         try environment.read { txn in
-            var counts: [String: Int] = [:]
+            var counts: [(key: String, count: Int)] = []
             try txn.scan(tables.applied) { key, value in
-                counts[String(decoding: key, as: UTF8.self)] = Int(String(decoding: value, as: UTF8.self)) ?? 0
+                // Keys were written from checked, UTF-8 Idempotency-Keys: they decode as they were.
+                counts.append((String(decoding: key, as: UTF8.self), Int(String(decoding: value, as: UTF8.self)) ?? 0))
                 return .next
             }
-            return counts
+            return AppliedCounts(counts)
         }
     }
 

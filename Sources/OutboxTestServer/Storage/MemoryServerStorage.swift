@@ -1,11 +1,18 @@
 import Foundation
 import IdempotencyClaims
+import OutboxWire
 
 /// The server's data as one Swift value, committed with the claims by ``InMemoryClaimStore``.
+///
+/// Each transaction works on a copy of it: in ``SnapshotDictionary``s a copy is one reference and
+/// a write copies only its own path, so a create costs the same whatever the store holds.
 struct ServerState: Sendable {
-    var records: [String: StoredRecord] = [:]
-    var approvals: [PendingApproval] = []
-    var applied: [String: Int] = [:]
+    /// By ``StoredRecord/storageKey``, compared byte for byte.
+    var records = SnapshotDictionary<ExactString, StoredRecord>()
+    /// By number, 1 for `apr-1`.
+    var approvals = SnapshotDictionary<Int, PendingApproval>()
+    /// By `Idempotency-Key`, compared byte for byte.
+    var applied = SnapshotDictionary<ExactString, Int>()
 }
 
 /// ``ServerStorage`` in memory: gone when the server stops.
@@ -21,7 +28,7 @@ final class MemoryServerStorage: ServerStorage {
         let txn: InMemoryClaimStore<ServerState>.Transaction
 
         func putNextRevision(type: String, businessID: String, id: String, key: String, body: Data) -> Int {
-            let storageKey = StoredRecord.storageKey(type: type, businessID: businessID, id: id)
+            let storageKey = ExactString(StoredRecord.storageKey(type: type, businessID: businessID, id: id))
             let revision = (txn.records.records[storageKey]?.revision ?? 0) + 1
             txn.records.records[storageKey] = StoredRecord(
                 type: type, businessID: businessID, id: id, revision: revision, idempotencyKey: key, body: body)
@@ -29,22 +36,23 @@ final class MemoryServerStorage: ServerStorage {
         }
 
         func addApproval(type: String, businessID: String, key: String, body: Data) -> String {
-            let requestID = PendingApproval.requestID(txn.records.approvals.count + 1)
-            txn.records.approvals.append(PendingApproval(
-                requestID: requestID, type: type, businessID: businessID, idempotencyKey: key, body: body))
+            let number = txn.records.approvals.count + 1
+            let requestID = PendingApproval.requestID(number)
+            txn.records.approvals[number] = PendingApproval(
+                requestID: requestID, type: type, businessID: businessID, idempotencyKey: key, body: body)
             return requestID
         }
 
         func countApplied(key: String) {
-            txn.records.applied[key, default: 0] += 1
+            txn.records.applied[ExactString(key), default: 0] += 1
         }
 
         func lockedRecord(type: String, businessID: String, id: String) -> StoredRecord? {
-            txn.records.records[StoredRecord.storageKey(type: type, businessID: businessID, id: id)]
+            txn.records.records[ExactString(StoredRecord.storageKey(type: type, businessID: businessID, id: id))]
         }
 
         func replaceRecord(_ record: StoredRecord) {
-            txn.records.records[record.storageKey] = record
+            txn.records.records[ExactString(record.storageKey)] = record
         }
     }
 
@@ -62,16 +70,16 @@ final class MemoryServerStorage: ServerStorage {
         try claims.handle(scope: scope, key: key, body: body, whileClaimed: whileClaimed, write: write) { Transaction(txn: $0) }
     }
 
-    func appliedCounts() -> [String: Int] {
-        store.records().applied
+    func appliedCounts() -> AppliedCounts {
+        AppliedCounts(store.records().applied.entries.map { (key: $0.key.string, count: $0.value) })
     }
 
     func records() -> [StoredRecord] {
-        store.records().records.sorted { $0.key < $1.key }.map(\.value)
+        store.records().records.entries.sorted { $0.key < $1.key }.map(\.value)
     }
 
     func approvals() -> [PendingApproval] {
-        store.records().approvals
+        store.records().approvals.entries.sorted { $0.key < $1.key }.map(\.value)
     }
 
     func reset() {

@@ -121,13 +121,13 @@ final class PostgresServerStorage: ServerStorage {
         try claims.handle(scope: scope, key: key, body: body, whileClaimed: whileClaimed, write: write) { Transaction(txn: $0) }
     }
 
-    func appliedCounts() throws -> [String: Int] {
+    func appliedCounts() throws -> AppliedCounts {
         try pool.withConnection { connection in
-            var counts: [String: Int] = [:]
+            var counts: [(key: String, count: Int)] = []
             for row in try connection.execute("SELECT key, count FROM test_server_applied") {
-                counts[try row.text(0)] = Int(try row.int32(1))
+                counts.append((try row.text(0), Int(try row.int32(1))))
             }
-            return counts
+            return AppliedCounts(counts)
         }
     }
 

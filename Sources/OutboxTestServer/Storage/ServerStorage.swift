@@ -36,8 +36,8 @@ protocol ServerStorage: Sendable {
     /// another device, as far as the client can tell). Returning commits; throwing rolls back.
     func transaction<R>(_ body: (any ServerTransaction) throws -> R) throws -> R
 
-    /// How many effects were applied per `Idempotency-Key`.
-    func appliedCounts() throws -> [String: Int]
+    /// How many effects were applied per `Idempotency-Key`, keys byte for byte.
+    func appliedCounts() throws -> AppliedCounts
     /// The records, sorted by type, business and id.
     func records() throws -> [StoredRecord]
     /// The pending approvals, in the order created.

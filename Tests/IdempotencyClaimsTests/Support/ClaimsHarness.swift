@@ -47,7 +47,8 @@ final class ClaimsHarness: Sendable {
     private let putClaim: @Sendable (ClaimID, ClaimRecord) throws -> Void
     private let insertIfAbsent: @Sendable (ClaimID, ClaimRecord) throws -> ClaimRecord?
     private let purge: @Sendable (_ limit: Int, _ all: Bool) throws -> Int
-    private let readEffects: @Sendable () throws -> [String: Int]
+    /// Effects by "business/type/key", compared byte for byte.
+    private let readEffects: @Sendable () throws -> [ExactString: Int]
     private let close: @Sendable () -> Void
 
     /// A harness over one store; `commitFault` forces LMDB commit failures. A PostgreSQL harness
@@ -60,13 +61,13 @@ final class ClaimsHarness: Sendable {
     ) throws -> ClaimsHarness {
         switch backend {
         case .memory:
-            let store = InMemoryClaimStore(records: [String: Int]())
+            let store = InMemoryClaimStore(records: [ExactString: Int]())
             return ClaimsHarness(
                 claims: IdempotencyClaims(store: store, policy: policy, clock: clock),
                 clock: clock,
                 bump: { txn, key in
-                    let count = txn.records[key, default: 0] + 1
-                    txn.records[key] = count
+                    let count = txn.records[ExactString(key), default: 0] + 1
+                    txn.records[ExactString(key)] = count
                     return count
                 },
                 effects: { store.records() },
@@ -90,9 +91,9 @@ final class ClaimsHarness: Sendable {
                 },
                 effects: {
                     try environment.read { txn in
-                        var counts: [String: Int] = [:]
+                        var counts: [ExactString: Int] = [:]
                         try txn.scan(effects) { key, value in
-                            counts[String(decoding: key, as: UTF8.self)] = decodeCount(Array(value))
+                            counts[ExactString(String(decoding: key, as: UTF8.self))] = decodeCount(Array(value))
                             return .next
                         }
                         return counts
@@ -118,9 +119,9 @@ final class ClaimsHarness: Sendable {
                 },
                 effects: {
                     try pool.withConnection { connection in
-                        var counts: [String: Int] = [:]
+                        var counts: [ExactString: Int] = [:]
                         for row in try connection.execute("SELECT key, count FROM effects") {
-                            counts[try row.text(0)] = Int(try row.int32(1))
+                            counts[ExactString(try row.text(0))] = Int(try row.int32(1))
                         }
                         return counts
                     }
@@ -136,7 +137,7 @@ final class ClaimsHarness: Sendable {
         claims: IdempotencyClaims<Store>,
         clock: ManualClaimClock,
         bump: @escaping @Sendable (Store.Transaction, String) throws -> Int,
-        effects: @escaping @Sendable () throws -> [String: Int],
+        effects: @escaping @Sendable () throws -> [ExactString: Int],
         close: @escaping @Sendable () -> Void
     ) {
         self.clock = clock
@@ -227,7 +228,7 @@ final class ClaimsHarness: Sendable {
 
     /// How many times the write committed for `key` in the harness's scope (or `scope`).
     func effects(_ key: String, scope: ClaimScope? = nil) throws -> Int {
-        try readEffects()["\(scope ?? self.scope)/\(key)"] ?? 0
+        try readEffects()[ExactString("\(scope ?? self.scope)/\(key)")] ?? 0
     }
 
     func totalEffects() throws -> Int {

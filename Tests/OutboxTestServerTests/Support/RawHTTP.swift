@@ -1,4 +1,5 @@
 import Foundation
+import OutboxTestServer
 
 #if canImport(Glibc)
 import Glibc
@@ -192,4 +193,18 @@ func request(
     if close { text += "Connection: close\r\n" }
     text += "Content-Length: \(body.utf8.count)\r\n\r\n" + body
     return text
+}
+
+extension RawResponse {
+    /// `GET /_control/applied`'s answer, `{"applied":[{"count":n,"key":"..."}, ...]}`, as counts
+    /// by key compared byte for byte; `nil` when the body is not that shape.
+    var appliedCounts: AppliedCounts? {
+        guard let entries = json?["applied"] as? [[String: Any]] else { return nil }
+        var counts: [(key: String, count: Int)] = []
+        for entry in entries {
+            guard let key = entry["key"] as? String, let count = entry["count"] as? Int else { return nil }
+            counts.append((key, count))
+        }
+        return AppliedCounts(counts)
+    }
 }

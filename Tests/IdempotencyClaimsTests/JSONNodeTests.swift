@@ -1,0 +1,95 @@
+import OutboxWire
+import Testing
+
+private func read(_ text: String) throws(JSONReadError) -> JSONNode {
+    try JSONNode.read(Array(text.utf8))
+}
+
+private func problem(_ text: String) -> JSONReadError? {
+    problem(Array(text.utf8))
+}
+
+private func problem(_ bytes: [UInt8]) -> JSONReadError? {
+    do throws(JSONReadError) {
+        _ = try JSONNode.read(bytes)
+        return nil
+    } catch {
+        return error
+    }
+}
+
+/// The strict reader the server half checks JSON with: every member kept, strings exact, every
+/// problem named by its path.
+@Suite("Reading JSON strictly")
+struct JSONNodeTests {
+    @Test func aDocumentIsReadWithItsMembersInOrderAndNumbersAsWritten() throws {
+        let node = try read(#" {"id":"p-1","n":[1,-0.5,1e400,true,null,{}],"id":"p-2"} "#)
+        guard case .object(let members) = node else {
+            Issue.record("not an object")
+            return
+        }
+        #expect(members.map(\.name) == ["id", "n", "id"], "a name written twice is kept twice")
+        #expect(node.members(named: "id") == [.string("p-1"), .string("p-2")])
+        #expect(node.member("id") == nil, "ambiguous")
+        #expect(node.member("n") == .array([.number("1"), .number("-0.5"), .number("1e400"), .bool(true), .null, .object([])]))
+    }
+
+    @Test func stringsKeepTheirCharactersExactlyAndEscapesDecode() throws {
+        #expect(try read(#""caf\u00e9""#) == .string("caf\u{E9}"))
+        #expect(try read(#""cafe\u0301""#) == .string("cafe\u{301}"))
+        #expect(try read(#""caf\u00e9""#) != read(#""cafe\u0301""#), "NFC and NFD are two strings")
+        #expect(try read(#""\ud83d\ude00 \"\\\/\b\f\n\r\t\u0000""#) == .string("\u{1F600} \"\\/\u{8}\u{C}\n\r\t\u{0}"))
+    }
+
+    @Test(arguments: [
+        (#"{"id":"\ud800"}"#, "id", 0xD800),
+        (#"{"a":{"b":["x","\udc00"]}}"#, "a.b[1]", 0xDC00),
+        (#"{"id":"\ud800\u0041"}"#, "id", 0xD800),
+        (#"{"id":"\ud800\ud800"}"#, "id", 0xD800),
+        (#"{"id":"\ud800"#, "id", 0xD800),
+    ] as [(String, String, Int)])
+    func halfASurrogatePairIsRefusedNamingItsPath(_ text: String, _ path: String, _ unit: Int) throws {
+        let error = try #require(problem(text))
+        #expect(error.problem == .loneSurrogate(UInt32(unit)))
+        #expect(error.path.description == path)
+        #expect(error.message().hasPrefix("\(path) holds \\u\(String(unit, radix: 16, uppercase: true))"), "\(error.message())")
+    }
+
+    @Test func aSurrogateInAMemberNameIsNamedAsAName() throws {
+        let error = try #require(problem(#"{"a":{"\udfff":1}}"#))
+        #expect(error.inName && error.path.description == "a")
+        #expect(error.message().hasPrefix("a member name in a holds"))
+    }
+
+    @Test func bytesThatAreNotUTF8AreRefused() throws {
+        let error = try #require(problem(Array(#"{"k":"a"#.utf8) + [0xC3, 0x28] + Array(#""}"#.utf8)))
+        #expect(error.problem == .notUTF8 && error.path.description == "k")
+    }
+
+    @Test(arguments: [
+        "", "{", "[1,]", #"{"a" 1}"#, "01", "1.", "-", "1e", "+1", ".5", "tru", "nul", #""a"#, "\"\t\"", #""\x""#, #""\u12""#,
+        "1 2", #"{"a":1,}"#, "NaN", "Infinity",
+    ])
+    func whatIsNotJSONIsRefusedWithItsPlace(_ text: String) {
+        guard let error = problem(text), case .syntax = error.problem else {
+            Issue.record("\(text) was read")
+            return
+        }
+        #expect(error.message().contains("at byte"))
+    }
+
+    @Test func nestingIsBounded() throws {
+        let deep = String(repeating: "[", count: JSONNode.maxDepth + 1) + String(repeating: "]", count: JSONNode.maxDepth + 1)
+        #expect(problem(deep)?.problem == .tooDeep)
+        let allowed = String(repeating: "[", count: JSONNode.maxDepth) + String(repeating: "]", count: JSONNode.maxDepth)
+        #expect(problem(allowed) == nil)
+    }
+
+    @Test func pathsNameMembersAndIndexesAndQuoteWhatIsNotPlain() {
+        let path = JSONPath.root.member("operations").index(3).member("payload").member("a b").member("x\"\u{1}")
+        #expect(path.description == #"operations[3].payload["a b"]["x\"\u{01}"]"#)
+        let error = problem(#"{"id":"\ud800"}"#)
+        #expect(error?.message(at: JSONPath.root.member("operations").index(0).member("payload"))
+            .hasPrefix("operations[0].payload.id holds") == true)
+    }
+}
