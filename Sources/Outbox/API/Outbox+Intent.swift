@@ -28,14 +28,16 @@ extension Outbox {
     /// - Throws: ``OutboxError/illegalTransition(operation:status:event:reason:)`` for another
     ///   status; ``OutboxError/invalidRequest(field:problem:)`` for a payload that is not valid;
     ///   ``OutboxError/operationNotFound(_:)``.
+    /// - Parameter changing: the records the correction changes; `nil` (the default) keeps the
+    ///   old row's changes, which move to the new operation.
     @discardableResult
-    public func revise(_ id: OperationID, payload: Data) async throws -> OperationID {
+    public func revise(_ id: OperationID, payload: Data, changing: [RecordChange]? = nil) async throws -> OperationID {
         let old = try await standingRequest(id)
         var request = old.request
         request.payload = payload
         request.operationID = nil
         if old.state.status == .conflicted { request.baseRevision = old.state.serverRevision ?? request.baseRevision }
-        return try await supersede(old.state, with: request, reason: .revised)
+        return try await supersede(old.state, with: request, reason: .revised, changing: changing)
     }
 
     /// Resolves a conflicted row: keeping the server's version discards it (with that reason);
@@ -49,8 +51,10 @@ extension Outbox {
     /// - Returns: the new operation's id when the member's version is kept; `nil` for the server's.
     /// - Throws: ``OutboxError/illegalTransition(operation:status:event:reason:)`` unless the row is
     ///   conflicted; ``OutboxError/operationNotFound(_:)``.
+    /// - Parameter changing: for the member's version, the records it changes; `nil` (the
+    ///   default) keeps the conflicted row's changes, which move to the new operation.
     @discardableResult
-    public func resolveConflict(_ id: OperationID, keeping choice: ConflictChoice) async throws -> OperationID? {
+    public func resolveConflict(_ id: OperationID, keeping choice: ConflictChoice, changing: [RecordChange]? = nil) async throws -> OperationID? {
         switch choice {
         case .theirs:
             guard let state = try operationState(id) else { throw OutboxError.operationNotFound(id) }
@@ -69,8 +73,8 @@ extension Outbox {
             var request = old.request
             request.payload = payload
             request.operationID = nil
-            request.baseRevision = baseRevision
-            return try await supersede(old.state, with: request, reason: .resolvedMine)
+            request.baseRevision = request.revisionFrom == nil ? baseRevision : nil
+            return try await supersede(old.state, with: request, reason: .resolvedMine, changing: changing)
         }
     }
 
@@ -107,15 +111,18 @@ extension Outbox {
 
     /// Appends, as one unit, `old`'s `superseded` and the `enqueued` of the operation that takes
     /// its place in its lane; the fold refuses it unless `old`'s status allows it.
-    func supersede(_ old: OperationState, with request: OutboxRequest, reason: SupersedeReason) async throws -> OperationID {
+    /// - Parameter changing: the new operation's record changes; `nil` moves `old`'s to it.
+    func supersede(_ old: OperationState, with request: OutboxRequest, reason: SupersedeReason,
+                   changing: [RecordChange]? = nil) async throws -> OperationID {
         try ensureOpen()
         try request.validate(maxPayloadBytes: configuration.maxPayloadBytes)
-        try await room.ensureRoom(forPayloadBytes: request.payload.count)
+        let writes = try changing.map { try recordWrites($0, for: request) } ?? inheritedChanges(of: old)
+        try await room.ensureRoom(forPayloadBytes: request.payload.count + writes.reduce(0) { $0 + ($1.value?.count ?? 0) })
         let id = configuration.operationIDSource?() ?? OperationID()
         let supersedes = Supersession(operation: old.id, reason: reason, laneSeq: old.laneSeq)
         _ = try await room.append([
             JournalStore.Draft(operationID: old.id, body: .superseded(Superseded(by: id, reason: reason))),
-            JournalStore.Draft(operationID: id, body: .enqueued(enqueuedBody(request, id: id, supersedes: supersedes))),
+            JournalStore.Draft(operationID: id, body: .enqueued(enqueuedBody(request, id: id, supersedes: supersedes, changes: writes))),
         ], whenFull: .compactOnce)
         log.log(.info, "row superseded", [
             EngineLog.Key.operation: .string(old.id.description),
@@ -127,10 +134,17 @@ extension Outbox {
     }
 
     /// The `enqueued` body of `request` under `id`, sealed when the journal is encrypted.
-    func enqueuedBody(_ request: OutboxRequest, id: OperationID, supersedes: Supersession? = nil) -> Enqueued {
-        Enqueued(
+    func enqueuedBody(_ request: OutboxRequest, id: OperationID, supersedes: Supersession? = nil, changes: [RecordWrite] = []) -> Enqueued {
+        let sealing = store.schema.sealing.sealing
+        return Enqueued(
             request: request, requestHash: SHA256Digest(of: request.payload), account: configuration.account,
-            sealed: store.schema.sealing.sealing?.seal(request, id: id), supersedes: supersedes
+            sealed: sealing?.seal(request, id: id), supersedes: supersedes,
+            changes: changes.map { write in
+                guard let sealing, let value = write.value else { return write }
+                var sealed = write
+                sealed.sealedValue = sealing.sealRecordValue(value, id: id, key: write.key)
+                return sealed
+            }
         )
     }
 

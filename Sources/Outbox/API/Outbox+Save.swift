@@ -48,8 +48,15 @@ extension Outbox {
     /// on that is not synced yet, waits its turn in the queue.
     /// - Throws: as ``enqueue(_:)``: nothing was saved.
     public func save(_ request: OutboxRequest) async throws -> SaveResult {
+        try await save(request, changing: [])
+    }
+
+    /// Queues a write with the member's record changes (one commit, as
+    /// ``enqueue(_:changing:)``), then sends it at once. A refused write rolls its changes back:
+    /// the record's view is the base again, and it says why.
+    public func save(_ request: OutboxRequest, changing changes: [RecordChange]) async throws -> SaveResult {
         let id: OperationID
-        switch try await appendIntent(request) {
+        switch try await appendIntent(request, changing: changes) {
         case .new(let new): id = new
         case .existing(let snapshot): return .alreadySaved(snapshot)
         }

@@ -16,7 +16,23 @@ extension Outbox {
     ///   ``OutboxError/onlineOnly(operationType:)``, ``OutboxError/storageFull(limitBytes:)``
     ///   (nothing was saved), ``OutboxError/closed``.
     public func enqueue(_ request: OutboxRequest) async throws -> OperationID {
-        switch try await appendIntent(request) {
+        try await enqueue(request, changing: [])
+    }
+
+    /// Queues a write and, in the same commit, the member's record changes it sends: both are
+    /// durable when it returns, or neither is.
+    ///
+    /// ```swift
+    /// let key = RecordKey(business: "pharmacy-7", type: "product", id: "7d0c3a52")
+    /// try await outbox.enqueue(request, changing: [.put(key, Data(#"{"name":"Antiseptic 500 ml","price":13.5}"#.utf8))])
+    /// try outbox.record(key)?.value   // the member's price, "waiting for internet"
+    /// ```
+    ///
+    /// The write is sent after every earlier unsettled write of each record it changes.
+    /// - Throws: as ``enqueue(_:)``, and ``OutboxError/invalidRequest(field:problem:)`` for a
+    ///   change that cannot be kept (see `Docs/records.md`): neither the write nor a change lands.
+    public func enqueue(_ request: OutboxRequest, changing changes: [RecordChange]) async throws -> OperationID {
+        switch try await appendIntent(request, changing: changes) {
         case .new(let id):
             await worker.becameDue(at: configuration.clock.now(), because: .enqueued)
             await compactIfDue()
@@ -49,23 +65,26 @@ extension Outbox {
     /// Validates and appends the `enqueued` event; returns once durable. A request whose
     /// ``OutboxRequest/operationID`` was saved before is that operation, and nothing is written;
     /// a coalescing type replaces the entity lane's last row of its type when it was never sent.
-    func appendIntent(_ request: OutboxRequest, coalescing: Bool = true) async throws -> EnqueueOutcome {
+    func appendIntent(_ request: OutboxRequest, changing changes: [RecordChange] = [], coalescing: Bool = true) async throws -> EnqueueOutcome {
         try ensureOpen()
         try checkPolicy(of: request.operationType)
         try request.validate(maxPayloadBytes: configuration.maxPayloadBytes)
+        var writes = try recordWrites(changes, for: request)
         if let id = request.operationID, let existing = try existingIntent(id, request) { return .existing(existing) }
         for dependency in request.dependsOn where try operationState(dependency) == nil {
             throw OutboxError.invalidRequest(field: "dependsOn", problem: "names \(dependency), which is not in this journal: enqueue the write it depends on first")
         }
-        try await room.ensureRoom(forPayloadBytes: request.payload.count)
+        try await room.ensureRoom(forPayloadBytes: request.payload.count + writes.reduce(0) { $0 + ($1.value?.count ?? 0) })
         let id = request.operationID ?? configuration.operationIDSource?() ?? OperationID()
         var unit: [JournalStore.Draft] = []
         var supersedes: Supersession?
         if coalescing, let replaced = try coalescedRow(for: request) {
             supersedes = Supersession(operation: replaced.id, reason: .coalesced, laneSeq: replaced.laneSeq)
+            // The replaced row's changes move to the write that replaces it, unless it names its own.
+            if writes.isEmpty { writes = try inheritedChanges(of: replaced) }
             unit.append(JournalStore.Draft(operationID: replaced.id, body: .superseded(Superseded(by: id, reason: .coalesced))))
         }
-        unit.append(JournalStore.Draft(operationID: id, body: .enqueued(enqueuedBody(request, id: id, supersedes: supersedes))))
+        unit.append(JournalStore.Draft(operationID: id, body: .enqueued(enqueuedBody(request, id: id, supersedes: supersedes, changes: writes))))
         let events: [JournalEvent]
         do {
             // A file found full (its free pages still held by readers) gets one compaction first.
@@ -73,7 +92,7 @@ extension Outbox {
         } catch OutboxError.illegalTransition(let operation, _, .superseded, _) where operation != id {
             // The row to coalesce was started meanwhile (the worker got there first): once
             // attempted it is never replaced, so the write is queued after it instead.
-            return try await appendIntent(request, coalescing: false)
+            return try await appendIntent(request, changing: changes, coalescing: false)
         } catch OutboxError.illegalTransition(let operation, _, .enqueued, _) where operation == id {
             // Saved meanwhile by another call with the same id (a double tap on two threads).
             if let existing = try existingIntent(id, request) { return .existing(existing) }

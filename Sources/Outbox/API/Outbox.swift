@@ -80,7 +80,7 @@ public final class Outbox: Sendable {
                 account: configuration.account
             )
         )
-        let broadcaster = ChangeBroadcaster()
+        let broadcaster = ChangeBroadcaster { [store] events in (try? store.recordsTouched(by: events)) ?? [] }
         self.store = store
         self.broadcaster = broadcaster
         let writer = JournalWriter(store: store, clock: configuration.clock) { events in

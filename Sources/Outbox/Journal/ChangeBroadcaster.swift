@@ -10,18 +10,23 @@ public struct OutboxChange: Sendable, Equatable {
     public var operations: Set<OperationID>
     /// The kinds of event it appended.
     public var kinds: Set<JournalEventKind>
+    /// The member's records whose view it may have changed: those its writes changed (any change
+    /// of their status moves the view), confirmed, wrote locally or acknowledged.
+    public var records: Set<RecordKey>
 
-    public init(seqs: ClosedRange<JournalSequence>, operations: Set<OperationID>, kinds: Set<JournalEventKind>) {
+    public init(seqs: ClosedRange<JournalSequence>, operations: Set<OperationID>, kinds: Set<JournalEventKind>, records: Set<RecordKey> = []) {
         self.seqs = seqs
         self.operations = operations
         self.kinds = kinds
+        self.records = records
     }
 
-    init?(events: [JournalEvent]) {
+    init?(events: [JournalEvent], records: Set<RecordKey>) {
         guard let first = events.first?.seq, let last = events.last?.seq else { return nil }
         self.seqs = first...last
         self.operations = Set(events.compactMap(\.operationID))
         self.kinds = Set(events.map(\.kind))
+        self.records = records
     }
 }
 
@@ -35,6 +40,13 @@ final class ChangeBroadcaster: Sendable {
 
     private let subscribers = Mutex(Subscribers())
     private let nextID = Atomic<Int>(0)
+    /// The records a commit's events may have changed (read once per commit, only when someone
+    /// listens).
+    private let recordsTouched: @Sendable ([JournalEvent]) -> Set<RecordKey>
+
+    init(recordsTouched: @escaping @Sendable ([JournalEvent]) -> Set<RecordKey> = { _ in [] }) {
+        self.recordsTouched = recordsTouched
+    }
 
     func subscribe() -> AsyncStream<OutboxChange> {
         let (stream, continuation) = AsyncStream.makeStream(of: OutboxChange.self)
@@ -57,7 +69,7 @@ final class ChangeBroadcaster: Sendable {
     func publish(_ events: [JournalEvent]) {
         let continuations = subscribers.withLock { $0.streams.isEmpty ? [] : Array($0.streams.values) }
         // Nobody listening: the change is not even built.
-        guard !continuations.isEmpty, let change = OutboxChange(events: events) else { return }
+        guard !continuations.isEmpty, let change = OutboxChange(events: events, records: recordsTouched(events)) else { return }
         for continuation in continuations {
             continuation.yield(change)
         }

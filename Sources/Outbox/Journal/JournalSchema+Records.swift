@@ -71,3 +71,149 @@ extension JournalSchema {
         return enqueued.changes.first { $0.key == key }
     }
 }
+
+// MARK: The member's view
+
+extension JournalSchema {
+    /// The member's view of `key` in one snapshot: its base (or local value), and every write
+    /// whose change it may show, with their states. `nil` when the journal holds nothing of it.
+    func record(_ key: RecordKey, policy: RecordTypePolicy, in txn: borrowing LMDBTransaction) throws -> LocalRecord? {
+        let stored: RecordView.Stored
+        if policy.isLocalOnly {
+            let local = try localRecord(key, in: txn)
+            stored = RecordView.Stored(base: nil, value: local?.value, schemaVersion: local?.schemaVersion)
+        } else {
+            let entry = try serverBase(key, in: txn)
+            let base = entry.map { ServerBase(value: $0.value, revision: $0.revision, learntAt: $0.learntAt, seq: $0.seq) }
+            stored = RecordView.Stored(base: base, value: entry?.value, schemaVersion: entry?.schemaVersion)
+        }
+        var writes: [RecordView.Write] = []
+        for id in try recordWriteIDs(key, in: txn) {
+            guard let state = try state(id, in: txn) else {
+                throw OutboxError.projectionCorrupt(reason: "record \(key) lists operation \(id), which the journal does not hold")
+            }
+            writes.append(RecordView.Write(state: state, change: try recordChange(key, of: state, in: txn)))
+        }
+        guard stored.base != nil || stored.value != nil || !writes.isEmpty else { return nil }
+        return RecordView.view(key, stored: stored, isLocalOnly: policy.isLocalOnly, writes: writes,
+                               schemaVersion: policy.schemaVersion, upgrade: policy.upgrade)
+    }
+
+    /// The records of one business and type in the order of their ids' bytes, after `after`: the
+    /// member's view of each, pending creates included, records deleted in the view left out.
+    /// - Returns: at most `limit` records, and whether more may follow.
+    func records(business: String, type: String, after: String?, limit: Int, policy: RecordTypePolicy,
+                 in txn: borrowing LMDBTransaction) throws -> (records: [LocalRecord], more: Bool) {
+        let scope = RecordKey.scopeBytes(business: business, type: type)
+        // The first key past `after`: the id's bytes and one byte more than the terminator.
+        let start = after.map { scope + Array($0.utf8) + [1] }
+        var found: [LocalRecord] = []
+        var more = false
+        var ids = RecordIDMerge()
+        let stores = policy.isLocalOnly ? localRecords : base
+        var storeIDs: [String] = []
+        var writeIDs: [String] = []
+        // Both sides in id order, a bounded batch at a time, merged.
+        var storeFrom = start, writeFrom = start
+        var storeDone = false, writeDone = false
+        while !more {
+            if storeIDs.isEmpty, !storeDone {
+                (storeIDs, storeFrom, storeDone) = try Self.nextIDs(stores, scope: scope, from: storeFrom, in: txn)
+            }
+            if writeIDs.isEmpty, !writeDone, !policy.isLocalOnly {
+                (writeIDs, writeFrom, writeDone) = try Self.nextIDs(recordWrites, scope: scope, from: writeFrom, in: txn)
+            } else if policy.isLocalOnly {
+                writeDone = true
+            }
+            guard let id = ids.next(&storeIDs, &writeIDs) else {
+                if storeDone && (writeDone || policy.isLocalOnly) { break }
+                continue
+            }
+            let key = RecordKey(business: business, type: type, id: id)
+            guard let record = try record(key, policy: policy, in: txn), record.value != nil else { continue }
+            if found.count == limit {
+                more = true
+            } else {
+                found.append(record)
+            }
+        }
+        return (found, more)
+    }
+
+    /// The next ids (distinct, in order) of a record table within `scope`, from `start`, up to a
+    /// batch; where to go on from, and whether the table is done.
+    private static func nextIDs<K, V>(_ table: LMDBTable<K, V>, scope: [UInt8], from start: [UInt8]?,
+                                      in txn: borrowing LMDBTransaction) throws -> ([String], [UInt8]?, Bool) {
+        var ids: [String] = []
+        var last: [UInt8]?
+        var done = true
+        try txn.scan(table, leading: scope, from: start) { entry in
+            guard let (key, count) = RecordKey.read(entry.keyBytes) else { throw LMDBCodecError(reason: "a damaged record key") }
+            let keyBytes = Array(entry.keyBytes.prefix(count))
+            if ids.last != key.id { ids.append(key.id) }
+            last = keyBytes
+            if ids.count >= 64 {
+                done = false
+                return .stop
+            }
+            return .next
+        }
+        // Go on past the last id seen: its bytes, then one more than its terminator.
+        let next = last.map { Array($0.dropLast()) + [1] }
+        return (ids, next, done)
+    }
+}
+
+/// Merges two ascending lists of ids (by their bytes) into one without repeats.
+private struct RecordIDMerge {
+    private var last: String?
+
+    mutating func next(_ left: inout [String], _ right: inout [String]) -> String? {
+        while true {
+            let candidate: String
+            switch (left.first, right.first) {
+            case (nil, nil): return nil
+            case (let a?, nil): candidate = a; left.removeFirst()
+            case (nil, let b?): candidate = b; right.removeFirst()
+            case (let a?, let b?):
+                if Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8)) {
+                    candidate = a; left.removeFirst()
+                } else if Array(b.utf8).lexicographicallyPrecedes(Array(a.utf8)) {
+                    candidate = b; right.removeFirst()
+                } else {
+                    candidate = a; left.removeFirst(); right.removeFirst()
+                }
+            }
+            if let last, last.utf8.elementsEqual(candidate.utf8) { continue }
+            last = candidate
+            return candidate
+        }
+    }
+}
+
+extension JournalStore {
+    /// The records whose view `events` (just committed) may have changed: the records of every
+    /// write they touch, and those they confirm, write locally or acknowledge.
+    func recordsTouched(by events: [JournalEvent]) throws(OutboxError) -> Set<RecordKey> {
+        var keys = Set<RecordKey>()
+        var operations = Set<OperationID>()
+        for event in events {
+            switch event.body {
+            case .enqueued(let enqueued): keys.formUnion(enqueued.changes.map(\.key))
+            case .attemptFinished(let finished): keys.formUnion(finished.confirmations.map(\.key))
+            case .recordsWritten(let written): keys.formUnion(written.writes.map(\.key))
+            case .rollbackAcknowledged(let acknowledged): keys.insert(acknowledged.key)
+            default: break
+            }
+            if let id = event.operationID, event.kind != .enqueued { operations.insert(id) }
+        }
+        guard !operations.isEmpty else { return keys }
+        let schema = self.schema
+        return try read { txn in
+            for id in operations {
+                if let state = try schema.state(id, in: txn) { keys.formUnion(state.records) }
+            }
+            return keys
+        }
+    }
+}

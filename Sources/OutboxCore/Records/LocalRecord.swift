@@ -64,6 +64,12 @@ public struct RecordSync: Sendable, Equatable {
         /// `queued`, `syncing`, `pending_approval` or `conflicted`.
         public var status: OutboxStatus
         public var deletes: Bool
+
+        public init(operation: OperationID, status: OutboxStatus, deletes: Bool) {
+            self.operation = operation
+            self.status = status
+            self.deletes = deletes
+        }
     }
 
     /// The server holds a newer revision than the change was made on: the member decides.
@@ -73,6 +79,12 @@ public struct RecordSync: Sendable, Equatable {
         /// or not sent).
         public var serverRevision: String?
         public var serverValue: Data?
+
+        public init(operation: OperationID, serverRevision: String?, serverValue: Data?) {
+            self.operation = operation
+            self.serverRevision = serverRevision
+            self.serverValue = serverValue
+        }
     }
 
     /// A change the server refused or a person dropped: the member's view is the base again.
@@ -83,6 +95,13 @@ public struct RecordSync: Sendable, Equatable {
         /// The server's code and message (or the engine's, for a discard).
         public var code: String
         public var message: String
+
+        public init(operation: OperationID, status: OutboxStatus, code: String, message: String) {
+            self.operation = operation
+            self.status = status
+            self.code = code
+            self.message = message
+        }
     }
 
     /// The member's changes not yet confirmed, in order.

@@ -1,0 +1,22 @@
+import Foundation
+import OutboxCore
+import OutboxStorage
+
+/// The member's records, each read in one snapshot.
+extension JournalQueries {
+    func record(_ key: RecordKey, policy: RecordTypePolicy) throws(OutboxError) -> LocalRecord? {
+        let schema = self.schema
+        return try read { txn in try schema.record(key, policy: policy, in: txn) }
+    }
+
+    func records(_ query: RecordQuery, policy: RecordTypePolicy) throws(OutboxError) -> RecordPage {
+        guard (1...RecordQuery.maxLimit).contains(query.limit) else {
+            throw .invalidRequest(field: "limit", problem: "must be within 1...\(RecordQuery.maxLimit), not \(query.limit)")
+        }
+        let schema = self.schema
+        let (records, more) = try read { txn in
+            try schema.records(business: query.business, type: query.type, after: query.after, limit: query.limit, policy: policy, in: txn)
+        }
+        return RecordPage(records: records, nextAfter: more ? records.last?.key.id : nil)
+    }
+}
