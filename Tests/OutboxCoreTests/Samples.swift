@@ -6,6 +6,7 @@ import OutboxCrypto
 enum Samples {
     static let moment = Date(timeIntervalSince1970: 1_800_000_000.125)
     static let id = OperationID("E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!
+    static let record = RecordKey(business: "pharmacy-7", type: "product", id: "7d0c3a52")
 
     static func request(entityID: String? = "product-1") -> OutboxRequest {
         OutboxRequest(
@@ -99,6 +100,24 @@ enum Samples {
                                    account: "member-1"
                                )),
         ])),
+        // Format 3: the member's records.
+        .enqueued(Enqueued(
+            request: { var edit = Samples.request(); edit.revisionFrom = record; return edit }(),
+            requestHash: SHA256Digest(of: Samples.request().payload), account: "member-42",
+            changes: [RecordWrite(key: record, value: Data(#"{"price":13.5}"#.utf8), schemaVersion: 2),
+                      RecordWrite(key: RecordKey(business: "pharmacy-7", type: "product", id: "p-2"), value: nil, schemaVersion: 1)]
+        )),
+        .attemptStarted(AttemptStarted(attempt: AttemptNumber(rawValue: 2), trigger: .timer, sentRevision: "7")),
+        .attemptFinished({
+            var finished = AttemptFinished(attempt: AttemptNumber(rawValue: 2), Classification(outcome: .response(statusCode: 200), disposition: .accepted), nextAttemptAt: nil)
+            finished.confirmations = [RecordConfirmation(key: record, revision: 8, valueHash: SHA256Digest(of: Data("{}".utf8)), source: .answer),
+                                      RecordConfirmation(key: record, revision: 9, valueHash: nil, source: .written)]
+            return finished
+        }()),
+        .heldOnRollback(HeldOnRollback(builtOn: id)),
+        .rollbackAcknowledged(RollbackAcknowledged(key: record)),
+        .recordsWritten(RecordsWritten(writes: [RecordWrite(key: RecordKey(business: "pharmacy-7", type: "draft", id: "f-1"), value: nil, valueHash: SHA256Digest(of: Data("{}".utf8)), schemaVersion: 1, sealedValue: nil)])),
+        .recordBaseDropped(RecordBaseDropped(business: "pharmacy-7", type: "product", schemaVersion: 3)),
     ]
 
     static func events() -> [JournalEvent] {

@@ -178,8 +178,10 @@ public enum HelpText {
           --to <seq>          stop at this seq (included)
           --kind <k,...>      only these kinds: enqueued, attemptStarted, attemptFinished,
                               attemptAbandoned, withdrawn, requeued, discarded, approvalDecided,
-                              superseded, rebased, dependencyEnded, sessionPaused,
-                              sessionResumed, sessionChanged, journalOpened, compacted
+                              superseded, rebased, dependencyEnded, heldOnRollback,
+                              rollbackAcknowledged, sessionPaused, sessionResumed,
+                              sessionChanged, journalOpened, compacted, recordsWritten,
+                              recordBaseDropped
           --type <t,...>      only events of operations of these types
           --operation <id>    only the events of this operation (a prefix is enough); for a
                               compacted one, the compacted event that removed them

@@ -136,6 +136,25 @@ public final class JournalReader: Sendable {
         try queries.engineState()
     }
 
+    // MARK: Records
+
+    /// The member's view of one record, its server base and its sync state (a synced type of
+    /// schema version 1 unless `policy` says otherwise: a reader has no app configuration).
+    /// Read from the stored projections; a reader of a journal of another layout finds none.
+    public func record(_ key: RecordKey, policy: RecordTypePolicy = RecordTypePolicy()) throws -> LocalRecord? {
+        try queries.record(key, policy: policy)
+    }
+
+    /// One page of a business's records of a type, as ``Outbox/records(_:)`` answers it.
+    public func records(_ query: RecordQuery, policy: RecordTypePolicy = RecordTypePolicy()) throws -> RecordPage {
+        try queries.records(query, policy: policy)
+    }
+
+    /// Every event that made a record's value, and a verdict in words (``Outbox/recordHistory(_:showingValues:)``).
+    public func recordHistory(_ key: RecordKey, policy: RecordTypePolicy = RecordTypePolicy(), showingValues: Bool = false) throws -> RecordHistory {
+        try queries.recordHistory(key, policy: policy, showingValues: showingValues)
+    }
+
     /// The reconciliation ledger: one row per operation, in journal order, without payloads.
     public func ledger(_ query: LedgerQuery = LedgerQuery()) throws -> [LedgerEntry] {
         try queries.ledger(query)

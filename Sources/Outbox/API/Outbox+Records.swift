@@ -43,6 +43,15 @@ extension Outbox {
         return stream
     }
 
+    /// Why the record holds its value: every event that made it, with the revision and SHA-256
+    /// of each value, and a verdict in words ("shows the member's ... from write 6c4e..., waiting
+    /// for internet; the server last confirmed ... at revision 2").
+    /// - Parameter showingValues: name values by their JSON text (the member's data) rather
+    ///   than by their hash.
+    public func recordHistory(_ key: RecordKey, showingValues: Bool = false) throws -> RecordHistory {
+        try store.queries.recordHistory(key, policy: configuration.recordPolicy(for: key.type), showingValues: showingValues)
+    }
+
     // MARK: Writing without sending
 
     /// Writes records of local-only types (drafts, preferences: ``RecordTypePolicy/isLocalOnly``),

@@ -217,3 +217,70 @@ extension JournalStore {
         }
     }
 }
+
+// MARK: The proof
+
+extension JournalSchema {
+    /// Every event that made `key`'s value, in journal order: the changes of each write of it
+    /// still in the journal, each status change of those writes, what answers confirmed of it,
+    /// the local write and the event that brought its base.
+    func recordHistory(_ key: RecordKey, policy: RecordTypePolicy, showingValues: Bool, in txn: borrowing LMDBTransaction) throws -> RecordHistory {
+        let record = try self.record(key, policy: policy, in: txn)
+        var entries: [RecordHistory.Entry] = []
+        var seen = Set<JournalSequence>()
+        for id in try recordOpIDs(key, in: txn) {
+            guard let state = try state(id, in: txn) else { continue }
+            for seq in state.eventSeqs {
+                guard let event = try event(seq, in: txn), seen.insert(seq).inserted else { continue }
+                entries.append(Self.entry(event, key: key))
+            }
+        }
+        let storeSeq = policy.isLocalOnly ? try localRecord(key, in: txn)?.seq : try serverBase(key, in: txn)?.seq
+        if let storeSeq, !seen.contains(storeSeq), let event = try event(storeSeq, in: txn) {
+            entries.append(Self.entry(event, key: key))
+        }
+        entries.sort { $0.seq < $1.seq }
+        return RecordHistory(key: key, record: record, entries: entries,
+                             verdict: RecordHistory.verdict(for: record, key: key, showingValues: showingValues))
+    }
+
+    /// One event in the words of a record's history.
+    private static func entry(_ event: JournalEvent, key: RecordKey) -> RecordHistory.Entry {
+        func made(_ what: String, revision: UInt64? = nil, hash: SHA256Digest? = nil) -> RecordHistory.Entry {
+            RecordHistory.Entry(seq: event.seq, recordedAt: event.recordedAt, kind: event.kind, operation: event.operationID,
+                                what: what, revision: revision, valueHash: hash)
+        }
+        switch event.body {
+        case .enqueued(let enqueued):
+            guard let change = enqueued.changes.first(where: { $0.key == key }) else { return made("saved") }
+            return change.isDelete ? made("the member deleted it") : made("the member saved a value", hash: change.valueHash)
+        case .attemptStarted(let started):
+            return made("sent (attempt \(started.attempt))" + (started.sentRevision.map { ", If-Match revision \($0)" } ?? ""))
+        case .attemptFinished(let finished):
+            if let confirmation = finished.confirmations.first(where: { $0.key == key }) {
+                let what = switch confirmation.source {
+                case .answer: "the server confirmed its record"
+                case .written: "the server confirmed the value written"
+                case .conflict: "the server answered with its own record: changed elsewhere"
+                }
+                return made(confirmation.valueHash == nil ? "the server confirmed it deleted" : what,
+                            revision: confirmation.revision, hash: confirmation.valueHash)
+            }
+            return made("answered: \(finished.disposition.rawValue)" + (finished.errorCode.map { " (\($0))" } ?? ""))
+        case .recordsWritten(let written):
+            let write = written.writes.first { $0.key == key }
+            return write?.isDelete == true ? made("deleted on the phone (local-only)") : made("written on the phone (local-only)", hash: write?.valueHash)
+        case .withdrawn: return made("withdrawn: the form showed the server's error")
+        case .discarded(let discarded): return made("discarded (\(discarded.reason.rawValue)): rolled back")
+        case .requeued: return made("retried: the member's value shows again")
+        case .approvalDecided(let decision): return made(decision.approved ? "approved" : "rejected by the approver: rolled back")
+        case .superseded(let superseded): return made("replaced by \(String(superseded.by.uuidString.prefix(8))): its change moved there")
+        case .rebased(let rebased): return made("rebased onto the server's revision \(rebased.baseRevision)")
+        case .dependencyEnded: return made("blocked: a write it depends on ended: rolled back")
+        case .heldOnRollback(let held): return made("held: made on \(String(held.builtOn.uuidString.prefix(8))), which was rolled back")
+        case .rollbackAcknowledged: return made("the member saw the rollback")
+        case .attemptAbandoned: return made("the app ended mid-send: sent again under the same key")
+        default: return made(event.kind.rawValue)
+        }
+    }
+}

@@ -20,3 +20,10 @@ extension JournalQueries {
         return RecordPage(records: records, nextAfter: more ? records.last?.key.id : nil)
     }
 }
+
+extension JournalQueries {
+    func recordHistory(_ key: RecordKey, policy: RecordTypePolicy, showingValues: Bool) throws(OutboxError) -> RecordHistory {
+        let schema = self.schema
+        return try read { txn in try schema.recordHistory(key, policy: policy, showingValues: showingValues, in: txn) }
+    }
+}
