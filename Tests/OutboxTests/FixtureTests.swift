@@ -63,6 +63,12 @@ struct FixtureTests {
                 if row.status == .queued { pending.append(expected) }
             }
             #expect(!pending.isEmpty, "\(name) holds pending rows")
+            // Format 3: every record reads as it was written, local-only ones too.
+            for record in manifest.records ?? [] {
+                let key = try #require(RecordKey(path: record.key))
+                let policy = record.localOnly ? RecordTypePolicy.localOnly : RecordTypePolicy()
+                #expect(try outbox.store.queries.record(key, policy: policy)?.value?.base64EncodedString() == record.valueBase64, "\(name): \(key)")
+            }
 
             // They drain: each sent byte for byte under its own key, with its payload's version.
             try await outbox.resumeSession()

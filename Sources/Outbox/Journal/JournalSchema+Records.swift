@@ -284,3 +284,24 @@ extension JournalSchema {
         }
     }
 }
+
+// MARK: Compaction
+
+extension JournalSchema {
+    /// Whether the records `state` changed no longer need its events: no record shows its value
+    /// confirmed, and a rolled-back one is past the retention.
+    func recordsLetGo(of state: OperationState, retention: (seconds: TimeInterval, now: DeviceMoment, bootGapCapSeconds: TimeInterval)?,
+                      in txn: borrowing LMDBTransaction) throws -> Bool {
+        guard !state.records.isEmpty else { return true }
+        if state.status == .synced {
+            for key in state.awaitingServerValue {
+                // Still confirmed: no base since the write settled.
+                guard let base = try txn.get(base, key), base.seq > state.latestSeq else { return false }
+            }
+        }
+        if state.rolledBackSeq != nil, let retention {
+            return DeviceMoment.elapsed(from: state.changed, to: retention.now, bootGapCapSeconds: retention.bootGapCapSeconds) >= retention.seconds
+        }
+        return true
+    }
+}
