@@ -139,4 +139,22 @@ struct RecordJournalTests {
         #expect(record.value == Data(#"{"unitPrice":13.5}"#.utf8))
         #expect(record.schemaVersion == 2)
     }
+
+    @Test func droppingATypesBaseKeepsPendingChangesAndTheJournalVerifies() async throws {
+        let transport = ScriptedTransport()
+        transport.script(.respond(.json(200, #"{"record":{"price":14},"revision":2}"#)))
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open()
+        defer { outbox.close() }
+        _ = try await outbox.enqueue(edit(1), changing: [.put(Self.key, Self.value(14))])
+        await outbox.drain()
+        let pending = RecordKey(business: "pharmacy-7", type: "product", id: "p-2")
+        var create = edit(2)
+        create.revisionFrom = nil
+        _ = try await outbox.enqueue(create, changing: [.put(pending, Self.value(3))])
+        try await outbox.dropRecordBase(business: "pharmacy-7", type: "product")
+        #expect(try outbox.record(Self.key) == nil, "its base is gone, and no write shows")
+        #expect(try outbox.record(pending)?.value == Self.value(3), "a pending change is untouched")
+        #expect(try outbox.verifyJournal().isClean)
+    }
 }

@@ -70,6 +70,11 @@ struct JournalVerifier {
             for confirmation in finished.confirmations { baseTrail[confirmation.key, default: []].append((seq, confirmation)) }
         case .recordsWritten(let written):
             for write in written.writes { localTrail[write.key] = (seq, write) }
+        case .recordBaseDropped(let dropped):
+            // The bases of that type were dropped: what the trail said of them before is spent.
+            for key in baseTrail.keys where key.business.utf8.elementsEqual(dropped.business.utf8) && key.type.utf8.elementsEqual(dropped.type.utf8) {
+                baseTrail[key] = nil
+            }
         default:
             break
         }

@@ -25,6 +25,16 @@ extension JournalSchema {
         try txn.put(table, write.key, entry)
     }
 
+    /// Removes every server base of one business and type.
+    func dropBase(business: String, type: String, in txn: borrowing LMDBTransaction) throws {
+        var keys: [[UInt8]] = []
+        try txn.scan(base, leading: RecordKey.scopeBytes(business: business, type: type)) { entry in
+            keys.append(Array(entry.keyBytes))
+            return .next
+        }
+        for key in keys { try txn.delete(base, encodedKey: key) }
+    }
+
     /// A record's server base, its value opened when the journal is sealed and the key known.
     func serverBase(_ key: RecordKey, in txn: borrowing LMDBTransaction) throws -> RecordStoreEntry? {
         try opened(try txn.get(base, key), table: .base, key: key)
