@@ -330,4 +330,21 @@ struct RecordTests {
         #expect(try reopened.record(Self.key) == before, "the rebuild folded the same view over the kept base")
         #expect(try reopened.verifyJournal().isClean)
     }
+
+    @Test func aStableIDSavedAgainWithTheSameChangesIsOneOperationAndWithOthersIsRefused() async throws {
+        let journal = TestJournal()
+        let outbox = try journal.open()
+        defer { outbox.close() }
+        var request = Self.edit()
+        request.operationID = OperationID()
+        let first = try await outbox.enqueue(request, changing: [.put(Self.key, Self.value(13.5))])
+        let again = try await outbox.enqueue(request, changing: [.put(Self.key, Self.value(13.5))])
+        #expect(first == again)
+        await #expect(throws: OutboxError.operationIDReused(first)) {
+            _ = try await outbox.enqueue(request, changing: [.put(Self.key, Self.value(12))])
+        }
+        await #expect(throws: OutboxError.operationIDReused(first)) {
+            _ = try await outbox.enqueue(request)
+        }
+    }
 }
