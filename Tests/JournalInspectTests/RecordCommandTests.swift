@@ -299,4 +299,18 @@ struct RecordCommandTests {
         let other = try run(["records", "pharmacy-8/product"])
         #expect(other.output == "No records of pharmacy-8/product in this journal.\n", "one business's records only")
     }
+
+    /// A journal written before records existed holds none: each command says so, as it says
+    /// of a record never written.
+    @Test(arguments: FormatOneJournal.allCases)
+    func aJournalOfAnOlderFormatHoldsNoRecordsAndSaysSo(_ fixture: FormatOneJournal) throws {
+        let journal = directory.path("old")
+        try fixture.copy(into: journal)
+        let one = inspect([journal.path, "record", "pharmacy-7/product/p-1"])
+        #expect(one.code == .success && one.errors.isEmpty, "\(one.errors)")
+        #expect(one.output.contains("Verdict: the phone holds nothing of pharmacy-7/product/p-1"))
+        let page = inspect([journal.path, "records", "pharmacy-7/product"])
+        #expect(page.code == .success)
+        #expect(page.output == "No records of pharmacy-7/product in this journal.\n")
+    }
 }
