@@ -13,7 +13,7 @@ import Testing
 /// enqueue a child reported as returned is in the journal, the journal verifies, and the server
 /// has applied no key twice. At the end of each journal's life a child drains it: every write
 /// synced and was applied exactly once.
-@Suite("Crash tests with real processes", .timeLimit(.minutes(5)))
+@Suite("Crash tests with real processes", .timeLimit(.minutes(10)))
 struct CrashTests {
     /// The fewest kills a run makes; `OUTBOX_CRASH_KILLS` sets more.
     static var kills: Int {

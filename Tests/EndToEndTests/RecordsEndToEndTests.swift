@@ -9,7 +9,7 @@ import Testing
 
 /// The member's records against the loopback test server over a real socket: what the phone
 /// shows, proven against what the server holds.
-@Suite("Records end to end over loopback", .timeLimit(.minutes(5)))
+@Suite("Records end to end over loopback", .timeLimit(.minutes(10)))
 struct RecordsEndToEndTests {
     typealias Rig = EndToEndTests.Rig
     static let business = IntentEndToEndTests.business

@@ -126,7 +126,7 @@ struct BinaryTests {
         #expect(shown.status == 0 && shown.errors.isEmpty, "\(shown.errors)")
         #expect(shown.output.contains("Sync    rolled back: \(EventText.shortID(journal.refusedWrite)) failed, validation_failed: "
             + "\"Price must be positive\""))
-        #expect(shown.output.contains("\nVerdict: shows the value "))
+        #expect(shown.output.contains("\nVerdict: shows value "))
         let page = try runBinary([path, "records", "pharmacy-7/product", "--json"])
         #expect(page.status == 0)
         let document = try #require(try JSONSerialization.jsonObject(with: Data(page.output.utf8)) as? [String: Any])

@@ -63,8 +63,8 @@ struct RecordCommandTests {
             && $0.hasSuffix(short(journal.pendingValue)) })
         #expect(text.contains { $0.contains("answered: transient_failure (offline)") })
         let verdict = try libraryVerdict(journal.pending)
-        #expect(verdict == "shows the member's the value \(short(journal.pendingValue)) from write \(EventText.shortID(journal.pendingWrite)), "
-            + "waiting for internet; the server last confirmed the value \(short(journal.pendingBaseValue)) at revision 2 (seq 7)")
+        #expect(verdict == "shows the member's value \(short(journal.pendingValue)) from write \(EventText.shortID(journal.pendingWrite)), "
+            + "waiting for internet; the server last confirmed value \(short(journal.pendingBaseValue)) at revision 2 (seq 7)")
         #expect(text.last == "Verdict: " + verdict)
         #expect(!output.contains("13.5") && !output.contains("Antiseptic"), "values are the member's data: redacted")
     }
@@ -76,8 +76,8 @@ struct RecordCommandTests {
         #expect(text.contains { $0.hasPrefix("Server  revision 3, learnt 2027-01-15T08:01:00Z") && $0.contains("at seq 4") })
         #expect(text.contains("Sync    synced: the member sees the server's value"))
         #expect(text.contains { $0.contains("the server confirmed its record") && $0.hasSuffix("3  \(short(journal.syncedServerValue))") })
-        #expect(text.last == "Verdict: shows the value \(short(journal.syncedServerValue)), the server's; the server last confirmed "
-            + "the value \(short(journal.syncedServerValue)) at revision 3 (seq 4)")
+        #expect(text.last == "Verdict: shows value \(short(journal.syncedServerValue)), the server's; the server last confirmed "
+            + "value \(short(journal.syncedServerValue)) at revision 3 (seq 4)")
     }
 
     @Test func aConfirmedChangeWhoseValueHasNotArrivedStaysTheMembers() async throws {
@@ -101,7 +101,7 @@ struct RecordCommandTests {
         #expect(text.contains("Sync    pending: \(id) conflicted: the member's change, not confirmed yet"))
         #expect(text.contains { $0.contains("the server answered with its own record: changed elsewhere") && $0.contains("5  ") })
         #expect(text.last == "Verdict: " + (try libraryVerdict(journal.conflict)))
-        #expect(text.last?.contains("the server holds revision 5 (the value \(short(journal.conflictServerValue))) beside it") == true)
+        #expect(text.last?.contains("the server holds revision 5 (value \(short(journal.conflictServerValue))) beside it") == true)
     }
 
     @Test func aRolledBackChangeShowsTheBaseWithTheWriteCodeAndMessageAndTheHeldOne() async throws {
@@ -130,7 +130,7 @@ struct RecordCommandTests {
         #expect(text.contains("Sync    local-only: written on the phone, never sent"))
         #expect(text.contains { $0.contains("recordsWritten") && $0.contains("written on the phone (local-only)") && $0.hasSuffix(short(journal.localValue)) })
         #expect(text.last == "Verdict: " + (try libraryVerdict(journal.localOnly, policy: .localOnly)))
-        #expect(text.last == "Verdict: shows the value \(short(journal.localValue)), a local-only record the phone never sends")
+        #expect(text.last == "Verdict: shows value \(short(journal.localValue)), a local-only record the phone never sends")
     }
 
     @Test func aPendingDeleteShowsNothingAndTheDeletingWrite() async throws {

@@ -6,7 +6,7 @@ import Testing
 /// answering every case alike (status, code, field, message, replay, each batch result) and
 /// ending with the same applied counts and records. A server that crashed fails the test process;
 /// one that stopped answering fails the closing read.
-@Suite("Hostile input, alike on every store", .timeLimit(.minutes(5)))
+@Suite("Hostile input, alike on every store", .timeLimit(.minutes(10)))
 struct HostileInputTests {
     @Test(arguments: HostileClass.allCases)
     func everyStoreAnswersEveryCaseAlikeAndAsExpected(_ hostile: HostileClass) async throws {

@@ -40,7 +40,7 @@ private final class Events: Sendable {
     func append(_ event: ServerEvent) { list.withLock { $0.append(event) } }
 }
 
-@Suite("Batched pushes", .timeLimit(.minutes(2)))
+@Suite("Batched pushes", .timeLimit(.minutes(10)))
 struct TestServerBatchTests {
     @Test(arguments: ServerStorageKind.allCases)
     func eachOperationIsAnsweredByItsEndpointAsItsSingleRequestWouldBe(_ storage: ServerStorageKind) async throws {

@@ -21,7 +21,7 @@ private func text(_ response: RawResponse) -> String {
     String(decoding: response.body, as: UTF8.self)
 }
 
-@Suite("Deletes with revisions, keeping a tombstone", .timeLimit(.minutes(2)))
+@Suite("Deletes with revisions, keeping a tombstone", .timeLimit(.minutes(10)))
 struct TestServerDeleteTests {
     @Test(arguments: ServerStorageKind.allCases)
     func aDeleteAgainstTheCurrentRevisionAnswersItsRevisionAndKeepsATombstone(_ storage: ServerStorageKind) async throws {

@@ -58,7 +58,7 @@ func ifMatch(_ tag: String) -> [String] {
     ["If-Match: \(tag)"]
 }
 
-@Suite("Updates with revisions", .timeLimit(.minutes(2)))
+@Suite("Updates with revisions", .timeLimit(.minutes(10)))
 struct TestServerUpdateTests {
     @Test(arguments: ServerStorageKind.allCases)
     func aPatchAgainstTheCurrentRevisionMergesAndAnswersTheRecordWithItsNewRevision(_ storage: ServerStorageKind) async throws {

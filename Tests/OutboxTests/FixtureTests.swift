@@ -7,7 +7,7 @@ import Testing
 
 /// The fixture journals committed under `Tests/Fixtures/` open, migrate and keep every pending
 /// row with its bytes, its key and its attempt count: in this version and every later one.
-@Suite("Journals written by earlier versions", .timeLimit(.minutes(2)))
+@Suite("Journals written by earlier versions", .timeLimit(.minutes(10)))
 struct FixtureTests {
     /// Rewrites the fixtures: `OUTBOX_WRITE_FIXTURES=1 swift test --filter writeTheFixtures`. Run
     /// once per format or layout version, and commit the result beside the older ones.

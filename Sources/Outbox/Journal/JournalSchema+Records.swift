@@ -91,11 +91,11 @@ extension JournalSchema {
         let stored: RecordView.Stored
         if policy.isLocalOnly {
             let local = try localRecord(key, in: txn)
-            stored = RecordView.Stored(base: nil, value: local?.value, schemaVersion: local?.schemaVersion)
+            stored = RecordView.Stored(base: nil, value: local?.value, schemaVersion: local?.schemaVersion, valueHash: .some(local?.valueHash))
         } else {
             let entry = try serverBase(key, in: txn)
-            let base = entry.map { ServerBase(value: $0.value, revision: $0.revision, learntAt: $0.learntAt, seq: $0.seq) }
-            stored = RecordView.Stored(base: base, value: entry?.value, schemaVersion: entry?.schemaVersion)
+            let base = entry.map { ServerBase(value: $0.value, revision: $0.revision, learntAt: $0.learntAt, seq: $0.seq, valueHash: .some($0.valueHash)) }
+            stored = RecordView.Stored(base: base, value: entry?.value, schemaVersion: entry?.schemaVersion, valueHash: .some(entry?.valueHash))
         }
         var writes: [RecordView.Write] = []
         for id in try recordWriteIDs(key, in: txn) {
@@ -104,7 +104,7 @@ extension JournalSchema {
             }
             writes.append(RecordView.Write(state: state, change: try recordChange(key, of: state, in: txn)))
         }
-        guard stored.base != nil || stored.value != nil || !writes.isEmpty else { return nil }
+        guard stored.base != nil || stored.valueHash != nil || !writes.isEmpty else { return nil }
         return RecordView.view(key, stored: stored, isLocalOnly: policy.isLocalOnly, writes: writes,
                                schemaVersion: policy.schemaVersion, upgrade: policy.upgrade)
     }
@@ -140,7 +140,7 @@ extension JournalSchema {
                 continue
             }
             let key = RecordKey(business: business, type: type, id: id)
-            guard let record = try record(key, policy: policy, in: txn), record.value != nil else { continue }
+            guard let record = try record(key, policy: policy, in: txn), record.exists else { continue }
             if found.count == limit {
                 more = true
             } else {
