@@ -70,13 +70,17 @@ struct RecordCrashRun {
         self.first = first
         durability = random.chance(50) ? .full : .processCrash
         let pick = random.int(in: 0..<100)
+        // A step other than the abandonment and how often to pass it, and whether to aim at the
+        // abandonment instead, all drawn every time: a seed makes the same draws whatever the
+        // children did (and so whether the last one left an attempt to abandon).
+        let others = Step.allCases.filter { $0 != .abandon }
+        let other = others[random.int(in: 0..<others.count)]
+        let occurrence = random.int(in: 1..<([.enqueue, .start, .answer, .outcome].contains(other) ? 4 : 3))
+        let aimAtAbandon = random.chance(40)
         if pick < 60 {
-            // The abandonment at open when the last child left an attempt to abandon (two times
-            // in five), else every other step alike.
-            let others = Step.allCases.filter { $0 != .abandon }
-            let step = interrupted && random.chance(40) ? .abandon : others[random.int(in: 0..<others.count)]
-            let most = [.enqueue, .start, .answer, .outcome].contains(step) ? 3 : 2
-            ending = .atStep(step, occurrence: step == .abandon ? 1 : random.int(in: 1..<(most + 1)))
+            // The abandonment at open two times in five when the last child left an attempt to
+            // abandon, else every other step alike.
+            ending = interrupted && aimAtAbandon ? .atStep(.abandon, occurrence: 1) : .atStep(other, occurrence: occurrence)
         } else if pick < 90 {
             ending = .timer(seconds: pace.killDelay(using: &random))
         } else {
@@ -96,22 +100,23 @@ struct RecordCrashRun {
             default: script.append(action)
             }
         }
-        // Enough of what the stop step needs for it to be passed as often as asked: an edit per
-        // enqueue, send and outcome; a local write; for a revision or an acknowledgement, an edit
-        // the server refuses or finds changed elsewhere, a drain, then the decision.
+        // Enough of what the drawn step needs for it to be passed as often as asked (kept when
+        // the abandonment is aimed at instead): an edit per enqueue, send and outcome; a local
+        // write; for a revision or an acknowledgement, an edit the server refuses or finds
+        // changed elsewhere, a drain, then the decision.
         var faults: [Fault] = []
-        if case .atStep(let step, let occurrence) = ending {
+        if pick < 60 {
             for _ in 0..<occurrence {
                 let place = random.int(in: 0..<(script.count + 1))
-                switch step {
+                switch other {
                 case .enqueue, .start, .answer, .outcome: script.insert("e\(random.int(in: 0..<keys))", at: place)
                 case .local: script.insert("l\(random.int(in: 0..<2))", at: place)
                 case .supersede, .acknowledge:
                     // A refusal rolls back (to acknowledge, or revise); a conflict is revised or resolved.
-                    let conflict = step == .supersede && random.chance(50)
+                    let conflict = other == .supersede && random.chance(50)
                     faults.append(conflict ? Self.changedElsewhere : Self.refusals[random.int(in: 0..<2)])
-                    let decision = step == .acknowledge ? "a" : (conflict ? ["v", "V", "m", "M"] : ["v", "V"]).randomElement(using: &random)!
-                    script.insert(contentsOf: ["e\(random.int(in: 0..<keys))", "d", decision], at: place)
+                    let decisions = other == .acknowledge ? ["a"] : conflict ? ["v", "V", "m", "M"] : ["v", "V"]
+                    script.insert(contentsOf: ["e\(random.int(in: 0..<keys))", "d", decisions[random.int(in: 0..<decisions.count)]], at: place)
                 case .abandon: break
                 }
             }

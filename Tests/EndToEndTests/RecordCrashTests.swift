@@ -42,10 +42,14 @@ struct RecordCrashTests {
                 keys: random.int(in: 2..<5), seed: seed)
             tally.journals += 1
             for _ in 0..<random.int(in: 3..<9) where tally.kills < Self.kills {
-                // Now and then another device changes a product the server holds.
-                if random.chance(20), let record = try server.records().filter({ $0.id.hasPrefix(life.tag + "-") }).randomElement(using: &random) {
+                // Now and then another device changes a product the server holds (both drawn every
+                // time: a seed makes the same draws whatever the children did).
+                let (changeElsewhere, which) = (random.chance(20), random.int(in: 0..<1000))
+                let held = try server.records().filter { $0.id.hasPrefix(life.tag + "-") }.sorted { $0.id < $1.id }
+                if changeElsewhere, !held.isEmpty {
                     _ = try server.changeRecord(
-                        type: "product", id: record.id, businessID: RecordCrashRun.business, patch: Data(#"{"name":"Changed elsewhere"}"#.utf8))
+                        type: "product", id: held[which % held.count].id, businessID: RecordCrashRun.business,
+                        patch: Data(#"{"name":"Changed elsewhere"}"#.utf8))
                 }
                 let run = RecordCrashRun(tag: life.tag, first: next, keys: life.keys, interrupted: life.interrupted, pace: pace, using: &random)
                 next += run.numbers
