@@ -37,6 +37,16 @@ public struct ByteReader {
         return position
     }
 
+    /// Moves past a `bytes` or `string` field (a u32 length, then that many bytes) unread.
+    @inlinable public mutating func skipBytes(_ what: StaticString = "bytes") throws(DecodingProblem) {
+        _ = try advance(Int(try readUInt32(what)), what)
+    }
+
+    /// Moves past `count` bytes unread.
+    @inlinable public mutating func skip(_ count: Int, _ what: StaticString = "bytes") throws(DecodingProblem) {
+        _ = try advance(count, what)
+    }
+
     /// Lends `count` bytes to `body` without copying them.
     @inlinable mutating func borrow<R>(
         _ count: Int,

@@ -54,14 +54,43 @@ extension JournalSchema {
     }
 
     /// The writes whose change a record's view may show (`record-writes`), in the order the
-    /// member made them.
-    func recordWriteIDs(_ key: RecordKey, in txn: borrowing LMDBTransaction) throws -> [OperationID] {
-        var ids: [OperationID] = []
+    /// member made them, each with the seq of its `enqueued`.
+    func recordWriteIDs(_ key: RecordKey, in txn: borrowing LMDBTransaction) throws -> [(id: OperationID, firstSeq: JournalSequence)] {
+        var ids: [(id: OperationID, firstSeq: JournalSequence)] = []
         try txn.scan(recordWrites, leading: key.bytes) { entry in
-            ids.append(try entry.value())
+            let firstSeq = try JournalCodec.Seq.decode(UnsafeRawBufferPointer(rebasing: entry.keyBytes.suffix(8)))
+            ids.append((try entry.value(), firstSeq))
             return .next
         }
         return ids
+    }
+
+    /// What the view reads of one write of `key`: from its status alone when it is pending, else
+    /// from its whole state; its change read from its `enqueued` record without the request.
+    func viewWrite(_ id: OperationID, firstSeq: JournalSequence, key: RecordKey, in txn: borrowing LMDBTransaction) throws -> RecordView.Write {
+        let status = try JournalCodec.ID.withEncoded(id) { encoded in
+            try txn.withValue(operations, encodedKey: encoded) { $0.flatMap(StateCodec.status(of:)) }
+        }
+        let change = try recordChange(key, operation: id, firstSeq: firstSeq, in: txn)
+        if let status, RecordView.Write.readsStatusAlone(status) {
+            return RecordView.Write(pending: id, status: status, change: change)
+        }
+        guard let state = try state(id, in: txn) else {
+            throw OutboxError.projectionCorrupt(reason: "record \(key) lists operation \(id), which the journal does not hold")
+        }
+        return RecordView.Write(state: state, change: change)
+    }
+
+    /// The change operation `id` made to `key`, from its `enqueued` record at `firstSeq`, its
+    /// value opened when the journal is sealed and the key known.
+    func recordChange(_ key: RecordKey, operation id: OperationID, firstSeq: JournalSequence, in txn: borrowing LMDBTransaction) throws -> RecordWrite? {
+        guard let record = try txn.get(events, firstSeq) else { return nil }
+        guard var change = try RecordCodec.changes(of: record, seq: firstSeq).first(where: { $0.key == key }) else { return nil }
+        if let sealed = change.sealedValue, let sealing = sealing.sealing {
+            change.value = try sealing.unsealRecordValue(sealed, id: id, key: key)
+            change.sealedValue = nil
+        }
+        return change
     }
 
     /// Every write of a record still in the journal (`record-ops`), oldest first.
@@ -98,11 +127,8 @@ extension JournalSchema {
             stored = RecordView.Stored(base: base, value: entry?.value, schemaVersion: entry?.schemaVersion, valueHash: .some(entry?.valueHash))
         }
         var writes: [RecordView.Write] = []
-        for id in try recordWriteIDs(key, in: txn) {
-            guard let state = try state(id, in: txn) else {
-                throw OutboxError.projectionCorrupt(reason: "record \(key) lists operation \(id), which the journal does not hold")
-            }
-            writes.append(RecordView.Write(state: state, change: try recordChange(key, of: state, in: txn)))
+        for (id, firstSeq) in try recordWriteIDs(key, in: txn) {
+            writes.append(try viewWrite(id, firstSeq: firstSeq, key: key, in: txn))
         }
         guard stored.base != nil || stored.valueHash != nil || !writes.isEmpty else { return nil }
         return RecordView.view(key, stored: stored, isLocalOnly: policy.isLocalOnly, writes: writes,

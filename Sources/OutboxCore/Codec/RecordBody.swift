@@ -95,6 +95,30 @@ extension Enqueued: RecordBody {
     }
 }
 
+extension Enqueued {
+    /// A format-3 body's record changes, its request's fields passed over unread.
+    static func changes(reading reader: inout ByteReader) throws(DecodingProblem) -> [RecordWrite] {
+        for _ in 0..<4 { try reader.skipBytes("request field") }        // business, type, method, endpoint
+        try reader.skipBytes("payload")
+        if try reader.readBool("entity id") { try reader.skipBytes("entity id") }
+        for _ in 0..<3 { try reader.skipBytes("presentation field") }   // category, label, summary
+        try reader.skip(4 + SHA256Digest.byteCount, "payload version and hash")
+        try reader.skipBytes("account")
+        if try reader.readBool("sealed presentation") { try reader.skipBytes("sealed presentation") }
+        try reader.skip(1, "app-given id")
+        if try reader.readBool("base revision") { try reader.skipBytes("base revision") }
+        let dependencies = Int(try reader.readUInt32("dependency count"))
+        try reader.skip(dependencies * 16, "dependencies")
+        if try reader.readBool("supersedes") { try reader.skip(16 + 1 + 8, "supersedes") }
+        let count = Int(try reader.readUInt32("record change count"))
+        guard count <= reader.remaining else { throw DecodingProblem("\(count) record changes cannot fit") }
+        var changes: [RecordWrite] = []
+        changes.reserveCapacity(count)
+        for _ in 0..<count { changes.append(try RecordWrite(reading: &reader, version: 3)) }
+        return changes
+    }
+}
+
 extension AttemptStarted: RecordBody {
     func write(to writer: inout ByteWriter) {
         writer.write(attempt)

@@ -230,6 +230,22 @@ package enum RecordCodec {
         }
     }
 
+    /// The record changes of an `enqueued` record, read without decoding its request (the reads
+    /// of a record's view need its changes alone); checksum first, as every read.
+    /// - Throws: as ``decodeHeader(_:seq:)``; ``OutboxError/journalCorrupt(seq:reason:)`` for a
+    ///   body that does not decode, or a record of another kind.
+    package static func changes(of record: [UInt8], seq: JournalSequence) throws(OutboxError) -> [RecordWrite] {
+        let header = try decodeHeader(record, seq: seq)
+        guard header.kind == .enqueued else { throw .journalCorrupt(seq: seq, reason: "a \(header.kind) record where an enqueued one was expected") }
+        guard header.formatVersion >= 3 else { return [] }
+        do {
+            var reader = ByteReader(record, from: headerSize(version: header.formatVersion), to: record.count - checksumSize)
+            return try Enqueued.changes(reading: &reader)
+        } catch {
+            throw .journalCorrupt(seq: seq, reason: "\(error)")
+        }
+    }
+
     /// Decodes a whole record, checksum first.
     /// - Throws: as ``decodeHeader(_:seq:)``, and ``OutboxError/journalCorrupt(seq:reason:)``
     ///   for a body that does not decode.

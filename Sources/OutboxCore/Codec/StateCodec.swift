@@ -95,6 +95,13 @@ package enum StateCodec {
         for seq in state.eventSeqs { writer.write(seq.rawValue) }
     }
 
+    /// The status of a stored state, read without decoding the rest: `nil` for a compacted one
+    /// (or bytes too short to hold one).
+    package static func status(of bytes: UnsafeRawBufferPointer) -> OutboxStatus? {
+        guard bytes.count > 17, bytes[0] == Form.full.rawValue else { return nil }
+        return OutboxStatus(code: bytes[17])
+    }
+
     package static func decode(_ bytes: [UInt8]) throws(DecodingProblem) -> OperationState {
         var reader = ByteReader(bytes)
         switch try reader.readUInt8("state form") {

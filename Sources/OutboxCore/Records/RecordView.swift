@@ -16,14 +16,51 @@ package import OutboxCrypto
 /// The base is what the server last confirmed (a deleted one shows as no value); a local-only
 /// record's value is its own.
 package enum RecordView {
-    /// A write the view reads: its state, and its change to this record (`nil` when unreadable).
+    /// A write the view reads: what it needs of the write's state, and its change to this record
+    /// (`nil` when unreadable).
     package struct Write: Sendable {
-        package var state: OperationState
+        package var id: OperationID
+        package var status: OutboxStatus
+        package var latestSeq: JournalSequence
+        package var heldOn: OperationID?
+        package var rolledBackSeq: JournalSequence?
+        package var rollbackAcknowledged: Bool
+        package var serverRevision: String?
+        package var serverCurrent: Data?
+        package var lastErrorCode: String?
+        package var lastErrorMessage: String?
+        package var latestOutcome: OutcomeCategory?
         package var change: RecordWrite?
 
         package init(state: OperationState, change: RecordWrite?) {
-            self.state = state
+            id = state.id
+            status = state.status
+            latestSeq = state.latestSeq
+            heldOn = state.heldOn
+            rolledBackSeq = state.rolledBackSeq
+            rollbackAcknowledged = state.rollbackAcknowledged
+            serverRevision = state.serverRevision
+            serverCurrent = state.serverCurrent
+            lastErrorCode = state.lastErrorCode
+            lastErrorMessage = state.lastErrorMessage
+            latestOutcome = state.latestOutcome
             self.change = change
+        }
+
+        /// A write queued, syncing or waiting for approval: its status and change are all the view
+        /// reads of it (such a write is neither held, rolled back nor confirmed).
+        package init(pending id: OperationID, status: OutboxStatus, change: RecordWrite?) {
+            precondition(Self.readsStatusAlone(status), "\(status) needs the whole state")
+            self.id = id
+            self.status = status
+            latestSeq = .zero
+            rollbackAcknowledged = false
+            self.change = change
+        }
+
+        /// Whether a write of `status` is read from its status alone.
+        package static func readsStatusAlone(_ status: OutboxStatus) -> Bool {
+            status == .queued || status == .syncing || status == .pendingApproval
         }
     }
 
@@ -56,7 +93,7 @@ package enum RecordView {
         var sync = RecordSync()
         var notice: RecordSync.RolledBack?
         for write in writes {
-            let state = write.state
+            let state = write
             switch state.status {
             case .queued, .syncing, .pendingApproval, .conflicted:
                 if state.heldOn != nil {
@@ -106,12 +143,12 @@ package enum RecordView {
 
     /// The server's value beside a conflicted change: the base when it holds the conflict's
     /// revision (a 412's `current` went there), else what the conflict kept.
-    private static func serverValue(of state: OperationState, base: ServerBase?) -> Data? {
+    private static func serverValue(of state: Write, base: ServerBase?) -> Data? {
         if let base, let revision = state.serverRevision.flatMap(UInt64.init), base.revision >= revision { return base.value }
         return state.serverCurrent
     }
 
-    private static func rolledBack(_ state: OperationState) -> RecordSync.RolledBack {
+    private static func rolledBack(_ state: Write) -> RecordSync.RolledBack {
         if state.status == .discarded {
             let message = state.latestOutcome == .conflicted
                 ? "The server's version was kept: this change was discarded."
