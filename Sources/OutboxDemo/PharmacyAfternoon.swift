@@ -38,14 +38,20 @@ public struct DemoOutcome: Sendable {
 /// A pharmacy's afternoon, as it really runs: the engine with `URLSessionTransport` against the
 /// loopback test server, a real journal, a clock that runs faster than real time.
 ///
+/// Every write changes the member's records in the same commit (`save(_:changing:)`), and the
+/// narration shows what her phone shows from them: the value as she typed it and its sync state.
 /// The signal drops; a product, an employee, a hire that needs the owner's approval and a
-/// controlled substance are saved. The signal returns; the worker drains. The server commits the
-/// employee and the response is lost; the retry replays under the same key and the server applies
-/// it once. The hire rests waiting for approval; the controlled substance is refused and blocked.
-/// In the evening the antiseptic's price is edited on two devices: the phone's edit, sent against
-/// the revision it started from, settles conflicted with the other price shown; the member keeps
-/// hers, and her choice reaches the server against its new revision. Every line printed comes
-/// from the engine or the server as they ran.
+/// controlled substance are saved, each shown "waiting for internet". The signal returns; the
+/// worker drains. The server commits the employee and the response is lost; the retry replays
+/// under the same key and the server applies it once. The hire rests waiting for approval; the
+/// controlled substance is refused, blocked, and taken off the phone's list with the server's
+/// reason. In the stock room, with no signal, the antiseptic's price is raised twice and an
+/// employee is promoted: the two prices reach the server in order, each against the revision
+/// the one before it returned, with no conflict; the promotion is refused and rolled back on the
+/// screen with the server's reason. In the evening the price is edited on two devices: the
+/// phone's edit settles conflicted, the phone showing both prices; the member keeps hers, and
+/// her choice reaches the server against its new revision. Every line printed comes from the
+/// engine or the server as they ran.
 public enum PharmacyAfternoon {
     /// Runs the afternoon; every line, finished, goes to `write`.
     /// - Throws: when the server cannot start or the journal cannot open; a broken promise is
@@ -56,19 +62,24 @@ public enum PharmacyAfternoon {
         let directory = options.journal
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("outbox-demo-\(UUID().uuidString)")
         let labels = Labels()
+        let wire = WireLog()
         let server = try TestServer(.init(readTimeout: 5, observer: { event in
-            narrator.say(.server, Self.describe(event, labels: labels))
+            wire.answered(event)
+            narrator.say(.server, Self.describe(event, labels: labels, wire: wire))
         }))
         defer { server.stop() }
-        let signal = Signal(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: 5))
+        let signal = Signal(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: 5), wire: wire)
         let outbox = try Outbox(directory: directory, transport: signal, configuration: OutboxConfiguration(
             account: "folake", clock: clock,
             // Every type the pharmacy writes, each replayed under its Idempotency-Key; the engine
-            // refuses a type listed nowhere.
-            operationPolicies: ["product.create": .idempotent, "product.update": .idempotent, "employee.create": .idempotent],
+            // refuses a type listed nowhere. Edits are not coalesced: each reaches the server.
+            operationPolicies: ["product.create": .idempotent, "product.update": .idempotent,
+                                "employee.create": .idempotent, "employee.update": .idempotent],
             appVersion: "outbox-demo"
         ))
         let watcher = Self.narrateCommits(of: outbox, labels: labels, narrator: narrator)
+        let screen = MemberScreen(outbox: outbox, business: Self.business, labels: labels, narrator: narrator, signal: signal)
+        let antiseptic = Self.productKey("antiseptic-500")
 
         narrator.say(.scene, "Outbox \(Outbox.engineVersion): Folake's pharmacy, journal at \(directory.path), server at \(server.baseURL.absoluteString)",
                      ["journal": directory.path, "server": server.baseURL.absoluteString])
@@ -76,62 +87,102 @@ public enum PharmacyAfternoon {
 
         narrator.say(.scene, "The signal drops while a supplier unloads a new antiseptic.")
         signal.isOnline = false
-        let antiseptic = try await save(Self.product("antiseptic-500", "Antiseptic 500 ml", price: 12.5), on: outbox, labels: labels, narrator: narrator)
+        let created = try await save(Self.product("antiseptic-500", "Antiseptic 500 ml", price: 12.5), on: outbox, labels: labels, narrator: narrator)
+        let offlineCreate = try outbox.record(antiseptic)
+        try screen.show()
         try showTab(outbox, online: false, narrator: narrator)
 
         let chidi = try await save(Self.employee("chidi", "Chidi Okafor", role: "cashier"), on: outbox, labels: labels, narrator: narrator)
         let amaka = try await save(Self.employee("amaka", "Amaka Eze", role: "pharmacist"), on: outbox, labels: labels, narrator: narrator)
         let tramadol = try await save(Self.product("tramadol-50", "Tramadol 50 mg", price: 31), on: outbox, labels: labels, narrator: narrator)
+        try screen.show()
         try showTab(outbox, online: false, narrator: narrator)
 
         server.addFaults([
             Fault(.dropAfterCommit, key: chidi.idempotencyKey),
             Fault(.pendingApproval, key: amaka.idempotencyKey),
-            Fault(.forbidden, key: tramadol.idempotencyKey, message: "Only the owner may add a controlled substance."),
+            Fault(.forbidden, key: tramadol.idempotencyKey, message: Self.controlledSubstance),
         ])
         narrator.say(.scene, "Meanwhile the server is set to lose its answer to Chidi Okafor's write, to hold Amaka Eze's hire for the owner's approval, and to refuse a controlled substance to a cashier.")
 
-        narrator.say(.scene, "The signal returns.")
-        signal.isOnline = true
-        outbox.wake(.connectivityRegained)
-        let ids = [antiseptic, chidi, amaka, tramadol]
-        let settled = await waitUntilSettled(ids, outbox: outbox, timeoutSeconds: 60)
-        if !settled { narrator.say(.check, "The rows did not settle within a minute of real time.") }
+        signalReturns(signal, outbox, narrator: narrator)
+        let ids = [created, chidi, amaka, tramadol]
+        await settle(ids, "The rows", outbox: outbox, narrator: narrator)
 
         try showTab(outbox, online: true, narrator: narrator)
-        // Read now: the evening's edits write the antiseptic's later revisions.
-        let createdAntiseptic = try server.records().first { $0.idempotencyKey == antiseptic.idempotencyKey }
+        try screen.show()
+        // Read now: the later edits write the antiseptic's later revisions.
+        let createdAntiseptic = try server.records().first { $0.idempotencyKey == created.idempotencyKey }
+        let tramadolShown = try outbox.record(Self.productKey("tramadol-50"))
+        let productsListed = try outbox.records(RecordQuery(business: Self.business, type: "product")).records.map(\.key.id)
+
+        // Two offline edits of one product, and a refused change of an employee.
+        narrator.say(.scene, "Late afternoon, in the stock room with no signal. Folake raises the antiseptic's price to 13.00, then, on second thought, to 13.50, and makes Chidi Okafor a supervisor.")
+        signal.isOnline = false
+        let firstPrice = try await save(Self.priceEdit("antiseptic-500", "Antiseptic 500 ml", price: 13), on: outbox, labels: labels, narrator: narrator)
+        let secondPrice = try await save(Self.priceEdit("antiseptic-500", "Antiseptic 500 ml", price: 13.5), on: outbox, labels: labels, narrator: narrator)
+        let promotion = try await save(Self.roleChange("chidi", "Chidi Okafor", role: "supervisor"), on: outbox, labels: labels, narrator: narrator)
+        let offlineEdits = try outbox.record(antiseptic)
+        let offlinePromotion = try outbox.record(Self.employeeKey("chidi"))
+        try screen.show()
+        // What support reads for the same record: its history's verdict, the values named as typed.
+        narrator.say(.engine, "Why the phone shows 13.50 (recordHistory): " + (try outbox.recordHistory(antiseptic, showingValues: true).verdict))
+        server.addFaults([
+            Fault(.slow, key: firstPrice.idempotencyKey),
+            Fault(.validationFailed, key: promotion.idempotencyKey, message: Self.tooSoon),
+        ])
+        narrator.say(.scene, "Meanwhile the server is set to hold the first price a moment before answering, and to refuse the promotion.")
+        signalReturns(signal, outbox, narrator: narrator)
+        let held = await within(seconds: 60) {
+            await server.waitUntilHeld(key: firstPrice.idempotencyKey)
+            return true
+        }
+        if !held { narrator.say(.check, "The first price did not reach the server within a minute of real time.") }
+        let whileSending = try outbox.record(antiseptic)
+        try screen.show()
+        server.release(key: firstPrice.idempotencyKey)
+        await settle([firstPrice, secondPrice, promotion], "The stock room's edits", outbox: outbox, narrator: narrator)
+        let edited = try outbox.record(antiseptic)
+        let refused = try outbox.record(Self.employeeKey("chidi"))
+        let editsSent = wire.requests(keys: [firstPrice.idempotencyKey, secondPrice.idempotencyKey])
+        let editsAnswered = [firstPrice, secondPrice].flatMap { wire.answers(key: $0.idempotencyKey) }
+        narrator.say(.server, "The antiseptic's two prices reached the server in this order: "
+                     + editsSent.map { "\(MemberScreen.shown($0.body, type: "product")) with If-Match \($0.ifMatch ?? "none")" }.joined(separator: ", then ")
+                     + "; the phone's base is now revision \(edited?.server.map { String($0.revision) } ?? "none").",
+                     ["if_match": editsSent.map { $0.ifMatch ?? "" }.joined(separator: ","), "base_revision": edited?.server.map { String($0.revision) } ?? ""])
+        try screen.show()
 
         // A price edited on two devices.
-        narrator.say(.scene, "Evening. The signal drops again; Folake raises the antiseptic's price to 13.50 on her phone.")
+        narrator.say(.scene, "Evening. The signal drops again; Folake raises the antiseptic's price to 14.50 on her phone.")
         signal.isOnline = false
-        let baseRevision = try outbox.operation(antiseptic)?.serverRevision ?? "1"
-        let edit = try await save(Self.priceEdit("antiseptic-500", "Antiseptic 500 ml", price: 13.5, baseRevision: baseRevision),
-                                  on: outbox, labels: labels, narrator: narrator)
+        let edit = try await save(Self.priceEdit("antiseptic-500", "Antiseptic 500 ml", price: 14.5), on: outbox, labels: labels, narrator: narrator)
+        try screen.show(["product"])
         let ades = try server.changeRecord(type: "product", id: "antiseptic-500", businessID: Self.business, patch: Data(#"{"price":14.0}"#.utf8))
         narrator.say(.server, "At the counter, Ade sets the same antiseptic to 14.00 on the shop's tablet: revision \(ades.revision) on the server.",
                      ["revision": String(ades.revision)])
-        narrator.say(.scene, "The signal returns.")
-        signal.isOnline = true
-        outbox.wake(.connectivityRegained)
-        _ = await waitUntilSettled([edit], outbox: outbox, timeoutSeconds: 60)
+        signalReturns(signal, outbox, narrator: narrator)
+        await settle([edit], "The evening's edit", outbox: outbox, narrator: narrator)
         let conflictTab = try showTab(outbox, online: true, narrator: narrator)
+        let conflictShown = try outbox.record(antiseptic)
+        try screen.show(["product"])
         let conflicted = try outbox.operation(edit)
         let theirs = conflicted?.conflict?.serverRevision ?? String(ades.revision)
-        narrator.say(.scene, "Folake compares the two prices on the Sync tab and keeps hers, against the server's revision \(theirs).")
-        let resolution = try await outbox.resolveConflict(edit, keeping: .mine(payload: Self.pricePatch(13.5), baseRevision: theirs))
+        narrator.say(.scene, "Folake compares the two prices and keeps hers, against the server's revision \(theirs).")
+        let resolution = try await outbox.resolveConflict(edit, keeping: .mine(payload: Self.priceEdit("antiseptic-500", "Antiseptic 500 ml", price: 14.5).payload,
+                                                                              baseRevision: theirs))
         outbox.wake(.foreground)
-        var resolved = false
-        if let resolution { resolved = await waitUntilSettled([resolution], outbox: outbox, timeoutSeconds: 60) }
-        if !resolved { narrator.say(.check, "The member's choice did not settle within a minute of real time.") }
+        await settle(resolution.map { [$0] } ?? [], "The member's choice", outbox: outbox, narrator: narrator)
         let finalAntiseptic = try server.records().first { $0.type == "product" && $0.id == "antiseptic-500" }
         narrator.say(.server, "The antiseptic on the server: \(finalAntiseptic.map { String(decoding: $0.body, as: UTF8.self) } ?? "missing"), revision \(finalAntiseptic?.revision ?? 0)")
+        let settledRecord = try outbox.record(antiseptic)
+        try screen.show(["product"])
 
         let metrics = try outbox.metrics()
         narrator.say(.engine, "Metrics: \(metrics.totalAttempts) attempts; accepted \(metrics.accepted), replayed \(metrics.replayed), "
                      + "blocked \(metrics.blocked); \(metrics.journalEvents) events, \(metrics.journalEventBytes) bytes in the journal",
                      ["attempts": String(metrics.totalAttempts), "events": String(metrics.journalEvents)])
-        let rows = try Dictionary(uniqueKeysWithValues: (ids + [edit] + (resolution.map { [$0] } ?? [])).map { ($0, try outbox.operation($0)) })
+        let written = ids + [firstPrice, secondPrice, promotion, edit] + (resolution.map { [$0] } ?? [])
+        let rows = try Dictionary(uniqueKeysWithValues: written.map { ($0, try outbox.operation($0)) })
         let badge = try outbox.badgeCount()
         let tab = try outbox.syncTab(isOnline: true)
         outbox.close()
@@ -150,11 +201,19 @@ public enum PharmacyAfternoon {
             narrator.say(.server, "\(labels[id]): applied \(applied[id.idempotencyKey] ?? 0) time\(applied[id.idempotencyKey] == 1 ? "" : "s")",
                          ["key": id.idempotencyKey, "applied": String(applied[id.idempotencyKey] ?? 0)])
         }
+        let accepted = ([created, chidi, amaka, firstPrice, secondPrice] + (resolution.map { [$0] } ?? [])).map { ($0.idempotencyKey, 1) }
 
         let promises = [
             DemoOutcome.Promise(text: "Antiseptic 500 ml synced, applied once, exactly as typed",
-                                held: rows[antiseptic]??.status == .synced && applied[antiseptic.idempotencyKey] == 1
+                                held: rows[created]??.status == .synced && applied[created.idempotencyKey] == 1
                                     && createdAntiseptic?.body == Self.product("antiseptic-500", "Antiseptic 500 ml", price: 12.5).payload),
+            DemoOutcome.Promise(text: "The phone showed the member's price while offline, waiting for internet: the new antiseptic at 12.50, then 13.50 over the server's 12.50",
+                                held: offlineCreate?.value == Self.product("antiseptic-500", "Antiseptic 500 ml", price: 12.5).payload
+                                    && offlineCreate?.server == nil && offlineCreate.map { MemberScreen.state($0, online: false) } == "waiting for internet"
+                                    && offlineEdits?.value == Self.priceEdit("antiseptic-500", "Antiseptic 500 ml", price: 13.5).payload
+                                    && offlineEdits?.sync.pending.map(\.operation) == [firstPrice, secondPrice]
+                                    && offlineEdits?.server?.revision == 1 && MemberScreen.shown(offlineEdits?.server?.value, type: "product") == "12.50"
+                                    && offlineEdits.map { MemberScreen.state($0, online: false) } == "waiting for internet"),
             DemoOutcome.Promise(text: "Chidi Okafor's answer was lost; the retry, under the same key, synced as a replay, and the server applied it once",
                                 held: rows[chidi]??.status == .synced && rows[chidi]??.latestOutcome == .replayed
                                     && applied[chidi.idempotencyKey] == 1),
@@ -163,20 +222,41 @@ public enum PharmacyAfternoon {
                                     && tab.approvalCard?.count == 1),
             DemoOutcome.Promise(text: "Tramadol 50 mg is blocked, with the server's reason shown, and never applied",
                                 held: rows[tramadol]??.status == .blocked
-                                    && rows[tramadol]??.lastErrorMessage == "Only the owner may add a controlled substance."
+                                    && rows[tramadol]??.lastErrorMessage == Self.controlledSubstance
                                     && applied[tramadol.idempotencyKey] == nil),
-            DemoOutcome.Promise(text: "The badge counts the one row that needs a person; the tab counts two",
-                                held: badge == 1 && tab.totalCount == 2),
-            DemoOutcome.Promise(text: "The price edited on two devices was not overwritten: the edit settled conflicted with Ade's price shown, and was never applied",
+            DemoOutcome.Promise(text: "A refused change was rolled back on screen with the server's reason: Chidi Okafor is a cashier again, and Tramadol 50 mg is off the list",
+                                held: offlinePromotion.flatMap { $0.value }.map { MemberScreen.shown($0, type: "employee") } == "supervisor"
+                                    && rows[promotion]??.status == .failed && applied[promotion.idempotencyKey] == nil
+                                    && refused?.value != nil && refused?.value == refused?.server?.value
+                                    && MemberScreen.shown(refused?.value, type: "employee") == "cashier"
+                                    && refused?.sync.rolledBack?.operation == promotion && refused?.sync.rolledBack?.message == Self.tooSoon
+                                    && tramadolShown?.value == nil && tramadolShown?.sync.rolledBack?.operation == tramadol
+                                    && tramadolShown?.sync.rolledBack?.message == Self.controlledSubstance
+                                    && !productsListed.contains("tramadol-50") && productsListed.contains("antiseptic-500")),
+            DemoOutcome.Promise(text: "Two offline edits of one record reached the server in order, without a conflict: If-Match \"1\", then \"2\"; the phone's base is the server's 13.50 at revision 3",
+                                held: editsSent.map(\.idempotencyKey) == [firstPrice.idempotencyKey, secondPrice.idempotencyKey] && editsSent.map(\.ifMatch) == [#""1""#, #""2""#]
+                                    && editsAnswered.map(\.outcome) == [.applied, .applied] && editsAnswered.map(\.status) == [200, 200]
+                                    && rows[firstPrice]??.status == .synced && rows[secondPrice]??.status == .synced
+                                    && whileSending.map { MemberScreen.state($0, online: true) } == "sending..."
+                                    && edited?.server?.revision == 3 && MemberScreen.shown(edited?.server?.value, type: "product") == "13.50"
+                                    && edited?.sync.isSynced == true),
+            DemoOutcome.Promise(text: "The badge counts the two rows that need a person; the tab counts three",
+                                held: badge == 2 && tab.totalCount == 3),
+            DemoOutcome.Promise(text: "The price edited on two devices was not overwritten: the edit settled conflicted, the phone showing Folake's 14.50 beside Ade's 14.00, and was never applied",
                                 held: conflicted?.status == .conflicted && conflicted?.conflict?.serverRevision == String(ades.revision)
                                     && applied[edit.idempotencyKey] == nil
                                     && conflictTab.conflictCard?.rows.first?.serverValue?.contains("14") == true
+                                    && MemberScreen.shown(conflictShown?.value, type: "product") == "14.50"
+                                    && conflictShown?.sync.conflict?.operation == edit
+                                    && MemberScreen.shown(conflictShown?.sync.conflict?.serverValue, type: "product") == "14.00"
                                     && tab.conflictCard == nil),
-            DemoOutcome.Promise(text: "Folake's choice replaced the conflicted edit and reached the server: 13.50 at the next revision",
+            DemoOutcome.Promise(text: "Folake's choice replaced the conflicted edit and reached the server: 14.50 at the next revision, now the phone's base",
                                 held: rows[edit]??.status == .superseded && resolution.flatMap { rows[$0]??.status } == .synced
-                                    && finalAntiseptic.map { String(decoding: $0.body, as: UTF8.self).contains("13.5") && $0.revision == ades.revision + 1 } == true),
+                                    && finalAntiseptic.map { MemberScreen.shown($0.body, type: "product") == "14.50" && $0.revision == ades.revision + 1 } == true
+                                    && settledRecord?.server?.revision == UInt64(ades.revision + 1) && settledRecord?.sync.isSynced == true
+                                    && MemberScreen.shown(settledRecord?.value, type: "product") == "14.50"),
             DemoOutcome.Promise(text: "Every write the server accepted was applied exactly once",
-                                held: applied.values.allSatisfy { $0 == 1 } && applied.count == 4),
+                                held: applied == Dictionary(uniqueKeysWithValues: accepted)),
         ]
         for promise in promises {
             narrator.say(.check, (promise.held ? "✓ " : "✗ ") + promise.text, ["held": String(promise.held)])
@@ -185,10 +265,16 @@ public enum PharmacyAfternoon {
         return DemoOutcome(promises: promises, journal: directory, lines: narrator.lines)
     }
 
+    static let controlledSubstance = "Only the owner may add a controlled substance."
+    static let tooSoon = "Chidi Okafor started today: a supervisor needs 90 days of service."
+
     // MARK: The member's actions
 
+    /// Saves a write with its record change: the request's payload is the record's whole new value.
     private static func save(_ request: OutboxRequest, on outbox: Outbox, labels: Labels, narrator: Narrator) async throws -> OperationID {
-        let result = try await outbox.save(request)
+        let key = recordKey(of: request)
+        labels[key] = request.entityLabel
+        let result = try await outbox.save(request, changing: [.put(key, request.payload)])
         let id: OperationID
         let text: String
         switch result {
@@ -225,24 +311,48 @@ public enum PharmacyAfternoon {
         return tab
     }
 
-    private static func waitUntilSettled(_ ids: [OperationID], outbox: Outbox, timeoutSeconds: Double) async -> Bool {
-        let changes = outbox.changes()
-        func settled() -> Bool {
-            ids.allSatisfy { (try? outbox.operationState($0)).flatMap { $0.map { $0.status != .queued && $0.status != .syncing } } ?? false }
+    /// The signal comes back: the phone's network is up, and the worker is woken.
+    private static func signalReturns(_ signal: Signal, _ outbox: Outbox, narrator: Narrator) {
+        narrator.say(.scene, "The signal returns.")
+        signal.isOnline = true
+        outbox.wake(.connectivityRegained)
+    }
+
+    /// Waits until `ids` leave `queued` and `syncing`; says so when they do not within a minute
+    /// of real time (a promise read afterwards then fails).
+    private static func settle(_ ids: [OperationID], _ what: String, outbox: Outbox, narrator: Narrator) async {
+        guard !ids.isEmpty else {
+            narrator.say(.check, "\(what) was not made.")
+            return
         }
-        return await withTaskGroup(of: Bool.self) { group in
+        if !(await waitUntilSettled(ids, outbox: outbox, timeoutSeconds: 60)) {
+            narrator.say(.check, "\(what) did not settle within a minute of real time.")
+        }
+    }
+
+    /// What `operation` answered, or `false` when it did not finish within `seconds` of real time.
+    private static func within(seconds: Double, _ operation: @escaping @Sendable () async -> Bool) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await operation() }
             group.addTask {
-                if settled() { return true }
-                for await _ in changes where settled() { return true }
-                return settled()
-            }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(timeoutSeconds))
+                try? await Task.sleep(for: .seconds(seconds))
                 return false
             }
             let first = await group.next() ?? false
             group.cancelAll()
             return first
+        }
+    }
+
+    private static func waitUntilSettled(_ ids: [OperationID], outbox: Outbox, timeoutSeconds: Double) async -> Bool {
+        let changes = outbox.changes()
+        @Sendable func settled() -> Bool {
+            ids.allSatisfy { (try? outbox.operationState($0)).flatMap { $0.map { $0.status != .queued && $0.status != .syncing } } ?? false }
+        }
+        return await within(seconds: timeoutSeconds) {
+            if settled() { return true }
+            for await _ in changes where settled() { return true }
+            return settled()
         }
     }
 
@@ -271,6 +381,7 @@ public enum PharmacyAfternoon {
         switch event.body {
         case .attemptStarted(let started):
             return "#\(event.seq) attempt \(started.attempt) of \(name), woken by \(started.trigger)"
+                + (started.sentRevision.map { ", sent against revision \($0)" } ?? "")
         case .attemptFinished(let finished):
             var text = "#\(event.seq) attempt \(finished.attempt) of \(name): \(finished.outcome) → \(finished.disposition)"
             if let next = finished.nextAttemptAt { text += ", retry at \(Self.time(next))" }
@@ -286,8 +397,9 @@ public enum PharmacyAfternoon {
         }
     }
 
-    static func describe(_ event: ServerEvent, labels: Labels) -> String {
-        let name = event.idempotencyKey.flatMap(OperationID.init).map { labels[$0] } ?? "a request"
+    static func describe(_ event: ServerEvent, labels: Labels, wire: WireLog) -> String {
+        var name = event.idempotencyKey.flatMap(OperationID.init).map { labels[$0] } ?? "a request"
+        if let key = event.idempotencyKey, let ifMatch = wire.requests(keys: [key]).last?.ifMatch { name += ", If-Match \(ifMatch)" }
         let answer = event.status.map { "answered \($0)" } ?? "connection dropped before any answer"
         let what: String = switch event.outcome {
         case .applied: "applied"
@@ -317,34 +429,57 @@ public enum PharmacyAfternoon {
 
     // MARK: The writes
 
+    static let business = "folakes-pharmacy"
+
+    static func productKey(_ id: String) -> RecordKey { RecordKey(business: business, type: "product", id: id) }
+    static func employeeKey(_ id: String) -> RecordKey { RecordKey(business: business, type: "employee", id: id) }
+
+    /// The record a write changes: its type is the operation's (`product` for `product.update`),
+    /// its id the write's entity.
+    static func recordKey(of request: OutboxRequest) -> RecordKey {
+        RecordKey(business: request.businessID, type: String(request.operationType.prefix { $0 != "." }), id: request.entityID ?? "")
+    }
+
+    static func productJSON(_ id: String, _ name: String, price: Double) -> Data {
+        Data(#"{"id":"\#(id)","name":"\#(name)","price":\#(price)}"#.utf8)
+    }
+
     static func product(_ id: String, _ name: String, price: Double) -> OutboxRequest {
         OutboxRequest(
-            businessID: "folakes-pharmacy", operationType: "product.create", endpoint: "/products",
-            payload: Data(#"{"id":"\#(id)","name":"\#(name)","price":\#(price)}"#.utf8),
+            businessID: business, operationType: "product.create", endpoint: "/products",
+            payload: productJSON(id, name, price: price),
             entityID: id, category: "Products", entityLabel: name, summary: "New product"
         )
     }
 
-    static let business = "folakes-pharmacy"
-
-    /// A price change to a product the server holds at `baseRevision`.
-    static func priceEdit(_ id: String, _ name: String, price: Double, baseRevision: String) -> OutboxRequest {
+    /// A new price for a product: the whole record, sent against the record's server revision as
+    /// the engine knows it when the write is sent.
+    static func priceEdit(_ id: String, _ name: String, price: Double) -> OutboxRequest {
         OutboxRequest(
-            businessID: business, operationType: "product.update", method: "PATCH", endpoint: "/products/\(id)",
-            payload: pricePatch(price), entityID: id, category: "Products", entityLabel: name,
-            summary: "New price \(String(format: "%.2f", price))", baseRevision: baseRevision
+            businessID: business, operationType: "product.update", method: "PUT", endpoint: "/products/\(id)",
+            payload: productJSON(id, name, price: price), entityID: id, category: "Products", entityLabel: name,
+            summary: "New price \(String(format: "%.2f", price))", revisionFrom: productKey(id)
         )
     }
 
-    static func pricePatch(_ price: Double) -> Data {
-        Data(#"{"price":\#(price)}"#.utf8)
+    static func employeeJSON(_ id: String, _ name: String, role: String) -> Data {
+        Data(#"{"id":"\#(id)","name":"\#(name)","role":"\#(role)"}"#.utf8)
     }
 
     static func employee(_ id: String, _ name: String, role: String) -> OutboxRequest {
         OutboxRequest(
-            businessID: "folakes-pharmacy", operationType: "employee.create", endpoint: "/employees",
-            payload: Data(#"{"id":"\#(id)","name":"\#(name)","role":"\#(role)"}"#.utf8),
+            businessID: business, operationType: "employee.create", endpoint: "/employees",
+            payload: employeeJSON(id, name, role: role),
             entityID: id, category: "Employees", entityLabel: name, summary: "New \(role)"
+        )
+    }
+
+    /// A new role for an employee: the whole record, against its server revision.
+    static func roleChange(_ id: String, _ name: String, role: String) -> OutboxRequest {
+        OutboxRequest(
+            businessID: business, operationType: "employee.update", method: "PUT", endpoint: "/employees/\(id)",
+            payload: employeeJSON(id, name, role: role), entityID: id, category: "Employees", entityLabel: name,
+            summary: "Now a \(role)", revisionFrom: employeeKey(id)
         )
     }
 }
@@ -362,31 +497,20 @@ enum DemoError: Error, CustomStringConvertible {
 /// What the member calls each operation, for the narration.
 final class Labels: Sendable {
     private let names = Mutex<[OperationID: String]>([:])
+    private let recordNames = Mutex<[RecordKey: String]>([:])
 
     subscript(id: OperationID) -> String {
         get { names.withLock { $0[id] } ?? String(id.idempotencyKey.prefix(8)) }
         set { names.withLock { $0[id] = newValue } }
     }
-}
 
-/// A network the demo can take down: offline, every request fails at once with no response.
-final class Signal: OutboxTransport {
-    private let transport: URLSessionTransport
-    private let online = Atomic<Bool>(true)
-
-    init(_ transport: URLSessionTransport) {
-        self.transport = transport
+    /// The records the member wrote, by the name she gave each.
+    subscript(key: RecordKey) -> String? {
+        get { recordNames.withLock { $0[key] } }
+        set { recordNames.withLock { $0[key] = newValue } }
     }
 
-    var isOnline: Bool {
-        get { online.load(ordering: .relaxed) }
-        set { online.store(newValue, ordering: .relaxed) }
-    }
-
-    func send(_ request: TransportRequest) async throws -> TransportResponse {
-        guard isOnline else { throw URLError(.notConnectedToInternet) }
-        return try await transport.send(request)
-    }
+    var records: [RecordKey: String] { recordNames.withLock { $0 } }
 }
 
 /// Text `journal-inspect` writes, kept for the narration.

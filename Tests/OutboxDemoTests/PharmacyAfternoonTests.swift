@@ -16,7 +16,7 @@ struct PharmacyAfternoonTests {
     @Test func everyPromiseItPrintsHolds() async throws {
         let output = Output()
         let outcome = try await PharmacyAfternoon.run(DemoOptions(speed: 120)) { output.write($0) }
-        #expect(outcome.promises.count == 8)
+        #expect(outcome.promises.count == 11)
         for promise in outcome.promises {
             #expect(promise.held, "\(promise.text)\n\(output.all)")
         }
@@ -25,22 +25,47 @@ struct PharmacyAfternoonTests {
         #expect(text.contains("Saved on this device, waiting for internet: Antiseptic 500 ml"))
         #expect(text.contains("Sync tab: Connect to the internet to sync these changes. Badge 1."))
         #expect(text.contains("Products: 1 change"))
+        // Her phone's list, from the records: the price as she typed it, and its state in words.
+        #expect(text.contains("Antiseptic 500 ml: 12.50, waiting for internet"))
+        #expect(text.contains("Antiseptic 500 ml: 12.50, saved, revision 1"))
+        #expect(text.contains("Amaka Eze: pharmacist, waiting for the owner's approval"))
         // The lost response and its replay, as the server saw them.
         #expect(text.contains("POST /employees for Chidi Okafor: applied, connection dropped before any answer"))
         #expect(text.contains("POST /employees for Chidi Okafor: already applied: the stored answer replayed, answered 201"))
         // The final tab: the blocked row with its reason, the approval card.
         #expect(text.contains("Tramadol 50 mg, new product, blocked: Only the owner may add a controlled substance."))
         #expect(text.contains("Waiting for approval: 1 change"))
+        // Refused changes rolled back on the screen, with the server's reason.
+        #expect(text.contains("Tramadol 50 mg: not on the list, rolled back: Only the owner may add a controlled substance."))
+        #expect(text.contains("Chidi Okafor: supervisor, waiting for internet"))
+        #expect(text.contains("PUT /employees/chidi for Chidi Okafor, If-Match \"1\": refused (validation_failed), answered 422"))
+        #expect(text.contains("Chidi Okafor: cashier, rolled back: Chidi Okafor started today: a supervisor needs 90 days of service."))
+        // Two offline edits of one product: shown as typed, sent in order, each against the revision before it.
+        #expect(text.contains("Antiseptic 500 ml: 13.50, waiting for internet"))
+        #expect(text.contains(#"Why the phone shows 13.50 (recordHistory): shows the member's {"id":"antiseptic-500","name":"Antiseptic 500 ml","price":13.5} from write "#))
+        #expect(text.contains(#"waiting for internet; the server last confirmed {"id":"antiseptic-500","name":"Antiseptic 500 ml","price":12.5,"revision":1} at revision 1"#))
+        #expect(text.contains("Antiseptic 500 ml: 13.50, sending..."))
+        #expect(text.contains("PUT /products/antiseptic-500 for Antiseptic 500 ml, If-Match \"1\": applied, answered 200"))
+        #expect(text.contains("PUT /products/antiseptic-500 for Antiseptic 500 ml, If-Match \"2\": applied, answered 200"))
+        #expect(text.contains("in this order: 13.00 with If-Match \"1\", then 13.50 with If-Match \"2\"; the phone's base is now revision 3."))
+        #expect(text.contains("Antiseptic 500 ml: 13.50, saved, revision 3"))
+        #expect(text.contains("sent against revision 2"))
         // The proof from journal-inspect.
         #expect(text.contains("Verdict: synced on attempt"))
         #expect(text.contains("replayed, not applied twice"))
         #expect(text.contains("✓ Every write the server accepted was applied exactly once"))
         // The price edited on two devices: the conflict shown with the other price, the choice applied.
-        #expect(text.contains("PATCH /products/antiseptic-500 for Antiseptic 500 ml: changed elsewhere since the edit began, answered 412"))
+        #expect(text.contains("PUT /products/antiseptic-500 for Antiseptic 500 ml, If-Match \"3\": changed elsewhere since the edit began, answered 412"))
         #expect(text.contains("Changed elsewhere: 1 change"))
         #expect(text.contains(#"on the server now: {"id":"antiseptic-500","name":"Antiseptic 500 ml","price":14"#))
-        #expect(text.contains("PATCH /products/antiseptic-500 for Antiseptic 500 ml: applied, answered 200"))
-        #expect(text.contains(#"The antiseptic on the server: {"id":"antiseptic-500","name":"Antiseptic 500 ml","price":13.5}, revision 3"#))
+        #expect(text.contains("Antiseptic 500 ml: 14.50, changed elsewhere: 14.00 on the server (revision 4)"))
+        #expect(text.contains("PUT /products/antiseptic-500 for Antiseptic 500 ml, If-Match \"4\": applied, answered 200"))
+        #expect(text.contains(#"The antiseptic on the server: {"id":"antiseptic-500","name":"Antiseptic 500 ml","price":14.5}, revision 5"#))
+        #expect(text.contains("Antiseptic 500 ml: 14.50, saved, revision 5"))
+        // The new scenes' promises, as printed.
+        #expect(text.contains("✓ The phone showed the member's price while offline, waiting for internet"))
+        #expect(text.contains("✓ A refused change was rolled back on screen with the server's reason"))
+        #expect(text.contains("✓ Two offline edits of one record reached the server in order, without a conflict"))
         #expect(!text.contains("✗"))
         #expect(!FileManager.default.fileExists(atPath: outcome.journal.path), "a temporary journal is removed")
     }
