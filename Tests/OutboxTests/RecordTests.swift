@@ -347,4 +347,31 @@ struct RecordTests {
             _ = try await outbox.enqueue(request)
         }
     }
+
+    @Test func aQueryPagesThroughMoreRecordsThanACursorsBatchInIDOrder() async throws {
+        let transport = ScriptedTransport(otherwise: .respond(.json(200, #"{"revision":1}"#)))
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open()
+        defer { outbox.close() }
+        func key(_ number: Int) -> RecordKey { RecordKey(business: "pharmacy-7", type: "product", id: "p\(number)") }
+        // 90 reach the server (bases), then 80 more wait offline (overlays), 20 of them over a base.
+        for number in 0..<90 { _ = try await outbox.enqueue(productRequest(number), changing: [.put(key(number), Self.value(Double(number)))]) }
+        await outbox.drain()
+        transport.script()
+        let offline = ScriptedTransport.Step.fail(.offline)
+        for _ in 0..<200 { transport.script(offline) }
+        for number in 70..<150 { _ = try await outbox.enqueue(productRequest(number), changing: [.put(key(number), Self.value(Double(number) + 0.5))]) }
+        var ids: [String] = []
+        var query = RecordQuery(business: "pharmacy-7", type: "product", limit: 50)
+        repeat {
+            let page = try outbox.records(query)
+            #expect(page.records.count <= 50)
+            ids += page.records.map(\.key.id)
+            query.after = page.nextAfter
+        } while query.after != nil
+        let expected = (0..<150).map { "p\($0)" }.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        #expect(ids == expected)
+        let over = try #require(try outbox.record(key(75)))
+        #expect(over.value == Self.value(75.5) && over.server?.revision == 1, "a pending change over a base")
+    }
 }

@@ -137,95 +137,118 @@ extension JournalSchema {
 
     /// The records of one business and type in the order of their ids' bytes, after `after`: the
     /// member's view of each, pending creates included, records deleted in the view left out.
+    ///
+    /// Built straight from two cursors, a batch at a time: the store's table (bases, or local
+    /// records) and `record-writes`, merged by the ids' bytes; each view from the entries the
+    /// cursors read, with no second lookup.
     /// - Returns: at most `limit` records, and whether more may follow.
     func records(business: String, type: String, after: String?, limit: Int, policy: RecordTypePolicy,
                  in txn: borrowing LMDBTransaction) throws -> (records: [LocalRecord], more: Bool) {
         let scope = RecordKey.scopeBytes(business: business, type: type)
         // The first key past `after`: the id's bytes and one byte more than the terminator.
-        let start = after.map { scope + Array($0.utf8) + [1] }
+        var storeFrom: [UInt8]? = after.map { scope + Array($0.utf8) + [1] }
+        var writeFrom = storeFrom
+        let store = policy.isLocalOnly ? localRecords : base
+        var stored: [(id: [UInt8], entry: RecordStoreEntry)] = []
+        var written: [(id: [UInt8], writes: [(id: OperationID, firstSeq: JournalSequence)])] = []
+        var storeDone = false
+        var writeDone = policy.isLocalOnly
         var found: [LocalRecord] = []
-        var more = false
-        var ids = RecordIDMerge()
-        let stores = policy.isLocalOnly ? localRecords : base
-        var storeIDs: [String] = []
-        var writeIDs: [String] = []
-        // Both sides in id order, a bounded batch at a time, merged.
-        var storeFrom = start, writeFrom = start
-        var storeDone = false, writeDone = false
-        while !more {
-            if storeIDs.isEmpty, !storeDone {
-                (storeIDs, storeFrom, storeDone) = try Self.nextIDs(stores, scope: scope, from: storeFrom, in: txn)
+        while true {
+            if stored.isEmpty, !storeDone {
+                (stored, storeFrom, storeDone) = try Self.storedBatch(store, scope: scope, from: storeFrom, in: txn)
             }
-            if writeIDs.isEmpty, !writeDone, !policy.isLocalOnly {
-                (writeIDs, writeFrom, writeDone) = try Self.nextIDs(recordWrites, scope: scope, from: writeFrom, in: txn)
-            } else if policy.isLocalOnly {
-                writeDone = true
+            if written.isEmpty, !writeDone {
+                (written, writeFrom, writeDone) = try Self.writtenBatch(recordWrites, scope: scope, from: writeFrom, in: txn)
             }
-            guard let id = ids.next(&storeIDs, &writeIDs) else {
-                if storeDone && (writeDone || policy.isLocalOnly) { break }
-                continue
+            let id: [UInt8]
+            switch (stored.first?.id, written.first?.id) {
+            case (nil, nil):
+                return (found, false)
+            case (let left?, nil): id = left
+            case (nil, let right?): id = right
+            case (let left?, let right?): id = left.lexicographicallyPrecedes(right) ? left : right
             }
-            let key = RecordKey(business: business, type: type, id: id)
-            guard let record = try record(key, policy: policy, in: txn), record.exists else { continue }
-            if found.count == limit {
-                more = true
-            } else {
-                found.append(record)
-            }
+            // Each side's front is its smallest id not yet served (a side is refilled as soon
+            // as it runs out), so the smaller front is the next record.
+            let entry = stored.first?.id == id ? stored.removeFirst().entry : nil
+            let writes = written.first?.id == id ? written.removeFirst().writes : []
+            let key = RecordKey(business: business, type: type, id: String(decoding: id, as: UTF8.self))
+            guard let record = try view(key, entry: entry, writes: writes, policy: policy, in: txn), record.exists else { continue }
+            if found.count == limit { return (found, true) }
+            found.append(record)
         }
-        return (found, more)
     }
 
-    /// The next ids (distinct, in order) of a record table within `scope`, from `start`, up to a
-    /// batch; where to go on from, and whether the table is done.
-    private static func nextIDs<K, V>(_ table: LMDBTable<K, V>, scope: [UInt8], from start: [UInt8]?,
-                                      in txn: borrowing LMDBTransaction) throws -> ([String], [UInt8]?, Bool) {
-        var ids: [String] = []
-        var last: [UInt8]?
+    /// The view of `key` from its store entry and its writes as the cursors read them.
+    private func view(_ key: RecordKey, entry: RecordStoreEntry?, writes: [(id: OperationID, firstSeq: JournalSequence)],
+                      policy: RecordTypePolicy, in txn: borrowing LMDBTransaction) throws -> LocalRecord? {
+        let opened = try self.opened(entry, table: policy.isLocalOnly ? .local : .base, key: key)
+        let stored: RecordView.Stored
+        if policy.isLocalOnly {
+            stored = RecordView.Stored(base: nil, value: opened?.value, schemaVersion: opened?.schemaVersion, valueHash: .some(opened?.valueHash))
+        } else {
+            let base = opened.map { ServerBase(value: $0.value, revision: $0.revision, learntAt: $0.learntAt, seq: $0.seq, valueHash: .some($0.valueHash)) }
+            stored = RecordView.Stored(base: base, value: opened?.value, schemaVersion: opened?.schemaVersion, valueHash: .some(opened?.valueHash))
+        }
+        let viewWrites = try writes.map { try viewWrite($0.id, firstSeq: $0.firstSeq, key: key, in: txn) }
+        guard stored.base != nil || stored.valueHash != nil || !viewWrites.isEmpty else { return nil }
+        return RecordView.view(key, stored: stored, isLocalOnly: policy.isLocalOnly, writes: viewWrites,
+                               schemaVersion: policy.schemaVersion, upgrade: policy.upgrade)
+    }
+
+    /// The next store entries within `scope` from `start`, a batch, each with its id's bytes.
+    private static func storedBatch(_ table: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>, scope: [UInt8], from start: [UInt8]?,
+                                    in txn: borrowing LMDBTransaction) throws -> ([(id: [UInt8], entry: RecordStoreEntry)], [UInt8]?, Bool) {
+        var batch: [(id: [UInt8], entry: RecordStoreEntry)] = []
+        var next = start
         var done = true
         try txn.scan(table, leading: scope, from: start) { entry in
-            guard let (key, count) = RecordKey.read(entry.keyBytes) else { throw LMDBCodecError(reason: "a damaged record key") }
-            let keyBytes = Array(entry.keyBytes.prefix(count))
-            if ids.last != key.id { ids.append(key.id) }
-            last = keyBytes
-            if ids.count >= 64 {
+            let key = entry.keyBytes
+            guard key.count > scope.count, key.last == 0 else { throw LMDBCodecError(reason: "a damaged record key") }
+            let id = Array(key[scope.count..<(key.count - 1)])
+            batch.append((id, try entry.value()))
+            next = scope + id + [1]
+            if batch.count >= Self.queryBatch {
                 done = false
                 return .stop
             }
             return .next
         }
-        // Go on past the last id seen: its bytes, then one more than its terminator.
-        let next = last.map { Array($0.dropLast()) + [1] }
-        return (ids, next, done)
+        return (batch, next, done)
     }
-}
 
-/// Merges two ascending lists of ids (by their bytes) into one without repeats.
-private struct RecordIDMerge {
-    private var last: String?
-
-    mutating func next(_ left: inout [String], _ right: inout [String]) -> String? {
-        while true {
-            let candidate: String
-            switch (left.first, right.first) {
-            case (nil, nil): return nil
-            case (let a?, nil): candidate = a; left.removeFirst()
-            case (nil, let b?): candidate = b; right.removeFirst()
-            case (let a?, let b?):
-                if Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8)) {
-                    candidate = a; left.removeFirst()
-                } else if Array(b.utf8).lexicographicallyPrecedes(Array(a.utf8)) {
-                    candidate = b; right.removeFirst()
-                } else {
-                    candidate = a; left.removeFirst(); right.removeFirst()
-                }
+    /// The next `record-writes` entries within `scope` from `start`, grouped by record, a batch.
+    private static func writtenBatch(_ table: LMDBTable<JournalCodec.RecordWriteKey, JournalCodec.ID>, scope: [UInt8], from start: [UInt8]?,
+                                     in txn: borrowing LMDBTransaction) throws -> ([(id: [UInt8], writes: [(id: OperationID, firstSeq: JournalSequence)])], [UInt8]?, Bool) {
+        var batch: [(id: [UInt8], writes: [(id: OperationID, firstSeq: JournalSequence)])] = []
+        var next = start
+        var done = true
+        try txn.scan(table, leading: scope, from: start) { entry in
+            let key = entry.keyBytes
+            guard key.count > scope.count + 17, key[key.count - 17] == 0 else { throw LMDBCodecError(reason: "a damaged record write key") }
+            let id = Array(key[scope.count..<(key.count - 17)])
+            let write = (id: try entry.value(), firstSeq: try JournalCodec.Seq.decode(UnsafeRawBufferPointer(rebasing: key.suffix(8))))
+            if batch.last?.id == id {
+                batch[batch.count - 1].writes.append(write)
+                return .next
             }
-            if let last, last.utf8.elementsEqual(candidate.utf8) { continue }
-            last = candidate
-            return candidate
+            // A whole record's writes stay in one batch: stop only between records.
+            if batch.count >= Self.queryBatch {
+                done = false
+                return .stop
+            }
+            batch.append((id, [write]))
+            next = scope + id + [1]
+            return .next
         }
+        return (batch, next, done)
     }
+
+    /// How many records each cursor reads at a time.
+    private static let queryBatch = 64
 }
+
 
 extension JournalStore {
     /// The records whose view `events` (just committed) may have changed: the records of every
