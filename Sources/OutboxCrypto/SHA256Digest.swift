@@ -19,24 +19,49 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
     /// The digest's size in bytes.
     public static let byteCount = 32
 
+    // The 32 bytes as four big-endian words, held inline: a digest is read with every record
+    // value and every request, and an inline value costs no allocation to decode, copy or compare.
+    private let w0, w1, w2, w3: UInt64
+
     /// The 32 digest bytes.
-    public let bytes: [UInt8]
+    public var bytes: [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: Self.byteCount) { buffer, count in
+            withUnsafeBytes { buffer.baseAddress!.initialize(from: $0.bindMemory(to: UInt8.self).baseAddress!, count: Self.byteCount) }
+            count = Self.byteCount
+        }
+    }
+
+    /// Lends the 32 digest bytes to `body`, without copying them into an array.
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        var words = (w0.bigEndian, w1.bigEndian, w2.bigEndian, w3.bigEndian)
+        return try Swift.withUnsafeBytes(of: &words) { try body($0) }
+    }
 
     /// Wraps digest bytes read back from storage.
     /// - Returns: `nil` unless `bytes` holds exactly 32 bytes.
     public init?(bytes: [UInt8]) {
-        guard bytes.count == Self.byteCount else { return nil }
-        self.bytes = bytes
+        guard let digest = bytes.withUnsafeBytes({ SHA256Digest(raw: $0) }) else { return nil }
+        self = digest
+    }
+
+    /// Wraps 32 digest bytes lent in place.
+    /// - Returns: `nil` unless `raw` holds exactly 32 bytes.
+    public init?(raw: UnsafeRawBufferPointer) {
+        guard raw.count == Self.byteCount else { return nil }
+        w0 = UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+        w1 = UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        w2 = UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self))
+        w3 = UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
     }
 
     /// Hashes `data`.
     public init(of data: some ContiguousBytes) {
-        self.bytes = data.withUnsafeBytes { SHA256Digest.hash($0) }
+        self.init(bytes: data.withUnsafeBytes { SHA256Digest.hash($0) })!
     }
 
     /// Hashes several byte runs as one message, without joining them first.
     public init(ofConcatenated parts: [[UInt8]]) {
-        self.bytes = SHA256Digest.hash(parts: parts)
+        self.init(bytes: SHA256Digest.hash(parts: parts))!
     }
 
     /// Lowercase hexadecimal, 64 characters.

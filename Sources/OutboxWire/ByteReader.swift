@@ -98,6 +98,21 @@ public struct ByteReader {
         return try borrow(count, what) { Array($0) }
     }
 
+    /// A `bytes` field as `Data`, copied once.
+    @inlinable public mutating func readData(_ what: StaticString = "bytes") throws(DecodingProblem) -> Data {
+        let count = Int(try readUInt32(what))
+        return try borrow(count, what) { Data($0) }
+    }
+
+    /// Whether the next `string` field holds exactly the bytes of `text`; moves past it either way.
+    @inlinable public mutating func readString(matching text: String, _ what: StaticString = "text") throws(DecodingProblem) -> Bool {
+        let count = Int(try readUInt32(what))
+        return try borrow(count, what) { field in
+            var text = text
+            return text.withUTF8 { $0.count == field.count && (field.isEmpty || memcmp($0.baseAddress!, field.baseAddress!, field.count) == 0) }
+        }
+    }
+
     /// `count` bytes as they are, with no length before them.
     @inlinable public mutating func readRaw(_ count: Int, _ what: StaticString = "bytes") throws(DecodingProblem) -> [UInt8] {
         try borrow(count, what) { Array($0) }

@@ -85,7 +85,7 @@ extension JournalSchema {
     /// value opened when the journal is sealed and the key known.
     func recordChange(_ key: RecordKey, operation id: OperationID, firstSeq: JournalSequence, in txn: borrowing LMDBTransaction) throws -> RecordWrite? {
         guard let record = try txn.get(events, firstSeq) else { return nil }
-        guard var change = try RecordCodec.changes(of: record, seq: firstSeq).first(where: { $0.key == key }) else { return nil }
+        guard var change = try RecordCodec.change(to: key, of: record, seq: firstSeq) else { return nil }
         if let sealed = change.sealedValue, let sealing = sealing.sealing {
             change.value = try sealing.unsealRecordValue(sealed, id: id, key: key)
             change.sealedValue = nil
@@ -149,30 +149,43 @@ extension JournalSchema {
         var storeFrom: [UInt8]? = after.map { scope + Array($0.utf8) + [1] }
         var writeFrom = storeFrom
         let store = policy.isLocalOnly ? localRecords : base
-        var stored: [(id: [UInt8], entry: RecordStoreEntry)] = []
-        var written: [(id: [UInt8], writes: [(id: OperationID, firstSeq: JournalSequence)])] = []
+        var stored: [(id: [UInt8], entry: RecordStoreEntry)] = [], storedAt = 0
+        var written: [(id: [UInt8], writes: [(id: OperationID, firstSeq: JournalSequence)])] = [], writtenAt = 0
         var storeDone = false
         var writeDone = policy.isLocalOnly
         var found: [LocalRecord] = []
+        found.reserveCapacity(min(limit, 1024))
         while true {
-            if stored.isEmpty, !storeDone {
+            // A side is refilled as soon as it runs out, so each side's front is its smallest id
+            // not yet served, and the smaller front is the next record.
+            if storedAt == stored.count, !storeDone {
                 (stored, storeFrom, storeDone) = try Self.storedBatch(store, scope: scope, from: storeFrom, in: txn)
+                storedAt = 0
             }
-            if written.isEmpty, !writeDone {
+            if writtenAt == written.count, !writeDone {
                 (written, writeFrom, writeDone) = try Self.writtenBatch(recordWrites, scope: scope, from: writeFrom, in: txn)
+                writtenAt = 0
             }
+            let storedID = storedAt < stored.count ? stored[storedAt].id : nil
+            let writtenID = writtenAt < written.count ? written[writtenAt].id : nil
             let id: [UInt8]
-            switch (stored.first?.id, written.first?.id) {
+            switch (storedID, writtenID) {
             case (nil, nil):
                 return (found, false)
             case (let left?, nil): id = left
             case (nil, let right?): id = right
             case (let left?, let right?): id = left.lexicographicallyPrecedes(right) ? left : right
             }
-            // Each side's front is its smallest id not yet served (a side is refilled as soon
-            // as it runs out), so the smaller front is the next record.
-            let entry = stored.first?.id == id ? stored.removeFirst().entry : nil
-            let writes = written.first?.id == id ? written.removeFirst().writes : []
+            var entry: RecordStoreEntry?
+            if storedID == id {
+                entry = stored[storedAt].entry
+                storedAt += 1
+            }
+            var writes: [(id: OperationID, firstSeq: JournalSequence)] = []
+            if writtenID == id {
+                writes = written[writtenAt].writes
+                writtenAt += 1
+            }
             let key = RecordKey(business: business, type: type, id: String(decoding: id, as: UTF8.self))
             guard let record = try view(key, entry: entry, writes: writes, policy: policy, in: txn), record.exists else { continue }
             if found.count == limit { return (found, true) }
@@ -180,7 +193,7 @@ extension JournalSchema {
         }
     }
 
-    /// The view of `key` from its store entry and its writes as the cursors read them.
+    /// A record's view from its store entry and its writes as a cursor read them.
     private func view(_ key: RecordKey, entry: RecordStoreEntry?, writes: [(id: OperationID, firstSeq: JournalSequence)],
                       policy: RecordTypePolicy, in txn: borrowing LMDBTransaction) throws -> LocalRecord? {
         let opened = try self.opened(entry, table: policy.isLocalOnly ? .local : .base, key: key)
@@ -201,28 +214,25 @@ extension JournalSchema {
     private static func storedBatch(_ table: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>, scope: [UInt8], from start: [UInt8]?,
                                     in txn: borrowing LMDBTransaction) throws -> ([(id: [UInt8], entry: RecordStoreEntry)], [UInt8]?, Bool) {
         var batch: [(id: [UInt8], entry: RecordStoreEntry)] = []
-        var next = start
+        batch.reserveCapacity(Self.queryBatch)
         var done = true
         try txn.scan(table, leading: scope, from: start) { entry in
             let key = entry.keyBytes
             guard key.count > scope.count, key.last == 0 else { throw LMDBCodecError(reason: "a damaged record key") }
-            let id = Array(key[scope.count..<(key.count - 1)])
-            batch.append((id, try entry.value()))
-            next = scope + id + [1]
+            batch.append((Array(key[scope.count..<(key.count - 1)]), try entry.value()))
             if batch.count >= Self.queryBatch {
                 done = false
                 return .stop
             }
             return .next
         }
-        return (batch, next, done)
+        return (batch, batch.last.map { scope + $0.id + [1] } ?? start, done)
     }
 
     /// The next `record-writes` entries within `scope` from `start`, grouped by record, a batch.
     private static func writtenBatch(_ table: LMDBTable<JournalCodec.RecordWriteKey, JournalCodec.ID>, scope: [UInt8], from start: [UInt8]?,
                                      in txn: borrowing LMDBTransaction) throws -> ([(id: [UInt8], writes: [(id: OperationID, firstSeq: JournalSequence)])], [UInt8]?, Bool) {
         var batch: [(id: [UInt8], writes: [(id: OperationID, firstSeq: JournalSequence)])] = []
-        var next = start
         var done = true
         try txn.scan(table, leading: scope, from: start) { entry in
             let key = entry.keyBytes
@@ -239,10 +249,9 @@ extension JournalSchema {
                 return .stop
             }
             batch.append((id, [write]))
-            next = scope + id + [1]
             return .next
         }
-        return (batch, next, done)
+        return (batch, batch.last.map { scope + $0.id + [1] } ?? start, done)
     }
 
     /// How many records each cursor reads at a time.

@@ -24,7 +24,10 @@ import Synchronization
 /// Every projection is written in the same transaction as the event it folds, and all of them
 /// can be rebuilt from `events` alone. They share one B-tree under one-byte prefixes, so a commit
 /// writes one page path for all of them, and the counters are one value written once per commit.
-struct JournalSchema: Sendable {
+///
+/// A class: every read takes the schema, and sharing one costs a retain where copying its
+/// tables would cost one per table.
+final class JournalSchema: Sendable {
     /// The layout version of the projections (`state`). A journal stored with another version
     /// has its projections rebuilt from the events at open.
     static let projectionVersion: UInt32 = 7

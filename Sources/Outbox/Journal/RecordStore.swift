@@ -46,7 +46,7 @@ extension JournalCodec {
             writer.write(item.learntAt)
             writer.write(item.seq.rawValue)
             writer.write(UInt32(item.schemaVersion))
-            writer.writeOptional(item.valueHash) { $0.write(raw: $1.bytes) }
+            writer.writeOptional(item.valueHash) { writer, hash in hash.withUnsafeBytes { writer.write(raw: $0) } }
             if let sealed = item.sealedValue {
                 writer.write(UInt8(2))
                 writer.write(bytes: sealed)
@@ -66,16 +66,11 @@ extension JournalCodec {
             let learntAt = try reader.readDate("learnt at")
             let seq = JournalSequence(rawValue: try reader.readUInt64("seq"))
             let schemaVersion = Int(try reader.readUInt32("schema version"))
-            let hash = try reader.readOptional("value hash") { (reader) throws(DecodingProblem) in
-                guard let digest = SHA256Digest(bytes: try reader.readRaw(SHA256Digest.byteCount, "value hash")) else {
-                    throw DecodingProblem("a value hash of the wrong size")
-                }
-                return digest
-            }
+            let hash = try reader.readOptional("value hash") { (reader) throws(DecodingProblem) in try reader.readDigest("value hash") }
             var record = RecordStoreEntry(revision: revision, learntAt: learntAt, seq: seq, schemaVersion: schemaVersion, valueHash: hash)
             switch try reader.readUInt8("value tag") {
             case 0: break
-            case 1: record.value = Data(try reader.readBytes("value"))
+            case 1: record.value = try reader.readData("value")
             case 2: record.sealedValue = try reader.readBytes("sealed value")
             case let tag: throw LMDBCodecError(reason: "an unknown stored value tag \(tag)")
             }

@@ -4,7 +4,7 @@ package import OutboxWire
 
 /// The journal's own field types in the byte codec: digests, operation ids, one-byte codes.
 extension ByteWriter {
-    package mutating func write(_ digest: SHA256Digest) { write(raw: digest.bytes) }
+    package mutating func write(_ digest: SHA256Digest) { digest.withUnsafeBytes { write(raw: $0) } }
 
     package mutating func write(_ id: OperationID) {
         withUnsafeBytes(of: id.uuid.uuid) { write(raw: $0) }
@@ -14,7 +14,7 @@ extension ByteWriter {
 extension ByteReader {
     package mutating func readDigest(_ what: StaticString = "digest") throws(DecodingProblem) -> SHA256Digest {
         // 32 bytes taken: the initializer cannot fail.
-        SHA256Digest(bytes: try readRaw(SHA256Digest.byteCount, what))!
+        try withRaw(SHA256Digest.byteCount, what) { SHA256Digest(raw: $0)! }
     }
 
     package mutating func readOperationID(_ what: StaticString = "operation id") throws(DecodingProblem) -> OperationID {

@@ -98,6 +98,30 @@ extension Enqueued: RecordBody {
 extension Enqueued {
     /// A format-3 body's record changes, its request's fields passed over unread.
     static func changes(reading reader: inout ByteReader) throws(DecodingProblem) -> [RecordWrite] {
+        let count = try skipToChanges(&reader)
+        var changes: [RecordWrite] = []
+        changes.reserveCapacity(count)
+        for _ in 0..<count { changes.append(try RecordWrite(reading: &reader, version: 3)) }
+        return changes
+    }
+
+    /// A format-3 body's change to `key`, the other changes and the request passed over unread
+    /// (the key compared byte for byte in place); `nil` when it does not change `key`.
+    static func change(to key: RecordKey, reading reader: inout ByteReader) throws(DecodingProblem) -> RecordWrite? {
+        let count = try skipToChanges(&reader)
+        for _ in 0..<count {
+            let business = try reader.readString(matching: key.business, "record business")
+            let type = try reader.readString(matching: key.type, "record type")
+            let id = try reader.readString(matching: key.id, "record id")
+            if business && type && id { return try RecordWrite(key: key, readingRest: &reader) }
+            try RecordWrite.skipRest(&reader)
+        }
+        return nil
+    }
+
+    /// Moves past a format-3 body's request fields to its record changes.
+    /// - Returns: how many changes follow.
+    private static func skipToChanges(_ reader: inout ByteReader) throws(DecodingProblem) -> Int {
         for _ in 0..<4 { try reader.skipBytes("request field") }        // business, type, method, endpoint
         try reader.skipBytes("payload")
         if try reader.readBool("entity id") { try reader.skipBytes("entity id") }
@@ -112,10 +136,7 @@ extension Enqueued {
         if try reader.readBool("supersedes") { try reader.skip(16 + 1 + 8, "supersedes") }
         let count = Int(try reader.readUInt32("record change count"))
         guard count <= reader.remaining else { throw DecodingProblem("\(count) record changes cannot fit") }
-        var changes: [RecordWrite] = []
-        changes.reserveCapacity(count)
-        for _ in 0..<count { changes.append(try RecordWrite(reading: &reader, version: 3)) }
-        return changes
+        return count
     }
 }
 
@@ -437,7 +458,11 @@ extension RecordWrite: RecordBody {
     }
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
-        let key = try reader.readRecordKey()
+        try self.init(key: try reader.readRecordKey(), readingRest: &reader)
+    }
+
+    /// A change's fields after its key, which the caller read (or matched).
+    init(key: RecordKey, readingRest reader: inout ByteReader) throws(DecodingProblem) {
         let hash = try reader.readOptional("record value hash") { (reader) throws(DecodingProblem) in try reader.readDigest("record value hash") }
         let schemaVersion = Int(try reader.readUInt32("record schema version"))
         let tag = try reader.readUInt8("record value")
@@ -445,12 +470,24 @@ extension RecordWrite: RecordBody {
         var sealed: [UInt8]?
         switch RecordValueTag(rawValue: tag) {
         case .none?: break
-        case .plaintext?: value = Data(try reader.readBytes("record value"))
+        case .plaintext?: value = try reader.readData("record value")
         case .sealed?: sealed = try reader.readBytes("sealed record value")
         case nil: throw DecodingProblem("unknown record value tag \(tag)")
         }
         if value != nil || sealed != nil, hash == nil { throw DecodingProblem("a deleted record with a value") }
         self.init(key: key, value: value, valueHash: hash, schemaVersion: schemaVersion, sealedValue: sealed)
+    }
+
+    /// Moves past a change's fields after its key, unread.
+    static func skipRest(_ reader: inout ByteReader) throws(DecodingProblem) {
+        if try reader.readBool("record value hash") { try reader.skip(SHA256Digest.byteCount, "record value hash") }
+        try reader.skip(4, "record schema version")
+        let tag = try reader.readUInt8("record value")
+        switch RecordValueTag(rawValue: tag) {
+        case .none?: break
+        case .plaintext?, .sealed?: try reader.skipBytes("record value")
+        case nil: throw DecodingProblem("unknown record value tag \(tag)")
+        }
     }
 }
 

@@ -235,12 +235,27 @@ package enum RecordCodec {
     /// - Throws: as ``decodeHeader(_:seq:)``; ``OutboxError/journalCorrupt(seq:reason:)`` for a
     ///   body that does not decode, or a record of another kind.
     package static func changes(of record: [UInt8], seq: JournalSequence) throws(OutboxError) -> [RecordWrite] {
+        try enqueuedBody(of: record, seq: seq, empty: []) { (reader) throws(DecodingProblem) in try Enqueued.changes(reading: &reader) }
+    }
+
+    /// An `enqueued` record's change to `key` alone (a record's view reads one change of a write
+    /// that may change several), the others passed over unread; checksum first, as every read.
+    /// - Returns: `nil` when the write does not change `key`.
+    /// - Throws: as ``changes(of:seq:)``.
+    package static func change(to key: RecordKey, of record: [UInt8], seq: JournalSequence) throws(OutboxError) -> RecordWrite? {
+        try enqueuedBody(of: record, seq: seq, empty: nil) { (reader) throws(DecodingProblem) in try Enqueued.change(to: key, reading: &reader) }
+    }
+
+    /// Reads an `enqueued` record's body past its header with `read`; `empty` for a record of a
+    /// format before records.
+    private static func enqueuedBody<T>(of record: [UInt8], seq: JournalSequence, empty: T,
+                                        _ read: (inout ByteReader) throws(DecodingProblem) -> T) throws(OutboxError) -> T {
         let header = try decodeHeader(record, seq: seq)
         guard header.kind == .enqueued else { throw .journalCorrupt(seq: seq, reason: "a \(header.kind) record where an enqueued one was expected") }
-        guard header.formatVersion >= 3 else { return [] }
+        guard header.formatVersion >= 3 else { return empty }
         do {
             var reader = ByteReader(record, from: headerSize(version: header.formatVersion), to: record.count - checksumSize)
-            return try Enqueued.changes(reading: &reader)
+            return try read(&reader)
         } catch {
             throw .journalCorrupt(seq: seq, reason: "\(error)")
         }

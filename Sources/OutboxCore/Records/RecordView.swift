@@ -124,14 +124,19 @@ package enum RecordView {
         }
         sync.rolledBack = notice
         var base = stored.base
+        // The hash as stored names the view's bytes unless an adapter rewrote them.
         if let upgrade {
-            if let old = version, old < current, let bytes = value { value = (try? upgrade(bytes, old)) ?? bytes }
+            if let old = version, old < current, let bytes = value {
+                let upgraded = (try? upgrade(bytes, old)) ?? bytes
+                if upgraded != bytes { hash = SHA256Digest(of: upgraded) }
+                value = upgraded
+            }
             if let old = stored.schemaVersion, old < current, let bytes = base?.value { base?.value = (try? upgrade(bytes, old)) ?? bytes }
         }
         let sealed = hash != nil && value == nil
         return LocalRecord(key: key, value: value, schemaVersion: version.map { upgrade == nil ? $0 : max($0, current) },
                            server: isLocalOnly ? nil : base, isLocalOnly: isLocalOnly, sync: sync,
-                           valueHash: sealed ? hash : value.map { SHA256Digest(of: $0) }, isSealed: sealed)
+                           valueHash: hash, isSealed: sealed)
     }
 
     private static func apply(_ change: RecordWrite?, to value: inout Data?, hash: inout SHA256Digest?, version: inout Int?) {
