@@ -23,6 +23,28 @@
 //       Opens the journal as the engine and drains until nothing is queued or syncing, then
 //       prints "settled <synced> <other>".
 //
+//   outbox-test-child record-worker <journal-dir> <server-url> <tag> <first> <script>
+//                                   <full|processCrash> <none|step:n>
+//       The member's records (RecordModes.swift): opens the journal as the engine ("opening",
+//       "opened"), sends to the server, and runs the script's actions one after another
+//       (comma-separated: e<k> edits product <tag>-k<k> with its write, l<k> writes the local
+//       draft <tag>-d<k>, v/V revises a failed, blocked or conflicted write, moving its change
+//       (the same value sent again) or with a new value and its change, m/M/t resolves a
+//       conflicted one, r retries, x discards, a acknowledges a rollback, d drains). Prints what returned: "enqueued <id> <record-id> <sha256>",
+//       "revised <old> <new> <record-id> <sha256|moved>", "resolved <old> theirs <record-id>",
+//       "retried <id>", "discarded <id>", "skipped <action>", "refused <action>", "drained"; and
+//       each durable step as it passes it: "step enqueue <id>" (the enqueue's commit), "step
+//       start <key> <if-match|->" (attemptStarted durable, the request not yet sent), "step
+//       answer <key> <status|none>" (the answer back, its outcome not yet committed), "step
+//       outcome <id> <disposition>" (the outcome's commit), "step supersede <old>", "step
+//       abandon <id|- count>" (interrupted attempts abandoned, at open or in a pass), "step local <record-id> <n> <sha256>", "step acknowledge <record-id>".
+//       At <step>:<n> it prints "stop <step> <n>" and kills itself with SIGKILL inside that
+//       step. Then "written", "drained", "closed", "done".
+//
+//   outbox-test-child record-settle <journal-dir> <server-url>
+//       Drains, discarding what failed or was blocked and keeping the server's version of what
+//       conflicted, until every write has ended; prints "settled <synced> <not ended>".
+//
 //   outbox-test-child hold <journal-dir> <account>
 //   outbox-test-child fill-limited <journal-dir> <bytes>
 //       See StorageModes.swift: a second writer process, and a file-size limit met mid-write.
@@ -69,7 +91,7 @@ func product(_ number: Int) -> OutboxRequest {
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first, arguments.count >= 2 else {
-    fail("usage: outbox-test-child snapshot|crash-worker|settle|hold|fill-limited|open-reader <journal-dir> ...")
+    fail("usage: outbox-test-child snapshot|crash-worker|settle|record-worker|record-settle|hold|fill-limited|open-reader <journal-dir> ...")
 }
 let path = arguments[1]
 
@@ -165,6 +187,12 @@ case "settle":
     } catch {
         fail("\(error)")
     }
+
+case "record-worker":
+    await recordWorker(arguments)
+
+case "record-settle":
+    await recordSettle(arguments)
 
 case "hold":
     guard arguments.count == 3 else { fail("usage: hold <journal-dir> <account>") }

@@ -53,4 +53,11 @@ public enum WireBodyField {
     public static let serverRevision = "server_revision"
     /// The server's current record, in a conflict.
     public static let current = "current"
+    /// An answer to a write of records (`Docs/records.md`, "The wire"): the record's revision
+    /// now, the record as the server holds it, whether it was deleted, and which record it is.
+    public static let revision = "revision"
+    public static let record = "record"
+    public static let deleted = "deleted"
+    public static let type = "type"
+    public static let id = "id"
 }

@@ -6,7 +6,7 @@ import Testing
 
 /// Batched pushes against the loopback test server over a real socket: each write claimed and
 /// applied once, whatever the batch met on the way.
-@Suite("Batched pushes end to end over loopback", .timeLimit(.minutes(2)))
+@Suite("Batched pushes end to end over loopback", .timeLimit(.minutes(10)))
 struct BatchEndToEndTests {
     typealias Rig = EndToEndTests.Rig
 

@@ -13,7 +13,7 @@ import Testing
 /// enqueue a child reported as returned is in the journal, the journal verifies, and the server
 /// has applied no key twice. At the end of each journal's life a child drains it: every write
 /// synced and was applied exactly once.
-@Suite("Crash tests with real processes", .timeLimit(.minutes(5)))
+@Suite("Crash tests with real processes", .timeLimit(.minutes(10)))
 struct CrashTests {
     /// The fewest kills a run makes; `OUTBOX_CRASH_KILLS` sets more.
     static var kills: Int {
@@ -29,12 +29,10 @@ struct CrashTests {
     @Test func killedAtRandomMomentsNothingIsLostOrAppliedTwice() throws {
         let clock = ContinuousClock()
         let began = clock.now
-        let seed = ProcessInfo.processInfo.environment["OUTBOX_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0...UInt64.max)
+        let setting = try CrashSetting(named: "outbox-crash")
+        defer { setting.end() }
+        let (seed, server, base) = (setting.seed, setting.server, setting.directory)
         var random = SeededRandom(seed: seed)
-        let server = try TestServer(.init(readTimeout: 5))
-        defer { server.stop() }
-        let base = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-crash-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: base) }
 
         var tally = CrashTally()
         var pace = CrashPace()
@@ -193,6 +191,27 @@ struct CrashTests {
         } catch {
             Issue.record("\(life.context), settled: the journal cannot be read: \(error)")
         }
+    }
+}
+
+/// What every crash test runs in: a seed (`OUTBOX_SEED`'s, to replay a run, else a fresh one), the
+/// loopback server its children send to, and a directory of its own for their journals.
+struct CrashSetting {
+    let seed: UInt64
+    let server: TestServer
+    let directory: URL
+
+    /// - Parameter name: how the directory's name begins, to tell whose it is.
+    init(named name: String) throws {
+        seed = ProcessInfo.processInfo.environment["OUTBOX_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0...UInt64.max)
+        server = try TestServer(.init(readTimeout: 5))
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)")
+    }
+
+    /// Stops the server and removes the journals.
+    func end() {
+        server.stop()
+        try? FileManager.default.removeItem(at: directory)
     }
 }
 

@@ -10,7 +10,7 @@ import Testing
 
 /// The real engine with `URLSessionTransport`, against the loopback test server over a real
 /// socket: exactly-once proven end to end, not only against test doubles.
-@Suite("End to end over loopback", .timeLimit(.minutes(2)))
+@Suite("End to end over loopback", .timeLimit(.minutes(10)))
 struct EndToEndTests {
     /// A journal, a manual clock and a server, torn down together.
     final class Rig: Sendable {

@@ -11,7 +11,7 @@ import Testing
 /// What the journal holds as an endpoint is what reaches the server, byte for byte: the real
 /// engine and `URLSessionTransport` against the loopback server, which records every request
 /// target as it arrived.
-@Suite("Endpoints sent byte for byte", .timeLimit(.minutes(1)))
+@Suite("Endpoints sent byte for byte", .timeLimit(.minutes(10)))
 struct EndpointBytesTests {
     /// A journal and a server that keeps every request it was told of.
     final class Rig: Sendable {

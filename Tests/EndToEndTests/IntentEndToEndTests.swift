@@ -10,7 +10,7 @@ import Testing
 /// The engine's intent features (stable ids, revisions and conflicts, rules, resolutions,
 /// dependencies, coalescing, giving up) against the loopback test server over a real socket,
 /// proven by what the server applied and holds, not only by the engine's statuses.
-@Suite("Intent end to end over loopback", .timeLimit(.minutes(2)))
+@Suite("Intent end to end over loopback", .timeLimit(.minutes(10)))
 struct IntentEndToEndTests {
     static let business = "folakes-pharmacy"
 

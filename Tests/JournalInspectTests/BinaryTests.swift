@@ -117,4 +117,23 @@ struct BinaryTests {
         #expect(printed.filter { $0["kind"] as? String == "attemptFinished" }.count == 4)
         #expect(inspector.stop() == 0, "interrupted, it ends cleanly")
     }
+
+    @Test func recordAndRecordsRunAsTheBinaryAndABadKeyExitsSixtyFour() async throws {
+        let journal = try await EverySyncStateJournal.write(into: directory.url)
+        let path = directory.url.path
+        let before = try dataFileDigest(directory.url)
+        let shown = try runBinary([path, "record", journal.rolledBack.description, "--now", "2027-01-15T10:00:00Z"])
+        #expect(shown.status == 0 && shown.errors.isEmpty, "\(shown.errors)")
+        #expect(shown.output.contains("Sync    rolled back: \(EventText.shortID(journal.refusedWrite)) failed, validation_failed: "
+            + "\"Price must be positive\""))
+        #expect(shown.output.contains("\nVerdict: shows value "))
+        let page = try runBinary([path, "records", "pharmacy-7/product", "--json"])
+        #expect(page.status == 0)
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(page.output.utf8)) as? [String: Any])
+        #expect((document["records"] as? [[String: Any]])?.count == journal.listedProducts.count)
+        let bad = try runBinary([path, "record", "pharmacy-7/product/" + String(repeating: "x", count: 256)])
+        #expect(bad.status == 64 && bad.output.isEmpty)
+        #expect(bad.errors.contains("cannot be in a journal: its id is 256 bytes (UTF-8), over the limit of 255"))
+        #expect(try dataFileDigest(directory.url) == before)
+    }
 }

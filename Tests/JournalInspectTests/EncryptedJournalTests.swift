@@ -59,4 +59,49 @@ struct EncryptedJournalTests {
         let verify = inspect([journal, "verify", "--json"])
         #expect(verify.code == .success)
     }
+
+    /// Without the key the engine reads a sealed value as none: the tool says the values are
+    /// sealed rather than repeat that as "deleted", and warns that a page leaves such records out.
+    @Test func aRecordsValuesAreSealedWithoutTheKeyAndShownWithIt() async throws {
+        let key = SealingKey.random()
+        let transport = ScriptedTransport()
+        transport.script(.respond(.json(200, #"{"revision":3,"record":{"name":"Insulin glargine","price":31}}"#)))
+        let outbox = try Outbox(
+            directory: directory.path("journal"), transport: transport,
+            configuration: OutboxConfiguration(account: "member-42", clock: ManualClock(), defaultPolicy: .idempotent, encryptionKey: key)
+        )
+        let record = RecordKey(business: "b", type: "product", id: "p-9")
+        let request = OutboxRequest(businessID: "b", operationType: "product.update", method: "PUT", endpoint: "/products/p-9",
+                                    payload: Data(#"{"name":"Insulin glargine","price":30}"#.utf8), category: "Products",
+                                    entityLabel: "Insulin glargine", summary: "New price")
+        _ = try await outbox.enqueue(request, changing: [.put(record, request.payload)])
+        await outbox.drain()
+        let edit = try await outbox.enqueue(request, changing: [.put(record, Data(#"{"name":"Insulin glargine","price":29}"#.utf8))])
+        outbox.close()
+        let journal = directory.path("journal").path
+
+        let sealed = inspect([journal, "record", record.description])
+        #expect(sealed.code == .success && sealed.errors.isEmpty)
+        #expect(sealed.output.contains("Shows   sealed: the journal is encrypted at rest; --key-file opens it"))
+        #expect(sealed.output.contains("at seq 4: sealed: the journal is encrypted at rest"))
+        #expect(sealed.output.contains("Verdict: its values are sealed (the journal is encrypted at rest): --key-file opens them, and "
+            + "the verdict needs them; its sync state without them: pending \(EventText.shortID(edit)) queued; the server last "
+            + "confirmed revision 3 (seq 4)"))
+        #expect(!sealed.output.contains("deleted") && !sealed.output.contains("Insulin"))
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(inspect([journal, "record", record.description, "--json"]).output.utf8))
+            as? [String: Any])
+        #expect(document["valuesSealed"] as? Bool == true)
+        let server = try #require((document["record"] as? [String: Any])?["server"] as? [String: Any])
+        #expect(server["revision"] as? Int == 3 && server["deleted"] == nil, "a sealed value is not said deleted")
+        let page = inspect([journal, "records", "b/product"])
+        #expect(page.errors.contains("journal-inspect: warning: the journal is encrypted at rest and no --key-file was given"))
+
+        let keyed = ["--key-file", try keyFile(key, hex: true)]
+        let opened = inspect([journal, "record", record.description, "--payload"] + keyed)
+        #expect(opened.code == .success)
+        #expect(opened.output.contains(#": {"name":"Insulin glargine","price":29}"#))
+        #expect(opened.output.contains("Verdict: shows the member's {\"name\":\"Insulin glargine\",\"price\":29} from write \(EventText.shortID(edit))"))
+        let listed = inspect([journal, "records", "b/product"] + keyed)
+        #expect(listed.errors.isEmpty && listed.output.contains("p-9  "))
+    }
 }

@@ -75,6 +75,8 @@ struct ParserTests {
             .ledger: ["--status", "--since", "--until", "--limit", "--csv", "--json"],
             .export: ["--all", "--payload"],
             .report: ["--html", "--limit", "--force", "--json"],
+            .record: ["--payload", "--json"],
+            .records: ["--after", "--limit", "--payload", "--json"],
         ]
         for (name, names) in options {
             let text = HelpText.text(for: .command(name))
@@ -217,6 +219,114 @@ struct ParserTests {
         forced.force = true
         #expect(try command("j report --force --html r.html").command == .report(forced))
         #expect(try usageError("j ops --force").message == "unknown option '--force' for ops", "only report writes a file")
+    }
+
+    // MARK: Records
+
+    private func arguments(_ words: String...) -> Result<Invocation, UsageError> {
+        CommandLineParser.parse(["j"] + words)
+    }
+
+    @Test func recordTakesAKeyAndPayload() throws {
+        let key = RecordKey(business: "pharmacy-7", type: "product", id: "7d0c3a52")
+        #expect(try command("j record pharmacy-7/product/7d0c3a52").command == .record(RecordOptions(key: key)))
+        var withValues = RecordOptions(key: key)
+        withValues.includeValues = true
+        let parsed = try command("j record --payload pharmacy-7/product/7d0c3a52 --json")
+        #expect(parsed.command == .record(withValues) && parsed.json)
+        // The id is everything after the second slash, byte for byte.
+        let slashed = RecordOptions(key: RecordKey(business: "b", type: "t", id: "shelf/3/left"))
+        #expect(try command("j record b/t/shelf/3/left").command == .record(slashed))
+        let nfd = "cre\u{301}me"
+        guard case .success(.run(_, .record(let options), _, _, _)) = arguments("record", "b/t/\(nfd)") else {
+            Issue.record("a decomposed id did not parse")
+            return
+        }
+        #expect(Array(options.key.id.utf8) == Array(nfd.utf8), "the id's bytes as typed, not normalized")
+    }
+
+    @Test func recordsTakesABusinessAndTypeAfterLimitAndPayload() throws {
+        #expect(try command("j records pharmacy-7/product").command == .records(RecordsOptions(business: "pharmacy-7", type: "product")))
+        var expected = RecordsOptions(business: "pharmacy-7", type: "product")
+        expected.after = "7d0c3a52"
+        expected.limit = 20
+        expected.includeValues = true
+        #expect(try command("j records pharmacy-7/product --after 7d0c3a52 --limit=20 --payload").command == .records(expected))
+        #expect(RecordsOptions(business: "b", type: "t").limit == 100)
+        var largest = RecordsOptions(business: "b", type: "t")
+        largest.limit = RecordQuery.maxLimit
+        #expect(try command("j records b/t --limit 10000").command == .records(largest))
+    }
+
+    /// Keys at their bounds parse; one byte over is refused naming the part, its size and the limit.
+    @Test func recordKeyPartsAreBoundedInBytes() throws {
+        let business = String(repeating: "b", count: RecordKey.maxBusinessBytes)
+        let type = String(repeating: "t", count: RecordKey.maxTypeBytes)
+        let id = String(repeating: "i", count: RecordKey.maxIDBytes)
+        guard case .success(.run(_, .record(let options), _, _, _)) = arguments("record", "\(business)/\(type)/\(id)") else {
+            Issue.record("a key at its bounds did not parse")
+            return
+        }
+        #expect(options.key == RecordKey(business: business, type: type, id: id))
+        let over: [(String, String)] = [
+            ("\(business)b/\(type)/\(id)", "its business is 129 bytes (UTF-8), over the limit of 128"),
+            ("\(business)/\(type)t/\(id)", "its type is 65 bytes (UTF-8), over the limit of 64"),
+            ("\(business)/\(type)/\(id)i", "its id is 256 bytes (UTF-8), over the limit of 255"),
+            // 65 characters of two bytes each: bytes are what count.
+            ("\(String(repeating: "é", count: 65))/t/x", "its business is 130 bytes (UTF-8), over the limit of 128"),
+            ("b/t/gauze\u{7}10", "its id must not contain control characters"),
+        ]
+        for (key, problem) in over {
+            guard case .failure(let error) = arguments("record", key) else {
+                Issue.record("\(key.prefix(20))... parsed")
+                continue
+            }
+            #expect(error.message.hasPrefix("the record ") && error.message.hasSuffix("cannot be in a journal: \(problem)"),
+                    "\(error.message)")
+            #expect(error.command == .record)
+            #expect(!error.message.contains("\u{7}"), "a control character is shown escaped")
+        }
+        guard case .failure(let long) = arguments("record", "\(business)/\(type)/\(id)i") else { return }
+        #expect(long.message.count < 200, "a long key is cut short in the message")
+        guard case .failure(let records) = arguments("records", "b/\(type)t") else {
+            Issue.record("an over-long type parsed for records")
+            return
+        }
+        #expect(records.message.hasSuffix("its type is 65 bytes (UTF-8), over the limit of 64") && records.command == .records)
+        guard case .failure(let after) = arguments("records", "b/t", "--after", id + "i") else {
+            Issue.record("an over-long --after parsed")
+            return
+        }
+        #expect(after.message.hasSuffix("a record's id is 256 bytes (UTF-8), over the limit of 255"), "\(after.message)")
+    }
+
+    @Test(arguments: [
+        ("j record", "record needs a record: <business>/<type>/<id>"),
+        ("j record pharmacy-7/product", "'pharmacy-7/product' is not a record: give <business>/<type>/<id>, like pharmacy-7/product/7d0c3a52"),
+        ("j record pharmacy-7//7d0c3a52", "is not a record"),
+        ("j record /product/7d0c3a52", "is not a record"),
+        ("j record pharmacy-7/product/", "is not a record"),
+        ("j record b/t/x b/t/y", "unexpected argument 'b/t/y' for record"),
+        ("j record b/t/x --full", "unknown option '--full' for record"),
+        ("j records", "records needs a business and a type: <business>/<type>"),
+        ("j records pharmacy-7", "'pharmacy-7' is not a business and a type: give <business>/<type>"),
+        ("j records pharmacy-7/", "is not a business and a type"),
+        ("j records pharmacy-7/product/7d0c3a52", "give <business>/<type>, like pharmacy-7/product; 'record pharmacy-7/product/7d0c3a52' shows one record"),
+        ("j records b/t --limit 10001", "--limit takes at most 10000 records a page, not 10001"),
+        ("j records b/t --limit 0", "--limit takes a whole number above 0"),
+        ("j records b/t --after", "--after needs a value"),
+    ])
+    func aBadRecordOrScopeSaysWhatToGive(_ line: String, _ message: String) throws {
+        let error = try usageError(line)
+        #expect(error.message.contains(message), "\(error.message)")
+        #expect(error.command == (line.hasPrefix("j records") ? .records : .record))
+    }
+
+    @Test func aBadRecordKeyRunExitsSixtyFourBeforeAnyJournalIsOpened() {
+        let run = inspect(["/nonexistent/journal", "record", "pharmacy-7/product"])
+        #expect(run.code == .usage && run.output.isEmpty)
+        #expect(run.errors == "journal-inspect: error: 'pharmacy-7/product' is not a record: give <business>/<type>/<id>, like "
+            + "pharmacy-7/product/7d0c3a52\nRun 'journal-inspect record --help' for usage.\n")
     }
 
     @Test(arguments: [

@@ -116,4 +116,25 @@ struct OutcomePlannerTests {
         let plan = OutcomePlanner.plan(result, Self.facts())
         #expect(plan.finished.nextAttemptAt == Self.now.addingTimeInterval(60))
     }
+
+    /// What an answer confirms of the records a write changed.
+    @Test func anAnswerConfirmsTheRecordItNamesOrTheWritesFirstAndNoneItDidNotChange() {
+        let product = RecordKey(business: "pharmacy-7", type: "product", id: "p-1")
+        let stock = RecordKey(business: "pharmacy-7", type: "stock", id: "s-1")
+        var facts = Self.facts()
+        facts.changes = [RecordWrite(key: product, value: Data(#"{"price":1}"#.utf8), schemaVersion: 1),
+                         RecordWrite(key: stock, value: Data(#"{"qty":2}"#.utf8), schemaVersion: 1)]
+        func plan(_ body: String) -> OutcomePlanner.Plan { OutcomePlanner.plan(Self.response(200, body), facts) }
+        let named = plan(#"{"type":"stock","id":"s-1","revision":4,"record":{"qty":3}}"#)
+        #expect(named.finished.confirmations.map(\.key) == [stock] && named.storeWrites.first?.revision == 4)
+        #expect(named.storeWrites.first?.value == Data(#"{"qty":3}"#.utf8))
+        let first = plan(#"{"revision":2}"#)
+        #expect(first.finished.confirmations.map(\.key) == [product], "none named: the write's first")
+        #expect(first.storeWrites.first?.value == Data(#"{"price":1}"#.utf8), "no record: the value written")
+        #expect(plan(#"{"type":"product","id":"other","revision":2}"#).finished.confirmations.isEmpty, "a record it did not change")
+        #expect(plan(#"{"record":{"price":1}}"#).finished.confirmations.isEmpty, "no revision: nothing to order the base by")
+        let deleted = plan(#"{"type":"product","id":"p-1","revision":5,"deleted":true}"#)
+        #expect(deleted.finished.confirmations.first?.valueHash == nil && deleted.storeWrites.first?.value == nil)
+        #expect(OutcomePlanner.plan(Self.response(422, #"{"code":"validation_failed"}"#), facts).storeWrites.isEmpty)
+    }
 }

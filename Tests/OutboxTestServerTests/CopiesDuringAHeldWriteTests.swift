@@ -5,7 +5,7 @@ import Testing
 /// against the `outbox-test-server` binary: each store has one writer, which the held write keeps,
 /// and a copy is answered from what is committed without waiting for it. (Several servers on one
 /// PostgreSQL: `PostgresServersTests`.)
-@Suite("Copies of a write held in its transaction", .timeLimit(.minutes(2)))
+@Suite("Copies of a write held in its transaction", .timeLimit(.minutes(10)))
 struct CopiesDuringAHeldWriteTests {
     enum Store: String, CaseIterable, CustomStringConvertible {
         case memory

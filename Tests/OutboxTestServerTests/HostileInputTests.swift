@@ -6,7 +6,7 @@ import Testing
 /// answering every case alike (status, code, field, message, replay, each batch result) and
 /// ending with the same applied counts and records. A server that crashed fails the test process;
 /// one that stopped answering fails the closing read.
-@Suite("Hostile input, alike on every store", .timeLimit(.minutes(5)))
+@Suite("Hostile input, alike on every store", .timeLimit(.minutes(10)))
 struct HostileInputTests {
     @Test(arguments: HostileClass.allCases)
     func everyStoreAnswersEveryCaseAlikeAndAsExpected(_ hostile: HostileClass) async throws {
@@ -63,6 +63,9 @@ enum HostileClass: String, CaseIterable, CustomStringConvertible, Sendable {
     case repeatedMembers
     /// Business ids, keys and record ids at their longest, and beyond.
     case keyLengths
+    /// Deletes: stale, weak and malformed `If-Match`, copies, tombstones, ids that differ only
+    /// in their bytes, in a batch.
+    case deletes
 
     var description: String { rawValue }
 
@@ -243,6 +246,46 @@ enum HostileClass: String, CaseIterable, CustomStringConvertible, Sendable {
                 .init("a batch business id one byte longer", batch([op("o-1", key: "k-4", business: business200 + "b", payload: #"{"id":"p-1"}"#)]),
                       .batch([.init(400, "rejected", code: "business_id_invalid")])),
             ]
+        case .deletes:
+            return [
+                .init("setup: p-1", post(key: bytes("s-1"), body: #"{"id":"p-1"}"#), .status(201, revision: 1)),
+                .init("setup: the NFC record", post(key: bytes("s-2"), body: #"{"id":"\#(nfc)"}"#), .status(201, revision: 1)),
+                .init("a delete without a key", raw("DELETE", bytes("/products/p-1"), body: ""), .problem(400, "idempotency_key_required")),
+                .init("a stale If-Match", raw("DELETE", bytes("/products/p-1"), key: bytes("d-1"), headers: [bytes(#"If-Match: "7""#)], body: ""),
+                      .problem(412, "revision_conflict", message: "at revision 1")),
+                .init("If-Match naming the revision as a weak tag", raw("DELETE", bytes("/products/p-1"), key: bytes("d-2"),
+                                                                        headers: [bytes(#"If-Match: W/"1""#)], body: ""),
+                      .problem(412, "revision_conflict", message: "a weak tag never matches")),
+                .init("If-Match that is no tag", raw("DELETE", bytes("/products/p-1"), key: bytes("d-3"), headers: [bytes("If-Match: 1")], body: ""),
+                      .problem(400, "if_match_invalid")),
+                .init("If-Match twice", raw("DELETE", bytes("/products/p-1"), key: bytes("d-4"),
+                                            headers: [bytes(#"If-Match: "1""#), bytes(#"If-Match: "1""#)], body: ""),
+                      .problem(400, "if_match_invalid")),
+                .init("a path id holding %00", raw("DELETE", bytes("/products/p%001"), key: bytes("d-5"), body: ""), .problem(404, "not_found")),
+                .init("the NFD spelling of the NFC record: another record", raw("DELETE", bytes("/products/cafe%CC%81"), key: bytes("d-6"), body: ""),
+                      .problem(404, "not_found")),
+                .init("the NFC record", raw("DELETE", bytes("/products/caf%C3%A9"), key: bytes("d-7"), headers: [bytes(#"If-Match: "1""#)], body: ""),
+                      .status(200, revision: 2)),
+                .init("p-1 with a body, not read", raw("DELETE", bytes("/products/p-1"), key: bytes("d-8"), headers: [bytes(#"If-Match: "1""#)],
+                                                      body: "not JSON"),
+                      .status(200, revision: 2)),
+                .init("its copy", raw("DELETE", bytes("/products/p-1"), key: bytes("d-8"), headers: [bytes(#"If-Match: "1""#)], body: "not JSON"),
+                      .status(200, revision: 2, replayed: true)),
+                .init("its key with another body", raw("DELETE", bytes("/products/p-1"), key: bytes("d-8"), body: ""),
+                      .problem(409, "idempotency_conflict")),
+                .init("an update of the tombstone", raw("PATCH", bytes("/products/p-1"), key: bytes("d-9"), body: #"{"n":1}"#),
+                      .problem(404, "not_found", message: "deleted at revision 2")),
+                .init("another device's change of the tombstone", raw("POST", bytes("/_control/records/product/p-1"), body: ""),
+                      .problem(404, "not_found")),
+                .init("a create of the deleted id", post(key: bytes("d-10"), body: #"{"id":"p-1"}"#), .status(201, revision: 3)),
+                .init("a batch: a delete, a stale one, the tombstone's, a copy",
+                      batch([op("o-1", key: "bd-1", method: "DELETE", endpoint: "/products/p-1", baseRevision: "3", payload: "{}"),
+                             op("o-2", key: "bd-2", method: "DELETE", endpoint: "/products/caf%C3%A9", baseRevision: "1", payload: "{}"),
+                             op("o-3", key: "bd-3", method: "DELETE", endpoint: "/products/p-1", payload: "{}"),
+                             op("o-4", key: "bd-1", method: "DELETE", endpoint: "/products/p-1", baseRevision: "3", payload: "{}")]),
+                      .batch([.init(200, "accepted"), .init(404, "rejected", code: "not_found"), .init(404, "rejected", code: "not_found"),
+                              .init(200, "replayed")])),
+            ]
         }
     }
 
@@ -260,6 +303,7 @@ enum HostileClass: String, CaseIterable, CustomStringConvertible, Sendable {
         case .numbers: pairs = [("v-7", 1), ("v-8", 1)]
         case .repeatedHeaders: pairs = [("s-1", 1), ("u-2", 1)]
         case .keyLengths: pairs = [(String(repeating: "k", count: 255), 1)]
+        case .deletes: pairs = [("s-1", 1), ("s-2", 1), ("d-7", 1), ("d-8", 1), ("d-10", 1), ("bd-1", 1)]
         }
         return pairs?.map { Entry(key: $0.0, count: $0.1) }.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
     }
@@ -374,10 +418,11 @@ private func rawHead(_ text: String) -> [UInt8] { bytes(text) }
 /// all), the payload in base64.
 private func op(
     _ id: String, key: String, business: String = "default", method: String = "POST", endpoint: String = "/products",
-    version: String = "1", payload: String
+    version: String = "1", baseRevision: String? = nil, payload: String
 ) -> String {
     #"{"operation_id":"\#(id)","idempotency_key":"\#(key)","business_id":"\#(business)","operation_type":"product.create","#
         + #""method":"\#(method)","endpoint":"\#(endpoint)","payload_version":\#(version),"#
+        + (baseRevision.map { #""base_revision":"\#($0)","# } ?? "")
         + #""payload":"\#(Data(payload.utf8).base64EncodedString())"}"#
 }
 
@@ -454,13 +499,15 @@ struct RecordLine: Equatable, Sendable, CustomStringConvertible {
     var business: String
     var id: String
     var revision: Int
+    /// A tombstone.
+    var deleted: Bool
 
     static func == (lhs: RecordLine, rhs: RecordLine) -> Bool {
         lhs.type.utf8.elementsEqual(rhs.type.utf8) && lhs.business.utf8.elementsEqual(rhs.business.utf8)
-            && lhs.id.utf8.elementsEqual(rhs.id.utf8) && lhs.revision == rhs.revision
+            && lhs.id.utf8.elementsEqual(rhs.id.utf8) && lhs.revision == rhs.revision && lhs.deleted == rhs.deleted
     }
 
-    var description: String { "\(type)/\(business)/\(id)@\(revision)" }
+    var description: String { "\(type)/\(business)/\(id)@\(revision)\(deleted ? " deleted" : "")" }
 }
 
 /// Every answer of one class's cases on one store, and what the store holds after them.
@@ -488,7 +535,8 @@ struct Transcript: Sendable {
         let records = try send(server.port, "GET /_control/records HTTP/1.1\r\nConnection: close\r\n\r\n")
         transcript.records = (records.json?["records"] as? [[String: Any]] ?? []).map { record in
             RecordLine(type: record["type"] as? String ?? "", business: record["business_id"] as? String ?? "",
-                       id: record["id"] as? String ?? "", revision: record["revision"] as? Int ?? 0)
+                       id: record["id"] as? String ?? "", revision: record["revision"] as? Int ?? 0,
+                       deleted: record["deleted"] as? Bool ?? false)
         }
         return transcript
     }

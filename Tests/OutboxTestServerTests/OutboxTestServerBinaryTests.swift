@@ -3,7 +3,7 @@ import OutboxTestSupport
 import OutboxTestServer
 import Testing
 
-@Suite("The outbox-test-server executable", .timeLimit(.minutes(1)))
+@Suite("The outbox-test-server executable", .timeLimit(.minutes(10)))
 struct OutboxTestServerBinaryTests {
     /// The executable, built beside the test bundle: found by walking up from the test
     /// process's executable (Linux) or from the loaded `.xctest` bundle (Apple platforms, where

@@ -11,7 +11,7 @@ import Testing
 
 /// Several `outbox-test-server --postgres` processes on one database: one server to the client,
 /// whichever process a request reaches, whatever process dies.
-@Suite("Several outbox-test-server processes on one PostgreSQL", .timeLimit(.minutes(2)))
+@Suite("Several outbox-test-server processes on one PostgreSQL", .timeLimit(.minutes(10)))
 struct PostgresServersTests {
     let body = #"{"id":"p-1","name":"Gauze"}"#
 

@@ -2,7 +2,7 @@ import Foundation
 import OutboxTestServer
 import Testing
 
-@Suite("The outbox-test-server command line", .timeLimit(.minutes(1)))
+@Suite("The outbox-test-server command line", .timeLimit(.minutes(10)))
 struct ServerCommandLineTests {
     func configuration(_ arguments: [String]) throws -> TestServer.Configuration {
         guard case .run(let configuration) = try ServerCommandLine.parse(arguments).get() else {

@@ -6,7 +6,7 @@ import Testing
 struct TestServerClaimsTests {
     let body = #"{"id":"p-1","name":"Zoë's Café 👩🏽‍🍳","price":{"amount":"4.50","currency":"EUR"}}"#
 
-    @Test func aCreateAnswers201WithTheRecordAsTypedPlusItsRevision() async throws {
+    @Test func aCreateAnswers201NamingTheRecordWithItsRevisionAndTheRecordAsTypedPlusItsRevision() async throws {
         let server = try TestServer()
         defer { server.stop() }
         let response = try await exchange(server.port, request(key: "op-1", body: body))
@@ -14,7 +14,8 @@ struct TestServerClaimsTests {
         #expect(response.header("Content-Type") == "application/json")
         #expect(response.header("Location") == "/products/p-1")
         #expect(response.header("Idempotent-Replayed") == nil)
-        #expect(String(decoding: response.body, as: UTF8.self) == String(body.dropLast()) + #","revision":1}"#)
+        #expect(String(decoding: response.body, as: UTF8.self)
+                == #"{"type":"product","id":"p-1","revision":1,"record":"# + String(body.dropLast()) + #","revision":1}}"#)
 
         let records = try server.records()
         #expect(records.count == 1)

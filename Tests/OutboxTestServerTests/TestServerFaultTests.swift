@@ -2,7 +2,7 @@ import Foundation
 import OutboxTestServer
 import Testing
 
-@Suite("Scripted faults", .timeLimit(.minutes(1)))
+@Suite("Scripted faults", .timeLimit(.minutes(10)))
 struct TestServerFaultTests {
     let body = #"{"id":"p-1","name":"Café"}"#
 

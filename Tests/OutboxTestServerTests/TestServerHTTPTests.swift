@@ -3,7 +3,7 @@ import OutboxTestServer
 import Synchronization
 import Testing
 
-@Suite("HTTP handling and limits", .timeLimit(.minutes(1)))
+@Suite("HTTP handling and limits", .timeLimit(.minutes(10)))
 struct TestServerHTTPTests {
     let body = #"{"id":"p-1"}"#
 

@@ -3,7 +3,7 @@ import OutboxTestSupport
 import Testing
 
 /// The tests' own process launcher: `posix_spawn`, pipes, `waitpid`.
-@Suite("A spawned process", .timeLimit(.minutes(1)))
+@Suite("A spawned process", .timeLimit(.minutes(10)))
 struct SpawnedProcessTests {
     @Test func bothStreamsAndTheExitStatusComeBack() throws {
         let finished = try SpawnedProcess.run("/bin/sh", ["-c", "printf 'out line\\n'; printf 'error line\\n' >&2; exit 7"])

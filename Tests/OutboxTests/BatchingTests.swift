@@ -39,7 +39,7 @@ extension BatchResult {
     }
 }
 
-@Suite("Batched pushes", .timeLimit(.minutes(1)))
+@Suite("Batched pushes", .timeLimit(.minutes(10)))
 struct BatchingTests {
     /// A journal whose worker is held (nobody signed in) while `count` writes are saved, each to
     /// its own entity unless `lanes` says otherwise; then the member signs in.

@@ -5,7 +5,7 @@ import OutboxStorage
 import OutboxTesting
 import Testing
 
-@Suite("Compaction", .timeLimit(.minutes(5)))
+@Suite("Compaction", .timeLimit(.minutes(10)))
 struct CompactionTests {
     @Test(arguments: 0..<3)
     func aRandomHistoryCompactedAtRandomHorizonsLosesNothingItMustKeep(_ round: Int) async throws {

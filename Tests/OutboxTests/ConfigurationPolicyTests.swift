@@ -52,7 +52,7 @@ private struct ThreeMaps: EarlierSpelling {
     }
 }
 
-@Suite("Per-type policies, fail-closed", .timeLimit(.minutes(1)))
+@Suite("Per-type policies, fail-closed", .timeLimit(.minutes(10)))
 struct ConfigurationPolicyTests {
     @Test func anUnlistedTypeIsRefusedByEnqueueNamingTheConfigurationToAddAndNothingIsJournaled() async throws {
         let journal = TestJournal()

@@ -3,7 +3,7 @@ import Foundation
 import OutboxTesting
 import Testing
 
-@Suite("Encryption at rest", .timeLimit(.minutes(1)))
+@Suite("Encryption at rest", .timeLimit(.minutes(10)))
 struct EncryptionTests {
     static let secretPayload = #"{"id":"product-77","name":"Morphine sulphate 10 mg","price":4242.17}"#
 

@@ -36,7 +36,7 @@ private final class ArmedFault: Sendable {
     }
 }
 
-@Suite("What the engine logs", .timeLimit(.minutes(1)))
+@Suite("What the engine logs", .timeLimit(.minutes(10)))
 struct EngineLogTests {
     @Test func theLifecycleIsLoggedWithIdsCodesAndSeqs() async throws {
         let journal = TestJournal()
@@ -128,7 +128,7 @@ struct EngineLogTests {
     }
 }
 
-@Suite("Problems the engine meets", .timeLimit(.minutes(1)))
+@Suite("Problems the engine meets", .timeLimit(.minutes(10)))
 struct ProblemTests {
     @Test func aDamagedPayloadIsLoggedCountedAndKeptAndTheRowBlocked() async throws {
         for fixChecksum in [true, false] {

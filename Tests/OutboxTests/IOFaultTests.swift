@@ -8,7 +8,7 @@ import Testing
 /// SQLite-style I/O error loops: the storage layer's fault hook fails the Nth call of a kind,
 /// for every N a workload reaches. Whatever fails, nothing acknowledged is lost, nothing is
 /// applied twice, and the engine stays usable or reopens cleanly.
-@Suite("I/O faults at every Nth call", .timeLimit(.minutes(5)))
+@Suite("I/O faults at every Nth call", .timeLimit(.minutes(10)))
 struct IOFaultTests {
     static let faultsInjected = Atomic<Int>(0)
 

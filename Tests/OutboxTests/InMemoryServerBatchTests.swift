@@ -5,7 +5,7 @@ import OutboxWire
 import Testing
 
 /// The in-memory server's `POST /sync/batch`: the same contract as the loopback test server's.
-@Suite("In-memory server batches", .timeLimit(.minutes(1)))
+@Suite("In-memory server batches", .timeLimit(.minutes(10)))
 struct InMemoryServerBatchTests {
     private let created = #"{"id":"p-1","name":"Gauze","price":12.5}"#
 

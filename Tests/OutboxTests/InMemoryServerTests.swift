@@ -4,7 +4,7 @@ import OutboxTesting
 import Testing
 
 /// The in-memory server's update rules: the same contract as the loopback test server's.
-@Suite("In-memory server updates", .timeLimit(.minutes(1)))
+@Suite("In-memory server updates", .timeLimit(.minutes(10)))
 struct InMemoryServerTests {
     private let created = #"{"id":"p-1","name":"Gauze","price":12.5}"#
 

@@ -22,7 +22,7 @@ private func preconditionFailed(revision: String = "r2", current: String = #"{"p
 
 private let created = ScriptedTransport.Step.respond(TransportResponse.json(201, #"{"id":"p","revision":"r9"}"#))
 
-@Suite("Stable operation ids", .timeLimit(.minutes(1)))
+@Suite("Stable operation ids", .timeLimit(.minutes(10)))
 struct StableIDTests {
     @Test func theSameIDAndBytesAreOneOperationAndNothingNewIsWritten() async throws {
         let journal = TestJournal()
@@ -87,7 +87,7 @@ struct StableIDTests {
     }
 }
 
-@Suite("Revisions and conflicts", .timeLimit(.minutes(1)))
+@Suite("Revisions and conflicts", .timeLimit(.minutes(10)))
 struct ConflictTests {
     @Test func anEditCarriesItsRevisionAsIfMatch() async throws {
         let journal = TestJournal(transport: ScriptedTransport(otherwise: created))
@@ -176,7 +176,7 @@ struct ConflictTests {
     }
 }
 
-@Suite("Resolving and correcting", .timeLimit(.minutes(1)))
+@Suite("Resolving and correcting", .timeLimit(.minutes(10)))
 struct CorrectionTests {
     @Test func keepingTheirsDiscardsWithTheReason() async throws {
         let journal = TestJournal(transport: ScriptedTransport(otherwise: preconditionFailed()))
@@ -235,7 +235,7 @@ struct CorrectionTests {
     }
 }
 
-@Suite("Dependencies, coalescing, giving up, offline passes", .timeLimit(.minutes(1)))
+@Suite("Dependencies, coalescing, giving up, offline passes", .timeLimit(.minutes(10)))
 struct DependencyTests {
     private func movement(of product: OperationID) -> OutboxRequest {
         OutboxRequest(businessID: "pharmacy-7", operationType: "stock.move", endpoint: "/stock", payload: Data(#"{"qty":3}"#.utf8),

@@ -7,7 +7,7 @@ import Testing
 
 /// A migration to this projection layout that cannot get room leaves the journal as the engine
 /// of its own layout wrote it, and says so; with room, the next open migrates it.
-@Suite("A migration without room", .timeLimit(.minutes(2)))
+@Suite("A migration without room", .timeLimit(.minutes(10)))
 struct MigrationRoomTests {
     @Test func aMigrationIntoAJournalWithNoRoomLeftFailsWithStorageFullAndOpensLaterWithRoom() async throws {
         for fixture in try olderLayouts() {

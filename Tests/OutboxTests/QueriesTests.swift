@@ -5,7 +5,7 @@ import Testing
 /// Every read is written once, against ``ProjectionReads``: the stored projections an engine
 /// keeps and the same folded in memory from the events (what a reader of an older layout uses)
 /// must answer each one alike.
-@Suite("Stored and folded reads", .timeLimit(.minutes(2)))
+@Suite("Stored and folded reads", .timeLimit(.minutes(10)))
 struct QueriesTests {
     @Test func theStoredProjectionsAndTheFoldedEventsAnswerEveryReadAlike() async throws {
         let seed = testSeed()

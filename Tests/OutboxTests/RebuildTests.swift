@@ -7,7 +7,7 @@ import Testing
 
 /// The rebuild's own paths, run on a small journal by shrinking its tuning: the fold split
 /// among threads, the rewrite in many transactions, and a map that fills in the middle.
-@Suite("Rebuilding the projections", .timeLimit(.minutes(2)))
+@Suite("Rebuilding the projections", .timeLimit(.minutes(10)))
 struct RebuildTests {
     @Test(arguments: [2, 3, 5])
     func theShardsOfAFoldTogetherEqualTheWholeFold(_ shards: Int) async throws {

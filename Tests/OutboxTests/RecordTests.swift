@@ -207,7 +207,7 @@ struct RecordTests {
         defer { outbox.close() }
         let first = try await outbox.enqueue(Self.edit(1, revisionFrom: Self.key), changing: [.put(Self.key, Self.value(13.5))])
         let second = try await outbox.enqueue(Self.edit(2, revisionFrom: Self.key), changing: [.put(Self.key, Self.value(12))])
-        await outbox.drain()
+        // One pass: the second goes as soon as the first's answer lands.
         await outbox.drain()
         #expect(try outbox.operation(first)?.status == .synced && outbox.operation(second)?.status == .synced)
         #expect(transport.requests.count == 2)
@@ -329,5 +329,22 @@ struct RecordTests {
         defer { reopened.close() }
         #expect(try reopened.record(Self.key) == before, "the rebuild folded the same view over the kept base")
         #expect(try reopened.verifyJournal().isClean)
+    }
+
+    @Test func aStableIDSavedAgainWithTheSameChangesIsOneOperationAndWithOthersIsRefused() async throws {
+        let journal = TestJournal()
+        let outbox = try journal.open()
+        defer { outbox.close() }
+        var request = Self.edit()
+        request.operationID = OperationID()
+        let first = try await outbox.enqueue(request, changing: [.put(Self.key, Self.value(13.5))])
+        let again = try await outbox.enqueue(request, changing: [.put(Self.key, Self.value(13.5))])
+        #expect(first == again)
+        await #expect(throws: OutboxError.operationIDReused(first)) {
+            _ = try await outbox.enqueue(request, changing: [.put(Self.key, Self.value(12))])
+        }
+        await #expect(throws: OutboxError.operationIDReused(first)) {
+            _ = try await outbox.enqueue(request)
+        }
     }
 }

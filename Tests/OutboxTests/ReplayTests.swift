@@ -5,7 +5,7 @@ import OutboxTesting
 import Synchronization
 import Testing
 
-@Suite("The replay worker", .timeLimit(.minutes(1)))
+@Suite("The replay worker", .timeLimit(.minutes(10)))
 struct ReplayTests {
     @Test func aQueuedWriteIsSentOnceWithItsKeyAndStoredBytes() async throws {
         let journal = TestJournal()

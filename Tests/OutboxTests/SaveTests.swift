@@ -3,7 +3,7 @@ import Foundation
 import OutboxTesting
 import Testing
 
-@Suite("Inline save", .timeLimit(.minutes(1)))
+@Suite("Inline save", .timeLimit(.minutes(10)))
 struct SaveTests {
     @Test func aSaveTheServerAcceptsIsSyncedInTheSameInteraction() async throws {
         let journal = TestJournal()

@@ -6,7 +6,7 @@ import Testing
 
 /// An outcome and the pass's next `attemptStarted` share one commit; the outcome is still
 /// durable before the next request leaves.
-@Suite("Outcomes ride with the next start", .timeLimit(.minutes(1)))
+@Suite("Outcomes ride with the next start", .timeLimit(.minutes(10)))
 struct SharedCommitTests {
     /// A server that, at each request, asks the engine what it has recorded so far.
     final class Witness: OutboxTransport {

@@ -38,7 +38,7 @@ struct StorageFullTests {
     }
 }
 
-@Suite("The storage budget", .timeLimit(.minutes(5)))
+@Suite("The storage budget", .timeLimit(.minutes(10)))
 struct StorageBudgetTests {
     @Test func compactionMakesRoomAndPendingRowsDrainWhenTheBudgetIsReached() async throws {
         let journal = TestJournal()

@@ -6,7 +6,7 @@ import Testing
 
 /// What real processes do to one journal: one writes, others are refused and may read; a
 /// file-size limit is met mid-write.
-@Suite("One writer process per journal", .timeLimit(.minutes(2)))
+@Suite("One writer process per journal", .timeLimit(.minutes(10)))
 struct WriterProcessTests {
     @Test func aSecondProcessIsRefusedWhileTheFirstWritesAndReadersAreNot() async throws {
         let journal = TestJournal()

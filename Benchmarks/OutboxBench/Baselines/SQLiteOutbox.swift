@@ -12,7 +12,8 @@ import Synchronization
 /// on status, and one transaction per step: enqueue, claim (the attempt starts), finish (its
 /// outcome). Writes run on one serial queue, as with GRDB's `DatabaseQueue`; reads use their own
 /// connection. It keeps no history and no lane order (every benchmark write has a lane of its own),
-/// both in its favour.
+/// both in its favour. Opened with `appTable`, it also holds the app's own table of records,
+/// written in the outbox row's transaction (see `SQLiteOutbox+Records.swift`).
 final class SQLiteOutbox: @unchecked Sendable {
     // Why unchecked: each connection and its statements are confined, the writer's to `queue`
     // and the reader's to `readLock`.
@@ -85,28 +86,33 @@ final class SQLiteOutbox: @unchecked Sendable {
     /// Write transactions committed so far: one per step.
     var commits: Int { committed.load(ordering: .relaxed) }
     private let committed = Atomic<Int>(0)
-    private let queue = DispatchQueue(label: "sqlite-outbox.writer", qos: .userInitiated)
-    private let writer: SQLiteConnection
+    let queue = DispatchQueue(label: "sqlite-outbox.writer", qos: .userInitiated)
+    let writer: SQLiteConnection
     private let insert: SQLiteConnection.Statement
     private let claim: SQLiteConnection.Statement
     private let finish: SQLiteConnection.Statement
-    private let readLock = NSLock()
-    private let reader: SQLiteConnection
+    let readLock = NSLock()
+    let reader: SQLiteConnection
     private let tabCards: SQLiteConnection.Statement
     private let tabRows: SQLiteConnection.Statement
     private let approvalRows: SQLiteConnection.Statement
     private let waitingByStatus: SQLiteConnection.Statement
     private let badge: SQLiteConnection.Statement
     private let row: SQLiteConnection.Statement
+    /// The app's table and its statements, when opened with one.
+    let app: AppTable?
 
-    /// Opens (or creates) the outbox database in `directory`.
-    init(directory: URL, durability: Durability) throws {
+    /// Opens (or creates) the outbox database in `directory`; with `appTable`, the app's table of
+    /// records beside it (`products`) and an index of the outbox rows by entity, to find a
+    /// record's pending rows.
+    init(directory: URL, durability: Durability, appTable: Bool = false) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         path = directory.appendingPathComponent("outbox.sqlite").path
         writer = try SQLiteConnection(path: path)
         try writer.execute("PRAGMA journal_mode=WAL")
         try writer.execute("PRAGMA synchronous=\(durability == .full ? "FULL" : "NORMAL")")
         try writer.execute(Self.schema)
+        if appTable { try writer.execute(Self.appSchema) }
         insert = try writer.prepare("""
             INSERT INTO operations (id, business_id, operation_type, method, endpoint, payload, entity_id, category,
                 entity_label, summary, payload_version, account, status, created_at, changed_at)
@@ -141,6 +147,7 @@ final class SQLiteOutbox: @unchecked Sendable {
             """)
         badge = try reader.prepare("SELECT COUNT(*) FROM operations WHERE status IN (\(Status.waitingList))")
         row = try reader.prepare("SELECT * FROM operations WHERE id = ?")
+        app = appTable ? try AppTable(writer: writer, reader: reader) : nil
     }
 
     // MARK: Writing, one transaction per step
@@ -226,7 +233,7 @@ final class SQLiteOutbox: @unchecked Sendable {
         }
     }
 
-    private func insertRow(_ request: OutboxRequest, id: OperationID, status: Status, at now: Date) throws {
+    func insertRow(_ request: OutboxRequest, id: OperationID, status: Status, at now: Date) throws {
         let moment = SQLiteConnection.Value.real(now.timeIntervalSinceReferenceDate)
         try insert.bind([
             .blob(Data(id.bytes)), .text(request.businessID), .text(request.operationType), .text(request.method),
@@ -237,7 +244,7 @@ final class SQLiteOutbox: @unchecked Sendable {
     }
 
     /// Runs one step, one transaction, on the writer's queue.
-    private func onWriter<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
+    func onWriter<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
         try await withCheckedThrowingContinuation { continuation in
             queue.async {
                 let result = Result { try body() }

@@ -27,17 +27,27 @@ struct Sizes: Sendable {
     var openIterations: Int
     /// Raw commits timed for a floor.
     var floorCommits: Int
+    /// The member's records in the records scenarios' journal (13.3, 13.4): the page queried.
+    var records: Int
+    /// How many times the page of records is timed per repeat.
+    var recordQueryIterations: Int
+    /// The records of the record stream's page (13.5), and the commits timed with and without its
+    /// subscribers.
+    var streamRecords: Int
+    var streamCommits: Int
 
     static let full = Sizes(
         sequentialEnqueues: 1000, enqueuesPer16Producer: 200, enqueuesPer64Producer: 100,
         lifecycleOperations: 10_000, largeJournalEvents: 1_000_000, smallJournalEvents: 10_000,
-        waitingRows: 10_000, claims: 1600, drainedWrites: 200, requestLatencySeconds: 0.05, readIterations: 500, openIterations: 5, floorCommits: 500
+        waitingRows: 10_000, claims: 1600, drainedWrites: 200, requestLatencySeconds: 0.05, readIterations: 500, openIterations: 5, floorCommits: 500,
+        records: 1000, recordQueryIterations: 40, streamRecords: 100, streamCommits: 200
     )
 
     static let quick = Sizes(
         sequentialEnqueues: 20, enqueuesPer16Producer: 2, enqueuesPer64Producer: 2,
         lifecycleOperations: 100, largeJournalEvents: 3000, smallJournalEvents: 600,
-        waitingRows: 100, claims: 32, drainedWrites: 20, requestLatencySeconds: 0.002, readIterations: 5, openIterations: 1, floorCommits: 10
+        waitingRows: 100, claims: 32, drainedWrites: 20, requestLatencySeconds: 0.002, readIterations: 5, openIterations: 1, floorCommits: 10,
+        records: 50, recordQueryIterations: 2, streamRecords: 10, streamCommits: 5
     )
 }
 

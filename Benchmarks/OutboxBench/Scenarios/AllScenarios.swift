@@ -16,5 +16,10 @@ extension Scenario {
         .claims,
         .batchedPushes,
         .memoryStoreCreates,
+        .recordsEnqueue(.full),
+        .recordsEnqueue(.processCrash),
+        .recordsRead,
+        .recordsQuery,
+        .recordsStream,
     ]
 }

@@ -14,6 +14,7 @@ final class Fixtures: Sendable {
 
     private let journals = Mutex<[Int: JournalBuilder.Built]>([:])
     private let waiting = Mutex<[Int: Waiting]>([:])
+    private let recordJournals = Mutex<[Int: RecordJournal]>([:])
 
     /// A journal of `events` events (see ``JournalBuilder``).
     func journal(events: Int, context: Context) async throws -> JournalBuilder.Built {
@@ -48,6 +49,20 @@ final class Fixtures: Sendable {
         try sqlite.bulkInsert((0..<rows).lazy.map { (OperationID(), Workload.request($0), OutboxStatus.queued) })
         let built = Waiting(directory: journal, sqliteDirectory: sqliteDirectory, rows: rows)
         waiting.withLock { $0[rows] = built }
+        return built
+    }
+
+    /// `records` products with their bases and pending edits, in a journal and in a SQLite outbox
+    /// with its app table (see ``RecordJournal``).
+    func records(_ records: Int, context: Context) async throws -> RecordJournal {
+        if let built = recordJournals.withLock({ $0[records] }) { return built }
+        context.progress("building \(records) records (created and synced, then edited offline)")
+        let directory = try context.freshDirectory("records-\(records)")
+        var built: RecordJournal?
+        let nanoseconds = try await Stopwatch.time { built = try await RecordJournal.build(in: directory, records: records) }
+        guard let built else { throw BenchmarkFailure(description: "the journal of \(records) records was not built") }
+        context.progress("built in \(TextReport.format(nanoseconds / 1e9)) s: \(built.pendingWrites) pending writes")
+        recordJournals.withLock { $0[records] = built }
         return built
     }
 }

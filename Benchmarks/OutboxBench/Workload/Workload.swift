@@ -40,7 +40,13 @@ enum Workload {
         OutboxConfiguration(
             account: account,
             maxConcurrentLanes: lanes,
-            operationPolicies: ["product.create": .idempotent],
+            operationPolicies: [
+                "product.create": .idempotent,
+                "product.update": .idempotent,
+                // The record stream's edits: a product edited again before it is sent replaces
+                // its unsent edit, so its view stays one overlay deep however many commits change it.
+                "stock.update": .idempotent.coalescing(),
+            ],
             durability: durability,
             maxJournalBytes: 8 << 30
         )
@@ -72,7 +78,8 @@ enum Workload {
         return RecordCodec.encode(event).count
     }
 
-    private static func stableID(_ number: Int) -> String {
+    /// The `number`th write's id: a UUID-shaped string, ordered by `number` (in bytes too).
+    static func stableID(_ number: Int) -> String {
         let hex = String(number, radix: 16)
         return "7d0c3a52-0000-4000-8000-" + String(repeating: "0", count: max(0, 12 - hex.count)) + hex
     }

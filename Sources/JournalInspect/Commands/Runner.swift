@@ -26,6 +26,8 @@ struct Runner {
         case .verify: try verify()
         case .export(let options): try export(options)
         case .report(let options): try report(options)
+        case .record(let options): try record(options)
+        case .records(let options): try records(options)
         }
     }
 

@@ -216,6 +216,47 @@ public enum CommandLineParser {
             options.limit = limit
             options.force = force
             return .report(options)
+        case .record:
+            var key: RecordKey?
+            var includeValues = false
+            while let token = tokens.next() {
+                switch try tokens.option(token, command: name) {
+                case ("--payload", nil): includeValues = true
+                case (let positional, nil) where !positional.hasPrefix("-") && key == nil: key = try recordKey(positional, name)
+                default: throw tokens.unexpected(token, command: name)
+                }
+            }
+            guard let key else {
+                throw UsageError("record needs a record: <business>/<type>/<id>, like pharmacy-7/product/7d0c3a52", command: name)
+            }
+            var options = RecordOptions(key: key)
+            options.includeValues = includeValues
+            return .record(options)
+        case .records:
+            var scope: (business: String, type: String)?
+            var after: String?
+            var limit = RecordsOptions(business: "", type: "").limit
+            var includeValues = false
+            while let token = tokens.next() {
+                switch try tokens.option(token, command: name) {
+                case ("--after", let value?): after = value
+                case ("--limit", let value?): limit = try recordLimit(value, name)
+                case ("--payload", nil): includeValues = true
+                case (let positional, nil) where !positional.hasPrefix("-") && scope == nil: scope = try recordScope(positional, name)
+                default: throw tokens.unexpected(token, command: name)
+                }
+            }
+            guard let scope else {
+                throw UsageError("records needs a business and a type: <business>/<type>, like pharmacy-7/product", command: name)
+            }
+            if let after, let (_, problem) = RecordKey(business: scope.business, type: scope.type, id: after).problem {
+                throw UsageError("--after \(shown(after)): a record's id \(problem)", command: name)
+            }
+            var options = RecordsOptions(business: scope.business, type: scope.type)
+            options.after = after
+            options.limit = limit
+            options.includeValues = includeValues
+            return .records(options)
         }
     }
 
@@ -224,7 +265,7 @@ public enum CommandLineParser {
     /// Options that take a value; every other option is a flag.
     static let valueOptions: Set<String> = [
         "--status", "--category", "--type", "--since", "--until", "--limit", "--from", "--to", "--kind",
-        "--operation", "--html", "--search",
+        "--operation", "--html", "--search", "--after",
     ]
 
     static func status(_ text: String, _ command: CommandName) throws -> OutboxStatus {
@@ -275,6 +316,60 @@ public enum CommandLineParser {
             throw UsageError("'\(text)' is not an operation id or the start of one (hex digits, like 6C4EF3CA)", command: command)
         }
         return text
+    }
+
+    /// A record as `business/type/id` (the id is everything after the second `/`), each part
+    /// within the engine's bounds for a record's key.
+    static func recordKey(_ text: String, _ command: CommandName) throws -> RecordKey {
+        guard let key = RecordKey(path: text) else {
+            throw UsageError("'\(shown(text))' is not a record: give <business>/<type>/<id>, like pharmacy-7/product/7d0c3a52",
+                             command: command)
+        }
+        if let (field, problem) = key.problem {
+            throw UsageError("the record \(shown(text)) cannot be in a journal: its \(field) \(problem)", command: command)
+        }
+        return key
+    }
+
+    /// A business and a record type, `business/type`, each within the engine's bounds.
+    static func recordScope(_ text: String, _ command: CommandName) throws -> (business: String, type: String) {
+        let parts = text.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty }) else {
+            if parts.count == 3, RecordKey(path: text) != nil {
+                throw UsageError("records lists the records of a business and a type: give <business>/<type>, like pharmacy-7/product; "
+                    + "'record \(shown(text))' shows one record", command: command)
+            }
+            throw UsageError("'\(shown(text))' is not a business and a type: give <business>/<type>, like pharmacy-7/product",
+                             command: command)
+        }
+        // The id stands in only to check the other two parts.
+        if let (field, problem) = RecordKey(business: parts[0], type: parts[1], id: "-").problem {
+            throw UsageError("no record of \(shown(text)) can be in a journal: its \(field) \(problem)", command: command)
+        }
+        return (parts[0], parts[1])
+    }
+
+    /// `records --limit`: within what one page of records may hold.
+    static func recordLimit(_ text: String, _ command: CommandName) throws -> Int {
+        let value = try limit(text, command)
+        guard value <= RecordQuery.maxLimit else {
+            throw UsageError("--limit takes at most \(RecordQuery.maxLimit) records a page, not \(text); --after pages on", command: command)
+        }
+        return value
+    }
+
+    /// Text from the command line as a message quotes it: control characters escaped, and cut
+    /// short past 80 characters (a part over its bounds may be long).
+    static func shown(_ text: String) -> String {
+        var escaped = ""
+        for scalar in text.unicodeScalars {
+            if scalar.properties.generalCategory == .control {
+                escaped += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            } else {
+                escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped.count > 80 ? String(escaped.prefix(77)) + "..." : escaped
     }
 
     static func moment(_ text: String, _ option: String, _ command: CommandName?, zoneGiven: Bool = false) throws -> MomentSpec {

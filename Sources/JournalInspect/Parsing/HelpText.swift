@@ -28,6 +28,9 @@ public enum HelpText {
           verify              checksums, invariants, projections against a rebuild; exit 1 on a finding
           export <id>...      a JSON document of timelines and ledger rows for a ticket (or --all)
           report --html <f>   one self-contained HTML file: summary, queue depth chart, timelines
+          record <b>/<t>/<id> one record of the member's: every event that made its value, the
+                              member's view, the server's base, its sync state, and a verdict
+          records <b>/<t>     a page of a business's records of one type: id, value, revision, sync
 
         OPTIONS
           --json              JSON instead of tables, on every command (field names: Docs/journal-inspect.md)
@@ -71,6 +74,7 @@ public enum HelpText {
           journal-inspect ~/ticket-4411/journal ops --search antiseptic
           journal-inspect ~/ticket-4411/journal ops --tz member --since 2027-01-12T09:00 --until 2027-01-12T10:00
           journal-inspect ~/ticket-4411/journal timeline 6c4ef3ca
+          journal-inspect ~/ticket-4411/journal record pharmacy-7/product/7d0c3a52
           journal-inspect ~/ticket-4411/journal verify
 
         """
@@ -85,6 +89,8 @@ public enum HelpText {
         case .verify: verify
         case .export: export
         case .report: report
+        case .record: record
+        case .records: records
         }
     }
 
@@ -288,6 +294,61 @@ public enum HelpText {
         EXAMPLES
           journal-inspect ./journal report --html ticket-4411.html
           journal-inspect ./journal report --html antiseptic.html 6c4ef3ca
+
+        """
+
+    static let record = """
+        journal-inspect <journal-dir> record <business>/<type>/<id> [--payload] [--json]
+
+        Why the member's phone holds what it holds for one record. Every event that made its
+        value, in journal order: seq, moment, kind, the write it belongs to, what it did to the
+        record, the revision it names and the SHA-256 of the value it brought. Then the record
+        as it stands: the member's view, the server's base (its revision, and when and by which
+        event the phone learnt it), the sync state (writes pending and their statuses, changes
+        the server applied whose value has not arrived, a conflict with the server's revision,
+        a rollback with the write, the server's code and message, changes held on a rolled-back
+        one), and a verdict, e.g.
+          shows the member's the value 5c1e0a1b2c3d from write 6C4E0A1B, waiting for internet;
+          the server last confirmed the value 9f2d7a3e0c11 at revision 2 (seq 41)
+        Values are the member's data: each is named by its SHA-256 unless --payload is given.
+        A record the journal holds nothing of is said so (exit 0).
+
+        ARGUMENTS
+          <business>/<type>/<id>  the record's key, each part as the app wrote it (compared byte
+                          for byte); the id is everything after the second /. At most 128 bytes
+                          of business, 64 of type and 255 of id (UTF-8)
+
+        OPTIONS
+          --payload       show the values themselves, as JSON text
+          --json          one JSON object: key, record, entries, verdict
+
+        EXAMPLES
+          journal-inspect ./journal record pharmacy-7/product/7d0c3a52
+          journal-inspect ./journal record pharmacy-7/product/7d0c3a52 --payload --json
+
+        """
+
+    static let records = """
+        journal-inspect <journal-dir> records <business>/<type> [--after <id>] [--limit <n>] [--payload] [--json]
+
+        A page of one business's records of one type, in the order of their ids' bytes, as the
+        member's phone shows them (records waiting to be created included, records the member
+        deleted left out): id, the view's SHA-256 (or its JSON text, with --payload), the
+        server's revision, and the sync state in short. A line at the end says where the next
+        page starts.
+
+        ARGUMENTS
+          <business>/<type>   the business and the record type, as the app wrote them
+
+        OPTIONS
+          --after <id>        only records whose id comes after this one (by bytes)
+          --limit <n>         at most n records (default 100, at most 10000)
+          --payload           each view's JSON text instead of its SHA-256
+          --json              a JSON object {"records": [...], "nextAfter": ...}
+
+        EXAMPLES
+          journal-inspect ./journal records pharmacy-7/product
+          journal-inspect ./journal records pharmacy-7/product --after 7d0c3a52 --limit 20
 
         """
 }

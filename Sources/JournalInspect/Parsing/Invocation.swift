@@ -54,6 +54,8 @@ public enum CommandName: String, CaseIterable, Sendable {
     case verify
     case export
     case report
+    case record
+    case records
 }
 
 /// One command with its options, parsed and checked.
@@ -66,6 +68,8 @@ public enum Command: Equatable, Sendable {
     case verify
     case export(ExportOptions)
     case report(ReportOptions)
+    case record(RecordOptions)
+    case records(RecordsOptions)
 
     public var name: CommandName {
         switch self {
@@ -77,6 +81,8 @@ public enum Command: Equatable, Sendable {
         case .verify: .verify
         case .export: .export
         case .report: .report
+        case .record: .record
+        case .records: .records
         }
     }
 }
@@ -198,6 +204,34 @@ public struct ReportOptions: Equatable, Sendable {
 
     public init(htmlPath: String) {
         self.htmlPath = htmlPath
+    }
+}
+
+public struct RecordOptions: Equatable, Sendable {
+    /// The record, `business/type/id` on the command line.
+    public var key: RecordKey
+    /// `--payload`: the values themselves, as JSON text; they are named by their SHA-256
+    /// otherwise (they are the member's data, as payloads are).
+    public var includeValues = false
+
+    public init(key: RecordKey) {
+        self.key = key
+    }
+}
+
+public struct RecordsOptions: Equatable, Sendable {
+    public var business: String
+    public var type: String
+    /// Only ids after this one, by their bytes: the previous page's last.
+    public var after: String?
+    /// The most records a page holds (1 to `RecordQuery.maxLimit`).
+    public var limit = 100
+    /// `--payload`: each view's JSON text instead of its SHA-256.
+    public var includeValues = false
+
+    public init(business: String, type: String) {
+        self.business = business
+        self.type = type
     }
 }
 

@@ -66,6 +66,14 @@ public final class JournalReader: Sendable {
     /// engine rebuilds them at its next open, and this reader folded the events at open instead.
     public var projectionsAreCurrent: Bool { store.projectionsAreCurrent }
 
+    /// Whether the journal is encrypted at rest and this reader was opened without its key:
+    /// sealed values (payloads, labels, summaries, the records' values) read as absent.
+    package func isSealedWithoutKey() throws -> Bool {
+        let schema = store.schema
+        guard schema.sealing.sealing == nil else { return false }
+        return try store.read { txn in try txn.get(schema.meta, JournalSchema.MetaKey.keyCheck) } != nil
+    }
+
     /// The records the fold at open could not read, when the projections are of another layout
     /// (empty otherwise): operations and counts folded without them may be incomplete.
     public var recordsSkippedByFold: [DamagedRecord] { folded?.damaged ?? [] }

@@ -46,7 +46,7 @@ extension Outbox {
     @discardableResult
     public func compact(before horizon: Date) async throws -> CompactionResult {
         try ensureOpen()
-        return try await Compactor(store: store, writer: writer, log: log).compact(.settledBefore(horizon), reason: "requested")
+        return try await Compactor(store: store, writer: writer, log: log, retention: Compactor.Retention(configuration)).compact(.settledBefore(horizon), reason: "requested")
     }
 
     /// Compacts when the configured policy says so; one at a time. A failure is logged and
@@ -67,7 +67,7 @@ extension Outbox {
             // How long a row has been settled is measured by the device's uptime, not its wall
             // clock (``DeviceMoment``): a clock moved forward never compacts a recent row.
             let now = DeviceMoment(wall: configuration.clock.now(), uptime: configuration.clock.uptime())
-            _ = try await Compactor(store: store, writer: writer, log: log).compact(
+            _ = try await Compactor(store: store, writer: writer, log: log, retention: Compactor.Retention(configuration)).compact(
                 .settledFor(policy.keepSettledSeconds, now: now, bootGapCapSeconds: configuration.retryPolicy.maxDelaySeconds), reason: "policy")
         } catch {
             log.problem(.compactionFailed, "the compaction policy's compaction failed; it runs again after a later write", error: error)

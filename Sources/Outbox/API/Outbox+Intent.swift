@@ -36,7 +36,10 @@ extension Outbox {
         var request = old.request
         request.payload = payload
         request.operationID = nil
-        if old.state.status == .conflicted { request.baseRevision = old.state.serverRevision ?? request.baseRevision }
+        // A conflicted row's correction goes against the server's revision: its base revision, or,
+        // for a write whose If-Match comes from its record, that record's base (the 412 put the
+        // server's revision there), so it names no base revision of its own.
+        if old.state.status == .conflicted, request.revisionFrom == nil { request.baseRevision = old.state.serverRevision ?? request.baseRevision }
         return try await supersede(old.state, with: request, reason: .revised, changing: changing)
     }
 

@@ -83,6 +83,20 @@ extension Outbox {
                                   whenFull: .reserve)
     }
 
+    /// Drops the server base of one business's records of `type`: an app upgrade that changed
+    /// the type without an adapter for its stored values fetches them again (with the pull).
+    /// Pending writes and their overlays are untouched; until the server's values come back,
+    /// each record's view is its pending changes alone. Recorded as `recordBaseDropped`.
+    public func dropRecordBase(business: String, type: String) async throws {
+        try ensureOpen()
+        let probe = RecordKey(business: business, type: type, id: "x")
+        if let problem = probe.problem, problem.field != "id" { throw OutboxError.invalidRequest(field: problem.field, problem: problem.problem) }
+        let version = configuration.recordPolicy(for: type).schemaVersion
+        var draft = JournalStore.Draft(operationID: nil, body: .recordBaseDropped(RecordBaseDropped(business: business, type: type, schemaVersion: version)))
+        draft.dropsBase = (business, type)
+        _ = try await room.append([draft], whenFull: .reserve)
+    }
+
     // MARK: Checks
 
     /// A write's record changes as the journal keeps them, each checked.

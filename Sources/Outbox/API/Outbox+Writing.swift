@@ -70,7 +70,7 @@ extension Outbox {
         try checkPolicy(of: request.operationType)
         try request.validate(maxPayloadBytes: configuration.maxPayloadBytes)
         var writes = try recordWrites(changes, for: request)
-        if let id = request.operationID, let existing = try existingIntent(id, request) { return .existing(existing) }
+        if let id = request.operationID, let existing = try existingIntent(id, request, changes: writes) { return .existing(existing) }
         for dependency in request.dependsOn where try operationState(dependency) == nil {
             throw OutboxError.invalidRequest(field: "dependsOn", problem: "names \(dependency), which is not in this journal: enqueue the write it depends on first")
         }
@@ -95,7 +95,7 @@ extension Outbox {
             return try await appendIntent(request, changing: changes, coalescing: false)
         } catch OutboxError.illegalTransition(let operation, _, .enqueued, _) where operation == id {
             // Saved meanwhile by another call with the same id (a double tap on two threads).
-            if let existing = try existingIntent(id, request) { return .existing(existing) }
+            if let existing = try existingIntent(id, request, changes: writes) { return .existing(existing) }
             throw OutboxError.operationIDReused(id)
         }
         log.log(.debug, "enqueued", [
@@ -117,10 +117,23 @@ extension Outbox {
     /// The operation saved under the app's id `id`, when there is one: the same operation if
     /// saved from the same bytes.
     /// - Throws: ``OutboxError/operationIDReused(_:)`` when it was saved from other bytes.
-    private func existingIntent(_ id: OperationID, _ request: OutboxRequest) throws -> OperationSnapshot? {
+    private func existingIntent(_ id: OperationID, _ request: OutboxRequest, changes: [RecordWrite]) throws -> OperationSnapshot? {
         guard let existing = try operation(id) else { return nil }
-        guard Self.isSameIntent(existing.state, as: request) else { throw OutboxError.operationIDReused(id) }
+        // The same records too: a stable id saved again with other record changes is another intent.
+        let sameRecords = try existing.state.compactedAt != nil || sameChanges(existing.state, changes)
+        guard Self.isSameIntent(existing.state, as: request), sameRecords else {
+            throw OutboxError.operationIDReused(id)
+        }
         return existing
+    }
+
+    /// Whether `state`'s `enqueued` made exactly `changes` (keys, values' hashes, deletes).
+    private func sameChanges(_ state: OperationState, _ changes: [RecordWrite]) throws -> Bool {
+        guard state.records == changes.map(\.key) else { return false }
+        guard !changes.isEmpty else { return true }
+        let schema = store.schema
+        let stored = try store.read { txn in try schema.enqueued(of: state, in: txn).changes }
+        return stored.map(\.valueHash) == changes.map(\.valueHash)
     }
 
     /// The row a write of a coalescing type replaces: its entity lane's last row, when that is of

@@ -88,7 +88,7 @@ public final class Outbox: Sendable {
         }
         self.writer = writer
         self.log = log
-        let room = JournalRoom(store: store, writer: writer, budget: budget, log: log)
+        let room = JournalRoom(store: store, writer: writer, budget: budget, log: log, retention: Compactor.Retention(configuration))
         self.room = room
         let attempts = ReplayAttempt(store: store, room: room, transport: transport, configuration: configuration, log: log)
         self.attempts = attempts

@@ -9,6 +9,8 @@ struct JournalRoom: Sendable {
     let writer: JournalWriter
     let budget: StorageBudget
     let log: EngineLog
+    /// How long rolled-back writes of records are kept from compaction.
+    let retention: Compactor.Retention
 
     /// Makes sure the journal can take one more write carrying `payloadBytes`, before anything is
     /// written: compacts every settled operation past the threshold, refuses a write that would
@@ -87,7 +89,7 @@ struct JournalRoom: Sendable {
     /// asked for room is then measured or tried as it is.
     private func compactSettled(reason: String) async {
         do {
-            _ = try await Compactor(store: store, writer: writer, log: log).compact(.everySettled, reason: reason)
+            _ = try await Compactor(store: store, writer: writer, log: log, retention: retention).compact(.everySettled, reason: reason)
         } catch {
             log.problem(.compactionFailed, "compacting settled rows to make room failed", error: error, [EngineLog.Key.reason: .string(reason)])
         }

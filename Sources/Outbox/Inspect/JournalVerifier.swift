@@ -38,6 +38,10 @@ struct JournalVerifier {
     private var compacted: [ClosedRange<UInt64>] = []
     /// Events the compactions say they removed, all told (a damaged count cannot overflow it).
     private var compactedRemoved: UInt64 = 0
+    /// The trail of each record's server base: every confirmation, with its event (`nil` when a
+    /// compaction kept it); and of each local record, its latest local write.
+    private var baseTrail: [RecordKey: [(seq: JournalSequence?, confirmation: RecordConfirmation)]] = [:]
+    private var localTrail: [RecordKey: (seq: JournalSequence, write: RecordWrite)] = [:]
     private var previousSeq = JournalSequence.zero
 
     /// Checks one record, in journal order.
@@ -55,9 +59,24 @@ struct JournalVerifier {
             noteDamage(DamagedRecord(seq: seq, error: error, record: record))
             return
         }
-        if case .compacted(let compaction) = event.body {
+        switch event.body {
+        case .compacted(let compaction):
             compacted.append(compaction.firstSeq.rawValue ... max(compaction.firstSeq.rawValue, compaction.lastSeq.rawValue))
             compactedRemoved = Self.saturatingSum(compactedRemoved, UInt64(max(0, compaction.removedCount)))
+            for operation in compaction.operations {
+                for confirmation in operation.confirmations { baseTrail[confirmation.key, default: []].append((nil, confirmation)) }
+            }
+        case .attemptFinished(let finished):
+            for confirmation in finished.confirmations { baseTrail[confirmation.key, default: []].append((seq, confirmation)) }
+        case .recordsWritten(let written):
+            for write in written.writes { localTrail[write.key] = (seq, write) }
+        case .recordBaseDropped(let dropped):
+            // The bases of that type were dropped: what the trail said of them before is spent.
+            for key in baseTrail.keys where key.business.utf8.elementsEqual(dropped.business.utf8) && key.type.utf8.elementsEqual(dropped.type.utf8) {
+                baseTrail[key] = nil
+            }
+        default:
+            break
         }
         guard let id = event.operationID else {
             // Engine events fold without conditions.
@@ -112,7 +131,7 @@ struct JournalVerifier {
         if event.kind == .enqueued {
             return (.duplicateEnqueue, "a second enqueued for an operation already enqueued at seq \(state.firstSeq)")
         }
-        if state.status.isTerminal {
+        if state.status.isTerminal, event.kind != .rollbackAcknowledged {
             return (.eventAfterTerminal,
                     "\(event.kind) after the operation became \(state.status.rawValue) at seq \(state.latestSeq)")
         }
@@ -200,6 +219,7 @@ struct JournalVerifier {
                 ))
             }
         }
+        try checkRecordStore(schema: schema, txn: txn)
         return VerificationReport(
             recordsChecked: recordsChecked,
             operationsChecked: image.states.count + damagedOperations.keys.filter { image.states[$0] == nil }.count,
@@ -212,6 +232,50 @@ struct JournalVerifier {
 }
 
 extension JournalVerifier {
+    /// The record store against its trail: each base equals its record's confirmation of the
+    /// highest revision (the latest of them), brought by that event, its value hashing to the
+    /// hash the trail names; each local record equals its latest local write.
+    private mutating func checkRecordStore(schema: JournalSchema, txn: borrowing LMDBTransaction) throws {
+        func mismatch(_ key: RecordKey, _ seq: JournalSequence?, _ message: String) {
+            findings.append(VerificationFinding(kind: .recordTrailMismatch, seq: seq, operationID: nil, message: "record \(key): \(message)"))
+        }
+        var stored: [(RecordKey, RecordStoreEntry)] = []
+        try txn.scan(schema.base) { entry in
+            stored.append((try entry.key(), try entry.value()))
+            return .next
+        }
+        for (key, base) in stored {
+            let trail = baseTrail[key] ?? []
+            guard let latest = trail.max(by: { ($0.confirmation.revision, $0.seq?.rawValue ?? 0) < ($1.confirmation.revision, $1.seq?.rawValue ?? 0) }) else {
+                mismatch(key, base.seq, "its base (revision \(base.revision)) has no trail: no event names it")
+                continue
+            }
+            if latest.confirmation.revision != base.revision || latest.confirmation.valueHash != base.valueHash {
+                mismatch(key, latest.seq, "its base is revision \(base.revision) (\(base.valueHash?.hex.prefix(12) ?? "deleted")), "
+                    + "the trail's latest is revision \(latest.confirmation.revision) (\(latest.confirmation.valueHash?.hex.prefix(12) ?? "deleted"))")
+            } else if let seq = latest.seq, seq != base.seq, trail.filter({ $0.confirmation.revision == base.revision }).allSatisfy({ $0.seq != base.seq }) {
+                mismatch(key, seq, "its base names seq \(base.seq) as the event that brought it; the trail's is seq \(seq)")
+            }
+            if let value = try schema.opened(base, table: .base, key: key)?.value, SHA256Digest(of: value) != base.valueHash {
+                mismatch(key, base.seq, "its base's value does not hash to the hash stored with it")
+            }
+        }
+        var locals: [(RecordKey, RecordStoreEntry)] = []
+        try txn.scan(schema.localRecords) { entry in
+            locals.append((try entry.key(), try entry.value()))
+            return .next
+        }
+        for (key, local) in locals {
+            guard let written = localTrail[key] else {
+                mismatch(key, local.seq, "its local value has no trail: no local write names it")
+                continue
+            }
+            if written.seq != local.seq || written.write.valueHash != local.valueHash {
+                mismatch(key, written.seq, "its local value is not the one its latest local write (seq \(written.seq)) names")
+            }
+        }
+    }
+
     /// `a + b`, or `UInt64.max` when it does not fit.
     fileprivate static func saturatingSum(_ a: UInt64, _ b: UInt64) -> UInt64 {
         let (sum, overflow) = a.addingReportingOverflow(b)

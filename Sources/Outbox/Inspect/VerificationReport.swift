@@ -52,6 +52,9 @@ public struct VerificationFinding: Sendable, Equatable, Codable {
         case illegalTransition = "illegal_transition"
         /// A stored projection differs from the same projection rebuilt from the events.
         case projectionMismatch = "projection_mismatch"
+        /// A record's server base (or local value) differs from the trail the journal keeps of
+        /// it: its revision, value hash or the event that brought it.
+        case recordTrailMismatch = "record_trail_mismatch"
     }
 
     public var kind: Kind

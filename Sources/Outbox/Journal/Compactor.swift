@@ -8,6 +8,21 @@ struct Compactor: Sendable {
     let store: JournalStore
     let writer: JournalWriter
     let log: EngineLog
+    /// How long a rolled-back write of records is kept, and the clock that measures it.
+    let retention: Retention
+
+    /// A rolled-back write's values stay readable this long after it settled, by uptime.
+    struct Retention: Sendable {
+        var seconds: TimeInterval
+        var clock: any OutboxClock
+        var bootGapCapSeconds: TimeInterval
+
+        init(_ configuration: OutboxConfiguration) {
+            seconds = configuration.rolledBackRetentionSeconds
+            clock = configuration.clock
+            bootGapCapSeconds = configuration.retryPolicy.maxDelaySeconds
+        }
+    }
 
     /// Which settled rows a compaction takes.
     enum Selection: Sendable {
@@ -35,7 +50,8 @@ struct Compactor: Sendable {
         var result = CompactionResult(operations: 0, eventsRemoved: 0, compactedEvents: [])
         var chunk = JournalStore.compactionChunk
         while true {
-            let ids = try store.compactable(limit: chunk, where: selection.takes)
+            let now = DeviceMoment(wall: retention.clock.now(), uptime: retention.clock.uptime())
+            let ids = try store.compactable(limit: chunk, retention: (retention.seconds, now, retention.bootGapCapSeconds), where: selection.takes)
             guard !ids.isEmpty else { break }
             let event: JournalEvent?
             do {

@@ -25,6 +25,16 @@ extension JournalSchema {
         try txn.put(table, write.key, entry)
     }
 
+    /// Removes every server base of one business and type.
+    func dropBase(business: String, type: String, in txn: borrowing LMDBTransaction) throws {
+        var keys: [[UInt8]] = []
+        try txn.scan(base, leading: RecordKey.scopeBytes(business: business, type: type)) { entry in
+            keys.append(Array(entry.keyBytes))
+            return .next
+        }
+        for key in keys { try txn.delete(base, encodedKey: key) }
+    }
+
     /// A record's server base, its value opened when the journal is sealed and the key known.
     func serverBase(_ key: RecordKey, in txn: borrowing LMDBTransaction) throws -> RecordStoreEntry? {
         try opened(try txn.get(base, key), table: .base, key: key)
@@ -81,11 +91,11 @@ extension JournalSchema {
         let stored: RecordView.Stored
         if policy.isLocalOnly {
             let local = try localRecord(key, in: txn)
-            stored = RecordView.Stored(base: nil, value: local?.value, schemaVersion: local?.schemaVersion)
+            stored = RecordView.Stored(base: nil, value: local?.value, schemaVersion: local?.schemaVersion, valueHash: .some(local?.valueHash))
         } else {
             let entry = try serverBase(key, in: txn)
-            let base = entry.map { ServerBase(value: $0.value, revision: $0.revision, learntAt: $0.learntAt, seq: $0.seq) }
-            stored = RecordView.Stored(base: base, value: entry?.value, schemaVersion: entry?.schemaVersion)
+            let base = entry.map { ServerBase(value: $0.value, revision: $0.revision, learntAt: $0.learntAt, seq: $0.seq, valueHash: .some($0.valueHash)) }
+            stored = RecordView.Stored(base: base, value: entry?.value, schemaVersion: entry?.schemaVersion, valueHash: .some(entry?.valueHash))
         }
         var writes: [RecordView.Write] = []
         for id in try recordWriteIDs(key, in: txn) {
@@ -94,7 +104,7 @@ extension JournalSchema {
             }
             writes.append(RecordView.Write(state: state, change: try recordChange(key, of: state, in: txn)))
         }
-        guard stored.base != nil || stored.value != nil || !writes.isEmpty else { return nil }
+        guard stored.base != nil || stored.valueHash != nil || !writes.isEmpty else { return nil }
         return RecordView.view(key, stored: stored, isLocalOnly: policy.isLocalOnly, writes: writes,
                                schemaVersion: policy.schemaVersion, upgrade: policy.upgrade)
     }
@@ -130,7 +140,7 @@ extension JournalSchema {
                 continue
             }
             let key = RecordKey(business: business, type: type, id: id)
-            guard let record = try record(key, policy: policy, in: txn), record.value != nil else { continue }
+            guard let record = try record(key, policy: policy, in: txn), record.exists else { continue }
             if found.count == limit {
                 more = true
             } else {
@@ -282,5 +292,26 @@ extension JournalSchema {
         case .attemptAbandoned: return made("the app ended mid-send: sent again under the same key")
         default: return made(event.kind.rawValue)
         }
+    }
+}
+
+// MARK: Compaction
+
+extension JournalSchema {
+    /// Whether the records `state` changed no longer need its events: no record shows its value
+    /// confirmed, and a rolled-back one is past the retention.
+    func recordsLetGo(of state: OperationState, retention: (seconds: TimeInterval, now: DeviceMoment, bootGapCapSeconds: TimeInterval)?,
+                      in txn: borrowing LMDBTransaction) throws -> Bool {
+        guard !state.records.isEmpty else { return true }
+        if state.status == .synced {
+            for key in state.awaitingServerValue {
+                // Still confirmed: no base since the write settled.
+                guard let base = try txn.get(base, key), base.seq > state.latestSeq else { return false }
+            }
+        }
+        if state.rolledBackSeq != nil, let retention {
+            return DeviceMoment.elapsed(from: state.changed, to: retention.now, bootGapCapSeconds: retention.bootGapCapSeconds) >= retention.seconds
+        }
+        return true
     }
 }

@@ -131,6 +131,9 @@ private struct AppendBatch {
                     assert((try? schema.decode(Array(record), seq: event.seq)) == event, "record does not round-trip: \(event)")
                 }
             }
+            if let scope = prepared.draft.dropsBase {
+                try schema.dropBase(business: scope.business, type: scope.type, in: txn)
+            }
             for write in prepared.draft.storeWrites {
                 try schema.store(write, seq: event.seq, at: now, in: txn)
             }

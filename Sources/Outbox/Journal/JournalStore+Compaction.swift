@@ -11,14 +11,22 @@ extension JournalStore {
 
     /// Settled operations (synced, withdrawn, discarded) that `takes` selects and whose events
     /// are still in the journal, oldest first.
-    func compactable(limit: Int, where takes: (OperationState) -> Bool) throws(OutboxError) -> [OperationID] {
+    ///
+    /// A write of records is kept while a record's view may still need it: synced, while a
+    /// record it changed still shows its value, confirmed (no newer base since); rolled back
+    /// (discarded, withdrawn), for `retention` after it settled, measured by uptime, so the
+    /// value the member typed stays readable (its history, the record's notice).
+    func compactable(limit: Int, retention: (seconds: TimeInterval, now: DeviceMoment, bootGapCapSeconds: TimeInterval)? = nil,
+                     where takes: (OperationState) -> Bool) throws(OutboxError) -> [OperationID] {
         let schema = self.schema
         return try read { txn in
             var ids: [(JournalSequence, OperationID)] = []
             for status in OutboxStatus.allCases where status.isTerminal {
                 try txn.scan(schema.byStatus, leading: JournalCodec.StatusKey.leading(status)) { entry in
                     let id = try entry.value()
-                    if let state = try schema.state(id, in: txn), state.compactedAt == nil, takes(state) {
+                    if let state = try schema.state(id, in: txn), state.compactedAt == nil, takes(state),
+                        try schema.recordsLetGo(of: state, retention: retention, in: txn)
+                    {
                         ids.append((state.firstSeq, id))
                     }
                     return .next
@@ -45,13 +53,20 @@ extension JournalStore {
                 var operations: [CompactedOperation] = []
                 for id in ids {
                     guard let state = try schema.state(id, in: txn), state.status.isTerminal, state.compactedAt == nil else { continue }
+                    var kept = CompactedOperation(state)
                     for seq in state.eventSeqs {
                         if let record = try txn.get(schema.events, seq) {
                             removed.append((seq, record))
+                            if !state.records.isEmpty, try RecordCodec.decodeHeader(record, seq: seq).kind == .attemptFinished,
+                                case .attemptFinished(let finished) = try RecordCodec.decode(record, seq: seq).body
+                            {
+                                // The trail of the records' base stays, with the ledger row.
+                                kept.confirmations += finished.confirmations
+                            }
                             try txn.delete(schema.events, seq)
                         }
                     }
-                    operations.append(CompactedOperation(state))
+                    operations.append(kept)
                 }
                 guard !operations.isEmpty, let first = removed.map(\.seq).min(), let last = removed.map(\.seq).max() else { return nil }
                 removed.sort { $0.seq < $1.seq }

@@ -33,6 +33,8 @@ extension JournalStore {
                     try txn.put(schema.events, seq, rewritten)
                     bytesDelta += Int64(rewritten.count - record.count)
                 }
+                try Self.reseal(schema.base, table: .base, from: old, to: new, in: txn)
+                try Self.reseal(schema.localRecords, table: .local, from: old, to: new, in: txn)
                 var counters = try schema.counters(in: txn)
                 counters.eventBytes += bytesDelta
                 try Projection.writeCounters(counters, schema: schema, in: txn)
@@ -51,6 +53,32 @@ extension JournalStore {
         schema.sealing.sealing = new
     }
 
+    /// Re-seals every value of one table of the record store.
+    private static func reseal(_ table: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>, table kind: RecordStoreWrite.Table,
+                               from old: JournalSealing?, to new: JournalSealing?, in txn: borrowing LMDBTransaction) throws {
+        var entries: [(RecordKey, RecordStoreEntry)] = []
+        try txn.scan(table) { entry in
+            entries.append((try entry.key(), try entry.value()))
+            return .next
+        }
+        for (key, var entry) in entries {
+            var value = entry.value
+            if let sealed = entry.sealedValue {
+                guard let old else { continue }
+                value = try old.unsealStoredValue(sealed, table: kind.rawValue, key: key)
+            }
+            guard let value else { continue }
+            if let new {
+                entry.sealedValue = new.sealStoredValue(value, table: kind.rawValue, key: key)
+                entry.value = nil
+            } else {
+                entry.sealedValue = nil
+                entry.value = value
+            }
+            try txn.put(table, key, entry)
+        }
+    }
+
     /// Re-seals one event's sealed fields (read with `old`) with `new`, or leaves them plaintext
     /// when `new` is `nil`; answers whether the event has any.
     private static func reseal(_ event: inout JournalEvent, from old: JournalSealing?, to new: JournalSealing?) throws -> Bool {
@@ -58,6 +86,10 @@ extension JournalStore {
         case .enqueued(var enqueued):
             guard let id = event.operationID else { return false }
             enqueued.sealed = new?.seal(enqueued.request, id: id)
+            for index in enqueued.changes.indices {
+                guard let value = enqueued.changes[index].value else { continue }
+                enqueued.changes[index].sealedValue = new?.sealRecordValue(value, id: id, key: enqueued.changes[index].key)
+            }
             event.body = .enqueued(enqueued)
             return true
         case .attemptFinished(var finished):

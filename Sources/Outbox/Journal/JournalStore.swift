@@ -49,6 +49,8 @@ final class JournalStore: Sendable {
         /// Record values the event brings to the record store (a server base, a local record),
         /// written in the same transaction once the unit lands; the event keeps their trail.
         var storeWrites: [RecordStoreWrite] = []
+        /// A business and type whose server base the event drops (`recordBaseDropped`).
+        var dropsBase: (business: String, type: String)? = nil
     }
 
     /// A draft with its record encoded but for the seq and moment (``RecordCodec/prepare(operationID:body:)``):

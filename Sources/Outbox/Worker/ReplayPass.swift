@@ -121,7 +121,8 @@ final class ReplayPass: Sendable {
             switch verdict {
             case .ready:
                 ready.append(candidate)
-            case .waiting(.dependency):
+            case .waiting(.dependency), .waiting(.recordWrite):
+                // What it waits for may go in this pass: offered again when an attempt ends.
                 deferred.append(candidate)
                 plan.dropLane(candidate.lane)
             case .dependencyEnded(let dependency, let status):
@@ -174,7 +175,10 @@ final class ReplayPass: Sendable {
         let waiting = deferred
         deferred = []
         for candidate in waiting {
-            if case .waiting(.dependency) = verdict(on: candidate) { deferred.append(candidate) } else { plan.readd(candidate) }
+            switch verdict(on: candidate) {
+            case .waiting(.dependency), .waiting(.recordWrite): deferred.append(candidate)
+            default: plan.readd(candidate)
+            }
         }
     }
 

@@ -300,6 +300,9 @@ extension CompactedOperation: RecordBody {
             writer.write(UInt32(identity.payloadByteCount))
             writer.write(identity.account)
         }
+        // Format 3: the records' trail its answers left.
+        writer.write(UInt32(confirmations.count))
+        for confirmation in confirmations { confirmation.write(to: &writer) }
     }
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
@@ -337,10 +340,16 @@ extension CompactedOperation: RecordBody {
                 )
             }
             : nil
+        var confirmations: [RecordConfirmation] = []
+        if version >= 3 {
+            let count = Int(try reader.readUInt32("kept confirmation count"))
+            guard count <= reader.remaining else { throw DecodingProblem("\(count) kept confirmations cannot fit") }
+            for _ in 0..<count { confirmations.append(try RecordConfirmation(reading: &reader, version: version)) }
+        }
         self.init(
             id: id, operationType: type, status: status, firstSeq: firstSeq, createdAt: createdAt,
             changedAt: changedAt, attemptCount: attempts, latestOutcome: outcome,
-            lastErrorCode: errorCode, serverRevision: revision, identity: identity
+            lastErrorCode: errorCode, serverRevision: revision, identity: identity, confirmations: confirmations
         )
     }
 }

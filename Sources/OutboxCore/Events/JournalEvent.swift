@@ -481,12 +481,16 @@ public struct CompactedOperation: Sendable, Equatable {
     public var serverRevision: String?
     /// Who and what: `nil` for an operation compacted before journal format 2, which kept none.
     public var identity: CompactedIdentity?
+    /// What its answers confirmed of the member's records (format 3): the trail of the records'
+    /// server base, kept when the events that carried it leave the journal.
+    public var confirmations: [RecordConfirmation] = []
 
     public init(
         id: OperationID, operationType: String, status: OutboxStatus, firstSeq: JournalSequence, createdAt: Date,
         changedAt: Date, attemptCount: Int, latestOutcome: OutcomeCategory?, lastErrorCode: String?, serverRevision: String?,
-        identity: CompactedIdentity? = nil
+        identity: CompactedIdentity? = nil, confirmations: [RecordConfirmation] = []
     ) {
+        self.confirmations = confirmations
         self.id = id
         self.operationType = operationType
         self.status = status

@@ -1,4 +1,5 @@
 public import Foundation
+public import OutboxCrypto
 
 /// A record as the member's phone holds it: the member's view, the server base beneath it, and
 /// what its sync state says.
@@ -23,15 +24,27 @@ public struct LocalRecord: Sendable, Equatable {
     /// Whether the record is of a local-only type: it has no server base, and nothing is sent.
     public var isLocalOnly: Bool
     public var sync: RecordSync
+    /// The SHA-256 of the member's view; `nil` when there is none (deleted, never written).
+    public var valueHash: SHA256Digest?
+    /// The view's value is sealed at rest and this reader has no key: ``value`` is `nil` though
+    /// the record is not deleted (``valueHash`` names it).
+    public var isSealed: Bool
 
-    public init(key: RecordKey, value: Data?, schemaVersion: Int?, server: ServerBase?, isLocalOnly: Bool, sync: RecordSync) {
+    public init(key: RecordKey, value: Data?, schemaVersion: Int?, server: ServerBase?, isLocalOnly: Bool, sync: RecordSync,
+                valueHash: SHA256Digest? = nil, isSealed: Bool = false) {
         self.key = key
         self.value = value
         self.schemaVersion = schemaVersion
         self.server = server
         self.isLocalOnly = isLocalOnly
         self.sync = sync
+        self.valueHash = valueHash ?? value.map { SHA256Digest(of: $0) }
+        self.isSealed = isSealed
     }
+
+    /// Whether the member's view holds a value (readable or sealed): `false` when deleted or
+    /// never written.
+    public var exists: Bool { valueHash != nil }
 }
 
 /// A record as the server last confirmed it, to this phone.
@@ -44,14 +57,18 @@ public struct ServerBase: Sendable, Equatable {
     public var learntAt: Date
     /// The journal event that brought it: its proof.
     public var seq: JournalSequence
+    /// The value's SHA-256; `nil`: deleted on the server.
+    public var valueHash: SHA256Digest?
 
-    public var isDeleted: Bool { value == nil }
+    /// Deleted on the server (a tombstone); a value sealed from this reader is not deleted.
+    public var isDeleted: Bool { valueHash == nil }
 
-    public init(value: Data?, revision: UInt64, learntAt: Date, seq: JournalSequence) {
+    public init(value: Data?, revision: UInt64, learntAt: Date, seq: JournalSequence, valueHash: SHA256Digest?? = nil) {
         self.value = value
         self.revision = revision
         self.learntAt = learntAt
         self.seq = seq
+        self.valueHash = valueHash ?? value.map { SHA256Digest(of: $0) }
     }
 }
 

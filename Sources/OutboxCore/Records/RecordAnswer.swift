@@ -1,4 +1,5 @@
 package import Foundation
+import OutboxWire
 
 /// What an answer says of a record a write changed: its revision, the record as the server now
 /// holds it, whether it was deleted, and which record it is when the answer names one.
@@ -23,16 +24,16 @@ package struct RecordAnswer: Sendable, Equatable {
         guard !response.body.isEmpty,
             let object = (try? JSONSerialization.jsonObject(with: response.body, options: [])) as? [String: Any]
         else { return }
-        for name in ["revision", "server_revision"] {
+        for name in [WireBodyField.revision, WireBodyField.serverRevision] {
             if let value = object[name], let parsed = Self.revision(value) {
                 revision = parsed
                 break
             }
         }
-        deleted = (object["deleted"] as? NSNumber).map { String(cString: $0.objCType) == "c" && $0.boolValue } ?? false
-        type = object["type"] as? String
-        id = object["id"] as? String
-        if let value = object["record"] ?? object["current"], !(value is NSNull),
+        deleted = (object[WireBodyField.deleted] as? NSNumber).map { String(cString: $0.objCType) == "c" && $0.boolValue } ?? false
+        type = object[WireBodyField.type] as? String
+        id = object[WireBodyField.id] as? String
+        if let value = object[WireBodyField.record] ?? object[WireBodyField.current], !(value is NSNull),
             let data = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys]),
             data.count <= Self.maxRecordBytes
         {

@@ -50,18 +50,21 @@ public struct RecordHistory: Sendable, Equatable {
     /// else by the first 12 digits of their SHA-256.
     public static func verdict(for record: LocalRecord?, key: RecordKey, showingValues: Bool) -> String {
         guard let record else { return "the phone holds nothing of \(key): no write changed it and no answer or pull brought it" }
-        func shown(_ value: Data?) -> String {
-            guard let value else { return "nothing (deleted)" }
+        /// A value in words: its JSON text (shortened), or "value" and its hash's first digits.
+        func shown(_ value: Data?, hash: SHA256Digest? = nil) -> String {
+            guard let value else {
+                return hash.map { "value \($0.hex.prefix(12)) (sealed)" } ?? "nothing (deleted)"
+            }
             if showingValues {
                 let text = String(decoding: value, as: UTF8.self)
                 return text.count > 80 ? String(text.prefix(77)) + "..." : text
             }
-            return "the value " + String(SHA256Digest(of: value).hex.prefix(12))
+            return "value " + String(SHA256Digest(of: value).hex.prefix(12))
         }
         var parts: [String] = []
         let sync = record.sync
         if record.isLocalOnly {
-            parts.append("shows \(shown(record.value)), a local-only record the phone never sends")
+            parts.append("shows \(shown(record.value, hash: record.valueHash)), a local-only record the phone never sends")
             return parts.joined(separator: "; ")
         }
         if let last = sync.pending.last {
@@ -72,11 +75,11 @@ public struct RecordHistory: Sendable, Equatable {
             case .conflicted: "changed elsewhere meanwhile: the member decides"
             default: last.status.rawValue
             }
-            parts.append("shows the member's \(shown(record.value)) from write \(String(last.operation.uuidString.prefix(8))), \(waits)")
+            parts.append("shows the member's \(shown(record.value, hash: record.valueHash)) from write \(String(last.operation.uuidString.prefix(8))), \(waits)")
         } else if let confirmed = sync.confirmed.last {
-            parts.append("shows the member's \(shown(record.value)) from write \(String(confirmed.uuidString.prefix(8))), applied by the server, whose value has not arrived yet")
+            parts.append("shows the member's \(shown(record.value, hash: record.valueHash)) from write \(String(confirmed.uuidString.prefix(8))), applied by the server, whose value has not arrived yet")
         } else {
-            parts.append("shows \(shown(record.value)), the server's")
+            parts.append("shows \(shown(record.value, hash: record.valueHash)), the server's")
         }
         if let conflict = sync.conflict {
             parts.append("the server holds revision \(conflict.serverRevision ?? "?") (\(shown(conflict.serverValue))) beside it")
@@ -88,7 +91,7 @@ public struct RecordHistory: Sendable, Equatable {
             parts.append("\(sync.held.count) later change\(sync.held.count == 1 ? " is" : "s are") held: made on a rolled-back value, for the member to decide")
         }
         if let base = record.server {
-            parts.append("the server last confirmed \(shown(base.value)) at revision \(base.revision) (seq \(base.seq))")
+            parts.append("the server last confirmed \(shown(base.value, hash: base.valueHash)) at revision \(base.revision) (seq \(base.seq))")
         } else {
             parts.append("the server's value is not known to the phone yet")
         }

@@ -1,4 +1,5 @@
 package import Foundation
+package import OutboxCrypto
 
 /// The member's view of one record: a pure function of its server base (or local value) and the
 /// writes whose change it may show, each with its status, in the order the member made them.
@@ -31,11 +32,14 @@ package enum RecordView {
         package var base: ServerBase?
         package var value: Data?
         package var schemaVersion: Int?
+        /// The value's hash as stored: a value sealed from this reader still has one.
+        package var valueHash: SHA256Digest?
 
-        package init(base: ServerBase?, value: Data?, schemaVersion: Int?) {
+        package init(base: ServerBase?, value: Data?, schemaVersion: Int?, valueHash: SHA256Digest?? = nil) {
             self.base = base
             self.value = value
             self.schemaVersion = schemaVersion
+            self.valueHash = valueHash ?? value.map { SHA256Digest(of: $0) }
         }
     }
 
@@ -47,6 +51,7 @@ package enum RecordView {
         schemaVersion current: Int, upgrade: ((Data, Int) throws -> Data)?
     ) -> LocalRecord {
         var value = stored.value
+        var hash = stored.valueHash
         var version = stored.schemaVersion
         var sync = RecordSync()
         var notice: RecordSync.RolledBack?
@@ -58,7 +63,7 @@ package enum RecordView {
                     sync.held.append(state.id)
                     continue
                 }
-                apply(write.change, to: &value, version: &version)
+                apply(write.change, to: &value, hash: &hash, version: &version)
                 sync.pending.append(RecordSync.Pending(operation: state.id, status: state.status, deletes: write.change?.isDelete ?? false))
                 if state.status == .conflicted {
                     sync.conflict = RecordSync.Conflict(operation: state.id, serverRevision: state.serverRevision,
@@ -68,7 +73,7 @@ package enum RecordView {
             case .synced:
                 // Until the server's own value arrives, the member's stays.
                 if stored.base.map({ $0.seq < state.latestSeq }) ?? true {
-                    apply(write.change, to: &value, version: &version)
+                    apply(write.change, to: &value, hash: &hash, version: &version)
                     sync.confirmed.append(state.id)
                     notice = nil
                 }
@@ -86,13 +91,16 @@ package enum RecordView {
             if let old = version, old < current, let bytes = value { value = (try? upgrade(bytes, old)) ?? bytes }
             if let old = stored.schemaVersion, old < current, let bytes = base?.value { base?.value = (try? upgrade(bytes, old)) ?? bytes }
         }
+        let sealed = hash != nil && value == nil
         return LocalRecord(key: key, value: value, schemaVersion: version.map { upgrade == nil ? $0 : max($0, current) },
-                           server: isLocalOnly ? nil : base, isLocalOnly: isLocalOnly, sync: sync)
+                           server: isLocalOnly ? nil : base, isLocalOnly: isLocalOnly, sync: sync,
+                           valueHash: sealed ? hash : value.map { SHA256Digest(of: $0) }, isSealed: sealed)
     }
 
-    private static func apply(_ change: RecordWrite?, to value: inout Data?, version: inout Int?) {
+    private static func apply(_ change: RecordWrite?, to value: inout Data?, hash: inout SHA256Digest?, version: inout Int?) {
         guard let change else { return }
         value = change.isDelete ? nil : change.value
+        hash = change.valueHash
         version = change.schemaVersion
     }
 

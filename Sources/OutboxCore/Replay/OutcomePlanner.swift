@@ -153,7 +153,9 @@ package enum OutcomePlanner {
         let named = answer.type.flatMap { type in answer.id.map { RecordKey(business: facts.changes[0].key.business, type: type, id: $0) } }
         switch classification.disposition {
         case .accepted, .replayed:
-            let change = facts.changes.first { $0.key == named } ?? facts.changes[0]
+            // An answer naming a record the write did not change describes none of its records:
+            // each keeps the member's value, confirmed, until the server's arrives.
+            guard let change = named.map({ key in facts.changes.first { $0.key == key } }) ?? facts.changes.first else { return nil }
             let value: Data? = answer.deleted ? nil : (answer.record ?? change.value)
             if !answer.deleted, answer.record == nil, change.isDelete {
                 // A delete answered with a revision: the record is gone at it.

@@ -132,7 +132,7 @@ public struct Fault: Hashable, Sendable, Codable {
 
     /// What a fault is matched against.
     enum Target {
-        /// A request of its own, to `path` with `key`; `targetsRecord` when it updates one record.
+        /// A request of its own, to `path` with `key`; `targetsRecord` when it updates or deletes one record.
         case request(path: String, key: String?, targetsRecord: Bool)
         /// A `POST /sync/batch` as a whole.
         case batch
@@ -141,7 +141,7 @@ public struct Fault: Hashable, Sendable, Codable {
         case batchOperation(path: String, key: String?, targetsRecord: Bool)
     }
 
-    /// Whether this fault applies to `target` (`change_record` applies to an update only).
+    /// Whether this fault applies to `target` (`change_record` applies to an update or a delete only).
     func matches(_ target: Target) -> Bool {
         switch target {
         case .request(let path, let requestKey, let targetsRecord):

@@ -151,8 +151,10 @@ struct RecordView: Codable, Sendable {
     var id: String
     var revision: Int
     var idempotencyKey: String
-    /// The request body as sent, as a string.
+    /// The request body as sent, as a string; empty for a tombstone.
     var body: String
+    /// `true` for a tombstone; absent for a live record.
+    var deleted: Bool?
 
     init(_ record: StoredRecord) {
         type = record.type
@@ -161,10 +163,11 @@ struct RecordView: Codable, Sendable {
         revision = record.revision
         idempotencyKey = record.idempotencyKey
         body = String(decoding: record.body, as: UTF8.self)
+        deleted = record.isDeleted ? true : nil
     }
 
     enum CodingKeys: String, CodingKey {
-        case type, id, revision, body
+        case type, id, revision, body, deleted
         case businessID = "business_id"
         case idempotencyKey = "idempotency_key"
     }

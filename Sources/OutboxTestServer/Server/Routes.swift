@@ -11,14 +11,15 @@ struct Reply {
     var releasesKeys: [String] = []
 }
 
-/// A business endpoint: one kind of record, created through claims (and updated, for the kinds
-/// that are).
+/// A business endpoint: one kind of record, created through claims (and updated and deleted,
+/// for the kinds that are).
 struct BusinessEndpoint: Sendable {
-    /// `/products`: creates are `POST` here, updates `PUT` and `PATCH` at `/products/{id}`.
+    /// `/products`: creates are `POST` here, updates `PUT` and `PATCH` at `/products/{id}`,
+    /// deletes `DELETE` there.
     var path: String
     /// `product`: the record's type.
     var type: String
-    /// Whether `PUT` and `PATCH` at `path/{id}` update its records.
+    /// Whether `PUT`, `PATCH` and `DELETE` at `path/{id}` update and delete its records.
     var isUpdatable: Bool
     /// Whether a create names a product (`"product_id"`) that must exist: a stock movement.
     var namesProduct = false
@@ -27,6 +28,22 @@ struct BusinessEndpoint: Sendable {
     var createOperationType: String { type + ".create" }
     /// `product.update`: the claim's operation type of a `PUT` or a `PATCH`.
     var updateOperationType: String { type + ".update" }
+    /// `product.delete`: the claim's operation type of a `DELETE`.
+    var deleteOperationType: String { type + ".delete" }
+
+    /// The claim's operation type of `action`.
+    func operationType(of action: BusinessAction) -> String {
+        switch action {
+        case .create: createOperationType
+        case .update: updateOperationType
+        case .delete: deleteOperationType
+        }
+    }
+
+    /// `/products/p-1`: where the record `id` is updated and deleted (its id percent-encoded).
+    func location(of id: String) -> String {
+        path + "/" + (id.addingPercentEncoding(withAllowedCharacters: .urlPathSegmentAllowed) ?? id)
+    }
 
     static let products = BusinessEndpoint(path: "/products", type: "product", isUpdatable: true)
     static let all = [
@@ -52,6 +69,8 @@ enum BusinessAction: Equatable {
     case create
     /// `PUT` (`merging` false: the body is the whole record) or `PATCH` (a JSON merge patch).
     case update(id: String, merging: Bool)
+    /// `DELETE`: the record becomes a tombstone at its next revision. A body is not read.
+    case delete(id: String)
 }
 
 /// Where a request to a business endpoint's path goes.
@@ -115,10 +134,11 @@ struct Routes: Sendable {
             return .write(endpoint, .create)
         }
         if let (endpoint, id) = BusinessEndpoint.record(at: request.path) {
-            guard request.method == "PUT" || request.method == "PATCH" else {
-                return .wrongMethod(methodNotAllowed(allow: "PUT, PATCH"))
+            switch request.method {
+            case "PUT", "PATCH": return .write(endpoint, .update(id: id, merging: request.method == "PATCH"))
+            case "DELETE": return .write(endpoint, .delete(id: id))
+            default: return .wrongMethod(methodNotAllowed(allow: "PUT, PATCH, DELETE"))
             }
-            return .write(endpoint, .update(id: id, merging: request.method == "PATCH"))
         }
         return nil
     }
@@ -183,7 +203,7 @@ struct Routes: Sendable {
             let response = HTTPResponse.problem(500, code: "internal_error", message: "the server failed to store the write: \(error)")
             return (Reply(response: response, releasesKeys: isSlow ? [] : releases), event(.refused, response, fault))
         }
-        if let fault, fault.kind == .changeRecord, case .update(let id, _) = action, RecordBody.idProblem(id) == nil {
+        if let fault, fault.kind == .changeRecord, let id = action.recordID, RecordBody.idProblem(id) == nil {
             // Another device's change, committed before this request is looked at.
             do {
                 _ = try changeRecord(type: endpoint.type, businessID: businessID, id: id, patch: fault.patch ?? Data("{}".utf8))
@@ -191,7 +211,7 @@ struct Routes: Sendable {
                 return failed(error)
             }
         }
-        let operationType = action == .create ? endpoint.createOperationType : endpoint.updateOperationType
+        let operationType = endpoint.operationType(of: action)
         do {
             let answer = try storage.handle(
                 scope: ClaimScope(businessID: businessID, operationType: operationType),
@@ -221,8 +241,8 @@ struct Routes: Sendable {
         }
     }
 
-    /// The write a claim protects: a record created or updated (or a pending approval instead)
-    /// and its applied count. What it refuses leaves nothing, not even the claim.
+    /// The write a claim protects: a record created, updated or deleted (or a pending approval
+    /// instead) and its applied count. What it refuses leaves nothing, not even the claim.
     private func write(
         _ endpoint: BusinessEndpoint, _ action: BusinessAction, _ request: HTTPRequest, headers: BusinessHeaders, key: String,
         approval: Bool, at path: JSONPath, in txn: any ServerTransaction
@@ -234,6 +254,8 @@ struct Routes: Sendable {
             case .update(let id, let merging):
                 return try update(endpoint, id: id, merging: merging, request, headers: headers, key: key,
                                   approval: approval, at: path, in: txn)
+            case .delete(let id):
+                return try delete(endpoint, id: id, request, headers: headers, key: key, approval: approval, in: txn)
             }
         } catch let invalid as RecordBody.Invalid {
             throw ClaimRefusal(Self.validationFailed(invalid))
@@ -250,7 +272,7 @@ struct Routes: Sendable {
         let id = try RecordBody.id(of: object, at: path)
         if endpoint.namesProduct {
             let product = try RecordBody.productID(of: object, at: path)
-            guard try txn.lockedRecord(type: BusinessEndpoint.products.type, businessID: businessID, id: product) != nil else {
+            guard try txn.lockedRecord(type: BusinessEndpoint.products.type, businessID: businessID, id: product)?.isDeleted == false else {
                 throw RecordBody.Invalid(
                     message: "\(path.member("product_id")): no product " + JSONText.quoted(product) + " in this business: create it before its stock movements",
                     field: path.member("product_id").description)
@@ -259,11 +281,10 @@ struct Routes: Sendable {
         try txn.countApplied(key: key)
         if approval { return try park(endpoint, body, businessID: businessID, key: key, in: txn) }
         let revision = try txn.putNextRevision(type: endpoint.type, businessID: businessID, id: id, key: key, body: body)
-        let location = endpoint.path + "/" + (id.addingPercentEncoding(withAllowedCharacters: .urlPathSegmentAllowed) ?? id)
         return ClaimResponse(
             status: 201,
-            headers: [Self.jsonType, .init(name: "Location", value: location), Self.entityTag(revision)],
-            body: RecordBody.withRevision(body, revision))
+            headers: [Self.jsonType, .init(name: "Location", value: endpoint.location(of: id)), Self.entityTag(revision)],
+            body: RecordBody.answer(type: endpoint.type, id: id, revision: revision, body: body))
     }
 
     /// An update: the record is read and held, its revision checked against `If-Match`, then
@@ -273,14 +294,7 @@ struct Routes: Sendable {
         approval: Bool, at path: JSONPath, in txn: any ServerTransaction
     ) throws -> ClaimResponse {
         let businessID = headers.businessID
-        let condition = try IfMatch.parse(headers.ifMatch)
-        // An id no create can store names no record: asked of no store.
-        guard RecordBody.idProblem(id) == nil, let current = try txn.lockedRecord(type: endpoint.type, businessID: businessID, id: id) else {
-            throw ClaimRefusal(.problem(status: 404, code: "not_found", message: "no \(endpoint.type) " + JSONText.quoted(id) + " in this business"))
-        }
-        if let condition, !condition.matches(revision: current.revision) {
-            throw ClaimRefusal(Self.revisionConflict(current, ifMatch: headers.ifMatch ?? "", condition: condition))
-        }
+        let current = try matchedRecord(endpoint, id: id, headers: headers, in: txn)
         let body = merging
             ? try RecordBody.patched(current.body, with: request.body, id: id, at: path)
             : try RecordBody.replacement(request.body, id: id, at: path)
@@ -292,7 +306,45 @@ struct Routes: Sendable {
         updated.body = body
         try txn.replaceRecord(updated)
         return ClaimResponse(status: 200, headers: [Self.jsonType, Self.entityTag(updated.revision)],
-                             body: RecordBody.withRevision(body, updated.revision))
+                             body: RecordBody.answer(type: endpoint.type, id: id, revision: updated.revision, body: body))
+    }
+
+    /// A delete: the record is read and held, its revision checked against `If-Match`, then
+    /// kept as a tombstone at its next revision.
+    private func delete(
+        _ endpoint: BusinessEndpoint, id: String, _ request: HTTPRequest, headers: BusinessHeaders, key: String,
+        approval: Bool, in txn: any ServerTransaction
+    ) throws -> ClaimResponse {
+        let current = try matchedRecord(endpoint, id: id, headers: headers, in: txn)
+        try txn.countApplied(key: key)
+        if approval { return try park(endpoint, request.body, businessID: headers.businessID, key: key, in: txn) }
+        let tombstone = current.tombstone(key: key)
+        try txn.replaceRecord(tombstone)
+        return ClaimResponse(status: 200, headers: [Self.jsonType, Self.entityTag(tombstone.revision)],
+                             body: RecordBody.deletedAnswer(type: endpoint.type, id: id, revision: tombstone.revision))
+    }
+
+    /// The live record an update or a delete of `id` names, read and held, whose revision
+    /// `If-Match` names (or any revision, without `If-Match`).
+    /// - Throws: ``ClaimRefusal`` with 404 `not_found` when there is no such record or it was
+    ///   deleted, 412 `revision_conflict` when `If-Match` names another revision;
+    ///   `IfMatch.Invalid` for a header that is no `If-Match`.
+    private func matchedRecord(
+        _ endpoint: BusinessEndpoint, id: String, headers: BusinessHeaders, in txn: any ServerTransaction
+    ) throws -> StoredRecord {
+        let condition = try IfMatch.parse(headers.ifMatch)
+        // An id no create can store names no record: asked of no store.
+        guard RecordBody.idProblem(id) == nil, let current = try txn.lockedRecord(type: endpoint.type, businessID: headers.businessID, id: id) else {
+            throw ClaimRefusal(.problem(status: 404, code: "not_found", message: "no \(endpoint.type) " + JSONText.quoted(id) + " in this business"))
+        }
+        if current.isDeleted {
+            throw ClaimRefusal(.problem(status: 404, code: "not_found", message: "the \(endpoint.type) " + JSONText.quoted(id)
+                + " was deleted at revision \(current.revision); create it again to bring it back"))
+        }
+        if let condition, !condition.matches(revision: current.revision) {
+            throw ClaimRefusal(Self.revisionConflict(current, ifMatch: headers.ifMatch ?? "", condition: condition))
+        }
+        return current
     }
 
     /// A pending approval in place of the write: 202 with its request id.
@@ -312,10 +364,10 @@ struct Routes: Sendable {
         if let condition, condition.weakTags.contains(revision) {
             // The edit names the record's own revision, but as a weak tag: nothing changed.
             message = "the \(current.type) \(current.id) is at revision \(revision), but If-Match (\(ifMatch)) names it only as a"
-                + " weak tag, W/\"\(revision)\", and a weak tag never matches: an update needs the exact revision;"
+                + " weak tag, W/\"\(revision)\", and a weak tag never matches: an update or a delete needs the exact revision;"
                 + " send If-Match: \"\(revision)\""
         } else {
-            let weak = condition.map { $0.weakTags.isEmpty } ?? true ? "" : " (its weak tags never match: an update needs the exact revision, sent as \"\(revision)\")"
+            let weak = condition.map { $0.weakTags.isEmpty } ?? true ? "" : " (its weak tags never match: an update or a delete needs the exact revision, sent as \"\(revision)\")"
             message = "the \(current.type) \(current.id) is at revision \(revision), not \(ifMatch) (If-Match)\(weak):"
                 + " it changed since this edit began; send it again against revision \(revision), or drop it"
         }
@@ -330,12 +382,13 @@ struct Routes: Sendable {
 
     /// Changes a record as another device would: `patch` merged into it as its next revision,
     /// in a transaction of its own, outside any claim.
-    /// - Returns: the record changed; `nil` when there is none of that type, business and id.
+    /// - Returns: the record changed; `nil` when there is none of that type, business and id (or
+    ///   it was deleted).
     /// - Throws: ``RecordBody/Invalid`` for a patch that is not a JSON object, or that changes
     ///   the id or sets the revision; the storage's errors.
     func changeRecord(type: String, businessID: String, id: String, patch: Data) throws -> StoredRecord? {
         try storage.transaction { txn in
-            guard var record = try txn.lockedRecord(type: type, businessID: businessID, id: id) else { return nil }
+            guard var record = try txn.lockedRecord(type: type, businessID: businessID, id: id), !record.isDeleted else { return nil }
             record.body = try RecordBody.patched(record.body, with: patch, id: id, at: .root)
             record.revision += 1
             record.idempotencyKey = StoredRecord.changedElsewhereKey
@@ -413,4 +466,14 @@ extension CharacterSet {
         allowed.remove("/")
         return allowed
     }()
+}
+
+extension BusinessAction {
+    /// The record an update or a delete names; `nil` for a create.
+    var recordID: String? {
+        switch self {
+        case .create: nil
+        case .update(let id, _), .delete(let id): id
+        }
+    }
 }

@@ -14,7 +14,7 @@ public struct ServerEvent: Sendable, Equatable {
         case conflict
         /// A copy of this key was still finalizing: 409 `idempotency_in_progress`.
         case inProgress
-        /// An update whose `If-Match` named a revision the record has moved past: 412
+        /// An update or a delete whose `If-Match` named a revision the record has moved past: 412
         /// `revision_conflict`, nothing written, no claim kept.
         case revisionConflict
         /// Refused: a missing key, a scripted fault's answer, no endpoint at the path (404), a method
@@ -23,7 +23,7 @@ public struct ServerEvent: Sendable, Equatable {
         case refused
     }
 
-    /// The request's method, e.g. `POST` or `PATCH`.
+    /// The request's method, e.g. `POST`, `PATCH` or `DELETE`.
     public var method: String
     /// The path as sent, e.g. `/products` or `/products/p-1`.
     public var path: String

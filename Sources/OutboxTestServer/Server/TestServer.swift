@@ -16,7 +16,8 @@ import OutboxWire
 ///
 /// Endpoints: `POST /products`, `POST /employees` and `POST /stock-movements` (creates through
 /// ``IdempotencyClaims``), `PUT` and `PATCH /products/{id}` and `/employees/{id}` (updates,
-/// checked against `If-Match`), `POST /sync/batch` (several of those at once, each on its own),
+/// checked against `If-Match`), `DELETE` there (the record kept as a tombstone, checked against
+/// `If-Match` too), `POST /sync/batch` (several of those at once, each on its own),
 /// and the control API under `/_control/` (see `Docs/server.md`). It listens on 127.0.0.1 only.
 /// Each connection is served by a thread of its own, up to ``Configuration/maxConnections``.
 public final class TestServer: Sendable {
@@ -207,7 +208,8 @@ public final class TestServer: Sendable {
         try core.routes.storage.appliedCounts()
     }
 
-    /// The records created, sorted by type, business and id.
+    /// The records created, sorted by type, business and id; a deleted one is there as its
+    /// tombstone (``StoredRecord/isDeleted``).
     public func records() throws -> [StoredRecord] {
         try core.routes.storage.records()
     }
@@ -222,8 +224,9 @@ public final class TestServer: Sendable {
     /// moved.revision   // 3, when it was at 2
     /// ```
     /// - Returns: the record as changed.
-    /// - Throws: ``RecordChangeError`` when there is no such record or the patch is not a JSON
-    ///   object that keeps the id and leaves the revision to the server; the storage's errors.
+    /// - Throws: ``RecordChangeError`` when there is no such record (or it was deleted) or the
+    ///   patch is not a JSON object that keeps the id and leaves the revision to the server; the
+    ///   storage's errors.
     @discardableResult
     public func changeRecord(type: String, id: String, businessID: String = "default", patch: Data = Data("{}".utf8)) throws -> StoredRecord {
         if let problem = BusinessHeaders.businessIDProblem(businessID) {

@@ -5,7 +5,8 @@ import PostgresClaimStore
 /// ``ServerStorage`` in PostgreSQL: claims (``PostgresClaimStore``), records, approvals and
 /// counts in one database, so that several server processes on it behave as one server.
 ///
-/// Tables, besides `idempotency_keys`: `test_server_records` (one row per type, business and id),
+/// Tables, besides `idempotency_keys`: `test_server_records` (one row per type, business and id,
+/// a deleted record kept as a tombstone with `deleted` true),
 /// `test_server_approvals` (numbered by an identity column: `apr-N`, increasing, with gaps where
 /// a write rolled back), `test_server_applied` (a count per key). Created by the storage's own
 /// migrations, under the same advisory lock as the claims'.
@@ -37,6 +38,8 @@ final class PostgresServerStorage: ServerStorage {
             """,
             "CREATE TABLE test_server_applied (key text PRIMARY KEY, count integer NOT NULL)",
         ],
+        // Version 2: deletes keep a tombstone.
+        ["ALTER TABLE test_server_records ADD COLUMN deleted boolean NOT NULL DEFAULT false"],
     ])
 
     init(settings: PostgresConnectionSettings, poolSize: Int, policy: ClaimPolicy, clock: any ClaimClock) throws {
@@ -60,7 +63,8 @@ final class PostgresServerStorage: ServerStorage {
                 INSERT INTO test_server_records AS r (type, business_id, id, revision, idempotency_key, body)
                 VALUES ($1, $2, $3, 1, $4, $5)
                 ON CONFLICT (type, business_id, id) DO UPDATE
-                   SET revision = r.revision + 1, idempotency_key = EXCLUDED.idempotency_key, body = EXCLUDED.body
+                   SET revision = r.revision + 1, idempotency_key = EXCLUDED.idempotency_key, body = EXCLUDED.body,
+                       deleted = false
                 RETURNING revision
                 """, [.text(type), .text(businessID), .text(id), .text(key), .bytes(body)])
             return Int(try rows[0].int32(0))
@@ -93,10 +97,10 @@ final class PostgresServerStorage: ServerStorage {
 
         func replaceRecord(_ record: StoredRecord) throws {
             try txn.execute("""
-                UPDATE test_server_records SET revision = $4, idempotency_key = $5, body = $6
+                UPDATE test_server_records SET revision = $4, idempotency_key = $5, body = $6, deleted = $7
                  WHERE type = $1 AND business_id = $2 AND id = $3
                 """, [.text(record.type), .text(record.businessID), .text(record.id), .int32(Int32(record.revision)),
-                      .text(record.idempotencyKey), .bytes(record.body)])
+                      .text(record.idempotencyKey), .bytes(record.body), .bool(record.isDeleted)])
         }
     }
 
@@ -104,11 +108,12 @@ final class PostgresServerStorage: ServerStorage {
         try claims.store.transaction { try body(Transaction(txn: $0)) }
     }
 
-    static let recordColumns = "type, business_id, id, revision, idempotency_key, body"
+    static let recordColumns = "type, business_id, id, revision, idempotency_key, body, deleted"
 
     static func record(_ row: PostgresRow) throws -> StoredRecord {
         StoredRecord(type: try row.text(0), businessID: try row.text(1), id: try row.text(2),
-                     revision: Int(try row.int32(3)), idempotencyKey: try row.text(4), body: try row.bytes(5))
+                     revision: Int(try row.int32(3)), idempotencyKey: try row.text(4), body: try row.bytes(5),
+                     isDeleted: try row.bool(6))
     }
 
     func handle(

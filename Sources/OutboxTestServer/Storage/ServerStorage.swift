@@ -5,19 +5,20 @@ import IdempotencyClaims
 /// so that servers sharing one database (PostgreSQL) never hand out a revision or a request id
 /// twice.
 protocol ServerTransaction {
-    /// Stores `body` as the next revision of the record (1 for the first create of its id).
+    /// Stores `body` as the next revision of the record (1 for the first create of its id; a
+    /// tombstone's id is created again, at the revision after the delete's).
     /// - Returns: the revision stored.
     func putNextRevision(type: String, businessID: String, id: String, key: String, body: Data) throws -> Int
     /// Records a pending approval; answers its request id, `apr-N` in the order created.
     func addApproval(type: String, businessID: String, key: String, body: Data) throws -> String
     /// Counts one applied effect for the `Idempotency-Key` `key`.
     func countApplied(key: String) throws
-    /// The record of that type, business and id, or `nil`; held by the transaction until it
-    /// ends (a row lock on PostgreSQL; the one writer of the embedded stores), so that its
-    /// revision cannot move between the check of `If-Match` and the update.
+    /// The record of that type, business and id (a tombstone too), or `nil`; held by the
+    /// transaction until it ends (a row lock on PostgreSQL; the one writer of the embedded
+    /// stores), so that its revision cannot move between the check of `If-Match` and the write.
     func lockedRecord(type: String, businessID: String, id: String) throws -> StoredRecord?
-    /// Stores `record` in place of the record of its type, business and id, which
-    /// ``lockedRecord(type:businessID:id:)`` read in this transaction.
+    /// Stores `record` (a tombstone too) in place of the record of its type, business and id,
+    /// which ``lockedRecord(type:businessID:id:)`` read in this transaction.
     func replaceRecord(_ record: StoredRecord) throws
 }
 

@@ -21,6 +21,7 @@ enum Ticket: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case heldBehind = "ticket-4731"
     case unavailable = "ticket-4744"
     case words = "ticket-4760"
+    case oldPrice = "ticket-4788"
 
     var testDescription: String { rawValue }
 
@@ -39,6 +40,7 @@ enum Ticket: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case .heldBehind: try await Self.heldBehind(directory, number)
         case .unavailable: try await Self.unavailable(directory, number)
         case .words: try await Self.words(directory, number)
+        case .oldPrice: try await Self.oldPrice(directory, number)
         }
     }
 
@@ -261,6 +263,36 @@ enum Ticket: String, CaseIterable, Sendable, CustomTestStringConvertible {
         clock.advance(by: 300)
         server.inject(.respond(.json(409, #"{"code":"duplicate","message":"A product with barcode 4006381333931 already exists"}"#)))
         _ = try await outbox.enqueue(item("Antiseptic 500 ml", entity: "antiseptic-500"))
+        await outbox.settle()
+        outbox.close()
+    }
+
+    /// Monday the antiseptic's price was 14.00 on the server (revision 3). Tuesday, offline, the
+    /// member lowered it to 13.50, then renamed the product; when the signal came back the server
+    /// refused the price (422): the price change was rolled back and the rename, made on it, held.
+    private static func oldPrice(_ directory: URL, _ number: UInt64) async throws {
+        let clock = ManualClock(now: moment("2027-01-18T08:30:00Z"))
+        let transport = ScriptedTransport()
+        let outbox = try await open(directory, number, clock: clock, transport: transport, account: "adaeze")
+        let key = RecordKey(business: "pharmacy-7", type: "product", id: "antiseptic-500")
+        func edit(_ label: String, price: Double, summary: String) async throws {
+            let request = item(label, price: price, type: "product.update", method: "PUT", summary: summary, entity: key.id,
+                               endpoint: "/products/\(key.id)")
+            _ = try await outbox.enqueue(request, changing: [.put(key, request.payload)])
+            await outbox.settle()
+        }
+        transport.script(.respond(.json(200, #"{"revision":3,"record":{"id":"antiseptic-500","name":"Antiseptic 500 ml","price":14.0}}"#)))
+        try await edit("Antiseptic 500 ml", price: 14.0, summary: "Price checked")
+        // Tuesday, offline: the ScriptedTransport answers nothing it was not told to.
+        clock.advance(by: 25 * 3600 + 15 * 60)
+        try await edit("Antiseptic 500 ml", price: 13.5, summary: "New price")
+        clock.advance(by: 4 * 60)
+        try await edit("Antiseptic 500 ml (Dettol)", price: 13.5, summary: "New name")
+        transport.script(.respond(.json(422, #"{"code":"validation_failed","message":"The price is below the cost price (13.80)"}"#)))
+        guard let due = try outbox.operations(matching: OperationQuery(statuses: [.queued])).compactMap(\.nextAttemptAt).min() else {
+            throw FixtureError.unexpected("nothing is due")
+        }
+        clock.advance(by: max(0, due.timeIntervalSince(clock.now())))
         await outbox.settle()
         outbox.close()
     }

@@ -30,6 +30,15 @@ enum Fixtures {
         var encryptionKeyHex: String?
         var workerPaused: Bool
         var operations: [Operation]
+        /// Format 3: the member's records the journal holds, each as its view reads.
+        var records: [Record]? = nil
+
+        struct Record: Codable, Equatable {
+            /// `business/type/id`.
+            var key: String
+            var valueBase64: String?
+            var localOnly: Bool
+        }
 
         var key: SealingKey? {
             guard let hex = encryptionKeyHex else { return nil }
@@ -75,6 +84,7 @@ enum Fixtures {
             "product.update": .idempotent, "product.reprice": .idempotent.coalescing(),
         ]
         configuration.operationIDSource = { ids.next() }
+        configuration.recordTypes = ["draft": .localOnly]
         let outbox = try Outbox(directory: directory, transport: server, configuration: configuration)
         func edit(_ number: Int, price: String, revision: String, coalescing: Bool = false) -> OutboxRequest {
             OutboxRequest(
@@ -140,8 +150,16 @@ enum Fixtures {
         _ = try await outbox.enqueue(stable)
         await outbox.settle()
         server.setOnline(true)
-        // Queued with attempts behind it, and queued in a lane behind it.
+        // Format 3: a record changed by a write waiting for the network, and a local-only one.
         server.setOnline(false)
+        let recordKey = RecordKey(business: "pharmacy-7", type: "product", id: "fixture-20")
+        let draftKey = RecordKey(business: "pharmacy-7", type: "draft", id: "form-1")
+        let recordValue = Data(#"{"name":"Fixture 20 é","price":13.5}"#.utf8)
+        let draftValue = Data(#"{"name":"Half-typed"}"#.utf8)
+        _ = try await outbox.enqueue(request(20), changing: [.put(recordKey, recordValue)])
+        try await outbox.writeLocal([.put(draftKey, draftValue)])
+        await outbox.settle()
+        // Queued with attempts behind it, and queued in a lane behind it.
         _ = try await outbox.enqueue(request(9, entity: "shelf-1"))
         await outbox.settle()
         clock.advance(by: 2)
@@ -177,7 +195,11 @@ enum Fixtures {
                     endpoint: $0.request.endpoint, payloadBase64: $0.request.payload.base64EncodedString(),
                     payloadVersion: $0.request.payloadVersion
                 )
-            }
+            },
+            records: [
+                Manifest.Record(key: recordKey.description, valueBase64: recordValue.base64EncodedString(), localOnly: false),
+                Manifest.Record(key: draftKey.description, valueBase64: draftValue.base64EncodedString(), localOnly: true),
+            ]
         )
     }
 }
