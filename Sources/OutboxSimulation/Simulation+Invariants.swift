@@ -10,9 +10,12 @@ extension Simulation {
         try audit.read(try outbox.events(from: audit.lastSeq.next, limit: .max), exchanges: network.takeExchanges())
     }
 
-    /// - Parameter everyRow: look at every operation, not only those with new events (and those
-    ///   new to the simulation): after a crash or a compaction, and with the projections.
-    func checkInvariants(projections: Bool, everyRow: Bool = true) throws {
+    /// - Parameters:
+    ///   - everyRow: look at every operation, not only those with new events (and those new to
+    ///     the simulation): after a crash or a compaction, and with the projections.
+    ///   - everyRecord: likewise every record (by default, when `everyRow`); the queries are read
+    ///     with the projections.
+    func checkInvariants(projections: Bool, everyRow: Bool = true, everyRecord: Bool? = nil) throws {
         let since = checkedThrough
         try syncAudit()
         checkedThrough = audit.lastSeq
@@ -58,7 +61,7 @@ extension Simulation {
             }
         }
         try checkServerOrder(applied)
-        try checkRecords(all: everyRow)
+        try checkRecords(all: everyRecord ?? everyRow, queries: projections)
         if projections {
             // The projections equal a rebuild, and every status came by a legal transition.
             let mismatches = try outbox.projectionMismatches()
@@ -156,7 +159,7 @@ extension Simulation {
     private func runUntilOnlyPeopleAreAwaited() async throws {
         let cap = scenario.retryPolicy.maxDelaySeconds
         for _ in 0..<400 {
-            try checkInvariants(projections: false)
+            try checkInvariants(projections: false, everyRecord: false)
             let moving = try rowsThatCanMove()
             guard !moving.isEmpty else { return }
             // The worker's own word for its timer: the timer task may not sleep on the clock yet.

@@ -146,9 +146,14 @@ extension Simulation {
     /// - the base never moves to an older revision (nor goes away), across crashes too;
     /// - the base at revision R is what the server held at R;
     /// - and each 412 ends visibly by the type's rule.
-    func checkRecords(all: Bool) throws {
+    /// - Parameters:
+    ///   - all: every record, not only those the new events touched: after a crash, and with the
+    ///     projections.
+    ///   - queries: also read each synced type's query, page by page.
+    func checkRecords(all: Bool, queries: Bool) throws {
         let touched = audit.takeTouchedRecords()
         let keys = all ? audit.records.keys.sorted() : touched.sorted()
+        recordTally["record views compared", default: 0] += keys.count
         for key in keys {
             let isLocalOnly = SimulationScenario.recordTypes[ExactString(key.type)]?.isLocalOnly ?? false
             let record = try outbox.record(key)
@@ -184,7 +189,33 @@ extension Simulation {
                 }
             }
         }
+        if queries { try checkQueries() }
         try checkConflictsShown()
+    }
+
+    /// A query of each synced type, a few records a page, lists exactly the records whose view
+    /// holds a value (pending creates in, records the member deleted out), in the order of their
+    /// ids' bytes, each as the journal's events make it.
+    private func checkQueries() throws {
+        for type in [SimulationScenario.itemType, SimulationScenario.productType] {
+            var listed: [LocalRecord] = []
+            var query = RecordQuery(business: SimulationScenario.business, type: type, limit: 5)
+            while true {
+                let page = try outbox.records(query)
+                listed += page.records
+                guard let next = page.nextAfter, listed.count <= audit.records.count else { break }
+                query.after = next
+            }
+            let expected = audit.records.keys.filter { key in
+                key.type == type && audit.expected(key, isLocalOnly: false).valueHash != nil
+            }.sorted { Array($0.id.utf8).lexicographicallyPrecedes(Array($1.id.utf8)) }
+            guard listed.map(\.key) == expected else {
+                throw InvariantBroken("a query of \(type) lists \(listed.map(\.key.id)); the records with a value are \(expected.map(\.id))")
+            }
+            for record in listed where ExpectedRecord(engine: record, isLocalOnly: false) != audit.expected(record.key, isLocalOnly: false) {
+                throw recordBroken(record.key, "a query shows it otherwise than the journal's events make it")
+            }
+        }
     }
 
     /// Each 412 read since the last check ends as the type's rule says, visibly in the record:

@@ -178,9 +178,11 @@ public final class Simulation {
                 let before = (crashes, compactions)
                 try await takeStep()
                 // Every row after a crash or a compaction, and with the projections; otherwise the
-                // rows with new events.
+                // rows with new events. Every record after a crash, and with the projections;
+                // otherwise the records the new events touched.
                 let projections = step % options.projectionCheckInterval == 0
-                try checkInvariants(projections: projections, everyRow: projections || before != (crashes, compactions))
+                try checkInvariants(projections: projections, everyRow: projections || before != (crashes, compactions),
+                                    everyRecord: projections || before.0 != crashes)
             }
             try await heal()
         } catch {
