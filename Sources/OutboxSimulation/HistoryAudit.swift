@@ -25,6 +25,8 @@ enum PersonAction: Hashable, Sendable {
     case revise
     /// `recordApprovalDecision`.
     case approvalDecision
+    /// `acknowledgeRollback(of:)`: the record stops saying this write was rolled back.
+    case acknowledgeRollback
 }
 
 /// The simulation's own reading of the journal, event by event as they come, checked against
@@ -41,7 +43,16 @@ enum PersonAction: Hashable, Sendable {
 /// - a person's event the member did not ask for, or one asked for and not recorded;
 /// - a row given up on within the retry policy's limits, or not given up on past them;
 /// - a row blocked for a dependency that did not end, a coalesced row that was sent, and a stable
-///   id enqueued twice.
+///   id enqueued twice;
+/// - for the member's records: a write sent before an earlier write of one of its records settled,
+///   an `If-Match` taken from anything but the record's base as the attempt started, a confirmation
+///   that is not what the answer said, a write held that no rollback in the same commit holds (or
+///   one a rollback holds and the commit leaves queued), a held row changed without a person, and
+///   a rollback acknowledged that the member did not ask for or that the record did not show.
+///
+/// From what it read it keeps each record's trail (``RecordTrail``): the base the confirmations
+/// make, the writes in the member's order, every value the journal can explain. What the member's
+/// view must be is computed from that (``ExpectedRecord``), apart from the engine's own view.
 struct HistoryAudit {
     /// One operation as the audit folded it.
     struct Row {
@@ -70,6 +81,36 @@ struct HistoryAudit {
         var undecidedConflict: (seq: JournalSequence, revision: String?)?
         var latestSeq: JournalSequence
         var compacted = false
+
+        // The member's records.
+
+        /// Its `enqueued` seq: after `laneSeq`, its place in each of its records' order.
+        var firstSeq: JournalSequence
+        /// The records it changes, as its `enqueued` event keeps them (each value's hash).
+        var changes: [RecordWrite] = []
+        var revisionFrom: RecordKey?
+        /// The revision its latest attempt sent, taken from the record's base.
+        var sentRevision: String?
+        /// The rolled-back write it was held on (`heldOnRollback`).
+        var heldOn: OperationID?
+        /// When it was rolled back (failed, blocked, discarded, withdrawn); `nil` again once retried.
+        var rolledBackSeq: JournalSequence?
+        var rollbackAcknowledged = false
+        /// The code the record says it was rolled back with.
+        var rollbackCode: String?
+        /// Once synced: the records its answer did not describe, and the seq it was synced at.
+        var awaiting: [RecordKey] = []
+        var syncedSeq: JournalSequence?
+        /// Its latest 412: the seq, the server's revision, the hash of the server's record, and
+        /// its attempts then.
+        var conflictSeen: (seq: JournalSequence, revision: String?, valueHash: SHA256Digest?, attempts: Int)?
+        /// When its rule last rebased it.
+        var rebasedAt: JournalSequence?
+
+        /// Its place in the order of its records' writes.
+        var recordOrder: (JournalSequence, JournalSequence) { (laneSeq, firstSeq) }
+
+        func change(of key: RecordKey) -> RecordWrite? { changes.first { $0.key == key } }
     }
 
     /// The rules the seed configured the engine with.
@@ -90,6 +131,18 @@ struct HistoryAudit {
     var labels: [OperationID: String] = [:]
     /// How often each decision and feature showed in the journal, for the report.
     private(set) var tally: [String: Int] = [:]
+    /// Each record the journal names, as the audit folded it.
+    private(set) var records: [RecordKey: RecordTrail] = [:]
+    /// Records whose view an event read since the last ``takeTouchedRecords()`` may have changed.
+    private var touchedRecords: Set<RecordKey> = []
+    /// The 412s read since the last ``takeConflicts()``: each row and its conflicted seq.
+    private var newConflicts: [(id: OperationID, seq: JournalSequence)] = []
+    /// Rows a rollback holds, each with the write it is held on: owed in the rollback's commit,
+    /// whose events all carry the moment `owedAt`.
+    private var owedHolds: [OperationID: OperationID] = [:]
+    private var owedAt: (Date, Uptime?)?
+    /// Local writes the member made and the journal has not shown yet, each its keys.
+    private var askedLocal: [[RecordKey]] = []
 
     init(scenario: SimulationScenario) {
         self.scenario = scenario
@@ -105,6 +158,37 @@ struct HistoryAudit {
     /// `id` was saved inline: a rejection withdraws it.
     mutating func savedInline(_ id: OperationID) {
         inlineSaves.insert(id)
+    }
+
+    /// The member wrote local-only records: one `recordsWritten` event must show it.
+    mutating func wroteLocally(_ keys: [RecordKey]) {
+        askedLocal.append(keys)
+    }
+
+    /// The records whose view may have changed since the last call.
+    mutating func takeTouchedRecords() -> Set<RecordKey> {
+        defer { touchedRecords = [] }
+        return touchedRecords
+    }
+
+    /// The 412s read since the last call.
+    mutating func takeConflicts() -> [(id: OperationID, seq: JournalSequence)] {
+        defer { newConflicts = [] }
+        return newConflicts
+    }
+
+    /// The values of `key` whose write was rolled back (and not retried) or is held on one.
+    func rolledBackValues(of key: RecordKey) -> Set<SHA256Digest> {
+        Set((records[key]?.writes ?? []).compactMap { id -> SHA256Digest? in
+            guard let row = rows[id] else { return nil }
+            let held = row.heldOn != nil && row.status == .conflicted
+            return row.rolledBackSeq != nil || held ? row.change(of: key)?.valueHash : nil
+        })
+    }
+
+    /// What `outbox.record(key)` must say now, from the events read so far.
+    func expected(_ key: RecordKey, isLocalOnly: Bool) -> ExpectedRecord {
+        ExpectedRecord(key, trail: records[key] ?? RecordTrail(), rows: rows, isLocalOnly: isLocalOnly)
     }
 
     /// The row that stands for `id` now: itself, or the end of the chain of rows that replaced it.
@@ -129,6 +213,7 @@ struct HistoryAudit {
                 throw InvariantBroken("the journal skipped from seq \(lastSeq) to \(event.seq): events were removed before the audit read them")
             }
             lastSeq = event.seq
+            if let owedAt, owedAt != (event.recordedAt, event.uptime) { try checkHoldsMade() }
             if let id = event.operationID {
                 try apply(event, to: id)
             } else if case .compacted(let compacted) = event.body {
@@ -137,10 +222,32 @@ struct HistoryAudit {
                         throw InvariantBroken("compaction removed \(label(operation.id)) as \(operation.status), which the history left \(rows[operation.id]?.status.rawValue ?? "unknown")")
                     }
                     rows[operation.id]?.compacted = true
+                    touchedRecords.formUnion(row.changes.map(\.key))
                 }
+            } else if case .recordsWritten(let written) = event.body {
+                guard !askedLocal.isEmpty, askedLocal.removeFirst() == written.writes.map(\.key) else {
+                    throw InvariantBroken("seq \(event.seq) wrote local records \(written.writes.map(\.key)) the member did not write")
+                }
+                for write in written.writes {
+                    records[write.key, default: RecordTrail()].writeLocally(write)
+                    touchedRecords.insert(write.key)
+                }
+                tally["local writes", default: 0] += 1
+            } else if case .recordBaseDropped = event.body {
+                throw InvariantBroken("seq \(event.seq) dropped a record type's base: nothing in this run changes a type's schema")
             }
         }
+        // The worker is at rest: every commit read is whole.
+        try checkHoldsMade()
         try checkNothingOwed()
+    }
+
+    /// Every row a rollback held in its commit was held by then.
+    private mutating func checkHoldsMade() throws {
+        if let (id, builtOn) = owedHolds.first {
+            throw InvariantBroken("\(label(builtOn)) was rolled back and \(label(id)), a later queued write of one of its records, was not held in the same commit")
+        }
+        owedAt = nil
     }
 
     /// What the engine must have recorded by now, the worker being at rest: every person's
@@ -149,6 +256,9 @@ struct HistoryAudit {
     private func checkNothingOwed() throws {
         if let (id, actions) = asked.first(where: { !$0.value.isEmpty }) {
             throw InvariantBroken("the member's \(actions[0]) of \(label(id)) is not in its history")
+        }
+        if let keys = askedLocal.first {
+            throw InvariantBroken("the member's local write of \(keys) is not in the journal")
         }
         for row in rows.values {
             if let conflict = row.undecidedConflict, let owed = owedDecision(row, revision: conflict.revision) {
@@ -204,13 +314,34 @@ struct HistoryAudit {
                 throw broken("a conflicted row changed without a decision")
             }
         }
+        if row.heldOn != nil, row.status == .conflicted, event.kind != .discarded, event.kind != .superseded {
+            throw broken("a row held on a rolled-back write changed without a person's decision")
+        }
+        let before = row.status
+        if !row.changes.isEmpty { touchedRecords.formUnion(row.changes.map(\.key)) }
 
         switch event.body {
         case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped:
             throw broken("an engine event under an operation")
 
-        case .heldOnRollback, .rollbackAcknowledged:
-            throw broken("\(event.kind) for a write of no record: this workload writes none")
+        case .heldOnRollback(let held):
+            guard row.status == .queued else { throw broken("only a queued row is held on a rolled-back write") }
+            guard owedHolds[id] == held.builtOn else {
+                throw broken("held on \(label(held.builtOn)), whose rollback in this commit does not hold it (a later queued write of a record it changed)")
+            }
+            owedHolds[id] = nil
+            tally["held on a rolled-back write", default: 0] += 1
+            row.status = .conflicted
+            row.heldOn = held.builtOn
+
+        case .rollbackAcknowledged(let acknowledged):
+            guard OperationState.rollsBack(row.status), row.rolledBackSeq != nil, !row.rollbackAcknowledged else {
+                throw broken("acknowledged a rollback the write does not have")
+            }
+            guard row.change(of: acknowledged.key) != nil else { throw broken("acknowledged for \(acknowledged.key), which it did not change") }
+            guard take(.acknowledgeRollback, for: id) else { throw broken("a rollback acknowledged without the app asking") }
+            tally["rollbacks acknowledged", default: 0] += 1
+            row.rollbackAcknowledged = true
 
         case .attemptStarted(let started):
             guard row.status == .queued else { throw broken("only a queued row may be sent") }
@@ -224,6 +355,23 @@ struct HistoryAudit {
                     throw broken("sent before its dependency \(label(dependency)) was synced (it stands as \(current.map { "\(label($0.id)) \($0.status)" } ?? "unknown"))")
                 }
             }
+            // A record's writes reach the server in the member's order.
+            for change in row.changes {
+                for other in records[change.key]?.writes ?? [] where other != id {
+                    guard let earlier = rows[other], earlier.recordOrder < row.recordOrder else { continue }
+                    if earlier.status != .synced, !earlier.status.isTerminal {
+                        throw broken("sent while \(label(other)), an earlier write of \(change.key), is \(earlier.status)")
+                    }
+                }
+            }
+            // `If-Match` from the record's base as the attempt starts, when the write asks for it.
+            let base = row.revisionFrom.flatMap { records[$0]?.base }
+            let expectedRevision = row.revisionFrom == nil ? nil : base.flatMap { $0.valueHash == nil ? nil : String($0.revision) }
+            guard started.sentRevision == expectedRevision else {
+                throw broken("recorded If-Match \(started.sentRevision ?? "none") taken from \(row.revisionFrom.map { "\($0)" } ?? "no record"), whose base is at \(expectedRevision ?? "none")")
+            }
+            if let base, expectedRevision != nil, base.byOperation != id { tally["edits chained on an earlier write's revision", default: 0] += 1 }
+            row.sentRevision = started.sentRevision
             if row.attempts == 0, !row.dependsOn.isEmpty { tally["dependents sent", default: 0] += 1 }
             row.status = .syncing
             row.attempts += 1
@@ -235,20 +383,34 @@ struct HistoryAudit {
                 guard let exchange = takeExchange(for: id) else {
                     throw broken("an attempt's outcome is recorded and no request under its key crossed the wire")
                 }
-                let ifMatch = row.baseRevision.map { "\"\($0)\"" }
-                guard exchange.ifMatch == ifMatch else {
-                    throw broken("sent with If-Match \(exchange.ifMatch ?? "none") while its revision is \(row.baseRevision ?? "none")")
+                let revision = row.revisionFrom == nil ? row.baseRevision : row.sentRevision
+                guard exchange.ifMatch == revision.map({ "\"\($0)\"" }) else {
+                    throw broken("sent with If-Match \(exchange.ifMatch ?? "none") while its revision is \(revision ?? "none")")
                 }
                 switch (finished.outcome, exchange.answer) {
-                case (.response(let recorded), .response(let status, let revision)) where recorded == status:
+                case (.response(let recorded), .response(let status, let revision, let body)) where recorded == status:
                     if finished.disposition == .conflicted, finished.serverRevision != revision {
                         throw broken("recorded the server's revision as \(finished.serverRevision ?? "none"); the server sent \(revision ?? "none")")
+                    }
+                    if finished.disposition == .rejected || finished.disposition == .blocked, let code = body.code, finished.errorCode != code {
+                        throw broken("recorded the code \(finished.errorCode ?? "none"); the server sent \(code)")
+                    }
+                    let expected = Self.confirmations(of: row, disposition: finished.disposition, revision: revision, body: body)
+                    guard finished.confirmations == expected else {
+                        throw broken("confirmed \(finished.confirmations.map(Self.describe)); the answer says \(expected.map(Self.describe))")
                     }
                 case (.noResponse, .noResponse):
                     break
                 default:
                     throw broken("recorded \(finished.outcome); what reached the engine was \(exchange.answer)")
                 }
+            }
+            if case .response = finished.outcome {} else if !finished.confirmations.isEmpty {
+                throw broken("confirmed records without an answer")
+            }
+            for confirmation in finished.confirmations {
+                records[confirmation.key, default: RecordTrail()].confirm(confirmation, seq: event.seq, by: id)
+                touchedRecords.insert(confirmation.key)
             }
             guard (finished.outcome == .response(statusCode: 412)) == (finished.disposition == .conflicted) else {
                 throw broken("\(finished.outcome) was classified \(finished.disposition)")
@@ -266,9 +428,20 @@ struct HistoryAudit {
                 }
             }
             row.status = finished.disposition.status
+            row.rollbackCode = finished.errorCode
             if finished.disposition == .conflicted {
                 row.undecidedConflict = (event.seq, finished.serverRevision)
                 tally["conflicts", default: 0] += 1
+                if !row.changes.isEmpty {
+                    let current = finished.confirmations.first { $0.source == .conflict }
+                    row.conflictSeen = (event.seq, finished.serverRevision, current?.valueHash, row.attempts)
+                    newConflicts.append((id, event.seq))
+                }
+            }
+            if finished.disposition == .accepted || finished.disposition == .replayed {
+                let described = Set(finished.confirmations.map(\.key))
+                row.awaiting = row.changes.map(\.key).filter { !described.contains($0) }
+                row.syncedSeq = event.seq
             }
             if finished.disposition == .gaveUp { tally["given up", default: 0] += 1 }
             if finished.disposition == .accepted || finished.disposition == .replayed,
@@ -298,6 +471,9 @@ struct HistoryAudit {
             row.epochAttempts = row.attempts
             row.epochStartedAt = nil
             row.endedDependency = nil
+            // Retried, its change shows again.
+            row.rolledBackSeq = nil
+            row.rollbackAcknowledged = false
 
         case .discarded(let discarded):
             switch (discarded.requestedBy, discarded.reason) {
@@ -317,10 +493,18 @@ struct HistoryAudit {
             row.status = .discarded
             row.discardedBy = discarded.requestedBy
             row.undecidedConflict = nil
+            row.rollbackCode = "discarded"
 
         case .approvalDecided(let decision):
             guard row.status == .pendingApproval, take(.approvalDecision, for: id) else { throw broken("an approval decision nobody made") }
             row.status = decision.approved ? .synced : .failed
+            if decision.approved {
+                // A decision names no revision: each record waits for the server's value.
+                row.awaiting = row.changes.map(\.key)
+                row.syncedSeq = event.seq
+            } else {
+                row.rollbackCode = ErrorCode.approvalRejected
+            }
 
         case .superseded(let superseded):
             switch superseded.reason {
@@ -346,6 +530,7 @@ struct HistoryAudit {
                 throw broken("rebased onto \(rebased.baseRevision), not the server's revision \(conflict.revision ?? "none")")
             }
             tally["rebases", default: 0] += 1
+            row.rebasedAt = event.seq
             row.status = .queued
             row.baseRevision = rebased.baseRevision
             row.rebases += 1
@@ -360,9 +545,55 @@ struct HistoryAudit {
             tally["dependencies ended", default: 0] += 1
             row.status = .blocked
             row.endedDependency = ended.dependency
+            row.rollbackCode = ErrorCode.dependencyEnded
         }
         row.latestSeq = event.seq
         rows[id] = row
+        if !row.changes.isEmpty, !OperationState.rollsBack(before), OperationState.rollsBack(row.status) {
+            try rolledBack(id, event: event)
+        }
+    }
+
+    /// `id`'s change was rolled back at `event`: every later write of one of its records still
+    /// queued was made on its value, and is owed a hold in the same commit.
+    private mutating func rolledBack(_ id: OperationID, event: JournalEvent) throws {
+        guard var row = rows[id] else { return }
+        row.rolledBackSeq = event.seq
+        row.rollbackAcknowledged = false
+        rows[id] = row
+        tally["rollbacks", default: 0] += 1
+        for change in row.changes {
+            for other in records[change.key]?.writes ?? [] where other != id {
+                guard let later = rows[other], later.status == .queued, later.recordOrder > row.recordOrder, owedHolds[other] == nil else { continue }
+                owedHolds[other] = id
+                owedAt = (event.recordedAt, event.uptime)
+            }
+        }
+    }
+
+    /// What an answer confirms of the records `row` changes, as `Docs/records.md` ("The wire")
+    /// says the engine reads it: a success's `record` (or its delete) at its revision, for the
+    /// record the answer names or else the write's first; a 412's `current` at the server's
+    /// revision, for the record the write takes its revision from or else its first.
+    static func confirmations(of row: Row, disposition: Disposition, revision text: String?, body: WireBody) -> [RecordConfirmation] {
+        guard let first = row.changes.first, let revision = text.flatMap(UInt64.init) else { return [] }
+        switch disposition {
+        case .accepted, .replayed:
+            let named = body.type.flatMap { type in body.id.map { RecordKey(business: first.key.business, type: type, id: $0) } }
+            let change = row.changes.first { $0.key == named } ?? first
+            if body.deleted { return [RecordConfirmation(key: change.key, revision: revision, valueHash: nil, source: body.recordHash == nil ? .written : .answer)] }
+            if let hash = body.recordHash { return [RecordConfirmation(key: change.key, revision: revision, valueHash: hash, source: .answer)] }
+            return [RecordConfirmation(key: change.key, revision: revision, valueHash: change.valueHash, source: .written)]
+        case .conflicted:
+            guard let hash = body.recordHash else { return [] }
+            return [RecordConfirmation(key: row.revisionFrom ?? first.key, revision: revision, valueHash: hash, source: .conflict)]
+        default:
+            return []
+        }
+    }
+
+    static func describe(_ confirmation: RecordConfirmation) -> String {
+        "\(confirmation.key) at \(confirmation.revision) \(confirmation.valueHash.map { String($0.hex.prefix(8)) } ?? "deleted") (\(confirmation.source))"
     }
 
     private mutating func enqueue(_ enqueued: Enqueued, event: JournalEvent, id: OperationID) throws {
@@ -386,13 +617,24 @@ struct HistoryAudit {
         for dependency in request.dependsOn where rows[dependency] == nil {
             throw InvariantBroken("\(label(id)) depends on \(label(dependency)), never enqueued")
         }
-        let row = Row(
+        var row = Row(
             id: id, operationType: request.operationType, entityID: request.entityID,
             lane: Lane(businessID: request.businessID, entityID: request.entityID, operation: id),
-            laneSeq: laneSeq, dependsOn: request.dependsOn, baseRevision: request.baseRevision, latestSeq: event.seq
+            laneSeq: laneSeq, dependsOn: request.dependsOn, baseRevision: request.baseRevision, latestSeq: event.seq,
+            firstSeq: event.seq
         )
+        row.changes = enqueued.changes
+        row.revisionFrom = request.revisionFrom
+        if let key = request.revisionFrom, !enqueued.changes.contains(where: { $0.key == key }) {
+            throw InvariantBroken("\(label(id)) takes its revision from \(key), which it does not change")
+        }
         rows[id] = row
         lanes[row.lane, default: []].append(id)
+        for change in enqueued.changes {
+            records[change.key, default: RecordTrail()].wrote(change, by: id)
+            touchedRecords.insert(change.key)
+        }
+        if !enqueued.changes.isEmpty { tally["record writes", default: 0] += 1 }
     }
 
     /// The next request sent under `id`'s key, which an attempt now accounts for; `nil` when

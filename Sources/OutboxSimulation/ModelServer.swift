@@ -10,7 +10,7 @@ import Synchronization
 public enum Fate: String, Sendable, CaseIterable {
     /// 201 (200 for an edit): applied.
     case normal
-    /// 202: applied and held for approval (creates only).
+    /// 202: applied and held for approval (creates only; the answer names no revision).
     case approval
     /// 422: refused as invalid; nothing applied.
     case reject
@@ -28,6 +28,12 @@ public enum Fate: String, Sendable, CaseIterable {
 /// answered 412 `{"code":"revision_conflict","server_revision":...,"current":...}`, and the claim
 /// is released with the write (nothing applied, nothing stored), so the same key can be sent
 /// again against the new revision.
+///
+/// Every write of a record is answered as `Docs/records.md` ("The wire") says: a create
+/// (`POST /products`) or an edit with its `revision`, the `record` as the server now holds it,
+/// its `type` and `id`; a delete (`DELETE /products/<id>`, `If-Match` optional) with
+/// `deleted: true` and the tombstone's revision. The server keeps every revision of every record
+/// it held, so the phone's base can be checked against what the server held at that revision.
 final class ModelServer: Sendable {
     /// The server's records.
     struct Records: Sendable {
@@ -35,16 +41,27 @@ final class ModelServer: Sendable {
         var applied: [Applied] = []
         /// The records edits change, by name.
         var items: [String: Item] = [:]
+        /// The products creates made (and deletes removed), by id.
+        var products: [String: Item] = [:]
+        /// Every revision of every record the server held, by `type/id`: its JSON as answered,
+        /// `nil` for a tombstone.
+        var history: [String: [Int: String?]] = [:]
         /// Changes another device made to them.
         var editsElsewhere = 0
+
+        /// Keeps `item` as record `type/id` holds it at its revision.
+        mutating func keep(_ item: Item, type: String, id: String) {
+            history["\(type)/\(id)", default: [:]][item.revision] = .some(item.deleted ? nil : item.json)
+        }
     }
 
-    /// A record edits change: its revision and its fields.
+    /// A record of the server's: its revision and its fields, or a tombstone.
     struct Item: Sendable, Equatable {
         var revision: Int
         var fields: [String: String]
+        var deleted = false
 
-        /// The record as a conflict answers it: its fields and revision, keys sorted.
+        /// The record as the server answers it: its fields and revision, keys sorted.
         var json: String {
             let members = (fields.map { ($0.key, $0.value) } + [("revision", String(revision))])
                 .sorted { $0.0 < $1.0 }
@@ -91,7 +108,11 @@ final class ModelServer: Sendable {
 
     init(clock: any ClaimClock) {
         var records = Records()
-        for name in Self.itemNames { records.items[name] = Item(revision: 1, fields: ["price": "10"]) }
+        for name in Self.itemNames {
+            let item = Item(revision: 1, fields: ["price": "10"])
+            records.items[name] = item
+            records.keep(item, type: SimulationScenario.itemType, id: name)
+        }
         store = InMemoryClaimStore(records: records)
         claims = IdempotencyClaims(store: store, clock: clock)
     }
@@ -106,6 +127,12 @@ final class ModelServer: Sendable {
 
     var editsElsewhere: Int { store.records().editsElsewhere }
 
+    /// What the server held of record `type/id` at `revision`: `.some(nil)` for a tombstone,
+    /// `nil` when it never held that revision.
+    func record(type: String, id: String, revision: Int) -> String?? {
+        store.records().history["\(type)/\(id)"]?[revision]
+    }
+
     /// What the server found wrong in its own answers: a conflict that left its claim behind.
     var problems: [String] { problemsFound.withLock { $0 } }
 
@@ -117,6 +144,7 @@ final class ModelServer: Sendable {
             item.fields["price"] = String(price)
             item.fields["by"] = "another-device"
             txn.records.items[name] = item
+            txn.records.keep(item, type: SimulationScenario.itemType, id: name)
             txn.records.editsElsewhere += 1
             return item.revision
         }
@@ -168,6 +196,10 @@ final class ModelServer: Sendable {
         let entity = payload["entity"] as? String
         let itemPrefix = "/items/"
         let edited = request.endpoint.hasPrefix(itemPrefix) ? String(request.endpoint.dropFirst(itemPrefix.count)) : nil
+        let productPrefix = "/products/"
+        let deleted = request.method == "DELETE" && request.endpoint.hasPrefix(productPrefix)
+            ? String(request.endpoint.dropFirst(productPrefix.count)) : nil
+        let created = request.endpoint == "/products" ? payload["product"] as? String : nil
         let scope = ClaimScope(
             businessID: request.headers[OutboxHeader.businessID] ?? "default",
             operationType: request.endpoint
@@ -196,6 +228,12 @@ final class ModelServer: Sendable {
                         guard ifMatch == "\"\(current.revision)\"" else { throw RevisionConflict(item: current) }
                         item = current
                     }
+                    // A delete names the revision it started from when the phone knew one.
+                    if let deleted, let current = txn.records.products[deleted], !current.deleted,
+                        let ifMatch = request.headers[OutboxHeader.ifMatch], ifMatch != "\"\(current.revision)\""
+                    {
+                        throw RevisionConflict(item: current)
+                    }
                     switch fate {
                     case .reject:
                         throw Refusal(status: 422, code: ErrorCode.validationFailed, message: "The price must be positive.")
@@ -215,12 +253,39 @@ final class ModelServer: Sendable {
                             if let value = payload[field] { changed.fields[field] = "\(value)" }
                         }
                         txn.records.items[edited] = changed
+                        txn.records.keep(changed, type: SimulationScenario.itemType, id: edited)
                         status = 200
-                        json = #"{"revision":"\#(changed.revision)"}"#
+                        json = #"{"id":"\#(edited)","record":\#(changed.json),"revision":"\#(changed.revision)","type":"\#(SimulationScenario.itemType)"}"#
                         headers.append(ClaimResponse.Header(name: WireHeader.eTag, value: "\"\(changed.revision)\""))
-                    } else if fate == .approval {
-                        status = 202
-                        json = #"{"request_id":"apr-\#(approvalNumbers.add(1, ordering: .relaxed).newValue)","status":"pending_approval"}"#
+                    } else if let deleted {
+                        // A delete of a product the server never held leaves a tombstone too; one
+                        // already deleted stays at its revision.
+                        var gone = txn.records.products[deleted] ?? Item(revision: 0, fields: [:], deleted: true)
+                        if !gone.deleted || gone.revision == 0 {
+                            gone.revision += 1
+                            gone.deleted = true
+                            gone.fields = [:]
+                            txn.records.products[deleted] = gone
+                            txn.records.keep(gone, type: SimulationScenario.productType, id: deleted)
+                        }
+                        status = 200
+                        json = #"{"deleted":true,"id":"\#(deleted)","revision":\#(gone.revision),"type":"\#(SimulationScenario.productType)"}"#
+                    } else if let created {
+                        // A product created again (a copy that landed late, a correction of one
+                        // that did) keeps the record it has; one deleted comes back.
+                        var product = txn.records.products[created] ?? Item(revision: 0, fields: [:], deleted: true)
+                        if product.deleted {
+                            product = Item(revision: product.revision + 1, fields: ["n": "\(payload["n"] ?? "")", "product": created])
+                            txn.records.products[created] = product
+                            txn.records.keep(product, type: SimulationScenario.productType, id: created)
+                        }
+                        if fate == .approval {
+                            status = 202
+                            json = #"{"request_id":"apr-\#(approvalNumbers.add(1, ordering: .relaxed).newValue)","status":"pending_approval"}"#
+                        } else {
+                            status = 201
+                            json = #"{"id":"\#(created)","record":\#(product.json),"revision":\#(product.revision),"type":"\#(SimulationScenario.productType)"}"#
+                        }
                     } else {
                         status = 201
                         json = #"{"revision":\#(txn.records.applied.count)}"#

@@ -29,9 +29,9 @@ enum NetworkFault: String, Sendable, CaseIterable {
 /// One request as it crossed the wire, and what reached the engine of it.
 struct WireExchange: Sendable, Equatable {
     enum Answer: Sendable, Equatable {
-        /// A response reached the engine: its status, and the revision its body named (an edit
-        /// applied, or a conflict's `server_revision`).
-        case response(status: Int, revision: String?)
+        /// A response reached the engine: its status, the revision its body named (an edit
+        /// applied, or a conflict's `server_revision`), and what it said of the record.
+        case response(status: Int, revision: String?, body: WireBody)
         /// No response reached the engine: lost, offline, timed out.
         case noResponse
         /// A response came back to a process that died before it could record it.
@@ -41,6 +41,31 @@ struct WireExchange: Sendable, Equatable {
     /// The `If-Match` the request carried.
     var ifMatch: String?
     var answer: Answer
+}
+
+/// What a response's body said, as the engine reads it (`Docs/records.md`, "The wire"): the
+/// server's error code, and the record it answered with (`record`, or a 412's `current`),
+/// re-encoded with its members in key order and hashed, or that it was deleted.
+struct WireBody: Sendable, Equatable {
+    var code: String?
+    var recordHash: SHA256Digest?
+    var deleted = false
+    /// The record the answer names, when it names one.
+    var type: String?
+    var id: String?
+
+    init(_ response: TransportResponse) {
+        guard let body = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any] else { return }
+        code = body["code"] as? String
+        deleted = body["deleted"] as? Bool == true
+        type = body["type"] as? String
+        id = body["id"] as? String
+        if let record = body["record"] ?? body["current"], !(record is NSNull),
+            let bytes = try? JSONSerialization.data(withJSONObject: record, options: [.fragmentsAllowed, .sortedKeys])
+        {
+            recordHash = SHA256Digest(of: bytes)
+        }
+    }
 }
 
 /// The simulated network: one seeded generator decides each request's fate, in the order the
@@ -119,7 +144,7 @@ final class SimulatedNetwork: OutboxTransport {
     private func delivered(_ request: TransportRequest, _ response: TransportResponse) -> TransportResponse {
         let body = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
         let revision = (body?["server_revision"] ?? body?["revision"]).map { "\($0)" }
-        record(request, .response(status: response.statusCode, revision: revision))
+        record(request, .response(status: response.statusCode, revision: revision, body: WireBody(response)))
         return response
     }
 

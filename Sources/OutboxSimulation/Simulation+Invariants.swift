@@ -10,9 +10,12 @@ extension Simulation {
         try audit.read(try outbox.events(from: audit.lastSeq.next, limit: .max), exchanges: network.takeExchanges())
     }
 
-    /// - Parameter everyRow: look at every operation, not only those with new events (and those
-    ///   new to the simulation): after a crash or a compaction, and with the projections.
-    func checkInvariants(projections: Bool, everyRow: Bool = true) throws {
+    /// - Parameters:
+    ///   - everyRow: look at every operation, not only those with new events (and those new to
+    ///     the simulation): after a crash or a compaction, and with the projections.
+    ///   - everyRecord: likewise every record (by default, when `everyRow`); the queries are read
+    ///     with the projections.
+    func checkInvariants(projections: Bool, everyRow: Bool = true, everyRecord: Bool? = nil) throws {
         let since = checkedThrough
         try syncAudit()
         checkedThrough = audit.lastSeq
@@ -28,11 +31,20 @@ extension Simulation {
             guard let row = audit.rows[id] else { return true }
             return row.latestSeq > since || !checked.contains(id)
         }
+        let new = changed.filter { !checked.contains($0) }
         checked.formUnion(changed)
         for id in changed {
             // No enqueue that returned is ever lost.
             guard let state = try outbox.operationState(id), let expected = expectations[id], let row = audit.rows[id] else {
                 throw InvariantBroken("\(label(id)) returned from enqueue and is gone from the journal")
+            }
+            // Its record changes are in its `enqueued` event as the member made them.
+            if new.contains(id), !row.compacted {
+                let made = expected.changes.map { ($0.key, $0.value.map { SHA256Digest(of: $0) }) }
+                let kept = row.changes.map { ($0.key, $0.valueHash) }
+                guard made.elementsEqual(kept, by: { $0.0 == $1.0 && $0.1 == $1.1 }) else {
+                    throw InvariantBroken("\(label(id)) keeps the record changes \(kept.map { "\($0.0)" }), not the \(made.map { "\($0.0)" }) it was made with (or inherited)")
+                }
             }
             // The engine's status is the one its history folds to.
             guard state.status == row.status else {
@@ -49,6 +61,7 @@ extension Simulation {
             }
         }
         try checkServerOrder(applied)
+        try checkRecords(all: everyRecord ?? everyRow, queries: projections)
         if projections {
             // The projections equal a rebuild, and every status came by a legal transition.
             let mismatches = try outbox.projectionMismatches()
@@ -58,19 +71,28 @@ extension Simulation {
         }
     }
 
-    /// The order the server applied writes in: per entity, the lanes' order; a dependent after
-    /// what it depends on (or what replaced it); a replaced row never after its replacement.
+    /// The order the server applied writes in: per entity, the lanes' order; per record, the
+    /// member's; a dependent after what it depends on (or what replaced it); a replaced row never
+    /// after its replacement.
     ///
     /// A first copy that held its claim finalizing while the engine moved on may land late, when
     /// a person discarded or replaced its row meanwhile: out of order by the member's choice.
     private func checkServerOrder(_ applied: [ModelServer.Applied]) throws {
         let index = Dictionary(applied.enumerated().map { ($0.element.key, $0.offset) }, uniquingKeysWith: min)
         var lastByEntity: [String: (place: JournalSequence, id: OperationID)] = [:]
+        var lastByRecord: [RecordKey: (place: (JournalSequence, JournalSequence), id: OperationID)] = [:]
         for (position, record) in applied.enumerated() {
             guard let id = OperationID(record.key), let row = audit.rows[id] else {
                 throw InvariantBroken("the server applied key \(record.key), which no operation in the journal has")
             }
             if record.byParkedCopy, row.status == .discarded || row.status == .superseded { continue }
+            // Per record, the member's order, whichever lanes its writes went in.
+            for change in row.changes {
+                if let last = lastByRecord[change.key], last.place > row.recordOrder {
+                    throw InvariantBroken("on \(change.key) the server applied \(label(id)) after \(label(last.id)), which the member made after it")
+                }
+                lastByRecord[change.key] = (row.recordOrder, id)
+            }
             if let entity = record.entity {
                 if let last = lastByEntity[entity], last.place > row.laneSeq {
                     throw InvariantBroken("on \(entity) the server applied \(label(id)) after \(label(last.id)), which is behind it in the lane")
@@ -137,7 +159,7 @@ extension Simulation {
     private func runUntilOnlyPeopleAreAwaited() async throws {
         let cap = scenario.retryPolicy.maxDelaySeconds
         for _ in 0..<400 {
-            try checkInvariants(projections: false)
+            try checkInvariants(projections: false, everyRecord: false)
             let moving = try rowsThatCanMove()
             guard !moving.isEmpty else { return }
             // The worker's own word for its timer: the timer task may not sleep on the clock yet.
@@ -189,7 +211,7 @@ extension Simulation {
         case .queued:
             guard depth < 64 else { return false }
             switch snapshot.waitingOn {
-            case .dependency(let other, _)?, .laneHead(let other, _)?:
+            case .dependency(let other, _)?, .laneHead(let other, _)?, .recordWrite(let other, _)?:
                 guard let next = try outbox.operation(other) else { return false }
                 return try waitsForAPerson(next, depth: depth + 1)
             default:

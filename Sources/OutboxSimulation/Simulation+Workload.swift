@@ -5,6 +5,8 @@ import Outbox
 /// drawn from the seed.
 extension Simulation {
     func takeStep() async throws {
+        // The app's own record actions come first, while the engine is at rest.
+        if try await recordActions() { try await settle() }
         let roll = random.int(in: 0..<100)
         switch roll {
         case 0..<36: try await write()
@@ -57,7 +59,7 @@ extension Simulation {
             if let last = lastStableRequest, random.chance(40) {
                 // The app saves again what it was saving when it died, under the same id.
                 try await settle()
-                try await saveAgain(last.request, id: last.id, because: "after the crash")
+                try await saveAgain(last.request, changing: last.changes, id: last.id, because: "after the crash")
             }
         case 85..<87:
             let age = Double(random.int(in: 0..<3600))
@@ -80,29 +82,37 @@ extension Simulation {
 
     // MARK: Writes
 
-    /// The member saves a create, an edit or a stock movement; some under a stable id, saved a
+    /// The member saves a create, an edit, a delete or a stock movement, each with the change it
+    /// makes to the member's records (a movement changes none); some under a stable id, saved a
     /// second time (a double tap).
     private func write() async throws {
         let inline = random.chance(25)
         let stable = random.chance(40)
-        var (kind, fate, request) = switch random.int(in: 0..<100) {
+        var (kind, fate, request, changes) = switch random.int(in: 0..<100) {
         case 0..<45: newCreate()
-        case 45..<80: newEdit()
-        default: products.isEmpty ? newCreate() : newMovement()
+        case 45..<80: try newEdit()
+        default:
+            if products.isEmpty {
+                newCreate()
+            } else if recordRandom.chance(25), let delete = newDelete() {
+                delete
+            } else {
+                newMovement()
+            }
         }
         if stable { request.operationID = stableIDs.next() }
-        let id = try await submit(request, inline: inline, fate: fate)
-        register(id, kind: kind, fate: fate, request: request)
+        let id = try await submit(request, changing: changes, inline: inline, fate: fate)
+        register(id, kind: kind, fate: fate, request: request, changes: changes)
         if kind == .create, let product = Self.field("product", of: request.payload) { products.append((id, product)) }
         guard stable else { return }
-        lastStableRequest = (request, id)
+        lastStableRequest = (request, changes, id)
         if random.chance(25) {
             try await settle()
-            try await saveAgain(request, id: id, because: "a double tap")
+            try await saveAgain(request, changing: changes, id: id, because: "a double tap")
         }
     }
 
-    private func newCreate() -> (WriteKind, Fate, OutboxRequest) {
+    private func newCreate() -> (WriteKind, Fate, OutboxRequest, [RecordChange]) {
         let fate: Fate = switch random.int(in: 0..<100) {
         case 0..<70: .normal
         case 70..<80: .approval
@@ -114,14 +124,15 @@ extension Simulation {
         let entityJSON = entity.map { #","entity":"\#($0)""# } ?? ""
         let payload = Data(#"{"n":\#(payloadNumber),"product":"p-\#(payloadNumber)","fate":"\#(fate.rawValue)"\#(entityJSON)}"#.utf8)
         let request = OutboxRequest(
-            businessID: "pharmacy-7", operationType: "product.create", endpoint: "/products", payload: payload,
+            businessID: SimulationScenario.business, operationType: "product.create", endpoint: "/products", payload: payload,
             entityID: entity, category: "Products", entityLabel: "Product \(payloadNumber)", summary: "New product"
         )
-        return (.create, fate, request)
+        return (.create, fate, request, [.put(Self.productKey("p-\(payloadNumber)"), productValue())])
     }
 
-    /// A change to one of the server's records, against the revision the member knows of it.
-    private func newEdit() -> (WriteKind, Fate, OutboxRequest) {
+    /// A change to one of the server's records, against the revision the member knows of it, or
+    /// (when the phone has the record's base) against the base's revision as it is sent.
+    private func newEdit() throws -> (WriteKind, Fate, OutboxRequest, [RecordChange]) {
         let item = random.pick(ModelServer.itemNames)!
         let draft = random.chance(45)
         let fate = editFate()
@@ -129,18 +140,23 @@ extension Simulation {
         let price = random.int(in: 1..<100)
         let note = draft ? #","note":"draft \#(payloadNumber)""# : ""
         let payload = Data(#"{"n":\#(payloadNumber),"entity":"\#(item)","price":\#(price)\#(note),"fate":"\#(fate.rawValue)"}"#.utf8)
-        let request = OutboxRequest(
-            businessID: "pharmacy-7", operationType: draft ? SimulationScenario.draftEdit : SimulationScenario.priceEdit,
+        var request = OutboxRequest(
+            businessID: SimulationScenario.business, operationType: draft ? SimulationScenario.draftEdit : SimulationScenario.priceEdit,
             method: draft ? "PUT" : "PATCH", endpoint: "/items/\(item)", payload: payload, entityID: item,
             category: "Items", entityLabel: "Item \(item)", summary: draft ? "Draft" : "New price",
             baseRevision: String(knownRevision(of: item))
         )
-        return (.edit, fate, request)
+        let key = Self.itemKey(item)
+        if recordRandom.chance(scenario.revisionFromPercent), try outbox.record(key)?.server != nil {
+            request.baseRevision = nil
+            request.revisionFrom = key
+        }
+        return (.edit, fate, request, [.put(key, itemValue(item, price: price, draft: draft))])
     }
 
     /// A stock movement of one or two products created earlier (perhaps still offline): sent
     /// only once each create (or what replaced it) is synced.
-    private func newMovement() -> (WriteKind, Fate, OutboxRequest) {
+    private func newMovement() -> (WriteKind, Fate, OutboxRequest, [RecordChange]) {
         let recent = Array(products.suffix(6))
         var dependencies = [random.pick(recent)!]
         if recent.count > 1, random.chance(20), let second = random.pick(recent), second.id != dependencies[0].id {
@@ -150,11 +166,11 @@ extension Simulation {
         payloadNumber += 1
         let payload = Data(#"{"n":\#(payloadNumber),"movement":"m-\#(payloadNumber)","product":"\#(dependencies[0].product)","qty":\#(random.int(in: 1..<50)),"fate":"\#(fate.rawValue)"}"#.utf8)
         let request = OutboxRequest(
-            businessID: "pharmacy-7", operationType: "stock.move", endpoint: "/stock-movements", payload: payload,
+            businessID: SimulationScenario.business, operationType: "stock.move", endpoint: "/stock-movements", payload: payload,
             category: "Stock", entityLabel: "Stock of \(dependencies[0].product)", summary: "Stock received",
             dependsOn: dependencies.map(\.id)
         )
-        return (.movement, fate, request)
+        return (.movement, fate, request, [])
     }
 
     private func editFate() -> Fate {
@@ -171,21 +187,22 @@ extension Simulation {
         max(audit.learnedRevisions[item] ?? 1, revisionsFromConflicts[item] ?? 1)
     }
 
-    /// Enqueues or saves `request`; answers the operation's id.
-    private func submit(_ request: OutboxRequest, inline: Bool, fate: Fate) async throws -> OperationID {
+    /// Enqueues or saves `request` with its record changes; answers the operation's id.
+    private func submit(_ request: OutboxRequest, changing changes: [RecordChange], inline: Bool, fate: Fate) async throws -> OperationID {
         let number = payloadNumber
         let what = "#\(order.count + 1) n\(number) \(request.operationType) (\(fate)\(request.entityID.map { ", \($0)" } ?? "")"
-            + "\(request.baseRevision.map { ", revision \($0)" } ?? "")\(request.dependsOn.isEmpty ? "" : ", after \(request.dependsOn.map(label).joined(separator: " "))")"
-            + "\(request.operationID == nil ? "" : ", stable id"))"
+            + "\(request.baseRevision.map { ", revision \($0)" } ?? "")\(request.revisionFrom.map { ", If-Match from \($0.id)'s base" } ?? "")"
+            + "\(request.dependsOn.isEmpty ? "" : ", after \(request.dependsOn.map(label).joined(separator: " "))")"
+            + "\(request.operationID == nil ? "" : ", stable id")\(Self.describe(changes)))"
         guard inline else {
-            let id = try await outbox.enqueue(request)
+            let id = try await outbox.enqueue(request, changing: changes)
             if let stable = request.operationID, id != stable {
                 throw InvariantBroken("enqueue answered \(id) for a write the app gave the id \(stable)")
             }
             trace.append("enqueue \(what)")
             return id
         }
-        let result = try await outbox.save(request)
+        let result = try await outbox.save(request, changing: changes)
         let id: OperationID
         switch result {
         case .queued(let queued), .blocked(let queued, _, _), .conflicted(let queued, _), .failed(let queued, _, _): id = queued
@@ -199,7 +216,7 @@ extension Simulation {
 
     /// Saves `request` again under its stable id: the same bytes are the same operation, nothing
     /// written; other bytes are refused.
-    private func saveAgain(_ request: OutboxRequest, id: OperationID, because reason: String) async throws {
+    private func saveAgain(_ request: OutboxRequest, changing changes: [RecordChange], id: OperationID, because reason: String) async throws {
         doubleTaps += 1
         let before = try outbox.lastSeq()
         if random.chance(15) {
@@ -207,17 +224,17 @@ extension Simulation {
             other.payload = Self.payload(request.payload, changing: ["tapped": "again"])
             trace.append("\(label(id)) saved again \(reason), under its id with other bytes")
             do {
-                _ = try await outbox.enqueue(other)
+                _ = try await outbox.enqueue(other, changing: changes)
                 throw InvariantBroken("an id saved again with other bytes was accepted")
             } catch OutboxError.operationIDReused(let reused) where reused == id {}
         } else if random.chance(50) {
-            let result = try await outbox.save(request)
+            let result = try await outbox.save(request, changing: changes)
             trace.append("\(label(id)) saved again \(reason) -> \(result.traceText)")
             guard case .alreadySaved(let snapshot) = result, snapshot.id == id else {
                 throw InvariantBroken("\(label(id)) saved again under its id was answered \(result.traceText)")
             }
         } else {
-            let again = try await outbox.enqueue(request)
+            let again = try await outbox.enqueue(request, changing: changes)
             trace.append("\(label(id)) enqueued again \(reason)")
             guard again == id else { throw InvariantBroken("\(label(id)) enqueued again under its id made \(again)") }
         }
@@ -225,8 +242,8 @@ extension Simulation {
         guard after == before else { throw InvariantBroken("\(label(id)) saved again \(reason) wrote \(after.rawValue - before.rawValue) events") }
     }
 
-    private func register(_ id: OperationID, kind: WriteKind, fate: Fate, request: OutboxRequest) {
-        expectations[id] = Expectation(kind: kind, fate: fate, request: request, enqueuedAt: order.count)
+    private func register(_ id: OperationID, kind: WriteKind, fate: Fate, request: OutboxRequest, changes: [RecordChange]) {
+        expectations[id] = Expectation(kind: kind, fate: fate, request: request, enqueuedAt: order.count, changes: changes)
         order.append(id)
         audit.labels[id] = label(id)
     }
@@ -290,6 +307,10 @@ extension Simulation {
     /// The member decides on conflicted row `id`.
     func resolve(_ id: OperationID) async throws {
         guard let old = expectations[id] else { return }
+        if audit.rows[id]?.heldOn != nil {
+            try await resolveHeld(id, old)
+            return
+        }
         guard let snapshot = try outbox.operation(id), let conflict = snapshot.conflict, let revision = conflict.serverRevision else {
             throw InvariantBroken("conflicted \(label(id)) shows no server revision")
         }
@@ -307,19 +328,46 @@ extension Simulation {
             try await outbox.resolveConflict(id, keeping: .theirs)
             audit.personDid(.keepTheirs, to: id)
         case 35..<75:
-            let payload = corrected(old.request.payload, ["merged_with": revision])
-            guard let new = try await outbox.resolveConflict(id, keeping: .mine(payload: payload, baseRevision: revision)) else {
-                throw InvariantBroken("keeping the member's version of \(label(id)) made no operation")
-            }
-            audit.personDid(.keepMine, to: id)
-            // The worker sends the new row meanwhile (and the process may die doing it).
-            try await settle()
-            guard let saved = try outbox.operation(new)?.request, saved.payload == payload, saved.baseRevision == revision else {
-                throw InvariantBroken("keeping the member's version of \(label(id)) did not save the merge against revision \(revision)")
-            }
-            register(new, kind: old.kind, fate: .normal, request: saved)
-            trace.append("the member keeps their version of \(label(id)), merged onto revision \(revision): \(label(new))")
+            try await keepMine(id, old, onto: revision, merging: ["merged_with": revision])
         default:
+            try await revise(id, old)
+        }
+    }
+
+    /// The member keeps their version of conflicted row `id`, against the server's `revision`
+    /// (one that takes its revision from the record's base is sent against the base), its
+    /// payload and (now and then) its record's value merged with `merge`.
+    private func keepMine(_ id: OperationID, _ old: Expectation, onto revision: String, merging merge: [String: String]) async throws {
+        let payload = corrected(old.request.payload, merge)
+        let changing = changedValues(old.changes, merging: merge)
+        guard let new = try await outbox.resolveConflict(id, keeping: .mine(payload: payload, baseRevision: revision), changing: changing) else {
+            throw InvariantBroken("keeping the member's version of \(label(id)) made no operation")
+        }
+        audit.personDid(.keepMine, to: id)
+        // The worker sends the new row meanwhile (and the process may die doing it).
+        try await settle()
+        let sentAgainst = old.request.revisionFrom == nil ? revision : nil
+        guard let saved = try outbox.operation(new)?.request, saved.payload == payload, saved.baseRevision == sentAgainst else {
+            throw InvariantBroken("keeping the member's version of \(label(id)) did not save the merge against revision \(revision)")
+        }
+        register(new, kind: old.kind, fate: .normal, request: saved, changes: changing ?? old.changes)
+        trace.append("the member keeps their version of \(label(id)), merged onto revision \(revision)\(changing == nil ? "" : ", its record's value merged too"): \(label(new))")
+    }
+
+    /// The member decides on a row held because it was made on a rolled-back write: keeps the
+    /// server's version, keeps theirs against the revision the record's base (or the member)
+    /// knows, or corrects it.
+    private func resolveHeld(_ id: OperationID, _ old: Expectation) async throws {
+        let roll = recordRandom.int(in: 0..<100)
+        if roll < 35 {
+            trace.append("the member drops \(label(id)), held on a rolled-back write")
+            try await outbox.resolveConflict(id, keeping: .theirs)
+            audit.personDid(.keepTheirs, to: id)
+        } else if roll < 70, old.kind == .edit, let item = old.request.entityID {
+            let base = try outbox.record(Self.itemKey(item))?.server?.revision
+            let revision = String(max(UInt64(knownRevision(of: item)), base ?? 0))
+            try await keepMine(id, old, onto: revision, merging: ["kept_after_rollback": "yes"])
+        } else {
             try await revise(id, old)
         }
     }
@@ -332,15 +380,16 @@ extension Simulation {
 
     private func revise(_ id: OperationID, _ old: Expectation) async throws {
         let payload = corrected(old.request.payload, [:])
-        let new = try await outbox.revise(id, payload: payload)
+        let changing = changedValues(old.changes, merging: ["corrected": "yes"])
+        let new = try await outbox.revise(id, payload: payload, changing: changing)
         audit.personDid(.revise, to: id)
         // The worker sends the new row meanwhile (and the process may die doing it).
         try await settle()
         guard let saved = try outbox.operation(new)?.request, saved.payload == payload else {
             throw InvariantBroken("the correction of \(label(id)) is not in the journal as made")
         }
-        register(new, kind: old.kind, fate: .normal, request: saved)
-        trace.append("the member corrects \(label(id)): \(label(new))\(saved.baseRevision.map { " against revision \($0)" } ?? "")")
+        register(new, kind: old.kind, fate: .normal, request: saved, changes: changing ?? old.changes)
+        trace.append("the member corrects \(label(id)): \(label(new))\(saved.baseRevision.map { " against revision \($0)" } ?? "")\(changing == nil ? "" : ", its record's value corrected too")")
     }
 
     /// `payload` corrected: a new number, the server's fate normal, `changes` applied.

@@ -38,6 +38,8 @@ public struct SimulationReport: Sendable {
     public var seed: UInt64
     public var steps: Int
     public var operations: Int
+    /// The member's records the run wrote, confirmed or wrote locally.
+    public var records: Int
     public var crashes: Int
     /// Compactions run, and the operations they compacted.
     public var compactions: Int
@@ -45,7 +47,9 @@ public struct SimulationReport: Sendable {
     public var requests: Int
     public var faults: [String: Int]
     /// How often each intent feature came up: conflicts, rebases, resolutions, corrections,
-    /// coalesced writes, dependents, double taps, rows given up on, edits from another device.
+    /// coalesced writes, dependents, double taps, rows given up on, edits from another device,
+    /// and the records' (writes, deletes, rollbacks, holds, chained revisions, local writes,
+    /// acknowledgements, conflicts shown by their rule).
     public var features: [String: Int]
     /// The first broken invariant, with the steps that led there; `nil` when every one held.
     public var failure: String?
@@ -63,10 +67,12 @@ public struct SimulationReport: Sendable {
 /// A seeded, deterministic simulation of the whole engine under faults.
 ///
 /// One seed drives everything: the engine's rules (conflict rules and coalescing per edit type,
-/// a retry policy that gives up or not), the workload (creates, edits against a revision,
-/// dependent writes, inline saves, stable ids saved twice, the wake signals, sign-out and sign-in,
-/// retries, discards, approval decisions, conflict resolutions and corrections, clock jumps,
-/// crashes), another device editing the same records on the server, the network (offline
+/// a retry policy that gives up or not), the workload (creates, edits against a revision or the
+/// record's base, deletes, each changing the member's records in its own commit, dependent
+/// writes, inline saves, stable ids saved twice, local-only drafts, the wake signals, sign-out
+/// and sign-in, retries, discards, approval decisions, conflict resolutions and corrections,
+/// acknowledged rollbacks, clock jumps, crashes), another device editing the same records on the
+/// server, the network (offline
 /// windows, latency, requests lost before the server, responses lost after it committed, 5xx,
 /// 429, 401 expiries, captive portals, a slow finalizing request raced by its own retry) and the
 /// operation ids. The engine is stepped to quiescence after every action (`settle`), so a seed
@@ -80,6 +86,8 @@ public final class Simulation {
         var fate: Fate
         var request: OutboxRequest
         var enqueuedAt: Int
+        /// The records it changes, as the member made them (or as they moved to it).
+        var changes: [RecordChange]
     }
 
     enum WriteKind {
@@ -89,12 +97,17 @@ public final class Simulation {
         case movement
         /// A change to a record the server holds, against the revision the member knows.
         case edit
+        /// A product deleted (`DELETE /products/<id>`), after its create in the record's order.
+        case delete
     }
 
     public let seed: UInt64
     public let options: SimulationOptions
 
     var random: SeededRandom
+    /// What the workload draws for records (their values, deletes, `revisionFrom`, local drafts,
+    /// acknowledgements): a stream of its own, so the draws above mean what they did before.
+    var recordRandom: SeededRandom
     let scenario: SimulationScenario
     let account = "member-42"
     let directory: URL
@@ -117,9 +130,15 @@ public final class Simulation {
     var products: [(id: OperationID, product: String)] = []
     /// The revision of each record as the member learned it from a conflict.
     var revisionsFromConflicts: [String: Int] = [:]
-    /// The latest request saved under a stable id: what a double tap or a retry after a crash
-    /// saves again.
-    var lastStableRequest: (request: OutboxRequest, id: OperationID)?
+    /// The latest request saved under a stable id, with its record changes: what a double tap
+    /// or a retry after a crash saves again.
+    var lastStableRequest: (request: OutboxRequest, changes: [RecordChange], id: OperationID)?
+    /// Products the member chose to delete.
+    var deletedProducts: Set<String> = []
+    /// The highest revision of each record's base seen so far, across crashes.
+    var highestBase: [RecordKey: UInt64] = [:]
+    /// How often the records' promises were seen kept, for the report.
+    var recordTally: [String: Int] = [:]
     var trace: [String] = [] {
         didSet {
             if verbose, let line = trace.last { FileHandle.standardError.write(Data("sim \(seed): \(line)\n".utf8)) }
@@ -136,6 +155,7 @@ public final class Simulation {
         self.seed = seed
         self.options = options
         random = SeededRandom(seed: seed)
+        recordRandom = SeededRandom(seed: seed ^ 0x2EC0_2D5)
         var rules = SeededRandom(seed: seed ^ 0x5CE_7A61_0)
         scenario = SimulationScenario(random: &rules)
         audit = HistoryAudit(scenario: scenario)
@@ -158,9 +178,11 @@ public final class Simulation {
                 let before = (crashes, compactions)
                 try await takeStep()
                 // Every row after a crash or a compaction, and with the projections; otherwise the
-                // rows with new events.
+                // rows with new events. Every record after a crash, and with the projections;
+                // otherwise the records the new events touched.
                 let projections = step % options.projectionCheckInterval == 0
-                try checkInvariants(projections: projections, everyRow: projections || before != (crashes, compactions))
+                try checkInvariants(projections: projections, everyRow: projections || before != (crashes, compactions),
+                                    everyRecord: projections || before.0 != crashes)
             }
             try await heal()
         } catch {
@@ -171,8 +193,9 @@ public final class Simulation {
         var features = audit.tally
         features["double taps"] = doubleTaps
         features["edits from another device"] = server.editsElsewhere
+        features.merge(recordTally, uniquingKeysWith: +)
         return SimulationReport(
-            seed: seed, steps: trace.count, operations: expectations.count, crashes: crashes,
+            seed: seed, steps: trace.count, operations: expectations.count, records: audit.records.count, crashes: crashes,
             compactions: compactions, compactedOperations: compactedOperations, requests: network.requestCount,
             faults: Dictionary(uniqueKeysWithValues: network.faultsInjected.map { ($0.key.rawValue, $0.value) }),
             features: features, failure: failure, trace: trace
@@ -190,6 +213,7 @@ public final class Simulation {
             encryptionKey: seed % 4 == 0 ? try SealingKey(bytes: (0..<32).map { UInt8(truncatingIfNeeded: seed >> ($0 % 8)) &+ UInt8($0) }) : nil
         )
         configuration.operationIDSource = { [idSource] in idSource.next() }
+        configuration.recordTypes = SimulationScenario.recordTypes
         let engine = try Outbox(directory: directory, transport: network, configuration: configuration)
         network.onCrash { engine.close() }
         outbox = engine

@@ -2,8 +2,9 @@ import Outbox
 import OutboxTestSupport
 
 /// The rules one seed configures the engine with: what a revision conflict does for each edit
-/// type, which types coalesce, and whether the retry policy gives up. Every type the workload
-/// writes is listed, as an app lists its own: the engine refuses a type it was not told of.
+/// type, which types coalesce, whether the retry policy gives up, and how often an edit takes its
+/// `If-Match` from the record's server base. Every type the workload writes is listed, as an app
+/// lists its own: the engine refuses a type it was not told of; so is every record type.
 struct SimulationScenario: Sendable, CustomStringConvertible {
     /// A price change: `PATCH /items/<name>`.
     static let priceEdit = "item.price"
@@ -12,11 +13,29 @@ struct SimulationScenario: Sendable, CustomStringConvertible {
     static let editTypes: Set<String> = [priceEdit, draftEdit]
     /// The types whose policy no seed changes: a create and a stock movement, each replayed
     /// under its `Idempotency-Key`.
-    static let fixedPolicies: [ExactString: OperationTypePolicy] = ["product.create": .idempotent, "stock.move": .idempotent]
+    static let fixedPolicies: [ExactString: OperationTypePolicy] = [
+        "product.create": .idempotent, "product.delete": .idempotent, "stock.move": .idempotent,
+    ]
+
+    /// The business every write and record belongs to.
+    static let business = "pharmacy-7"
+    /// The server's records the edits change (`item-1`...), the products the creates make and
+    /// the deletes remove, and the member's drafts, which are never sent.
+    static let itemType = "item"
+    static let productType = "product"
+    static let draftType = "draft"
+    static let recordTypes: [ExactString: RecordTypePolicy] = [
+        ExactString(itemType): RecordTypePolicy(), ExactString(productType): RecordTypePolicy(),
+        ExactString(draftType): .localOnly,
+    ]
 
     /// Every type's policy, as the engine is configured with it.
     var operationPolicies: [ExactString: OperationTypePolicy]
     var retryPolicy: RetryPolicy
+    /// The chance, in percent, that an edit of a record the phone has a base for (or a pending
+    /// write of) asks for its `If-Match` from that base as it is sent (`revisionFrom`) rather
+    /// than naming the revision the member knows.
+    var revisionFromPercent: Int
 
     /// Draws the rules from `random`.
     init(random: inout SeededRandom) {
@@ -42,6 +61,8 @@ struct SimulationScenario: Sendable, CustomStringConvertible {
                 orAge: random.chance(50) ? Double(random.int(in: 300..<3600)) : nil
             )
         }
+        // Drawn last, so the rules above are the ones each seed drew before records.
+        revisionFromPercent = [0, 40, 80][random.int(in: 0..<3)]
     }
 
     func conflictRule(for operationType: String) -> ConflictRule {
@@ -65,7 +86,7 @@ struct SimulationScenario: Sendable, CustomStringConvertible {
         let rules = [Self.priceEdit, Self.draftEdit].map { type in
             "\(type) \(Self.describe(conflictRule(for: type)))\(coalesces(type) ? ", coalescing" : "")"
         }
-        return "configuration: \(rules.joined(separator: "; ")); \(retryDescription)"
+        return "configuration: \(rules.joined(separator: "; ")); \(retryDescription); \(revisionFromPercent)% of edits take If-Match from the record's base"
     }
 
     private static func describe(_ rule: ConflictRule) -> String {

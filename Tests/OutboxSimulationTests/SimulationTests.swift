@@ -47,6 +47,10 @@ struct SimulationTests {
         for failure in failures.prefix(3) {
             Issue.record(Comment(rawValue: failure.failureDescription))
         }
+        // Every failing seed in one line each, for a soak run's many.
+        for failure in failures {
+            print("simulation: seed \(failure.seed) failed: \(failure.failure?.prefix { $0 != "\n" } ?? "")")
+        }
         let operations = reports.reduce(0) { $0 + $1.operations }
         let crashes = reports.reduce(0) { $0 + $1.crashes }
         let requests = reports.reduce(0) { $0 + $1.requests }
@@ -54,7 +58,8 @@ struct SimulationTests {
         let compacted = reports.reduce(0) { $0 + $1.compactedOperations }
         let features = reports.reduce(into: [String: Int]()) { total, report in total.merge(report.features, uniquingKeysWith: +) }
         let featureText = features.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
-        print("simulation: \(reports.count) seeds, \(operations) operations, \(requests) requests, \(faults) network faults, \(crashes) crashes, \(compacted) operations compacted, \(failures.count) failures")
+        let records = reports.reduce(0) { $0 + $1.records }
+        print("simulation: \(reports.count) seeds, \(operations) operations, \(records) records, \(requests) requests, \(faults) network faults, \(crashes) crashes, \(compacted) operations compacted, \(failures.count) failures")
         print("simulation: \(featureText)")
         #expect(reports.count == seeds.count)
         #expect(failures.isEmpty)
