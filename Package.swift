@@ -5,6 +5,7 @@
 //
 //   CLMDB, CSodium     system libraries (LMDB for the journal; libsodium for SHA-256 on Linux)
 //   CLibPQ             the system libpq, for the PostgreSQL claim store only
+//   CCRC32C            a few lines of C: CRC-32C with the processor's instruction, where it has one
 //   OutboxStorage      the LMDB layer; the only module that imports CLMDB
 //   OutboxCrypto       SHA-256 (CryptoKit on Apple platforms, libsodium on Linux)
 //   OutboxWire         what both halves share: wire headers, error codes, body fields, the batch
@@ -79,9 +80,10 @@ let package = Package(
             name: "OutboxWire",
             swiftSettings: strictSettings
         ),
+        .target(name: "CCRC32C"),
         .target(
             name: "OutboxCore",
-            dependencies: ["OutboxCrypto", "OutboxWire"],
+            dependencies: ["CCRC32C", "OutboxCrypto", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .target(

@@ -1,3 +1,5 @@
+public import Foundation
+
 /// How a table's keys or values become bytes, and back.
 ///
 /// A codec is the one place a kind of key or value is laid out: a table built on it never
@@ -22,7 +24,7 @@ public protocol LMDBCodec {
 
 extension LMDBCodec {
     /// The bytes of `item` alone.
-    public static func bytes(_ item: Item) -> [UInt8] {
+    @inlinable public static func bytes(_ item: Item) -> [UInt8] {
         var bytes: [UInt8] = []
         encode(item, into: &bytes)
         return bytes
@@ -99,18 +101,18 @@ public struct LMDBTable<Key: LMDBCodec, Value: LMDBCodec>: Sendable {
     }
 
     /// The stored bytes of `key`: the prefix, then the key's codec.
-    public func keyBytes(_ key: Key.Item) -> [UInt8] {
+    @inlinable public func keyBytes(_ key: Key.Item) -> [UInt8] {
         var bytes = prefix
         Key.encode(key, into: &bytes)
         return bytes
     }
 
     /// The stored bytes of a key's leading part, for scans over keys that start with it.
-    public func keyBytes(leading: [UInt8]) -> [UInt8] { prefix + leading }
+    @inlinable public func keyBytes(leading: [UInt8]) -> [UInt8] { prefix + leading }
 
     /// Lends the stored bytes of an encoded key (the prefix, then the key) to `body`, built on
     /// the stack: a write of many rows allocates nothing per key.
-    func withStoredKey<R>(_ encodedKey: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+    @usableFromInline func withStoredKey<R>(_ encodedKey: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         guard !prefix.isEmpty else { return try body(encodedKey) }
         return try withUnsafeTemporaryAllocation(byteCount: prefix.count + encodedKey.count, alignment: 1) { buffer in
             prefix.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[..<prefix.count]).copyMemory(from: $0) }
@@ -130,14 +132,21 @@ public struct LMDBEntry<Key: LMDBCodec, Value: LMDBCodec>: ~Copyable {
     public let keyBytes: UnsafeRawBufferPointer
     public let valueBytes: UnsafeRawBufferPointer
 
-    public func key() throws -> Key.Item { try Key.decode(keyBytes) }
-    public func value() throws -> Value.Item { try Value.decode(valueBytes) }
+    @usableFromInline init(keyBytes: UnsafeRawBufferPointer, valueBytes: UnsafeRawBufferPointer) {
+        self.keyBytes = keyBytes
+        self.valueBytes = valueBytes
+    }
+
+    @inlinable public func key() throws -> Key.Item { try Key.decode(keyBytes) }
+    @inlinable public func value() throws -> Value.Item { try Value.decode(valueBytes) }
 }
 
+// The table's reads and writes are inlinable so that each specializes for its codecs where it is
+// called: unspecialized, every call looks up the generic types' metadata at run time.
 extension LMDBTransaction {
     /// The value under `key`, decoded; `nil` when there is none.
     /// - Throws: ``LMDBCodecError`` (naming the table) for a value that does not decode.
-    public func get<K, V>(_ table: LMDBTable<K, V>, _ key: K.Item) throws -> V.Item? {
+    @inlinable public func get<K, V>(_ table: LMDBTable<K, V>, _ key: K.Item) throws -> V.Item? {
         try withValue(table.database, key: table.keyBytes(key)) { bytes in
             guard let bytes else { return nil }
             return try decoded(table, bytes, V.decode)
@@ -145,20 +154,20 @@ extension LMDBTransaction {
     }
 
     /// Stores `value` under `key`.
-    public func put<K, V>(_ table: LMDBTable<K, V>, _ key: K.Item, _ value: V.Item, flags: LMDBPutFlags = []) throws {
+    @inlinable public func put<K, V>(_ table: LMDBTable<K, V>, _ key: K.Item, _ value: V.Item, flags: LMDBPutFlags = []) throws {
         try put(table.database, key: table.keyBytes(key), value: V.bytes(value), flags: flags)
     }
 
     /// Removes `key`; answers whether it was there.
     @discardableResult
-    public func delete<K, V>(_ table: LMDBTable<K, V>, _ key: K.Item) throws -> Bool {
+    @inlinable public func delete<K, V>(_ table: LMDBTable<K, V>, _ key: K.Item) throws -> Bool {
         try delete(table.database, key: table.keyBytes(key))
     }
 
     /// Stores bytes its codecs encoded already (`K.bytes(_:)`, `V.bytes(_:)`): for code that
     /// holds encoded keys, as an index update comparing old and new keys, or a rebuild writing
     /// rows in key order.
-    public func put<K, V>(
+    @inlinable public func put<K, V>(
         _ table: LMDBTable<K, V>,
         encodedKey: UnsafeRawBufferPointer,
         encodedValue: UnsafeRawBufferPointer,
@@ -172,7 +181,7 @@ extension LMDBTransaction {
     /// Lends the stored bytes of a key its codec encoded already (borrowed, say, from the
     /// stack) to `body`, or `nil` when absent: a read on the hot path that allocates no key.
     /// The value's bytes are valid only inside `body`.
-    public func withValue<K, V, R>(
+    @inlinable public func withValue<K, V, R>(
         _ table: LMDBTable<K, V>,
         encodedKey: UnsafeRawBufferPointer,
         _ body: (UnsafeRawBufferPointer?) throws -> R
@@ -182,7 +191,7 @@ extension LMDBTransaction {
 
     /// Removes a key its codec encoded already; answers whether it was there.
     @discardableResult
-    public func delete<K, V>(_ table: LMDBTable<K, V>, encodedKey: [UInt8]) throws -> Bool {
+    @inlinable public func delete<K, V>(_ table: LMDBTable<K, V>, encodedKey: [UInt8]) throws -> Bool {
         try delete(table.database, key: table.keyBytes(leading: encodedKey))
     }
 
@@ -190,7 +199,7 @@ extension LMDBTransaction {
     /// Visits the table's entries in key order (reverse: descending) whose keys start with
     /// `leading` (bytes after the table's prefix), beginning at `from` (the first key `>=` it, or
     /// `<=` it reversed; a leading part, or a whole key's bytes). `body` answers whether to go on.
-    public func scan<K, V>(
+    @inlinable public func scan<K, V>(
         _ table: LMDBTable<K, V>,
         leading: [UInt8] = [],
         from start: [UInt8]? = nil,
@@ -229,7 +238,7 @@ extension LMDBTransaction {
     }
 
     /// The table's last entry in key order, decoded; `nil` when it has none.
-    public func last<K, V>(_ table: LMDBTable<K, V>) throws -> (key: K.Item, value: V.Item)? {
+    @inlinable public func last<K, V>(_ table: LMDBTable<K, V>) throws -> (key: K.Item, value: V.Item)? {
         var result: (key: K.Item, value: V.Item)?
         try scan(table, reverse: true) { entry in
             result = (try decoded(table, entry.keyBytes, K.decode), try decoded(table, entry.valueBytes, V.decode))
@@ -240,7 +249,7 @@ extension LMDBTransaction {
 
     /// The table's last key in key order, decoded, its value never read: a damaged value (an
     /// overflow page past the file's end) cannot fault the read; `nil` when it has none.
-    public func lastKey<K, V>(_ table: LMDBTable<K, V>) throws -> K.Item? {
+    @inlinable public func lastKey<K, V>(_ table: LMDBTable<K, V>) throws -> K.Item? {
         var result: K.Item?
         try scan(table, reverse: true) { entry in
             result = try decoded(table, entry.keyBytes, K.decode)
@@ -249,7 +258,7 @@ extension LMDBTransaction {
         return result
     }
 
-    private func decoded<K, V, T>(_ table: LMDBTable<K, V>, _ bytes: UnsafeRawBufferPointer, _ decode: (UnsafeRawBufferPointer) throws -> T) throws -> T {
+    @usableFromInline func decoded<K, V, T>(_ table: LMDBTable<K, V>, _ bytes: UnsafeRawBufferPointer, _ decode: (UnsafeRawBufferPointer) throws -> T) throws -> T {
         do {
             return try decode(bytes)
         } catch {
@@ -259,7 +268,7 @@ extension LMDBTransaction {
 
     /// The smallest byte string above every string that starts with `bytes`; `nil` when there
     /// is none (all 0xFF).
-    static func successor(of bytes: [UInt8]) -> [UInt8]? {
+    @usableFromInline static func successor(of bytes: [UInt8]) -> [UInt8]? {
         var next = bytes
         while let last = next.last {
             if last < 0xFF {

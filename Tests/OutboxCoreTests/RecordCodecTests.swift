@@ -190,6 +190,21 @@ struct ChecksumTests {
         }
     }
 
+    @Test func theTablesAndTheProcessorsInstructionGiveTheSameRegister() {
+        // Whichever this processor uses, the other path is held to the bitwise definition too,
+        // at every length around the eight-byte steps and from unaligned starts.
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<4200).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        for (offset, length) in [(0, 0), (1, 1), (3, 7), (5, 8), (7, 9), (1, 63), (2, 64), (3, 65), (0, 300), (1, 4099)] {
+            let slice = Array(bytes[offset..<(offset + length)])
+            let start = UInt32.random(in: 0...UInt32.max, using: &generator)
+            let table = slice.withUnsafeBytes { CRC32C.tableChecksum($0, start: start) }
+            let either = slice.withUnsafeBytes { CRC32C.register(of: $0, from: start) } ^ 0xFFFF_FFFF
+            #expect(table == either, "\(length) bytes from offset \(offset), instruction: \(CRC32C.usesInstruction)")
+            #expect(slice.withUnsafeBytes { CRC32C.tableChecksum($0, start: 0xFFFF_FFFF) } == CRC32CVector.checksum(slice))
+        }
+    }
+
     @Test func sha256MatchesTheFIPSVector() {
         #expect(SHA256Digest(of: Data("abc".utf8)).hex == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         #expect(SHA256Digest(ofConcatenated: [Array("a".utf8), Array("bc".utf8)]) == SHA256Digest(of: Data("abc".utf8)))

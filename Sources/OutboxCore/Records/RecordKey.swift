@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A record the member's data is kept under: its business, its type and its id.
 ///

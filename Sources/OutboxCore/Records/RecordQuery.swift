@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// The records of one business and type, in the order of their ids' bytes, a page at a time.
 ///
