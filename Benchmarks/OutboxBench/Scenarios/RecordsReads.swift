@@ -85,8 +85,8 @@ extension Scenario {
         limit: { result in
             "one read transaction touching the same entries, nothing decoded: a cursor over the type's bases in `records`, "
                 + "one over its `record-writes` entries in `state`, and each pending write's state and `enqueued` event by key: "
-                + "\(TextReport.format(result.floor("query"))) ms. Ours also reads each record as `record(_:)` does (the same "
-                + "entries again, by key), decodes them and folds each view. The SQLite outbox reads a page of the app's table "
+                + "\(TextReport.format(result.floor("query"))) ms. Ours merges the same two cursors, reads each pending write "
+                + "the same way, and also checks each `enqueued` record's checksum, decodes every entry and folds each view. The SQLite outbox reads a page of the app's table "
                 + "joined with the pending outbox rows"
         },
         targets: [Target(text: "a query of 1,000 records within 3x of a raw LMDB cursor scan of the same entries") { result in
