@@ -1,11 +1,11 @@
-package import Foundation
+import Foundation
 
 #if canImport(Glibc)
-import Glibc
+package import Glibc
 #elseif canImport(Musl)
-import Musl
+package import Musl
 #elseif canImport(Darwin)
-import Darwin
+package import Darwin
 #endif
 
 /// The data file of an environment (`data.mdb`), read with plain `pread` before LMDB maps it.

@@ -104,6 +104,19 @@ public struct ByteReader {
         return try borrow(count, what) { Data($0) }
     }
 
+    /// Moves past a `bytes` field. - Returns: where its bytes lie, to read them later with
+    /// ``data(in:)`` (a field another refers to).
+    @inlinable public mutating func skipBytesKeepingRange(_ what: StaticString = "bytes") throws(DecodingProblem) -> Range<Int> {
+        let count = Int(try readUInt32(what))
+        let start = try advance(count, what)
+        return start..<(start + count)
+    }
+
+    /// The bytes of a range ``skipBytesKeepingRange(_:)`` answered, as `Data`.
+    @inlinable public func data(in range: Range<Int>) -> Data {
+        bytes.withUnsafeBytes { Data(UnsafeRawBufferPointer(rebasing: $0[range])) }
+    }
+
     /// Whether the next `string` field holds exactly the bytes of `text`; moves past it either way.
     @inlinable public mutating func readString(matching text: String, _ what: StaticString = "text") throws(DecodingProblem) -> Bool {
         let count = Int(try readUInt32(what))

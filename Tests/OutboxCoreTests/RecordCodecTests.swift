@@ -46,6 +46,27 @@ struct RecordCodecTests {
         }
     }
 
+    @Test func aChangeWhoseValueIsThePayloadIsWrittenAsAReferenceToIt() throws {
+        let request = Samples.request()
+        let key = RecordKey(business: "pharmacy-7", type: "product", id: "p-1")
+        func record(value: Data) -> JournalEvent {
+            JournalEvent(seq: JournalSequence(rawValue: 9), operationID: Samples.id, recordedAt: Date(timeIntervalSince1970: 1_800_000_000),
+                         body: .enqueued(Enqueued(request: request, requestHash: SHA256Digest(of: request.payload), account: "member-42",
+                                                  changes: [RecordWrite(key: key, value: value, schemaVersion: 1)])))
+        }
+        var other = request.payload
+        other[other.startIndex] ^= 0x01
+        let same = record(value: request.payload), differing = record(value: other)
+        let sameBytes = RecordCodec.encode(same), differingBytes = RecordCodec.encode(differing)
+        // The payload's bytes and their length are not repeated.
+        #expect(differingBytes.count - sameBytes.count == request.payload.count + 4)
+        #expect(try RecordCodec.decode(sameBytes, seq: same.seq) == same)
+        #expect(try RecordCodec.decode(differingBytes, seq: differing.seq) == differing)
+        // The reader that skips the request finds the value all the same.
+        #expect(try RecordCodec.change(to: key, of: sameBytes, seq: same.seq)?.value == request.payload)
+        #expect(try RecordCodec.change(to: key, of: differingBytes, seq: differing.seq)?.value == other)
+    }
+
     @Test func theHeaderIsReadableWithoutTheBody() throws {
         let event = Samples.events()[0]
         let header = try RecordCodec.decodeHeader(RecordCodec.encode(event), seq: event.seq)

@@ -107,6 +107,11 @@ enum Samples {
             changes: [RecordWrite(key: record, value: Data(#"{"price":13.5}"#.utf8), schemaVersion: 2),
                       RecordWrite(key: RecordKey(business: "pharmacy-7", type: "product", id: "p-2"), value: nil, schemaVersion: 1)]
         )),
+        // A change whose value is the payload itself: written as a reference to it.
+        .enqueued(Enqueued(
+            request: Samples.request(), requestHash: SHA256Digest(of: Samples.request().payload), account: "member-42",
+            changes: [RecordWrite(key: record, value: Samples.request().payload, schemaVersion: 2)]
+        )),
         .attemptStarted(AttemptStarted(attempt: AttemptNumber(rawValue: 2), trigger: .timer, sentRevision: "7")),
         .attemptFinished({
             var finished = AttemptFinished(attempt: AttemptNumber(rawValue: 2), Classification(outcome: .response(statusCode: 200), disposition: .accepted), nextAttemptAt: nil)

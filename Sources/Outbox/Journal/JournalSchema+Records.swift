@@ -93,14 +93,15 @@ extension JournalSchema {
         return change
     }
 
-    /// Every write of a record still in the journal (`record-ops`), oldest first.
+    /// Every write of a record still in the journal: those its view no longer shows
+    /// (`record-ops`), then those it may show (`record-writes`). Each write is in one of the two.
     func recordOpIDs(_ key: RecordKey, in txn: borrowing LMDBTransaction) throws -> [OperationID] {
         var ids: [OperationID] = []
         try txn.scan(recordOps, leading: key.bytes) { entry in
             ids.append(try entry.value())
             return .next
         }
-        return ids
+        return try ids + recordWriteIDs(key, in: txn).map(\.id)
     }
 
     /// The change `operation` made to `key`, read from its `enqueued` event (at `seq`), its value

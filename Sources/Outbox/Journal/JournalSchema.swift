@@ -3,7 +3,7 @@ import OutboxCore
 import OutboxStorage
 import Synchronization
 
-/// The journal's LMDB layout (projection layout 7): the events, the projections kept beside
+/// The journal's LMDB layout (projection layout 8): the events, the projections kept beside
 /// them in one database, and the member's record values in another.
 ///
 /// | database | key | value |
@@ -16,7 +16,7 @@ import Synchronization
 /// | `state` | 3, lane (``Lane/bytes``), first seq | operation id, for rows not yet terminal |
 /// | `state` | 4, group, category, 0, latest seq | operation id, for rows on the Sync tab |
 /// | `state` | 5, record, lane seq, first seq | operation id, for writes whose change a record's view may show |
-/// | `state` | 6, record, first seq | operation id, every write of the record (its history) |
+/// | `state` | 6, record, first seq | operation id, for writes of the record its view no longer shows (with 5: its history) |
 /// | `state` | 7, status code, first seq | operation id |
 /// | `records` | 1, record | its server base (``RecordStoreEntry``) |
 /// | `records` | 2, record | a local-only record (``RecordStoreEntry``) |
@@ -30,7 +30,7 @@ import Synchronization
 final class JournalSchema: Sendable {
     /// The layout version of the projections (`state`). A journal stored with another version
     /// has its projections rebuilt from the events at open.
-    static let projectionVersion: UInt32 = 7
+    static let projectionVersion: UInt32 = 8
 
     /// The first layout that keeps its projections in `state`: a rebuild from such a layout
     /// rewrites what it reads.

@@ -30,7 +30,12 @@ enum Projection {
             guard state.compactedAt == nil, !state.records.isEmpty else { return [] }
             switch self {
             case .recordOps:
-                return state.records.map { JournalCodec.RecordOpKey.bytes(($0, state.firstSeq)) }
+                // A write is in one of the two per record: `record-writes` while the view may
+                // show it, here once it no longer does. An enqueue then writes one index row per
+                // record, not two (one leaf dirtied instead of two), and the move comes with the
+                // outcome that retires it.
+                let shown = Projection.shownRecords(of: state)
+                return state.records.filter { !shown.contains($0) }.map { JournalCodec.RecordOpKey.bytes(($0, state.firstSeq)) }
             case .recordWrites:
                 return Projection.shownRecords(of: state).map { JournalCodec.RecordWriteKey.bytes(($0, state.laneSeq, state.firstSeq)) }
             default:
@@ -83,6 +88,7 @@ enum Projection {
                 && before.latestSeq == after.latestSeq
             case .recordWrites: before.laneSeq == after.laneSeq && Projection.shownRecords(of: before) == Projection.shownRecords(of: after)
             case .recordOps: before.records == after.records && (before.compactedAt == nil) == (after.compactedAt == nil)
+                && Projection.shownRecords(of: before) == Projection.shownRecords(of: after)
             }
         }
 

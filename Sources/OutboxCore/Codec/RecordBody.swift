@@ -40,7 +40,8 @@ extension Enqueued: RecordBody {
         }
         // Format 3: the records it changes, and where its If-Match comes from.
         writer.write(UInt32(changes.count))
-        for change in changes { change.write(to: &writer) }
+        // A value byte for byte the (plaintext) payload refers to it instead of repeating it.
+        for change in changes { change.write(to: &writer, payload: sealed == nil ? request.payload : nil) }
         writer.writeOptional(request.revisionFrom) { $0.write($1) }
     }
 
@@ -49,7 +50,8 @@ extension Enqueued: RecordBody {
         let operationType = try reader.readString("operation type")
         let method = try reader.readString("method")
         let endpoint = try reader.readString("endpoint")
-        let payload = Data(try reader.readBytes("payload"))
+        let payloadRange = try reader.skipBytesKeepingRange("payload")
+        let payload = reader.data(in: payloadRange)
         let entityID = try reader.readOptionalString("entity id")
         let category = try reader.readString("category")
         let entityLabel = try reader.readString("entity label")
@@ -86,7 +88,7 @@ extension Enqueued: RecordBody {
         if version >= 3 {
             let count = Int(try reader.readUInt32("record change count"))
             guard count <= reader.remaining else { throw DecodingProblem("\(count) record changes cannot fit") }
-            for _ in 0..<count { changes.append(try RecordWrite(reading: &reader, version: version)) }
+            for _ in 0..<count { changes.append(try RecordWrite(reading: &reader, payload: sealed == nil ? payloadRange : nil)) }
             request.revisionFrom = try reader.readOptional("revision from") { (reader) throws(DecodingProblem) in
                 try reader.readRecordKey()
             }
@@ -98,37 +100,39 @@ extension Enqueued: RecordBody {
 extension Enqueued {
     /// A format-3 body's record changes, its request's fields passed over unread.
     static func changes(reading reader: inout ByteReader) throws(DecodingProblem) -> [RecordWrite] {
-        let count = try skipToChanges(&reader)
+        let (count, payload) = try skipToChanges(&reader)
         var changes: [RecordWrite] = []
         changes.reserveCapacity(count)
-        for _ in 0..<count { changes.append(try RecordWrite(reading: &reader, version: 3)) }
+        for _ in 0..<count { changes.append(try RecordWrite(reading: &reader, payload: payload)) }
         return changes
     }
 
     /// A format-3 body's change to `key`, the other changes and the request passed over unread
     /// (the key compared byte for byte in place); `nil` when it does not change `key`.
     static func change(to key: RecordKey, reading reader: inout ByteReader) throws(DecodingProblem) -> RecordWrite? {
-        let count = try skipToChanges(&reader)
+        let (count, payload) = try skipToChanges(&reader)
         for _ in 0..<count {
             let business = try reader.readString(matching: key.business, "record business")
             let type = try reader.readString(matching: key.type, "record type")
             let id = try reader.readString(matching: key.id, "record id")
-            if business && type && id { return try RecordWrite(key: key, readingRest: &reader) }
+            if business && type && id { return try RecordWrite(key: key, readingRest: &reader, payload: payload) }
             try RecordWrite.skipRest(&reader)
         }
         return nil
     }
 
     /// Moves past a format-3 body's request fields to its record changes.
-    /// - Returns: how many changes follow.
-    private static func skipToChanges(_ reader: inout ByteReader) throws(DecodingProblem) -> Int {
+    /// - Returns: how many changes follow, and where the payload lies when a change may refer to
+    ///   it (not sealed).
+    private static func skipToChanges(_ reader: inout ByteReader) throws(DecodingProblem) -> (count: Int, payload: Range<Int>?) {
         for _ in 0..<4 { try reader.skipBytes("request field") }        // business, type, method, endpoint
-        try reader.skipBytes("payload")
+        let payload = try reader.skipBytesKeepingRange("payload")
         if try reader.readBool("entity id") { try reader.skipBytes("entity id") }
         for _ in 0..<3 { try reader.skipBytes("presentation field") }   // category, label, summary
         try reader.skip(4 + SHA256Digest.byteCount, "payload version and hash")
         try reader.skipBytes("account")
-        if try reader.readBool("sealed presentation") { try reader.skipBytes("sealed presentation") }
+        let sealed = try reader.readBool("sealed presentation")
+        if sealed { try reader.skipBytes("sealed presentation") }
         try reader.skip(1, "app-given id")
         if try reader.readBool("base revision") { try reader.skipBytes("base revision") }
         let dependencies = Int(try reader.readUInt32("dependency count"))
@@ -136,7 +140,7 @@ extension Enqueued {
         if try reader.readBool("supersedes") { try reader.skip(16 + 1 + 8, "supersedes") }
         let count = Int(try reader.readUInt32("record change count"))
         guard count <= reader.remaining else { throw DecodingProblem("\(count) record changes cannot fit") }
-        return count
+        return (count, sealed ? nil : payload)
     }
 }
 
@@ -441,12 +445,18 @@ extension SessionChanged: RecordBody {
 
 extension RecordWrite: RecordBody {
     /// The key, the value's hash (absent: a delete), the schema version, and the value itself:
-    /// plaintext, sealed, or left out (a local write keeps its value in the record store).
-    func write(to writer: inout ByteWriter) {
+    /// plaintext, sealed, the enqueued request's payload (the same bytes, not repeated), or left
+    /// out (a local write keeps its value in the record store).
+    func write(to writer: inout ByteWriter) { write(to: &writer, payload: nil) }
+
+    /// - Parameter payload: the plaintext payload of the `enqueued` record the change is in.
+    func write(to writer: inout ByteWriter, payload: Data?) {
         writer.write(key)
         writer.writeOptional(valueHash) { $0.write($1) }
         writer.write(UInt32(schemaVersion))
-        if let sealedValue {
+        if sealedValue == nil, let value, let payload, value == payload {
+            writer.write(RecordValueTag.payload.rawValue)
+        } else if let sealedValue {
             writer.write(RecordValueTag.sealed.rawValue)
             writer.write(bytes: sealedValue)
         } else if let value {
@@ -458,11 +468,17 @@ extension RecordWrite: RecordBody {
     }
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
-        try self.init(key: try reader.readRecordKey(), readingRest: &reader)
+        try self.init(reading: &reader, payload: nil)
+    }
+
+    /// - Parameter payload: where the plaintext payload of the `enqueued` record it is in lies
+    ///   (`nil`: none it may refer to).
+    init(reading reader: inout ByteReader, payload: Range<Int>?) throws(DecodingProblem) {
+        try self.init(key: try reader.readRecordKey(), readingRest: &reader, payload: payload)
     }
 
     /// A change's fields after its key, which the caller read (or matched).
-    init(key: RecordKey, readingRest reader: inout ByteReader) throws(DecodingProblem) {
+    init(key: RecordKey, readingRest reader: inout ByteReader, payload: Range<Int>?) throws(DecodingProblem) {
         let hash = try reader.readOptional("record value hash") { (reader) throws(DecodingProblem) in try reader.readDigest("record value hash") }
         let schemaVersion = Int(try reader.readUInt32("record schema version"))
         let tag = try reader.readUInt8("record value")
@@ -472,6 +488,9 @@ extension RecordWrite: RecordBody {
         case .none?: break
         case .plaintext?: value = try reader.readData("record value")
         case .sealed?: sealed = try reader.readBytes("sealed record value")
+        case .payload?:
+            guard let payload else { throw DecodingProblem("a record value that refers to a payload where there is none") }
+            value = reader.data(in: payload)
         case nil: throw DecodingProblem("unknown record value tag \(tag)")
         }
         if value != nil || sealed != nil, hash == nil { throw DecodingProblem("a deleted record with a value") }
@@ -484,7 +503,7 @@ extension RecordWrite: RecordBody {
         try reader.skip(4, "record schema version")
         let tag = try reader.readUInt8("record value")
         switch RecordValueTag(rawValue: tag) {
-        case .none?: break
+        case .none?, .payload?: break
         case .plaintext?, .sealed?: try reader.skipBytes("record value")
         case nil: throw DecodingProblem("unknown record value tag \(tag)")
         }
@@ -558,6 +577,8 @@ enum RecordValueTag: UInt8 {
     case none = 0
     case plaintext = 1
     case sealed = 2
+    /// The value is the `enqueued` record's plaintext payload, byte for byte: not repeated.
+    case payload = 3
 }
 
 // MARK: - Shared fields

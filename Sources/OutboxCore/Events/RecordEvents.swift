@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 // The events of the member's records (journal format 3).
 
