@@ -1,11 +1,11 @@
 import Foundation
 
 #if canImport(Glibc)
-package import Glibc
+import Glibc
 #elseif canImport(Musl)
-package import Musl
+import Musl
 #elseif canImport(Darwin)
-package import Darwin
+import Darwin
 #endif
 
 /// The data file of an environment (`data.mdb`), read with plain `pread` before LMDB maps it.
@@ -88,7 +88,7 @@ public enum LMDBDataFile {
             throw Problem(kind: kind, reason: "it cannot be read: \(String(cString: strerror(errno)))")
         }
         guard status.st_mode & S_IFMT == S_IFREG else {
-            throw Problem(kind: .notRegularFile, reason: "data.mdb is not a regular file (\(fileKind(status.st_mode)))")
+            throw Problem(kind: .notRegularFile, reason: "data.mdb is not a regular file (\(fileKind(UInt32(status.st_mode))))")
         }
         let size = Int(status.st_size)
         guard size > 0 else { throw Problem(kind: .empty, reason: "data.mdb is empty (0 bytes)") }
@@ -221,8 +221,9 @@ public enum LMDBDataFile {
     }
 
     /// What a path that is not a regular file is, in words: "a FIFO", "a directory".
-    package static func fileKind(_ mode: mode_t) -> String {
-        switch mode & S_IFMT {
+    /// - Parameter mode: a `stat`'s `st_mode`, widened (its width differs by platform).
+    package static func fileKind(_ mode: UInt32) -> String {
+        switch mode_t(truncatingIfNeeded: mode) & S_IFMT {
         case S_IFDIR: "a directory"
         case S_IFIFO: "a FIFO"
         case S_IFCHR: "a character device"
