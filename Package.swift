@@ -78,6 +78,7 @@ let package = Package(
         ),
         .target(
             name: "OutboxWire",
+            dependencies: ["OutboxCrypto"],
             swiftSettings: strictSettings
         ),
         .target(name: "CCRC32C"),
