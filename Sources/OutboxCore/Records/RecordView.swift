@@ -109,7 +109,9 @@ package enum RecordView {
                 notice = nil
             case .synced:
                 // Until the server's own value arrives, the member's stays.
-                if stored.base.map({ $0.seq < state.latestSeq }) ?? true {
+                let answer = OverlayRetirement.Answer(seq: state.latestSeq, visibleAt: nil, revision: state.serverRevision.flatMap(UInt64.init))
+                let base = stored.base.map { OverlayRetirement.Base(seq: $0.seq, revision: $0.revision, pulled: false) }
+                if !OverlayRetirement.isRetired(answer, base: base, feed: nil) {
                     apply(write.change, to: &value, hash: &hash, version: &version)
                     sync.confirmed.append(state.id)
                     notice = nil
