@@ -123,14 +123,14 @@ struct PullRulesTests {
 
     struct TombstoneRow: Sendable, CustomTestStringConvertible {
         var name: String
-        var write: DeletedOnServer.Write
-        var decision: DeletedOnServer.Decision
+        var write: TombstoneConflict.Write
+        var decision: TombstoneConflict.Decision
         var testDescription: String { name }
     }
 
     static let tombstone = JournalSequence(rawValue: 200)
-    static func write(_ status: OutboxStatus, deletes: Bool = false, seq: UInt64 = 150, held: Bool = false) -> DeletedOnServer.Write {
-        DeletedOnServer.Write(status: status, deletes: deletes, firstSeq: JournalSequence(rawValue: seq), isHeld: held)
+    static func write(_ status: OutboxStatus, deletes: Bool = false, seq: UInt64 = 150, held: Bool = false) -> TombstoneConflict.Write {
+        TombstoneConflict.Write(status: status, deletes: deletes, firstSeq: JournalSequence(rawValue: seq), isHeld: held)
     }
 
     static let tombstoneRows: [TombstoneRow] = [
@@ -151,7 +151,7 @@ struct PullRulesTests {
 
     @Test(arguments: tombstoneRows)
     func aTombstoneAsksTheMemberAboutAnEditStillWaiting(_ row: TombstoneRow) {
-        #expect(DeletedOnServer.decision(for: row.write, tombstoneSeq: Self.tombstone) == row.decision)
+        #expect(TombstoneConflict.decision(for: row.write, tombstoneSeq: Self.tombstone) == row.decision)
     }
 
     @Test func everyStatusHasARowInTheTombstonesTable() {

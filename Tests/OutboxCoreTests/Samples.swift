@@ -123,6 +123,8 @@ enum Samples {
         .rollbackAcknowledged(RollbackAcknowledged(key: record)),
         .recordsWritten(RecordsWritten(writes: [RecordWrite(key: RecordKey(business: "pharmacy-7", type: "draft", id: "f-1"), value: nil, valueHash: SHA256Digest(of: Data("{}".utf8)), schemaVersion: 1, sealedValue: nil)])),
         .recordBaseDropped(RecordBaseDropped(business: "pharmacy-7", type: "product", schemaVersion: 3)),
+        // Format 4: the pull.
+        .deletedOnServer(DeletedOnServer(key: record, revision: 5)),
     ]
 
     static func events() -> [JournalEvent] {

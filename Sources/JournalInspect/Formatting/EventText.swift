@@ -112,6 +112,8 @@ public enum EventText {
             return "local records written: " + recordList(written.writes)
         case .recordBaseDropped(let dropped):
             return "server base of \(dropped.business)/\(dropped.type) dropped for schema version \(dropped.schemaVersion): fetched again"
+        case .deletedOnServer(let deleted):
+            return "conflicted: \(deleted.key) was deleted on the server (revision \(deleted.revision)) while this change waited; a person decides"
         case .sessionChanged(let changed):
             switch changed.observation {
             case .signedIn: return "the journal's account is signed in again: passes send"

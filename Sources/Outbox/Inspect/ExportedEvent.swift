@@ -106,8 +106,11 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
     public var confirmations: [ExportedRecordConfirmation]?
     /// The rolled-back write a held row was built on (`heldOnRollback`).
     public var builtOn: OperationID?
-    /// The record of `rollbackAcknowledged`, or the type of `recordBaseDropped` (`business/type`).
+    /// The record of `rollbackAcknowledged` and `deletedOnServer`, or the type of
+    /// `recordBaseDropped` (`business/type`).
     public var record: String?
+    /// The tombstone's revision (`deletedOnServer`).
+    public var tombstoneRevision: UInt64?
 
     /// - Parameter includePayload: put the payload's text in ``payload``; otherwise only its size
     ///   and hash appear.
@@ -207,6 +210,9 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
         case .recordBaseDropped(let dropped):
             record = "\(dropped.business)/\(dropped.type)"
             formatVersion = dropped.schemaVersion
+        case .deletedOnServer(let deleted):
+            record = deleted.key.description
+            tombstoneRevision = deleted.revision
         }
     }
 }

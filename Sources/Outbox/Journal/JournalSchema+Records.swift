@@ -348,6 +348,7 @@ extension JournalSchema {
         case .dependencyEnded: return made("blocked: a write it depends on ended: rolled back")
         case .heldOnRollback(let held): return made("held: made on \(String(held.builtOn.uuidString.prefix(8))), which was rolled back")
         case .rollbackAcknowledged: return made("the member saw the rollback")
+        case .deletedOnServer(let deleted): return made("conflicted: deleted on the server while the change waited", revision: deleted.revision)
         case .attemptAbandoned: return made("the app ended mid-send: sent again under the same key")
         default: return made(event.kind.rawValue)
         }

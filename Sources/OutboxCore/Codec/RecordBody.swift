@@ -572,6 +572,17 @@ extension RecordBaseDropped: RecordBody {
     }
 }
 
+extension DeletedOnServer: RecordBody {
+    func write(to writer: inout ByteWriter) {
+        writer.write(key)
+        writer.write(revision)
+    }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        self.init(key: try reader.readRecordKey(), revision: try reader.readUInt64("tombstone revision"))
+    }
+}
+
 /// The tag before a record change's value (format 3).
 enum RecordValueTag: UInt8 {
     case none = 0

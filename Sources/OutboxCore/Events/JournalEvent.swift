@@ -53,12 +53,14 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
     case rollbackAcknowledged
     case recordsWritten
     case recordBaseDropped
+    case deletedOnServer
 
     /// The record format that introduced the kind: a record of an older version cannot hold it.
     public var formatVersion: Int {
         switch self {
         case .superseded, .rebased, .dependencyEnded, .sessionChanged: 2
         case .heldOnRollback, .rollbackAcknowledged, .recordsWritten, .recordBaseDropped: 3
+        case .deletedOnServer: 4
         default: 1
         }
     }
@@ -67,7 +69,8 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
     public var isOperationEvent: Bool {
         switch self {
         case .enqueued, .attemptStarted, .attemptFinished, .attemptAbandoned, .withdrawn, .requeued,
-            .discarded, .approvalDecided, .superseded, .rebased, .dependencyEnded, .heldOnRollback, .rollbackAcknowledged:
+            .discarded, .approvalDecided, .superseded, .rebased, .dependencyEnded, .heldOnRollback, .rollbackAcknowledged,
+            .deletedOnServer:
             true
         case .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped:
             false
@@ -90,6 +93,7 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
         case .dependencyEnded: 11
         case .heldOnRollback: 12
         case .rollbackAcknowledged: 13
+        case .deletedOnServer: 14
         case .sessionPaused: 64
         case .sessionResumed: 65
         case .journalOpened: 66
@@ -124,6 +128,7 @@ public enum JournalEventBody: Sendable, Equatable {
     case rollbackAcknowledged(RollbackAcknowledged)
     case recordsWritten(RecordsWritten)
     case recordBaseDropped(RecordBaseDropped)
+    case deletedOnServer(DeletedOnServer)
 
     public var kind: JournalEventKind {
         switch self {
@@ -147,6 +152,7 @@ public enum JournalEventBody: Sendable, Equatable {
         case .rollbackAcknowledged: .rollbackAcknowledged
         case .recordsWritten: .recordsWritten
         case .recordBaseDropped: .recordBaseDropped
+        case .deletedOnServer: .deletedOnServer
         }
     }
 }

@@ -48,3 +48,20 @@ public struct RecordBaseDropped: Sendable, Equatable {
         self.schemaVersion = schemaVersion
     }
 }
+
+// The events of the pull (journal format 4).
+
+/// A pulled tombstone found a write of the record still waiting: the record was deleted on the
+/// server while the member's change waited. The write turns `conflicted`, its change kept on
+/// screen beside the deletion, and a person decides (keep it: create the record again; or
+/// discard it).
+public struct DeletedOnServer: Sendable, Equatable {
+    public var key: RecordKey
+    /// The tombstone's revision.
+    public var revision: UInt64
+
+    public init(key: RecordKey, revision: UInt64) {
+        self.key = key
+        self.revision = revision
+    }
+}

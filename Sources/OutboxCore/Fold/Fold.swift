@@ -19,6 +19,7 @@ package import Foundation
 /// | conflicted | `rebased` | queued, due now, against the server's revision |
 /// | queued | `dependencyEnded` | blocked |
 /// | queued | `heldOnRollback` (built on a rolled-back write of the same record) | conflicted |
+/// | queued | `deletedOnServer` (a pulled tombstone of a record it changes) | conflicted, its change kept |
 /// | failed, blocked, discarded, withdrawn | `rollbackAcknowledged` | unchanged: the record stops saying it was rolled back |
 ///
 /// A row with records is rolled back when it enters failed, blocked, discarded or withdrawn
@@ -102,6 +103,16 @@ package enum Fold {
             next.nextAttemptAt = nil
             next.lastErrorCode = ErrorCode.builtOnRolledBack
             next.lastErrorMessage = "This change was made on top of an earlier one that did not go through. Check it, then keep it, change it or discard it."
+
+        case .deletedOnServer(let deleted):
+            guard next.status == .queued else { throw illegal("only a queued row learns that its record was deleted on the server") }
+            guard next.records.contains(deleted.key) else { throw illegal("the write did not change \(deleted.key)") }
+            next.status = .conflicted
+            next.nextAttemptAt = nil
+            next.serverRevision = String(deleted.revision)
+            next.serverCurrent = nil
+            next.lastErrorCode = ErrorCode.deletedOnServer
+            next.lastErrorMessage = "This record was deleted on the server while your change waited. Keep your version to create it again, or discard your change."
 
         case .rollbackAcknowledged(let acknowledged):
             guard OperationState.rollsBack(next.status), next.rolledBackSeq != nil else {

@@ -1,7 +1,7 @@
 /// What a tombstone pulled for a record does to a write of it still waiting: the rule that turns
 /// an edit of a record deleted elsewhere into a question for the member ("deleted on the
 /// server"), its value kept, instead of sending it to a record that is gone or dropping it.
-package enum DeletedOnServer {
+package enum TombstoneConflict {
     /// What the rule reads of a write of the record.
     package struct Write: Sendable, Equatable {
         package var status: OutboxStatus
