@@ -321,7 +321,8 @@ struct HistoryAudit {
         if !row.changes.isEmpty { touchedRecords.formUnion(row.changes.map(\.key)) }
 
         switch event.body {
-        case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped:
+        case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped,
+            .pageApplied:
             throw broken("an engine event under an operation")
 
         case .deletedOnServer:

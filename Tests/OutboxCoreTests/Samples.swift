@@ -1,4 +1,5 @@
 import Foundation
+import OutboxWire
 import OutboxCore
 import OutboxCrypto
 
@@ -125,6 +126,11 @@ enum Samples {
         .recordBaseDropped(RecordBaseDropped(business: "pharmacy-7", type: "product", schemaVersion: 3)),
         // Format 4: the pull.
         .deletedOnServer(DeletedOnServer(key: record, revision: 5)),
+        .pageApplied(PageApplied(business: "pharmacy-7", from: FeedPosition(epoch: 3, major: 41), to: FeedPosition(epoch: 3, major: 43, minor: 2),
+                                 reachedEnd: true, digest: SHA256Digest(of: Data("page".utf8)),
+                                 confirmations: [RecordConfirmation(key: record, revision: 19, valueHash: SHA256Digest(of: Data("{}".utf8)), source: .pulled),
+                                                 RecordConfirmation(key: record, revision: 20, valueHash: nil, source: .pulled)],
+                                 skipped: 1)),
     ]
 
     static func events() -> [JournalEvent] {

@@ -112,6 +112,11 @@ public enum EventText {
             return "local records written: " + recordList(written.writes)
         case .recordBaseDropped(let dropped):
             return "server base of \(dropped.business)/\(dropped.type) dropped for schema version \(dropped.schemaVersion): fetched again"
+        case .pageApplied(let page):
+            let deletes = page.confirmations.filter { $0.valueHash == nil }.count
+            return "page of \(page.business)'s feed applied: \(page.from) -> \(page.to), \(page.confirmations.count) changes (\(deletes) deleted)"
+                + (page.skipped > 0 ? ", \(page.skipped) of types the app does not know passed over" : "")
+                + (page.reachedEnd ? "; the feed's end" : "; more follow")
         case .deletedOnServer(let deleted):
             return "conflicted: \(deleted.key) was deleted on the server (revision \(deleted.revision)) while this change waited; a person decides"
         case .sessionChanged(let changed):

@@ -111,6 +111,10 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
     public var record: String?
     /// The tombstone's revision (`deletedOnServer`).
     public var tombstoneRevision: UInt64?
+    /// A page of a change feed (`pageApplied`): its start and cursor, whether it reached the end.
+    public var pageFrom: String?
+    public var pageTo: String?
+    public var reachedEnd: Bool?
 
     /// - Parameter includePayload: put the payload's text in ``payload``; otherwise only its size
     ///   and hash appear.
@@ -213,6 +217,13 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
         case .deletedOnServer(let deleted):
             record = deleted.key.description
             tombstoneRevision = deleted.revision
+        case .pageApplied(let page):
+            businessID = page.business
+            pageFrom = page.from.text
+            pageTo = page.to.text
+            reachedEnd = page.reachedEnd
+            digest = page.digest.hex
+            confirmations = page.confirmations.map(ExportedRecordConfirmation.init)
         }
     }
 }

@@ -68,6 +68,8 @@ struct JournalVerifier {
             }
         case .attemptFinished(let finished):
             for confirmation in finished.confirmations { baseTrail[confirmation.key, default: []].append((seq, confirmation)) }
+        case .pageApplied(let page):
+            for confirmation in page.confirmations { baseTrail[confirmation.key, default: []].append((seq, confirmation)) }
         case .recordsWritten(let written):
             for write in written.writes { localTrail[write.key] = (seq, write) }
         case .recordBaseDropped(let dropped):

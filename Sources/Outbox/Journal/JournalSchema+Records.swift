@@ -331,6 +331,7 @@ extension JournalSchema {
                 case .answer: "the server confirmed its record"
                 case .written: "the server confirmed the value written"
                 case .conflict: "the server answered with its own record: changed elsewhere"
+                case .pulled: "the server's change, pulled"
                 }
                 return made(confirmation.valueHash == nil ? "the server confirmed it deleted" : what,
                             revision: confirmation.revision, hash: confirmation.valueHash)
@@ -349,6 +350,10 @@ extension JournalSchema {
         case .heldOnRollback(let held): return made("held: made on \(String(held.builtOn.uuidString.prefix(8))), which was rolled back")
         case .rollbackAcknowledged: return made("the member saw the rollback")
         case .deletedOnServer(let deleted): return made("conflicted: deleted on the server while the change waited", revision: deleted.revision)
+        case .pageApplied(let page):
+            let pulled = page.confirmations.last { $0.key == key }
+            return made((pulled?.valueHash == nil ? "pulled: deleted on the server" : "pulled: the server's change")
+                        + " (page \(page.from) -> \(page.to))", revision: pulled?.revision, hash: pulled?.valueHash)
         case .attemptAbandoned: return made("the app ended mid-send: sent again under the same key")
         default: return made(event.kind.rawValue)
         }

@@ -20,6 +20,7 @@ import Synchronization
 /// | `state` | 7, status code, first seq | operation id |
 /// | `records` | 1, record | its server base (``RecordStoreEntry``) |
 /// | `records` | 2, record | a local-only record (``RecordStoreEntry``) |
+/// | `records` | 4, business | its change feed's cursor and the page that set it (``FeedRow``) |
 ///
 /// Every projection is written in the same transaction as the event it folds, and all of them
 /// can be rebuilt from `events` alone. They share one B-tree under one-byte prefixes, so a commit
@@ -82,6 +83,7 @@ final class JournalSchema: Sendable {
     let records: LMDBDatabase
     let base: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>
     let localRecords: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>
+    let feeds: LMDBTable<NameCodec, JournalCodec.Feed>
     /// The journal's key, when it is encrypted at rest and the key was given.
     let sealing = SealingBox()
 
@@ -121,7 +123,11 @@ final class JournalSchema: Sendable {
         self.records = records
         base = LMDBTable(records, prefix: [RecordStoreWrite.Table.base.rawValue], name: "base")
         localRecords = LMDBTable(records, prefix: [RecordStoreWrite.Table.local.rawValue], name: "local")
+        feeds = LMDBTable(records, prefix: [Self.feedsPrefix], name: "feeds")
     }
+
+    /// The `records` table of each business's change feed (``FeedRow``).
+    static let feedsPrefix: UInt8 = 4
 
     // MARK: Keys
 

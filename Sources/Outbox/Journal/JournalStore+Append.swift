@@ -1,6 +1,7 @@
 import Foundation
 import OutboxCore
 import OutboxStorage
+import OutboxWire
 
 /// Appending: the group commit's transaction.
 extension JournalStore {
@@ -72,6 +73,8 @@ private struct AppendBatch {
     var position: [OperationID: Int] = [:]
     /// The states one unit folded, before it is known to land.
     var folding: [(id: OperationID, before: OperationState?, after: OperationState)] = []
+    /// Each feed the transaction's landed units moved, where they left it.
+    var feedCursors: [ExactString: FeedPosition] = [:]
     var scratch = Projection.Scratch()
 
     /// - Parameter counters: the counters the last append committed, when known.
@@ -93,6 +96,7 @@ private struct AppendBatch {
         var events: [JournalEvent] = []
         events.reserveCapacity(unit.count)
         folding.removeAll(keepingCapacity: true)
+        var movedFeeds: [ExactString: FeedPosition] = [:]
         do {
             var seq = lastSeq
             var index = 0
@@ -100,6 +104,18 @@ private struct AppendBatch {
                 let prepared = unit[index]
                 seq = seq.next
                 let event = JournalEvent(seq: seq, operationID: prepared.draft.operationID, recordedAt: now, uptime: uptime, body: prepared.draft.body)
+                if let move = prepared.draft.feedWrite {
+                    // The cursor is checked before anything of the page is written: a page asked
+                    // from a cursor another pull has since moved applies nothing.
+                    let business = ExactString(move.business)
+                    let stored = try movedFeeds[business] ?? feedCursors[business] ?? schema.feedRow(business: move.business, in: txn)?.cursor
+                    guard stored == move.expectFrom else {
+                        return .failure(.feedMoved(business: move.business, pageFrom: move.expectFrom?.text, stored: stored?.text))
+                    }
+                    movedFeeds[business] = move.to
+                    // A record the page deleted: each write of it still waiting learns so.
+                    unit += try deletedOnServer(prepared.draft.storeWrites, tombstoneSeq: seq, in: txn).map(JournalStore.PreparedDraft.init)
+                }
                 if let id = prepared.draft.operationID {
                     let before: OperationState?
                     let after: OperationState
@@ -137,6 +153,10 @@ private struct AppendBatch {
             for write in prepared.draft.storeWrites {
                 try schema.store(write, seq: event.seq, at: now, in: txn)
             }
+            if let move = prepared.draft.feedWrite {
+                // Last of the page: the cursor lands with the changes it stands for.
+                try txn.put(schema.feeds, move.business, FeedRow(cursor: move.to, pageSeq: event.seq))
+            }
             if event.operationID == nil {
                 // Engine events are rare, and change no operation (a compaction appends through
                 // `compact`): counted and projected at once.
@@ -155,8 +175,41 @@ private struct AppendBatch {
                 touched.append((before, after))
             }
         }
+        feedCursors.merge(movedFeeds) { $1 }
         lastSeq = events.last?.seq ?? lastSeq
         return .success(events)
+    }
+
+    /// `deletedOnServer` for every write still waiting of each record a page deletes: the page's
+    /// last change of the record a tombstone newer than its stored base. Which writes, by
+    /// ``TombstoneConflict``.
+    private func deletedOnServer(_ writes: [RecordStoreWrite], tombstoneSeq: JournalSequence,
+                                 in txn: borrowing LMDBTransaction) throws -> [JournalStore.Draft] {
+        var last: [RecordKey: RecordStoreWrite] = [:]
+        for write in writes where write.table == .base {
+            if let kept = last[write.key], kept.revision >= write.revision { continue }
+            last[write.key] = write
+        }
+        var drafts: [JournalStore.Draft] = []
+        for (key, write) in last.sorted(by: { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }) where write.value == nil {
+            guard write.replaces(storedRevision: try txn.get(schema.base, key)?.revision) else { continue }
+            for (id, _) in try schema.recordWriteIDs(key, in: txn) {
+                let current: OperationState?
+                if let local = folding.last(where: { $0.id == id }) {
+                    current = local.after
+                } else if let index = position[id] {
+                    current = touched[index].after
+                } else {
+                    current = try storedState(id, in: txn)
+                }
+                guard let current else { continue }
+                let deletes = try schema.recordChange(key, of: current, in: txn)?.isDelete ?? false
+                let rule = TombstoneConflict.Write(status: current.status, deletes: deletes, firstSeq: current.firstSeq, isHeld: current.heldOn != nil)
+                guard TombstoneConflict.decision(for: rule, tombstoneSeq: tombstoneSeq) == .conflict else { continue }
+                drafts.append(JournalStore.Draft(operationID: id, body: .deletedOnServer(DeletedOnServer(key: key, revision: write.revision))))
+            }
+        }
+        return drafts
     }
 
     /// `heldOnRollback` for every queued write of `rolledBack`'s records made after it (in the

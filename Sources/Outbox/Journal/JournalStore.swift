@@ -51,6 +51,9 @@ final class JournalStore: Sendable {
         var storeWrites: [RecordStoreWrite] = []
         /// A business and type whose server base the event drops (`recordBaseDropped`).
         var dropsBase: (business: String, type: String)? = nil
+        /// A page's move of its feed (`pageApplied`): written after the page's base writes, and
+        /// only when the stored cursor is the one the page started from.
+        var feedWrite: FeedRowWrite? = nil
     }
 
     /// A draft with its record encoded but for the seq and moment (``RecordCodec/prepare(operationID:body:)``):

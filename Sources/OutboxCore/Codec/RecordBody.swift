@@ -583,6 +583,48 @@ extension DeletedOnServer: RecordBody {
     }
 }
 
+extension PageApplied: RecordBody {
+    func write(to writer: inout ByteWriter) {
+        writer.write(business)
+        writer.write(position: from)
+        writer.write(position: to)
+        writer.write(reachedEnd)
+        writer.write(digest)
+        writer.write(UInt32(confirmations.count))
+        for confirmation in confirmations { confirmation.write(to: &writer) }
+        writer.write(UInt32(skipped))
+    }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        let business = try reader.readString("business")
+        let from = try reader.readPosition("page start")
+        let to = try reader.readPosition("page cursor")
+        let reachedEnd = try reader.readBool("reached end")
+        let digest = try reader.readDigest("page digest")
+        let count = Int(try reader.readUInt32("pulled change count"))
+        guard count <= reader.remaining else { throw DecodingProblem("\(count) pulled changes cannot fit") }
+        var confirmations: [RecordConfirmation] = []
+        for _ in 0..<count { confirmations.append(try RecordConfirmation(reading: &reader, version: version)) }
+        self.init(business: business, from: from, to: to, reachedEnd: reachedEnd, digest: digest,
+                  confirmations: confirmations, skipped: Int(try reader.readUInt32("skipped changes")))
+    }
+}
+
+extension ByteWriter {
+    /// A feed position: its epoch, major and minor, each a u64.
+    mutating func write(position: FeedPosition) {
+        write(position.epoch)
+        write(position.major)
+        write(position.minor)
+    }
+}
+
+extension ByteReader {
+    mutating func readPosition(_ what: StaticString) throws(DecodingProblem) -> FeedPosition {
+        FeedPosition(epoch: try readUInt64(what), major: try readUInt64(what), minor: try readUInt64(what))
+    }
+}
+
 /// The tag before a record change's value (format 3).
 enum RecordValueTag: UInt8 {
     case none = 0

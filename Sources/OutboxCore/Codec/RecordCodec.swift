@@ -148,6 +148,7 @@ package enum RecordCodec {
         case .recordsWritten(let written): written.write(to: &writer)
         case .recordBaseDropped(let dropped): dropped.write(to: &writer)
         case .deletedOnServer(let deleted): deleted.write(to: &writer)
+        case .pageApplied(let page): page.write(to: &writer)
         }
     }
 
@@ -358,6 +359,7 @@ package enum RecordCodec {
         case .recordsWritten: .recordsWritten(try RecordsWritten(reading: &reader, version: version))
         case .recordBaseDropped: .recordBaseDropped(try RecordBaseDropped(reading: &reader, version: version))
         case .deletedOnServer: .deletedOnServer(try DeletedOnServer(reading: &reader, version: version))
+        case .pageApplied: .pageApplied(try PageApplied(reading: &reader, version: version))
         }
     }
 

@@ -54,13 +54,14 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
     case recordsWritten
     case recordBaseDropped
     case deletedOnServer
+    case pageApplied
 
     /// The record format that introduced the kind: a record of an older version cannot hold it.
     public var formatVersion: Int {
         switch self {
         case .superseded, .rebased, .dependencyEnded, .sessionChanged: 2
         case .heldOnRollback, .rollbackAcknowledged, .recordsWritten, .recordBaseDropped: 3
-        case .deletedOnServer: 4
+        case .deletedOnServer, .pageApplied: 4
         default: 1
         }
     }
@@ -72,7 +73,8 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
             .discarded, .approvalDecided, .superseded, .rebased, .dependencyEnded, .heldOnRollback, .rollbackAcknowledged,
             .deletedOnServer:
             true
-        case .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped:
+        case .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped,
+            .pageApplied:
             false
         }
     }
@@ -101,6 +103,7 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
         case .sessionChanged: 68
         case .recordsWritten: 69
         case .recordBaseDropped: 70
+        case .pageApplied: 71
         }
     }
 
@@ -129,6 +132,7 @@ public enum JournalEventBody: Sendable, Equatable {
     case recordsWritten(RecordsWritten)
     case recordBaseDropped(RecordBaseDropped)
     case deletedOnServer(DeletedOnServer)
+    case pageApplied(PageApplied)
 
     public var kind: JournalEventKind {
         switch self {
@@ -153,6 +157,7 @@ public enum JournalEventBody: Sendable, Equatable {
         case .recordsWritten: .recordsWritten
         case .recordBaseDropped: .recordBaseDropped
         case .deletedOnServer: .deletedOnServer
+        case .pageApplied: .pageApplied
         }
     }
 }

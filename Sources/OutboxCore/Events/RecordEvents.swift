@@ -1,4 +1,6 @@
-import Foundation
+public import Foundation
+public import OutboxCrypto
+public import OutboxWire
 
 // The events of the member's records (journal format 3).
 
@@ -63,5 +65,34 @@ public struct DeletedOnServer: Sendable, Equatable {
     public init(key: RecordKey, revision: UInt64) {
         self.key = key
         self.revision = revision
+    }
+}
+
+/// A page of a business's change feed applied: its changes went to the server base (each only
+/// over an older revision) and its cursor to the feed, in this event's commit. The values live
+/// in the base; the event keeps each record's revision and value hash, the base's trail.
+public struct PageApplied: Sendable, Equatable {
+    public var business: String
+    /// The cursor the page started from and the one it ended at.
+    public var from: FeedPosition
+    public var to: FeedPosition
+    /// Whether it reached the feed's end (the server said no more followed).
+    public var reachedEnd: Bool
+    /// The digest the page carried, checked against its changes before anything was written.
+    public var digest: SHA256Digest
+    /// Each change of a type the app knows, as the trail holds it (source `pulled`).
+    public var confirmations: [RecordConfirmation]
+    /// The changes of types the app does not know: named by the page, passed over.
+    public var skipped: Int
+
+    public init(business: String, from: FeedPosition, to: FeedPosition, reachedEnd: Bool, digest: SHA256Digest,
+                confirmations: [RecordConfirmation], skipped: Int = 0) {
+        self.business = business
+        self.from = from
+        self.to = to
+        self.reachedEnd = reachedEnd
+        self.digest = digest
+        self.confirmations = confirmations
+        self.skipped = skipped
     }
 }

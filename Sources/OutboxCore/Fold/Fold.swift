@@ -91,7 +91,8 @@ package enum Fold {
         let before = next.status
 
         switch event.body {
-        case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped:
+        case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped,
+            .pageApplied:
             preconditionFailure("handled above or not an operation event")
 
         case .heldOnRollback(let held):

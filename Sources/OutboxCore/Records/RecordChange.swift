@@ -82,6 +82,8 @@ public struct RecordConfirmation: Sendable, Equatable {
         case written = 2
         /// A 412's `current`: the record as the server holds it, beside the member's change.
         case conflict = 3
+        /// A page of the business's change feed (format 4).
+        case pulled = 4
 
         public var code: UInt8 { rawValue }
         public var description: String {
@@ -89,6 +91,7 @@ public struct RecordConfirmation: Sendable, Equatable {
             case .answer: "answer"
             case .written: "written"
             case .conflict: "conflict"
+            case .pulled: "pulled"
             }
         }
     }
