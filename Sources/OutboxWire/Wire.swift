@@ -45,6 +45,8 @@ public enum WireErrorCode {
     /// The feed cannot go on from the cursor sent (409, with a `reason` and the server's
     /// `epoch`): the client fetches a snapshot and starts again from its position.
     public static let resnapshotRequired = "resnapshot_required"
+    /// A `GET /sync/changes` whose `limit` or `until` is not one (400): the message names it.
+    public static let feedRequestInvalid = "feed_request_invalid"
 }
 
 /// The fields of the JSON bodies the contract names.

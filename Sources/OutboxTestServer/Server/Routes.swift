@@ -98,10 +98,16 @@ struct Routes: Sendable {
     var observer: (@Sendable (ServerEvent) -> Void)?
     /// The most operations a `POST /sync/batch` may hold; more are answered 413.
     var maxBatchOperations = BatchRequest.defaultMaxOperations
+    /// What `GET /sync/changes` publishes and holds to.
+    var feedLimits = FeedHandling.defaultLimits
     /// Numbers the batches in the order read, for the observer.
     let batchNumbers = BatchNumbers()
 
     func reply(to request: HTTPRequest) -> Reply {
+        if request.path == FeedPage.path {
+            guard request.method == "GET" else { return Reply(response: methodNotAllowed(allow: "GET")) }
+            return Reply(response: feedPage(request))
+        }
         if request.path == BatchRequest.path {
             guard request.method == "POST" else { return refused(request, methodNotAllowed(allow: "POST")) }
             return batch(request)
@@ -281,9 +287,12 @@ struct Routes: Sendable {
         try txn.countApplied(key: key)
         if approval { return try park(endpoint, body, businessID: businessID, key: key, in: txn) }
         let revision = try txn.putNextRevision(type: endpoint.type, businessID: businessID, id: id, key: key, body: body)
+        let visible = try txn.recordChange(StoredRecord(type: endpoint.type, businessID: businessID, id: id, revision: revision,
+                                                        idempotencyKey: key, body: body))
         return ClaimResponse(
             status: 201,
-            headers: [Self.jsonType, .init(name: "Location", value: endpoint.location(of: id)), Self.entityTag(revision)],
+            headers: [Self.jsonType, .init(name: "Location", value: endpoint.location(of: id)), Self.entityTag(revision)]
+                + Self.visibleAt(visible),
             body: RecordBody.answer(type: endpoint.type, id: id, revision: revision, body: body))
     }
 
@@ -305,7 +314,8 @@ struct Routes: Sendable {
         updated.idempotencyKey = key
         updated.body = body
         try txn.replaceRecord(updated)
-        return ClaimResponse(status: 200, headers: [Self.jsonType, Self.entityTag(updated.revision)],
+        let visible = try txn.recordChange(updated)
+        return ClaimResponse(status: 200, headers: [Self.jsonType, Self.entityTag(updated.revision)] + Self.visibleAt(visible),
                              body: RecordBody.answer(type: endpoint.type, id: id, revision: updated.revision, body: body))
     }
 
@@ -320,7 +330,8 @@ struct Routes: Sendable {
         if approval { return try park(endpoint, request.body, businessID: headers.businessID, key: key, in: txn) }
         let tombstone = current.tombstone(key: key)
         try txn.replaceRecord(tombstone)
-        return ClaimResponse(status: 200, headers: [Self.jsonType, Self.entityTag(tombstone.revision)],
+        let visible = try txn.recordChange(tombstone)
+        return ClaimResponse(status: 200, headers: [Self.jsonType, Self.entityTag(tombstone.revision)] + Self.visibleAt(visible),
                              body: RecordBody.deletedAnswer(type: endpoint.type, id: id, revision: tombstone.revision))
     }
 
@@ -393,6 +404,8 @@ struct Routes: Sendable {
             record.revision += 1
             record.idempotencyKey = StoredRecord.changedElsewhereKey
             try txn.replaceRecord(record)
+            // Another device's change reaches this one by the feed, as any write does.
+            _ = try txn.recordChange(record)
             return record
         }
     }
@@ -413,6 +426,29 @@ struct Routes: Sendable {
         if let field = invalid.field { text += #","field":"# + JSONText.quoted(field) }
         return ClaimResponse(status: 422, headers: [jsonType], body: Data((text + "}").utf8))
     }
+
+    /// `Outbox-Visible-At: <position>`, the position of the write's own change; none from a
+    /// storage that keeps no feed.
+    static func visibleAt(_ position: FeedPosition?) -> [ClaimResponse.Header] {
+        position.map { [ClaimResponse.Header(name: WireHeader.visibleAt, value: $0.text)] } ?? []
+    }
+
+    /// `GET /sync/changes`: a page of the business's feed (`X-Business-ID`, `default` when
+    /// absent), or 409 `resnapshot_required`; 501 from a storage that keeps no feed yet.
+    func feedPage(_ request: HTTPRequest) -> HTTPResponse {
+        let businessID: String
+        switch BusinessHeaders.read(request) {
+        case .success(let headers): businessID = headers.businessID
+        case .failure(let refusal): return refusal.response
+        }
+        guard let feed = storage.feed else { return Self.feedUnsupported }
+        return HTTPResponse(FeedHandling.respond(business: businessID, query: request.query, log: feed, limits: feedLimits))
+    }
+
+    /// 501 `feed_unsupported`: the storage keeps no change feed yet.
+    static let feedUnsupported = HTTPResponse.problem(
+        501, code: "feed_unsupported",
+        message: "the change feed is served by the memory storage so far; this server's storage (LMDB or PostgreSQL) keeps none yet")
 
     /// `ETag: "<revision>"`.
     static func entityTag(_ revision: Int) -> ClaimResponse.Header {
