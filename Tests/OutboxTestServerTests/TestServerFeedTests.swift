@@ -294,3 +294,32 @@ struct TestServerFeedTests {
         #expect(refused.code == "feed_unsupported")
     }
 }
+
+@Suite("The change feed's command-line options")
+struct FeedCommandLineTests {
+    func limits(_ arguments: [String]) throws -> FeedLimits {
+        guard case .run(let configuration) = try ServerCommandLine.parse(arguments).get() else { throw CancellationError() }
+        return configuration.feedLimits
+    }
+
+    @Test func theDefaultsServeAThousandChangesAndKeepTombstonesAsLongAsClaims() throws {
+        #expect(try limits([]) == FeedLimits(maxLimit: 1_000, maxPageBytes: 4 << 20, tombstoneRetentionSeconds: 30 * 86_400))
+        #expect(try limits(["--retention-days", "45"]).tombstoneRetentionSeconds == 45 * 86_400)
+    }
+
+    @Test func theOptionsSetThePageSizeAndTheTombstoneRetention() throws {
+        let set = try limits(["--max-page-changes", "50", "--tombstone-retention-days=2", "--retention-days", "45"])
+        #expect(set.maxLimit == 50)
+        #expect(set.tombstoneRetentionSeconds == 2 * 86_400)
+    }
+
+    @Test(arguments: [["--max-page-changes", "0"], ["--max-page-changes", "100001"], ["--tombstone-retention-days", "0"],
+                      ["--tombstone-retention-days", "nan"], ["--max-page-changes"]])
+    func aValueOutOfItsRangeIsAUsageError(_ arguments: [String]) {
+        guard case .failure(let error) = ServerCommandLine.parse(arguments) else {
+            Issue.record("expected a usage error for \(arguments)")
+            return
+        }
+        #expect(error.message.contains(arguments[0]))
+    }
+}
