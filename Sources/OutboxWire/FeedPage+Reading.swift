@@ -85,12 +85,16 @@ extension FeedLimits {
 /// Reads a feed page's tree, naming each field at fault by its path; writes its small parts.
 struct FeedReading {
     let bytes: [UInt8]
-    /// The spans of `changes[i].record`, in the order read (the changes' order).
-    let spans: [JSONSpan]
+    /// Where `changes[i].record` stands, by `i`: one lookup a change, however long the page.
+    let records: [Int: Range<Int>]
 
     init(bytes: [UInt8], spans: [JSONSpan]) {
         self.bytes = bytes
-        self.spans = spans
+        var records: [Int: Range<Int>] = [:]
+        for span in spans {
+            if span.path.components.count == 3, case .index(let index) = span.path.components[1] { records[index] = span.range }
+        }
+        self.records = records
     }
 
     /// Whether `path` is `changes[i].record`: the values whose bytes are kept.
@@ -149,10 +153,10 @@ struct FeedReading {
             throw Self.invalid(recordPath, "\(path) is deleted and holds a record: a tombstone holds none")
         case (let record?, false):
             guard case .object = record else { throw Self.invalid(recordPath, "\(recordPath) must be an object, not \(record.kind)") }
-            guard let span = spans.first(where: { $0.path == recordPath }) else {
+            guard let range = records[index] else {
                 throw Self.invalid(recordPath, "\(recordPath) was read but its bytes were not found")
             }
-            return FeedChange(type: type, id: id, revision: revision, record: Data(bytes[span.range]))
+            return FeedChange(type: type, id: id, revision: revision, record: Data(bytes[range]))
         }
     }
 

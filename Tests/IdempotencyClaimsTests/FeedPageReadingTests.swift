@@ -52,6 +52,18 @@ struct FeedPageReadingTests {
         #expect(page.changes[2].type == "employee")
     }
 
+    @Test func aLongPageKeepsEachRecordWithItsOwnChange() throws {
+        let changes = (0..<1_000).map { number in
+            FeedChange(type: "product", id: "p\(number)", revision: UInt64(number + 1),
+                       record: number % 7 == 3 ? nil : Data(#"{"id":"p\#(number)", "n": \#(number)}"#.utf8))
+        }
+        let written = FeedPage(business: "b", from: .start(of: 1), cursor: FeedPosition(epoch: 1, major: 1_000), hasMore: false,
+                               count: changes.count, digest: FeedDigest.page(changes.map(\.digestInput)), changes: changes)
+        let read = try FeedPage.decoded(from: written.encoded())
+        #expect(read.changes == changes)
+        #expect(read.computedDigest == written.digest)
+    }
+
     @Test func aPageWithoutLimitsReadsAsNone() throws {
         #expect(try FeedPage.decoded(from: body()).limits == nil)
     }
