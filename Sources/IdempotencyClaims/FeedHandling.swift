@@ -14,7 +14,8 @@ public import OutboxWire
 ///   ``FeedLimits/maxLimit``; `max_limit` when absent) and under ``FeedLimits/maxPageBytes``
 ///   unless it holds one change. Its `cursor` is its last change's position when more follow,
 ///   else the fence (or `until`, when that comes first), so a client that sends it back never
-///   skips a change; `has_more` is whether the cursor is short of the fence.
+///   skips a change; `has_more` is whether the page was cut (more follow its cursor, up to
+///   `until` when given): a page that reached the fence or `until` says none.
 /// - A cursor that is not a position is 409 `unknown`; of another epoch, `foreign_epoch`; past
 ///   the fence, `ahead`; below the floor, `expired`. No cursor means the start of the epoch,
 ///   which is `expired` too once the floor has moved.
@@ -108,8 +109,10 @@ public enum FeedHandling {
         }
         // Every row up to `end` is in the page unless it was cut; `end` is at or past the cursor.
         let next = cutAt ?? end
+        // More follow only a page that was cut: one that reached the fence (or `until`) says none,
+        // so an empty page never says more follow and the engine never asks the same again.
         return FeedPage(
-            business: business, from: from, cursor: next, hasMore: next < read.fence, count: changes.count,
+            business: business, from: from, cursor: next, hasMore: cutAt != nil, count: changes.count,
             digest: FeedDigest.page(changes.map(\.digestInput)), limits: limits, changes: changes)
     }
 

@@ -73,7 +73,8 @@ struct FeedHandlingTests {
     @Test func untilStopsAPageAtItAndPastTheFenceAtTheFence() throws {
         let bounded = try page("until=3-812-7&limit=10")
         #expect(bounded.changes.map(\.id) == ["p1", "p2", "p3"] && bounded.cursor == FeedPosition(epoch: 3, major: 812, minor: 7))
-        #expect(bounded.hasMore)
+        #expect(!bounded.hasMore, "it reached what it was asked for")
+        #expect(try page("cursor=3-812-7&until=3-812-7").hasMore == false, "an empty page never says more follow")
         let beyond = try page("cursor=3-812-7&until=3-5000-0&limit=10")
         #expect(beyond.cursor == FeedPosition(epoch: 3, major: 900) && !beyond.hasMore)
     }

@@ -205,7 +205,10 @@ struct TestServerFeedTests {
         for number in 2...4 { _ = try await rig.create("p-\(number)", key: "create-\(number)") }
         let page = try await rig.page("cursor=1-1-0&until=1-3-0")
         #expect(page.changes.map(\.id) == ["p-2", "p-3"])
-        #expect(page.cursor == FeedPosition(epoch: 1, major: 3) && page.hasMore)
+        #expect(page.cursor == FeedPosition(epoch: 1, major: 3) && !page.hasMore, "it reached what it was asked for")
+        let empty = try await rig.page("cursor=1-3-0&until=1-3-0")
+        #expect(empty.changes.isEmpty && !empty.hasMore, "an empty page never says more follow")
+        #expect(try await rig.page("cursor=1-3-0").changes.map(\.id) == ["p-4"])
     }
 
     @Test func eachBusinessHasItsOwnFeed() async throws {
