@@ -326,3 +326,59 @@ struct FeedCommandLineTests {
         #expect(error.message.contains(arguments[0]))
     }
 }
+
+/// The head and the body of bytes read until the server closed, and the length the head promised.
+private func cutResponse(_ bytes: [UInt8]) throws -> (head: String, body: [UInt8], promised: Int) {
+    let end = try #require(bytes.indices.dropLast(3).first { bytes[$0..<$0 + 4].elementsEqual("\r\n\r\n".utf8) })
+    let head = String(decoding: bytes[..<end], as: UTF8.self)
+    let line = try #require(head.components(separatedBy: "\r\n").first { $0.lowercased().hasPrefix("content-length:") })
+    let promised = try #require(Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)))
+    return (head, Array(bytes[(end + 4)...]), promised)
+}
+
+@Suite("Faults on the change feed", .timeLimit(.minutes(10)))
+struct TestServerFeedFaultTests {
+    @Test(arguments: [(Fault.Kind.unavailable, 503), (.rateLimited, 429), (.unauthorized, 401), (.serverError, 500)])
+    func aFaultNamingTheFeedIsAnsweredInsteadOfTheNextPage(_ kind: Fault.Kind, _ status: Int) async throws {
+        let rig = try await FeedRig()
+        rig.server.addFaults([Fault(kind, endpoint: FeedPage.path)])
+        #expect(try await rig.feed().status == status)
+        #expect(try await rig.page().changes.count == 1, "consumed: the next read is served")
+    }
+
+    @Test func aFaultThatNamesNoEndpointIsTheNextWritesNotAFeedRead() async throws {
+        let rig = try await FeedRig()
+        rig.server.addFaults([Fault(.unavailable)])
+        #expect(try await rig.feed().status == 200)
+        #expect(try await rig.create("p-2", key: "create-2").status == 503)
+    }
+
+    @Test func cutBodySendsTheHeadAndHalfThePageThenCloses() async throws {
+        let rig = try await FeedRig()
+        rig.server.addFaults([Fault(.cutBody, endpoint: FeedPage.path)])
+        let bytes = try await exchangeUntilClosed(rig.port, request("GET", FeedPage.path))
+        let (head, body, promised) = try cutResponse(bytes)
+        #expect(head.hasPrefix("HTTP/1.1 200"))
+        #expect(body.count == promised / 2, "half the body the head announced")
+        #expect(throws: FeedPage.Invalid.self) { try FeedPage.decoded(from: Data(body)) }
+        #expect(try await rig.page().changes.count == 1)
+    }
+
+    @Test func dropAfterCommitOnTheFeedClosesWithoutAnAnswer() async throws {
+        let rig = try await FeedRig()
+        rig.server.addFaults([Fault(.dropAfterCommit, endpoint: FeedPage.path)])
+        #expect(try await exchangeUntilClosed(rig.port, request("GET", FeedPage.path)).isEmpty)
+    }
+
+    @Test func cutBodyOnAWriteCommitsItAndItsReplayIsWhole() async throws {
+        let rig = try await FeedRig()
+        rig.server.addFaults([Fault(.cutBody, endpoint: "/products")])
+        let bytes = try await exchangeUntilClosed(rig.port, request(key: "create-2", body: #"{"id":"p-2"}"#))
+        let (head, body, promised) = try cutResponse(bytes)
+        #expect(head.hasPrefix("HTTP/1.1 201") && head.contains("Outbox-Visible-At: 1-2-0"))
+        #expect(body.count < promised)
+        let replay = try await rig.create("p-2", key: "create-2")
+        #expect(replay.header("Idempotent-Replayed") == "true" && replay.header(WireHeader.visibleAt) == "1-2-0")
+        #expect(try await rig.page().changes.map(\.id) == ["p-1", "p-2"])
+    }
+}

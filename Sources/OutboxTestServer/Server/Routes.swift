@@ -9,6 +9,8 @@ struct Reply {
     /// Release requests held by the `slow` fault for these keys once this reply is written: a
     /// copy of each has been answered.
     var releasesKeys: [String] = []
+    /// Send the response's head and only half its body, then close (`cut_body`).
+    var cutsBody = false
 }
 
 /// A business endpoint: one kind of record, created through claims (and updated and deleted,
@@ -106,7 +108,10 @@ struct Routes: Sendable {
     func reply(to request: HTTPRequest) -> Reply {
         if request.path == FeedPage.path {
             guard request.method == "GET" else { return Reply(response: methodNotAllowed(allow: "GET")) }
-            return Reply(response: feedPage(request))
+            let fault = faults.take(.feed)
+            if let fault, let response = Self.immediateResponse(to: fault) { return Reply(response: response) }
+            if fault?.kind == .dropAfterCommit { return Reply(response: nil) }
+            return Reply(response: feedPage(request), cutsBody: fault?.kind == .cutBody)
         }
         if request.path == BatchRequest.path {
             guard request.method == "POST" else { return refused(request, methodNotAllowed(allow: "POST")) }
@@ -241,7 +246,8 @@ struct Routes: Sendable {
             case .refused: answer.response.status == 412 ? .revisionConflict : .refused
             case .keyRequired, .keyInvalid: .refused
             }
-            return (Reply(response: response, releasesKeys: isSlow ? [] : releases), event(outcome, response, fault))
+            return (Reply(response: response, releasesKeys: isSlow ? [] : releases, cutsBody: fault?.kind == .cutBody),
+                    event(outcome, response, fault))
         } catch {
             return failed(error)
         }
@@ -480,7 +486,7 @@ struct Routes: Sendable {
                 status: 200,
                 headers: [.init(name: "Content-Type", value: "text/html; charset=utf-8")],
                 body: Data(captivePortalPage.utf8))
-        case .dropAfterCommit, .pendingApproval, .slow, .holdInTransaction, .changeRecord:
+        case .dropAfterCommit, .pendingApproval, .slow, .holdInTransaction, .changeRecord, .cutBody:
             return nil
         }
     }
