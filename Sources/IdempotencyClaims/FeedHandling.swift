@@ -43,29 +43,14 @@ public enum FeedHandling {
 
     /// The whole answer to a `GET /sync/changes` whose query is `query` (as sent, without `?`).
     public static func respond(business: String, query: String, log: some ChangeLog, limits: FeedLimits) -> ClaimResponse {
-        do {
-            let page = try self.page(business: business, query: query, log: log, limits: limits)
-            return ClaimResponse(status: 200, headers: [jsonType], body: page.encoded())
-        } catch let refusal as Refusal {
-            return refusal.response
-        } catch {
-            return .problem(status: 500, code: "internal_error", message: "the server could not read its change feed: \(error)")
-        }
+        answer { () throws -> Data in try page(business: business, query: query, log: log, limits: limits).encoded() }
     }
 
     /// The page the query asks for.
     /// - Throws: ``Refusal``, or what the log throws.
     public static func page(business: String, query: String, log: some ChangeLog, limits: FeedLimits) throws -> FeedPage {
         let parameters = try Self.parameters(query)
-        let limit: Int
-        switch parameters["limit"] {
-        case nil: limit = limits.maxLimit
-        case let text?:
-            guard !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }), let number = Int(text), number > 0 else {
-                throw Refusal.invalid("limit is \(JSONNode.quoted(String(text.prefix(40)))): it must be a whole number of changes, at least 1")
-            }
-            limit = min(number, limits.maxLimit)
-        }
+        let limit = try Self.limit(parameters, limits)
         var until: FeedPosition?
         if let text = parameters["until"] {
             do {
@@ -95,18 +80,8 @@ public enum FeedHandling {
             guard until >= from else { throw Refusal.invalid("until \(until) comes before the cursor \(from)") }
         }
         let end = until.map { min($0, read.fence) } ?? read.fence
-        var changes: [FeedChange] = []
-        var bytes = envelopeBytes
-        var cutAt: FeedPosition?
-        for row in read.rows {
-            let size = row.change.encoded().count + 1
-            if changes.count == limit || (!changes.isEmpty && bytes + size > limits.maxPageBytes) {
-                cutAt = changes.isEmpty ? nil : read.rows[changes.count - 1].position
-                break
-            }
-            changes.append(row.change)
-            bytes += size
-        }
+        let changes = Self.taken(read.rows.map(\.change), limit: limit, limits: limits)
+        let cutAt = changes.count < read.rows.count ? read.rows[changes.count - 1].position : nil
         // Every row up to `end` is in the page unless it was cut; `end` is at or past the cursor.
         let next = cutAt ?? end
         // More follow only a page that was cut: one that reached the fence (or `until`) says none,
@@ -114,6 +89,87 @@ public enum FeedHandling {
         return FeedPage(
             business: business, from: from, cursor: next, hasMore: cutAt != nil, count: changes.count,
             digest: FeedDigest.page(changes.map(\.digestInput)), limits: limits, changes: changes)
+    }
+
+    /// The changes a page takes of `changes`: at most `limit`, and no more than fit in
+    /// `max_page_bytes` unless the first alone does not.
+    static func taken(_ changes: [FeedChange], limit: Int, limits: FeedLimits) -> [FeedChange] {
+        var bytes = envelopeBytes
+        var count = 0
+        for change in changes {
+            let size = change.encoded().count + 1
+            if count == limit || (count > 0 && bytes + size > limits.maxPageBytes) { break }
+            count += 1
+            bytes += size
+        }
+        return Array(changes.prefix(count))
+    }
+
+    /// `limit`, clamped to `max_limit`; `max_limit` when absent.
+    static func limit(_ parameters: [String: String], _ limits: FeedLimits) throws(Refusal) -> Int {
+        guard let text = parameters["limit"] else { return limits.maxLimit }
+        guard !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }), let number = Int(text), number > 0 else {
+            throw .invalid("limit is \(JSONNode.quoted(String(text.prefix(40)))): it must be a whole number, at least 1")
+        }
+        return min(number, limits.maxLimit)
+    }
+
+    // MARK: Snapshot and summary
+
+    /// The whole answer to a `GET /sync/snapshot` whose query is `query`: 200 with a
+    /// ``SnapshotPage``, or 400 `feed_request_invalid`.
+    public static func respondSnapshot(business: String, query: String, log: some ChangeLog, limits: FeedLimits) -> ClaimResponse {
+        answer { () throws -> Data in try snapshot(business: business, query: query, log: log, limits: limits).encoded() }
+    }
+
+    /// The snapshot page the query asks for: `limit` as for the feed, `type` (optional) one type
+    /// only, `after_type` and `after_id` (both or neither) where the previous page ended.
+    /// - Throws: ``Refusal``, or what the log throws.
+    public static func snapshot(business: String, query: String, log: some ChangeLog, limits: FeedLimits) throws -> SnapshotPage {
+        let parameters = try Self.parameters(query)
+        let limit = try Self.limit(parameters, limits)
+        let type = try nonEmpty("type", parameters)
+        let after: SnapshotKey?
+        switch (try nonEmpty("after_type", parameters), parameters["after_id"]) {
+        case (nil, nil): after = nil
+        case (let afterType?, let afterID?): after = SnapshotKey(type: afterType, id: afterID)
+        default: throw Refusal.invalid("after_type and after_id go together: send both (the last record's type and id) or neither")
+        }
+        let read = try log.snapshot(business: business, type: type, after: after, limit: limit + 1)
+        let records = Self.taken(read.records, limit: limit, limits: limits)
+        return SnapshotPage(
+            business: business, position: read.position, hasMore: records.count < read.records.count, count: records.count,
+            digest: FeedDigest.page(records.map(\.digestInput)), limits: limits, records: records)
+    }
+
+    /// The whole answer to a `GET /sync/summary?type=`: 200 with a ``FeedSummary``, or 400.
+    public static func respondSummary(business: String, query: String, log: some ChangeLog) -> ClaimResponse {
+        answer { () throws -> Data in
+            guard let type = try nonEmpty("type", parameters(query)) else {
+                throw Refusal.invalid("type is missing: a summary is of one record type, ?type=product")
+            }
+            let (position, records) = try log.summary(business: business, type: type)
+            return FeedSummary(business: business, type: type, position: position, count: records.count,
+                               digest: FeedDigest.summary(records)).encoded()
+        }
+    }
+
+    /// 200 with `body()`'s JSON, or its refusal, or 500.
+    private static func answer(_ body: () throws -> Data) -> ClaimResponse {
+        do {
+            return ClaimResponse(status: 200, headers: [jsonType], body: try body())
+        } catch let refusal as Refusal {
+            return refusal.response
+        } catch {
+            return .problem(status: 500, code: "internal_error", message: "the server could not read its change feed: \(error)")
+        }
+    }
+
+    /// The parameter `name`; refused when sent empty.
+    private static func nonEmpty(_ name: String, _ parameters: [String: String]) throws(Refusal) -> String? {
+        guard let value = parameters[name] else { return nil }
+        guard !value.isEmpty else { throw .invalid("\(name) is empty: send a value or leave it out") }
+        return value
     }
 
     /// The cursor against what the log saw: of its epoch, not past its fence, not below its floor.

@@ -21,15 +21,7 @@ extension FeedPage {
     /// the engine's page check, which journals a refusal.
     /// - Throws: ``Invalid`` naming the first field at fault.
     public static func decoded(from body: Data) throws(Invalid) -> FeedPage {
-        let bytes = Array(body)
-        let root: JSONNode
-        let spans: [JSONSpan]
-        do {
-            (root, spans) = try JSONNode.read(bytes, spans: FeedReading.isRecord)
-        } catch {
-            throw Invalid(field: error.field, message: error.message())
-        }
-        let reading = FeedReading(bytes: bytes, spans: spans)
+        let (reading, root) = try FeedReading.read(body, keepingRecordsOf: WireBodyField.changes)
         return try reading.page(root)
     }
 
@@ -88,6 +80,20 @@ struct FeedReading {
     /// Where `changes[i].record` stands, by `i`: one lookup a change, however long the page.
     let records: [Int: Range<Int>]
 
+    /// `body` read strictly, the bytes of each `<list>[i].record` kept.
+    static func read(_ body: Data, keepingRecordsOf list: String) throws(FeedPage.Invalid) -> (FeedReading, JSONNode) {
+        let bytes = Array(body)
+        do {
+            let (root, spans) = try JSONNode.read(bytes, spans: isRecord(of: list))
+            return (FeedReading(bytes: bytes, spans: spans), root)
+        } catch {
+            throw FeedPage.Invalid(field: error.field, message: error.message())
+        }
+    }
+
+    /// The body's shape, for messages.
+    var shape = FeedReading.pageShape
+
     init(bytes: [UInt8], spans: [JSONSpan]) {
         self.bytes = bytes
         var records: [Int: Range<Int>] = [:]
@@ -97,20 +103,22 @@ struct FeedReading {
         self.records = records
     }
 
-    /// Whether `path` is `changes[i].record`: the values whose bytes are kept.
-    static func isRecord(_ path: JSONPath) -> Bool {
-        let components = path.components
-        guard components.count == 3, components[0] == .member(WireBodyField.changes), components[2] == .member(WireBodyField.record),
-            case .index = components[1]
-        else { return false }
-        return true
+    /// Whether a path is `<list>[i].record` (`changes[i].record`): the values whose bytes are kept.
+    static func isRecord(of list: String) -> (JSONPath) -> Bool {
+        { path in
+            let components = path.components
+            guard components.count == 3, components[0] == .member(list), components[2] == .member(WireBodyField.record),
+                case .index = components[1]
+            else { return false }
+            return true
+        }
     }
 
-    static let shape = #"expected {"business","from","cursor","has_more","count","digest","limits" (optional),"#
+    static let pageShape = #"expected {"business","from","cursor","has_more","count","digest","limits" (optional),"#
         + #""changes":[{"type","id","revision","record"} or {"type","id","revision","deleted":true}, ...]}"#
 
     func page(_ root: JSONNode) throws(FeedPage.Invalid) -> FeedPage {
-        guard case .object = root else { throw Self.invalid(.root, "the body must be an object, not \(root.kind); " + Self.shape) }
+        guard case .object = root else { throw Self.invalid(.root, "the body must be an object, not \(root.kind); " + shape) }
         let business = try string(WireBodyField.business, of: root, at: .root)
         let from = try position(WireBodyField.from, of: root, at: .root)
         let cursor = try position(WireBodyField.cursor, of: root, at: .root)
@@ -120,20 +128,26 @@ struct FeedReading {
         let limits = try optional(WireBodyField.limits, of: root, at: .root).map { node throws(FeedPage.Invalid) in
             try self.limits(node, at: JSONPath.root.member(WireBodyField.limits))
         }
-        let changesPath = JSONPath.root.member(WireBodyField.changes)
-        let list = try field(WireBodyField.changes, of: root, at: .root)
-        guard case .array(let elements) = list else { throw Self.invalid(changesPath, "\(changesPath) must be an array, not \(list.kind)") }
-        var changes: [FeedChange] = []
-        changes.reserveCapacity(elements.count)
-        for (index, element) in elements.enumerated() {
-            changes.append(try change(element, index: index, at: changesPath.index(index)))
-        }
+        let changes = try list(WireBodyField.changes, of: root)
         return FeedPage(business: business, from: from, cursor: cursor, hasMore: hasMore, count: count, digest: digest,
                         limits: limits, changes: changes)
     }
 
+    /// The changes of the root's array `name`, each read by ``change(_:index:at:)``.
+    func list(_ name: String, of root: JSONNode) throws(FeedPage.Invalid) -> [FeedChange] {
+        let path = JSONPath.root.member(name)
+        let list = try field(name, of: root, at: .root)
+        guard case .array(let elements) = list else { throw Self.invalid(path, "\(path) must be an array, not \(list.kind)") }
+        var changes: [FeedChange] = []
+        changes.reserveCapacity(elements.count)
+        for (index, element) in elements.enumerated() {
+            changes.append(try change(element, index: index, at: path.index(index)))
+        }
+        return changes
+    }
+
     func change(_ node: JSONNode, index: Int, at path: JSONPath) throws(FeedPage.Invalid) -> FeedChange {
-        guard case .object = node else { throw Self.invalid(path, "\(path) must be an object, not \(node.kind); " + Self.shape) }
+        guard case .object = node else { throw Self.invalid(path, "\(path) must be an object, not \(node.kind); " + shape) }
         let type = try string(WireBodyField.type, of: node, at: path)
         let id = try string(WireBodyField.id, of: node, at: path)
         let revision = try whole(WireBodyField.revision, of: node, at: path, upTo: UInt64.max)
@@ -184,7 +198,7 @@ struct FeedReading {
 
     func field(_ name: String, of object: JSONNode, at path: JSONPath) throws(FeedPage.Invalid) -> JSONNode {
         guard let found = try optional(name, of: object, at: path) else {
-            throw Self.invalid(path.member(name), "\(path.member(name)) is missing; " + Self.shape)
+            throw Self.invalid(path.member(name), "\(path.member(name)) is missing; " + shape)
         }
         return found
     }

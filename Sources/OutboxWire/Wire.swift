@@ -80,8 +80,9 @@ public enum WireBodyField {
     public static let digest = "digest"
     public static let changes = "changes"
     public static let limits = "limits"
-    /// A snapshot's or a summary's feed position.
+    /// A snapshot's or a summary's feed position, and a snapshot page's records.
     public static let position = "position"
+    public static let records = "records"
     /// In a 409 `resnapshot_required`: why (``FeedResnapshot/Reason``), and the server's epoch.
     public static let reason = "reason"
     public static let epoch = "epoch"

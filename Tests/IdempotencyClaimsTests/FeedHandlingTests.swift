@@ -22,6 +22,18 @@ private struct ListedLog: ChangeLog {
 
     struct Broken: Error {}
 
+    func snapshot(business: String, type: String?, after: SnapshotKey?, limit: Int) throws -> SnapshotRead {
+        if fails { throw Broken() }
+        let live = rows.map(\.change).filter { !$0.isDelete && (type == nil || $0.type == type) }
+            .filter { after?.precedes(type: $0.type, id: $0.id) ?? true }.sorted { $0.id < $1.id }
+        return SnapshotRead(epoch: epoch, position: fence, records: Array(live.prefix(limit)))
+    }
+
+    func summary(business: String, type: String) throws -> (position: FeedPosition, records: [(id: String, revision: UInt64)]) {
+        if fails { throw Broken() }
+        return (fence, rows.map(\.change).filter { !$0.isDelete && $0.type == type }.map { (id: $0.id, revision: $0.revision) })
+    }
+
     func read(business: String, after: FeedPosition?, until: FeedPosition?, limit: Int) throws -> ChangeLogRead {
         if fails { throw Broken() }
         let start = after ?? .start(of: epoch)

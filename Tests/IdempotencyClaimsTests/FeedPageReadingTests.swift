@@ -165,3 +165,36 @@ struct JSONNodeSpanTests {
         #expect(try JSONNode.read(Array(#"{"a":1}"#.utf8)) { _ in true }.spans.map(\.path.description) == ["a", ""])
     }
 }
+
+@Suite("Reading and writing snapshot pages and summaries")
+struct SnapshotReadingTests {
+    @Test func aSnapshotPageRoundTripsWithItsRecordsBytes() throws {
+        let records = [FeedChange(type: "product", id: "p1", revision: 3, record: Data(#"{ "id" : "p1" }"#.utf8))]
+        let written = SnapshotPage(business: "b", position: FeedPosition(epoch: 2, major: 9), hasMore: true, count: 1,
+                                   digest: FeedDigest.page(records.map(\.digestInput)),
+                                   limits: FeedLimits(maxLimit: 5, maxPageBytes: 100, tombstoneRetentionSeconds: 1), records: records)
+        let read = try SnapshotPage.decoded(from: written.encoded())
+        #expect(read == written && read.computedDigest == read.digest)
+    }
+
+    @Test func aTombstoneInASnapshotIsRefusedByItsPath() {
+        let body = #"{"business":"b","position":"1-1-0","has_more":false,"count":1,"digest":""# + FeedDigest.page([]).hex
+            + #"","records":[{"type":"product","id":"p1","revision":2,"deleted":true}]}"#
+        #expect {
+            try SnapshotPage.decoded(from: Data(body.utf8))
+        } throws: { error in
+            (error as? FeedPage.Invalid)?.field == "records[0].deleted"
+        }
+    }
+
+    @Test func aSummaryRoundTripsAndAMissingFieldIsNamed() throws {
+        let summary = FeedSummary(business: "b", type: "product", position: FeedPosition(epoch: 1, major: 4), count: 2,
+                                  digest: FeedDigest.summary([(id: "a", revision: UInt64(1)), (id: "b", revision: UInt64(2))]))
+        #expect(try FeedSummary.decoded(from: summary.encoded()) == summary)
+        #expect {
+            try FeedSummary.decoded(from: Data(#"{"business":"b","type":"product","count":2}"#.utf8))
+        } throws: { error in
+            (error as? FeedPage.Invalid)?.field == "position"
+        }
+    }
+}

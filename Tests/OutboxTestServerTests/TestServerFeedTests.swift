@@ -382,3 +382,80 @@ struct TestServerFeedFaultTests {
         #expect(try await rig.page().changes.map(\.id) == ["p-1", "p-2"])
     }
 }
+
+@Suite("The test server's snapshot and summary", .timeLimit(.minutes(10)))
+struct TestServerSnapshotTests {
+    /// p-1 to p-5 and e-1, then p-3 deleted and p-2 changed elsewhere: 8 changes.
+    private func rig() async throws -> FeedRig {
+        let rig = try await FeedRig()
+        for number in 2...5 { #expect(try await rig.create("p-\(number)", key: "create-\(number)").status == 201) }
+        #expect(try await exchange(rig.port, request("POST", "/employees", key: "e", body: #"{"id":"e-1","name":"Ana"}"#)).status == 201)
+        #expect(try await exchange(rig.port, request("DELETE", "/products/p-3", key: "d")).status == 200)
+        _ = try rig.server.changeRecord(type: "product", id: "p-2", patch: Data(#"{"price":3}"#.utf8))
+        return rig
+    }
+
+    private func snapshot(_ rig: FeedRig, _ query: String) async throws -> SnapshotPage {
+        let response = try await exchange(rig.port, request("GET", SnapshotPage.path + "?" + query))
+        #expect(response.status == 200, "\(String(decoding: response.body, as: UTF8.self))")
+        let page = try SnapshotPage.decoded(from: response.body)
+        #expect(page.count == page.records.count && page.digest == page.computedDigest)
+        return page
+    }
+
+    @Test(arguments: [1, 2, 5, 10])
+    func pagesHoldEveryLiveRecordOnceInTypeThenIdOrderAtTheFence(_ limit: Int) async throws {
+        let rig = try await rig()
+        var records: [FeedChange] = []
+        var after = ""
+        while true {
+            let page = try await snapshot(rig, "limit=\(limit)" + after)
+            #expect(page.position == FeedPosition(epoch: 1, major: 8), "the fence of the moment read")
+            #expect(page.records.count <= limit)
+            records += page.records
+            guard page.hasMore, let last = page.records.last else { break }
+            after = "&after_type=\(last.type)&after_id=\(last.id)"
+            #expect(records.count < 10)
+        }
+        #expect(records.map { "\($0.type)/\($0.id)" } == ["employee/e-1", "product/p-1", "product/p-2", "product/p-4", "product/p-5"])
+        #expect(records.allSatisfy { !$0.isDelete })
+        let p2 = try #require(records.first { $0.id == "p-2" })
+        #expect(p2.revision == 2 && p2.record == Data(#"{"id":"p-2","price":3,"revision":2}"#.utf8), "as the feed carries it")
+    }
+
+    @Test func aSnapshotOfOneType() async throws {
+        let rig = try await rig()
+        let page = try await snapshot(rig, "type=employee")
+        #expect(page.records.map(\.id) == ["e-1"] && !page.hasMore)
+    }
+
+    @Test func aSummaryCountsLiveRecordsAndDigestsTheirIdsAndRevisions() async throws {
+        let rig = try await rig()
+        let response = try await exchange(rig.port, request("GET", FeedSummary.path + "?type=product"))
+        #expect(response.status == 200)
+        let summary = try FeedSummary.decoded(from: response.body)
+        #expect(summary.business == "default" && summary.type == "product" && summary.position == FeedPosition(epoch: 1, major: 8))
+        #expect(summary.count == 4)
+        #expect(summary.digest == FeedDigest.summary([("p-1", 1), ("p-2", 2), ("p-4", 1), ("p-5", 1)].map { (id: $0.0, revision: UInt64($0.1)) }))
+    }
+
+    @Test(arguments: [
+        "\(SnapshotPage.path)?after_type=product", "\(SnapshotPage.path)?after_id=p-1", "\(SnapshotPage.path)?type=",
+        "\(SnapshotPage.path)?limit=0", "\(FeedSummary.path)", "\(FeedSummary.path)?type=",
+    ])
+    func aRequestThatIsNotOneIs400(_ target: String) async throws {
+        let rig = try await FeedRig()
+        let refused = try await exchange(rig.port, request("GET", target))
+        #expect(refused.status == 400 && refused.code == WireErrorCode.feedRequestInvalid)
+    }
+
+    @Test func theLMDBStorageServesNeitherYet() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try TestServer(.init(storage: .lmdb(directory: directory.url)))
+        defer { server.stop() }
+        for path in [SnapshotPage.path, FeedSummary.path + "?type=product"] {
+            #expect(try await exchange(server.port, request("GET", path)).status == 501)
+        }
+    }
+}

@@ -106,6 +106,10 @@ struct Routes: Sendable {
     let batchNumbers = BatchNumbers()
 
     func reply(to request: HTTPRequest) -> Reply {
+        if request.path == SnapshotPage.path || request.path == FeedSummary.path {
+            guard request.method == "GET" else { return Reply(response: methodNotAllowed(allow: "GET")) }
+            return Reply(response: recordsRead(request))
+        }
         if request.path == FeedPage.path {
             guard request.method == "GET" else { return Reply(response: methodNotAllowed(allow: "GET")) }
             let fault = faults.take(.feed)
@@ -449,6 +453,20 @@ struct Routes: Sendable {
         }
         guard let feed = storage.feed else { return Self.feedUnsupported }
         return HTTPResponse(FeedHandling.respond(business: businessID, query: request.query, log: feed, limits: feedLimits))
+    }
+
+    /// `GET /sync/snapshot` and `GET /sync/summary`: the business's current records, a page at a
+    /// time, or what it holds of one type; 501 from a storage that keeps no feed yet.
+    func recordsRead(_ request: HTTPRequest) -> HTTPResponse {
+        let businessID: String
+        switch BusinessHeaders.read(request) {
+        case .success(let headers): businessID = headers.businessID
+        case .failure(let refusal): return refusal.response
+        }
+        guard let feed = storage.feed else { return Self.feedUnsupported }
+        return HTTPResponse(request.path == SnapshotPage.path
+            ? FeedHandling.respondSnapshot(business: businessID, query: request.query, log: feed, limits: feedLimits)
+            : FeedHandling.respondSummary(business: businessID, query: request.query, log: feed))
     }
 
     /// 501 `feed_unsupported`: the storage keeps no change feed yet.

@@ -114,6 +114,33 @@ final class MemoryServerStorage: ServerStorage {
                 fence: FeedPosition(epoch: state.epoch, major: last), rows: rows)
         }
 
+        func snapshot(business: String, type: String?, after: SnapshotKey?, limit: Int) -> SnapshotRead {
+            let state = store.records()
+            let live = Self.live(state, business: business, type: type).filter { after?.precedes(type: $0.type, id: $0.id) ?? true }
+            return SnapshotRead(epoch: state.epoch, position: Self.fence(state, business: business),
+                                records: live.prefix(limit).map(\.feedChange))
+        }
+
+        func summary(business: String, type: String) -> (position: FeedPosition, records: [(id: String, revision: UInt64)]) {
+            let state = store.records()
+            return (Self.fence(state, business: business),
+                    Self.live(state, business: business, type: type).map { (id: $0.id, revision: UInt64($0.revision)) })
+        }
+
+        /// The business's live records (of `type`, when given), by type bytes then id bytes.
+        private static func live(_ state: ServerState, business: String, type: String?) -> [StoredRecord] {
+            state.records.values
+                .filter { !$0.isDeleted && $0.businessID.hasSameBytes(as: business) && (type.map($0.type.hasSameBytes(as:)) ?? true) }
+                .sorted { left, right in
+                    left.type.hasSameBytes(as: right.type)
+                        ? left.id.utf8.lexicographicallyPrecedes(right.id.utf8) : left.type.utf8.lexicographicallyPrecedes(right.type.utf8)
+                }
+        }
+
+        private static func fence(_ state: ServerState, business: String) -> FeedPosition {
+            FeedPosition(epoch: state.epoch, major: state.lastChange[ExactString(business)] ?? 0)
+        }
+
         func purge(business: String, through: FeedPosition) throws -> (floor: FeedPosition, purged: Int) {
             try store.transaction { txn in
                 let key = ExactString(business)
