@@ -29,21 +29,11 @@ extension FeedPage {
     /// must be a JSON value): `{"business":...,"from":...,"cursor":...,"has_more":...,"count":...,
     /// "digest":...,"limits":{...},"changes":[...]}`.
     public func encoded() -> Data {
-        var out = Data("{".utf8)
-        out += FeedReading.member(WireBodyField.business, FeedReading.quoted(business)) + Data(",".utf8)
-        out += FeedReading.member(WireBodyField.from, FeedReading.quoted(from.text)) + Data(",".utf8)
-        out += FeedReading.member(WireBodyField.cursor, FeedReading.quoted(cursor.text)) + Data(",".utf8)
-        out += FeedReading.member(WireBodyField.hasMore, hasMore ? "true" : "false") + Data(",".utf8)
-        out += FeedReading.member(WireBodyField.count, String(count)) + Data(",".utf8)
-        out += FeedReading.member(WireBodyField.digest, FeedReading.quoted(digest.hex)) + Data(",".utf8)
-        if let limits { out += FeedReading.member(WireBodyField.limits, limits.json) + Data(",".utf8) }
-        out += Data((FeedReading.quoted(WireBodyField.changes) + ":[").utf8)
-        for (index, change) in changes.enumerated() {
-            if index > 0 { out += Data(",".utf8) }
-            out += change.encoded()
-        }
-        out += Data("]}".utf8)
-        return out
+        FeedReading.object([
+            (WireBodyField.business, FeedReading.quoted(business)), (WireBodyField.from, FeedReading.quoted(from.text)),
+            (WireBodyField.cursor, FeedReading.quoted(cursor.text)), (WireBodyField.hasMore, hasMore ? "true" : "false"),
+            (WireBodyField.count, String(count)), (WireBodyField.digest, FeedReading.quoted(digest.hex)),
+        ] + (limits.map { [(WireBodyField.limits, $0.json)] } ?? []), list: WireBodyField.changes, changes)
     }
 }
 
@@ -258,6 +248,19 @@ struct FeedReading {
     }
 
     // MARK: Writing
+
+    /// `{"name":value,...,"<list>":[change,...]}`, each change with its record's bytes as held.
+    static func object(_ members: [(String, String)], list: String, _ changes: [FeedChange]) -> Data {
+        var out = Data("{".utf8)
+        for (name, value) in members { out += member(name, value) + Data(",".utf8) }
+        out += Data((quoted(list) + ":[").utf8)
+        for (index, change) in changes.enumerated() {
+            if index > 0 { out += Data(",".utf8) }
+            out += change.encoded()
+        }
+        out += Data("]}".utf8)
+        return out
+    }
 
     /// `"name":value`.
     static func member(_ name: String, _ value: String) -> Data {

@@ -65,20 +65,11 @@ public struct SnapshotPage: Sendable, Equatable {
     }
 
     public func encoded() -> Data {
-        var out = Data("{".utf8)
-        out += FeedReading.member(WireBodyField.business, FeedReading.quoted(business)) + Data(",".utf8)
-        out += FeedReading.member(WireBodyField.position, FeedReading.quoted(position.text)) + Data(",".utf8)
-        out += FeedReading.member(WireBodyField.hasMore, hasMore ? "true" : "false") + Data(",".utf8)
-        out += FeedReading.member(WireBodyField.count, String(count)) + Data(",".utf8)
-        out += FeedReading.member(WireBodyField.digest, FeedReading.quoted(digest.hex)) + Data(",".utf8)
-        if let limits { out += FeedReading.member(WireBodyField.limits, limits.json) + Data(",".utf8) }
-        out += Data((FeedReading.quoted(WireBodyField.records) + ":[").utf8)
-        for (index, record) in records.enumerated() {
-            if index > 0 { out += Data(",".utf8) }
-            out += record.encoded()
-        }
-        out += Data("]}".utf8)
-        return out
+        FeedReading.object([
+            (WireBodyField.business, FeedReading.quoted(business)), (WireBodyField.position, FeedReading.quoted(position.text)),
+            (WireBodyField.hasMore, hasMore ? "true" : "false"), (WireBodyField.count, String(count)),
+            (WireBodyField.digest, FeedReading.quoted(digest.hex)),
+        ] + (limits.map { [(WireBodyField.limits, $0.json)] } ?? []), list: WireBodyField.records, records)
     }
 }
 

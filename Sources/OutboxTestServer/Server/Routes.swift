@@ -446,27 +446,31 @@ struct Routes: Sendable {
     /// `GET /sync/changes`: a page of the business's feed (`X-Business-ID`, `default` when
     /// absent), or 409 `resnapshot_required`; 501 from a storage that keeps no feed yet.
     func feedPage(_ request: HTTPRequest) -> HTTPResponse {
-        let businessID: String
-        switch BusinessHeaders.read(request) {
-        case .success(let headers): businessID = headers.businessID
-        case .failure(let refusal): return refusal.response
+        withFeed(request) { businessID, feed in
+            FeedHandling.respond(business: businessID, query: request.query, log: feed, limits: feedLimits)
         }
-        guard let feed = storage.feed else { return Self.feedUnsupported }
-        return HTTPResponse(FeedHandling.respond(business: businessID, query: request.query, log: feed, limits: feedLimits))
+    }
+
+    /// `read`'s answer for the request's business (`X-Business-ID`, checked as for writes) and
+    /// the storage's feed; 501 from a storage that keeps none.
+    private func withFeed(_ request: HTTPRequest, _ read: (String, any ServerFeed) -> ClaimResponse) -> HTTPResponse {
+        switch BusinessHeaders.read(request) {
+        case .success(let headers):
+            guard let feed = storage.feed else { return Self.feedUnsupported }
+            return HTTPResponse(read(headers.businessID, feed))
+        case .failure(let refusal):
+            return refusal.response
+        }
     }
 
     /// `GET /sync/snapshot` and `GET /sync/summary`: the business's current records, a page at a
     /// time, or what it holds of one type; 501 from a storage that keeps no feed yet.
     func recordsRead(_ request: HTTPRequest) -> HTTPResponse {
-        let businessID: String
-        switch BusinessHeaders.read(request) {
-        case .success(let headers): businessID = headers.businessID
-        case .failure(let refusal): return refusal.response
+        withFeed(request) { businessID, feed in
+            request.path == SnapshotPage.path
+                ? FeedHandling.respondSnapshot(business: businessID, query: request.query, log: feed, limits: feedLimits)
+                : FeedHandling.respondSummary(business: businessID, query: request.query, log: feed)
         }
-        guard let feed = storage.feed else { return Self.feedUnsupported }
-        return HTTPResponse(request.path == SnapshotPage.path
-            ? FeedHandling.respondSnapshot(business: businessID, query: request.query, log: feed, limits: feedLimits)
-            : FeedHandling.respondSummary(business: businessID, query: request.query, log: feed))
     }
 
     /// 501 `feed_unsupported`: the storage keeps no change feed yet.
