@@ -1,5 +1,6 @@
 import Foundation
 import IdempotencyClaims
+import OutboxWire
 import OutboxStorage
 
 /// ``ServerStorage`` in an LMDB environment: claims, records, approvals and counts in one
@@ -81,6 +82,9 @@ final class LMDBServerStorage: ServerStorage {
                 try lmdb.put(tables.records, key: Array(record.storageKey.utf8), value: try JSONEncoder().encode(record))
             }
         }
+
+        /// No feed is kept in LMDB yet: the answers carry no position.
+        func recordChange(_ record: StoredRecord) -> FeedPosition? { nil }
     }
 
     func transaction<R>(_ body: (any ServerTransaction) throws -> R) throws -> R {
@@ -131,6 +135,9 @@ final class LMDBServerStorage: ServerStorage {
         let decoder = JSONDecoder()
         return try values.map { try decoder.decode(Value.self, from: $0) }
     }
+
+    /// The feed is served by the memory storage so far.
+    var feed: (any ServerFeed)? { nil }
 
     func reset() throws {
         let claimsDatabase = claims.store.database

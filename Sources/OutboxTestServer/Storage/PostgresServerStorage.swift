@@ -1,5 +1,6 @@
 import Foundation
 import IdempotencyClaims
+import OutboxWire
 import PostgresClaimStore
 
 /// ``ServerStorage`` in PostgreSQL: claims (``PostgresClaimStore``), records, approvals and
@@ -102,6 +103,9 @@ final class PostgresServerStorage: ServerStorage {
                 """, [.text(record.type), .text(record.businessID), .text(record.id), .int32(Int32(record.revision)),
                       .text(record.idempotencyKey), .bytes(record.body), .bool(record.isDeleted)])
         }
+
+        /// No feed is kept in PostgreSQL yet: the answers carry no position.
+        func recordChange(_ record: StoredRecord) -> FeedPosition? { nil }
     }
 
     func transaction<R>(_ body: (any ServerTransaction) throws -> R) throws -> R {
@@ -157,6 +161,9 @@ final class PostgresServerStorage: ServerStorage {
     }
 
     /// Empties the shared tables: every server on the database starts over.
+    /// The feed is served by the memory storage so far.
+    var feed: (any ServerFeed)? { nil }
+
     func reset() throws {
         _ = try pool.transaction { connection in
             try connection.execute(
