@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 package import OutboxCore
 import OutboxCrypto
 package import OutboxWire
@@ -65,5 +65,103 @@ extension Outbox {
     package func feedCursor(business: String) throws -> FeedPosition? {
         try ensureOpen()
         return try store.read { txn in try store.schema.feedRow(business: business, in: txn)?.cursor }
+    }
+}
+
+/// What pulling one business's feed did, page by page.
+package struct FeedPullReport: Sendable, Equatable {
+    package var business: String
+    package var pagesApplied = 0
+    package var changesApplied = 0
+    /// Whether the last page applied reached the feed's end.
+    package var reachedEnd = false
+    /// Why it stopped before the end; `nil`: it reached the end.
+    package var stoppedBy: FeedPullStop?
+}
+
+/// Why a pull stopped before the feed's end. Nothing of the page that stopped it was applied.
+package enum FeedPullStop: Sendable, Equatable {
+    /// No response (offline, timed out, cut off): the next pull asks for the same page again.
+    case noResponse
+    /// 401: the session needs refreshing, as for writes.
+    case unauthorized
+    /// 429 or 5xx: back off, until the server's `Retry-After` when it said one.
+    case retryLater(status: Int, retryAfter: Date?)
+    /// 409 `resnapshot_required`: the cursor means nothing to the server now.
+    case resnapshotRequired(reason: String, epoch: UInt64?)
+    /// The page came from another epoch of the server.
+    case otherEpoch(UInt64)
+    /// The page failed its check (``PageCheck``).
+    case refused(PageRefusal)
+    /// A body that is not a feed page, or another status: the server's words, as it said them.
+    case invalidResponse(status: Int, problem: String)
+    /// Another account signed in (or nobody) between the request and its answer: the page is
+    /// dropped, never applied under an account it was not asked for.
+    case sessionChanged
+    /// The pages asked in one pull ran out before the end.
+    case pageLimit
+}
+
+extension Outbox {
+    /// Pulls `business`'s change feed from its cursor, page by page, each applied in its own
+    /// commit (``apply(_:requested:limit:)``), until a page reaches the end or something stops
+    /// it. The account is checked before each request and again before each page is applied.
+    package func pullFeed(business: String, endpoint: String = FeedPage.path, limit: Int = 500, maxPages: Int = 1_000) async throws -> FeedPullReport {
+        try ensureOpen()
+        var report = FeedPullReport(business: business)
+        for _ in 0..<maxPages {
+            guard await configuration.session.currentAccount() == configuration.account else { return stopped(report, .sessionChanged) }
+            let cursor = try feedCursor(business: business)
+            let query = "?limit=\(limit)" + (cursor.map { "&cursor=\($0.text)" } ?? "")
+            let request = TransportRequest(method: "GET", endpoint: endpoint + query, headers: [WireHeader.businessID: business], body: Data())
+            let response: TransportResponse
+            do {
+                response = try await transport.send(request)
+            } catch {
+                return stopped(report, .noResponse)
+            }
+            switch response.statusCode {
+            case 200:
+                let page: FeedPage
+                do {
+                    page = try FeedPage.decoded(from: response.body)
+                } catch {
+                    return stopped(report, .invalidResponse(status: 200, problem: "\(error)"))
+                }
+                guard await configuration.session.currentAccount() == configuration.account else { return stopped(report, .sessionChanged) }
+                switch try await apply(page, requested: cursor, limit: limit) {
+                case .applied(let applied):
+                    report.pagesApplied += 1
+                    report.changesApplied += applied.confirmations.count
+                    report.reachedEnd = applied.reachedEnd
+                    if applied.reachedEnd { return report }
+                case .unchanged:
+                    report.reachedEnd = true
+                    return report
+                case .resnapshot(let epoch):
+                    return stopped(report, .otherEpoch(epoch))
+                case .refused(let refusal):
+                    return stopped(report, .refused(refusal))
+                }
+            case 401:
+                return stopped(report, .unauthorized)
+            case 409:
+                let resnapshot = try? FeedResnapshot.decoded(from: response.body)
+                return stopped(report, .resnapshotRequired(reason: resnapshot?.reason.rawValue ?? "unknown", epoch: resnapshot?.epoch))
+            case 429, 500...599:
+                let retryAfter = response.header(WireHeader.retryAfter).flatMap { RetryAfter.moment($0, now: configuration.clock.now()) }
+                return stopped(report, .retryLater(status: response.statusCode, retryAfter: retryAfter))
+            default:
+                return stopped(report, .invalidResponse(status: response.statusCode, problem: String(decoding: response.body.prefix(512), as: UTF8.self)))
+            }
+        }
+        return stopped(report, .pageLimit)
+    }
+
+    private func stopped(_ report: FeedPullReport, _ stop: FeedPullStop) -> FeedPullReport {
+        var report = report
+        report.reachedEnd = false
+        report.stoppedBy = stop
+        return report
     }
 }
