@@ -322,7 +322,7 @@ struct HistoryAudit {
 
         switch event.body {
         case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped,
-            .pageApplied:
+            .pageApplied, .pageRefused:
             throw broken("an engine event under an operation")
 
         case .deletedOnServer:

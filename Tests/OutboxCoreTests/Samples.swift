@@ -131,6 +131,9 @@ enum Samples {
                                  confirmations: [RecordConfirmation(key: record, revision: 19, valueHash: SHA256Digest(of: Data("{}".utf8)), source: .pulled),
                                                  RecordConfirmation(key: record, revision: 20, valueHash: nil, source: .pulled)],
                                  skipped: 1)),
+        .pageRefused(PageRefused(business: "pharmacy-7", from: FeedPosition(epoch: 3, major: 41), code: "digest_mismatch",
+                                 detail: "the page's digest is not the digest of the changes it holds")),
+        .pageRefused(PageRefused(business: "pharmacy-7", from: nil, code: "malformed", detail: "changes[0].revision: not a number")),
     ]
 
     static func events() -> [JournalEvent] {

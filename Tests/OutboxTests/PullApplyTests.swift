@@ -92,10 +92,31 @@ struct PullApplyTests {
         var wrong = Self.page(from: .start(of: 1), to: Self.at(2), [Self.put("p1", 3, 14)])
         wrong.count = 2
         #expect(try await outbox.apply(wrong, requested: nil, limit: 500) == .refused(.countMismatch(said: 2, held: 1)))
+        let refusals = try outbox.events(from: .zero, limit: .max).compactMap { event -> PageRefused? in
+            if case .pageRefused(let refused) = event.body { return refused }
+            return nil
+        }
+        #expect(refusals == [PageRefused(business: Self.business, from: nil, code: "count_mismatch", detail: "the page says it holds 2 changes and holds 1")],
+                "journaled, so support sees what the server got wrong")
         let restored = Self.page(from: .start(of: 1), to: FeedPosition(epoch: 2, major: 1), [Self.put("p1", 3, 14)])
         #expect(try await outbox.apply(restored, requested: nil, limit: 500) == .resnapshot(epoch: 2))
         #expect(try outbox.record(Self.key("p1")) == nil && outbox.feedCursor(business: Self.business) == nil)
         #expect(try await outbox.apply(Self.page(from: .start(of: 1), to: .start(of: 1), []), requested: nil, limit: 500) == .unchanged)
+    }
+
+    @Test func aBodyThatIsNotAPageIsRefusedAndJournaledAndTheCursorStays() async throws {
+        let transport = ScriptedTransport()
+        transport.script(.respond(.json(200, #"{"business":"pharmacy-7","from":"1-0-0","cursor":"1-2-0","has_more":false,"count":1,"digest":"00","changes":[{"type":"product","id":"p1","revision":"three"}]}"#)))
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open()
+        defer { outbox.close() }
+        let report = try await outbox.pullFeed(business: Self.business)
+        guard case .refused(.malformed(let problem)) = report.stoppedBy else { Issue.record("\(report)"); return }
+        #expect(!problem.isEmpty)
+        #expect(try outbox.events(from: .zero, limit: .max).contains { $0.kind == .pageRefused })
+        #expect(try outbox.feedCursor(business: Self.business) == nil)
+        #expect(transport.requests.first?.endpoint == "/sync/changes?limit=500" && transport.requests.first?.method == "GET")
+        #expect(transport.requests.first?.headers["X-Business-ID"] == Self.business)
     }
 
     @Test func aPulledChangeGoesBeneathAPendingEditWhichStaysOnScreen() async throws {

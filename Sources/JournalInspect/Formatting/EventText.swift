@@ -117,6 +117,8 @@ public enum EventText {
             return "page of \(page.business)'s feed applied: \(page.from) -> \(page.to), \(page.confirmations.count) changes (\(deletes) deleted)"
                 + (page.skipped > 0 ? ", \(page.skipped) of types the app does not know passed over" : "")
                 + (page.reachedEnd ? "; the feed's end" : "; more follow")
+        case .pageRefused(let refused):
+            return "page of \(refused.business)'s feed from \(refused.from?.text ?? "its start") refused (\(refused.code)): \(refused.detail); nothing of it applied"
         case .deletedOnServer(let deleted):
             return "conflicted: \(deleted.key) was deleted on the server (revision \(deleted.revision)) while this change waited; a person decides"
         case .sessionChanged(let changed):

@@ -30,7 +30,9 @@ extension Outbox {
         try ensureOpen()
         let request = PageCheck.Request(business: page.business, cursor: requested ?? .start(of: page.from.epoch), limit: limit)
         switch PageCheck.verdict(page, for: request) {
-        case .refuse(let refusal): return .refused(refusal)
+        case .refuse(let refusal):
+            try await journalRefusal(refusal, business: page.business, from: requested)
+            return .refused(refusal)
         case .resnapshot(let epoch): return .resnapshot(epoch: epoch)
         case .apply: break
         }
@@ -58,6 +60,17 @@ extension Outbox {
             feedWrite: FeedRowWrite(business: page.business, expectFrom: requested, to: page.cursor)
         )], whenFull: .refuse)
         return .applied(applied)
+    }
+
+    /// Journals a page's refusal (`pageRefused`), so support sees what the server got wrong. It
+    /// never takes the room writes need: with the journal full, the refusal is not journaled.
+    func journalRefusal(_ refusal: PageRefusal, business: String, from: FeedPosition?) async throws {
+        let refused = PageRefused(business: business, from: from, code: refusal.code, detail: refusal.description)
+        do {
+            _ = try await room.append([JournalStore.Draft(operationID: nil, body: .pageRefused(refused))], whenFull: .refuse)
+        } catch OutboxError.storageFull {
+            return
+        }
     }
 
     /// The cursor of `business`'s change feed: where its next page starts; `nil` when it was
@@ -126,7 +139,8 @@ extension Outbox {
                 do {
                     page = try FeedPage.decoded(from: response.body)
                 } catch {
-                    return stopped(report, .invalidResponse(status: 200, problem: "\(error)"))
+                    try await journalRefusal(.malformed("\(error)"), business: business, from: cursor)
+                    return stopped(report, .refused(.malformed("\(error)")))
                 }
                 guard await configuration.session.currentAccount() == configuration.account else { return stopped(report, .sessionChanged) }
                 switch try await apply(page, requested: cursor, limit: limit) {

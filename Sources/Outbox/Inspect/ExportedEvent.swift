@@ -224,6 +224,11 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             reachedEnd = page.reachedEnd
             digest = page.digest.hex
             confirmations = page.confirmations.map(ExportedRecordConfirmation.init)
+        case .pageRefused(let refused):
+            businessID = refused.business
+            pageFrom = refused.from?.text
+            errorCode = refused.code
+            errorMessage = refused.detail
         }
     }
 }

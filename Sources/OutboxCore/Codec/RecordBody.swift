@@ -610,6 +610,21 @@ extension PageApplied: RecordBody {
     }
 }
 
+extension PageRefused: RecordBody {
+    func write(to writer: inout ByteWriter) {
+        writer.write(business)
+        writer.writeOptional(from) { $0.write(position: $1) }
+        writer.write(code)
+        writer.write(detail)
+    }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        self.init(business: try reader.readString("business"),
+                  from: try reader.readOptional("refused page start") { (reader) throws(DecodingProblem) in try reader.readPosition("refused page start") },
+                  code: try reader.readString("refusal code"), detail: try reader.readString("refusal detail"))
+    }
+}
+
 extension ByteWriter {
     /// A feed position: its epoch, major and minor, each a u64.
     mutating func write(position: FeedPosition) {

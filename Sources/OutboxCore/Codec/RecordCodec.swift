@@ -149,6 +149,7 @@ package enum RecordCodec {
         case .recordBaseDropped(let dropped): dropped.write(to: &writer)
         case .deletedOnServer(let deleted): deleted.write(to: &writer)
         case .pageApplied(let page): page.write(to: &writer)
+        case .pageRefused(let refused): refused.write(to: &writer)
         }
     }
 
@@ -360,6 +361,7 @@ package enum RecordCodec {
         case .recordBaseDropped: .recordBaseDropped(try RecordBaseDropped(reading: &reader, version: version))
         case .deletedOnServer: .deletedOnServer(try DeletedOnServer(reading: &reader, version: version))
         case .pageApplied: .pageApplied(try PageApplied(reading: &reader, version: version))
+        case .pageRefused: .pageRefused(try PageRefused(reading: &reader, version: version))
         }
     }
 

@@ -55,13 +55,14 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
     case recordBaseDropped
     case deletedOnServer
     case pageApplied
+    case pageRefused
 
     /// The record format that introduced the kind: a record of an older version cannot hold it.
     public var formatVersion: Int {
         switch self {
         case .superseded, .rebased, .dependencyEnded, .sessionChanged: 2
         case .heldOnRollback, .rollbackAcknowledged, .recordsWritten, .recordBaseDropped: 3
-        case .deletedOnServer, .pageApplied: 4
+        case .deletedOnServer, .pageApplied, .pageRefused: 4
         default: 1
         }
     }
@@ -74,7 +75,7 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
             .deletedOnServer:
             true
         case .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped,
-            .pageApplied:
+            .pageApplied, .pageRefused:
             false
         }
     }
@@ -104,6 +105,7 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
         case .recordsWritten: 69
         case .recordBaseDropped: 70
         case .pageApplied: 71
+        case .pageRefused: 72
         }
     }
 
@@ -133,6 +135,7 @@ public enum JournalEventBody: Sendable, Equatable {
     case recordBaseDropped(RecordBaseDropped)
     case deletedOnServer(DeletedOnServer)
     case pageApplied(PageApplied)
+    case pageRefused(PageRefused)
 
     public var kind: JournalEventKind {
         switch self {
@@ -158,6 +161,7 @@ public enum JournalEventBody: Sendable, Equatable {
         case .recordBaseDropped: .recordBaseDropped
         case .deletedOnServer: .deletedOnServer
         case .pageApplied: .pageApplied
+        case .pageRefused: .pageRefused
         }
     }
 }

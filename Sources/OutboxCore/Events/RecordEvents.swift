@@ -96,3 +96,21 @@ public struct PageApplied: Sendable, Equatable {
         self.skipped = skipped
     }
 }
+
+/// A page of a business's change feed refused before anything of it was written: what the
+/// server got wrong, so support can tell its author. The next pull asks from the same cursor.
+public struct PageRefused: Sendable, Equatable {
+    public var business: String
+    /// The cursor the page was asked from; `nil`: the feed's start.
+    public var from: FeedPosition?
+    /// ``PageRefusal/code``, and its sentence (at most 1 KiB).
+    public var code: String
+    public var detail: String
+
+    public init(business: String, from: FeedPosition?, code: String, detail: String) {
+        self.business = business
+        self.from = from
+        self.code = code
+        self.detail = detail.utf8.count <= 1_024 ? detail : String(decoding: detail.utf8.prefix(1_021), as: UTF8.self) + "..."
+    }
+}

@@ -49,7 +49,7 @@ public struct EngineState: Sendable, Equatable {
             next.sessionSince = event.recordedAt
         case .enqueued, .attemptStarted, .attemptFinished, .attemptAbandoned, .withdrawn, .requeued, .discarded,
             .approvalDecided, .superseded, .rebased, .dependencyEnded, .heldOnRollback, .rollbackAcknowledged,
-            .recordsWritten, .recordBaseDropped, .deletedOnServer, .pageApplied:
+            .recordsWritten, .recordBaseDropped, .deletedOnServer, .pageApplied, .pageRefused:
             break
         }
         return next

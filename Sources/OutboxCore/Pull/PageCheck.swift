@@ -19,6 +19,8 @@ public enum PageRefusal: Sendable, Equatable, CustomStringConvertible {
     case digestMismatch
     /// More changes than the request's limit.
     case overLimit(changes: Int, limit: Int)
+    /// A body that is not a feed page: the reader's words, naming the field at fault.
+    case malformed(String)
 
     /// A short code for the journal and the metrics.
     public var code: String {
@@ -31,6 +33,7 @@ public enum PageRefusal: Sendable, Equatable, CustomStringConvertible {
         case .countMismatch: "count_mismatch"
         case .digestMismatch: "digest_mismatch"
         case .overLimit: "over_limit"
+        case .malformed: "malformed"
         }
     }
 
@@ -44,6 +47,7 @@ public enum PageRefusal: Sendable, Equatable, CustomStringConvertible {
         case .countMismatch(let said, let held): "the page says it holds \(said) changes and holds \(held)"
         case .digestMismatch: "the page's digest is not the digest of the changes it holds"
         case .overLimit(let changes, let limit): "the page holds \(changes) changes, over the limit of \(limit) the request sent"
+        case .malformed(let problem): "the body is not a feed page: \(problem)"
         }
     }
 }
