@@ -37,14 +37,15 @@ private struct FeedFollower {
     }
 }
 
+/// Each test on a cluster of its own: a feed's fence is the cluster's oldest open transaction, so
+/// another test's transaction held open on a shared cluster would hold these feeds back.
 @Suite("The PostgreSQL storage's change feed", .timeLimit(.minutes(10)))
 struct PostgresFeedTests {
     @Test func aChangeCommittedAfterAnOpenTransactionsIsServedOnlyOnceThatOneCommitsAndBothComeInXidOrder() async throws {
-        let (server, cleanUp) = try await onThread { try ServerStorageKind.postgres.start() }
-        defer {
-            server.stop()
-            cleanUp()
-        }
+        let cluster = try await onThread { try TemporaryPostgresCluster.start() }
+        defer { cluster.stop() }
+        let server = try await onThread { try TestServer(.init(storage: .postgres(cluster.settings, poolSize: 4))) }
+        defer { server.stop() }
         let port = server.port
         _ = try await exchange(port, request("POST", "/_control/faults", body: #"[{"fault":"hold_in_transaction","key":"op-held"}]"#))
         let held = Task { try await exchange(port, request(key: "op-held", body: #"{"id":"p-held"}"#)) }
@@ -70,9 +71,9 @@ struct PostgresFeedTests {
     }
 
     @Test func pagesReadWhileWritesOnTwoServersCommitOutOfOrderHoldEveryChangeOnce() async throws {
-        let schema = try TestPostgres.freshSchema("feed")
-        defer { schema.drop() }
-        let servers = try await onThread { try ServerProcess.onPostgres(2, schema: schema) }
+        let cluster = try await onThread { try TemporaryPostgresCluster.start() }
+        defer { cluster.stop() }
+        let servers = try await onThread { try ServerProcess.onPostgres(2, conninfo: cluster.settings.conninfo) }
         let ports = servers.map(\.port)
         let heldKeys = (1...4).map { "op-held-\($0)" }
         // Four writes held open on alternating servers, taken in order: their xids ascend.
@@ -104,7 +105,9 @@ struct PostgresFeedTests {
         #expect(Set(follower.ids) == expected, "every change")
         #expect(Set(positions).count == positions.count)
         #expect(try #require(follower.cursor) >= positions.max()!)
-        let rows = try schema.execute("SELECT count(*) FROM test_server_changes")[0].int64(0)
+        let connection = try PostgresConnection(cluster.settings)
+        defer { connection.close() }
+        let rows = try connection.execute("SELECT count(*) FROM test_server_changes")[0].int64(0)
         #expect(rows == Int64(expected.count), "one row per write, every one read")
     }
 }
