@@ -82,7 +82,7 @@ struct LMDBFeedError: Error, CustomStringConvertible {
 }
 
 /// The LMDB feed as last committed: each read is one read transaction.
-struct LMDBFeed: ServerFeed {
+struct LMDBFeed: ServerFeed, RecordsAtFence {
     let environment: LMDBEnvironment
     let tables: LMDBFeedTables
     let records: LMDBDatabase
@@ -96,18 +96,8 @@ struct LMDBFeed: ServerFeed {
         }
     }
 
-    func snapshot(business: String, type: String?, after: SnapshotKey?, limit: Int) throws -> SnapshotRead {
-        let (position, stored) = try recordsAndFence(business: business)
-        return stored.snapshot(business: business, type: type, after: after, limit: limit, position: position)
-    }
-
-    func summary(business: String, type: String) throws -> (position: FeedPosition, records: [(id: String, revision: UInt64)]) {
-        let (position, stored) = try recordsAndFence(business: business)
-        return stored.summary(business: business, type: type, position: position)
-    }
-
     /// Every record and the business's fence, in one read transaction.
-    private func recordsAndFence(business: String) throws -> (FeedPosition, [StoredRecord]) {
+    func recordsAndFence(business: String) throws -> (FeedPosition, [StoredRecord]) {
         let (position, values) = try environment.read { txn in
             var values: [Data] = []
             try txn.scan(records) { _, value in

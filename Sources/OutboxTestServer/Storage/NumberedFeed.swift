@@ -66,3 +66,21 @@ extension Sequence<StoredRecord> {
         (position, live(business: business, type: type).map { (id: $0.id, revision: UInt64($0.revision)) })
     }
 }
+
+/// A feed whose snapshot and summary read every record of a business and the fence at one moment.
+protocol RecordsAtFence {
+    /// The business's records (others' may come too) and its fence, seen at one moment.
+    func recordsAndFence(business: String) throws -> (FeedPosition, [StoredRecord])
+}
+
+extension RecordsAtFence {
+    func snapshot(business: String, type: String?, after: SnapshotKey?, limit: Int) throws -> SnapshotRead {
+        let (fence, stored) = try recordsAndFence(business: business)
+        return stored.snapshot(business: business, type: type, after: after, limit: limit, position: fence)
+    }
+
+    func summary(business: String, type: String) throws -> (position: FeedPosition, records: [(id: String, revision: UInt64)]) {
+        let (fence, stored) = try recordsAndFence(business: business)
+        return stored.summary(business: business, type: type, position: fence)
+    }
+}

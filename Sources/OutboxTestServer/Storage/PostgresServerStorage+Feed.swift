@@ -13,7 +13,7 @@ import PostgresClaimStore
 ///
 /// Tables: `test_server_changes` (the rows), `test_server_feed_epoch` (one row, the epoch),
 /// `test_server_feed_floors` (per business, the position its changes are forgotten through).
-struct PostgresFeed: ServerFeed {
+struct PostgresFeed: ServerFeed, RecordsAtFence {
     let pool: PostgresConnectionPool
 
     static let migration = [
@@ -100,18 +100,8 @@ struct PostgresFeed: ServerFeed {
         }
     }
 
-    func snapshot(business: String, type: String?, after: SnapshotKey?, limit: Int) throws -> SnapshotRead {
-        let (fence, stored) = try recordsAndFence(business: business)
-        return stored.snapshot(business: business, type: type, after: after, limit: limit, position: fence)
-    }
-
-    func summary(business: String, type: String) throws -> (position: FeedPosition, records: [(id: String, revision: UInt64)]) {
-        let (fence, stored) = try recordsAndFence(business: business)
-        return stored.summary(business: business, type: type, position: fence)
-    }
-
     /// The business's records and the fence, in one snapshot: the records hold every change below it.
-    private func recordsAndFence(business: String) throws -> (FeedPosition, [StoredRecord]) {
+    func recordsAndFence(business: String) throws -> (FeedPosition, [StoredRecord]) {
         try snapshotRead { connection in
             let fence = try Self.bounds(connection, business: business).fence
             let stored = try connection.execute(
