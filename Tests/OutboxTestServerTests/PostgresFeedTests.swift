@@ -110,4 +110,42 @@ struct PostgresFeedTests {
         let rows = try connection.execute("SELECT count(*) FROM test_server_changes")[0].int64(0)
         #expect(rows == Int64(expected.count), "one row per write, every one read")
     }
+
+    @Test func aPurgeRaisesTheFloorAResetTheEpochAndSnapshotAndSummaryStandAtTheFence() async throws {
+        let cluster = try await onThread { try TemporaryPostgresCluster.start() }
+        defer { cluster.stop() }
+        let server = try await onThread { try TestServer(.init(storage: .postgres(cluster.settings, poolSize: 4))) }
+        defer { server.stop() }
+        let port = server.port
+        var positions: [FeedPosition] = []
+        for number in 1...3 {
+            let created = try await exchange(port, request(key: "create-\(number)", body: #"{"id":"p-\#(number)"}"#))
+            positions.append(try FeedPosition(text: try #require(created.header(WireHeader.visibleAt))))
+        }
+        #expect(try await exchange(port, request("DELETE", "/products/p-2", key: "delete-2")).status == 200)
+        #expect(positions == positions.sorted() && positions.allSatisfy { $0.epoch == 1 })
+        var follower = FeedFollower(port: port)
+        try await follower.pull(until: ["p-1", "p-2", "p-3"])
+        #expect(follower.ids == ["p-1", "p-2", "p-3", "p-2"])
+
+        let snapshot = try SnapshotPage.decoded(from: try await exchange(port, request("GET", SnapshotPage.path)).body)
+        #expect(snapshot.records.map(\.id) == ["p-1", "p-3"] && snapshot.position >= positions[2])
+        let summary = try FeedSummary.decoded(from: try await exchange(port, request("GET", FeedSummary.path + "?type=product")).body)
+        #expect(summary.count == 2 && summary.digest == FeedDigest.summary([(id: "p-1", revision: 1), (id: "p-3", revision: 1)]))
+
+        let purged = try await exchange(port, request("POST", "/_control/feed/purge", body: #"{"through":"\#(positions[1])"}"#))
+        #expect(purged.json?["floor"] as? String == positions[1].description && purged.json?["purged"] as? Int == 2)
+        let expired = try await exchange(port, request("GET", FeedPage.path + "?cursor=\(positions[0])"))
+        #expect(expired.status == 409)
+        #expect(try FeedResnapshot.decoded(from: expired.body).reason == .expired)
+        let served = try FeedPage.decoded(from: try await exchange(port, request("GET", FeedPage.path + "?cursor=\(positions[1])")).body)
+        #expect(served.changes.map(\.id) == ["p-3", "p-2"], "a cursor at the floor is served")
+
+        #expect(try await exchange(port, request("POST", "/_control/reset")).status == 200)
+        let foreign = try await exchange(port, request("GET", FeedPage.path + "?cursor=\(positions[2])"))
+        #expect(foreign.status == 409)
+        #expect(try FeedResnapshot.decoded(from: foreign.body).reason == .foreignEpoch)
+        let again = try await exchange(port, request(key: "create-1", body: #"{"id":"p-1"}"#))
+        #expect(try FeedPosition(text: try #require(again.header(WireHeader.visibleAt))).epoch == 2)
+    }
 }
