@@ -7,20 +7,26 @@ import Testing
 
 private let gauze = #"{"id":"p-1","name":"Gauze","price":12.5}"#
 
-/// A memory server with product p-1 created (revision 1, the feed's first change, `1-1-0`).
+/// The storages whose feed numbers each business's changes `(epoch, n, 0)`, one writer at a
+/// time: the same pages, position for position.
+private let numberedStorages: [ServerStorageKind] = [.memory, .lmdb]
+
+/// A server with product p-1 created (revision 1, the feed's first change, `1-1-0`).
 private final class FeedRig: Sendable {
     let server: TestServer
+    private let cleanUp: @Sendable () -> Void
 
-    init(limits: FeedLimits = FeedHandling.defaultLimits) async throws {
-        var configuration = TestServer.Configuration()
-        configuration.feedLimits = limits
-        server = try TestServer(configuration)
+    init(_ storage: ServerStorageKind = .memory, limits: FeedLimits = FeedHandling.defaultLimits) async throws {
+        (server, cleanUp) = try await onThread { try storage.start(feedLimits: limits) }
         let created = try await exchange(server.port, request(key: "create-1", body: gauze))
         #expect(created.status == 201)
         #expect(created.header(WireHeader.visibleAt) == "1-1-0")
     }
 
-    deinit { server.stop() }
+    deinit {
+        server.stop()
+        cleanUp()
+    }
 
     var port: UInt16 { server.port }
 
@@ -78,9 +84,9 @@ struct FeedWrite: Sendable, CustomStringConvertible {
 
 @Suite("The test server's change feed", .timeLimit(.minutes(10)))
 struct TestServerFeedTests {
-    @Test(arguments: FeedWrite.all)
-    func eachWriteIsOneChangeWithItsRevisionAndRecordOrTombstone(_ write: FeedWrite) async throws {
-        let rig = try await FeedRig()
+    @Test(arguments: numberedStorages, FeedWrite.all)
+    func eachWriteIsOneChangeWithItsRevisionAndRecordOrTombstone(_ storage: ServerStorageKind, _ write: FeedWrite) async throws {
+        let rig = try await FeedRig(storage)
         let answer = try await exchange(rig.port, write.text)
         #expect(answer.status == write.status)
         #expect(answer.header(WireHeader.visibleAt) == (write.answersWithPosition ? "1-2-0" : nil))
@@ -94,8 +100,9 @@ struct TestServerFeedTests {
         #expect(first.changes.count == 2 && first.from == .start(of: 1))
     }
 
-    @Test func aRefusedOrParkedWriteAddsNoChange() async throws {
-        let rig = try await FeedRig()
+    @Test(arguments: numberedStorages)
+    func aRefusedOrParkedWriteAddsNoChange(_ storage: ServerStorageKind) async throws {
+        let rig = try await FeedRig(storage)
         let stale = try await exchange(rig.port, request("PATCH", "/products/p-1", key: "stale", body: #"{"price":1}"#, headers: ifMatch(#""7""#)))
         #expect(stale.status == 412)
         #expect(stale.header(WireHeader.visibleAt) == nil)
@@ -107,8 +114,9 @@ struct TestServerFeedTests {
         #expect(page.changes.isEmpty && page.cursor == FeedPosition(epoch: 1, major: 1))
     }
 
-    @Test func aReplayCarriesTheSamePositionAndAddsNoChange() async throws {
-        let rig = try await FeedRig()
+    @Test(arguments: numberedStorages)
+    func aReplayCarriesTheSamePositionAndAddsNoChange(_ storage: ServerStorageKind) async throws {
+        let rig = try await FeedRig(storage)
         let first = try await rig.create("p-2", key: "create-2")
         let copy = try await rig.create("p-2", key: "create-2")
         #expect(first.header(WireHeader.visibleAt) == "1-2-0")
@@ -118,8 +126,9 @@ struct TestServerFeedTests {
         #expect(page.changes.map(\.id) == ["p-1", "p-2"])
     }
 
-    @Test func batchAnswersCarryEachOperationsPositionAndTheirReplaysTheSame() async throws {
-        let rig = try await FeedRig()
+    @Test(arguments: numberedStorages)
+    func batchAnswersCarryEachOperationsPositionAndTheirReplaysTheSame(_ storage: ServerStorageKind) async throws {
+        let rig = try await FeedRig(storage)
         func operation(_ id: String, _ method: String, _ endpoint: String, payload: String) -> BatchOperation {
             BatchOperation(operationID: id, idempotencyKey: id, businessID: "default", operationType: "product", method: method,
                            endpoint: endpoint, payloadVersion: 1, baseRevision: nil, payload: Data(payload.utf8))
@@ -147,9 +156,9 @@ struct TestServerFeedTests {
         #expect(page.cursor == FeedPosition(epoch: 1, major: 4))
     }
 
-    @Test(arguments: [1, 2, 3, 7, 8, 50])
-    func pagesOfALimitNeverSkipAChangeAndSayWhetherMoreFollow(_ limit: Int) async throws {
-        let rig = try await FeedRig()
+    @Test(arguments: numberedStorages, [1, 2, 3, 7, 8, 50])
+    func pagesOfALimitNeverSkipAChangeAndSayWhetherMoreFollow(_ storage: ServerStorageKind, _ limit: Int) async throws {
+        let rig = try await FeedRig(storage)
         for number in 2...8 { #expect(try await rig.create("p-\(number)", key: "create-\(number)").status == 201) }
         var cursor: FeedPosition?
         var ids: [String] = []
@@ -172,8 +181,9 @@ struct TestServerFeedTests {
         #expect(end.changes.isEmpty && end.cursor == FeedPosition(epoch: 1, major: 8) && !end.hasMore)
     }
 
-    @Test func aWriteMadeWhilePagingComesOnALaterPage() async throws {
-        let rig = try await FeedRig()
+    @Test(arguments: numberedStorages)
+    func aWriteMadeWhilePagingComesOnALaterPage(_ storage: ServerStorageKind) async throws {
+        let rig = try await FeedRig(storage)
         #expect(try await rig.create("p-2", key: "create-2").status == 201)
         let first = try await rig.page("limit=1")
         #expect(first.changes.map(\.id) == ["p-1"] && first.hasMore)
@@ -184,15 +194,16 @@ struct TestServerFeedTests {
         #expect(!second.hasMore && second.cursor == FeedPosition(epoch: 1, major: 3))
     }
 
-    @Test func theLimitIsClampedAndAPageKeepsUnderItsBytesUnlessItHoldsOneChange() async throws {
-        let clamped = try await FeedRig(limits: FeedLimits(maxLimit: 2, maxPageBytes: 1 << 20, tombstoneRetentionSeconds: 60))
+    @Test(arguments: numberedStorages)
+    func theLimitIsClampedAndAPageKeepsUnderItsBytesUnlessItHoldsOneChange(_ storage: ServerStorageKind) async throws {
+        let clamped = try await FeedRig(storage, limits: FeedLimits(maxLimit: 2, maxPageBytes: 1 << 20, tombstoneRetentionSeconds: 60))
         for number in 2...3 { _ = try await clamped.create("p-\(number)", key: "create-\(number)") }
         let page = try await clamped.page("limit=100")
         #expect(page.changes.count == 2 && page.hasMore)
         #expect(page.limits == FeedLimits(maxLimit: 2, maxPageBytes: 1 << 20, tombstoneRetentionSeconds: 60))
         #expect(try await clamped.page().changes.count == 2, "no limit: the most the server serves")
 
-        let small = try await FeedRig(limits: FeedLimits(maxLimit: 100, maxPageBytes: 1, tombstoneRetentionSeconds: 60))
+        let small = try await FeedRig(storage, limits: FeedLimits(maxLimit: 100, maxPageBytes: 1, tombstoneRetentionSeconds: 60))
         _ = try await small.create("p-2", key: "create-2")
         let one = try await small.page()
         #expect(one.changes.map(\.id) == ["p-1"] && one.hasMore && one.cursor == FeedPosition(epoch: 1, major: 1))
@@ -200,8 +211,9 @@ struct TestServerFeedTests {
         #expect(next.changes.map(\.id) == ["p-2"] && !next.hasMore)
     }
 
-    @Test func untilBoundsAPageAtItsPosition() async throws {
-        let rig = try await FeedRig()
+    @Test(arguments: numberedStorages)
+    func untilBoundsAPageAtItsPosition(_ storage: ServerStorageKind) async throws {
+        let rig = try await FeedRig(storage)
         for number in 2...4 { _ = try await rig.create("p-\(number)", key: "create-\(number)") }
         let page = try await rig.page("cursor=1-1-0&until=1-3-0")
         #expect(page.changes.map(\.id) == ["p-2", "p-3"])
@@ -211,8 +223,9 @@ struct TestServerFeedTests {
         #expect(try await rig.page("cursor=1-3-0").changes.map(\.id) == ["p-4"])
     }
 
-    @Test func eachBusinessHasItsOwnFeed() async throws {
-        let rig = try await FeedRig()
+    @Test(arguments: numberedStorages)
+    func eachBusinessHasItsOwnFeed(_ storage: ServerStorageKind) async throws {
+        let rig = try await FeedRig(storage)
         let other = try await exchange(rig.port, request(key: "create-1", body: #"{"id":"q-1"}"#, headers: ["X-Business-ID: pharmacy-7"]))
         #expect(other.header(WireHeader.visibleAt) == "1-1-0", "its business's first change")
         let page = try await rig.page(business: "pharmacy-7")
@@ -224,9 +237,9 @@ struct TestServerFeedTests {
         case expired, unknown, foreignEpoch, ahead, noCursorAfterAPurge
     }
 
-    @Test(arguments: Stale.allCases)
-    func aCursorTheFeedCannotServeIs409ResnapshotRequiredWithItsReason(_ stale: Stale) async throws {
-        let rig = try await FeedRig()
+    @Test(arguments: numberedStorages, Stale.allCases)
+    func aCursorTheFeedCannotServeIs409ResnapshotRequiredWithItsReason(_ storage: ServerStorageKind, _ stale: Stale) async throws {
+        let rig = try await FeedRig(storage)
         for number in 2...3 { _ = try await rig.create("p-\(number)", key: "create-\(number)") }
         let query: String
         let reason: FeedResnapshot.Reason
@@ -260,8 +273,9 @@ struct TestServerFeedTests {
         #expect(!body.message.isEmpty)
     }
 
-    @Test func aResetRaisesTheEpochAndTheFeedStartsAgain() async throws {
-        let rig = try await FeedRig()
+    @Test(arguments: numberedStorages)
+    func aResetRaisesTheEpochAndTheFeedStartsAgain(_ storage: ServerStorageKind) async throws {
+        let rig = try await FeedRig(storage)
         #expect(try await exchange(rig.port, request("POST", "/_control/reset")).status == 200)
         let created = try await rig.create("p-2", key: "create-2")
         #expect(created.header(WireHeader.visibleAt) == "2-1-0")
@@ -269,32 +283,45 @@ struct TestServerFeedTests {
         #expect(page.from == .start(of: 2) && page.changes.map(\.id) == ["p-2"])
     }
 
-    @Test(arguments: ["limit=0", "limit=x", "limit=-1", "limit=", "cursor=1-1-0&cursor=1-1-0", "until=soon", "until=9-1-0", "cursor=1-1-0&until=1-0-0"])
-    func aParameterThatIsNotOneIs400NamingIt(_ query: String) async throws {
-        let rig = try await FeedRig()
+    @Test(arguments: numberedStorages, ["limit=0", "limit=x", "limit=-1", "limit=", "cursor=1-1-0&cursor=1-1-0", "until=soon", "until=9-1-0", "cursor=1-1-0&until=1-0-0"])
+    func aParameterThatIsNotOneIs400NamingIt(_ storage: ServerStorageKind, _ query: String) async throws {
+        let rig = try await FeedRig(storage)
         let refused = try await rig.feed(query)
         #expect(refused.status == 400)
         #expect(refused.code == WireErrorCode.feedRequestInvalid)
     }
 
-    @Test(arguments: [#"{"through":"2-1-0"}"#, #"{"through":"1-9-0"}"#, #"{"through":"x"}"#, #"{}"#])
-    func aPurgeOfAnotherEpochOrPastTheEndIsRefused(_ body: String) async throws {
-        let rig = try await FeedRig()
+    @Test(arguments: numberedStorages, [#"{"through":"2-1-0"}"#, #"{"through":"1-9-0"}"#, #"{"through":"x"}"#, #"{}"#])
+    func aPurgeOfAnotherEpochOrPastTheEndIsRefused(_ storage: ServerStorageKind, _ body: String) async throws {
+        let rig = try await FeedRig(storage)
         let refused = try await exchange(rig.port, request("POST", "/_control/feed/purge", body: body))
         #expect(refused.status == 400)
         #expect(try await rig.page().changes.count == 1, "nothing forgotten")
     }
 
-    @Test func theLMDBStorageServesNoFeedYetAndSaysSo() async throws {
+}
+
+@Suite("The LMDB storage's change feed", .timeLimit(.minutes(10)))
+struct LMDBFeedDurabilityTests {
+    @Test func aRestartedServerServesTheSameFeedAndNumbersOnAfterItsLastChangeAndEpoch() async throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
-        let server = try TestServer(.init(storage: .lmdb(directory: directory.url)))
-        defer { server.stop() }
-        let created = try await exchange(server.port, request(key: "create-1", body: gauze))
-        #expect(created.status == 201 && created.header(WireHeader.visibleAt) == nil)
-        let refused = try await exchange(server.port, request("GET", FeedPage.path))
-        #expect(refused.status == 501)
-        #expect(refused.code == "feed_unsupported")
+        let configuration = TestServer.Configuration(storage: .lmdb(directory: directory.url))
+        let first = try TestServer(configuration)
+        #expect(try await exchange(first.port, request(key: "create-1", body: gauze)).header(WireHeader.visibleAt) == "1-1-0")
+        #expect(try await exchange(first.port, request("POST", "/_control/reset")).status == 200)
+        #expect(try await exchange(first.port, request(key: "create-2", body: #"{"id":"p-2"}"#)).header(WireHeader.visibleAt) == "2-1-0")
+        let purged = try await exchange(first.port, request("POST", "/_control/feed/purge", body: #"{"through":"2-1-0"}"#))
+        #expect(purged.json?["floor"] as? String == "2-1-0")
+        first.stop()
+
+        let second = try TestServer(configuration)
+        defer { second.stop() }
+        #expect(try await exchange(second.port, request(key: "create-3", body: #"{"id":"p-3"}"#)).header(WireHeader.visibleAt) == "2-2-0",
+                "the epoch, the counter and the floor were kept")
+        let page = try FeedPage.decoded(from: try await exchange(second.port, request("GET", FeedPage.path + "?cursor=2-1-0")).body)
+        #expect(page.changes.map(\.id) == ["p-3"] && page.cursor == FeedPosition(epoch: 2, major: 2))
+        #expect(try await exchange(second.port, request("GET", FeedPage.path + "?cursor=2-0-0")).status == 409, "below the kept floor")
     }
 }
 
@@ -386,8 +413,8 @@ struct TestServerFeedFaultTests {
 @Suite("The test server's snapshot and summary", .timeLimit(.minutes(10)))
 struct TestServerSnapshotTests {
     /// p-1 to p-5 and e-1, then p-3 deleted and p-2 changed elsewhere: 8 changes.
-    private func rig() async throws -> FeedRig {
-        let rig = try await FeedRig()
+    private func rig(_ storage: ServerStorageKind) async throws -> FeedRig {
+        let rig = try await FeedRig(storage)
         for number in 2...5 { #expect(try await rig.create("p-\(number)", key: "create-\(number)").status == 201) }
         #expect(try await exchange(rig.port, request("POST", "/employees", key: "e", body: #"{"id":"e-1","name":"Ana"}"#)).status == 201)
         #expect(try await exchange(rig.port, request("DELETE", "/products/p-3", key: "d")).status == 200)
@@ -403,9 +430,9 @@ struct TestServerSnapshotTests {
         return page
     }
 
-    @Test(arguments: [1, 2, 5, 10])
-    func pagesHoldEveryLiveRecordOnceInTypeThenIdOrderAtTheFence(_ limit: Int) async throws {
-        let rig = try await rig()
+    @Test(arguments: numberedStorages, [1, 2, 5, 10])
+    func pagesHoldEveryLiveRecordOnceInTypeThenIdOrderAtTheFence(_ storage: ServerStorageKind, _ limit: Int) async throws {
+        let rig = try await rig(storage)
         var records: [FeedChange] = []
         var after = ""
         while true {
@@ -423,14 +450,16 @@ struct TestServerSnapshotTests {
         #expect(p2.revision == 2 && p2.record == Data(#"{"id":"p-2","price":3,"revision":2}"#.utf8), "as the feed carries it")
     }
 
-    @Test func aSnapshotOfOneType() async throws {
-        let rig = try await rig()
+    @Test(arguments: numberedStorages)
+    func aSnapshotOfOneType(_ storage: ServerStorageKind) async throws {
+        let rig = try await rig(storage)
         let page = try await snapshot(rig, "type=employee")
         #expect(page.records.map(\.id) == ["e-1"] && !page.hasMore)
     }
 
-    @Test func aSummaryCountsLiveRecordsAndDigestsTheirIdsAndRevisions() async throws {
-        let rig = try await rig()
+    @Test(arguments: numberedStorages)
+    func aSummaryCountsLiveRecordsAndDigestsTheirIdsAndRevisions(_ storage: ServerStorageKind) async throws {
+        let rig = try await rig(storage)
         let response = try await exchange(rig.port, request("GET", FeedSummary.path + "?type=product"))
         #expect(response.status == 200)
         let summary = try FeedSummary.decoded(from: response.body)
@@ -449,13 +478,4 @@ struct TestServerSnapshotTests {
         #expect(refused.status == 400 && refused.code == WireErrorCode.feedRequestInvalid)
     }
 
-    @Test func theLMDBStorageServesNeitherYet() async throws {
-        let directory = TemporaryDirectory()
-        defer { directory.remove() }
-        let server = try TestServer(.init(storage: .lmdb(directory: directory.url)))
-        defer { server.stop() }
-        for path in [SnapshotPage.path, FeedSummary.path + "?type=product"] {
-            #expect(try await exchange(server.port, request("GET", path)).status == 501)
-        }
-    }
 }

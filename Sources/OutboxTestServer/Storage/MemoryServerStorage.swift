@@ -94,47 +94,21 @@ final class MemoryServerStorage: ServerStorage {
         func read(business: String, after: FeedPosition?, until: FeedPosition?, limit: Int) -> ChangeLogRead {
             let state = store.records()
             let key = ExactString(business)
-            let last = state.lastChange[key] ?? 0
-            let floor = state.purgedThrough[key] ?? 0
-            var rows: [ChangeRow] = []
-            // Rows are (epoch, n, 0): those after (epoch, a, m) are n > a, whatever m.
-            if after.map({ $0.epoch == state.epoch }) ?? true, limit > 0 {
-                let first = max(after?.major ?? 0, floor) + 1
-                let end = min(last, until.map { $0.epoch == state.epoch ? $0.major : 0 } ?? last)
-                var number = first
-                while number <= end, rows.count < limit {
-                    if let change = state.changes[ChangeKey(business: key, number: number)] {
-                        rows.append(ChangeRow(position: FeedPosition(epoch: state.epoch, major: number), change: change))
-                    }
-                    number += 1
-                }
-            }
-            return ChangeLogRead(
-                epoch: state.epoch, floor: FeedPosition(epoch: state.epoch, major: floor),
-                fence: FeedPosition(epoch: state.epoch, major: last), rows: rows)
+            return NumberedFeed.read(
+                epoch: state.epoch, last: state.lastChange[key] ?? 0, floor: state.purgedThrough[key] ?? 0,
+                after: after, until: until, limit: limit
+            ) { state.changes[ChangeKey(business: key, number: $0)] }
         }
 
         func snapshot(business: String, type: String?, after: SnapshotKey?, limit: Int) -> SnapshotRead {
             let state = store.records()
-            let live = Self.live(state, business: business, type: type).filter { after?.precedes(type: $0.type, id: $0.id) ?? true }
-            return SnapshotRead(epoch: state.epoch, position: Self.fence(state, business: business),
-                                records: live.prefix(limit).map(\.feedChange))
+            return state.records.values.snapshot(business: business, type: type, after: after, limit: limit,
+                                                 position: Self.fence(state, business: business))
         }
 
         func summary(business: String, type: String) -> (position: FeedPosition, records: [(id: String, revision: UInt64)]) {
             let state = store.records()
-            return (Self.fence(state, business: business),
-                    Self.live(state, business: business, type: type).map { (id: $0.id, revision: UInt64($0.revision)) })
-        }
-
-        /// The business's live records (of `type`, when given), by type bytes then id bytes.
-        private static func live(_ state: ServerState, business: String, type: String?) -> [StoredRecord] {
-            state.records.values
-                .filter { !$0.isDeleted && $0.businessID.hasSameBytes(as: business) && (type.map($0.type.hasSameBytes(as:)) ?? true) }
-                .sorted { left, right in
-                    left.type.hasSameBytes(as: right.type)
-                        ? left.id.utf8.lexicographicallyPrecedes(right.id.utf8) : left.type.utf8.lexicographicallyPrecedes(right.type.utf8)
-                }
+            return state.records.values.summary(business: business, type: type, position: Self.fence(state, business: business))
         }
 
         private static func fence(_ state: ServerState, business: String) -> FeedPosition {
@@ -145,23 +119,16 @@ final class MemoryServerStorage: ServerStorage {
             try store.transaction { txn in
                 let key = ExactString(business)
                 let epoch = txn.records.epoch
-                let last = txn.records.lastChange[key] ?? 0
-                guard through.epoch == epoch else {
-                    throw FeedPurgeRefusal(message: "through \(through) is of epoch \(through.epoch); this feed is at epoch \(epoch)")
-                }
-                guard through <= FeedPosition(epoch: epoch, major: last) else {
-                    throw FeedPurgeRefusal(message: "through \(through) is past the end of business \(business)'s feed (\(epoch)-\(last)-0)")
-                }
-                let floor = txn.records.purgedThrough[key] ?? 0
+                let (numbers, floor) = try NumberedFeed.purged(
+                    business: business, epoch: epoch, last: txn.records.lastChange[key] ?? 0,
+                    floor: txn.records.purgedThrough[key] ?? 0, through: through)
                 var purged = 0
-                if through.major > floor {
-                    for number in (floor + 1)...through.major where txn.records.changes[ChangeKey(business: key, number: number)] != nil {
-                        txn.records.changes[ChangeKey(business: key, number: number)] = nil
-                        purged += 1
-                    }
-                    txn.records.purgedThrough[key] = through.major
+                for number in numbers.map(Array.init) ?? [] where txn.records.changes[ChangeKey(business: key, number: number)] != nil {
+                    txn.records.changes[ChangeKey(business: key, number: number)] = nil
+                    purged += 1
                 }
-                return (FeedPosition(epoch: epoch, major: max(floor, through.major)), purged)
+                txn.records.purgedThrough[key] = floor
+                return (FeedPosition(epoch: epoch, major: floor), purged)
             }
         }
     }

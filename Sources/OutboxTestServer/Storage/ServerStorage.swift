@@ -25,8 +25,7 @@ protocol ServerTransaction {
     /// the next of its business's feed, and answers the position from which it is visible, which
     /// the answer to the write sends in `Outbox-Visible-At`. Called after every
     /// ``putNextRevision(type:businessID:id:key:body:)`` and ``replaceRecord(_:)``.
-    /// - Returns: `nil` for a storage that keeps no feed yet (LMDB, PostgreSQL): its answers
-    ///   carry no position.
+    /// - Returns: `nil` for a storage that keeps no feed: its answers carry no position.
     func recordChange(_ record: StoredRecord) throws -> FeedPosition?
 }
 
