@@ -34,6 +34,18 @@ public struct JournalSummary: Sendable, Equatable {
     public var lastEventAt: Date?
     /// The records the summary had to read and could not (the journal's last ones, when damaged).
     public var damaged: [DamagedRecord]
+    /// Each business's change feed the journal pulled: its cursor and the page that set it.
+    public var feeds: [Feed] = []
+
+    /// A business's change feed as the journal holds it.
+    public struct Feed: Sendable, Equatable {
+        public var business: String
+        /// Where its next page starts (``FeedPosition``'s text).
+        public var cursor: String
+        /// The `pageApplied` event that set it, and when it was recorded (`nil`: compacted away).
+        public var pageSeq: JournalSequence
+        public var pageAt: Date?
+    }
 
     public init(path: String, formatVersion: Int, projectionVersion: Int?, projectionsAreCurrent: Bool,
                 account: String?, firstSeq: JournalSequence?, lastSeq: JournalSequence, eventCount: Int,
