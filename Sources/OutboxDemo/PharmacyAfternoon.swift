@@ -1,3 +1,6 @@
+// Kept in one file: the afternoon is one script read from top to bottom, scene after scene; split,
+// its order would be lost.
+
 public import Foundation
 import Outbox
 import JournalInspect

@@ -1,3 +1,6 @@
+// Kept in one file: the audit is one state machine with a case per event kind; its invariants read
+// each other's state, and apart they would hide which rule checks what.
+
 import Foundation
 import Outbox
 

@@ -1,3 +1,6 @@
+// Kept in one file: the workload is one weighted choice of steps and the requests each builds;
+// every step is short and they share the builders below.
+
 import Foundation
 import Outbox
 

@@ -1,3 +1,6 @@
+// Kept in one file: the environment's lifecycle (opening, map growth, readers, closing) is one
+// set of invariants; transactions and tables are in files of their own.
+
 import CLMDB
 public import Foundation
 import Synchronization

@@ -1,3 +1,5 @@
+// Kept in one file: one strict reader; its scanner, its paths and its problems are one grammar.
+
 /// JSON text read strictly (RFC 8259) into a tree whose strings are exactly the text's
 /// characters, for the server half's checks: every member kept in order (a name sent twice is
 /// seen twice, never resolved silently), numbers kept as written, and the place of every

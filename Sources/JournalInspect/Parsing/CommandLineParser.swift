@@ -1,3 +1,6 @@
+// Kept in one file: one parser: every command's options are read by the same loop, and its errors
+// must read alike.
+
 import Foundation
 import Outbox
 

@@ -118,22 +118,8 @@ extension JournalSchema {
     /// The member's view of `key` in one snapshot: its base (or local value), and every write
     /// whose change it may show, with their states. `nil` when the journal holds nothing of it.
     func record(_ key: RecordKey, policy: RecordTypePolicy, in txn: borrowing LMDBTransaction) throws -> LocalRecord? {
-        let stored: RecordView.Stored
-        if policy.isLocalOnly {
-            let local = try localRecord(key, in: txn)
-            stored = RecordView.Stored(base: nil, value: local?.value, schemaVersion: local?.schemaVersion, valueHash: .some(local?.valueHash))
-        } else {
-            let entry = try serverBase(key, in: txn)
-            let base = entry.map { ServerBase(value: $0.value, revision: $0.revision, learntAt: $0.learntAt, seq: $0.seq, valueHash: .some($0.valueHash)) }
-            stored = RecordView.Stored(base: base, value: entry?.value, schemaVersion: entry?.schemaVersion, valueHash: .some(entry?.valueHash))
-        }
-        var writes: [RecordView.Write] = []
-        for (id, firstSeq) in try recordWriteIDs(key, in: txn) {
-            writes.append(try viewWrite(id, firstSeq: firstSeq, key: key, in: txn))
-        }
-        guard stored.base != nil || stored.valueHash != nil || !writes.isEmpty else { return nil }
-        return RecordView.view(key, stored: stored, isLocalOnly: policy.isLocalOnly, writes: writes,
-                               schemaVersion: policy.schemaVersion, upgrade: policy.upgrade)
+        let entry = try txn.get(policy.isLocalOnly ? localRecords : base, key)
+        return try view(key, entry: entry, writes: recordWriteIDs(key, in: txn), policy: policy, in: txn)
     }
 
     /// The records of one business and type in the order of their ids' bytes, after `after`: the
@@ -194,7 +180,8 @@ extension JournalSchema {
         }
     }
 
-    /// A record's view from its store entry and its writes as a cursor read them.
+    /// A record's view from its store entry (as stored: opened here) and its writes, read by key
+    /// (``record(_:policy:in:)``) or by the query's cursors.
     private func view(_ key: RecordKey, entry: RecordStoreEntry?, writes: [(id: OperationID, firstSeq: JournalSequence)],
                       policy: RecordTypePolicy, in txn: borrowing LMDBTransaction) throws -> LocalRecord? {
         let opened = try self.opened(entry, table: policy.isLocalOnly ? .local : .base, key: key)

@@ -1,3 +1,6 @@
+// Kept in one file: the store's opening and the state it shares; appending, rebuilding and
+// sealing are in files of their own.
+
 import Foundation
 import OutboxCore
 import OutboxCrypto

@@ -1,3 +1,6 @@
+// Kept in one file: the event catalogue: every kind, its code, its format and its body, listed once
+// so the codec, the fold and the docs can be checked against one list.
+
 public import Foundation
 public import OutboxCrypto
 

@@ -1,3 +1,6 @@
+// Kept in one file: the route table and its handlers, so one place says what each path and
+// method does.
+
 import Foundation
 import OutboxWire
 import IdempotencyClaims
