@@ -87,18 +87,18 @@ struct PullRulesTests {
     static func answer(visibleAt: FeedPosition?, revision: UInt64? = 7) -> OverlayRetirement.Answer {
         OverlayRetirement.Answer(seq: answered, visibleAt: visibleAt, revision: revision)
     }
-    static func base(seq: UInt64, revision: UInt64 = 7, pulled: Bool = true) -> OverlayRetirement.Base {
-        OverlayRetirement.Base(seq: JournalSequence(rawValue: seq), revision: revision, pulled: pulled)
+    static func base(seq: UInt64, revision: UInt64 = 7) -> OverlayRetirement.Base {
+        OverlayRetirement.Base(seq: JournalSequence(rawValue: seq), revision: revision)
     }
 
     static let retirementRows: [RetirementRow] = [
         // Not pulled: a base at or after the answer, the answer's own record included.
         RetirementRow(name: "not pulled, no base", answer: answer(visibleAt: nil), base: nil, feed: nil, retired: false),
-        RetirementRow(name: "not pulled, a base older than the answer", answer: answer(visibleAt: nil), base: base(seq: 90, pulled: false), feed: nil, retired: false),
-        RetirementRow(name: "not pulled, the answer's own record", answer: answer(visibleAt: at(50)), base: base(seq: 100, pulled: false), feed: nil, retired: true),
+        RetirementRow(name: "not pulled, a base older than the answer", answer: answer(visibleAt: nil), base: base(seq: 90), feed: nil, retired: false),
+        RetirementRow(name: "not pulled, the answer's own record", answer: answer(visibleAt: at(50)), base: base(seq: 100), feed: nil, retired: true),
         // Pulled, a position in the feed's epoch: the feed's cursor decides, whatever the base.
-        RetirementRow(name: "the feed before the position", answer: answer(visibleAt: at(50)), base: base(seq: 100, pulled: false), feed: at(49), retired: false),
-        RetirementRow(name: "the feed at the position", answer: answer(visibleAt: at(50)), base: base(seq: 100, pulled: false), feed: at(50), retired: true),
+        RetirementRow(name: "the feed before the position", answer: answer(visibleAt: at(50)), base: base(seq: 100), feed: at(49), retired: false),
+        RetirementRow(name: "the feed at the position", answer: answer(visibleAt: at(50)), base: base(seq: 100), feed: at(50), retired: true),
         RetirementRow(name: "the feed past the position", answer: answer(visibleAt: at(50)), base: nil, feed: at(80), retired: true),
         RetirementRow(name: "the same major, a later minor", answer: answer(visibleAt: FeedPosition(epoch: 3, major: 50, minor: 2)),
                       base: nil, feed: FeedPosition(epoch: 3, major: 50, minor: 1), retired: false),
@@ -107,7 +107,7 @@ struct PullRulesTests {
         RetirementRow(name: "a position of a newer epoch, the feed not there yet", answer: answer(visibleAt: at(1, epoch: 4)), base: nil, feed: at(90), retired: false),
         RetirementRow(name: "a position of a newer epoch, the feed there", answer: answer(visibleAt: at(1, epoch: 4)), base: nil, feed: at(1, epoch: 4), retired: true),
         // Pulled, no position (a claim stored before positions): a pulled base after the answer.
-        RetirementRow(name: "no position, the answer's own base", answer: answer(visibleAt: nil), base: base(seq: 100, pulled: false), feed: at(90), retired: false),
+        RetirementRow(name: "no position, the answer's own base", answer: answer(visibleAt: nil), base: base(seq: 100), feed: at(90), retired: false),
         RetirementRow(name: "no position, a pulled base older than the answer's revision", answer: answer(visibleAt: nil), base: base(seq: 120, revision: 6), feed: at(90), retired: false),
         RetirementRow(name: "no position, a pulled base at the answer's revision", answer: answer(visibleAt: nil), base: base(seq: 120, revision: 7), feed: at(90), retired: true),
         RetirementRow(name: "no position, a pulled base before the answer", answer: answer(visibleAt: nil), base: base(seq: 80, revision: 9), feed: at(90), retired: false),

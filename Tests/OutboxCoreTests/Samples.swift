@@ -118,6 +118,7 @@ enum Samples {
             var finished = AttemptFinished(attempt: AttemptNumber(rawValue: 2), Classification(outcome: .response(statusCode: 200), disposition: .accepted), nextAttemptAt: nil)
             finished.confirmations = [RecordConfirmation(key: record, revision: 8, valueHash: SHA256Digest(of: Data("{}".utf8)), source: .answer),
                                       RecordConfirmation(key: record, revision: 9, valueHash: nil, source: .written)]
+            finished.visibleAt = FeedPosition(epoch: 3, major: 41, minor: 2)
             return finished
         }()),
         .heldOnRollback(HeldOnRollback(builtOn: id)),

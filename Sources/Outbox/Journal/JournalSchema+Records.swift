@@ -1,5 +1,6 @@
 import Foundation
 import OutboxCore
+import OutboxWire
 import OutboxCrypto
 import OutboxStorage
 
@@ -119,7 +120,8 @@ extension JournalSchema {
     /// whose change it may show, with their states. `nil` when the journal holds nothing of it.
     func record(_ key: RecordKey, policy: RecordTypePolicy, in txn: borrowing LMDBTransaction) throws -> LocalRecord? {
         let entry = try txn.get(policy.isLocalOnly ? localRecords : base, key)
-        return try view(key, entry: entry, writes: recordWriteIDs(key, in: txn), policy: policy, in: txn)
+        var feed: FeedPosition?? = nil
+        return try view(key, entry: entry, writes: recordWriteIDs(key, in: txn), policy: policy, feed: &feed, in: txn)
     }
 
     /// The records of one business and type in the order of their ids' bytes, after `after`: the
@@ -138,6 +140,7 @@ extension JournalSchema {
         let store = policy.isLocalOnly ? localRecords : base
         var stored: [(id: [UInt8], entry: RecordStoreEntry)] = [], storedAt = 0
         var written: [(id: [UInt8], writes: [(id: OperationID, firstSeq: JournalSequence)])] = [], writtenAt = 0
+        var feed: FeedPosition?? = nil
         var storeDone = false
         var writeDone = policy.isLocalOnly
         var found: [LocalRecord] = []
@@ -174,7 +177,7 @@ extension JournalSchema {
                 writtenAt += 1
             }
             let key = RecordKey(business: business, type: type, id: String(decoding: id, as: UTF8.self))
-            guard let record = try view(key, entry: entry, writes: writes, policy: policy, in: txn), record.exists else { continue }
+            guard let record = try view(key, entry: entry, writes: writes, policy: policy, feed: &feed, in: txn), record.exists else { continue }
             if found.count == limit { return (found, true) }
             found.append(record)
         }
@@ -182,8 +185,10 @@ extension JournalSchema {
 
     /// A record's view from its store entry (as stored: opened here) and its writes, read by key
     /// (``record(_:policy:in:)``) or by the query's cursors.
+    /// - Parameter feed: the business's feed cursor once read (`nil`: not read yet), read here
+    ///   the first time a synced write needs it.
     private func view(_ key: RecordKey, entry: RecordStoreEntry?, writes: [(id: OperationID, firstSeq: JournalSequence)],
-                      policy: RecordTypePolicy, in txn: borrowing LMDBTransaction) throws -> LocalRecord? {
+                      policy: RecordTypePolicy, feed: inout FeedPosition??, in txn: borrowing LMDBTransaction) throws -> LocalRecord? {
         let opened = try self.opened(entry, table: policy.isLocalOnly ? .local : .base, key: key)
         let stored: RecordView.Stored
         if policy.isLocalOnly {
@@ -194,7 +199,8 @@ extension JournalSchema {
         }
         let viewWrites = try writes.map { try viewWrite($0.id, firstSeq: $0.firstSeq, key: key, in: txn) }
         guard stored.base != nil || stored.valueHash != nil || !viewWrites.isEmpty else { return nil }
-        return RecordView.view(key, stored: stored, isLocalOnly: policy.isLocalOnly, writes: viewWrites,
+        if feed == nil, viewWrites.contains(where: { $0.status == .synced }) { feed = .some(try feedRow(business: key.business, in: txn)?.cursor) }
+        return RecordView.view(key, stored: stored, isLocalOnly: policy.isLocalOnly, writes: viewWrites, feed: feed ?? nil,
                                schemaVersion: policy.schemaVersion, upgrade: policy.upgrade)
     }
 
@@ -356,9 +362,13 @@ extension JournalSchema {
                       in txn: borrowing LMDBTransaction) throws -> Bool {
         guard !state.records.isEmpty else { return true }
         if state.status == .synced {
+            let write = RecordView.Write(state: state, change: nil)
+            var feeds: [String: FeedPosition?] = [:]
             for key in state.awaitingServerValue {
-                // Still confirmed: no base since the write settled.
-                guard let base = try txn.get(base, key), base.seq > state.latestSeq else { return false }
+                // Still confirmed: the server's value is not back for it yet.
+                if feeds[key.business] == nil { feeds[key.business] = .some(try feedRow(business: key.business, in: txn)?.cursor) }
+                let stored = try txn.get(base, key).map { ServerBase(value: nil, revision: $0.revision, learntAt: $0.learntAt, seq: $0.seq) }
+                guard RecordView.isRetired(write, base: stored, feed: feeds[key.business] ?? nil) else { return false }
             }
         }
         if state.rolledBackSeq != nil, let retention {

@@ -135,6 +135,8 @@ extension AttemptFinished: RecordBody {
         // Format 3: the records' trail.
         writer.write(UInt32(confirmations.count))
         for confirmation in confirmations { confirmation.write(to: &writer) }
+        // Format 4: where the feed shows the write.
+        writer.writeOptional(visibleAt) { $0.write(position: $1) }
     }
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
@@ -164,6 +166,9 @@ extension AttemptFinished: RecordBody {
             let count = Int(try reader.readUInt32("confirmation count"))
             guard count <= reader.remaining else { throw DecodingProblem("\(count) record confirmations cannot fit") }
             for _ in 0..<count { confirmations.append(try RecordConfirmation(reading: &reader, version: version)) }
+        }
+        if version >= 4 {
+            visibleAt = try reader.readOptional("visible at") { (reader) throws(DecodingProblem) in try reader.readPosition("visible at") }
         }
     }
 }

@@ -3,6 +3,7 @@
 
 public import Foundation
 public import OutboxCrypto
+public import OutboxWire
 
 /// One immutable entry of the journal.
 ///
@@ -281,6 +282,9 @@ public struct AttemptFinished: Sendable, Equatable {
     /// What the answer confirmed of the records the write changed (format 3): each revision and
     /// value hash, the trail of the records' server base, which holds the values.
     public var confirmations: [RecordConfirmation] = []
+    /// Where the server's change feed shows the write (format 4, `Outbox-Visible-At`): the
+    /// member's change stays on screen until a pull reaches it. `nil`: the answer named none.
+    public var visibleAt: FeedPosition?
 
     public subscript<Value>(dynamicMember field: WritableKeyPath<Classification, Value>) -> Value {
         get { classification[keyPath: field] }

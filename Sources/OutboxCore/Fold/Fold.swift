@@ -152,9 +152,11 @@ package enum Fold {
             case .accepted, .replayed:
                 next.lastErrorCode = nil
                 next.lastErrorMessage = nil
-                // A record the answer did not describe keeps the member's value until the server's arrives.
-                let described = Set(finished.confirmations.map(\.key))
+                // A record the answer did not describe keeps the member's value until the server's
+                // arrives; with a feed position, every record keeps it until a pull reaches it.
+                let described = finished.visibleAt == nil ? Set(finished.confirmations.map(\.key)) : []
                 next.awaitingServerValue = next.records.filter { !described.contains($0) }
+                next.visibleAt = finished.visibleAt
             case .pendingApproval:
                 next.lastErrorCode = nil
                 next.lastErrorMessage = nil

@@ -1,4 +1,4 @@
-public import OutboxWire
+package import OutboxWire
 
 /// When a synced write's change stops showing over a record's base: the rule that lets a saved
 /// edit stay on screen until the server's own value has come back for it, so it never vanishes
@@ -10,7 +10,7 @@ public import OutboxWire
 /// | yes | in the feed's epoch | the feed's cursor is at or past the position |
 /// | yes | of an older epoch | at once: the new epoch's snapshot is the server's truth |
 /// | yes | of a newer epoch (answered while the base was fetched again) | when the feed reaches that epoch |
-/// | yes | none (a claim stored before positions) | a base pulled after the answer at the answer's revision or later (any pulled base when the answer had none) |
+/// | yes | none (a claim stored before positions) | a base brought after the answer (by a pull, or a later write's answer) at the answer's revision or later (any such base when the answer had none) |
 package enum OverlayRetirement {
     /// What the rule reads of a synced write.
     package struct Answer: Sendable, Equatable {
@@ -33,13 +33,10 @@ package enum OverlayRetirement {
         /// The event that brought it.
         package var seq: JournalSequence
         package var revision: UInt64
-        /// Whether a pulled page (or a fetched snapshot) brought it, not an answer.
-        package var pulled: Bool
 
-        package init(seq: JournalSequence, revision: UInt64, pulled: Bool) {
+        package init(seq: JournalSequence, revision: UInt64) {
             self.seq = seq
             self.revision = revision
-            self.pulled = pulled
         }
     }
 
@@ -51,7 +48,7 @@ package enum OverlayRetirement {
             if visibleAt.epoch > feed.epoch { return false }
             return feed >= visibleAt
         }
-        guard let base, base.pulled, base.seq > answer.seq else { return false }
+        guard let base, base.seq > answer.seq else { return false }
         return answer.revision.map { base.revision >= $0 } ?? true
     }
 }
