@@ -28,7 +28,7 @@ struct FeedSummaryTests {
         let text = inspect([directory.url.path, "summary"] + now)
         #expect(text.code == .success, "\(text.errors)")
         let line = try #require(text.output.split(separator: "\n").first { $0.hasPrefix("Feed") })
-        #expect(line.contains("pharmacy-7 at 3-9-0, set by the page at seq"), "\(line)")
+        #expect(line.contains("pharmacy-7 at 3-9-0, set by the event at seq"), "\(line)")
         let json = inspect([directory.url.path, "summary", "--json"] + now)
         let document = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
         let feeds = try #require(document["feeds"] as? [[String: Any]])

@@ -135,6 +135,15 @@ enum Samples {
         .pageRefused(PageRefused(business: "pharmacy-7", from: FeedPosition(epoch: 3, major: 41), code: "digest_mismatch",
                                  detail: "the page's digest is not the digest of the changes it holds")),
         .pageRefused(PageRefused(business: "pharmacy-7", from: nil, code: "malformed", detail: "changes[0].revision: not a number")),
+        .resnapshotStarted(ResnapshotStarted(business: "pharmacy-7", reason: "expired", from: FeedPosition(epoch: 3, major: 41), position: FeedPosition(epoch: 3, major: 60))),
+        .resnapshotStarted(ResnapshotStarted(business: "pharmacy-7", reason: "unknown", from: nil, position: FeedPosition(epoch: 4, major: 1))),
+        .snapshotPageStaged(SnapshotPageStaged(business: "pharmacy-7", page: 2, position: FeedPosition(epoch: 3, major: 61, minor: 1),
+                                               digest: SHA256Digest(of: Data("snapshot".utf8)),
+                                               confirmations: [RecordConfirmation(key: record, revision: 21, valueHash: SHA256Digest(of: Data("{}".utf8)), source: .snapshot)],
+                                               skipped: 2, reachedEnd: false)),
+        .resnapshotFinished(ResnapshotFinished(business: "pharmacy-7", cursor: FeedPosition(epoch: 3, major: 60), staged: 1_200,
+                                               vanished: [RecordConfirmation(key: record, revision: 21, valueHash: nil, source: .snapshot)])),
+        .resnapshotAbandoned(ResnapshotAbandoned(business: "pharmacy-7", code: "epoch_changed", detail: "the server answered from epoch 4")),
     ]
 
     static func events() -> [JournalEvent] {

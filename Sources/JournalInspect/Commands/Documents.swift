@@ -38,10 +38,11 @@ struct SummaryDocument: Encodable {
     /// A business's change feed: its cursor, the page that set it and when.
     struct Feed: Encodable {
         var business: String
-        var cursor: String
+        var cursor: String?
         var pageSeq: JournalSequence
         var pageAt: Date?
         var ageSeconds: Double?
+        var staging: JournalSummary.Feed.Staging?
     }
 
     var path: String
@@ -95,7 +96,7 @@ struct SummaryDocument: Encodable {
         self.damaged = damaged
         feeds = summary.feeds.isEmpty ? nil : summary.feeds.map {
             Feed(business: $0.business, cursor: $0.cursor, pageSeq: $0.pageSeq, pageAt: $0.pageAt,
-                 ageSeconds: $0.pageAt.map { max(0, now.timeIntervalSince($0)) })
+                 ageSeconds: $0.pageAt.map { max(0, now.timeIntervalSince($0)) }, staging: $0.staging)
         }
         generatedAt = now
     }

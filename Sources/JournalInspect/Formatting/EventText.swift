@@ -119,6 +119,18 @@ public enum EventText {
                 + (page.reachedEnd ? "; the feed's end" : "; more follow")
         case .pageRefused(let refused):
             return "page of \(refused.business)'s feed from \(refused.from?.text ?? "its start") refused (\(refused.code)): \(refused.detail); nothing of it applied"
+        case .resnapshotStarted(let started):
+            return "resnapshot of \(started.business) started (\(started.reason)): the server's records fetched again whole from \(started.position)"
+                + (started.from.map { ", the cursor \($0) given up" } ?? "") + "; the member's base stays until the swap"
+        case .snapshotPageStaged(let page):
+            return "snapshot page \(page.page) of \(page.business) staged: \(page.confirmations.count) records read at \(page.position)"
+                + (page.skipped > 0 ? ", \(page.skipped) of types the app does not know passed over" : "")
+                + (page.reachedEnd ? "; the snapshot's end" : "; more follow")
+        case .resnapshotFinished(let finished):
+            return "resnapshot of \(finished.business) swapped in: \(finished.staged) records, the feed from \(finished.cursor)"
+                + (finished.vanished.isEmpty ? "" : "; \(finished.vanished.count) records a pending write changes are gone from the server: deleted")
+        case .resnapshotAbandoned(let abandoned):
+            return "resnapshot of \(abandoned.business) abandoned (\(abandoned.code)): \(abandoned.detail); the member's base untouched, started again"
         case .deletedOnServer(let deleted):
             return "conflicted: \(deleted.key) was deleted on the server (revision \(deleted.revision)) while this change waited; a person decides"
         case .sessionChanged(let changed):

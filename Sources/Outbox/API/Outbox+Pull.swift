@@ -57,7 +57,7 @@ extension Outbox {
         try await room.ensureRoom(forPayloadBytes: writes.reduce(0) { $0 + ($1.value?.count ?? 0) })
         _ = try await room.append([JournalStore.Draft(
             operationID: nil, body: .pageApplied(applied), storeWrites: writes,
-            feedWrite: FeedRowWrite(business: page.business, expectFrom: requested, to: page.cursor)
+            feedWrite: .move(business: page.business, expectFrom: requested, to: page.cursor)
         )], whenFull: .refuse)
         return .applied(applied)
     }
@@ -77,7 +77,7 @@ extension Outbox {
     /// never pulled.
     package func feedCursor(business: String) throws -> FeedPosition? {
         try ensureOpen()
-        return try store.read { txn in try store.schema.feedRow(business: business, in: txn)?.cursor }
+        return try store.read { txn in try store.schema.feedRow(business: business, in: txn)?.cursor ?? nil }
     }
 }
 

@@ -229,6 +229,25 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             pageFrom = refused.from?.text
             errorCode = refused.code
             errorMessage = refused.detail
+        case .resnapshotStarted(let started):
+            businessID = started.business
+            reason = started.reason
+            pageFrom = started.from?.text
+            pageTo = started.position.text
+        case .snapshotPageStaged(let page):
+            businessID = page.business
+            pageTo = page.position.text
+            reachedEnd = page.reachedEnd
+            digest = page.digest.hex
+            confirmations = page.confirmations.map(ExportedRecordConfirmation.init)
+        case .resnapshotFinished(let finished):
+            businessID = finished.business
+            pageTo = finished.cursor.text
+            confirmations = finished.vanished.map(ExportedRecordConfirmation.init)
+        case .resnapshotAbandoned(let abandoned):
+            businessID = abandoned.business
+            errorCode = abandoned.code
+            errorMessage = abandoned.detail
         }
     }
 }

@@ -129,8 +129,9 @@ extension JournalQueries {
             var feeds: [JournalSummary.Feed] = []
             try txn.scan(schema.feeds) { entry in
                 let row = try entry.value()
-                feeds.append(JournalSummary.Feed(business: try entry.key(), cursor: row.cursor.text, pageSeq: row.pageSeq,
-                                                 pageAt: try? schema.event(row.pageSeq, in: txn)?.recordedAt))
+                feeds.append(JournalSummary.Feed(business: try entry.key(), cursor: row.cursor?.text, pageSeq: row.pageSeq,
+                                                 pageAt: try? schema.event(row.pageSeq, in: txn)?.recordedAt,
+                                                 staging: row.staging.map { .init(position: $0.position.text, pages: $0.pages, records: $0.staged, startedSeq: $0.startedSeq) }))
                 return .next
             }
             var summary = JournalSummary(

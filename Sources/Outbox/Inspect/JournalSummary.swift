@@ -40,11 +40,22 @@ public struct JournalSummary: Sendable, Equatable {
     /// A business's change feed as the journal holds it.
     public struct Feed: Sendable, Equatable {
         public var business: String
-        /// Where its next page starts (``FeedPosition``'s text).
-        public var cursor: String
-        /// The `pageApplied` event that set it, and when it was recorded (`nil`: compacted away).
+        /// Where its next page starts (``FeedPosition``'s text); `nil` before its first page or
+        /// resnapshot lands.
+        public var cursor: String?
+        /// The event that set it (`pageApplied`, or a resnapshot's), and when it was recorded
+        /// (`nil`: compacted away).
         public var pageSeq: JournalSequence
         public var pageAt: Date?
+        /// A resnapshot under way: the snapshot's first position, the records and pages staged.
+        public var staging: Staging? = nil
+
+        public struct Staging: Sendable, Equatable, Encodable {
+            public var position: String
+            public var pages: Int
+            public var records: Int
+            public var startedSeq: JournalSequence
+        }
     }
 
     public init(path: String, formatVersion: Int, projectionVersion: Int?, projectionsAreCurrent: Bool,

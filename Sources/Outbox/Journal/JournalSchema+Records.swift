@@ -8,8 +8,18 @@ import OutboxStorage
 extension JournalSchema {
     /// Writes `write` into the record store, brought by the event at `seq`: a base only when its
     /// revision is newer than the one stored (the base never moves back); a local record always.
+    /// A base goes to the generation the member sees and, while a resnapshot stages the other,
+    /// there too, so the swap never takes a record back behind an answer that landed meanwhile.
     func store(_ write: RecordStoreWrite, seq: JournalSequence, at now: Date, in txn: borrowing LMDBTransaction) throws {
-        let table = write.table == .base ? base : localRecords
+        guard write.table == .base else { return try store(write, seq: seq, at: now, into: localRecords, in: txn) }
+        let row = try feedRow(business: write.key.business, in: txn)
+        try store(write, seq: seq, at: now, into: baseTable(generation: row?.generation ?? 0), in: txn)
+        if let row, row.staging != nil { try store(write, seq: seq, at: now, into: baseTable(generation: row.otherGeneration), in: txn) }
+    }
+
+    /// Writes `write` into `table` by the same rule.
+    func store(_ write: RecordStoreWrite, seq: JournalSequence, at now: Date, into table: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>,
+               in txn: borrowing LMDBTransaction) throws {
         let stored = try txn.get(table, write.key)
         guard write.replaces(storedRevision: stored?.revision) else { return }
         var entry = RecordStoreEntry(
@@ -26,19 +36,22 @@ extension JournalSchema {
         try txn.put(table, write.key, entry)
     }
 
-    /// Removes every server base of one business and type.
+    /// Removes every server base of one business and type, in both generations.
     func dropBase(business: String, type: String, in txn: borrowing LMDBTransaction) throws {
-        var keys: [[UInt8]] = []
-        try txn.scan(base, leading: RecordKey.scopeBytes(business: business, type: type)) { entry in
-            keys.append(Array(entry.keyBytes))
-            return .next
+        for table in [base, stagedBase] {
+            var keys: [[UInt8]] = []
+            try txn.scan(table, leading: RecordKey.scopeBytes(business: business, type: type)) { entry in
+                keys.append(Array(entry.keyBytes))
+                return .next
+            }
+            for key in keys { try txn.delete(table, encodedKey: key) }
         }
-        for key in keys { try txn.delete(base, encodedKey: key) }
     }
 
-    /// A record's server base, its value opened when the journal is sealed and the key known.
+    /// A record's server base (in the generation the member sees), its value opened when the
+    /// journal is sealed and the key known.
     func serverBase(_ key: RecordKey, in txn: borrowing LMDBTransaction) throws -> RecordStoreEntry? {
-        try opened(try txn.get(base, key), table: .base, key: key)
+        try opened(try txn.get(activeBase(business: key.business, in: txn), key), table: .base, key: key)
     }
 
     /// A local-only record, opened likewise.
@@ -119,7 +132,7 @@ extension JournalSchema {
     /// The member's view of `key` in one snapshot: its base (or local value), and every write
     /// whose change it may show, with their states. `nil` when the journal holds nothing of it.
     func record(_ key: RecordKey, policy: RecordTypePolicy, in txn: borrowing LMDBTransaction) throws -> LocalRecord? {
-        let entry = try txn.get(policy.isLocalOnly ? localRecords : base, key)
+        let entry = try txn.get(policy.isLocalOnly ? localRecords : activeBase(business: key.business, in: txn), key)
         var feed: FeedPosition?? = nil
         return try view(key, entry: entry, writes: recordWriteIDs(key, in: txn), policy: policy, feed: &feed, in: txn)
     }
@@ -137,7 +150,7 @@ extension JournalSchema {
         // The first key past `after`: the id's bytes and one byte more than the terminator.
         var storeFrom: [UInt8]? = after.map { scope + Array($0.utf8) + [1] }
         var writeFrom = storeFrom
-        let store = policy.isLocalOnly ? localRecords : base
+        let store = policy.isLocalOnly ? localRecords : try activeBase(business: business, in: txn)
         var stored: [(id: [UInt8], entry: RecordStoreEntry)] = [], storedAt = 0
         var written: [(id: [UInt8], writes: [(id: OperationID, firstSeq: JournalSequence)])] = [], writtenAt = 0
         var feed: FeedPosition?? = nil
@@ -325,6 +338,7 @@ extension JournalSchema {
                 case .written: "the server confirmed the value written"
                 case .conflict: "the server answered with its own record: changed elsewhere"
                 case .pulled: "the server's change, pulled"
+                case .snapshot: "the server's record, fetched again whole"
                 }
                 return made(confirmation.valueHash == nil ? "the server confirmed it deleted" : what,
                             revision: confirmation.revision, hash: confirmation.valueHash)
@@ -347,6 +361,14 @@ extension JournalSchema {
             let pulled = page.confirmations.last { $0.key == key }
             return made((pulled?.valueHash == nil ? "pulled: deleted on the server" : "pulled: the server's change")
                         + " (page \(page.from) -> \(page.to))", revision: pulled?.revision, hash: pulled?.valueHash)
+        case .snapshotPageStaged(let page):
+            let staged = page.confirmations.last { $0.key == key }
+            return made("staged by the resnapshot (page \(page.page), read at \(page.position))", revision: staged?.revision, hash: staged?.valueHash)
+        case .resnapshotFinished(let finished):
+            if let vanished = finished.vanished.first(where: { $0.key == key }) {
+                return made("gone from the server's snapshot: deleted at the swap", revision: vanished.revision)
+            }
+            return made("the resnapshot swapped in (feed from \(finished.cursor))")
         case .attemptAbandoned: return made("the app ended mid-send: sent again under the same key")
         default: return made(event.kind.rawValue)
         }
@@ -367,7 +389,7 @@ extension JournalSchema {
             for key in state.awaitingServerValue {
                 // Still confirmed: the server's value is not back for it yet.
                 if feeds[key.business] == nil { feeds[key.business] = .some(try feedRow(business: key.business, in: txn)?.cursor) }
-                let stored = try txn.get(base, key).map { ServerBase(value: nil, revision: $0.revision, learntAt: $0.learntAt, seq: $0.seq) }
+                let stored = try txn.get(activeBase(business: key.business, in: txn), key).map { ServerBase(value: nil, revision: $0.revision, learntAt: $0.learntAt, seq: $0.seq) }
                 guard RecordView.isRetired(write, base: stored, feed: feeds[key.business] ?? nil) else { return false }
             }
         }

@@ -73,8 +73,8 @@ private struct AppendBatch {
     var position: [OperationID: Int] = [:]
     /// The states one unit folded, before it is known to land.
     var folding: [(id: OperationID, before: OperationState?, after: OperationState)] = []
-    /// Each feed the transaction's landed units moved, where they left it.
-    var feedCursors: [ExactString: FeedPosition] = [:]
+    /// Each feed row the transaction's landed units wrote, as they left it.
+    var feedRows: [ExactString: FeedRow] = [:]
     var scratch = Projection.Scratch()
 
     /// - Parameter counters: the counters the last append committed, when known.
@@ -96,26 +96,48 @@ private struct AppendBatch {
         var events: [JournalEvent] = []
         events.reserveCapacity(unit.count)
         folding.removeAll(keepingCapacity: true)
-        var movedFeeds: [ExactString: FeedPosition] = [:]
+        var movedFeeds: [ExactString: FeedRow] = [:]
         do {
             var seq = lastSeq
             var index = 0
             while index < unit.count {
-                let prepared = unit[index]
                 seq = seq.next
-                let event = JournalEvent(seq: seq, operationID: prepared.draft.operationID, recordedAt: now, uptime: uptime, body: prepared.draft.body)
-                if let move = prepared.draft.feedWrite {
-                    // The cursor is checked before anything of the page is written: a page asked
+                if let feedWrite = unit[index].draft.feedWrite {
+                    // The row is checked before anything of the step is written: a page asked
                     // from a cursor another pull has since moved applies nothing.
-                    let business = ExactString(move.business)
-                    let stored = try movedFeeds[business] ?? feedCursors[business] ?? schema.feedRow(business: move.business, in: txn)?.cursor
-                    guard stored == move.expectFrom else {
-                        return .failure(.feedMoved(business: move.business, pageFrom: move.expectFrom?.text, stored: stored?.text))
+                    let business = ExactString(feedWrite.business)
+                    let stored = try movedFeeds[business] ?? feedRows[business] ?? schema.feedRow(business: feedWrite.business, in: txn)
+                    switch feedWrite {
+                    case .move(_, let expectFrom, let to):
+                        guard stored?.cursor == expectFrom, stored?.staging == nil else {
+                            return .failure(.feedMoved(business: feedWrite.business, pageFrom: expectFrom?.text, stored: stored?.cursor?.text))
+                        }
+                        var row = stored ?? FeedRow(cursor: nil, pageSeq: seq)
+                        row.cursor = to
+                        row.pageSeq = seq
+                        movedFeeds[business] = row
+                        // A record the page deleted: each write of it still waiting learns so.
+                        unit += try deletedOnServer(unit[index].draft.storeWrites, tombstoneSeq: seq,
+                                                    base: schema.baseTable(generation: row.generation), in: txn).map(JournalStore.PreparedDraft.init)
+                    case .replace(_, let expect, var row):
+                        guard stored.map({ var row = $0; row.pageSeq = expect?.pageSeq ?? row.pageSeq; return row }) == expect else {
+                            return .failure(.feedMoved(business: feedWrite.business, pageFrom: expect?.cursor?.text, stored: stored?.cursor?.text))
+                        }
+                        row.pageSeq = seq
+                        // A staging this event begins starts at it.
+                        if row.staging?.startedSeq == .zero { row.staging?.startedSeq = seq }
+                        movedFeeds[business] = row
+                        if let expect, expect.staging != nil, row.staging == nil, row.generation != expect.generation {
+                            // The swap: what vanished from under a pending write is deleted in the
+                            // new base, and each write still waiting on it is asked about.
+                            let (swap, conflicts) = try swapped(unit[index].draft, from: expect, tombstoneSeq: seq, in: txn)
+                            unit[index] = JournalStore.PreparedDraft(swap)
+                            unit += conflicts.map(JournalStore.PreparedDraft.init)
+                        }
                     }
-                    movedFeeds[business] = move.to
-                    // A record the page deleted: each write of it still waiting learns so.
-                    unit += try deletedOnServer(prepared.draft.storeWrites, tombstoneSeq: seq, in: txn).map(JournalStore.PreparedDraft.init)
                 }
+                let prepared = unit[index]
+                let event = JournalEvent(seq: seq, operationID: prepared.draft.operationID, recordedAt: now, uptime: uptime, body: prepared.draft.body)
                 if let id = prepared.draft.operationID {
                     let before: OperationState?
                     let after: OperationState
@@ -153,9 +175,14 @@ private struct AppendBatch {
             for write in prepared.draft.storeWrites {
                 try schema.store(write, seq: event.seq, at: now, in: txn)
             }
-            if let move = prepared.draft.feedWrite {
-                // Last of the page: the cursor lands with the changes it stands for.
-                try txn.put(schema.feeds, move.business, FeedRow(cursor: move.to, pageSeq: event.seq))
+            for write in prepared.draft.stagedWrites {
+                // The generation the business's feed row does not show (as written so far).
+                let generation = try schema.feedRow(business: write.key.business, in: txn)?.otherGeneration ?? 1
+                try schema.store(write, seq: event.seq, at: now, into: schema.baseTable(generation: generation), in: txn)
+            }
+            if let feedWrite = prepared.draft.feedWrite, let row = movedFeeds[ExactString(feedWrite.business)] {
+                // Last of the step: the cursor lands with the changes it stands for.
+                try txn.put(schema.feeds, feedWrite.business, row)
             }
             if event.operationID == nil {
                 // Engine events are rare, and change no operation (a compaction appends through
@@ -175,7 +202,7 @@ private struct AppendBatch {
                 touched.append((before, after))
             }
         }
-        feedCursors.merge(movedFeeds) { $1 }
+        feedRows.merge(movedFeeds) { $1 }
         lastSeq = events.last?.seq ?? lastSeq
         return .success(events)
     }
@@ -184,15 +211,26 @@ private struct AppendBatch {
     /// last change of the record a tombstone newer than its stored base. Which writes, by
     /// ``TombstoneConflict``.
     private func deletedOnServer(_ writes: [RecordStoreWrite], tombstoneSeq: JournalSequence,
+                                 base: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>,
                                  in txn: borrowing LMDBTransaction) throws -> [JournalStore.Draft] {
         var last: [RecordKey: RecordStoreWrite] = [:]
         for write in writes where write.table == .base {
             if let kept = last[write.key], kept.revision >= write.revision { continue }
             last[write.key] = write
         }
-        var drafts: [JournalStore.Draft] = []
+        var tombstones: [(key: RecordKey, revision: UInt64)] = []
         for (key, write) in last.sorted(by: { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }) where write.value == nil {
-            guard write.replaces(storedRevision: try txn.get(schema.base, key)?.revision) else { continue }
+            guard write.replaces(storedRevision: try txn.get(base, key)?.revision) else { continue }
+            tombstones.append((key, write.revision))
+        }
+        return try deletedOnServer(tombstones, tombstoneSeq: tombstoneSeq, in: txn)
+    }
+
+    /// `deletedOnServer` for every write still waiting of each record deleted at `revision`.
+    private func deletedOnServer(_ tombstones: [(key: RecordKey, revision: UInt64)], tombstoneSeq: JournalSequence,
+                                 in txn: borrowing LMDBTransaction) throws -> [JournalStore.Draft] {
+        var drafts: [JournalStore.Draft] = []
+        for (key, revision) in tombstones {
             for (id, _) in try schema.recordWriteIDs(key, in: txn) {
                 let current: OperationState?
                 if let local = folding.last(where: { $0.id == id }) {
@@ -206,10 +244,40 @@ private struct AppendBatch {
                 let deletes = try schema.recordChange(key, of: current, in: txn)?.isDelete ?? false
                 let rule = TombstoneConflict.Write(status: current.status, deletes: deletes, firstSeq: current.firstSeq, isHeld: current.heldOn != nil)
                 guard TombstoneConflict.decision(for: rule, tombstoneSeq: tombstoneSeq) == .conflict else { continue }
-                drafts.append(JournalStore.Draft(operationID: id, body: .deletedOnServer(DeletedOnServer(key: key, revision: write.revision))))
+                drafts.append(JournalStore.Draft(operationID: id, body: .deletedOnServer(DeletedOnServer(key: key, revision: revision))))
             }
         }
         return drafts
+    }
+
+    /// A resnapshot's swap, completed in its transaction: each record a pending write changes that
+    /// the old base holds live and the staged one does not is deleted in the staged base at its
+    /// old revision (so a write on its way settles against it, and a re-creation at a higher
+    /// revision still wins), named in the event, and each write still waiting on it is asked
+    /// about. Costs a read per record with pending writes, never one per record of the base.
+    private func swapped(_ draft: JournalStore.Draft, from row: FeedRow, tombstoneSeq: JournalSequence,
+                         in txn: borrowing LMDBTransaction) throws -> (JournalStore.Draft, [JournalStore.Draft]) {
+        guard case .resnapshotFinished(var finished) = draft.body else { return (draft, []) }
+        let old = schema.baseTable(generation: row.generation)
+        let staged = schema.baseTable(generation: row.otherGeneration)
+        var keys: [RecordKey] = []
+        try txn.scan(schema.recordWrites, leading: RecordKey.businessScopeBytes(finished.business)) { entry in
+            let (key, _, _) = try entry.key()
+            if keys.last != key { keys.append(key) }
+            return .next
+        }
+        var swap = draft
+        var tombstones: [(key: RecordKey, revision: UInt64)] = []
+        for key in keys {
+            guard let before = try txn.get(old, key), before.valueHash != nil else { continue }
+            if let after = try txn.get(staged, key), after.valueHash != nil { continue }
+            let revision = max(before.revision, try txn.get(staged, key)?.revision ?? 0)
+            finished.vanished.append(RecordConfirmation(key: key, revision: revision, valueHash: nil, source: .snapshot))
+            swap.stagedWrites.append(RecordStoreWrite(table: .base, key: key, revision: revision, schemaVersion: before.schemaVersion, value: nil))
+            tombstones.append((key, revision))
+        }
+        swap.body = .resnapshotFinished(finished)
+        return (swap, try deletedOnServer(tombstones, tombstoneSeq: tombstoneSeq, in: txn))
     }
 
     /// `heldOnRollback` for every queued write of `rolledBack`'s records made after it (in the

@@ -54,8 +54,11 @@ final class JournalStore: Sendable {
         var storeWrites: [RecordStoreWrite] = []
         /// A business and type whose server base the event drops (`recordBaseDropped`).
         var dropsBase: (business: String, type: String)? = nil
-        /// A page's move of its feed (`pageApplied`): written after the page's base writes, and
-        /// only when the stored cursor is the one the page started from.
+        /// Server bases a resnapshot stages (or, at its swap, deletes) in the generation its
+        /// business's feed row does not show yet; written after ``storeWrites``.
+        var stagedWrites: [RecordStoreWrite] = []
+        /// A step's change of its feed row (a page's move, a resnapshot's step): written last,
+        /// and only when the stored row is the one the step started from.
         var feedWrite: FeedRowWrite? = nil
     }
 

@@ -2,8 +2,8 @@ import Foundation
 import OutboxWire
 import OutboxCrypto
 
-/// The record format's bodies of the pull (format 4): a record the server deleted, and a page
-/// of a change feed applied or refused.
+/// The record format's bodies of the pull (format 4): a record the server deleted, a page of a
+/// change feed applied or refused, and a resnapshot's steps.
 
 extension DeletedOnServer: RecordBody {
     func write(to writer: inout ByteWriter) {
@@ -23,8 +23,7 @@ extension PageApplied: RecordBody {
         writer.write(position: to)
         writer.write(reachedEnd)
         writer.write(digest)
-        writer.write(UInt32(confirmations.count))
-        for confirmation in confirmations { confirmation.write(to: &writer) }
+        writer.write(confirmations: confirmations)
         writer.write(UInt32(skipped))
     }
 
@@ -34,10 +33,7 @@ extension PageApplied: RecordBody {
         let to = try reader.readPosition("page cursor")
         let reachedEnd = try reader.readBool("reached end")
         let digest = try reader.readDigest("page digest")
-        let count = Int(try reader.readUInt32("pulled change count"))
-        guard count <= reader.remaining else { throw DecodingProblem("\(count) pulled changes cannot fit") }
-        var confirmations: [RecordConfirmation] = []
-        for _ in 0..<count { confirmations.append(try RecordConfirmation(reading: &reader, version: version)) }
+        let confirmations = try reader.readConfirmations(version: version)
         self.init(business: business, from: from, to: to, reachedEnd: reachedEnd, digest: digest,
                   confirmations: confirmations, skipped: Int(try reader.readUInt32("skipped changes")))
     }
@@ -55,6 +51,85 @@ extension PageRefused: RecordBody {
         self.init(business: try reader.readString("business"),
                   from: try reader.readOptional("refused page start") { (reader) throws(DecodingProblem) in try reader.readPosition("refused page start") },
                   code: try reader.readString("refusal code"), detail: try reader.readString("refusal detail"))
+    }
+}
+
+extension ResnapshotStarted: RecordBody {
+    func write(to writer: inout ByteWriter) {
+        writer.write(business)
+        writer.write(reason)
+        writer.writeOptional(from) { $0.write(position: $1) }
+        writer.write(position: position)
+    }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        self.init(business: try reader.readString("business"), reason: try reader.readString("resnapshot reason"),
+                  from: try reader.readOptional("old cursor") { (reader) throws(DecodingProblem) in try reader.readPosition("old cursor") },
+                  position: try reader.readPosition("snapshot position"))
+    }
+}
+
+extension SnapshotPageStaged: RecordBody {
+    func write(to writer: inout ByteWriter) {
+        writer.write(business)
+        writer.write(UInt32(page))
+        writer.write(position: position)
+        writer.write(digest)
+        writer.write(confirmations: confirmations)
+        writer.write(UInt32(skipped))
+        writer.write(reachedEnd)
+    }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        self.init(business: try reader.readString("business"), page: Int(try reader.readUInt32("snapshot page")),
+                  position: try reader.readPosition("snapshot page position"), digest: try reader.readDigest("snapshot page digest"),
+                  confirmations: try reader.readConfirmations(version: version), skipped: Int(try reader.readUInt32("skipped records")),
+                  reachedEnd: try reader.readBool("reached end"))
+    }
+}
+
+extension ResnapshotFinished: RecordBody {
+    func write(to writer: inout ByteWriter) {
+        writer.write(business)
+        writer.write(position: cursor)
+        writer.write(UInt32(staged))
+        writer.write(confirmations: vanished)
+    }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        self.init(business: try reader.readString("business"), cursor: try reader.readPosition("resnapshot cursor"),
+                  staged: Int(try reader.readUInt32("staged records")), vanished: try reader.readConfirmations(version: version))
+    }
+}
+
+extension ResnapshotAbandoned: RecordBody {
+    func write(to writer: inout ByteWriter) {
+        writer.write(business)
+        writer.write(code)
+        writer.write(detail)
+    }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        self.init(business: try reader.readString("business"), code: try reader.readString("abandon code"),
+                  detail: try reader.readString("abandon detail"))
+    }
+}
+
+extension ByteWriter {
+    mutating func write(confirmations: [RecordConfirmation]) {
+        write(UInt32(confirmations.count))
+        for confirmation in confirmations { confirmation.write(to: &self) }
+    }
+}
+
+extension ByteReader {
+    mutating func readConfirmations(version: Int) throws(DecodingProblem) -> [RecordConfirmation] {
+        let count = Int(try readUInt32("record confirmation count"))
+        guard count <= remaining else { throw DecodingProblem("\(count) record confirmations cannot fit") }
+        var confirmations: [RecordConfirmation] = []
+        confirmations.reserveCapacity(count)
+        for _ in 0..<count { confirmations.append(try RecordConfirmation(reading: &self, version: version)) }
+        return confirmations
     }
 }
 

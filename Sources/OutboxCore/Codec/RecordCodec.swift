@@ -150,6 +150,10 @@ package enum RecordCodec {
         case .deletedOnServer(let deleted): deleted.write(to: &writer)
         case .pageApplied(let page): page.write(to: &writer)
         case .pageRefused(let refused): refused.write(to: &writer)
+        case .resnapshotStarted(let started): started.write(to: &writer)
+        case .snapshotPageStaged(let staged): staged.write(to: &writer)
+        case .resnapshotFinished(let finished): finished.write(to: &writer)
+        case .resnapshotAbandoned(let abandoned): abandoned.write(to: &writer)
         }
     }
 
@@ -362,6 +366,10 @@ package enum RecordCodec {
         case .deletedOnServer: .deletedOnServer(try DeletedOnServer(reading: &reader, version: version))
         case .pageApplied: .pageApplied(try PageApplied(reading: &reader, version: version))
         case .pageRefused: .pageRefused(try PageRefused(reading: &reader, version: version))
+        case .resnapshotStarted: .resnapshotStarted(try ResnapshotStarted(reading: &reader, version: version))
+        case .snapshotPageStaged: .snapshotPageStaged(try SnapshotPageStaged(reading: &reader, version: version))
+        case .resnapshotFinished: .resnapshotFinished(try ResnapshotFinished(reading: &reader, version: version))
+        case .resnapshotAbandoned: .resnapshotAbandoned(try ResnapshotAbandoned(reading: &reader, version: version))
         }
     }
 

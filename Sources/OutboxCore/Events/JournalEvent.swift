@@ -60,13 +60,18 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
     case deletedOnServer
     case pageApplied
     case pageRefused
+    case resnapshotStarted
+    case snapshotPageStaged
+    case resnapshotFinished
+    case resnapshotAbandoned
 
     /// The record format that introduced the kind: a record of an older version cannot hold it.
     public var formatVersion: Int {
         switch self {
         case .superseded, .rebased, .dependencyEnded, .sessionChanged: 2
         case .heldOnRollback, .rollbackAcknowledged, .recordsWritten, .recordBaseDropped: 3
-        case .deletedOnServer, .pageApplied, .pageRefused: 4
+        case .deletedOnServer, .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished,
+            .resnapshotAbandoned: 4
         default: 1
         }
     }
@@ -79,7 +84,7 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
             .deletedOnServer:
             true
         case .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped,
-            .pageApplied, .pageRefused:
+            .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned:
             false
         }
     }
@@ -110,6 +115,10 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
         case .recordBaseDropped: 70
         case .pageApplied: 71
         case .pageRefused: 72
+        case .resnapshotStarted: 73
+        case .snapshotPageStaged: 74
+        case .resnapshotFinished: 75
+        case .resnapshotAbandoned: 76
         }
     }
 
@@ -140,6 +149,10 @@ public enum JournalEventBody: Sendable, Equatable {
     case deletedOnServer(DeletedOnServer)
     case pageApplied(PageApplied)
     case pageRefused(PageRefused)
+    case resnapshotStarted(ResnapshotStarted)
+    case snapshotPageStaged(SnapshotPageStaged)
+    case resnapshotFinished(ResnapshotFinished)
+    case resnapshotAbandoned(ResnapshotAbandoned)
 
     public var kind: JournalEventKind {
         switch self {
@@ -166,6 +179,10 @@ public enum JournalEventBody: Sendable, Equatable {
         case .deletedOnServer: .deletedOnServer
         case .pageApplied: .pageApplied
         case .pageRefused: .pageRefused
+        case .resnapshotStarted: .resnapshotStarted
+        case .snapshotPageStaged: .snapshotPageStaged
+        case .resnapshotFinished: .resnapshotFinished
+        case .resnapshotAbandoned: .resnapshotAbandoned
         }
     }
 }

@@ -21,6 +21,9 @@ public enum PageRefusal: Sendable, Equatable, CustomStringConvertible {
     case overLimit(changes: Int, limit: Int)
     /// A body that is not a feed page: the reader's words, naming the field at fault.
     case malformed(String)
+    /// A snapshot page whose record is not after the one before it (in type then id byte order,
+    /// after the request's `after_type`/`after_id`): paging on would skip or repeat records.
+    case outOfOrder(type: String, id: String)
 
     /// A short code for the journal and the metrics.
     public var code: String {
@@ -34,6 +37,7 @@ public enum PageRefusal: Sendable, Equatable, CustomStringConvertible {
         case .digestMismatch: "digest_mismatch"
         case .overLimit: "over_limit"
         case .malformed: "malformed"
+        case .outOfOrder: "out_of_order"
         }
     }
 
@@ -48,6 +52,7 @@ public enum PageRefusal: Sendable, Equatable, CustomStringConvertible {
         case .digestMismatch: "the page's digest is not the digest of the changes it holds"
         case .overLimit(let changes, let limit): "the page holds \(changes) changes, over the limit of \(limit) the request sent"
         case .malformed(let problem): "the body is not a feed page: \(problem)"
+        case .outOfOrder(let type, let id): "the snapshot's record \(type)/\(id) is not after the one before it in type then id byte order"
         }
     }
 }
@@ -96,6 +101,55 @@ package enum PageCheck {
         }
         guard page.changes.count <= request.limit else { return .refuse(.overLimit(changes: page.changes.count, limit: request.limit)) }
         guard page.count == page.changes.count else { return .refuse(.countMismatch(said: page.count, held: page.changes.count)) }
+        guard page.computedDigest == page.digest else { return .refuse(.digestMismatch) }
+        return .apply
+    }
+}
+
+extension PageCheck {
+    /// What the engine sent for a page of a snapshot, and what it expects back.
+    package struct SnapshotRequest: Sendable, Equatable {
+        package var business: String
+        /// The first page's position, once a page was staged: later pages are of its epoch, at
+        /// or after it.
+        package var since: FeedPosition?
+        /// The last record staged (type and id); the page's records come after it.
+        package var after: (type: String, id: String)?
+        package var limit: Int
+
+        package init(business: String, since: FeedPosition?, after: (type: String, id: String)?, limit: Int) {
+            self.business = business
+            self.since = since
+            self.after = after
+            self.limit = limit
+        }
+
+        package static func == (left: Self, right: Self) -> Bool {
+            left.business == right.business && left.since == right.since && left.after?.type == right.after?.type
+                && left.after?.id == right.after?.id && left.limit == right.limit
+        }
+    }
+
+    /// Whether a snapshot page may be staged: the same checks as a feed page's where they apply,
+    /// and its records in order after the last one staged. A page of another epoch than the first
+    /// page's means the server changed lives mid-snapshot: the staging starts over.
+    package static func verdict(_ page: SnapshotPage, for request: SnapshotRequest) -> Verdict {
+        guard ExactString(page.business) == ExactString(request.business) else { return .refuse(.otherBusiness(page.business)) }
+        if let since = request.since {
+            if page.position.epoch != since.epoch { return .resnapshot(epoch: page.position.epoch) }
+            guard page.position >= since else { return .refuse(.movedBack(from: since, to: page.position)) }
+        }
+        if page.records.isEmpty, page.hasMore { return .refuse(.moreAfterEmpty(at: page.position)) }
+        guard page.records.count <= request.limit else { return .refuse(.overLimit(changes: page.records.count, limit: request.limit)) }
+        guard page.count == page.records.count else { return .refuse(.countMismatch(said: page.count, held: page.records.count)) }
+        var previous = request.after.map { (type: Array($0.type.utf8), id: Array($0.id.utf8)) }
+        for record in page.records {
+            let key = (type: Array(record.type.utf8), id: Array(record.id.utf8))
+            if let previous, !(previous.type.lexicographicallyPrecedes(key.type) || (previous.type == key.type && previous.id.lexicographicallyPrecedes(key.id))) {
+                return .refuse(.outOfOrder(type: record.type, id: record.id))
+            }
+            previous = key
+        }
         guard page.computedDigest == page.digest else { return .refuse(.digestMismatch) }
         return .apply
     }

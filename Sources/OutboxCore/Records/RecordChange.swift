@@ -84,6 +84,9 @@ public struct RecordConfirmation: Sendable, Equatable {
         case conflict = 3
         /// A page of the business's change feed (format 4).
         case pulled = 4
+        /// A page of the business's snapshot, fetched again whole (format 4), or a record the
+        /// snapshot no longer held, deleted at the swap.
+        case snapshot = 5
 
         public var code: UInt8 { rawValue }
         public var description: String {
@@ -92,6 +95,7 @@ public struct RecordConfirmation: Sendable, Equatable {
             case .written: "written"
             case .conflict: "conflict"
             case .pulled: "pulled"
+            case .snapshot: "snapshot"
             }
         }
     }

@@ -1,0 +1,90 @@
+public import Foundation
+public import OutboxCrypto
+public import OutboxWire
+
+// The events of a resnapshot (format 4): a business's server base fetched again whole, when its
+// feed's cursor means nothing to the server any more (409 `resnapshot_required`, another epoch).
+// The snapshot is staged beside the base the member sees, page by page, and swapped in by one
+// commit; every pending write and its overlay survive it.
+
+/// A resnapshot began: the snapshot's first page was read at `position`, from which the feed is
+/// pulled once the snapshot is swapped in.
+public struct ResnapshotStarted: Sendable, Equatable {
+    public var business: String
+    /// Why: the 409's `reason` (`expired`, `unknown`, `foreign_epoch`, `ahead`), or
+    /// `other_epoch` for a page of another epoch.
+    public var reason: String
+    /// The cursor the feed had; `nil`: never pulled.
+    public var from: FeedPosition?
+    /// The first snapshot page's position.
+    public var position: FeedPosition
+
+    public init(business: String, reason: String, from: FeedPosition?, position: FeedPosition) {
+        self.business = business
+        self.reason = reason
+        self.from = from
+        self.position = position
+    }
+}
+
+/// A page of the snapshot staged beside the base the member sees: each record's revision and value
+/// hash (source `snapshot`), the values in the staged base.
+public struct SnapshotPageStaged: Sendable, Equatable {
+    public var business: String
+    /// The page's number in its resnapshot, from 1.
+    public var page: Int
+    /// The position the server read the page at.
+    public var position: FeedPosition
+    /// The digest it carried, checked before anything was written.
+    public var digest: SHA256Digest
+    public var confirmations: [RecordConfirmation]
+    /// Records of types the app does not know, passed over.
+    public var skipped: Int
+    /// Whether it was the last page.
+    public var reachedEnd: Bool
+
+    public init(business: String, page: Int, position: FeedPosition, digest: SHA256Digest, confirmations: [RecordConfirmation],
+                skipped: Int, reachedEnd: Bool) {
+        self.business = business
+        self.page = page
+        self.position = position
+        self.digest = digest
+        self.confirmations = confirmations
+        self.skipped = skipped
+        self.reachedEnd = reachedEnd
+    }
+}
+
+/// The staged snapshot swapped in, in this event's commit: the member sees it from now on, and the
+/// feed's cursor is the first page's position.
+public struct ResnapshotFinished: Sendable, Equatable {
+    public var business: String
+    public var cursor: FeedPosition
+    /// Records staged, over all pages.
+    public var staged: Int
+    /// Records a pending write changes that the old base held and the snapshot does not: deleted
+    /// in the new base at their old revision (source `snapshot`, no value hash), so the writes
+    /// waiting on them are asked about (``DeletedOnServer``) instead of vanishing.
+    public var vanished: [RecordConfirmation]
+
+    public init(business: String, cursor: FeedPosition, staged: Int, vanished: [RecordConfirmation]) {
+        self.business = business
+        self.cursor = cursor
+        self.staged = staged
+        self.vanished = vanished
+    }
+}
+
+/// A staged snapshot given up before its swap (the server moved to another epoch meanwhile): the
+/// member's base is untouched, the staged records are swept, and a new resnapshot starts.
+public struct ResnapshotAbandoned: Sendable, Equatable {
+    public var business: String
+    public var code: String
+    public var detail: String
+
+    public init(business: String, code: String, detail: String) {
+        self.business = business
+        self.code = code
+        self.detail = detail
+    }
+}
