@@ -144,6 +144,13 @@ enum Samples {
         .resnapshotFinished(ResnapshotFinished(business: "pharmacy-7", cursor: FeedPosition(epoch: 3, major: 60), staged: 1_200,
                                                vanished: [RecordConfirmation(key: record, revision: 21, valueHash: nil, source: .snapshot)])),
         .resnapshotAbandoned(ResnapshotAbandoned(business: "pharmacy-7", code: "epoch_changed", detail: "the server answered from epoch 4")),
+        .resnapshotStarted(ResnapshotStarted(business: "pharmacy-7", type: "product", reason: "summary_mismatch", from: FeedPosition(epoch: 3, major: 70), position: FeedPosition(epoch: 3, major: 71))),
+        .resnapshotFinished(ResnapshotFinished(business: "pharmacy-7", type: "product", cursor: FeedPosition(epoch: 3, major: 70), staged: 3, vanished: [])),
+        .summaryChecked(SummaryChecked(business: "pharmacy-7", type: "product", position: FeedPosition(epoch: 3, major: 70), serverCount: 12,
+                                       serverDigest: SHA256Digest(of: Data("server".utf8)), localCount: 11, localDigest: SHA256Digest(of: Data("local".utf8)),
+                                       verdict: .mismatched)),
+        .summaryChecked(SummaryChecked(business: "pharmacy-7", type: "product", position: FeedPosition(epoch: 3, major: 72), serverCount: 12,
+                                       serverDigest: SHA256Digest(of: Data("server".utf8)), localCount: nil, localDigest: nil, verdict: .inconclusive)),
     ]
 
     static func events() -> [JournalEvent] {

@@ -120,7 +120,7 @@ public enum EventText {
         case .pageRefused(let refused):
             return "page of \(refused.business)'s feed from \(refused.from?.text ?? "its start") refused (\(refused.code)): \(refused.detail); nothing of it applied"
         case .resnapshotStarted(let started):
-            return "resnapshot of \(started.business) started (\(started.reason)): the server's records fetched again whole from \(started.position)"
+            return "resnapshot of \(started.business)\(started.type.map { "/\($0)" } ?? "") started (\(started.reason)): the server's records fetched again whole from \(started.position)"
                 + (started.from.map { ", the cursor \($0) given up" } ?? "") + "; the member's base stays until the swap"
         case .snapshotPageStaged(let page):
             return "snapshot page \(page.page) of \(page.business) staged: \(page.confirmations.count) records read at \(page.position)"
@@ -129,6 +129,10 @@ public enum EventText {
         case .resnapshotFinished(let finished):
             return "resnapshot of \(finished.business) swapped in: \(finished.staged) records, the feed from \(finished.cursor)"
                 + (finished.vanished.isEmpty ? "" : "; \(finished.vanished.count) records a pending write changes are gone from the server: deleted")
+        case .summaryChecked(let checked):
+            let local = checked.localCount.map { "\($0) here" } ?? "not compared"
+            return "summary of \(checked.business)/\(checked.type) at \(checked.position) \(checked.verdict): \(checked.serverCount) records on the server, \(local)"
+                + (checked.verdict == .mismatched ? "; the type is fetched again" : "")
         case .resnapshotAbandoned(let abandoned):
             return "resnapshot of \(abandoned.business) abandoned (\(abandoned.code)): \(abandoned.detail); the member's base untouched, started again"
         case .deletedOnServer(let deleted):

@@ -231,6 +231,7 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             errorMessage = refused.detail
         case .resnapshotStarted(let started):
             businessID = started.business
+            record = started.type
             reason = started.reason
             pageFrom = started.from?.text
             pageTo = started.position.text
@@ -248,6 +249,12 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             businessID = abandoned.business
             errorCode = abandoned.code
             errorMessage = abandoned.detail
+        case .summaryChecked(let checked):
+            businessID = checked.business
+            record = checked.type
+            pageTo = checked.position.text
+            reason = "\(checked.verdict)"
+            digest = checked.serverDigest.hex
         }
     }
 }

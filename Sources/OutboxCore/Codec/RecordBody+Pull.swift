@@ -57,13 +57,15 @@ extension PageRefused: RecordBody {
 extension ResnapshotStarted: RecordBody {
     func write(to writer: inout ByteWriter) {
         writer.write(business)
+        writer.write(type)
         writer.write(reason)
         writer.writeOptional(from) { $0.write(position: $1) }
         writer.write(position: position)
     }
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
-        self.init(business: try reader.readString("business"), reason: try reader.readString("resnapshot reason"),
+        self.init(business: try reader.readString("business"), type: try reader.readOptionalString("resnapshot type"),
+                  reason: try reader.readString("resnapshot reason"),
                   from: try reader.readOptional("old cursor") { (reader) throws(DecodingProblem) in try reader.readPosition("old cursor") },
                   position: try reader.readPosition("snapshot position"))
     }
@@ -91,13 +93,15 @@ extension SnapshotPageStaged: RecordBody {
 extension ResnapshotFinished: RecordBody {
     func write(to writer: inout ByteWriter) {
         writer.write(business)
+        writer.write(type)
         writer.write(position: cursor)
         writer.write(UInt32(staged))
         writer.write(confirmations: vanished)
     }
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
-        self.init(business: try reader.readString("business"), cursor: try reader.readPosition("resnapshot cursor"),
+        self.init(business: try reader.readString("business"), type: try reader.readOptionalString("resnapshot type"),
+                  cursor: try reader.readPosition("resnapshot cursor"),
                   staged: Int(try reader.readUInt32("staged records")), vanished: try reader.readConfirmations(version: version))
     }
 }
@@ -112,6 +116,33 @@ extension ResnapshotAbandoned: RecordBody {
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
         self.init(business: try reader.readString("business"), code: try reader.readString("abandon code"),
                   detail: try reader.readString("abandon detail"))
+    }
+}
+
+extension SummaryChecked: RecordBody {
+    func write(to writer: inout ByteWriter) {
+        writer.write(business)
+        writer.write(type)
+        writer.write(position: position)
+        writer.write(UInt32(clamping: serverCount))
+        writer.write(serverDigest)
+        writer.writeOptional(localCount) { $0.write(UInt32(clamping: $1)) }
+        writer.writeOptional(localDigest) { $0.write($1) }
+        writer.write(verdict.rawValue)
+    }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        let business = try reader.readString("business")
+        let type = try reader.readString("summary type")
+        let position = try reader.readPosition("summary position")
+        let serverCount = Int(try reader.readUInt32("server count"))
+        let serverDigest = try reader.readDigest("server digest")
+        let localCount = try reader.readOptional("local count") { (reader) throws(DecodingProblem) in Int(try reader.readUInt32("local count")) }
+        let localDigest = try reader.readOptional("local digest") { (reader) throws(DecodingProblem) in try reader.readDigest("local digest") }
+        let code = try reader.readUInt8("summary verdict")
+        guard let verdict = SummaryChecked.Verdict(rawValue: code) else { throw DecodingProblem("unknown summary verdict \(code)") }
+        self.init(business: business, type: type, position: position, serverCount: serverCount, serverDigest: serverDigest,
+                  localCount: localCount, localDigest: localDigest, verdict: verdict)
     }
 }
 

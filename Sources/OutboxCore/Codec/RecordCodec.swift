@@ -154,6 +154,7 @@ package enum RecordCodec {
         case .snapshotPageStaged(let staged): staged.write(to: &writer)
         case .resnapshotFinished(let finished): finished.write(to: &writer)
         case .resnapshotAbandoned(let abandoned): abandoned.write(to: &writer)
+        case .summaryChecked(let checked): checked.write(to: &writer)
         }
     }
 
@@ -370,6 +371,7 @@ package enum RecordCodec {
         case .snapshotPageStaged: .snapshotPageStaged(try SnapshotPageStaged(reading: &reader, version: version))
         case .resnapshotFinished: .resnapshotFinished(try ResnapshotFinished(reading: &reader, version: version))
         case .resnapshotAbandoned: .resnapshotAbandoned(try ResnapshotAbandoned(reading: &reader, version: version))
+        case .summaryChecked: .summaryChecked(try SummaryChecked(reading: &reader, version: version))
         }
     }
 

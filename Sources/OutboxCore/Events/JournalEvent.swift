@@ -64,6 +64,7 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
     case snapshotPageStaged
     case resnapshotFinished
     case resnapshotAbandoned
+    case summaryChecked
 
     /// The record format that introduced the kind: a record of an older version cannot hold it.
     public var formatVersion: Int {
@@ -71,7 +72,7 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
         case .superseded, .rebased, .dependencyEnded, .sessionChanged: 2
         case .heldOnRollback, .rollbackAcknowledged, .recordsWritten, .recordBaseDropped: 3
         case .deletedOnServer, .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished,
-            .resnapshotAbandoned: 4
+            .resnapshotAbandoned, .summaryChecked: 4
         default: 1
         }
     }
@@ -84,7 +85,7 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
             .deletedOnServer:
             true
         case .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped,
-            .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned:
+            .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked:
             false
         }
     }
@@ -119,6 +120,7 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
         case .snapshotPageStaged: 74
         case .resnapshotFinished: 75
         case .resnapshotAbandoned: 76
+        case .summaryChecked: 77
         }
     }
 
@@ -153,6 +155,7 @@ public enum JournalEventBody: Sendable, Equatable {
     case snapshotPageStaged(SnapshotPageStaged)
     case resnapshotFinished(ResnapshotFinished)
     case resnapshotAbandoned(ResnapshotAbandoned)
+    case summaryChecked(SummaryChecked)
 
     public var kind: JournalEventKind {
         switch self {
@@ -183,6 +186,7 @@ public enum JournalEventBody: Sendable, Equatable {
         case .snapshotPageStaged: .snapshotPageStaged
         case .resnapshotFinished: .resnapshotFinished
         case .resnapshotAbandoned: .resnapshotAbandoned
+        case .summaryChecked: .summaryChecked
         }
     }
 }

@@ -11,16 +11,20 @@ public import OutboxWire
 /// pulled once the snapshot is swapped in.
 public struct ResnapshotStarted: Sendable, Equatable {
     public var business: String
+    /// The one type fetched again (after its summary did not match); `nil`: every type.
+    public var type: String?
     /// Why: the 409's `reason` (`expired`, `unknown`, `foreign_epoch`, `ahead`), or
-    /// `other_epoch` for a page of another epoch.
+    /// `other_epoch` for a page of another epoch, `summary_mismatch` for a type whose summary did
+    /// not match.
     public var reason: String
     /// The cursor the feed had; `nil`: never pulled.
     public var from: FeedPosition?
     /// The first snapshot page's position.
     public var position: FeedPosition
 
-    public init(business: String, reason: String, from: FeedPosition?, position: FeedPosition) {
+    public init(business: String, type: String? = nil, reason: String, from: FeedPosition?, position: FeedPosition) {
         self.business = business
+        self.type = type
         self.reason = reason
         self.from = from
         self.position = position
@@ -59,6 +63,8 @@ public struct SnapshotPageStaged: Sendable, Equatable {
 /// feed's cursor is the first page's position.
 public struct ResnapshotFinished: Sendable, Equatable {
     public var business: String
+    /// The one type fetched again; `nil`: every type.
+    public var type: String?
     public var cursor: FeedPosition
     /// Records staged, over all pages.
     public var staged: Int
@@ -67,8 +73,9 @@ public struct ResnapshotFinished: Sendable, Equatable {
     /// waiting on them are asked about (``DeletedOnServer``) instead of vanishing.
     public var vanished: [RecordConfirmation]
 
-    public init(business: String, cursor: FeedPosition, staged: Int, vanished: [RecordConfirmation]) {
+    public init(business: String, type: String? = nil, cursor: FeedPosition, staged: Int, vanished: [RecordConfirmation]) {
         self.business = business
+        self.type = type
         self.cursor = cursor
         self.staged = staged
         self.vanished = vanished
@@ -86,5 +93,42 @@ public struct ResnapshotAbandoned: Sendable, Equatable {
         self.business = business
         self.code = code
         self.detail = detail
+    }
+}
+
+/// The server's summary of one type (a count and a digest over ids and revisions, never values)
+/// compared with the base at the same position: the invariant check that finds a base gone wrong
+/// silently. A mismatch starts a resync of that type (``ResnapshotStarted``), never a repair in
+/// place; a comparison that could not be made at the same position says so.
+public struct SummaryChecked: Sendable, Equatable {
+    public var business: String
+    public var type: String
+    /// The position the server took its summary at (and the feed's cursor when compared).
+    public var position: FeedPosition
+    public var serverCount: Int
+    public var serverDigest: SHA256Digest
+    /// The base's live records of the type at that position; `nil` when inconclusive.
+    public var localCount: Int?
+    public var localDigest: SHA256Digest?
+    public var verdict: Verdict
+
+    public enum Verdict: UInt8, Sendable, Equatable, CaseIterable {
+        case matched = 1
+        case mismatched = 2
+        /// Not compared: the feed did not stop at the summary's position, or an answer changed
+        /// the type's base after it.
+        case inconclusive = 3
+    }
+
+    public init(business: String, type: String, position: FeedPosition, serverCount: Int, serverDigest: SHA256Digest,
+                localCount: Int?, localDigest: SHA256Digest?, verdict: Verdict) {
+        self.business = business
+        self.type = type
+        self.position = position
+        self.serverCount = serverCount
+        self.serverDigest = serverDigest
+        self.localCount = localCount
+        self.localDigest = localDigest
+        self.verdict = verdict
     }
 }

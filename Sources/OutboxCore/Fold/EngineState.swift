@@ -50,7 +50,7 @@ public struct EngineState: Sendable, Equatable {
         case .enqueued, .attemptStarted, .attemptFinished, .attemptAbandoned, .withdrawn, .requeued, .discarded,
             .approvalDecided, .superseded, .rebased, .dependencyEnded, .heldOnRollback, .rollbackAcknowledged,
             .recordsWritten, .recordBaseDropped, .deletedOnServer, .pageApplied, .pageRefused, .resnapshotStarted,
-            .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned:
+            .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked:
             break
         }
         return next
