@@ -108,10 +108,10 @@ struct PullApplyTests {
         let transport = ScriptedTransport()
         transport.script(.respond(.json(200, #"{"business":"pharmacy-7","from":"1-0-0","cursor":"1-2-0","has_more":false,"count":1,"digest":"00","changes":[{"type":"product","id":"p1","revision":"three"}]}"#)))
         let journal = TestJournal(transport: transport)
-        let outbox = try journal.open()
+        let outbox = try journal.open { $0.pull = PullConfiguration(businesses: [Self.business]) }
         defer { outbox.close() }
-        let report = try await outbox.pullFeed(business: Self.business)
-        guard case .refused(.malformed(let problem)) = report.stoppedBy else { Issue.record("\(report)"); return }
+        let report = try await outbox.pull().feed(Self.business)
+        guard case .refused(.malformed(let problem))? = report?.stoppedBy else { Issue.record("\(String(describing: report))"); return }
         #expect(!problem.isEmpty)
         #expect(try outbox.events(from: .zero, limit: .max).contains { $0.kind == .pageRefused })
         #expect(try outbox.feedCursor(business: Self.business) == nil)
