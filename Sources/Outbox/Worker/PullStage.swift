@@ -156,10 +156,7 @@ final class PullStage: Sendable {
                 track.failures += 1
                 track.lastFailureAt = now.wall
                 track.retryAfter = pulled.retryAfter
-                if case .backingOff = stop {
-                    report.stoppedBy = .backingOff(until: FeedSchedule.due(feed(track), business: business.string, freshnessSeconds: settings.freshnessSeconds,
-                                                                           policy: policy, now: now))
-                }
+                if case .backingOff = stop { report.stoppedBy = .backingOff(until: due(track, business: business.string, now: now)) }
             } else if report.pagesApplied > 0 {
                 // Cut short after progress: the feed goes on at once, its earlier failures forgotten.
                 track.failures = 0
@@ -216,9 +213,12 @@ final class PullStage: Sendable {
         FeedSchedule.isDue(feed(track), business: business, freshnessSeconds: settings.freshnessSeconds, policy: policy, now: now, forced: forced)
     }
 
-    /// When the feed is due next, never sooner than ``minimumRepullSeconds`` after it caught up.
+    /// When the feed is due next: never before the server's `Retry-After` (which ``FeedSchedule``
+    /// never pulls before either, where the retry policy caps a write's at its longest backoff),
+    /// nor sooner than ``minimumRepullSeconds`` after it caught up.
     private func due(_ track: Track, business: String, now: DeviceMoment) -> Date {
-        let due = FeedSchedule.due(feed(track), business: business, freshnessSeconds: settings.freshnessSeconds, policy: policy, now: now)
+        var due = FeedSchedule.due(feed(track), business: business, freshnessSeconds: settings.freshnessSeconds, policy: policy, now: now)
+        if let retryAfter = track.retryAfter { due = max(due, retryAfter) }
         guard !track.owed, track.failures == 0, let caughtUp = track.caughtUpAt else { return due }
         return max(due, caughtUp.wall.addingTimeInterval(Self.minimumRepullSeconds))
     }
