@@ -70,6 +70,27 @@ struct PullWorkerTests {
         #expect(try outbox.feedState(business: Self.business)?.lastStop == nil)
     }
 
+    @Test func aSignOutStopsALongPullAfterThePageInHand() async throws {
+        let feed = ScriptedFeed(count: 5)
+        let holder = Holder()
+        let transport = Self.server(feed) { request in
+            if feed.queries.count == 1, let outbox = holder.outbox.withLock({ $0 }) {
+                // The member signs out while the second page comes; the worker stops at once.
+                Task { try await outbox.signOut(discardPending: false) }
+                while !outbox.attempts.isStopped { await Task.yield() }
+            }
+            return feed.answer(request)
+        }
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open { PullTests.configured(&$0, PullConfiguration(pageSize: 1, businesses: [Self.business])) }
+        defer { outbox.close() }
+        holder.outbox.withLock { $0 = outbox }
+        await #expect(throws: OutboxError.closed, "the worker stopped before the pass ended") { try await outbox.pull() }
+        await outbox.settle()
+        #expect(feed.queries.count == 2, "no page asked after the one in hand")
+        #expect(try outbox.feedCursor(business: Self.business)?.text == "1-2-0", "the page in hand landed with its cursor")
+    }
+
     @Test func aFeedIsNotPulledBeforeItsFreshnessAndIsOnTheTimerAfter() async throws {
         let feed = ScriptedFeed(count: 1)
         let transport = Self.server(feed)

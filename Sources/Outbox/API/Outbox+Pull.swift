@@ -110,7 +110,8 @@ extension Outbox {
     ///
     /// The feeds are ``PullConfiguration/businesses`` and every business the journal holds a
     /// feed, a server base or a record write for.
-    /// - Throws: ``OutboxError/closed``; ``OutboxError/invalidConfiguration(field:problem:)``
+    /// - Throws: ``OutboxError/closed`` (also when a sign-out stopped the worker before the pass
+    ///   ended: the pull stops after the page in hand); ``OutboxError/invalidConfiguration(field:problem:)``
     ///   when ``OutboxConfiguration/pull`` is `nil`.
     @discardableResult
     public func pull() async throws -> PullReport {

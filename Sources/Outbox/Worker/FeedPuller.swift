@@ -36,10 +36,10 @@ final class FeedPuller: Sendable {
         var refused = 0
     }
 
-    /// Pulls `business`'s feed from its cursor, at most `maxPages` pages, asking `shouldYield`
-    /// after each page whether a write waits (then it stops with ``PullStop/writesWaiting``).
+    /// Pulls `business`'s feed from its cursor, at most `maxPages` pages, asking `interruption`
+    /// after each page whether to stop there (a write waits, the worker stopped).
     func pull(business: String, settings: PullConfiguration, limits: FeedLimits?, maxPages: Int,
-              shouldYield: () -> Bool) async -> Pulled {
+              interruption: () -> PullStop?) async -> Pulled {
         var pulled = Pulled(report: FeedReport(business: business), limits: limits)
         func stop(_ reason: PullStop) -> Pulled {
             pulled.report.reachedEnd = false
@@ -95,7 +95,7 @@ final class FeedPuller: Sendable {
                         pulled.report.reachedEnd = true
                         return pulled
                     }
-                    if shouldYield() { return stop(.writesWaiting) }
+                    if let interrupted = interruption() { return stop(interrupted) }
                 case .unchanged:
                     pulled.report.reachedEnd = true
                     return pulled

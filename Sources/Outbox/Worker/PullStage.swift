@@ -80,9 +80,10 @@ final class PullStage: Sendable {
 
     /// Pulls the feeds due (every feed on a wake that ``WakeReason/forcesPull``), at most
     /// ``PullConfiguration/maxPagesPerPass`` pages over all of them. Stops every feed left when
-    /// the session goes (a 401, a sign-out, another account), and gives way once a page has
-    /// landed and `shouldYield` says a write waits.
-    func run(trigger: WakeReason, shouldYield: () -> Bool) async -> Result {
+    /// the session goes (a 401, a sign-out, another account), and when `interruption` says so
+    /// after a page: ``PullStop/signedOut`` once the worker is stopped, ``PullStop/writesWaiting``
+    /// once a page has landed and a write waits.
+    func run(trigger: WakeReason, interruption: () -> PullStop?) async -> Result {
         let businesses: [ExactString]
         do {
             businesses = try self.businesses()
@@ -92,7 +93,7 @@ final class PullStage: Sendable {
         }
         let forced = trigger.forcesPull
         let start = moment()
-        var due: [ExactString] = []
+        var toPull: [ExactString] = []
         var reports: [FeedReport] = []
         memory.withLock { memory in
             for business in businesses {
@@ -100,25 +101,25 @@ final class PullStage: Sendable {
                 if forced { track.owed = true }
                 memory.tracks[business] = track
                 if isDue(track, business: business.string, now: start, forced: forced) {
-                    due.append(business)
-                } else if forced, let until = track.retryAfter, until > start.wall {
-                    reports.append(FeedReport(business: business.string, stoppedBy: .backingOff(until: until)))
+                    toPull.append(business)
+                } else if forced {
+                    reports.append(FeedReport(business: business.string, stoppedBy: .backingOff(until: due(track, business: business.string, now: start))))
                 }
             }
-            if !due.isEmpty { memory.pulls += 1 }
+            if !toPull.isEmpty { memory.pulls += 1 }
         }
         var budget = settings.maxPagesPerPass
         var pagesLanded = 0
         var halt: PullStop?
-        for business in due {
-            if halt == nil, pagesLanded > 0, shouldYield() { halt = .writesWaiting }
+        for business in toPull {
+            if halt == nil, let interrupted = interruption(), interrupted != .writesWaiting || pagesLanded > 0 { halt = interrupted }
             if halt == nil, budget <= 0 { halt = .pageLimit }
             if let halt {
                 reports.append(FeedReport(business: business.string, stoppedBy: halt))
                 continue
             }
             let limits = memory.withLock { $0.tracks[business]?.limits }
-            var pulled = await puller.pull(business: business.string, settings: settings, limits: limits, maxPages: budget, shouldYield: shouldYield)
+            var pulled = await puller.pull(business: business.string, settings: settings, limits: limits, maxPages: budget, interruption: interruption)
             budget -= pulled.report.pagesApplied
             pagesLanded += pulled.report.pagesApplied
             pulled.report = learn(pulled, business: business)
@@ -157,8 +158,9 @@ final class PullStage: Sendable {
                 track.lastFailureAt = now.wall
                 track.retryAfter = pulled.retryAfter
                 if case .backingOff = stop { report.stoppedBy = .backingOff(until: due(track, business: business.string, now: now)) }
-            } else if report.pagesApplied > 0 {
+            } else if report.stoppedBy == .writesWaiting || report.stoppedBy == .pageLimit {
                 // Cut short after progress: the feed goes on at once, its earlier failures forgotten.
+                track.owed = true
                 track.failures = 0
                 track.lastFailureAt = nil
                 track.retryAfter = nil

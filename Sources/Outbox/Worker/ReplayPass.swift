@@ -97,7 +97,12 @@ final class ReplayPass: Sendable {
         case nil: return PullStage.Result(report: PullReport(feeds: []), next: poll())
         case false?: break
         }
-        return await pulls.run(trigger: trigger) { self.writesWaiting.load(ordering: .relaxed) }
+        return await pulls.run(trigger: trigger) {
+            // Stopped (a sign-out): the pull ends after the page in hand, so the stop never
+            // waits for a long first sync.
+            if self.attempts.isStopped { return .signedOut }
+            return self.writesWaiting.load(ordering: .relaxed) ? .writesWaiting : nil
+        }
     }
 
     /// The pass's sending: lane heads offered by the plan, checked by the eligibility rule,
