@@ -177,6 +177,25 @@ struct PullTests {
         }
     }
 
+    @Test func eachFeedsPullIsLoggedByItsCodeNeverTheServersWords() async throws {
+        let handler = InMemoryLogHandler()
+        let transport = ScriptedTransport()
+        transport.script(.respond(.json(404, #"{"code":"not_found","message":"secret detail"}"#)))
+        let journal = TestJournal(transport: transport)
+        journal.clock.set(to: Self.t0)
+        let outbox = try journal.open {
+            $0.logger = OutboxLogger(label: "outbox", handler: handler)
+            Self.configured(&$0)
+        }
+        defer { outbox.close() }
+        _ = try await outbox.pull()
+        let logged = try #require(handler.records.first { $0.message == "feed pulled" })
+        #expect(logged.level == .info, "a pull that backs off is told at info")
+        #expect(logged.metadata[EngineLog.Key.reason] == "status_404")
+        #expect(logged.metadata[EngineLog.Key.nextAttemptAt] == EngineLog.moment(Self.t0.addingTimeInterval(2)))
+        #expect(!handler.records.contains { $0.text.contains("secret detail") })
+    }
+
     // MARK: The session
 
     @Test func a401PausesWritesAndPullsUntilTheSessionIsResumed() async throws {

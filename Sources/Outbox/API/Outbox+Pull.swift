@@ -88,6 +88,24 @@ public enum PullStop: Sendable, Equatable {
     /// The journal could not be read or written: the feed backs off and asks again.
     case journalError(String)
 
+    /// A short code for logs: the case's name, never the server's words.
+    var code: String {
+        switch self {
+        case .offline: "offline"
+        case .unauthorized: "unauthorized"
+        case .backingOff: "backing_off"
+        case .refused(let refusal): "refused_\(refusal.code)"
+        case .invalidResponse(let status, _): "status_\(status)"
+        case .signedOut: "signed_out"
+        case .otherAccount: "other_account"
+        case .storageFull: "storage_full"
+        case .writesWaiting: "writes_waiting"
+        case .pageLimit: "page_limit"
+        case .resnapshotRequired(let reason, _): "resnapshot_required_\(reason)"
+        case .journalError: "journal_error"
+        }
+    }
+
     /// Whether the feed counts it as a failure and backs off.
     var backsOff: Bool {
         switch self {

@@ -142,6 +142,7 @@ final class PullStage: Sendable {
     private func learn(_ pulled: FeedPuller.Pulled, business: ExactString) -> FeedReport {
         var report = pulled.report
         let now = moment()
+        var next: Date?
         memory.withLock { memory in
             var track = memory.tracks[business] ?? Track()
             track.limits = pulled.limits
@@ -167,10 +168,17 @@ final class PullStage: Sendable {
             }
             track.lastStop = report.stoppedBy
             memory.tracks[business] = track
+            next = due(track, business: business.string, now: now)
             memory.pagesApplied += report.pagesApplied
             memory.pagesRefused += pulled.refused
             memory.skipped += report.skipped
         }
+        var metadata: OutboxLogger.Metadata = [
+            EngineLog.Key.count: "\(report.pagesApplied)",
+            EngineLog.Key.reason: .string(report.stoppedBy?.code ?? "reached_end"),
+        ]
+        if let next { metadata[EngineLog.Key.nextAttemptAt] = EngineLog.moment(next) }
+        log.log(report.stoppedBy?.backsOff == true ? .info : .debug, "feed pulled", metadata)
         return report
     }
 
