@@ -19,12 +19,18 @@ struct PullEndToEndTests {
         let network: EndToEndTests.SwitchableNetwork
         let outbox: Outbox
 
-        init(_ rig: Rig) throws {
+        init(_ rig: Rig, pageSize: Int = 500) throws {
             network = EndToEndTests.SwitchableNetwork(URLSessionTransport(baseURL: rig.server.baseURL, timeoutSeconds: 10) {
                 ["Authorization": "Bearer fresh-token"]
             })
             outbox = try Outbox(directory: directory, transport: network,
-                                configuration: OutboxConfiguration(account: "folake", clock: rig.clock, defaultPolicy: .idempotent))
+                                configuration: Self.configuration(rig, pageSize: pageSize))
+        }
+
+        static func configuration(_ rig: Rig, pageSize: Int) -> OutboxConfiguration {
+            var configuration = OutboxConfiguration(account: "folake", clock: rig.clock, defaultPolicy: .idempotent)
+            configuration.pull = PullConfiguration(pageSize: pageSize, businesses: [PullEndToEndTests.business])
+            return configuration
         }
 
         deinit {
@@ -42,13 +48,13 @@ struct PullEndToEndTests {
 
     @Test func theCountersChangesReachThePhoneWhileItsOwnUnsentEditStaysOnScreen() async throws {
         let rig = try Rig()
-        let phone = try Phone(rig)
+        let phone = try Phone(rig, pageSize: 2)
         // The counter creates three products.
         for (id, price) in [("p-1", 12.5), ("p-2", 9.0), ("p-3", 4.0)] {
             let (create, change) = RecordsEndToEndTests.create(id, price: price)
             guard case .synced = try await rig.outbox.save(create, changing: [change]) else { Issue.record("\(id) did not sync"); return }
         }
-        var report = try await phone.outbox.pullFeed(business: Self.business, limit: 2)
+        var report = try #require(try await phone.outbox.pull().feed(Self.business))
         #expect(report.stoppedBy == nil && report.reachedEnd, "\(report)")
         #expect(report.pagesApplied == 2 && report.changesApplied == 3, "two pages of at most two")
         #expect(try Self.price(phone.outbox.record(Self.key("p-1"))) == 12.5)
@@ -72,7 +78,7 @@ struct PullEndToEndTests {
 
         // The signal returns for the pull (the edit's retry is not due yet).
         phone.network.setOnline(true)
-        report = try await phone.outbox.pullFeed(business: Self.business)
+        report = try #require(try await phone.outbox.pull().feed(Self.business))
         #expect(report.stoppedBy == nil && report.changesApplied == 3, "\(report)")
         let p1 = try #require(try phone.outbox.record(Self.key("p-1")))
         #expect(Self.price(p1) == 13.5 && p1.server?.revision == 2, "the counter's price reached the phone")
@@ -85,7 +91,7 @@ struct PullEndToEndTests {
         #expect(try phone.outbox.verifyJournal().isClean)
 
         // Pulled again at the end: nothing new, nothing written.
-        report = try await phone.outbox.pullFeed(business: Self.business)
+        report = try #require(try await phone.outbox.pull().feed(Self.business))
         #expect(report.reachedEnd && report.pagesApplied == 0)
     }
 
@@ -95,10 +101,10 @@ struct PullEndToEndTests {
         let (create, change) = RecordsEndToEndTests.create("p-1", price: 12.5)
         guard case .synced = try await rig.outbox.save(create, changing: [change]) else { Issue.record("did not sync"); return }
         phone.network.setOnline(false)
-        #expect(try await phone.outbox.pullFeed(business: Self.business).stoppedBy == .noResponse)
+        #expect(try await phone.outbox.pull().feed(Self.business)?.stoppedBy == .offline)
         #expect(try phone.outbox.feedCursor(business: Self.business) == nil)
         phone.network.setOnline(true)
-        let report = try await phone.outbox.pullFeed(business: Self.business)
+        let report = try #require(try await phone.outbox.pull().feed(Self.business))
         #expect(report.reachedEnd && report.changesApplied == 1)
         #expect(try phone.outbox.record(Self.key("p-1"))?.server?.revision == 1)
     }

@@ -3,6 +3,7 @@ import Foundation
 import OutboxCore
 import OutboxTesting
 import OutboxWire
+import Synchronization
 import Testing
 
 /// A page of a change feed applied to the journal: one commit for its changes and its cursor,
@@ -108,10 +109,10 @@ struct PullApplyTests {
         let transport = ScriptedTransport()
         transport.script(.respond(.json(200, #"{"business":"pharmacy-7","from":"1-0-0","cursor":"1-2-0","has_more":false,"count":1,"digest":"00","changes":[{"type":"product","id":"p1","revision":"three"}]}"#)))
         let journal = TestJournal(transport: transport)
-        let outbox = try journal.open()
+        let outbox = try journal.open { $0.pull = PullConfiguration(businesses: [Self.business]) }
         defer { outbox.close() }
-        let report = try await outbox.pullFeed(business: Self.business)
-        guard case .refused(.malformed(let problem)) = report.stoppedBy else { Issue.record("\(report)"); return }
+        let report = try await outbox.pull().feed(Self.business)
+        guard case .refused(.malformed(let problem))? = report?.stoppedBy else { Issue.record("\(String(describing: report))"); return }
         #expect(!problem.isEmpty)
         #expect(try outbox.events(from: .zero, limit: .max).contains { $0.kind == .pageRefused })
         #expect(try outbox.feedCursor(business: Self.business) == nil)
@@ -152,6 +153,30 @@ struct PullApplyTests {
         #expect(record.value == Self.value(13.5), "the member's value kept on screen")
         #expect(record.server?.isDeleted == true && record.sync.conflict?.operation == edited)
         #expect(try outbox.operation(deleting)?.status == .queued, "a delete agrees with the tombstone")
+        #expect(try outbox.verifyJournal().isClean)
+    }
+
+    @Test func anEditOnItsWayWhenItsRecordIsDeletedIsAskedAboutOnceItComesBackQueued() async throws {
+        let outboxBox = Mutex<Outbox?>(nil)
+        // The edit's request meets the tombstone's page on the phone, then no answer.
+        let transport = ScriptedTransport(otherwise: .handle { request in
+            if request.method == "PUT", let outbox = outboxBox.withLock({ $0 }) {
+                _ = try await outbox.apply(Self.page(from: Self.at(1), to: Self.at(2), [Self.tombstone("p1", 2)]), requested: Self.at(1), limit: 500)
+                #expect(try outbox.operation(outbox.ledger().first!.operationID)?.status == .syncing, "on its way: it settles first")
+            }
+            throw URLError(.notConnectedToInternet)
+        })
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open()
+        defer { outbox.close() }
+        _ = try await outbox.apply(Self.page(from: .start(of: 1), to: Self.at(1), [Self.put("p1", 1, 14)]), requested: nil, limit: 500)
+        outboxBox.withLock { $0 = outbox }
+        let edited = try await outbox.enqueue(edit("p1", 1), changing: [.put(Self.key("p1"), Self.value(13.5))])
+        await outbox.drain()
+        let state = try #require(try outbox.operation(edited))
+        #expect(state.status == .conflicted && state.lastErrorCode == ErrorCode.deletedOnServer,
+                "back in the queue, it is asked about in the commit that brought it back")
+        #expect(try outbox.record(Self.key("p1"))?.value == Self.value(13.5))
         #expect(try outbox.verifyJournal().isClean)
     }
 }

@@ -1,6 +1,5 @@
-package import Foundation
-package import OutboxCore
-import OutboxCrypto
+public import Foundation
+public import OutboxCore
 package import OutboxWire
 
 /// What applying one page of a change feed did.
@@ -15,62 +14,139 @@ package enum PageOutcome: Sendable, Equatable {
     case refused(PageRefusal)
 }
 
-extension Outbox {
-    /// Applies one page of `page.business`'s change feed, asked from `requested` (`nil`: the
-    /// feed's start, for a feed never pulled): checked whole first (``PageCheck``), then its
-    /// changes go to the server base (each only over an older revision), a tombstone turns every
-    /// write of its record still waiting `conflicted`, and the feed's cursor moves, all in one
-    /// commit with the `pageApplied` event. Nothing is enqueued. A record of a local-only type is
-    /// passed over (counted in the event): the server never holds one.
-    ///
-    /// - Throws: ``OutboxError/feedMoved(business:pageFrom:stored:)`` when the journal's cursor
-    ///   is not `requested` (another pull moved it); ``OutboxError/storageFull(limitBytes:errno:)``
-    ///   (a page never takes the room writes need).
-    package func apply(_ page: FeedPage, requested: FeedPosition?, limit: Int) async throws -> PageOutcome {
-        try ensureOpen()
-        let request = PageCheck.Request(business: page.business, cursor: requested ?? .start(of: page.from.epoch), limit: limit)
-        switch PageCheck.verdict(page, for: request) {
-        case .refuse(let refusal):
-            try await journalRefusal(refusal, business: page.business, from: requested)
-            return .refused(refusal)
-        case .resnapshot(let epoch): return .resnapshot(epoch: epoch)
-        case .apply: break
-        }
-        if page.changes.isEmpty, page.cursor == request.cursor { return .unchanged }
+/// What one ``Outbox/pull()`` did, feed by feed.
+public struct PullReport: Sendable, Equatable {
+    /// One report per feed the pass pulled (or would have, when something stopped it first), in
+    /// the order of the businesses' bytes.
+    public var feeds: [FeedReport]
 
-        var writes: [RecordStoreWrite] = []
-        var confirmations: [RecordConfirmation] = []
-        var skipped = 0
-        for change in page.changes {
-            let key = RecordKey(business: page.business, type: change.type, id: change.id)
-            let policy = configuration.recordPolicy(for: change.type)
-            guard !policy.isLocalOnly, key.problem == nil else {
-                skipped += 1
-                continue
-            }
-            writes.append(RecordStoreWrite(table: .base, key: key, revision: change.revision, schemaVersion: policy.schemaVersion, value: change.record))
-            confirmations.append(RecordConfirmation(key: key, revision: change.revision, valueHash: change.record.map { SHA256Digest(of: $0) },
-                                                    source: .pulled))
-        }
-        let applied = PageApplied(business: page.business, from: page.from, to: page.cursor, reachedEnd: !page.hasMore,
-                                  digest: page.digest, confirmations: confirmations, skipped: skipped)
-        try await room.ensureRoom(forPayloadBytes: writes.reduce(0) { $0 + ($1.value?.count ?? 0) })
-        _ = try await room.append([JournalStore.Draft(
-            operationID: nil, body: .pageApplied(applied), storeWrites: writes,
-            feedWrite: .move(business: page.business, expectFrom: requested, to: page.cursor)
-        )], whenFull: .refuse)
-        return .applied(applied)
+    public init(feeds: [FeedReport]) {
+        self.feeds = feeds
     }
 
-    /// Journals a page's refusal (`pageRefused`), so support sees what the server got wrong. It
-    /// never takes the room writes need: with the journal full, the refusal is not journaled.
-    func journalRefusal(_ refusal: PageRefusal, business: String, from: FeedPosition?) async throws {
-        let refused = PageRefused(business: business, from: from, code: refusal.code, detail: refusal.description)
-        do {
-            _ = try await room.append([JournalStore.Draft(operationID: nil, body: .pageRefused(refused))], whenFull: .refuse)
-        } catch OutboxError.storageFull {
-            return
+    /// The report of `business`'s feed; `nil` when the pass did not pull it.
+    public func feed(_ business: String) -> FeedReport? {
+        feeds.first { $0.business.utf8.elementsEqual(business.utf8) }
+    }
+}
+
+/// What pulling one business's feed did, page by page.
+public struct FeedReport: Sendable, Equatable {
+    public var business: String
+    /// Pages applied (each in its own commit) and the changes they brought to the base.
+    public var pagesApplied: Int
+    public var changesApplied: Int
+    /// Changes passed over: of a local-only type, or of a type ``PullConfiguration/types`` does
+    /// not list.
+    public var skipped: Int
+    /// Whether the feed reached its end: the base holds everything the server had at the last
+    /// page's cursor.
+    public var reachedEnd: Bool
+    /// Why it stopped before its end; `nil` when it reached it.
+    public var stoppedBy: PullStop?
+    /// Snapshot pages and records staged when the base was fetched again whole, and the
+    /// resnapshots swapped in.
+    public var pagesStaged = 0
+    public var recordsStaged = 0
+    public var resnapshots = 0
+
+    public init(business: String, pagesApplied: Int = 0, changesApplied: Int = 0, skipped: Int = 0, reachedEnd: Bool = false,
+                stoppedBy: PullStop? = nil) {
+        self.business = business
+        self.pagesApplied = pagesApplied
+        self.changesApplied = changesApplied
+        self.skipped = skipped
+        self.reachedEnd = reachedEnd
+        self.stoppedBy = stoppedBy
+    }
+}
+
+/// Why a feed's pull stopped before its end. Nothing of the page that stopped it was applied,
+/// and the next pull asks from the same cursor.
+public enum PullStop: Sendable, Equatable {
+    /// No response (offline, timed out, cut off): the feed backs off and asks again; a wake
+    /// when the network comes back asks at once.
+    case offline
+    /// 401: pulls and writes pause until ``Outbox/resumeSession()``, as for a write's 401.
+    case unauthorized
+    /// 429 or 5xx: the feed waits until then (the server's `Retry-After` when it said one,
+    /// else the retry policy's backoff); other feeds go on.
+    case backingOff(until: Date)
+    /// The page failed its check (``PageCheck``) and was journaled (`pageRefused`).
+    case refused(PageRefusal)
+    /// Another status (404, 400, ...): the server's words, as it said them (at most 512 bytes).
+    case invalidResponse(status: Int, problem: String)
+    /// Nobody is signed in, or another account is: nothing is asked, and a page that spans the
+    /// change is dropped, never applied.
+    case signedOut
+    case otherAccount
+    /// The journal is full: a page never takes the room writes need.
+    case storageFull
+    /// A write became due while the feed was pulled: the pull gives way to it, and the next pass
+    /// (at once) goes on from the cursor reached.
+    case writesWaiting
+    /// The pass pulled ``PullConfiguration/maxPagesPerPass`` pages: the next pass goes on.
+    case pageLimit
+    /// The journal could not be read or written: the feed backs off and asks again.
+    case journalError(String)
+
+    /// A short code for logs: the case's name, never the server's words.
+    var code: String {
+        switch self {
+        case .offline: "offline"
+        case .unauthorized: "unauthorized"
+        case .backingOff: "backing_off"
+        case .refused(let refusal): "refused_\(refusal.code)"
+        case .invalidResponse(let status, _): "status_\(status)"
+        case .signedOut: "signed_out"
+        case .otherAccount: "other_account"
+        case .storageFull: "storage_full"
+        case .writesWaiting: "writes_waiting"
+        case .pageLimit: "page_limit"
+        case .journalError: "journal_error"
         }
+    }
+
+    /// Whether the feed counts it as a failure and backs off.
+    var backsOff: Bool {
+        switch self {
+        case .offline, .backingOff, .refused, .invalidResponse, .storageFull, .journalError: true
+        case .unauthorized, .signedOut, .otherAccount, .writesWaiting, .pageLimit: false
+        }
+    }
+}
+
+extension Outbox {
+    /// Pulls every business's change feed now, page by page, each page in its own commit, and
+    /// returns what each did. It runs as one of the worker's passes (never beside another): the
+    /// pass sends the writes due first, then pulls every feed, whatever their freshness; a feed
+    /// the server asked to wait (`Retry-After`) is not asked before then.
+    ///
+    /// ```swift
+    /// let report = try await outbox.pull()
+    /// for feed in report.feeds where feed.stoppedBy != nil { print(feed.business, feed.stoppedBy!) }
+    /// ```
+    ///
+    /// The feeds are ``PullConfiguration/businesses`` and every business the journal holds a
+    /// feed, a server base or a record write for.
+    /// - Throws: ``OutboxError/closed`` (also when a sign-out stopped the worker before the pass
+    ///   ended: the pull stops after the page in hand); ``OutboxError/invalidConfiguration(field:problem:)``
+    ///   when ``OutboxConfiguration/pull`` is `nil`.
+    @discardableResult
+    public func pull() async throws -> PullReport {
+        try ensureOpen()
+        guard configuration.pull != nil else {
+            throw OutboxError.invalidConfiguration(field: "pull", problem: "is nil: set OutboxConfiguration.pull to a PullConfiguration to pull")
+        }
+        guard let report = await worker.pull() else { throw OutboxError.closed }
+        return report
+    }
+
+    /// Applies one page of `page.business`'s change feed, asked from `requested` (`nil`: the
+    /// feed's start): see ``FeedPuller/apply(_:requested:limit:)``.
+    package func apply(_ page: FeedPage, requested: FeedPosition?, limit: Int) async throws -> PageOutcome {
+        try ensureOpen()
+        return try await replayPass.puller.apply(page, requested: requested, limit: limit)
     }
 
     /// The cursor of `business`'s change feed: where its next page starts; `nil` when it was
@@ -79,103 +155,37 @@ extension Outbox {
         try ensureOpen()
         return try store.read { txn in try store.schema.feedRow(business: business, in: txn)?.cursor ?? nil }
     }
-}
 
-/// What pulling one business's feed did, page by page.
-package struct FeedPullReport: Sendable, Equatable {
-    package var business: String
-    package var pagesApplied = 0
-    package var changesApplied = 0
-    /// Whether the last page applied reached the feed's end.
-    package var reachedEnd = false
-    /// Why it stopped before the end; `nil`: it reached the end.
-    package var stoppedBy: FeedPullStop?
-}
+    /// `business`'s change feed: its cursor, when a page last landed and last reached the end,
+    /// when the worker pulls it next, and how far behind it is. `nil` for a business that is
+    /// not pulled (neither configured nor held by the journal) and never was.
+    ///
+    /// What the worker learnt in memory since the journal opened (its backoff, the limits the
+    /// server published) is absent after a restart until the feed is pulled again.
+    /// - Throws: ``OutboxError/closed``, or a storage error reading the feed.
+    public func feedState(business: String) throws -> FeedState? {
+        try ensureOpen()
+        return try replayPass.pulls?.state(business: business)
+            ?? PullStage.state(stored: store.queries.storedFeed(business: business), business: business, clock: configuration.clock)
+    }
 
-/// Why a pull stopped before the feed's end. Nothing of the page that stopped it was applied.
-package enum FeedPullStop: Sendable, Equatable {
-    /// No response (offline, timed out, cut off): the next pull asks for the same page again.
-    case noResponse
-    /// 401: the session needs refreshing, as for writes.
-    case unauthorized
-    /// 429 or 5xx: back off, until the server's `Retry-After` when it said one.
-    case retryLater(status: Int, retryAfter: Date?)
-    /// 409 `resnapshot_required`: the cursor means nothing to the server now.
-    case resnapshotRequired(reason: String, epoch: UInt64?)
-    /// The page came from another epoch of the server.
-    case otherEpoch(UInt64)
-    /// The page failed its check (``PageCheck``).
-    case refused(PageRefusal)
-    /// A body that is not a feed page, or another status: the server's words, as it said them.
-    case invalidResponse(status: Int, problem: String)
-    /// Another account signed in (or nobody) between the request and its answer: the page is
-    /// dropped, never applied under an account it was not asked for.
-    case sessionChanged
-    /// The pages asked in one pull ran out before the end.
-    case pageLimit
+    /// Every pulled feed's state (``feedState(business:)``), in the order of the businesses' bytes.
+    /// - Throws: ``OutboxError/closed``, or a storage error reading the feeds.
+    public func feedStates() throws -> [FeedState] {
+        try ensureOpen()
+        if let pulls = replayPass.pulls { return try pulls.states() }
+        return try store.queries.pulledBusinesses().compactMap { business in
+            try PullStage.state(stored: store.queries.storedFeed(business: business.string), business: business.string, clock: configuration.clock)
+        }
+    }
 }
 
 extension Outbox {
-    /// Pulls `business`'s change feed from its cursor, page by page, each applied in its own
-    /// commit (``apply(_:requested:limit:)``), until a page reaches the end or something stops
-    /// it. The account is checked before each request and again before each page is applied.
-    package func pullFeed(business: String, endpoint: String = FeedPage.path, limit: Int = 500, maxPages: Int = 1_000) async throws -> FeedPullReport {
+    /// Fetches `business`'s base again whole now (``FeedPuller/resnapshot(business:reason:settings:limits:maxPages:)``),
+    /// outside a pass: for tests and tools; the worker does it when a pull meets a 409.
+    func resnapshot(business: String, reason: String, maxPages: Int = 1_000) async throws -> FeedPuller.Resnapshot {
         try ensureOpen()
-        var report = FeedPullReport(business: business)
-        for _ in 0..<maxPages {
-            guard await configuration.session.currentAccount() == configuration.account else { return stopped(report, .sessionChanged) }
-            let cursor = try feedCursor(business: business)
-            let query = "?limit=\(limit)" + (cursor.map { "&cursor=\($0.text)" } ?? "")
-            let request = TransportRequest(method: "GET", endpoint: endpoint + query, headers: [WireHeader.businessID: business], body: Data())
-            let response: TransportResponse
-            do {
-                response = try await transport.send(request)
-            } catch {
-                return stopped(report, .noResponse)
-            }
-            switch response.statusCode {
-            case 200:
-                let page: FeedPage
-                do {
-                    page = try FeedPage.decoded(from: response.body)
-                } catch {
-                    try await journalRefusal(.malformed("\(error)"), business: business, from: cursor)
-                    return stopped(report, .refused(.malformed("\(error)")))
-                }
-                guard await configuration.session.currentAccount() == configuration.account else { return stopped(report, .sessionChanged) }
-                switch try await apply(page, requested: cursor, limit: limit) {
-                case .applied(let applied):
-                    report.pagesApplied += 1
-                    report.changesApplied += applied.confirmations.count
-                    report.reachedEnd = applied.reachedEnd
-                    if applied.reachedEnd { return report }
-                case .unchanged:
-                    report.reachedEnd = true
-                    return report
-                case .resnapshot(let epoch):
-                    return stopped(report, .otherEpoch(epoch))
-                case .refused(let refusal):
-                    return stopped(report, .refused(refusal))
-                }
-            case 401:
-                return stopped(report, .unauthorized)
-            case 409:
-                let resnapshot = try? FeedResnapshot.decoded(from: response.body)
-                return stopped(report, .resnapshotRequired(reason: resnapshot?.reason.rawValue ?? "unknown", epoch: resnapshot?.epoch))
-            case 429, 500...599:
-                let retryAfter = response.header(WireHeader.retryAfter).flatMap { RetryAfter.moment($0, now: configuration.clock.now()) }
-                return stopped(report, .retryLater(status: response.statusCode, retryAfter: retryAfter))
-            default:
-                return stopped(report, .invalidResponse(status: response.statusCode, problem: String(decoding: response.body.prefix(512), as: UTF8.self)))
-            }
-        }
-        return stopped(report, .pageLimit)
-    }
-
-    private func stopped(_ report: FeedPullReport, _ stop: FeedPullStop) -> FeedPullReport {
-        var report = report
-        report.reachedEnd = false
-        report.stoppedBy = stop
-        return report
+        return await replayPass.puller.resnapshot(business: business, reason: reason, settings: configuration.pull ?? PullConfiguration(),
+                                                  limits: nil, maxPages: maxPages)
     }
 }

@@ -155,6 +155,11 @@ private struct AppendBatch {
                     if let before, after.rolledBackSeq != nil, before.rolledBackSeq == nil {
                         unit += try heldOnRollback(after, in: txn).map(JournalStore.PreparedDraft.init)
                     }
+                    // A write that was on its way when a tombstone of its record came back queued:
+                    // the tombstone's question is asked now.
+                    if before?.status == .syncing, after.status == .queued, !after.records.isEmpty {
+                        unit += try deletedWhileSent(after, in: txn).map(JournalStore.PreparedDraft.init)
+                    }
                 }
                 events.append(event)
                 index += 1
@@ -248,6 +253,20 @@ private struct AppendBatch {
             }
         }
         return drafts
+    }
+
+    /// `deletedOnServer` for a write back in the queue after an attempt, when a record it puts a
+    /// value in was deleted in the base (by a pulled tombstone or a resnapshot's swap) after it
+    /// was made: the question ``TombstoneConflict`` deferred while it was on its way.
+    private func deletedWhileSent(_ state: OperationState, in txn: borrowing LMDBTransaction) throws -> [JournalStore.Draft] {
+        for key in state.records {
+            guard let base = try txn.get(schema.activeBase(business: key.business, in: txn), key), base.valueHash == nil,
+                  try schema.recordChange(key, of: state, in: txn)?.isDelete == false else { continue }
+            let rule = TombstoneConflict.Write(status: state.status, deletes: false, firstSeq: state.firstSeq, isHeld: state.heldOn != nil)
+            guard TombstoneConflict.decision(for: rule, tombstoneSeq: base.seq) == .conflict else { continue }
+            return [JournalStore.Draft(operationID: state.id, body: .deletedOnServer(DeletedOnServer(key: key, revision: base.revision)))]
+        }
+        return []
     }
 
     /// A resnapshot's swap, completed in its transaction: each record a pending write changes that

@@ -1,0 +1,254 @@
+import Foundation
+import OutboxCore
+import OutboxCrypto
+import OutboxStorage
+import OutboxWire
+
+/// A business's base fetched again whole, when its feed's cursor means nothing to the server any
+/// more (409 `resnapshot_required`, a page of another epoch): the snapshot's pages are staged in
+/// the base generation the member does not see, each page its own small commit (memory stays
+/// bounded), while the member keeps seeing the old base; one commit then swaps them in with the
+/// first page's position as the feed's cursor. Answers that land meanwhile go to both
+/// generations, so the swap never takes a record back behind one; every pending write and
+/// overlay survives (they live in the journal, not in the base); a record a pending write changes
+/// that the old base held and the snapshot does not is deleted at the swap, and the writes waiting
+/// on it turn `conflicted` (`deleted_on_server`).
+///
+/// Interrupted (no response, a kill), the next pull **resumes** after the last staged record with
+/// the same first position: every staged page is durable with where it ended, and the snapshot
+/// endpoint is stateless. It **restarts** when the server answers from another epoch than the
+/// staging's (`resnapshotAbandoned`, the staged records swept first).
+extension FeedPuller {
+    /// What a resnapshot did.
+    struct Resnapshot: Sendable, Equatable {
+        var pagesStaged = 0
+        var recordsStaged = 0
+        var skipped = 0
+        /// Whether the staged snapshot was swapped in (``ResnapshotFinished``).
+        var swapped = false
+        /// Records a pending write changes that the snapshot no longer held, deleted at the swap.
+        var vanished = 0
+        /// Stagings given up because the server changed epochs under them.
+        var abandoned = 0
+        var refused = 0
+        var retryAfter: Date?
+        /// Why it stopped before the swap; `nil` when it swapped.
+        var stoppedBy: PullStop?
+    }
+
+    /// Stages `business`'s snapshot from where its staging stands (or from the start) and swaps it
+    /// in, at most `maxPages` pages.
+    /// - Parameter reason: why (`expired`, `unknown`, `foreign_epoch`, `ahead`), journaled in
+    ///   `resnapshotStarted` when the staging starts.
+    func resnapshot(business: String, reason: String, settings: PullConfiguration, limits: FeedLimits?, maxPages: Int) async -> Resnapshot {
+        var done = Resnapshot()
+        func stop(_ reason: PullStop) -> Resnapshot {
+            done.stoppedBy = reason
+            return done
+        }
+        do {
+            try await sweep(business: business)
+        } catch {
+            log.problem(.factNotRecorded, "could not sweep a swapped-out base; the next pull sweeps it", error: error)
+            return stop(.journalError("\(error)"))
+        }
+        var pagesLeft = maxPages
+        while pagesLeft > 0 {
+            if let changed = await accountChanged() { return stop(changed) }
+            let row: FeedRow?
+            do {
+                row = try store.read { txn in try store.schema.feedRow(business: business, in: txn) }
+            } catch {
+                return stop(.journalError("\(error)"))
+            }
+            let staging = row?.staging
+            let limit = settings.limit(servedBy: limits)
+            var query = "?limit=\(limit)"
+            if let staging, !staging.afterType.isEmpty {
+                query += "&after_type=\(Self.queryEscaped(staging.afterType))&after_id=\(Self.queryEscaped(staging.afterID))"
+            }
+            let request = TransportRequest(method: "GET", endpoint: settings.snapshotEndpoint + query, headers: [WireHeader.businessID: business], body: Data())
+            let response: TransportResponse
+            do {
+                response = try await transport.send(request)
+            } catch {
+                return stop(.offline)
+            }
+            switch response.statusCode {
+            case 200: break
+            case 401:
+                await pause(business: business)
+                return stop(.unauthorized)
+            case 429, 500...599:
+                let now = configuration.clock.now()
+                done.retryAfter = response.header(WireHeader.retryAfter).flatMap { RetryAfter.moment($0, now: now) }
+                return stop(.backingOff(until: done.retryAfter ?? now))
+            default:
+                return stop(.invalidResponse(status: response.statusCode, problem: String(decoding: response.body.prefix(512), as: UTF8.self)))
+            }
+            let page: SnapshotPage
+            do {
+                page = try SnapshotPage.decoded(from: response.body)
+            } catch {
+                let refusal = PageRefusal.malformed("\(error)")
+                await journalRefusal(refusal, business: business, from: row?.cursor)
+                done.refused += 1
+                return stop(.refused(refusal))
+            }
+            if let changed = await accountChanged() { return stop(changed) }
+            let check = PageCheck.SnapshotRequest(business: business, since: staging?.position,
+                                                  after: staging.flatMap { $0.afterType.isEmpty ? nil : ($0.afterType, $0.afterID) }, limit: limit)
+            do {
+                switch PageCheck.verdict(page, for: check) {
+                case .refuse(let refusal):
+                    await journalRefusal(refusal, business: business, from: row?.cursor)
+                    done.refused += 1
+                    return stop(.refused(refusal))
+                case .resnapshot(let epoch):
+                    // The server changed lives under the staging: what was staged is of the old one.
+                    try await abandonStaging(business: business, row: row,
+                                             detail: "the server answered from epoch \(epoch); the staging began in epoch \(staging?.position.epoch ?? 0)")
+                    done.abandoned += 1
+                    continue
+                case .apply: break
+                }
+                let (staged, skipped) = try await stage(page, number: (staging?.pages ?? 0) + 1, reason: reason, row: row)
+                pagesLeft -= 1
+                done.pagesStaged += 1
+                done.recordsStaged += staged
+                done.skipped += skipped
+                guard !page.hasMore else { continue }
+                done.vanished = try await swap(business: business)
+                done.swapped = true
+                try await sweep(business: business)
+                return done
+            } catch OutboxError.storageFull {
+                return stop(.storageFull)
+            } catch {
+                log.problem(.factNotRecorded, "could not stage a snapshot page; the next pull goes on from the last one staged", error: error)
+                return stop(.journalError("\(error)"))
+            }
+        }
+        return stop(.pageLimit)
+    }
+
+    /// Stages one snapshot page in its own commit: its records in the generation the member does
+    /// not see, and the staging's progress in the feed row; the first page also journals the
+    /// resnapshot's start.
+    /// - Returns: the records staged and those passed over.
+    private func stage(_ page: SnapshotPage, number: Int, reason: String, row: FeedRow?) async throws -> (Int, Int) {
+        var writes: [RecordStoreWrite] = []
+        var confirmations: [RecordConfirmation] = []
+        var skipped = 0
+        for record in page.records {
+            let key = RecordKey(business: page.business, type: record.type, id: record.id)
+            let policy = configuration.recordPolicy(for: record.type)
+            guard !policy.isLocalOnly, key.problem == nil, configuration.pull?.pulls(type: record.type) ?? true, let value = record.record else {
+                skipped += 1
+                continue
+            }
+            writes.append(RecordStoreWrite(table: .base, key: key, revision: record.revision, schemaVersion: policy.schemaVersion, value: value))
+            confirmations.append(RecordConfirmation(key: key, revision: record.revision, valueHash: SHA256Digest(of: value), source: .snapshot))
+        }
+        var next = row ?? FeedRow(cursor: nil, pageSeq: .zero)
+        var staging = next.staging ?? FeedStaging(position: page.position, afterType: "", afterID: "", pages: 0, staged: 0, startedSeq: .zero)
+        if let last = page.records.last {
+            staging.afterType = last.type
+            staging.afterID = last.id
+        }
+        staging.pages = number
+        staging.staged += writes.count
+        next.staging = staging
+        var pageDraft = JournalStore.Draft(
+            operationID: nil,
+            body: .snapshotPageStaged(SnapshotPageStaged(business: page.business, page: number, position: page.position, digest: page.digest,
+                                                         confirmations: confirmations, skipped: skipped, reachedEnd: !page.hasMore)),
+            stagedWrites: writes
+        )
+        var unit: [JournalStore.Draft]
+        if row?.staging == nil {
+            // The start: the staging's row lands with it, its started seq this event's.
+            unit = [JournalStore.Draft(operationID: nil,
+                                       body: .resnapshotStarted(ResnapshotStarted(business: page.business, reason: reason, from: row?.cursor ?? nil,
+                                                                                  position: page.position)),
+                                       feedWrite: .replace(business: page.business, expect: row, row: next)), pageDraft]
+        } else {
+            pageDraft.feedWrite = .replace(business: page.business, expect: row, row: next)
+            unit = [pageDraft]
+        }
+        try await room.ensureRoom(forPayloadBytes: writes.reduce(0) { $0 + ($1.value?.count ?? 0) })
+        _ = try await room.append(unit, whenFull: .refuse)
+        return (writes.count, skipped)
+    }
+
+    /// The swap, one commit: the staged generation becomes the member's, the feed's cursor the
+    /// first page's position; what vanished from under a pending write is settled in the same
+    /// commit (the append completes the event).
+    /// - Returns: the records that vanished.
+    private func swap(business: String) async throws -> Int {
+        guard let row = try store.read({ txn in try store.schema.feedRow(business: business, in: txn) }), let staging = row.staging else { return 0 }
+        var next = row
+        next.cursor = staging.position
+        next.generation = row.otherGeneration
+        next.staging = nil
+        next.sweeping = true
+        let events = try await room.append([JournalStore.Draft(
+            operationID: nil,
+            body: .resnapshotFinished(ResnapshotFinished(business: business, cursor: staging.position, staged: staging.staged, vanished: [])),
+            feedWrite: .replace(business: business, expect: row, row: next)
+        )], whenFull: .refuse)
+        for event in events {
+            if case .resnapshotFinished(let finished) = event.body { return finished.vanished.count }
+        }
+        return 0
+    }
+
+    /// Gives a staging up: journaled, the member's base untouched, the staged records swept.
+    private func abandonStaging(business: String, row: FeedRow?, detail: String) async throws {
+        guard let row, row.staging != nil else { return }
+        var next = row
+        next.staging = nil
+        next.sweeping = true
+        _ = try await room.append([JournalStore.Draft(
+            operationID: nil, body: .resnapshotAbandoned(ResnapshotAbandoned(business: business, code: "epoch_changed", detail: detail)),
+            feedWrite: .replace(business: business, expect: row, row: next)
+        )], whenFull: .refuse)
+        try await sweep(business: business)
+    }
+
+    /// Deletes what the generation the member does not see holds of `business` (a swapped-out
+    /// base, an abandoned staging), a batch per commit and no event: those rows are unreachable.
+    func sweep(business: String) async throws {
+        while try await room.writer.perform({ store, _ in
+            (try store.environment.write { txn in try store.schema.sweepStep(business: business, limit: Self.sweepBatch, in: txn) }, [])
+        }) {}
+    }
+
+    /// Rows deleted per sweep commit.
+    static let sweepBatch = 1_000
+
+    /// A query value percent-encoded: everything but unreserved characters.
+    static func queryEscaped(_ value: String) -> String {
+        value.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")) ?? value
+    }
+}
+
+extension JournalSchema {
+    /// One sweep step of `business`'s hidden generation: at most `limit` rows deleted, and the
+    /// feed row's `sweeping` cleared once none is left.
+    /// - Returns: whether more may be left.
+    func sweepStep(business: String, limit: Int, in txn: borrowing LMDBTransaction) throws -> Bool {
+        guard var row = try feedRow(business: business, in: txn), row.sweeping, row.staging == nil else { return false }
+        let table = baseTable(generation: row.otherGeneration)
+        var keys: [[UInt8]] = []
+        try txn.scan(table, leading: RecordKey.businessScopeBytes(business)) { entry in
+            keys.append(Array(entry.keyBytes))
+            return keys.count < limit ? .next : .stop
+        }
+        for key in keys { try txn.delete(table, encodedKey: key) }
+        guard keys.count < limit else { return true }
+        row.sweeping = false
+        try txn.put(feeds, business, row)
+        return false
+    }
+}
