@@ -188,7 +188,8 @@ public enum HelpText {
                               rollbackAcknowledged, sessionPaused, sessionResumed,
                               sessionChanged, journalOpened, compacted, recordsWritten,
                               recordBaseDropped, deletedOnServer, pageApplied,
-                              pageRefused
+                              pageRefused, resnapshotStarted, snapshotPageStaged,
+                              resnapshotFinished, resnapshotAbandoned, summaryChecked
           --type <t,...>      only events of operations of these types
           --operation <id>    only the events of this operation (a prefix is enough); for a
                               compacted one, the compacted event that removed them
