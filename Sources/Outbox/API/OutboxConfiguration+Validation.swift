@@ -87,6 +87,9 @@ extension PullConfiguration {
             return ("pageSize", "must be within 1...\(Self.maximumPageSize), not \(pageSize)")
         }
         if maxPagesPerPass < 1 { return ("maxPagesPerPass", "must be at least 1, not \(maxPagesPerPass)") }
+        if let interval = summaryIntervalSeconds, !(interval > 0 && interval.isFinite) {
+            return ("summaryIntervalSeconds", "must be more than zero seconds, or nil for never, not \(interval)")
+        }
         for (type, pulled) in types.sorted(by: { $0.key.string.utf8.lexicographicallyPrecedes($1.key.string.utf8) }) {
             let check = RecordKey(business: "b", type: type.string, id: "i").problem
             if let check { return ("types[\"\(type)\"]", "names a type that \(check.problem)") }

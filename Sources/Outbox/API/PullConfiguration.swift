@@ -17,7 +17,7 @@ public struct PullConfiguration: Sendable {
     /// The change feed's path (`GET`, `Docs/server.md`, "The change feed"), resolved by the
     /// transport against its base URL. No query: the engine adds `limit` and `cursor`.
     public var changesEndpoint: String
-    /// The snapshot's and the summary's paths, kept for the resnapshot and the summary check.
+    /// The snapshot's path (a resnapshot's pages) and the summary's (the invariant check).
     public var snapshotEndpoint: String
     public var summaryEndpoint: String
     /// The most changes asked for in one page; a server publishing a smaller `max_limit` in its
@@ -33,12 +33,17 @@ public struct PullConfiguration: Sendable {
     /// The most pages one pass pulls over every feed: past it, the feed stops with
     /// ``PullStop/pageLimit`` and the next pass goes on.
     public var maxPagesPerPass: Int
+    /// How often each listed type's summary is compared with the base (the invariant check,
+    /// ``SummaryChecked``), after a pull that reached the feed's end: at most once per interval
+    /// per type while the app runs, and once after each launch. `nil`: never.
+    public var summaryIntervalSeconds: TimeInterval?
 
     /// The largest page size that may be configured.
     public static let maximumPageSize = 10_000
 
     public init(changesEndpoint: String = FeedPage.path, snapshotEndpoint: String = "/sync/snapshot", summaryEndpoint: String = "/sync/summary",
-                pageSize: Int = 500, types: [ExactString: PulledType] = [:], businesses: [String] = [], maxPagesPerPass: Int = 1_000) {
+                pageSize: Int = 500, types: [ExactString: PulledType] = [:], businesses: [String] = [], maxPagesPerPass: Int = 1_000,
+                summaryIntervalSeconds: TimeInterval? = 86_400) {
         self.changesEndpoint = changesEndpoint
         self.snapshotEndpoint = snapshotEndpoint
         self.summaryEndpoint = summaryEndpoint
@@ -46,6 +51,7 @@ public struct PullConfiguration: Sendable {
         self.types = types
         self.businesses = businesses
         self.maxPagesPerPass = maxPagesPerPass
+        self.summaryIntervalSeconds = summaryIntervalSeconds
     }
 
     /// How old a feed's base may be before the worker pulls it again: the shortest freshness of

@@ -80,9 +80,13 @@ struct JournalVerifier {
             for confirmation in page.confirmations { stagedTrail[ExactString(page.business)]?[confirmation.key, default: []].append((seq, confirmation)) }
         case .resnapshotFinished(let finished):
             // The staged base is the business's base now: its trail replaces the old one.
+            // One type fetched again replaces that type's trail; the others were carried as they were.
             let business = ExactString(finished.business)
-            for key in baseTrail.keys where ExactString(key.business) == business { baseTrail[key] = nil }
-            for (key, trail) in stagedTrail[business] ?? [:] { baseTrail[key] = trail }
+            func inScope(_ key: RecordKey) -> Bool {
+                ExactString(key.business) == business && finished.type.map { ExactString(key.type) == ExactString($0) } ?? true
+            }
+            for key in baseTrail.keys where inScope(key) { baseTrail[key] = nil }
+            for (key, trail) in stagedTrail[business] ?? [:] where inScope(key) { baseTrail[key] = trail }
             for confirmation in finished.vanished { baseTrail[confirmation.key, default: []].append((seq, confirmation)) }
             stagedTrail[business] = nil
         case .resnapshotAbandoned(let abandoned):

@@ -31,6 +31,8 @@ struct FeedRow: Sendable, Equatable {
 /// A resnapshot under way: the snapshot's first position, where the next page starts, and what
 /// was staged so far.
 struct FeedStaging: Sendable, Equatable {
+    /// The one type fetched again (its summary did not match); `nil`: every type.
+    var type: String? = nil
     /// The first page's position: the feed's cursor once swapped in.
     var position: FeedPosition
     /// The last record staged (type and id); the next page starts after it.
@@ -40,6 +42,10 @@ struct FeedStaging: Sendable, Equatable {
     var staged: Int
     /// The `resnapshotStarted` event.
     var startedSeq: JournalSequence
+    /// For one type fetched again: the other types' bases copied so far into the staged
+    /// generation (the key of the last one copied; empty: none yet), and whether all are.
+    var carriedThrough: [UInt8] = []
+    var carried = false
 }
 
 /// A step's change of its business's feed row, checked before the step's unit lands.
@@ -74,9 +80,9 @@ extension ByteReader {
 
 extension JournalCodec {
     /// A feed row: a version byte (2); the cursor (a presence byte, three u64); the setting
-    /// event's seq (u64); the active generation (u8); the staging (a presence byte; position,
-    /// after type and id as length-prefixed strings, pages u32, staged u32, started seq u64);
-    /// sweeping (u8). Version 1 (a cursor and the seq) reads as generation 0, nothing staged.
+    /// event's seq (u64); the active generation (u8); the staging (a presence byte; its type
+    /// (optional string), position, after type and id as length-prefixed strings, pages u32,
+    /// staged u32, started seq u64, the carried-through key as bytes, carried u8); sweeping (u8). Version 1 (a cursor and the seq) reads as generation 0, nothing staged.
     enum Feed: LMDBCodec {
         static func encode(_ item: FeedRow, into bytes: inout [UInt8]) {
             var writer = ByteWriter(capacity: 64)
@@ -85,12 +91,15 @@ extension JournalCodec {
             writer.write(item.pageSeq.rawValue)
             writer.write(item.generation)
             writer.writeOptional(item.staging) { writer, staging in
+                writer.write(staging.type)
                 writer.write(position: staging.position)
                 writer.write(staging.afterType)
                 writer.write(staging.afterID)
                 writer.write(UInt32(clamping: staging.pages))
                 writer.write(UInt32(clamping: staging.staged))
                 writer.write(staging.startedSeq.rawValue)
+                writer.write(bytes: staging.carriedThrough)
+                writer.write(staging.carried)
             }
             writer.write(item.sweeping)
             bytes += writer.bytes
@@ -110,10 +119,12 @@ extension JournalCodec {
                     let generation = try reader.readUInt8("feed generation")
                     guard generation <= 1 else { throw DecodingProblem("a feed row naming base generation \(generation)") }
                     let staging = try reader.readOptional("feed staging") { (reader) throws(DecodingProblem) in
-                        FeedStaging(position: try reader.readPosition("staging position"), afterType: try reader.readString("staged type"),
+                        FeedStaging(type: try reader.readOptionalString("staging type"),
+                                    position: try reader.readPosition("staging position"), afterType: try reader.readString("staged type"),
                                     afterID: try reader.readString("staged id"), pages: Int(try reader.readUInt32("staged pages")),
                                     staged: Int(try reader.readUInt32("staged records")),
-                                    startedSeq: JournalSequence(rawValue: try reader.readUInt64("staging seq")))
+                                    startedSeq: JournalSequence(rawValue: try reader.readUInt64("staging seq")),
+                                    carriedThrough: try reader.readBytes("carried through"), carried: try reader.readBool("carried"))
                     }
                     row = FeedRow(cursor: cursor, pageSeq: seq, generation: generation, staging: staging, sweeping: try reader.readBool("feed sweeping"))
                 default:

@@ -280,7 +280,8 @@ private struct AppendBatch {
         let old = schema.baseTable(generation: row.generation)
         let staged = schema.baseTable(generation: row.otherGeneration)
         var keys: [RecordKey] = []
-        try txn.scan(schema.recordWrites, leading: RecordKey.businessScopeBytes(finished.business)) { entry in
+        let scope = finished.type.map { RecordKey.scopeBytes(business: finished.business, type: $0) } ?? RecordKey.businessScopeBytes(finished.business)
+        try txn.scan(schema.recordWrites, leading: scope) { entry in
             let (key, _, _) = try entry.key()
             if keys.last != key { keys.append(key) }
             return .next

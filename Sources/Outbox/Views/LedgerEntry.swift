@@ -120,6 +120,11 @@ public struct OutboxMetrics: Sendable, Equatable, Codable {
     public var pagesApplied: Int = 0
     public var pagesRefused: Int = 0
     public var pulledChangesSkipped: Int = 0
+    /// Bases fetched again whole and swapped in (a 409, another epoch, a summary mismatch), and
+    /// type summaries compared with the base and found to differ, since the journal opened.
+    public var resnapshots: Int = 0
+    public var summariesChecked: Int = 0
+    public var summaryMismatches: Int = 0
     /// Per business, the seconds since its feed's last page that reached the end, by the clock
     /// now (uptime within a boot): a feed never caught up is absent.
     public var cursorLagSeconds: [ExactString: Double] = [:]

@@ -40,7 +40,11 @@ extension FeedPuller {
     /// in, at most `maxPages` pages.
     /// - Parameter reason: why (`expired`, `unknown`, `foreign_epoch`, `ahead`), journaled in
     ///   `resnapshotStarted` when the staging starts.
-    func resnapshot(business: String, reason: String, settings: PullConfiguration, limits: FeedLimits?, maxPages: Int) async -> Resnapshot {
+    /// - Parameter type: the one type to fetch again (its summary did not match): the other
+    ///   types' bases are carried over into the staged generation before the swap, and the feed's
+    ///   cursor stays. `nil`: every type, and the cursor becomes the snapshot's position.
+    func resnapshot(business: String, type: String? = nil, reason: String, settings: PullConfiguration, limits: FeedLimits?,
+                    maxPages: Int) async -> Resnapshot {
         var done = Resnapshot()
         func stop(_ reason: PullStop) -> Resnapshot {
             done.stoppedBy = reason
@@ -63,7 +67,8 @@ extension FeedPuller {
             }
             let staging = row?.staging
             let limit = settings.limit(servedBy: limits)
-            var query = "?limit=\(limit)"
+            let type = staging.map { $0.type } ?? type
+            var query = "?limit=\(limit)" + (type.map { "&type=\(Self.queryEscaped($0))" } ?? "")
             if let staging, !staging.afterType.isEmpty {
                 query += "&after_type=\(Self.queryEscaped(staging.afterType))&after_id=\(Self.queryEscaped(staging.afterID))"
             }
@@ -96,7 +101,7 @@ extension FeedPuller {
                 return stop(.refused(refusal))
             }
             if let changed = await accountChanged() { return stop(changed) }
-            let check = PageCheck.SnapshotRequest(business: business, since: staging?.position,
+            let check = PageCheck.SnapshotRequest(business: business, type: type, since: staging?.position,
                                                   after: staging.flatMap { $0.afterType.isEmpty ? nil : ($0.afterType, $0.afterID) }, limit: limit)
             do {
                 switch PageCheck.verdict(page, for: check) {
@@ -112,12 +117,13 @@ extension FeedPuller {
                     continue
                 case .apply: break
                 }
-                let (staged, skipped) = try await stage(page, number: (staging?.pages ?? 0) + 1, reason: reason, row: row)
+                let (staged, skipped) = try await stage(page, type: type, number: (staging?.pages ?? 0) + 1, reason: reason, row: row)
                 pagesLeft -= 1
                 done.pagesStaged += 1
                 done.recordsStaged += staged
                 done.skipped += skipped
                 guard !page.hasMore else { continue }
+                if type != nil { try await carry(business: business) }
                 done.vanished = try await swap(business: business)
                 done.swapped = true
                 try await sweep(business: business)
@@ -136,7 +142,7 @@ extension FeedPuller {
     /// not see, and the staging's progress in the feed row; the first page also journals the
     /// resnapshot's start.
     /// - Returns: the records staged and those passed over.
-    private func stage(_ page: SnapshotPage, number: Int, reason: String, row: FeedRow?) async throws -> (Int, Int) {
+    private func stage(_ page: SnapshotPage, type: String?, number: Int, reason: String, row: FeedRow?) async throws -> (Int, Int) {
         var writes: [RecordStoreWrite] = []
         var confirmations: [RecordConfirmation] = []
         var skipped = 0
@@ -151,7 +157,7 @@ extension FeedPuller {
             confirmations.append(RecordConfirmation(key: key, revision: record.revision, valueHash: SHA256Digest(of: value), source: .snapshot))
         }
         var next = row ?? FeedRow(cursor: nil, pageSeq: .zero)
-        var staging = next.staging ?? FeedStaging(position: page.position, afterType: "", afterID: "", pages: 0, staged: 0, startedSeq: .zero)
+        var staging = next.staging ?? FeedStaging(type: type, position: page.position, afterType: "", afterID: "", pages: 0, staged: 0, startedSeq: .zero)
         if let last = page.records.last {
             staging.afterType = last.type
             staging.afterID = last.id
@@ -169,7 +175,7 @@ extension FeedPuller {
         if row?.staging == nil {
             // The start: the staging's row lands with it, its started seq this event's.
             unit = [JournalStore.Draft(operationID: nil,
-                                       body: .resnapshotStarted(ResnapshotStarted(business: page.business, reason: reason, from: row?.cursor ?? nil,
+                                       body: .resnapshotStarted(ResnapshotStarted(business: page.business, type: type, reason: reason, from: row?.cursor ?? nil,
                                                                                   position: page.position)),
                                        feedWrite: .replace(business: page.business, expect: row, row: next)), pageDraft]
         } else {
@@ -188,13 +194,16 @@ extension FeedPuller {
     private func swap(business: String) async throws -> Int {
         guard let row = try store.read({ txn in try store.schema.feedRow(business: business, in: txn) }), let staging = row.staging else { return 0 }
         var next = row
-        next.cursor = staging.position
+        // One type fetched again keeps the feed's cursor: the feed from there repeats what the
+        // type's snapshot holds already (the newest revision wins) and misses nothing of the others.
+        let cursor = staging.type == nil ? staging.position : row.cursor ?? staging.position
+        next.cursor = cursor
         next.generation = row.otherGeneration
         next.staging = nil
         next.sweeping = true
         let events = try await room.append([JournalStore.Draft(
             operationID: nil,
-            body: .resnapshotFinished(ResnapshotFinished(business: business, cursor: staging.position, staged: staging.staged, vanished: [])),
+            body: .resnapshotFinished(ResnapshotFinished(business: business, type: staging.type, cursor: cursor, staged: staging.staged, vanished: [])),
             feedWrite: .replace(business: business, expect: row, row: next)
         )], whenFull: .refuse)
         for event in events {
@@ -224,7 +233,16 @@ extension FeedPuller {
         }) {}
     }
 
-    /// Rows deleted per sweep commit.
+    /// For one type fetched again: copies the other types' bases into the staged generation, a
+    /// batch per commit and no event (the copies are the same entries, their trail unchanged),
+    /// so the swap leaves them as they were.
+    private func carry(business: String) async throws {
+        while try await room.writer.perform({ store, _ in
+            (try store.environment.write { txn in try store.schema.carryStep(business: business, limit: Self.sweepBatch, in: txn) }, [])
+        }) {}
+    }
+
+    /// Rows deleted (or carried) per commit.
     static let sweepBatch = 1_000
 
     /// A query value percent-encoded: everything but unreserved characters.
@@ -234,6 +252,40 @@ extension FeedPuller {
 }
 
 extension JournalSchema {
+    /// One carry step of a type's resnapshot: at most `limit` bases of the business's other
+    /// types copied from the generation the member sees into the staged one (where an answer
+    /// landed meanwhile, the newer revision stays), and the staging's progress written.
+    /// - Returns: whether more may be left.
+    func carryStep(business: String, limit: Int, in txn: borrowing LMDBTransaction) throws -> Bool {
+        guard var row = try feedRow(business: business, in: txn), var staging = row.staging, let type = staging.type, !staging.carried else { return false }
+        let from = baseTable(generation: row.generation)
+        let into = baseTable(generation: row.otherGeneration)
+        let typeScope = RecordKey.scopeBytes(business: business, type: type)
+        var copied: [(RecordKey, RecordStoreEntry)] = []
+        var last = staging.carriedThrough
+        var more = false
+        try txn.scan(from, leading: RecordKey.businessScopeBytes(business), from: last.isEmpty ? nil : last + [0]) { entry in
+            let keyBytes = Array(entry.keyBytes)
+            guard keyBytes != last else { return .next }
+            if copied.count >= limit {
+                more = true
+                return .stop
+            }
+            last = keyBytes
+            if !keyBytes.starts(with: typeScope) { copied.append((try entry.key(), try entry.value())) }
+            return .next
+        }
+        for (key, entry) in copied {
+            if let staged = try txn.get(into, key), staged.revision >= entry.revision { continue }
+            try txn.put(into, key, entry)
+        }
+        staging.carriedThrough = last
+        staging.carried = !more
+        row.staging = staging
+        try txn.put(feeds, business, row)
+        return more
+    }
+
     /// One sweep step of `business`'s hidden generation: at most `limit` rows deleted, and the
     /// feed row's `sweeping` cleared once none is left.
     /// - Returns: whether more may be left.

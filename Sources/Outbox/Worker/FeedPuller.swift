@@ -34,11 +34,15 @@ final class FeedPuller: Sendable {
         var limits: FeedLimits?
         /// Pages refused (journaled) on the way.
         var refused = 0
+        /// Whether a page reached the `until` the pull was asked to stop at.
+        var reachedUntil = false
     }
 
     /// Pulls `business`'s feed from its cursor, at most `maxPages` pages, asking `interruption`
     /// after each page whether to stop there (a write waits, the worker stopped).
-    func pull(business: String, settings: PullConfiguration, limits: FeedLimits?, maxPages: Int,
+    /// - Parameter until: stop at this position (the summary check's): the page that reaches it
+    ///   ends the pull, ``Pulled/reachedUntil`` set.
+    func pull(business: String, settings: PullConfiguration, limits: FeedLimits?, maxPages: Int, until: FeedPosition? = nil,
               interruption: () -> PullStop?) async -> Pulled {
         var pulled = Pulled(report: FeedReport(business: business), limits: limits)
         func stop(_ reason: PullStop) -> Pulled {
@@ -76,7 +80,11 @@ final class FeedPuller: Sendable {
             }
             let cursor = row?.cursor ?? nil
             let limit = settings.limit(servedBy: pulled.limits)
-            let query = "?limit=\(limit)" + (cursor.map { "&cursor=\($0.text)" } ?? "")
+            if let until, let cursor, cursor >= until {
+                pulled.reachedUntil = cursor == until
+                return pulled
+            }
+            let query = "?limit=\(limit)" + (cursor.map { "&cursor=\($0.text)" } ?? "") + (until.map { "&until=\($0.text)" } ?? "")
             let request = TransportRequest(method: "GET", endpoint: settings.changesEndpoint + query, headers: [WireHeader.businessID: business], body: Data())
             let response: TransportResponse
             do {
@@ -112,6 +120,11 @@ final class FeedPuller: Sendable {
                     pulled.report.pagesApplied += 1
                     pulled.report.changesApplied += applied.confirmations.count
                     pulled.report.skipped += applied.skipped
+                    if let until, applied.to >= until {
+                        pulled.reachedUntil = applied.to == until
+                        pulled.report.reachedEnd = applied.reachedEnd
+                        return pulled
+                    }
                     if applied.reachedEnd {
                         pulled.report.reachedEnd = true
                         return pulled
@@ -119,6 +132,7 @@ final class FeedPuller: Sendable {
                     if let interrupted = interruption() { return stop(interrupted) }
                 case .unchanged:
                     pulled.report.reachedEnd = true
+                    pulled.reachedUntil = until == page.cursor
                     return pulled
                 case .resnapshot(let epoch):
                     if let stopped = await resnapshot("other_epoch", epoch: epoch) { return stop(stopped) }

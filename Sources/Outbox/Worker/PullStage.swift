@@ -55,6 +55,8 @@ final class PullStage: Sendable {
         var retryAfter: Date?
         var limits: FeedLimits?
         var lastStop: PullStop?
+        /// When each type's summary was last compared with the base (since the journal opened).
+        var summarizedAt: [ExactString: Date] = [:]
     }
 
     private struct Memory {
@@ -63,6 +65,9 @@ final class PullStage: Sendable {
         var pagesApplied = 0
         var pagesRefused = 0
         var skipped = 0
+        var resnapshots = 0
+        var summariesChecked = 0
+        var summaryMismatches = 0
     }
 
     /// What the stage came to.
@@ -120,9 +125,12 @@ final class PullStage: Sendable {
             }
             let limits = memory.withLock { $0.tracks[business]?.limits }
             var pulled = await puller.pull(business: business.string, settings: settings, limits: limits, maxPages: budget, interruption: interruption)
-            budget -= pulled.report.pagesApplied
+            budget -= pulled.report.pagesApplied + pulled.report.pagesStaged
             pagesLanded += pulled.report.pagesApplied
             pulled.report = learn(pulled, business: business)
+            if pulled.report.reachedEnd, budget > 0 {
+                budget -= await checkSummaries(of: business, into: &pulled.report, limits: pulled.limits, budget: budget)
+            }
             switch pulled.report.stoppedBy {
             case .unauthorized?, .signedOut?, .otherAccount?, .writesWaiting?: halt = pulled.report.stoppedBy
             default: break
@@ -136,6 +144,38 @@ final class PullStage: Sendable {
         default: halted = false
         }
         return Result(report: PullReport(feeds: reports), next: halted ? poll() : nextDue(of: businesses))
+    }
+
+    /// Compares the summary of each listed type whose interval ran out with the base, after the
+    /// feed reached its end (``FeedPuller/checkSummary(business:type:settings:limits:maxPages:)``).
+    /// - Returns: the pages it pulled and staged on the way.
+    private func checkSummaries(of business: ExactString, into report: inout FeedReport, limits: FeedLimits?, budget: Int) async -> Int {
+        guard let interval = settings.summaryIntervalSeconds else { return 0 }
+        let now = clock.now()
+        let due = memory.withLock { memory in
+            settings.types.keys.sorted { $0.string.utf8.lexicographicallyPrecedes($1.string.utf8) }.filter { type in
+                memory.tracks[business]?.summarizedAt[type].map { now.timeIntervalSince($0) >= interval } ?? true
+            }
+        }
+        var spent = 0
+        for type in due where spent < budget {
+            let check = await puller.checkSummary(business: business.string, type: type.string, settings: settings, limits: limits,
+                                                  maxPages: budget - spent)
+            spent += check.pagesApplied + (check.resync?.pagesStaged ?? 0)
+            report.pagesApplied += check.pagesApplied
+            report.pagesStaged += check.resync?.pagesStaged ?? 0
+            report.recordsStaged += check.resync?.recordsStaged ?? 0
+            if let checked = check.checked { report.summaries[type.string] = checked.verdict }
+            memory.withLock { memory in
+                memory.tracks[business, default: Track()].summarizedAt[type] = now
+                memory.pagesApplied += check.pagesApplied
+                if check.checked != nil { memory.summariesChecked += 1 }
+                if check.checked?.verdict == .mismatched { memory.summaryMismatches += 1 }
+                if check.resync?.swapped == true { memory.resnapshots += 1 }
+            }
+            if check.stoppedBy != nil { break }
+        }
+        return spent
     }
 
     /// What the feed's pull teaches its schedule; the report, its backoff's end filled in.
@@ -172,6 +212,7 @@ final class PullStage: Sendable {
             memory.pagesApplied += report.pagesApplied
             memory.pagesRefused += pulled.refused
             memory.skipped += report.skipped
+            memory.resnapshots += report.resnapshots
         }
         var metadata: OutboxLogger.Metadata = [
             EngineLog.Key.count: "\(report.pagesApplied)",
@@ -300,6 +341,9 @@ final class PullStage: Sendable {
             metrics.pagesApplied = memory.pagesApplied
             metrics.pagesRefused = memory.pagesRefused
             metrics.pulledChangesSkipped = memory.skipped
+            metrics.resnapshots = memory.resnapshots
+            metrics.summariesChecked = memory.summariesChecked
+            metrics.summaryMismatches = memory.summaryMismatches
             var lag: [ExactString: Double] = [:]
             for (business, track) in memory.tracks {
                 if let caughtUp = track.caughtUpAt { lag[business] = DeviceMoment.elapsed(from: caughtUp, to: now, bootGapCapSeconds: .infinity) }

@@ -24,6 +24,8 @@ public enum PageRefusal: Sendable, Equatable, CustomStringConvertible {
     /// A snapshot page whose record is not after the one before it (in type then id byte order,
     /// after the request's `after_type`/`after_id`): paging on would skip or repeat records.
     case outOfOrder(type: String, id: String)
+    /// A snapshot page of one type asked for that holds a record of another.
+    case otherType(asked: String, answered: String)
 
     /// A short code for the journal and the metrics.
     public var code: String {
@@ -38,6 +40,7 @@ public enum PageRefusal: Sendable, Equatable, CustomStringConvertible {
         case .overLimit: "over_limit"
         case .malformed: "malformed"
         case .outOfOrder: "out_of_order"
+        case .otherType: "other_type"
         }
     }
 
@@ -53,6 +56,7 @@ public enum PageRefusal: Sendable, Equatable, CustomStringConvertible {
         case .overLimit(let changes, let limit): "the page holds \(changes) changes, over the limit of \(limit) the request sent"
         case .malformed(let problem): "the body is not a feed page: \(problem)"
         case .outOfOrder(let type, let id): "the snapshot's record \(type)/\(id) is not after the one before it in type then id byte order"
+        case .otherType(let asked, let answered): "the snapshot page of type '\(asked)' holds a record of type '\(answered)'"
         }
     }
 }
@@ -116,9 +120,12 @@ extension PageCheck {
         /// The last record staged (type and id); the page's records come after it.
         package var after: (type: String, id: String)?
         package var limit: Int
+        /// The one type asked for; `nil`: every type.
+        package var type: String?
 
-        package init(business: String, since: FeedPosition?, after: (type: String, id: String)?, limit: Int) {
+        package init(business: String, type: String? = nil, since: FeedPosition?, after: (type: String, id: String)?, limit: Int) {
             self.business = business
+            self.type = type
             self.since = since
             self.after = after
             self.limit = limit
@@ -126,7 +133,7 @@ extension PageCheck {
 
         package static func == (left: Self, right: Self) -> Bool {
             left.business == right.business && left.since == right.since && left.after?.type == right.after?.type
-                && left.after?.id == right.after?.id && left.limit == right.limit
+                && left.after?.id == right.after?.id && left.limit == right.limit && left.type == right.type
         }
     }
 
@@ -144,6 +151,7 @@ extension PageCheck {
         guard page.count == page.records.count else { return .refuse(.countMismatch(said: page.count, held: page.records.count)) }
         var previous = request.after.map { (type: Array($0.type.utf8), id: Array($0.id.utf8)) }
         for record in page.records {
+            if let type = request.type, ExactString(type) != ExactString(record.type) { return .refuse(.otherType(asked: type, answered: record.type)) }
             let key = (type: Array(record.type.utf8), id: Array(record.id.utf8))
             if let previous, !(previous.type.lexicographicallyPrecedes(key.type) || (previous.type == key.type && previous.id.lexicographicallyPrecedes(key.id))) {
                 return .refuse(.outOfOrder(type: record.type, id: record.id))
