@@ -4,6 +4,7 @@ import OutboxCore
 import OutboxCrypto
 import OutboxTesting
 import OutboxWire
+import Synchronization
 import Testing
 
 /// A business's base fetched again whole: staged beside the base the member sees, swapped in by
@@ -139,5 +140,41 @@ struct ResnapshotTests {
                                    requested: PullApplyTests.at(9), limit: 500)
         }
         #expect(try outbox.record(Self.key("p1"))?.server?.revision == 3)
+    }
+
+    @Test func aTypeWhoseBaseWasDroppedIsFetchedAgainByTheNextPull() async throws {
+        let employee = FeedChange(type: "employee", id: "e1", revision: 3, record: Data(#"{"name":"Ngozi"}"#.utf8))
+        let asked = Mutex<[String]>([])
+        let transport = ScriptedTransport(otherwise: .handle { request in
+            asked.withLock { $0.append(request.endpoint) }
+            let json = ["Content-Type": "application/json"]
+            if request.endpoint.hasPrefix(SnapshotPage.path) {
+                let records = request.endpoint.contains("type=product") ? [PullApplyTests.put("p1", 4, 15)] : []
+                let page = SnapshotPage(business: Self.business, position: PullApplyTests.at(9), hasMore: false, count: records.count,
+                                        digest: FeedDigest.page(records.map(\.digestInput)), records: records)
+                return TransportResponse(statusCode: 200, headers: json, body: page.encoded())
+            }
+            let page = PullApplyTests.page(from: PullApplyTests.at(9), to: PullApplyTests.at(9), [])
+            return TransportResponse(statusCode: 200, headers: json, body: page.encoded())
+        })
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open { $0.pull = PullConfiguration(businesses: [Self.business], summaryIntervalSeconds: nil) }
+        defer { outbox.close() }
+        _ = try await outbox.apply(PullApplyTests.page(from: .start(of: 1), to: PullApplyTests.at(9), [PullApplyTests.put("p1", 3, 10), employee]),
+                                   requested: nil, limit: 500)
+        // An app upgrade changed products without an adapter: their base is dropped.
+        try await outbox.dropRecordBase(business: Self.business, type: "product")
+        #expect(try outbox.record(Self.key("p1")) == nil)
+        let report = try #require(try await outbox.pull().feed(Self.business))
+        #expect(report.resnapshots == 1 && report.reachedEnd)
+        #expect(asked.withLock { $0 }.contains { $0.hasPrefix(SnapshotPage.path) && $0.contains("type=product") })
+        #expect(try outbox.record(Self.key("p1"))?.server?.revision == 4, "fetched again, not left behind the cursor")
+        #expect(try outbox.record(RecordKey(business: Self.business, type: "employee", id: "e1"))?.server?.revision == 3)
+        #expect(try outbox.feedCursor(business: Self.business) == PullApplyTests.at(9))
+        #expect(try outbox.verifyJournal().isClean)
+        // Once: the next pull asks no snapshot.
+        let before = asked.withLock { $0.count }
+        _ = try await outbox.pull()
+        #expect(asked.withLock { $0.dropFirst(before) }.allSatisfy { !$0.hasPrefix(SnapshotPage.path) })
     }
 }

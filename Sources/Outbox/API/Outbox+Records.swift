@@ -99,7 +99,8 @@ extension Outbox {
     }
 
     /// Drops the server base of one business's records of `type`: an app upgrade that changed
-    /// the type without an adapter for its stored values fetches them again (with the pull).
+    /// the type without an adapter for its stored values fetches them again: the next pull of a
+    /// business with a feed fetches that type again whole.
     /// Pending writes and their overlays are untouched; until the server's values come back,
     /// each record's view is its pending changes alone. Recorded as `recordBaseDropped`.
     public func dropRecordBase(business: String, type: String) async throws {

@@ -23,6 +23,9 @@ struct FeedRow: Sendable, Equatable {
     /// Whether the other generation may still hold rows of this business (a swapped-out base, an
     /// abandoned staging), deleted a batch at a time before anything is staged there again.
     var sweeping = false
+    /// Types whose base was dropped (``RecordBaseDropped``, a schema change without an adapter)
+    /// since the feed moved past their records: each is fetched again whole by the next pull.
+    var resync: [String] = []
 
     /// The generation a resnapshot stages into.
     var otherGeneration: UInt8 { 1 - generation }
@@ -82,7 +85,8 @@ extension JournalCodec {
     /// A feed row: a version byte (2); the cursor (a presence byte, three u64); the setting
     /// event's seq (u64); the active generation (u8); the staging (a presence byte; its type
     /// (optional string), position, after type and id as length-prefixed strings, pages u32,
-    /// staged u32, started seq u64, the carried-through key as bytes, carried u8); sweeping (u8). Version 1 (a cursor and the seq) reads as generation 0, nothing staged.
+    /// staged u32, started seq u64, the carried-through key as bytes, carried u8); sweeping (u8);
+    /// the types to fetch again (u32 count, then each a string). Version 1 (a cursor and the seq) reads as generation 0, nothing staged.
     enum Feed: LMDBCodec {
         static func encode(_ item: FeedRow, into bytes: inout [UInt8]) {
             var writer = ByteWriter(capacity: 64)
@@ -102,6 +106,8 @@ extension JournalCodec {
                 writer.write(staging.carried)
             }
             writer.write(item.sweeping)
+            writer.write(UInt32(item.resync.count))
+            for type in item.resync { writer.write(type) }
             bytes += writer.bytes
         }
 
@@ -126,7 +132,12 @@ extension JournalCodec {
                                     startedSeq: JournalSequence(rawValue: try reader.readUInt64("staging seq")),
                                     carriedThrough: try reader.readBytes("carried through"), carried: try reader.readBool("carried"))
                     }
-                    row = FeedRow(cursor: cursor, pageSeq: seq, generation: generation, staging: staging, sweeping: try reader.readBool("feed sweeping"))
+                    let sweeping = try reader.readBool("feed sweeping")
+                    let count = Int(try reader.readUInt32("resync count"))
+                    guard count <= reader.remaining else { throw DecodingProblem("\(count) types to fetch again cannot fit") }
+                    var resync: [String] = []
+                    for _ in 0..<count { resync.append(try reader.readString("resync type")) }
+                    row = FeedRow(cursor: cursor, pageSeq: seq, generation: generation, staging: staging, sweeping: sweeping, resync: resync)
                 default:
                     throw DecodingProblem("a feed row of version \(version), newer than this engine's 2")
                 }

@@ -176,6 +176,11 @@ private struct AppendBatch {
             }
             if let scope = prepared.draft.dropsBase {
                 try schema.dropBase(business: scope.business, type: scope.type, in: txn)
+                // The feed moved past the dropped records: the next pull fetches the type again.
+                if var row = try schema.feedRow(business: scope.business, in: txn), !row.resync.contains(scope.type) {
+                    row.resync.append(scope.type)
+                    try txn.put(schema.feeds, scope.business, row)
+                }
             }
             for write in prepared.draft.storeWrites {
                 try schema.store(write, seq: event.seq, at: now, in: txn)

@@ -201,6 +201,7 @@ extension FeedPuller {
         next.generation = row.otherGeneration
         next.staging = nil
         next.sweeping = true
+        next.resync.removeAll { type in staging.type.map { ExactString($0) == ExactString(type) } ?? true }
         let events = try await room.append([JournalStore.Draft(
             operationID: nil,
             body: .resnapshotFinished(ResnapshotFinished(business: business, type: staging.type, cursor: cursor, staged: staging.staged, vanished: [])),

@@ -52,9 +52,10 @@ final class FeedPuller: Sendable {
         }
         var pagesLeft = maxPages
         /// Fetches the base again whole; `nil` once swapped in (the feed goes on from its cursor).
-        func resnapshot(_ reason: String, epoch: UInt64?) async -> PullStop? {
+        func resnapshot(_ reason: String, type: String? = nil) async -> PullStop? {
             log.log(.notice, "a feed is fetched again whole; it keeps its base until the swap", [EngineLog.Key.reason: .string(reason)])
-            let done = await self.resnapshot(business: business, reason: reason, settings: settings, limits: pulled.limits, maxPages: pagesLeft)
+            let done = await self.resnapshot(business: business, type: type, reason: reason, settings: settings, limits: pulled.limits,
+                                             maxPages: pagesLeft)
             pagesLeft -= done.pagesStaged
             pulled.report.pagesStaged += done.pagesStaged
             pulled.report.recordsStaged += done.recordsStaged
@@ -75,7 +76,12 @@ final class FeedPuller: Sendable {
             }
             if row?.staging != nil {
                 // A resnapshot a kill or a lost connection interrupted: it goes on first.
-                if let stopped = await resnapshot("resumed", epoch: nil) { return stop(stopped) }
+                if let stopped = await resnapshot("resumed") { return stop(stopped) }
+                continue
+            }
+            if let type = row?.resync.first {
+                // A type whose base was dropped (a schema change) is fetched again whole.
+                if let stopped = await resnapshot("schema_changed", type: type) { return stop(stopped) }
                 continue
             }
             let cursor = row?.cursor ?? nil
@@ -134,8 +140,8 @@ final class FeedPuller: Sendable {
                     pulled.report.reachedEnd = true
                     pulled.reachedUntil = until == page.cursor
                     return pulled
-                case .resnapshot(let epoch):
-                    if let stopped = await resnapshot("other_epoch", epoch: epoch) { return stop(stopped) }
+                case .resnapshot:
+                    if let stopped = await resnapshot("other_epoch") { return stop(stopped) }
                 case .refused(let refusal):
                     pulled.refused += 1
                     return stop(.refused(refusal))
@@ -145,7 +151,7 @@ final class FeedPuller: Sendable {
                 return stop(.unauthorized)
             case FeedResnapshot.status:
                 let required = try? FeedResnapshot.decoded(from: response.body)
-                if let stopped = await resnapshot(required?.reason.rawValue ?? "unreadable", epoch: required?.epoch) { return stop(stopped) }
+                if let stopped = await resnapshot(required?.reason.rawValue ?? "unreadable") { return stop(stopped) }
             case 429, 500...599:
                 let now = configuration.clock.now()
                 pulled.retryAfter = response.header(WireHeader.retryAfter).flatMap { RetryAfter.moment($0, now: now) }
