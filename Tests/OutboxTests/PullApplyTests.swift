@@ -179,4 +179,25 @@ struct PullApplyTests {
         #expect(try outbox.record(Self.key("p1"))?.value == Self.value(13.5))
         #expect(try outbox.verifyJournal().isClean)
     }
+
+    @Test func aChangeTheEnginePassesOverIsNamedWithWhyAndCounted() async throws {
+        let journal = TestJournal()
+        let outbox = try journal.open {
+            $0.pull = PullConfiguration(types: ["product": PulledType(), "draft": PulledType()], businesses: [Self.business])
+            $0.recordTypes = ["draft": .localOnly]
+        }
+        defer { outbox.close() }
+        let huge = Data(("{\"blob\":\"" + String(repeating: "x", count: RecordAnswer.maxRecordBytes) + "\"}").utf8)
+        let changes = [FeedChange(type: "invoice", id: "i-1", revision: 4, record: Data("{}".utf8)),
+                       FeedChange(type: "product", id: "huge", revision: 9, record: huge),
+                       FeedChange(type: "draft", id: "d-1", revision: 1, record: Data("{}".utf8)),
+                       Self.put("p1", 2, 14)]
+        guard case .applied(let applied) = try await outbox.apply(Self.page(from: .start(of: 1), to: Self.at(2), changes), requested: nil, limit: 500)
+        else { Issue.record("not applied"); return }
+        #expect(applied.skipped == [SkippedChange(type: "invoice", id: "i-1", revision: 4, reason: .unknownType),
+                                    SkippedChange(type: "product", id: "huge", revision: 9, reason: .overLimit),
+                                    SkippedChange(type: "draft", id: "d-1", revision: 1, reason: .localOnly)])
+        #expect(applied.confirmations.map(\.key) == [Self.key("p1")])
+        #expect(try outbox.record(Self.key("huge")) == nil && outbox.feedCursor(business: Self.business) == Self.at(2), "the feed moves past them")
+    }
 }

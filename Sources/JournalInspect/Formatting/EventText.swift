@@ -43,6 +43,21 @@ public enum EventText {
         }.joined(separator: ", ")
     }
 
+    /// Changes passed over and why, in short: `invoice/i-1 at 4 (type not pulled)`; the first
+    /// five, then how many more.
+    private static func skippedList(_ skipped: [SkippedChange]) -> String {
+        let named = skipped.prefix(5).map { change in
+            let why = switch change.reason {
+            case .unknownType: "type not pulled"
+            case .overLimit: "over 1 MiB"
+            case .localOnly: "local-only type"
+            case .invalidKey: "not a record key"
+            }
+            return "\(change.type)/\(change.id) at \(change.revision) (\(why))"
+        }.joined(separator: ", ")
+        return skipped.count > 5 ? named + " and \(skipped.count - 5) more" : named
+    }
+
     /// One line of details for the `events` stream. Never the payload: its size.
     /// - Parameter moments: the zone moments in the details print in (UTC when not given).
     public static func detail(_ event: JournalEvent, moments: MomentFormat? = nil) -> String {
@@ -115,7 +130,7 @@ public enum EventText {
         case .pageApplied(let page):
             let deletes = page.confirmations.filter { $0.valueHash == nil }.count
             return "page of \(page.business)'s feed applied: \(page.from) -> \(page.to), \(page.confirmations.count) changes (\(deletes) deleted)"
-                + (page.skipped > 0 ? ", \(page.skipped) of types the app does not know passed over" : "")
+                + (page.skipped.isEmpty ? "" : ", passed over: " + Self.skippedList(page.skipped))
                 + (page.reachedEnd ? "; the feed's end" : "; more follow")
         case .pageRefused(let refused):
             return "page of \(refused.business)'s feed from \(refused.from?.text ?? "its start") refused (\(refused.code)): \(refused.detail); nothing of it applied"
@@ -124,7 +139,7 @@ public enum EventText {
                 + (started.from.map { ", the cursor \($0) given up" } ?? "") + "; the member's base stays until the swap"
         case .snapshotPageStaged(let page):
             return "snapshot page \(page.page) of \(page.business) staged: \(page.confirmations.count) records read at \(page.position)"
-                + (page.skipped > 0 ? ", \(page.skipped) of types the app does not know passed over" : "")
+                + (page.skipped.isEmpty ? "" : ", passed over: " + Self.skippedList(page.skipped))
                 + (page.reachedEnd ? "; the snapshot's end" : "; more follow")
         case .resnapshotFinished(let finished):
             return "resnapshot of \(finished.business) swapped in: \(finished.staged) records, the feed from \(finished.cursor)"

@@ -145,14 +145,15 @@ extension FeedPuller {
     private func stage(_ page: SnapshotPage, type: String?, number: Int, reason: String, row: FeedRow?) async throws -> (Int, Int) {
         var writes: [RecordStoreWrite] = []
         var confirmations: [RecordConfirmation] = []
-        var skipped = 0
+        var skipped: [SkippedChange] = []
         for record in page.records {
             let key = RecordKey(business: page.business, type: record.type, id: record.id)
             let policy = configuration.recordPolicy(for: record.type)
-            guard !policy.isLocalOnly, key.problem == nil, configuration.pull?.pulls(type: record.type) ?? true, let value = record.record else {
-                skipped += 1
+            if let reason = skipReason(key, policy: policy, record: record.record) {
+                skipped.append(SkippedChange(type: record.type, id: record.id, revision: record.revision, reason: reason))
                 continue
             }
+            guard let value = record.record else { continue }
             writes.append(RecordStoreWrite(table: .base, key: key, revision: record.revision, schemaVersion: policy.schemaVersion, value: value))
             confirmations.append(RecordConfirmation(key: key, revision: record.revision, valueHash: SHA256Digest(of: value), source: .snapshot))
         }
@@ -184,7 +185,7 @@ extension FeedPuller {
         }
         try await room.ensureRoom(forPayloadBytes: writes.reduce(0) { $0 + ($1.value?.count ?? 0) })
         _ = try await room.append(unit, whenFull: .refuse)
-        return (writes.count, skipped)
+        return (writes.count, skipped.count)
     }
 
     /// The swap, one commit: the staged generation becomes the member's, the feed's cursor the

@@ -125,7 +125,7 @@ final class FeedPuller: Sendable {
                     pagesLeft -= 1
                     pulled.report.pagesApplied += 1
                     pulled.report.changesApplied += applied.confirmations.count
-                    pulled.report.skipped += applied.skipped
+                    pulled.report.skipped += applied.skipped.count
                     if let until, applied.to >= until {
                         pulled.reachedUntil = applied.to == until
                         pulled.report.reachedEnd = applied.reachedEnd
@@ -219,12 +219,12 @@ final class FeedPuller: Sendable {
 
         var writes: [RecordStoreWrite] = []
         var confirmations: [RecordConfirmation] = []
-        var skipped = 0
+        var skipped: [SkippedChange] = []
         for change in page.changes {
             let key = RecordKey(business: page.business, type: change.type, id: change.id)
             let policy = configuration.recordPolicy(for: change.type)
-            guard !policy.isLocalOnly, key.problem == nil, configuration.pull?.pulls(type: change.type) ?? true else {
-                skipped += 1
+            if let reason = skipReason(key, policy: policy, record: change.record) {
+                skipped.append(SkippedChange(type: change.type, id: change.id, revision: change.revision, reason: reason))
                 continue
             }
             writes.append(RecordStoreWrite(table: .base, key: key, revision: change.revision, schemaVersion: policy.schemaVersion, value: change.record))
@@ -239,6 +239,15 @@ final class FeedPuller: Sendable {
             feedWrite: .move(business: page.business, expectFrom: requested, to: page.cursor)
         )], whenFull: .refuse)
         return .applied(applied)
+    }
+
+    /// Why a pulled change (or snapshot record) is passed over; `nil`: it goes to the base.
+    func skipReason(_ key: RecordKey, policy: RecordTypePolicy, record: Data?) -> SkippedChange.Reason? {
+        if key.problem != nil { return .invalidKey }
+        if policy.isLocalOnly { return .localOnly }
+        if !(configuration.pull?.pulls(type: key.type) ?? true) { return .unknownType }
+        if let record, record.count > RecordAnswer.maxRecordBytes { return .overLimit }
+        return nil
     }
 
     /// Journals a page's refusal (`pageRefused`), so support sees what the server got wrong. It

@@ -24,7 +24,7 @@ extension PageApplied: RecordBody {
         writer.write(reachedEnd)
         writer.write(digest)
         writer.write(confirmations: confirmations)
-        writer.write(UInt32(skipped))
+        writer.write(skipped: skipped)
     }
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
@@ -35,7 +35,7 @@ extension PageApplied: RecordBody {
         let digest = try reader.readDigest("page digest")
         let confirmations = try reader.readConfirmations(version: version)
         self.init(business: business, from: from, to: to, reachedEnd: reachedEnd, digest: digest,
-                  confirmations: confirmations, skipped: Int(try reader.readUInt32("skipped changes")))
+                  confirmations: confirmations, skipped: try reader.readSkipped())
     }
 }
 
@@ -78,14 +78,14 @@ extension SnapshotPageStaged: RecordBody {
         writer.write(position: position)
         writer.write(digest)
         writer.write(confirmations: confirmations)
-        writer.write(UInt32(skipped))
+        writer.write(skipped: skipped)
         writer.write(reachedEnd)
     }
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
         self.init(business: try reader.readString("business"), page: Int(try reader.readUInt32("snapshot page")),
                   position: try reader.readPosition("snapshot page position"), digest: try reader.readDigest("snapshot page digest"),
-                  confirmations: try reader.readConfirmations(version: version), skipped: Int(try reader.readUInt32("skipped records")),
+                  confirmations: try reader.readConfirmations(version: version), skipped: try reader.readSkipped(),
                   reachedEnd: try reader.readBool("reached end"))
     }
 }
@@ -151,9 +151,35 @@ extension ByteWriter {
         write(UInt32(confirmations.count))
         for confirmation in confirmations { confirmation.write(to: &self) }
     }
+
+    /// Each change passed over: type and id strings, revision u64, reason u8.
+    mutating func write(skipped: [SkippedChange]) {
+        write(UInt32(skipped.count))
+        for change in skipped {
+            write(change.type)
+            write(change.id)
+            write(change.revision)
+            write(change.reason.rawValue)
+        }
+    }
 }
 
 extension ByteReader {
+    mutating func readSkipped() throws(DecodingProblem) -> [SkippedChange] {
+        let count = Int(try readUInt32("skipped change count"))
+        guard count <= remaining else { throw DecodingProblem("\(count) skipped changes cannot fit") }
+        var skipped: [SkippedChange] = []
+        for _ in 0..<count {
+            let type = try readString("skipped type")
+            let id = try readString("skipped id")
+            let revision = try readUInt64("skipped revision")
+            let code = try readUInt8("skipped reason")
+            guard let reason = SkippedChange.Reason(rawValue: code) else { throw DecodingProblem("unknown skip reason \(code)") }
+            skipped.append(SkippedChange(type: type, id: id, revision: revision, reason: reason))
+        }
+        return skipped
+    }
+
     mutating func readConfirmations(version: Int) throws(DecodingProblem) -> [RecordConfirmation] {
         let count = Int(try readUInt32("record confirmation count"))
         guard count <= remaining else { throw DecodingProblem("\(count) record confirmations cannot fit") }

@@ -82,11 +82,12 @@ public struct PageApplied: Sendable, Equatable {
     public var digest: SHA256Digest
     /// Each change of a type the app knows, as the trail holds it (source `pulled`).
     public var confirmations: [RecordConfirmation]
-    /// The changes of types the app does not know: named by the page, passed over.
-    public var skipped: Int
+    /// The changes passed over, each named with why (a type the app does not pull, a record
+    /// over the size the engine keeps, a local-only type, a key no record may have).
+    public var skipped: [SkippedChange]
 
     public init(business: String, from: FeedPosition, to: FeedPosition, reachedEnd: Bool, digest: SHA256Digest,
-                confirmations: [RecordConfirmation], skipped: Int = 0) {
+                confirmations: [RecordConfirmation], skipped: [SkippedChange] = []) {
         self.business = business
         self.from = from
         self.to = to
@@ -112,5 +113,33 @@ public struct PageRefused: Sendable, Equatable {
         self.from = from
         self.code = code
         self.detail = detail.utf8.count <= 1_024 ? detail : String(decoding: detail.utf8.prefix(1_021), as: UTF8.self) + "..."
+    }
+}
+
+/// A pulled change (or snapshot record) the engine passed over, named so support can tell why a
+/// record the server holds is not on the phone.
+public struct SkippedChange: Sendable, Equatable {
+    public var type: String
+    public var id: String
+    public var revision: UInt64
+    public var reason: Reason
+
+    public enum Reason: UInt8, Sendable, Equatable, CaseIterable {
+        /// A type the pull configuration does not list.
+        case unknownType = 1
+        /// A record over 1 MiB, the largest value an answer's record may be: kept out of the
+        /// base.
+        case overLimit = 2
+        /// A local-only type: the server never holds one.
+        case localOnly = 3
+        /// A type or id no record key may have (``RecordKey/problem``).
+        case invalidKey = 4
+    }
+
+    public init(type: String, id: String, revision: UInt64, reason: Reason) {
+        self.type = type
+        self.id = id
+        self.revision = revision
+        self.reason = reason
     }
 }

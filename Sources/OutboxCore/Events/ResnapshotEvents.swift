@@ -42,13 +42,13 @@ public struct SnapshotPageStaged: Sendable, Equatable {
     /// The digest it carried, checked before anything was written.
     public var digest: SHA256Digest
     public var confirmations: [RecordConfirmation]
-    /// Records of types the app does not know, passed over.
-    public var skipped: Int
+    /// Records passed over, each named with why.
+    public var skipped: [SkippedChange]
     /// Whether it was the last page.
     public var reachedEnd: Bool
 
     public init(business: String, page: Int, position: FeedPosition, digest: SHA256Digest, confirmations: [RecordConfirmation],
-                skipped: Int, reachedEnd: Bool) {
+                skipped: [SkippedChange], reachedEnd: Bool) {
         self.business = business
         self.page = page
         self.position = position
