@@ -21,5 +21,7 @@ extension Scenario {
         .recordsRead,
         .recordsQuery,
         .recordsStream,
+        .pullInitialSync,
+        .pullPageApplied,
     ]
 }

@@ -1,0 +1,153 @@
+import Foundation
+import Outbox
+import OutboxWire
+
+/// Scenarios 14.1 and 14.2: the pull's initial sync of a catalogue of 100,000 products, and one
+/// page of 500 changes applied over it, beside a SQLite client applying the same pages and the
+/// raw LMDB commits of the same rows.
+extension Scenario {
+    static let pullInitialSync = Scenario(
+        id: "14.1",
+        name: "pull-initial-sync",
+        title: "Pull: initial sync of 100,000 records in pages of 500, one commit each: the apply path alone, then over loopback",
+        metrics: [
+            .time("apply", "apply path: decode and apply every page", .seconds),
+            .size("apply-anon", "apply path: RssAnon growth, peak", .mebibytes),
+            .time("decode", "apply path: of which decoding the pages", .seconds),
+            .time("slowest-page", "apply path: slowest page", .milliseconds),
+            .time("sync", "over loopback: the whole sync", .seconds),
+            .size("sync-anon", "over loopback: RssAnon growth, peak", .mebibytes),
+        ],
+        contenders: .pull,
+        limit: { result in
+            "every page is decoded from the server's bytes (`FeedPage.decoded`, the same for all three) and committed durably: "
+                + "\(TextReport.format(result.floor("decode"))) s of decoding, and \(TextReport.format(result.floor("apply"))) s "
+                + "for the floor's decode and raw puts of the same rows (one database, one flushed commit a page, nothing read or checked). "
+                + "The SQLite client checks each page's digest, upserts each change `WHERE excluded.revision > revision` and its cursor row in "
+                + "one transaction (WAL, synchronous=FULL). Each contender runs in a fresh child process; over loopback the pages come "
+                + "from the in-process test server (memory store) of the parent, in pages of 500"
+        },
+        targets: [
+            Target(text: "initial sync of 100,000 records over loopback in under 5 s") { result in
+                result.ours("sync").map { ("\(TextReport.format($0)) s", $0 < 5) }
+            },
+            Target(text: "the same, RssAnon growth under 64 MiB") { result in
+                result.ours("sync-anon").map { ("\(TextReport.format($0)) MiB", $0 < 64) }
+            },
+            Target(text: "the apply path alone in under 5 s") { result in
+                result.ours("apply").map { ("\(TextReport.format($0)) s", $0 < 5) }
+            },
+            Target(text: "the apply path alone, RssAnon growth under 64 MiB") { result in
+                result.ours("apply-anon").map { ("\(TextReport.format($0)) MiB", $0 < 64) }
+            },
+            Target(text: "at least 1x a SQLite client applying the same pages, one transaction each (apply path)") { result in
+                result["apply"]?.versusSQLite.map { (TextReport.ratioText($0.median), $0.median >= 1) }
+            },
+            Target(text: "at least 1x the SQLite client over loopback") { result in
+                result["sync"]?.versusSQLite.map { (TextReport.ratioText($0.median), $0.median >= 1) }
+            },
+        ],
+        run: { context in
+            let feed = try context.fixtures.pullFeed(records: context.sizes.pullRecords, context: context)
+            func child(_ kind: Probe.Kind) throws -> PullProbe.Measurement {
+                let measured = try Probe.measure(kind, path: feed.directory, as: PullProbe.Measurement.self)
+                guard measured.pages >= feed.pages - 1 else {
+                    throw BenchmarkFailure(description: "the \(kind.rawValue) probe applied \(measured.pages) of \(feed.pages) pages")
+                }
+                return measured
+            }
+            let floor = try child(.pullFloor)
+            let ours = try child(.pullEngine)
+            let sqlite = try child(.pullSQLite)
+            let oursSync = try child(.pullEngineHTTP)
+            let sqliteSync = try child(.pullSQLiteHTTP)
+            func mebibytes(_ kibibytes: Double) -> Double { kibibytes / 1024 }
+            return [
+                "apply": Trio(ours: ours.seconds, sqlite: sqlite.seconds, floor: floor.seconds),
+                "apply-anon": Trio(ours: mebibytes(ours.anonymousPeakKiB), sqlite: mebibytes(sqlite.anonymousPeakKiB),
+                                   floor: mebibytes(floor.anonymousPeakKiB)),
+                "decode": Trio(ours: ours.decodeSeconds, sqlite: sqlite.decodeSeconds, floor: floor.decodeSeconds),
+                "slowest-page": Trio(ours: ours.slowestPageMilliseconds, sqlite: sqlite.slowestPageMilliseconds,
+                                     floor: floor.slowestPageMilliseconds),
+                "sync": Trio(ours: oursSync.seconds, sqlite: sqliteSync.seconds),
+                "sync-anon": Trio(ours: mebibytes(oursSync.anonymousPeakKiB), sqlite: mebibytes(sqliteSync.anonymousPeakKiB)),
+            ]
+        }
+    )
+
+    static let pullPageApplied = Scenario(
+        id: "14.2",
+        name: "pull-page-applied",
+        title: "Pull: a page of 500 changes (300 edits, 150 new records, 50 deletes) applied over 100,000 pulled records",
+        metrics: [
+            .time("p50", "a page decoded and applied, median", .milliseconds),
+            .time("p95", "the same, p95", .milliseconds),
+            .time("per-change", "per change, median"),
+        ],
+        contenders: .pull,
+        limit: { result in
+            "one durable commit of 500 rows: the floor decodes the page and puts each change's row and the cursor's into one "
+                + "database holding the 100,000 records, \(TextReport.format(result.floor("p50"))) ms. Ours also checks the page "
+                + "(count, digest), reads each record's base to keep only newer revisions, writes the `pageApplied` event with each "
+                + "change's revision and value hash, and the feed's row. The SQLite client checks the digest and upserts "
+                + "`WHERE excluded.revision > revision`, one transaction (WAL, synchronous=FULL)"
+        },
+        targets: [
+            Target(text: "a page of 500 changes applied in under 20 ms (median)") { result in
+                result.ours("p50").map { ("\(TextReport.format($0)) ms", $0 < 20) }
+            },
+            Target(text: "the same at p95") { result in
+                result.ours("p95").map { ("\(TextReport.format($0)) ms", $0 < 20) }
+            },
+        ],
+        run: { context in
+            let base = try await context.fixtures.pullBase(records: context.sizes.pullRecords, context: context)
+            let outbox = try Workload.openOutbox(base.journal)
+            defer { outbox.close() }
+            let sqlite = try SQLitePull(directory: base.sqlite)
+            let floor = try PullFloor(directory: base.floor)
+            var ours: [Double] = []
+            var theirs: [Double] = []
+            var raw: [Double] = []
+            for index in 0..<context.sizes.pullPagesTimed {
+                let (body, from) = base.nextPage()
+                // Each contender first in turn, so that what else the machine does falls on all three.
+                for turn in 0..<3 {
+                    switch (index + turn) % 3 {
+                    case 0:
+                        var outcome: PageOutcome?
+                        ours.append(try await Stopwatch.time {
+                            outcome = try await outbox.apply(try FeedPage.decoded(from: body), requested: from, limit: PullFeed.pageSize)
+                        })
+                        guard case .applied(let applied) = outcome, applied.confirmations.count == PullFeed.pageSize else {
+                            throw BenchmarkFailure(description: "the engine did not apply the page from \(from): \(String(describing: outcome))")
+                        }
+                    case 1:
+                        theirs.append(try Stopwatch.time { try sqlite.apply(try FeedPage.decoded(from: body), requested: from) })
+                    default:
+                        raw.append(try Stopwatch.time { try floor.apply(try FeedPage.decoded(from: body)) })
+                    }
+                }
+                base.applied(try FeedPage.decoded(from: body))
+            }
+            let live = base.liveRecords
+            let oursLive = try PullCheck.liveRecords(outbox)
+            let theirsLive = try sqlite.liveRecords()
+            guard oursLive == live, theirsLive == live else {
+                throw BenchmarkFailure(description: "after the pages the engine holds \(oursLive) live records, the SQLite client \(theirsLive); the feed \(live)")
+            }
+            let (o, s, f) = (Statistics(ours), Statistics(theirs), Statistics(raw))
+            let changes = Double(PullFeed.pageSize)
+            return [
+                "p50": Trio(ours: o.median / 1e6, sqlite: s.median / 1e6, floor: f.median / 1e6),
+                "p95": Trio(ours: o.percentile(95) / 1e6, sqlite: s.percentile(95) / 1e6, floor: f.percentile(95) / 1e6),
+                "per-change": Trio(ours: o.median / 1e3 / changes, sqlite: s.median / 1e3 / changes, floor: f.median / 1e3 / changes),
+            ]
+        }
+    )
+}
+
+extension Contenders {
+    /// The pull's: the engine, the SQLite client of ``SQLitePull`` and the raw LMDB floor.
+    static let pull = Contenders(ours: "ours", sqlite: "SQLite client", floor: "floor", versusSQLite: "vs SQLite", versusFloor: "vs floor")
+}
