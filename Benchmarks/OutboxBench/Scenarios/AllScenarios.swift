@@ -23,5 +23,6 @@ extension Scenario {
         .recordsStream,
         .pullInitialSync,
         .pullPageApplied,
+        .pullFeedRead,
     ]
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import PostgresTesting
 import Synchronization
 
 /// Journals too expensive to build per repeat, built once per run on first use and shared by the
@@ -17,6 +18,7 @@ final class Fixtures: Sendable {
     private let recordJournals = Mutex<[Int: RecordJournal]>([:])
     private let pullFeeds = Mutex<[Int: PullFeedServer]>([:])
     private let pullBases = Mutex<[Int: PullBase]>([:])
+    private let postgresFeeds = Mutex<PostgresFeedServer?>(nil)
 
     /// A journal of `events` events (see ``JournalBuilder``).
     func journal(events: Int, context: Context) async throws -> JournalBuilder.Built {
@@ -96,8 +98,22 @@ final class Fixtures: Sendable {
         return built
     }
 
+    /// The PostgreSQL test server of scenario 14.4, its feed holding `backlog` creates before
+    /// the first repeat (see ``PostgresFeedServer``).
+    func postgresFeed(cluster: TemporaryPostgresCluster, backlog: Int, context: Context) throws -> PostgresFeedServer {
+        if let built = postgresFeeds.withLock({ $0 }) { return built }
+        context.progress("creating \(backlog) products on the test server on PostgreSQL")
+        var built: PostgresFeedServer?
+        let nanoseconds = try Stopwatch.time { built = try PostgresFeedServer(cluster: cluster, backlog: backlog) }
+        guard let built else { throw BenchmarkFailure(description: "the PostgreSQL feed was not built") }
+        context.progress("built in \(TextReport.format(nanoseconds / 1e9)) s")
+        postgresFeeds.withLock { $0 = built }
+        return built
+    }
+
     /// Stops the servers the fixtures started.
     func stopServers() {
         for feed in pullFeeds.withLock({ Array($0.values) }) { feed.server.stop() }
+        postgresFeeds.withLock { $0?.stop() }
     }
 }
