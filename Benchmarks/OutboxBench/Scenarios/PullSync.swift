@@ -56,21 +56,23 @@ extension Scenario {
                 }
                 return measured
             }
-            let floor = try child(.pullFloor)
+            // For profiles (`OUTBOX_BENCH_OURS_ONLY`), the engine's two children alone.
+            let others = !Scenario.oursOnly
+            let floor = others ? try child(.pullFloor) : nil
             let ours = try child(.pullEngine)
-            let sqlite = try child(.pullSQLite)
+            let sqlite = others ? try child(.pullSQLite) : nil
             let oursSync = try child(.pullEngineHTTP)
-            let sqliteSync = try child(.pullSQLiteHTTP)
-            func mebibytes(_ kibibytes: Double) -> Double { kibibytes / 1024 }
+            let sqliteSync = others ? try child(.pullSQLiteHTTP) : nil
+            func mebibytes(_ kibibytes: Double?) -> Double? { kibibytes.map { $0 / 1024 } }
             return [
-                "apply": Trio(ours: ours.seconds, sqlite: sqlite.seconds, floor: floor.seconds),
-                "apply-anon": Trio(ours: mebibytes(ours.anonymousPeakKiB), sqlite: mebibytes(sqlite.anonymousPeakKiB),
-                                   floor: mebibytes(floor.anonymousPeakKiB)),
-                "decode": Trio(ours: ours.decodeSeconds, sqlite: sqlite.decodeSeconds, floor: floor.decodeSeconds),
-                "slowest-page": Trio(ours: ours.slowestPageMilliseconds, sqlite: sqlite.slowestPageMilliseconds,
-                                     floor: floor.slowestPageMilliseconds),
-                "sync": Trio(ours: oursSync.seconds, sqlite: sqliteSync.seconds),
-                "sync-anon": Trio(ours: mebibytes(oursSync.anonymousPeakKiB), sqlite: mebibytes(sqliteSync.anonymousPeakKiB)),
+                "apply": Trio(ours: ours.seconds, sqlite: sqlite?.seconds, floor: floor?.seconds),
+                "apply-anon": Trio(ours: mebibytes(ours.anonymousPeakKiB), sqlite: mebibytes(sqlite?.anonymousPeakKiB),
+                                   floor: mebibytes(floor?.anonymousPeakKiB)),
+                "decode": Trio(ours: ours.decodeSeconds, sqlite: sqlite?.decodeSeconds, floor: floor?.decodeSeconds),
+                "slowest-page": Trio(ours: ours.slowestPageMilliseconds, sqlite: sqlite?.slowestPageMilliseconds,
+                                     floor: floor?.slowestPageMilliseconds),
+                "sync": Trio(ours: oursSync.seconds, sqlite: sqliteSync?.seconds),
+                "sync-anon": Trio(ours: mebibytes(oursSync.anonymousPeakKiB), sqlite: mebibytes(sqliteSync?.anonymousPeakKiB)),
             ]
         }
     )
@@ -112,8 +114,9 @@ extension Scenario {
             for index in 0..<context.sizes.pullPagesTimed {
                 let (body, from) = base.nextPage()
                 // Each contender first in turn, so that what else the machine does falls on all three.
-                for turn in 0..<3 {
-                    switch (index + turn) % 3 {
+                // For profiles (`OUTBOX_BENCH_OURS_ONLY`), the engine alone.
+                for turn in 0..<(Scenario.oursOnly ? 1 : 3) {
+                    switch Scenario.oursOnly ? 0 : (index + turn) % 3 {
                     case 0:
                         var outcome: PageOutcome?
                         ours.append(try await Stopwatch.time {
@@ -132,16 +135,18 @@ extension Scenario {
             }
             let live = base.liveRecords
             let oursLive = try PullCheck.liveRecords(outbox)
-            let theirsLive = try sqlite.liveRecords()
+            let theirsLive = Scenario.oursOnly ? live : try sqlite.liveRecords()
             guard oursLive == live, theirsLive == live else {
                 throw BenchmarkFailure(description: "after the pages the engine holds \(oursLive) live records, the SQLite client \(theirsLive); the feed \(live)")
             }
-            let (o, s, f) = (Statistics(ours), Statistics(theirs), Statistics(raw))
+            func stats(_ samples: [Double]) -> Statistics? { samples.isEmpty ? nil : Statistics(samples) }
+            let (o, s, f) = (Statistics(ours), stats(theirs), stats(raw))
             let changes = Double(PullFeed.pageSize)
             return [
-                "p50": Trio(ours: o.median / 1e6, sqlite: s.median / 1e6, floor: f.median / 1e6),
-                "p95": Trio(ours: o.percentile(95) / 1e6, sqlite: s.percentile(95) / 1e6, floor: f.percentile(95) / 1e6),
-                "per-change": Trio(ours: o.median / 1e3 / changes, sqlite: s.median / 1e3 / changes, floor: f.median / 1e3 / changes),
+                "p50": Trio(ours: o.median / 1e6, sqlite: s.map { $0.median / 1e6 }, floor: f.map { $0.median / 1e6 }),
+                "p95": Trio(ours: o.percentile(95) / 1e6, sqlite: s.map { $0.percentile(95) / 1e6 }, floor: f.map { $0.percentile(95) / 1e6 }),
+                "per-change": Trio(ours: o.median / 1e3 / changes, sqlite: s.map { $0.median / 1e3 / changes },
+                                   floor: f.map { $0.median / 1e3 / changes }),
             ]
         }
     )
