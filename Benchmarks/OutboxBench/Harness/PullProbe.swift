@@ -12,7 +12,7 @@ import Synchronization
 /// The directory holds `feed.json` (``Feed``: what the feed holds, and the server's address) and
 /// `pages.bin` (the feed's pages as the server answered them, ``PullFeed/write(_:to:)``); the
 /// child writes its journal or database under it. It measures from a store already open to the
-/// feed's end, samples `RssAnon` every 2 ms meanwhile, checks what it stored, and prints one
+/// feed's end, samples `RssAnon` every 5 ms meanwhile, checks what it stored, and prints one
 /// ``Measurement`` as a JSON line.
 enum PullProbe {
     enum Mode {
@@ -83,42 +83,26 @@ enum PullProbe {
         defer { try? FileManager.default.removeItem(at: store) }
         switch mode {
         case .engine:
-            let pages = try PullFeed.pages(in: directory.appendingPathComponent("pages.bin"))
             let outbox = try Workload.openOutbox(store)
             defer { outbox.close() }
             var cursor: FeedPosition?
-            let measurement = try await sampled(pages: pages.count) { page in
-                let decoded = try FeedPage.decoded(from: pages[page])
-                let decodedAt = Stopwatch.now()
-                switch try await outbox.apply(decoded, requested: cursor, limit: PullFeed.pageSize) {
-                case .applied, .unchanged: cursor = decoded.cursor
-                case let other: throw BenchmarkFailure(description: "the engine did not apply page \(page): \(other)")
+            let measurement = try await applying(directory: directory) { page in
+                switch try await outbox.apply(page, requested: cursor, limit: PullFeed.pageSize) {
+                case .applied, .unchanged: cursor = page.cursor
+                case let other: throw BenchmarkFailure(description: "the engine did not apply the page from \(page.from): \(other)")
                 }
-                return decodedAt
             }
             try checkEngine(outbox, feed: feed)
             return measurement
         case .sqlite:
-            let pages = try PullFeed.pages(in: directory.appendingPathComponent("pages.bin"))
             let sqlite = try SQLitePull(directory: store)
             var cursor: FeedPosition?
-            let measurement = try await sampled(pages: pages.count) { page in
-                let decoded = try FeedPage.decoded(from: pages[page])
-                let decodedAt = Stopwatch.now()
-                cursor = try sqlite.apply(decoded, requested: cursor)
-                return decodedAt
-            }
+            let measurement = try await applying(directory: directory) { page in cursor = try sqlite.apply(page, requested: cursor) }
             try checkSQLite(sqlite, feed: feed)
             return measurement
         case .floor:
-            let pages = try PullFeed.pages(in: directory.appendingPathComponent("pages.bin"))
             let floor = try PullFloor(directory: store)
-            let measurement = try await sampled(pages: pages.count) { page in
-                let decoded = try FeedPage.decoded(from: pages[page])
-                let decodedAt = Stopwatch.now()
-                try floor.apply(decoded)
-                return decodedAt
-            }
+            let measurement = try await applying(directory: directory) { page in try floor.apply(page) }
             guard try floor.rows() == feed.records + 1 else {
                 throw BenchmarkFailure(description: "the floor holds \(try floor.rows()) rows, not \(feed.records) and the cursor")
             }
@@ -163,6 +147,18 @@ enum PullProbe {
         }
     }
 
+    /// Times each page of `directory/pages.bin` decoded and handed to `apply`, the decoding timed
+    /// apart too.
+    private static func applying(directory: URL, _ apply: (FeedPage) async throws -> Void) async throws -> Measurement {
+        let pages = try PullFeed.pages(in: directory.appendingPathComponent("pages.bin"))
+        return try await sampled(pages: pages.count) { index in
+            let page = try FeedPage.decoded(from: pages[index])
+            let decodedAt = Stopwatch.now()
+            try await apply(page)
+            return decodedAt
+        }
+    }
+
     /// Times `pages` calls of `page` (each answers when it finished decoding, when it decodes)
     /// while a thread samples `RssAnon`.
     private static func sampled(pages: Int, _ page: (Int) async throws -> UInt64?) async throws -> Measurement {
@@ -203,7 +199,8 @@ enum PullProbe {
     }
 }
 
-/// The highest `RssAnon` seen, read every 2 ms on a thread of its own until stopped.
+/// The highest `RssAnon` seen, read every 5 ms on a thread of its own until stopped (reading
+/// `/proc/self/status` that often costs the process about 1% of a core).
 final class AnonymousMemorySampler: Sendable {
     private let peak = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
@@ -212,7 +209,7 @@ final class AnonymousMemorySampler: Sendable {
     func sample() {
         while !stopped.load(ordering: .relaxed) {
             if let now = Probe.status("RssAnon") { _ = peak.max(now, ordering: .relaxed) }
-            usleep(2_000)
+            usleep(5_000)
         }
         done.signal()
     }

@@ -5,7 +5,9 @@ import Synchronization
 enum Threads {
     /// Runs `body(0)` ... `body(count - 1)` each on a thread of its own, all released at once;
     /// returns when every one has, rethrowing the first error thrown.
-    static func run(_ count: Int, _ body: @escaping @Sendable (Int) throws -> Void) throws {
+    /// - Returns: the nanoseconds from their release until the last returned.
+    @discardableResult
+    static func run(_ count: Int, _ body: @escaping @Sendable (Int) throws -> Void) throws -> Double {
         let failure = Mutex<(any Error)?>(nil)
         let group = DispatchGroup()
         let start = DispatchSemaphore(value: 0)
@@ -17,8 +19,11 @@ enum Threads {
                 do { try body(index) } catch { failure.withLock { $0 = $0 ?? error } }
             }.start()
         }
-        for _ in 0..<count { start.signal() }
-        group.wait()
+        let total = Stopwatch.time {
+            for _ in 0..<count { start.signal() }
+            group.wait()
+        }
         if let error = failure.withLock({ $0 }) { throw error }
+        return total
     }
 }

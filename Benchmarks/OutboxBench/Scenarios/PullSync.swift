@@ -28,24 +28,12 @@ extension Scenario {
                 + "from the in-process test server (memory store) of the parent, in pages of 500"
         },
         targets: [
-            Target(text: "initial sync of 100,000 records over loopback in under 5 s") { result in
-                result.ours("sync").map { ("\(TextReport.format($0)) s", $0 < 5) }
-            },
-            Target(text: "the same, RssAnon growth under 64 MiB") { result in
-                result.ours("sync-anon").map { ("\(TextReport.format($0)) MiB", $0 < 64) }
-            },
-            Target(text: "the apply path alone in under 5 s") { result in
-                result.ours("apply").map { ("\(TextReport.format($0)) s", $0 < 5) }
-            },
-            Target(text: "the apply path alone, RssAnon growth under 64 MiB") { result in
-                result.ours("apply-anon").map { ("\(TextReport.format($0)) MiB", $0 < 64) }
-            },
-            Target(text: "at least 1x a SQLite client applying the same pages, one transaction each (apply path)") { result in
-                result["apply"]?.versusSQLite.map { (TextReport.ratioText($0.median), $0.median >= 1) }
-            },
-            Target(text: "at least 1x the SQLite client over loopback") { result in
-                result["sync"]?.versusSQLite.map { (TextReport.ratioText($0.median), $0.median >= 1) }
-            },
+            .oursBelow(5, "s", "sync", "initial sync of 100,000 records over loopback in under 5 s"),
+            .oursBelow(64, "MiB", "sync-anon", "the same, RssAnon growth under 64 MiB"),
+            .oursBelow(5, "s", "apply", "the apply path alone in under 5 s"),
+            .oursBelow(64, "MiB", "apply-anon", "the apply path alone, RssAnon growth under 64 MiB"),
+            .notSlowerThanSQLite("apply", "at least 1x a SQLite client applying the same pages, one transaction each (apply path)"),
+            .notSlowerThanSQLite("sync", "at least 1x the SQLite client over loopback"),
         ],
         run: { context in
             let feed = try context.fixtures.pullFeed(records: context.sizes.pullRecords, context: context)
@@ -95,12 +83,8 @@ extension Scenario {
                 + "`WHERE excluded.revision > revision`, one transaction (WAL, synchronous=FULL)"
         },
         targets: [
-            Target(text: "a page of 500 changes applied in under 20 ms (median)") { result in
-                result.ours("p50").map { ("\(TextReport.format($0)) ms", $0 < 20) }
-            },
-            Target(text: "the same at p95") { result in
-                result.ours("p95").map { ("\(TextReport.format($0)) ms", $0 < 20) }
-            },
+            .oursBelow(20, "ms", "p50", "a page of 500 changes applied in under 20 ms (median)"),
+            .oursBelow(20, "ms", "p95", "the same at p95"),
         ],
         run: { context in
             let base = try await context.fixtures.pullBase(records: context.sizes.pullRecords, context: context)
@@ -155,4 +139,16 @@ extension Scenario {
 extension Contenders {
     /// The pull's: the engine, the SQLite client of ``SQLitePull`` and the raw LMDB floor.
     static let pull = Contenders(ours: "ours", sqlite: "SQLite client", floor: "floor", versusSQLite: "vs SQLite", versusFloor: "vs floor")
+}
+
+extension Target {
+    /// Ours at `key` (its median) under `limit`, in `unit`.
+    static func oursBelow(_ limit: Double, _ unit: String, _ key: String, _ text: String) -> Target {
+        Target(text: text) { result in result.ours(key).map { ("\(TextReport.format($0)) \(unit)", $0 < limit) } }
+    }
+
+    /// Ours at least as good as the SQLite client at `key` (the median of the ratios).
+    static func notSlowerThanSQLite(_ key: String, _ text: String) -> Target {
+        Target(text: text) { result in result[key]?.versusSQLite.map { (TextReport.ratioText($0.median), $0.median >= 1) } }
+    }
 }
