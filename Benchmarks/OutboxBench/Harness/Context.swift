@@ -57,7 +57,7 @@ struct Sizes: Sendable {
         lifecycleOperations: 100, largeJournalEvents: 3000, smallJournalEvents: 600,
         waitingRows: 100, claims: 32, drainedWrites: 20, requestLatencySeconds: 0.002, readIterations: 5, openIterations: 1, floorCommits: 10,
         records: 50, recordQueryIterations: 2, streamRecords: 10, streamCommits: 5,
-        pullRecords: 1_200, pullPagesTimed: 3, feedReadSeconds: 1, feedBacklog: 200
+        pullRecords: 600, pullPagesTimed: 3, feedReadSeconds: 0.5, feedBacklog: 200
     )
 }
 

@@ -114,11 +114,12 @@ enum FeedReadBench {
         let deadline = start + UInt64(seconds * 1e9)
         try Threads.run(5) { thread in
             if thread == 4 {
+                // The writers stop with the reader, however it ends.
+                defer { stop.store(true, ordering: .relaxed) }
                 while Stopwatch.now() < deadline {
                     let round = try reader.round()
                     rounds.withLock { $0.append(round) }
                 }
-                stop.store(true, ordering: .relaxed)
                 return
             }
             var mine: [Committed] = []
