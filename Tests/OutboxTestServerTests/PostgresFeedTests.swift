@@ -111,6 +111,31 @@ struct PostgresFeedTests {
         #expect(rows == Int64(expected.count), "one row per write, every one read")
     }
 
+    @Test func changesWhoseXidsCrossIntoMoreDigitsComeInXidOrderAndNoneIsSkipped() async throws {
+        let cluster = try await onThread { try TemporaryPostgresCluster.start() }
+        defer { cluster.stop() }
+        let server = try await onThread { try TestServer(.init(storage: .postgres(cluster.settings, poolSize: 4))) }
+        defer { server.stop() }
+        let port = server.port
+        // Move the cluster's transaction ids to just below 10,000, so the writes' xids go from four
+        // digits to five: ordered as text, "10001" would sort before "9998".
+        let connection = try PostgresConnection(cluster.settings)
+        defer { connection.close() }
+        let start = try Int(connection.execute("SELECT pg_current_xact_id()::text")[0].text(0))!
+        for _ in start..<9_995 { _ = try connection.execute("SELECT pg_current_xact_id()") }
+        var written: [String] = []
+        for number in 0..<10 {
+            let created = try await exchange(port, request(key: "digits-\(number)", body: #"{"id":"d-\#(number)"}"#))
+            #expect(created.status == 201 || created.status == 200)
+            written.append("d-\(number)")
+        }
+        let xids = try connection.execute("SELECT xid::text FROM test_server_changes ORDER BY seq").map { try $0.text(0) }
+        #expect(xids.contains { $0.count == 4 } && xids.contains { $0.count == 5 }, "the writes span four and five digits: \(xids)")
+        var follower = FeedFollower(port: port)
+        try await follower.pull(until: Set(written))
+        #expect(follower.ids == written, "each change once, in xid order, none skipped by a page cut at a text-ordered cursor")
+    }
+
     @Test func aPurgeRaisesTheFloorAResetTheEpochAndSnapshotAndSummaryStandAtTheFence() async throws {
         let cluster = try await onThread { try TemporaryPostgresCluster.start() }
         defer { cluster.stop() }

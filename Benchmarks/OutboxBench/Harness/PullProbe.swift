@@ -109,11 +109,14 @@ enum PullProbe {
             return measurement
         case .engineHTTP:
             let transport = URLSessionTransport(baseURL: URL(string: feed.url)!, timeoutSeconds: 30)
-            let outbox = try Workload.openOutbox(store, transport: transport)
+            var configuration = Workload.configuration(durability: .full, lanes: 1)
+            configuration.pull = PullConfiguration(pageSize: PullFeed.pageSize, businesses: [Workload.businessID], maxPagesPerPass: 100_000,
+                                                   summaryIntervalSeconds: nil)
+            let outbox = try Outbox(directory: store, transport: transport, configuration: configuration)
             defer { outbox.close() }
-            var report: FeedPullReport?
+            var report: FeedReport?
             var measurement = try await sampled(pages: 1) { _ in
-                report = try await outbox.pullFeed(business: Workload.businessID, limit: PullFeed.pageSize, maxPages: 100_000)
+                report = try await outbox.pull().feed(Workload.businessID)
                 return nil
             }
             guard let report, report.stoppedBy == nil, report.reachedEnd, report.changesApplied == feed.records else {

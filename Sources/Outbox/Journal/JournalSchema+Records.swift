@@ -24,7 +24,7 @@ extension JournalSchema {
         guard write.replaces(storedRevision: stored?.revision) else { return }
         var entry = RecordStoreEntry(
             revision: write.revision, learntAt: now, seq: seq, schemaVersion: write.schemaVersion,
-            valueHash: write.value.map { SHA256Digest(of: $0) }
+            valueHash: write.value.map { write.valueHash ?? SHA256Digest(of: $0) }
         )
         if let value = write.value {
             if let sealing = sealing.sealing {

@@ -223,15 +223,18 @@ private struct AppendBatch {
     private func deletedOnServer(_ writes: [RecordStoreWrite], tombstoneSeq: JournalSequence,
                                  base: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>,
                                  in txn: borrowing LMDBTransaction) throws -> [JournalStore.Draft] {
+        // Most pages delete nothing: then there is nothing to ask.
+        guard writes.contains(where: { $0.table == .base && $0.value == nil }) else { return [] }
         var last: [RecordKey: RecordStoreWrite] = [:]
         for write in writes where write.table == .base {
             if let kept = last[write.key], kept.revision >= write.revision { continue }
             last[write.key] = write
         }
         var tombstones: [(key: RecordKey, revision: UInt64)] = []
-        for (key, write) in last.sorted(by: { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }) where write.value == nil {
-            guard write.replaces(storedRevision: try txn.get(base, key)?.revision) else { continue }
-            tombstones.append((key, write.revision))
+        let deleted = last.values.filter { $0.value == nil }.map { (bytes: $0.key.bytes, write: $0) }
+        for (_, write) in deleted.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
+            guard write.replaces(storedRevision: try txn.get(base, write.key)?.revision) else { continue }
+            tombstones.append((write.key, write.revision))
         }
         return try deletedOnServer(tombstones, tombstoneSeq: tombstoneSeq, in: txn)
     }

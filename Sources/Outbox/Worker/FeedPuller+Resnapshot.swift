@@ -103,8 +103,9 @@ extension FeedPuller {
             if let changed = await accountChanged() { return stop(changed) }
             let check = PageCheck.SnapshotRequest(business: business, type: type, since: staging?.position,
                                                   after: staging.flatMap { $0.afterType.isEmpty ? nil : ($0.afterType, $0.afterID) }, limit: limit)
+            let digests = page.records.map(\.digestInput)
             do {
-                switch PageCheck.verdict(page, for: check) {
+                switch PageCheck.verdict(page, for: check, digests: digests) {
                 case .refuse(let refusal):
                     await journalRefusal(refusal, business: business, from: row?.cursor)
                     done.refused += 1
@@ -117,7 +118,7 @@ extension FeedPuller {
                     continue
                 case .apply: break
                 }
-                let (staged, skipped) = try await stage(page, type: type, number: (staging?.pages ?? 0) + 1, reason: reason, row: row)
+                let (staged, skipped) = try await stage(page, digests: digests, type: type, number: (staging?.pages ?? 0) + 1, reason: reason, row: row)
                 pagesLeft -= 1
                 done.pagesStaged += 1
                 done.recordsStaged += staged
@@ -142,20 +143,22 @@ extension FeedPuller {
     /// not see, and the staging's progress in the feed row; the first page also journals the
     /// resnapshot's start.
     /// - Returns: the records staged and those passed over.
-    private func stage(_ page: SnapshotPage, type: String?, number: Int, reason: String, row: FeedRow?) async throws -> (Int, Int) {
+    private func stage(_ page: SnapshotPage, digests: [FeedDigest.Change], type: String?, number: Int, reason: String,
+                       row: FeedRow?) async throws -> (Int, Int) {
         var writes: [RecordStoreWrite] = []
         var confirmations: [RecordConfirmation] = []
         var skipped: [SkippedChange] = []
-        for record in page.records {
+        for (record, digest) in zip(page.records, digests) {
             let key = RecordKey(business: page.business, type: record.type, id: record.id)
             let policy = configuration.recordPolicy(for: record.type)
             if let reason = skipReason(key, policy: policy, record: record.record) {
                 skipped.append(SkippedChange(type: record.type, id: record.id, revision: record.revision, reason: reason))
                 continue
             }
-            guard let value = record.record else { continue }
-            writes.append(RecordStoreWrite(table: .base, key: key, revision: record.revision, schemaVersion: policy.schemaVersion, value: value))
-            confirmations.append(RecordConfirmation(key: key, revision: record.revision, valueHash: SHA256Digest(of: value), source: .snapshot))
+            guard let value = record.record, let hash = digest.recordHash else { continue }
+            writes.append(RecordStoreWrite(table: .base, key: key, revision: record.revision, schemaVersion: policy.schemaVersion, value: value,
+                                           valueHash: hash))
+            confirmations.append(RecordConfirmation(key: key, revision: record.revision, valueHash: hash, source: .snapshot))
         }
         var next = row ?? FeedRow(cursor: nil, pageSeq: .zero)
         var staging = next.staging ?? FeedStaging(type: type, position: page.position, afterType: "", afterID: "", pages: 0, staged: 0, startedSeq: .zero)

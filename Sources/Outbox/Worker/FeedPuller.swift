@@ -208,7 +208,9 @@ final class FeedPuller: Sendable {
     ///   (a page never takes the room writes need).
     func apply(_ page: FeedPage, requested: FeedPosition?, limit: Int) async throws -> PageOutcome {
         let request = PageCheck.Request(business: page.business, cursor: requested ?? .start(of: page.from.epoch), limit: limit)
-        switch PageCheck.verdict(page, for: request) {
+        // Each record hashed once: for the page's digest, its confirmation and its base.
+        let digests = page.changes.map(\.digestInput)
+        switch PageCheck.verdict(page, for: request, digests: digests) {
         case .refuse(let refusal):
             await journalRefusal(refusal, business: page.business, from: requested)
             return .refused(refusal)
@@ -220,16 +222,16 @@ final class FeedPuller: Sendable {
         var writes: [RecordStoreWrite] = []
         var confirmations: [RecordConfirmation] = []
         var skipped: [SkippedChange] = []
-        for change in page.changes {
+        for (change, digest) in zip(page.changes, digests) {
             let key = RecordKey(business: page.business, type: change.type, id: change.id)
             let policy = configuration.recordPolicy(for: change.type)
             if let reason = skipReason(key, policy: policy, record: change.record) {
                 skipped.append(SkippedChange(type: change.type, id: change.id, revision: change.revision, reason: reason))
                 continue
             }
-            writes.append(RecordStoreWrite(table: .base, key: key, revision: change.revision, schemaVersion: policy.schemaVersion, value: change.record))
-            confirmations.append(RecordConfirmation(key: key, revision: change.revision, valueHash: change.record.map { SHA256Digest(of: $0) },
-                                                    source: .pulled))
+            writes.append(RecordStoreWrite(table: .base, key: key, revision: change.revision, schemaVersion: policy.schemaVersion, value: change.record,
+                                           valueHash: digest.recordHash))
+            confirmations.append(RecordConfirmation(key: key, revision: change.revision, valueHash: digest.recordHash, source: .pulled))
         }
         let applied = PageApplied(business: page.business, from: page.from, to: page.cursor, reachedEnd: !page.hasMore,
                                   digest: page.digest, confirmations: confirmations, skipped: skipped)

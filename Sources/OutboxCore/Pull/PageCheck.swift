@@ -90,7 +90,9 @@ package enum PageCheck {
 
     /// The checks, in the order a server's mistake is best explained: whose page, which life of
     /// the server, where it starts and ends, then what it holds.
-    package static func verdict(_ page: FeedPage, for request: Request) -> Verdict {
+    /// - Parameter digests: the page's changes as its digest reads them, when the caller has them
+    ///   (their record hashes serve the base too).
+    package static func verdict(_ page: FeedPage, for request: Request, digests: [FeedDigest.Change]? = nil) -> Verdict {
         guard ExactString(page.business) == ExactString(request.business) else { return .refuse(.otherBusiness(page.business)) }
         if page.from.epoch != request.cursor.epoch || page.cursor.epoch != request.cursor.epoch {
             // Either end in another epoch: the server lives another life than the cursor's.
@@ -105,7 +107,7 @@ package enum PageCheck {
         }
         guard page.changes.count <= request.limit else { return .refuse(.overLimit(changes: page.changes.count, limit: request.limit)) }
         guard page.count == page.changes.count else { return .refuse(.countMismatch(said: page.count, held: page.changes.count)) }
-        guard page.computedDigest == page.digest else { return .refuse(.digestMismatch) }
+        guard (digests.map(FeedDigest.page) ?? page.computedDigest) == page.digest else { return .refuse(.digestMismatch) }
         return .apply
     }
 }
@@ -140,7 +142,7 @@ extension PageCheck {
     /// Whether a snapshot page may be staged: the same checks as a feed page's where they apply,
     /// and its records in order after the last one staged. A page of another epoch than the first
     /// page's means the server changed lives mid-snapshot: the staging starts over.
-    package static func verdict(_ page: SnapshotPage, for request: SnapshotRequest) -> Verdict {
+    package static func verdict(_ page: SnapshotPage, for request: SnapshotRequest, digests: [FeedDigest.Change]? = nil) -> Verdict {
         guard ExactString(page.business) == ExactString(request.business) else { return .refuse(.otherBusiness(page.business)) }
         if let since = request.since {
             if page.position.epoch != since.epoch { return .resnapshot(epoch: page.position.epoch) }
@@ -158,7 +160,7 @@ extension PageCheck {
             }
             previous = key
         }
-        guard page.computedDigest == page.digest else { return .refuse(.digestMismatch) }
+        guard (digests.map(FeedDigest.page) ?? page.computedDigest) == page.digest else { return .refuse(.digestMismatch) }
         return .apply
     }
 }

@@ -84,7 +84,7 @@ struct PostgresFeed: ServerFeed, RecordsAtFence {
                 let lower = max(after ?? .start(of: epoch), floor)
                 let upper = until.map { $0.epoch == epoch ? $0 : .start(of: epoch) } ?? fence
                 rows = try connection.execute("""
-                    SELECT xid::text, seq, type, id, revision, body, deleted FROM test_server_changes
+                    SELECT xid::text AS xid_text, seq, type, id, revision, body, deleted FROM test_server_changes
                      WHERE business_id = $1 AND xid < pg_snapshot_xmin(pg_current_snapshot())
                        AND (xid, seq) > ($2::text::xid8, $3) AND (xid, seq) <= ($4::text::xid8, $5)
                      ORDER BY xid, seq LIMIT $6
