@@ -288,7 +288,11 @@ extension JournalVerifier {
         }
         for (key, base) in stored {
             let trail = baseTrail[key] ?? []
-            guard let latest = trail.max(by: { ($0.confirmation.revision, $0.seq?.rawValue ?? 0) < ($1.confirmation.revision, $1.seq?.rawValue ?? 0) }) else {
+            // The base holds the first confirmation of the highest revision: a later one at the
+            // same revision (a pull bringing back the phone's own write, in the server's bytes)
+            // never replaces it.
+            let highest = trail.map(\.confirmation.revision).max()
+            guard let latest = trail.filter({ $0.confirmation.revision == highest }).min(by: { ($0.seq?.rawValue ?? 0) < ($1.seq?.rawValue ?? 0) }) else {
                 mismatch(key, base.seq, "its base (revision \(base.revision)) has no trail: no event names it")
                 continue
             }

@@ -43,6 +43,8 @@ extension Enqueued: RecordBody {
         // A value byte for byte the (plaintext) payload refers to it instead of repeating it.
         for change in changes { change.write(to: &writer, payload: sealed == nil ? request.payload : nil) }
         writer.writeOptional(request.revisionFrom) { $0.write($1) }
+        // Format 4: the revision the change was made on.
+        writer.writeOptional(basisRevision) { $0.write($1) }
     }
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
@@ -93,7 +95,9 @@ extension Enqueued: RecordBody {
                 try reader.readRecordKey()
             }
         }
-        self.init(request: request, requestHash: hash, account: account, sealed: sealed, supersedes: supersedes, changes: changes)
+        let basis = version >= 4 ? try reader.readOptional("basis revision") { (reader) throws(DecodingProblem) in try reader.readUInt64("basis revision") } : nil
+        self.init(request: request, requestHash: hash, account: account, sealed: sealed, supersedes: supersedes, changes: changes,
+                  basisRevision: basis)
     }
 }
 

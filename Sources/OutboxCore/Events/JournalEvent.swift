@@ -211,10 +211,15 @@ public struct Enqueued: Sendable, Equatable {
     /// The member's records the write changes (format 3), in the order given: their overlays
     /// land in the same commit as this event.
     public var changes: [RecordWrite]
+    /// For a write whose `If-Match` comes from a record's base (``OutboxRequest/revisionFrom``):
+    /// the base's revision when the member made the change (format 4). A pull that brings another
+    /// device's revision beneath the write before it is sent leaves it sent against this one, so
+    /// the server answers 412 instead of the write overwriting a change the member never saw.
+    public var basisRevision: UInt64?
 
     public init(
         request: OutboxRequest, requestHash: SHA256Digest, account: String, sealed: SealedRequest? = nil,
-        supersedes: Supersession? = nil, changes: [RecordWrite] = []
+        supersedes: Supersession? = nil, changes: [RecordWrite] = [], basisRevision: UInt64? = nil
     ) {
         self.request = request
         self.requestHash = requestHash
@@ -222,6 +227,7 @@ public struct Enqueued: Sendable, Equatable {
         self.sealed = sealed
         self.supersedes = supersedes
         self.changes = changes
+        self.basisRevision = basisRevision
     }
 }
 
