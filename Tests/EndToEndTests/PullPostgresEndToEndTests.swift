@@ -306,10 +306,22 @@ struct PullPostgresEndToEndTests {
         #expect(try ade.product("p-3")?.server?.isDeleted == true)
         #expect(try ade.outbox.operation(cottonDelete)?.status == .queued, "the pull sent nothing and enqueued nothing")
         #expect(try ade.outbox.ledger().count == 4)
-        // He sends, then lets the deleted plasters go.
+        // He sends. His antiseptic edit was made on revision 1 and the counter's is revision 2, as
+        // with Folake's gauze: answered 412, it never overwrites the counter's price unseen (the
+        // pull brought that price beneath his edit, but he never saw it); he keeps his.
         try await ade.sendEverything()
-        #expect(try ade.outbox.operation(antisepticEdit)?.status == .synced, "sent against the counter's revision it pulled")
         #expect(try ade.outbox.operation(cottonDelete)?.status == .synced)
+        let antisepticConflict = try #require(try ade.outbox.operation(antisepticEdit))
+        #expect(antisepticConflict.status == .conflicted && antisepticConflict.conflict?.serverRevision == "2",
+                "an edit made on revision 1 overwrote the counter's revision 2, pulled beneath it and never shown: \(antisepticConflict.state)")
+        var antisepticKept = antisepticEdit
+        if antisepticConflict.status == .conflicted {
+            antisepticKept = try #require(try await ade.outbox.resolveConflict(antisepticEdit, keeping: .mine(
+                payload: Self.value("p-2", "Antiseptic", price: 5.5), baseRevision: "2")))
+            try await ade.sendEverything()
+        }
+        #expect(try ade.outbox.operation(antisepticKept)?.status == .synced)
+        // He lets the deleted plasters go.
         #expect(try await ade.outbox.resolveConflict(plastersEdit, keeping: .theirs) == nil)
         #expect(try ade.outbox.operation(plastersEdit)?.status == .discarded)
 
@@ -320,14 +332,14 @@ struct PullPostgresEndToEndTests {
         shelf = try await server.products()
         #expect(shelf.keys.sorted() == ["p-1", "p-2", "p-4", "p-6"])
         #expect(Self.price(try Self.json(shelf["p-1"])) == 2.5 && shelf["p-1"]?.revision == 3, "Folake's kept gauze, over the counter's")
-        #expect(Self.price(try Self.json(shelf["p-2"])) == 5.5 && shelf["p-2"]?.revision == 3, "Ade's antiseptic, after the counter's")
+        #expect(Self.price(try Self.json(shelf["p-2"])) == 5.5 && shelf["p-2"]?.revision == 3, "Ade's kept antiseptic, over the counter's")
         #expect(Self.price(try Self.json(shelf["p-4"])) == 3.5 && shelf["p-4"]?.revision == 2)
         try Self.expectEqual(folake, shelf, "Folake")
         try Self.expectEqual(ade, shelf, "Ade")
         // Nothing lost: every write synced and applied once, or conflicted with its reason and
         // decided by the member.
         let applied = try await server.applied()
-        let synced = [gauzeKept, ibuprofenEdit, plastersDelete, antisepticEdit, cottonDelete]
+        let synced = [gauzeKept, ibuprofenEdit, plastersDelete, antisepticKept, cottonDelete]
         for id in synced {
             #expect(applied[id.idempotencyKey] == 1, "\(id) applied once")
         }
@@ -398,6 +410,30 @@ struct PullPostgresEndToEndTests {
         let record = try #require(try phone.product("p-1"))
         #expect(record.server?.revision == 1 && record.sync.isSynced)
         try Self.expectClean(phone, "the phone")
+    }
+
+    /// The smallest case of the lost update the test above meets: an edit made offline on
+    /// revision 1 (`revisionFrom`), the counter's revision 2 pulled beneath it before it is sent.
+    /// Sent against the base as of the send, it carries `If-Match: "2"` and overwrites the
+    /// counter's price, which the member never saw; sent without a pull first, the same edit is
+    /// answered 412 (Folake's gauze above). Fails until the edit is sent against the revision it
+    /// was made on.
+    @Test func anOfflineEditIsNotSentAgainstARevisionPulledBeneathIt() async throws {
+        let server = try await Self.onThread { try Server() }
+        let phone = try Phone(server)
+        #expect(try await phone.saveOnline(Self.create("p-1", "Gauze", price: 2.5)))
+        try await phone.pull(through: try await server.fence())
+        phone.network.setOnline(false)
+        let edit = try await phone.saveOffline(Self.priceEdit("p-1", "Gauze", price: 2.75))
+        #expect(try await server.counterChanges("p-1", #"{"price":2.25}"#) == 2)
+        phone.network.setOnline(true)
+        try await phone.pull(through: try await server.fence())
+        let pulled = try #require(try phone.product("p-1"))
+        #expect(pulled.server?.revision == 2 && Self.price(pulled.value) == 2.75, "the counter's price beneath the member's")
+        try await phone.sendEverything()
+        let row = try #require(try phone.outbox.operation(edit))
+        #expect(row.status == .conflicted && row.conflict?.serverRevision == "2", "\(row.state)")
+        #expect(Self.price(try Self.json(try await server.products()["p-1"])) == 2.25, "the counter's price stands until the member decides")
     }
 
     /// `verify` finds nothing in the phone's journal.
