@@ -45,14 +45,15 @@ struct PullPostgresEndToEndTests {
                 cluster.stop()
                 throw error
             }
-            // The binary's first line names its port.
+            // Its errors are read as they come, so that the pipe never fills; its first line names its port.
+            let errors = process.errors!.collect()
             var lines = LineReader(process.output!)
             let line = lines.next() ?? lines.rest
             let prefix = "listening on 127.0.0.1:"
             guard line.hasPrefix(prefix), let port = UInt16(line.dropFirst(prefix.count).prefix { $0.isNumber }) else {
                 if process.signal(SIGTERM) { _ = process.wait() }
                 cluster.stop()
-                throw ServerFailure(description: "outbox-test-server did not say its port: \(line)")
+                throw ServerFailure(description: "outbox-test-server did not say its port: \(line) \(errors.text.suffix(2000))")
             }
             baseURL = URL(string: "http://127.0.0.1:\(port)")!
             control = URLSessionTransport(baseURL: baseURL, timeoutSeconds: 10)
@@ -153,14 +154,7 @@ struct PullPostgresEndToEndTests {
         /// Sends what is queued: drains, then lets this phone's clock reach each retry, until
         /// nothing is queued (bounded by the number of retries, not by time).
         func sendEverything() async throws {
-            for _ in 0..<20 {
-                await outbox.drain()
-                await outbox.settle()
-                guard try outbox.metrics().queueDepth[.queued, default: 0] > 0 else { return }
-                guard let next = outbox.nextWake else { continue }
-                clock.set(to: max(clock.now(), next))
-            }
-            Issue.record("writes still queued after twenty passes")
+            if !(try await EndToEndTests.drainUntilSettled(outbox, clock: clock)) { Issue.record("writes still queued after twenty passes") }
         }
 
         /// Pulls until the feed's cursor is at or past `fence`, every pull reaching the end. A
