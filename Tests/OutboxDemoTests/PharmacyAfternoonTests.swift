@@ -1,5 +1,5 @@
 import Foundation
-import OutboxDemo
+@testable import OutboxDemo
 import Synchronization
 import Testing
 
@@ -87,6 +87,11 @@ struct PharmacyAfternoonTests {
         #expect(!text.contains("the antiseptic 14.50") && !text.contains("the gauze 2.25, then 2.00"), "nothing went back")
         #expect(!text.contains("✗"))
         #expect(!FileManager.default.fileExists(atPath: outcome.journal.path), "a temporary journal is removed")
+    }
+
+    @Test func whatTheListShowedIsToldOnceARun() {
+        #expect(PharmacyAfternoon.distinctRuns(["15.00", "15.00", "14.50", "15.00"]) == ["15.00", "14.50", "15.00"], "a value going back is told")
+        #expect(PharmacyAfternoon.distinctRuns([]).isEmpty)
     }
 
     /// The product lists the phone showed after the line starting `scene`, in order: each screen
