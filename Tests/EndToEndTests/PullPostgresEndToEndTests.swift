@@ -366,6 +366,12 @@ struct PullPostgresEndToEndTests {
         let resnapshot = try await ade.pull(through: fence)
         #expect(resnapshot.map(\.resnapshots).reduce(0, +) == 1 && resnapshot.map(\.pagesStaged).reduce(0, +) >= 2, "\(resnapshot)")
         #expect(try ade.outbox.feedCursor(business: Self.business).map { $0 >= floor } == true)
+        let started = try ade.outbox.events(limit: 10_000).compactMap { event -> ResnapshotStarted? in
+            guard case .resnapshotStarted(let started) = event.body else { return nil }
+            return started
+        }
+        #expect(started.map(\.reason) == ["expired"] && started.first?.from == adesCursor && started.first?.type == nil,
+                "the 409 for the purged cursor started it: \(started)")
         let thermometer = try #require(try ade.product("p-6"))
         #expect(Self.price(thermometer.value) == 9.5 && thermometer.sync.pending.map(\.operation) == [thermometerEdit],
                 "the unsent edit survived the resnapshot, on screen")
