@@ -53,8 +53,9 @@ public struct DemoOutcome: Sendable {
 /// reason. In the stock room, with no signal, the antiseptic's price is raised twice and an
 /// employee is promoted: the two prices reach the server in order, each against the revision
 /// the one before it returned, with no conflict; the promotion is refused and rolled back on the
-/// screen with the server's reason. In the evening the price is edited on two devices: the
-/// phone's edit settles conflicted, the phone showing both prices; the member keeps hers, and
+/// screen with the server's reason. In the evening the price is edited on two devices, the
+/// counter's change reaching the server just before the phone's: the phone's edit settles
+/// conflicted, the phone showing both prices; the member keeps hers, and
 /// her choice reaches the server against its new revision. At closing time, with no signal, the
 /// member marks the antiseptic up while the counter changes the gauze's price; when the signal
 /// returns the server is busy at first, and the worker's pull brings the counter's gauze price
