@@ -106,7 +106,8 @@ enum Samples {
             request: { var edit = Samples.request(); edit.revisionFrom = record; return edit }(),
             requestHash: SHA256Digest(of: Samples.request().payload), account: "member-42",
             changes: [RecordWrite(key: record, value: Data(#"{"price":13.5}"#.utf8), schemaVersion: 2),
-                      RecordWrite(key: RecordKey(business: "pharmacy-7", type: "product", id: "p-2"), value: nil, schemaVersion: 1)]
+                      RecordWrite(key: RecordKey(business: "pharmacy-7", type: "product", id: "p-2"), value: nil, schemaVersion: 1)],
+            basisRevision: 7
         )),
         // A change whose value is the payload itself: written as a reference to it.
         .enqueued(Enqueued(
