@@ -245,15 +245,7 @@ private struct AppendBatch {
         var drafts: [JournalStore.Draft] = []
         for (key, revision) in tombstones {
             for (id, _) in try schema.recordWriteIDs(key, in: txn) {
-                let current: OperationState?
-                if let local = folding.last(where: { $0.id == id }) {
-                    current = local.after
-                } else if let index = position[id] {
-                    current = touched[index].after
-                } else {
-                    current = try storedState(id, in: txn)
-                }
-                guard let current else { continue }
+                guard let current = try currentState(id, in: txn) else { continue }
                 let deletes = try schema.recordChange(key, of: current, in: txn)?.isDelete ?? false
                 let rule = TombstoneConflict.Write(status: current.status, deletes: deletes, firstSeq: current.firstSeq, isHeld: current.heldOn != nil)
                 guard TombstoneConflict.decision(for: rule, tombstoneSeq: tombstoneSeq) == .conflict else { continue }
@@ -326,15 +318,7 @@ private struct AppendBatch {
         }
         var drafts: [JournalStore.Draft] = []
         for id in later.sorted() where id != rolledBack.id {
-            var current: OperationState?
-            if let local = folding.last(where: { $0.id == id }) {
-                current = local.after
-            } else if let index = position[id] {
-                current = touched[index].after
-            } else {
-                current = try storedState(id, in: txn)
-            }
-            guard let current, current.status == .queued else { continue }
+            guard let current = try currentState(id, in: txn), current.status == .queued else { continue }
             drafts.append(JournalStore.Draft(operationID: id, body: .heldOnRollback(HeldOnRollback(builtOn: rolledBack.id))))
         }
         return drafts
@@ -347,6 +331,14 @@ private struct AppendBatch {
                                  schema: schema, in: txn)
         }
         try Projection.writeCounters(counters, schema: schema, in: txn)
+    }
+
+    /// The state of `id` as this transaction leaves it so far: folded by the unit in hand, by an
+    /// earlier unit, or as stored.
+    private func currentState(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState? {
+        if let local = folding.last(where: { $0.id == id }) { return local.after }
+        if let index = position[id] { return touched[index].after }
+        return try storedState(id, in: txn)
     }
 
     /// The state of `id` as stored when the transaction began; `nil` for an operation the

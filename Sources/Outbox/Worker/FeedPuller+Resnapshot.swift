@@ -79,17 +79,10 @@ extension FeedPuller {
             } catch {
                 return stop(.offline)
             }
-            switch response.statusCode {
-            case 200: break
-            case 401:
-                await pause(business: business)
-                return stop(.unauthorized)
-            case 429, 500...599:
-                let now = configuration.clock.now()
-                done.retryAfter = response.header(WireHeader.retryAfter).flatMap { RetryAfter.moment($0, now: now) }
-                return stop(.backingOff(until: done.retryAfter ?? now))
-            default:
-                return stop(.invalidResponse(status: response.statusCode, problem: String(decoding: response.body.prefix(512), as: UTF8.self)))
+            guard response.statusCode == 200 else {
+                let (stopped, retryAfter) = await refusal(response, business: business)
+                done.retryAfter = retryAfter
+                return stop(stopped)
             }
             let page: SnapshotPage
             do {
@@ -145,21 +138,9 @@ extension FeedPuller {
     /// - Returns: the records staged and those passed over.
     private func stage(_ page: SnapshotPage, digests: [FeedDigest.Change], type: String?, number: Int, reason: String,
                        row: FeedRow?) async throws -> (Int, Int) {
-        var writes: [RecordStoreWrite] = []
-        var confirmations: [RecordConfirmation] = []
-        var skipped: [SkippedChange] = []
-        for (record, digest) in zip(page.records, digests) {
-            let key = RecordKey(business: page.business, type: record.type, id: record.id)
-            let policy = configuration.recordPolicy(for: record.type)
-            if let reason = skipReason(key, policy: policy, record: record.record) {
-                skipped.append(SkippedChange(type: record.type, id: record.id, revision: record.revision, reason: reason))
-                continue
-            }
-            guard let value = record.record, let hash = digest.recordHash else { continue }
-            writes.append(RecordStoreWrite(table: .base, key: key, revision: record.revision, schemaVersion: policy.schemaVersion, value: value,
-                                           valueHash: hash))
-            confirmations.append(RecordConfirmation(key: key, revision: record.revision, valueHash: hash, source: .snapshot))
-        }
+        // A snapshot holds live records only: a record without a value is passed over as taken.
+        let (writes, confirmations, skipped) = taken(page.records.filter { $0.record != nil }, digests: digests.filter { $0.recordHash != nil },
+                                                     business: page.business, source: .snapshot)
         var next = row ?? FeedRow(cursor: nil, pageSeq: .zero)
         var staging = next.staging ?? FeedStaging(type: type, position: page.position, afterType: "", afterID: "", pages: 0, staged: 0, startedSeq: .zero)
         if let last = page.records.last {

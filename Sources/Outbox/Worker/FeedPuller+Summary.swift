@@ -32,9 +32,7 @@ extension FeedPuller {
         do {
             let response = try await transport.send(request)
             guard response.statusCode == 200 else {
-                done.stoppedBy = response.statusCode == 401 ? .unauthorized
-                    : .invalidResponse(status: response.statusCode, problem: String(decoding: response.body.prefix(512), as: UTF8.self))
-                if response.statusCode == 401 { await pause(business: business) }
+                done.stoppedBy = await refusal(response, business: business).0
                 return done
             }
             summary = try FeedSummary.decoded(from: response.body)

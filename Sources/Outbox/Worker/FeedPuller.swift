@@ -146,21 +146,33 @@ final class FeedPuller: Sendable {
                     pulled.refused += 1
                     return stop(.refused(refusal))
                 }
-            case 401:
-                await pause(business: business)
-                return stop(.unauthorized)
             case FeedResnapshot.status:
                 let required = try? FeedResnapshot.decoded(from: response.body)
                 if let stopped = await resnapshot(required?.reason.rawValue ?? "unreadable") { return stop(stopped) }
-            case 429, 500...599:
-                let now = configuration.clock.now()
-                pulled.retryAfter = response.header(WireHeader.retryAfter).flatMap { RetryAfter.moment($0, now: now) }
-                return stop(.backingOff(until: pulled.retryAfter ?? now))
             default:
-                return stop(.invalidResponse(status: response.statusCode, problem: String(decoding: response.body.prefix(512), as: UTF8.self)))
+                let (stopped, retryAfter) = await refusal(response, business: business)
+                pulled.retryAfter = retryAfter ?? pulled.retryAfter
+                return stop(stopped)
             }
         }
         return stop(.pageLimit)
+    }
+
+    /// What an answer other than 200 (or a feed's 409) does to a pull: a 401 pauses the worker,
+    /// as for a write; 429 and 5xx back off, until the server's `Retry-After` when it said one;
+    /// anything else is the server's words, as it said them (at most 512 bytes).
+    func refusal(_ response: TransportResponse, business: String) async -> (PullStop, retryAfter: Date?) {
+        switch response.statusCode {
+        case 401:
+            await pause(business: business)
+            return (.unauthorized, nil)
+        case 429, 500...599:
+            let now = configuration.clock.now()
+            let retryAfter = response.header(WireHeader.retryAfter).flatMap { RetryAfter.moment($0, now: now) }
+            return (.backingOff(until: retryAfter ?? now), retryAfter)
+        default:
+            return (.invalidResponse(status: response.statusCode, problem: String(decoding: response.body.prefix(512), as: UTF8.self)), nil)
+        }
     }
 
     /// `signedOut` or `otherAccount` when the session is no longer the journal's account
@@ -219,20 +231,7 @@ final class FeedPuller: Sendable {
         }
         if page.changes.isEmpty, page.cursor == request.cursor { return .unchanged }
 
-        var writes: [RecordStoreWrite] = []
-        var confirmations: [RecordConfirmation] = []
-        var skipped: [SkippedChange] = []
-        for (change, digest) in zip(page.changes, digests) {
-            let key = RecordKey(business: page.business, type: change.type, id: change.id)
-            let policy = configuration.recordPolicy(for: change.type)
-            if let reason = skipReason(key, policy: policy, record: change.record) {
-                skipped.append(SkippedChange(type: change.type, id: change.id, revision: change.revision, reason: reason))
-                continue
-            }
-            writes.append(RecordStoreWrite(table: .base, key: key, revision: change.revision, schemaVersion: policy.schemaVersion, value: change.record,
-                                           valueHash: digest.recordHash))
-            confirmations.append(RecordConfirmation(key: key, revision: change.revision, valueHash: digest.recordHash, source: .pulled))
-        }
+        let (writes, confirmations, skipped) = taken(page.changes, digests: digests, business: page.business, source: .pulled)
         let applied = PageApplied(business: page.business, from: page.from, to: page.cursor, reachedEnd: !page.hasMore,
                                   digest: page.digest, confirmations: confirmations, skipped: skipped)
         try await room.ensureRoom(forPayloadBytes: writes.reduce(0) { $0 + ($1.value?.count ?? 0) })
@@ -241,6 +240,27 @@ final class FeedPuller: Sendable {
             feedWrite: .move(business: page.business, expectFrom: requested, to: page.cursor)
         )], whenFull: .refuse)
         return .applied(applied)
+    }
+
+    /// What of pulled changes (a page's, or a snapshot's records) goes to the base, with the trail
+    /// of each, and what is passed over and why.
+    func taken(_ changes: [FeedChange], digests: [FeedDigest.Change], business: String, source: RecordConfirmation.Source)
+        -> (writes: [RecordStoreWrite], confirmations: [RecordConfirmation], skipped: [SkippedChange]) {
+        var writes: [RecordStoreWrite] = []
+        var confirmations: [RecordConfirmation] = []
+        var skipped: [SkippedChange] = []
+        for (change, digest) in zip(changes, digests) {
+            let key = RecordKey(business: business, type: change.type, id: change.id)
+            let policy = configuration.recordPolicy(for: change.type)
+            if let reason = skipReason(key, policy: policy, record: change.record) {
+                skipped.append(SkippedChange(type: change.type, id: change.id, revision: change.revision, reason: reason))
+                continue
+            }
+            writes.append(RecordStoreWrite(table: .base, key: key, revision: change.revision, schemaVersion: policy.schemaVersion, value: change.record,
+                                           valueHash: digest.recordHash))
+            confirmations.append(RecordConfirmation(key: key, revision: change.revision, valueHash: digest.recordHash, source: source))
+        }
+        return (writes, confirmations, skipped)
     }
 
     /// Why a pulled change (or snapshot record) is passed over; `nil`: it goes to the base.
