@@ -93,6 +93,8 @@ struct HistoryAudit {
         /// The records it changes, as its `enqueued` event keeps them (each value's hash).
         var changes: [RecordWrite] = []
         var revisionFrom: RecordKey?
+        /// The base's revision of that record when the write was made (its `enqueued` keeps it).
+        var basisRevision: UInt64?
         /// The revision its latest attempt sent, taken from the record's base.
         var sentRevision: String?
         /// The rolled-back write it was held on (`heldOnRollback`).
@@ -542,9 +544,12 @@ struct HistoryAudit {
                     }
                 }
             }
-            // `If-Match` from the record's base as the attempt starts, when the write asks for it.
+            // `If-Match` from the record's base as the attempt starts, when the write asks for it;
+            // a base a pull moved beneath it after it was made leaves it sent against the revision
+            // the member made it on.
             let base = row.revisionFrom.flatMap { records[$0]?.base }
-            let expectedRevision = row.revisionFrom == nil ? nil : base.flatMap { $0.valueHash == nil ? nil : String($0.revision) }
+            var expectedRevision = row.revisionFrom == nil ? nil : base.flatMap { $0.valueHash == nil ? nil : String($0.revision) }
+            if let base, base.seq > row.firstSeq, base.byOperation == nil, let basis = row.basisRevision { expectedRevision = String(basis) }
             guard started.sentRevision == expectedRevision else {
                 throw broken("recorded If-Match \(started.sentRevision ?? "none") taken from \(row.revisionFrom.map { "\($0)" } ?? "no record"), whose base is at \(expectedRevision ?? "none")")
             }
@@ -818,6 +823,7 @@ struct HistoryAudit {
         )
         row.changes = enqueued.changes
         row.revisionFrom = request.revisionFrom
+        row.basisRevision = enqueued.basisRevision
         if let key = request.revisionFrom, !enqueued.changes.contains(where: { $0.key == key }) {
             throw InvariantBroken("\(label(id)) takes its revision from \(key), which it does not change")
         }

@@ -156,6 +156,16 @@ extension JournalSchema {
         try txn.get(feeds, business)
     }
 
+    /// Whether the base `business`'s members see holds any record.
+    func holdsBase(business: String, in txn: borrowing LMDBTransaction) throws -> Bool {
+        var found = false
+        try txn.scan(activeBase(business: business, in: txn), leading: RecordKey.businessScopeBytes(business)) { _ in
+            found = true
+            return .stop
+        }
+        return found
+    }
+
     /// The table of base generation `generation` (0: table 1, 1: table 3).
     func baseTable(generation: UInt8) -> LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record> {
         generation == 0 ? base : stagedBase

@@ -17,6 +17,17 @@ extension JournalSchema {
         if let row, row.staging != nil { try store(write, seq: seq, at: now, into: baseTable(generation: row.otherGeneration), in: txn) }
     }
 
+    /// Whether an answer's base write is one the business's feed has already passed: the answer
+    /// names a position (``AttemptFinished/visibleAt``) at or before the feed's cursor, or of an
+    /// older epoch. The feed then holds the record's state from that position on, newer than the
+    /// answer (a stored answer replayed late, after a delete and a resnapshot, would otherwise
+    /// bring the deleted record back); the answer's confirmation stays in the journal.
+    func feedPassed(_ write: RecordStoreWrite, answeredAt body: JournalEventBody, in txn: borrowing LMDBTransaction) throws -> Bool {
+        guard write.table == .base, case .attemptFinished(let finished) = body, let visibleAt = finished.visibleAt,
+              let cursor = try feedRow(business: write.key.business, in: txn)?.cursor else { return false }
+        return visibleAt.epoch < cursor.epoch || (visibleAt.epoch == cursor.epoch && visibleAt <= cursor)
+    }
+
     /// Writes `write` into `table` by the same rule.
     func store(_ write: RecordStoreWrite, seq: JournalSequence, at now: Date, into table: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>,
                in txn: borrowing LMDBTransaction) throws {

@@ -182,7 +182,7 @@ private struct AppendBatch {
                     try txn.put(schema.feeds, scope.business, row)
                 }
             }
-            for write in prepared.draft.storeWrites {
+            for write in prepared.draft.storeWrites where try !schema.feedPassed(write, answeredAt: event.body, in: txn) {
                 try schema.store(write, seq: event.seq, at: now, in: txn)
             }
             for write in prepared.draft.stagedWrites {
@@ -288,10 +288,13 @@ private struct AppendBatch {
         }
         var swap = draft
         var tombstones: [(key: RecordKey, revision: UInt64)] = []
+        // Into a new epoch the old revisions mean nothing: a vanished record is deleted at 0, so
+        // the new epoch's own revisions of it are all newer.
+        let sameEpoch = finished.type != nil || row.cursor.map { $0.epoch == finished.cursor.epoch } ?? true
         for key in keys {
             guard let before = try txn.get(old, key), before.valueHash != nil else { continue }
             if let after = try txn.get(staged, key), after.valueHash != nil { continue }
-            let revision = max(before.revision, try txn.get(staged, key)?.revision ?? 0)
+            let revision = sameEpoch ? max(before.revision, try txn.get(staged, key)?.revision ?? 0) : 0
             finished.vanished.append(RecordConfirmation(key: key, revision: revision, valueHash: nil, source: .snapshot))
             swap.stagedWrites.append(RecordStoreWrite(table: .base, key: key, revision: revision, schemaVersion: before.schemaVersion, value: nil))
             tombstones.append((key, revision))

@@ -79,6 +79,12 @@ final class FeedPuller: Sendable {
                 if let stopped = await resnapshot("resumed") { return stop(stopped) }
                 continue
             }
+            if row?.cursor == nil, (try? store.read({ txn in try store.schema.holdsBase(business: business, in: txn) })) == true {
+                // Never pulled, but answers built a base: of which epoch is unknown, so the first
+                // pull fetches the base whole rather than replaying the feed over it.
+                if let stopped = await resnapshot("first_pull") { return stop(stopped) }
+                continue
+            }
             if let type = row?.resync.first {
                 // A type whose base was dropped (a schema change) is fetched again whole.
                 if let stopped = await resnapshot("schema_changed", type: type) { return stop(stopped) }
