@@ -219,7 +219,7 @@ public final class Simulation {
         var features = audit.tally
         features["double taps"] = doubleTaps
         features["edits from another device"] = server.editsElsewhere
-        features["products deleted by another device"] = server.deletesElsewhere
+        features["records deleted by another device"] = server.deletesElsewhere
         features["feed requests"] = network.feedRequestCount
         features["kills holding a feed or snapshot page"] = network.feedKills
         features.merge(recordTally, uniquingKeysWith: +)
