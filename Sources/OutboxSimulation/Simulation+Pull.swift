@@ -5,8 +5,9 @@ import OutboxWire
 
 /// The pull (`Docs/records.md`, "The pull"): the phone pulls the model server's change feed in
 /// the worker's passes and when the app asks (`pull()`), while the server forgets old changes
-/// (tombstone expiry), is restored from an older backup (a new epoch), and another device
-/// deletes records; and what must hold of the base once a pull reached the feed's end.
+/// (tombstone expiry), another device deletes records, and (with ``SimulationOptions/restores``)
+/// the server is restored from an older backup in a new epoch; and what must hold of the base
+/// once a pull reached the feed's end.
 extension Simulation {
     /// The seed's pull: a page size (some seeds a page or two of changes at a time) and each
     /// synced type's freshness.

@@ -90,8 +90,9 @@ public struct SimulationReport: Sendable {
 /// record's base, deletes, each changing the member's records in its own commit, dependent
 /// writes, inline saves, stable ids saved twice, local-only drafts, the wake signals, sign-out
 /// and sign-in, retries, discards, approval decisions, conflict resolutions and corrections,
-/// acknowledged rollbacks, clock jumps, crashes), another device editing the same records on the
-/// server, the network (offline
+/// acknowledged rollbacks, clock jumps, crashes), the pull (the app's `pull()`s, the server
+/// forgetting old changes, restores when asked for), another device editing and deleting the
+/// same records on the server, the network (offline
 /// windows, latency, requests lost before the server, responses lost after it committed, 5xx,
 /// 429, 401 expiries, captive portals, a slow finalizing request raced by its own retry) and the
 /// operation ids. The engine is stepped to quiescence after every action (`settle`), so a seed
@@ -219,7 +220,7 @@ public final class Simulation {
         var features = audit.tally
         features["double taps"] = doubleTaps
         features["edits from another device"] = server.editsElsewhere
-        features["products deleted by another device"] = server.deletesElsewhere
+        features["records deleted by another device"] = server.deletesElsewhere
         features["feed requests"] = network.feedRequestCount
         features["kills holding a feed or snapshot page"] = network.feedKills
         features.merge(recordTally, uniquingKeysWith: +)

@@ -107,6 +107,18 @@ struct SimulationTests {
         }
     }
 
+    /// A phone that never reached a page before a restore (seed 13000401 with restores: p-1
+    /// created and answered in epoch 1 after the backup, the restore undoes it, the first page is
+    /// epoch 2's from its start): with no cursor, no epoch is compared, each change goes over the
+    /// base only over an older revision, and the product the restore undid stays in the base.
+    /// Known until the epoch of the answers' positions counts as the base's.
+    @Test func aFirstPullAfterARestoreLeavesTheBaseAsTheServers() async {
+        let report = await Simulation(seed: 13_000_401, options: SimulationOptions(restores: true)).run()
+        withKnownIssue("a first pull applies a new epoch's feed over a base answers built in an older one") {
+            #expect(report.failure == nil, Comment(rawValue: report.failureDescription))
+        }
+    }
+
     @Test func aSeedReplaysExactly() async {
         let seed: UInt64 = 20_261_129
         let first = await Simulation(seed: seed).run()
