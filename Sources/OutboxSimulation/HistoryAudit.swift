@@ -597,7 +597,9 @@ struct HistoryAudit {
             }
             for confirmation in finished.confirmations {
                 let cursor = cursors[confirmation.key.business]
-                let stale = finished.visibleAt.map { position in cursor.map { $0.epoch == position.epoch ? $0 > position : $0.epoch > position.epoch } ?? false } ?? false
+                // The feed at or past the answer's position holds the record's state from there on:
+                // the engine keeps the answer's confirmation but leaves the base to the feed.
+                let stale = finished.visibleAt.map { position in cursor.map { $0.epoch == position.epoch ? $0 >= position : $0.epoch > position.epoch } ?? false } ?? false
                 if stale { tally["answers older than the feed's cursor", default: 0] += 1 }
                 records[confirmation.key, default: RecordTrail()].confirm(confirmation, seq: event.seq, by: id, stale: stale)
                 touchedRecords.insert(confirmation.key)

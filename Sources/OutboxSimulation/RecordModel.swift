@@ -34,7 +34,7 @@ struct RecordTrail {
     var vanished = false
     /// Brought by an answer older than the feed's cursor (its `Outbox-Visible-At` passed): what
     /// the server held before the changes the pulls since brought.
-    var staleAnswer = false
+
 
     mutating func wrote(_ change: RecordWrite, by id: OperationID) {
         writes.append(id)
@@ -51,11 +51,10 @@ struct RecordTrail {
     /// - Parameter stale: an answer whose feed position the cursor had passed already.
     mutating func confirm(_ confirmation: RecordConfirmation, seq: JournalSequence, by id: OperationID?, stale: Bool = false) {
         brought(confirmation.valueHash)
-        if base.map({ confirmation.revision > $0.revision }) ?? true {
+        if !stale, base.map({ confirmation.revision > $0.revision }) ?? true {
             base = Base(revision: confirmation.revision, valueHash: confirmation.valueHash, seq: seq, byOperation: id)
             swappedOut = false
             vanished = false
-            staleAnswer = stale
         }
     }
 
@@ -72,7 +71,6 @@ struct RecordTrail {
         if base != nil, staged == nil { swappedOut = true }
         base = staged
         vanished = false
-        staleAnswer = false
     }
 }
 

@@ -18,13 +18,8 @@ public struct SimulationOptions: Sendable {
     /// Where journals go; each run uses (and removes) a fresh directory inside.
     public var directory: URL
     /// Whether the server is now and then restored from an older backup (a new epoch, revisions
-    /// going back). Off by default: a restore breaks the base (see `Docs/testing.md`).
+    /// going back). On by default; `OUTBOX_SIM_RESTORES=0` turns it off.
     public var restores: Bool
-    /// Whether a base an answer older than the feed's cursor brought may differ from the
-    /// server's after a pull (counted, not a failure): the engine writes such an answer into the
-    /// base, and after a resnapshot dropped a record deleted on the server a replayed answer
-    /// brings it back (`aStaleAnswerLeavesTheBaseAsTheServers`).
-    public var toleratesStaleAnswers: Bool
 
     public init(
         steps: Int = 60,
@@ -32,11 +27,9 @@ public struct SimulationOptions: Sendable {
         lanes: Int = 1,
         projectionCheckInterval: Int = 10,
         directory: URL = FileManager.default.temporaryDirectory,
-        restores: Bool = ProcessInfo.processInfo.environment["OUTBOX_SIM_RESTORES"] != nil,
-        toleratesStaleAnswers: Bool = true
+        restores: Bool = ProcessInfo.processInfo.environment["OUTBOX_SIM_RESTORES"] != "0"
     ) {
         self.restores = restores
-        self.toleratesStaleAnswers = toleratesStaleAnswers
         self.steps = steps
         self.faultPercent = faultPercent
         self.lanes = lanes

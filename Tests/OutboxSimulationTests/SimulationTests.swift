@@ -87,36 +87,30 @@ struct SimulationTests {
     /// the server forgets the tombstone, the phone resnapshots without p-2, the member retries the
     /// create and its claim's stored answer comes back): the engine writes the answer's record into
     /// the base although the feed's cursor is past its `Outbox-Visible-At`, and the deleted
-    /// record is back in the base for good. Known until the engine passes over such answers.
+    /// record came back in the base for good; the engine now leaves the base to the feed.
     @Test func anAnswerOlderThanTheFeedsCursorLeavesTheBaseAsTheServers() async {
-        let report = await Simulation(seed: 1_796_185_000_539_501, options: SimulationOptions(toleratesStaleAnswers: false)).run()
-        withKnownIssue("the engine writes an answer older than the feed's cursor into the base") {
-            #expect(report.failure == nil, Comment(rawValue: report.failureDescription))
-        }
+        let report = await Simulation(seed: 1_796_185_000_539_501).run()
+        #expect(report.failure == nil, Comment(rawValue: report.failureDescription))
     }
 
     /// A restore from an older backup (seed 5000050 with restores: item-3 deleted, the phone's
     /// base live at revision 3, the server restored to the tombstone in epoch 2): the swap deletes
     /// the record at the old epoch's revision 3, so the member's write creating it again at the new
     /// epoch's revision 3 is passed over and the base keeps a tombstone the server does not hold.
-    /// Known until a swap into a new epoch keeps no old-epoch revision.
+    /// A swap into a new epoch now deletes such a record at revision 0.
     @Test func aRestoreLeavesTheBaseAsTheServers() async {
         let report = await Simulation(seed: 5_000_050, options: SimulationOptions(restores: true)).run()
-        withKnownIssue("a resnapshot into a new epoch deletes a vanished record at the old epoch's revision") {
-            #expect(report.failure == nil, Comment(rawValue: report.failureDescription))
-        }
+        #expect(report.failure == nil, Comment(rawValue: report.failureDescription))
     }
 
     /// A phone that never reached a page before a restore (seed 13000401 with restores: p-1
     /// created and answered in epoch 1 after the backup, the restore undoes it, the first page is
     /// epoch 2's from its start): with no cursor, no epoch is compared, each change goes over the
     /// base only over an older revision, and the product the restore undid stays in the base.
-    /// Known until the epoch of the answers' positions counts as the base's.
+    /// A first pull over a base answers built now fetches the base whole.
     @Test func aFirstPullAfterARestoreLeavesTheBaseAsTheServers() async {
         let report = await Simulation(seed: 13_000_401, options: SimulationOptions(restores: true)).run()
-        withKnownIssue("a first pull applies a new epoch's feed over a base answers built in an older one") {
-            #expect(report.failure == nil, Comment(rawValue: report.failureDescription))
-        }
+        #expect(report.failure == nil, Comment(rawValue: report.failureDescription))
     }
 
     @Test func aSeedReplaysExactly() async {
