@@ -106,8 +106,9 @@ final class ReplayAttempt: Sendable {
                 // beneath it after it was made (a pull) leaves it sent against what the member saw.
                 let base = try state.revisionFrom.flatMap { try schema.serverBase($0, in: txn) }
                 var revision = base.flatMap { $0.isDeleted ? nil : String($0.revision) }
+                // (An answer's event compacted away was an operation's: only a pull's is kept.)
                 if let base, base.seq > state.firstSeq, let basis = (try? enqueued.get())?.basisRevision,
-                   try schema.event(base.seq, in: txn)?.operationID == nil {
+                   let brought = try schema.event(base.seq, in: txn), brought.operationID == nil {
                     revision = String(basis)
                 }
                 return (state, enqueued.map(\.request.payload), (try? enqueued.get())?.changes ?? [], revision, try schema.engineState(in: txn))
