@@ -78,6 +78,7 @@ let package = Package(
         ),
         .target(
             name: "OutboxWire",
+            dependencies: ["OutboxCrypto"],
             swiftSettings: strictSettings
         ),
         .target(name: "CCRC32C"),
@@ -200,7 +201,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["Outbox", "OutboxTesting", "OutboxTestServer", "outbox-test-child", "OutboxTestSupport"],
+            dependencies: ["Outbox", "OutboxTesting", "OutboxTestServer", "outbox-test-child", "OutboxTestSupport", "PostgresTesting", "outbox-test-server"],
             swiftSettings: testSettings
         ),
         .testTarget(

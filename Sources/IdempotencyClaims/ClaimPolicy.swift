@@ -1,4 +1,5 @@
 public import Foundation
+import OutboxWire
 
 /// How long claims live and what they keep.
 public struct ClaimPolicy: Sendable {
@@ -17,13 +18,17 @@ public struct ClaimPolicy: Sendable {
     public var inProgressLease: TimeInterval
     /// The response headers a claim stores and replays, matched without regard to case.
     /// Others (dates, request ids, cookies) are dropped from the first answer too, so that the
-    /// first answer and its replays are the same.
+    /// first answer and its replays are the same. `Outbox-Visible-At` is among them by default:
+    /// a replay says from which feed position its write is visible, as the first answer did.
     public var storedHeaderNames: Set<String>
+
+    /// `Content-Type`, `Location`, `ETag` and `Outbox-Visible-At`.
+    public static let defaultStoredHeaderNames: Set<String> = ["Content-Type", "Location", "ETag", WireHeader.visibleAt]
 
     public init(
         retention: TimeInterval = 30 * ClaimPolicy.day,
         inProgressLease: TimeInterval = 300,
-        storedHeaderNames: Set<String> = ["Content-Type", "Location", "ETag"]
+        storedHeaderNames: Set<String> = ClaimPolicy.defaultStoredHeaderNames
     ) {
         precondition(retention > 0, "retention must be positive")
         precondition(inProgressLease > 0, "inProgressLease must be positive")

@@ -83,25 +83,5 @@ extension String {
 /// Writes JSON text by hand where the shape is fixed and small.
 package enum JSONText {
     /// `text` as a JSON string literal, quotes included (RFC 8259 escaping).
-    package static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
-            case let control where control.value < 0x20:
-                let hex = String(control.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default:
-                out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
-        return out
-    }
+    package static func quoted(_ text: String) -> String { JSONNode.quoted(text) }
 }

@@ -49,6 +49,9 @@ public enum OutboxError: Error, Equatable, Sendable, CustomStringConvertible, Lo
     case illegalTransition(operation: OperationID, status: OutboxStatus?, event: JournalEventKind, reason: String)
     /// Sign-out was refused: rows are still waiting to sync.
     case pendingWork(count: Int)
+    /// A page of a change feed started from another cursor than the one the journal holds now
+    /// (another pull moved the feed since it was asked): nothing of it was written.
+    case feedMoved(business: String, pageFrom: String?, stored: String?)
     /// The outbox was closed.
     case closed
     /// The storage layer failed (an I/O error, the reader table full, ...).
@@ -94,6 +97,8 @@ public enum OutboxError: Error, Equatable, Sendable, CustomStringConvertible, Lo
             "operation id \(id) was already saved with another request: one id stands for one intent; make a new id (OperationID()) for a new write"
         case .illegalTransition(let operation, let status, let event, let reason):
             "operation \(operation) is \(status.map(\.rawValue) ?? "unknown"): \(event) is not allowed (\(reason))"
+        case .feedMoved(let business, let pageFrom, let stored):
+            "the feed of business '\(business)' is at \(stored ?? "its start (never pulled)"), not at \(pageFrom ?? "its start") where the page started: another pull moved it; the page was not applied"
         case .pendingWork(let count):
             "\(count) change\(count == 1 ? " is" : "s are") still waiting to sync; sign out with discardPending: true to drop \(count == 1 ? "it" : "them")"
         case .closed:

@@ -43,7 +43,9 @@ public struct DemoOutcome: Sendable {
 ///
 /// Every write changes the member's records in the same commit (`save(_:changing:)`), and the
 /// narration shows what her phone shows from them: the value as she typed it and its sync state.
-/// The signal drops; a product, an employee, a hire that needs the owner's approval and a
+/// The phone pulls the shop's change feed (`OutboxConfiguration.pull`): at launch it brings the
+/// gauze the counter added that morning, and after each round of sending the lists are refreshed
+/// (`pull()`), so a saved change is confirmed by the feed bringing it back. The signal drops; a product, an employee, a hire that needs the owner's approval and a
 /// controlled substance are saved, each shown "waiting for internet". The signal returns; the
 /// worker drains. The server commits the employee and the response is lost; the retry replays
 /// under the same key and the server applies it once. The hire rests waiting for approval; the
@@ -51,10 +53,14 @@ public struct DemoOutcome: Sendable {
 /// reason. In the stock room, with no signal, the antiseptic's price is raised twice and an
 /// employee is promoted: the two prices reach the server in order, each against the revision
 /// the one before it returned, with no conflict; the promotion is refused and rolled back on the
-/// screen with the server's reason. In the evening the price is edited on two devices: the
-/// phone's edit settles conflicted, the phone showing both prices; the member keeps hers, and
-/// her choice reaches the server against its new revision. Every line printed comes from the
-/// engine or the server as they ran.
+/// screen with the server's reason. In the evening the price is edited on two devices, the
+/// counter's change reaching the server just before the phone's: the phone's edit settles
+/// conflicted, the phone showing both prices; the member keeps hers, and
+/// her choice reaches the server against its new revision. At closing time, with no signal, the
+/// member marks the antiseptic up while the counter changes the gauze's price; when the signal
+/// returns the server is busy at first, and the worker's pull brings the counter's gauze price
+/// while her antiseptic price still waits, shown as she typed it; it is then sent and confirmed,
+/// never flickering back. Every line printed comes from the engine or the server as they ran.
 public enum PharmacyAfternoon {
     /// Runs the afternoon; every line, finished, goes to `write`.
     /// - Throws: when the server cannot start or the journal cannot open; a broken promise is
@@ -71,22 +77,38 @@ public enum PharmacyAfternoon {
             narrator.say(.server, Self.describe(event, labels: labels, wire: wire))
         }))
         defer { server.stop() }
+        // The shop's tablet at the counter: another device, its own requests, never the phone's signal.
+        let counter = Counter(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: 5), business: Self.business)
+        let gauzeCreate = OperationID()
+        labels[gauzeCreate] = "Gauze 10 cm"
+        narrator.say(.scene, "This morning, at the counter, Ade added Gauze 10 cm at 2.00 on the shop's tablet.")
+        let gauzeCreated = try await counter.create(Self.product("gauze-10", "Gauze 10 cm", price: 2), key: gauzeCreate)
         let signal = Signal(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: 5), wire: wire)
-        let outbox = try Outbox(directory: directory, transport: signal, configuration: OutboxConfiguration(
+        var configuration = OutboxConfiguration(
             account: "folake", clock: clock,
             // Every type the pharmacy writes, each replayed under its Idempotency-Key; the engine
             // refuses a type listed nowhere. Edits are not coalesced: each reaches the server.
             operationPolicies: ["product.create": .idempotent, "product.update": .idempotent,
                                 "employee.create": .idempotent, "employee.update": .idempotent],
             appVersion: "outbox-demo"
-        ))
+        )
+        // The phone pulls the shop's change feed: what changed elsewhere (at the counter) reaches
+        // its lists, beneath the member's own unsent changes.
+        configuration.pull = PullConfiguration(types: ["product": PulledType(), "employee": PulledType()], businesses: [Self.business])
+        let outbox = try Outbox(directory: directory, transport: signal, configuration: configuration)
         let watcher = Self.narrateCommits(of: outbox, labels: labels, narrator: narrator)
         let screen = MemberScreen(outbox: outbox, business: Self.business, labels: labels, narrator: narrator, signal: signal)
         let antiseptic = Self.productKey("antiseptic-500")
+        let gauze = Self.productKey("gauze-10")
 
         narrator.say(.scene, "Outbox \(Outbox.engineVersion): Folake's pharmacy, journal at \(directory.path), server at \(server.baseURL.absoluteString)",
                      ["journal": directory.path, "server": server.baseURL.absoluteString])
+        narrator.say(.scene, "Folake opens the app; the phone pulls the shop's products.")
         outbox.wake(.appLaunch)
+        let launched = await waitUntil(outbox: outbox, seconds: 60) { (try? outbox.record(gauze))??.server != nil }
+        if !launched { narrator.say(.check, "The shop's products did not reach the phone within a minute of real time.") }
+        let launchGauze = try outbox.record(gauze)
+        try screen.show(["product"])
 
         narrator.say(.scene, "The signal drops while a supplier unloads a new antiseptic.")
         signal.isOnline = false
@@ -160,16 +182,21 @@ public enum PharmacyAfternoon {
         signal.isOnline = false
         let edit = try await save(Self.priceEdit("antiseptic-500", "Antiseptic 500 ml", price: 14.5), on: outbox, labels: labels, narrator: narrator)
         try screen.show(["product"])
-        let ades = try server.changeRecord(type: "product", id: "antiseptic-500", businessID: Self.business, patch: Data(#"{"price":14.0}"#.utf8))
-        narrator.say(.server, "At the counter, Ade sets the same antiseptic to 14.00 on the shop's tablet: revision \(ades.revision) on the server.",
-                     ["revision": String(ades.revision)])
+        // Ade's change lands just before her edit reaches the server (the change_record fault): a
+        // pull before the send cannot bring it beneath her edit.
+        server.addFaults([Fault(.changeRecord, key: edit.idempotencyKey, patch: Data(#"{"price":14.0}"#.utf8))])
+        narrator.say(.scene, "At the counter, Ade is setting the same antiseptic to 14.00 on the shop's tablet: his change reaches the server just before hers.")
         signalReturns(signal, outbox, narrator: narrator)
         await settle([edit], "The evening's edit", outbox: outbox, narrator: narrator)
+        let ades = try server.records().first { $0.type == "product" && $0.id == "antiseptic-500" }
+        let adesRevision = ades?.revision ?? 0
+        narrator.say(.server, "Ade's \(MemberScreen.shown(ades?.body, type: "product")) on the server: revision \(adesRevision), from the shop's tablet.",
+                     ["revision": String(adesRevision)])
         let conflictTab = try showTab(outbox, online: true, narrator: narrator)
         let conflictShown = try outbox.record(antiseptic)
         try screen.show(["product"])
         let conflicted = try outbox.operation(edit)
-        let theirs = conflicted?.conflict?.serverRevision ?? String(ades.revision)
+        let theirs = conflicted?.conflict?.serverRevision ?? String(adesRevision)
         narrator.say(.scene, "Folake compares the two prices and keeps hers, against the server's revision \(theirs).")
         let resolution = try await outbox.resolveConflict(edit, keeping: .mine(payload: Self.priceEdit("antiseptic-500", "Antiseptic 500 ml", price: 14.5).payload,
                                                                               baseRevision: theirs))
@@ -180,11 +207,54 @@ public enum PharmacyAfternoon {
         let settledRecord = try outbox.record(antiseptic)
         try screen.show(["product"])
 
+        // A price changed at the counter reaches the phone while the member's own unsent edit of
+        // another product stays on screen.
+        narrator.say(.scene, "Closing time. The signal drops once more; Folake marks the antiseptic up to 15.00.")
+        signal.isOnline = false
+        let closing = try await save(Self.priceEdit("antiseptic-500", "Antiseptic 500 ml", price: 15), on: outbox, labels: labels, narrator: narrator)
+        let watch = ScreenWatch(outbox, keys: [antiseptic, gauze], signal: signal)
+        let gauzeRevision = try await counter.change(product: "gauze-10", patch: Data(#"{"price":2.25}"#.utf8))
+        narrator.say(.server, "At the counter, Ade changes the gauze to 2.25 on the shop's tablet (POST /_control/records/product/gauze-10): revision \(gauzeRevision) on the server.",
+                     ["revision": String(gauzeRevision)])
+        let closingOffline = try outbox.record(antiseptic)
+        let gauzeOffline = try outbox.record(gauze)
+        try screen.show(["product"])
+        server.addFaults([
+            Fault(.unavailable, key: closing.idempotencyKey, retryAfterSeconds: 60),
+            Fault(.slow, key: closing.idempotencyKey),
+        ])
+        narrator.say(.scene, "Meanwhile the server is set to be busy when her price first arrives (\"try again in a minute\"), then to hold it a moment before answering.")
+        signalReturns(signal, outbox, narrator: narrator)
+        // The worker sends (the server is busy) and pulls in the same pass; the price goes again a
+        // minute later, and the server holds it: the list is read while it waits.
+        let closingHeld = await within(seconds: 60) {
+            await server.waitUntilHeld(key: closing.idempotencyKey)
+            return true
+        }
+        let gauzePulled = await waitUntil(outbox: outbox, seconds: 60) { (try? outbox.record(gauze))??.server?.revision == UInt64(gauzeRevision) }
+        if !closingHeld { narrator.say(.check, "The closing price did not reach the server again within a minute of real time.") }
+        if !gauzePulled { narrator.say(.check, "The counter's gauze price did not reach the phone within a minute of real time.") }
+        let closingWaiting = try outbox.record(antiseptic)
+        let gauzeReached = try outbox.record(gauze)
+        narrator.say(.engine, "The phone pulled the counter's gauze price while Folake's 15.00 waits to be sent:")
+        try screen.show(["product"])
+        server.release(key: closing.idempotencyKey)
+        await settle([closing], "The closing price", outbox: outbox, narrator: narrator)
+        let closingSettled = try outbox.record(antiseptic)
+        let gauzeSettled = try outbox.record(gauze)
+        try screen.show(["product"])
+        _ = watch.stop()
+        let antisepticSeen = watch.sightings(of: "antiseptic-500")
+        let gauzeSeen = watch.sightings(of: "gauze-10").map(\.shown)
+        narrator.say(.engine, "What the list showed after each commit since her edit: the antiseptic "
+                     + Self.distinctRuns(antisepticSeen.map { "\($0.shown) (\($0.state))" }).joined(separator: ", then ")
+                     + "; the gauze " + Self.distinctRuns(gauzeSeen).joined(separator: ", then ") + ".")
+
         let metrics = try outbox.metrics()
         narrator.say(.engine, "Metrics: \(metrics.totalAttempts) attempts; accepted \(metrics.accepted), replayed \(metrics.replayed), "
                      + "blocked \(metrics.blocked); \(metrics.journalEvents) events, \(metrics.journalEventBytes) bytes in the journal",
                      ["attempts": String(metrics.totalAttempts), "events": String(metrics.journalEvents)])
-        let written = ids + [firstPrice, secondPrice, promotion, edit] + (resolution.map { [$0] } ?? [])
+        let written = ids + [firstPrice, secondPrice, promotion, edit, closing] + (resolution.map { [$0] } ?? [])
         let rows = try Dictionary(uniqueKeysWithValues: written.map { ($0, try outbox.operation($0)) })
         let badge = try outbox.badgeCount()
         let tab = try outbox.syncTab(isOnline: true)
@@ -204,7 +274,10 @@ public enum PharmacyAfternoon {
             narrator.say(.server, "\(labels[id]): applied \(applied[id.idempotencyKey] ?? 0) time\(applied[id.idempotencyKey] == 1 ? "" : "s")",
                          ["key": id.idempotencyKey, "applied": String(applied[id.idempotencyKey] ?? 0)])
         }
-        let accepted = ([created, chidi, amaka, firstPrice, secondPrice] + (resolution.map { [$0] } ?? [])).map { ($0.idempotencyKey, 1) }
+        let accepted = ([gauzeCreate, created, chidi, amaka, firstPrice, secondPrice, closing] + (resolution.map { [$0] } ?? []))
+            .map { ($0.idempotencyKey, 1) }
+        let closingPrice = Self.priceEdit("antiseptic-500", "Antiseptic 500 ml", price: 15).payload
+        let firstTwoFifty = gauzeSeen.firstIndex(of: "2.25")
 
         let promises = [
             DemoOutcome.Promise(text: "Antiseptic 500 ml synced, applied once, exactly as typed",
@@ -246,7 +319,7 @@ public enum PharmacyAfternoon {
             DemoOutcome.Promise(text: "The badge counts the two rows that need a person; the tab counts three",
                                 held: badge == 2 && tab.totalCount == 3),
             DemoOutcome.Promise(text: "The price edited on two devices was not overwritten: the edit settled conflicted, the phone showing Folake's 14.50 beside Ade's 14.00, and was never applied",
-                                held: conflicted?.status == .conflicted && conflicted?.conflict?.serverRevision == String(ades.revision)
+                                held: conflicted?.status == .conflicted && conflicted?.conflict?.serverRevision == String(adesRevision)
                                     && applied[edit.idempotencyKey] == nil
                                     && conflictTab.conflictCard?.rows.first?.serverValue?.contains("14") == true
                                     && MemberScreen.shown(conflictShown?.value, type: "product") == "14.50"
@@ -255,9 +328,28 @@ public enum PharmacyAfternoon {
                                     && tab.conflictCard == nil),
             DemoOutcome.Promise(text: "Folake's choice replaced the conflicted edit and reached the server: 14.50 at the next revision, now the phone's base",
                                 held: rows[edit]??.status == .superseded && resolution.flatMap { rows[$0]??.status } == .synced
-                                    && finalAntiseptic.map { MemberScreen.shown($0.body, type: "product") == "14.50" && $0.revision == ades.revision + 1 } == true
-                                    && settledRecord?.server?.revision == UInt64(ades.revision + 1) && settledRecord?.sync.isSynced == true
+                                    && finalAntiseptic.map { MemberScreen.shown($0.body, type: "product") == "14.50" && $0.revision == adesRevision + 1 } == true
+                                    && settledRecord?.server?.revision == UInt64(adesRevision + 1) && settledRecord?.sync.isSynced == true
                                     && MemberScreen.shown(settledRecord?.value, type: "product") == "14.50"),
+            DemoOutcome.Promise(text: "At launch the phone pulled the shop's products: the counter's Gauze 10 cm at 2.00, revision 1, on the list",
+                                held: gauzeCreated == 1 && launchGauze?.server?.revision == 1 && MemberScreen.shown(launchGauze?.value, type: "product") == "2.00"
+                                    && launchGauze?.sync.isSynced == true),
+            DemoOutcome.Promise(text: "The counter's gauze price reached the phone by the feed while Folake's unsent 15.00 for the antiseptic stayed on screen",
+                                held: MemberScreen.shown(gauzeOffline?.value, type: "product") == "2.00"
+                                    && closingOffline?.value == closingPrice && closingOffline.map { MemberScreen.state($0, online: false) } == "waiting for internet"
+                                    && gauzeReached?.server?.revision == UInt64(gauzeRevision) && gauzeReached?.sync.isSynced == true
+                                    && MemberScreen.shown(gauzeReached?.value, type: "product") == "2.25"
+                                    && closingWaiting?.value == closingPrice && closingWaiting?.sync.pending.map(\.operation) == [closing]
+                                    && closingWaiting?.server?.revision == settledRecord?.server?.revision
+                                    && closingWaiting.map { MemberScreen.state($0, online: true) } == "sending..."),
+            DemoOutcome.Promise(text: "Folake's 15.00 was sent, applied once and confirmed by the feed at the next revision, and never flickered back: every list since her edit showed 15.00, and the gauze never went back to 2.00 once it showed 2.25",
+                                held: rows[closing]??.status == .synced && applied[closing.idempotencyKey] == 1
+                                    && closingSettled?.value == closingSettled?.server?.value && closingSettled?.sync.isSynced == true
+                                    && MemberScreen.shown(closingSettled?.value, type: "product") == "15.00"
+                                    && closingSettled?.server?.revision == settledRecord?.server.map { $0.revision + 1 }
+                                    && MemberScreen.shown(gauzeSettled?.value, type: "product") == "2.25"
+                                    && !antisepticSeen.isEmpty && antisepticSeen.allSatisfy { $0.shown == "15.00" }
+                                    && firstTwoFifty.map { !gauzeSeen[$0...].contains("2.00") } == true),
             DemoOutcome.Promise(text: "Every write the server accepted was applied exactly once",
                                 held: applied == Dictionary(uniqueKeysWithValues: accepted)),
         ]
@@ -269,6 +361,13 @@ public enum PharmacyAfternoon {
     }
 
     static let controlledSubstance = "Only the owner may add a controlled substance."
+
+    /// `values` with each run of equal neighbours told once: "15.00 (waiting for internet), then 15.00 (sending...)".
+    static func distinctRuns(_ values: [String]) -> [String] {
+        values.reduce(into: []) { runs, value in
+            if runs.last != value { runs.append(value) }
+        }
+    }
     static let tooSoon = "Chidi Okafor started today: a supervisor needs 90 days of service."
 
     // MARK: The member's actions
@@ -321,8 +420,10 @@ public enum PharmacyAfternoon {
         outbox.wake(.connectivityRegained)
     }
 
-    /// Waits until `ids` leave `queued` and `syncing`; says so when they do not within a minute
-    /// of real time (a promise read afterwards then fails).
+    /// Waits until `ids` leave `queued` and `syncing`, then refreshes the lists (`pull()`): the
+    /// feed brings back each saved change, and the screen stops saying "saved" for one it has
+    /// not seen come back. Says so when they do not settle within a minute of real time (a
+    /// promise read afterwards then fails).
     private static func settle(_ ids: [OperationID], _ what: String, outbox: Outbox, narrator: Narrator) async {
         guard !ids.isEmpty else {
             narrator.say(.check, "\(what) was not made.")
@@ -330,6 +431,15 @@ public enum PharmacyAfternoon {
         }
         if !(await waitUntilSettled(ids, outbox: outbox, timeoutSeconds: 60)) {
             narrator.say(.check, "\(what) did not settle within a minute of real time.")
+        }
+        do {
+            let report = try await outbox.pull()
+            let feed = report.feed(Self.business)
+            narrator.say(.engine, "Lists refreshed (pull): \(feed?.changesApplied ?? 0) change\(feed?.changesApplied == 1 ? "" : "s") from the shop's feed"
+                         + (feed?.stoppedBy.map { ", stopped: \($0)" } ?? ""),
+                         ["changes": String(feed?.changesApplied ?? 0), "reached_end": String(feed?.reachedEnd ?? false)])
+        } catch {
+            narrator.say(.check, "The lists could not be refreshed: \(error)")
         }
     }
 
@@ -348,14 +458,18 @@ public enum PharmacyAfternoon {
     }
 
     private static func waitUntilSettled(_ ids: [OperationID], outbox: Outbox, timeoutSeconds: Double) async -> Bool {
-        let changes = outbox.changes()
-        @Sendable func settled() -> Bool {
+        await waitUntil(outbox: outbox, seconds: timeoutSeconds) {
             ids.allSatisfy { (try? outbox.operationState($0)).flatMap { $0.map { $0.status != .queued && $0.status != .syncing } } ?? false }
         }
-        return await within(seconds: timeoutSeconds) {
-            if settled() { return true }
-            for await _ in changes where settled() { return true }
-            return settled()
+    }
+
+    /// Whether `condition` came true, read after each commit, within `seconds` of real time.
+    private static func waitUntil(outbox: Outbox, seconds: Double, _ condition: @escaping @Sendable () -> Bool) async -> Bool {
+        let changes = outbox.changes()
+        return await within(seconds: seconds) {
+            if condition() { return true }
+            for await _ in changes where condition() { return true }
+            return condition()
         }
     }
 
@@ -395,6 +509,9 @@ public enum PharmacyAfternoon {
             return "#\(event.seq) attempt \(abandoned.attempt) of \(name) abandoned"
         case .sessionPaused(let paused):
             return "#\(event.seq) the worker paused: \(paused.reason)"
+        case .pageApplied(let page):
+            let count = page.confirmations.count
+            return "#\(event.seq) pulled \(count) change\(count == 1 ? "" : "s") from the shop's feed (\(page.from) to \(page.to))"
         default:
             return "#\(event.seq) \(event.kind) \(event.operationID == nil ? "" : name)"
         }

@@ -324,8 +324,13 @@ struct HistoryAudit {
         if !row.changes.isEmpty { touchedRecords.formUnion(row.changes.map(\.key)) }
 
         switch event.body {
-        case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped:
+        case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped,
+            .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked:
             throw broken("an engine event under an operation")
+
+        case .deletedOnServer:
+            // The simulated phone does not pull: no tombstone reaches it but an answer's.
+            throw broken("deleted on the server, which only a pulled tombstone says, and this phone does not pull")
 
         case .heldOnRollback(let held):
             guard row.status == .queued else { throw broken("only a queued row is held on a rolled-back write") }

@@ -194,6 +194,9 @@ case "record-worker":
 case "record-settle":
     await recordSettle(arguments)
 
+case "pull-worker":
+    await pullWorker(arguments)
+
 case "hold":
     guard arguments.count == 3 else { fail("usage: hold <journal-dir> <account>") }
     holdJournal(path, account: arguments[2])

@@ -31,12 +31,27 @@ package indirect enum JSONNode: Equatable, Sendable {
     /// Reads one JSON text, white space around it allowed.
     /// - Throws: ``JSONReadError`` naming the path, the byte and what is wrong.
     package static func read(_ bytes: [UInt8]) throws(JSONReadError) -> JSONNode {
-        var reader = Reader(bytes)
+        try read(bytes, spans: nil).node
+    }
+
+    /// Reads one JSON text as ``read(_:)`` does, and answers where in `bytes` each value whose
+    /// path `spans` picks stands: its exact bytes, from its first character to its last, white
+    /// space around it left out. A feed page's records are hashed as sent, so the reader that
+    /// checks the page says where they are rather than a second scanner.
+    ///
+    /// ```swift
+    /// let (node, spans) = try JSONNode.read(body) { $0.components.last == .member("record") }
+    /// body[spans[0].range]   // the record's bytes as written: its spaces, key order and escapes
+    /// ```
+    package static func read(
+        _ bytes: [UInt8], spans: ((JSONPath) -> Bool)?
+    ) throws(JSONReadError) -> (node: JSONNode, spans: [JSONSpan]) {
+        var reader = Reader(bytes, wanted: spans)
         reader.skipWhitespace()
         let node = try reader.value(at: .root, depth: 0)
         reader.skipWhitespace()
         guard reader.position == bytes.count else { throw reader.syntax("unexpected content after the JSON value", at: .root) }
-        return node
+        return (node, reader.spans)
     }
 
     /// The members of an object named `name`, compared byte for byte, in order; none for
@@ -51,6 +66,29 @@ package indirect enum JSONNode: Equatable, Sendable {
     package func member(_ name: String) -> JSONNode? {
         let found = members(named: name)
         return found.count == 1 ? found[0] : nil
+    }
+
+    /// `text` as a JSON string literal, quotes included (RFC 8259 escaping, `/` left as it is),
+    /// for the bodies written by hand where their shape is fixed and small.
+    package static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case "\u{08}": out += "\\b"
+            case "\u{0C}": out += "\\f"
+            case let control where control.value < 0x20:
+                let hex = String(control.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default:
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
     }
 
     /// What kind of value this is, in words: `a string`, `an object`, ...
@@ -89,9 +127,13 @@ package indirect enum JSONNode: Equatable, Sendable {
     private struct Reader {
         let bytes: [UInt8]
         var position = 0
+        /// Which values' spans to keep; `nil`: none.
+        let wanted: ((JSONPath) -> Bool)?
+        var spans: [JSONSpan] = []
 
-        init(_ bytes: [UInt8]) {
+        init(_ bytes: [UInt8], wanted: ((JSONPath) -> Bool)?) {
             self.bytes = bytes
+            self.wanted = wanted
         }
 
         var current: UInt8? { position < bytes.count ? bytes[position] : nil }
@@ -105,6 +147,13 @@ package indirect enum JSONNode: Equatable, Sendable {
         }
 
         mutating func value(at path: JSONPath, depth: Int) throws(JSONReadError) -> JSONNode {
+            let start = position
+            let node = try bareValue(at: path, depth: depth)
+            if let wanted, wanted(path) { spans.append(JSONSpan(path: path, range: start..<position)) }
+            return node
+        }
+
+        mutating func bareValue(at path: JSONPath, depth: Int) throws(JSONReadError) -> JSONNode {
             guard depth < JSONNode.maxDepth else {
                 throw JSONReadError(path: path, offset: position, problem: .tooDeep)
             }
@@ -329,6 +378,13 @@ extension JSONNode {
         default: false
         }
     }
+}
+
+/// Where a value's bytes stand in the text it was read from (``JSONNode/read(_:spans:)``).
+package struct JSONSpan: Equatable, Sendable {
+    package var path: JSONPath
+    /// From the value's first byte to just past its last.
+    package var range: Range<Int>
 }
 
 /// Where a value stands in a JSON text: `operations[3].payload.id`.

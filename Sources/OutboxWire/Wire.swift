@@ -16,6 +16,10 @@ public enum WireHeader {
     /// A record's revision in a response, as an entity tag.
     public static let eTag = "ETag"
     public static let retryAfter = "Retry-After"
+    /// On an answer to a write: the feed position from which its change is visible
+    /// (``FeedPosition``'s text), taken inside the writing transaction and stored with the claim,
+    /// so a replay carries it too.
+    public static let visibleAt = "Outbox-Visible-At"
 }
 
 /// The `code` strings of error bodies (`{"code": ..., "message": ...}`) the contract names.
@@ -38,6 +42,11 @@ public enum WireErrorCode {
     public static let validationFailed = "validation_failed"
     /// The record changed since the revision the edit started from (with 409; 412 means the same).
     public static let revisionConflict = "revision_conflict"
+    /// The feed cannot go on from the cursor sent (409, with a `reason` and the server's
+    /// `epoch`): the client fetches a snapshot and starts again from its position.
+    public static let resnapshotRequired = "resnapshot_required"
+    /// A `GET /sync/changes` whose `limit` or `until` is not one (400): the message names it.
+    public static let feedRequestInvalid = "feed_request_invalid"
 }
 
 /// The fields of the JSON bodies the contract names.
@@ -60,4 +69,25 @@ public enum WireBodyField {
     public static let deleted = "deleted"
     public static let type = "type"
     public static let id = "id"
+    /// A feed page (`Docs/server.md`, "The change feed"): its business, the cursor it started
+    /// from and the one it ends at, whether more follow, how many changes it holds and their
+    /// digest, the server's limits, and the changes.
+    public static let business = "business"
+    public static let from = "from"
+    public static let cursor = "cursor"
+    public static let hasMore = "has_more"
+    public static let count = "count"
+    public static let digest = "digest"
+    public static let changes = "changes"
+    public static let limits = "limits"
+    /// A snapshot's or a summary's feed position, and a snapshot page's records.
+    public static let position = "position"
+    public static let records = "records"
+    /// In a 409 `resnapshot_required`: why (``FeedResnapshot/Reason``), and the server's epoch.
+    public static let reason = "reason"
+    public static let epoch = "epoch"
+    /// In a feed page's `limits`.
+    public static let maxLimit = "max_limit"
+    public static let maxPageBytes = "max_page_bytes"
+    public static let tombstoneRetentionSeconds = "tombstone_retention_seconds"
 }

@@ -45,19 +45,26 @@ struct EndToEndTests {
         /// Every business request the server handled, in order.
         var serverEvents: [ServerEvent] { events.all }
 
-        /// Drains, then lets the clock reach each retry, until nothing is queued (bounded). A
-        /// pass may queue a row again (a rebase) and wake the worker for it: the worker is let
-        /// finish that before anything is decided.
+        /// Drains until nothing is queued: ``EndToEndTests/drainUntilSettled(_:clock:)``.
         func drainUntilSettled() async throws {
-            for _ in 0..<20 {
-                await outbox.drain()
-                await outbox.settle()
-                guard try outbox.metrics().queueDepth[.queued, default: 0] > 0 else { return }
-                // Nothing scheduled: the row is due now; drain again.
-                guard let next = outbox.nextWake else { continue }
-                clock.set(to: max(clock.now(), next))
-            }
+            try await EndToEndTests.drainUntilSettled(outbox, clock: clock)
         }
+    }
+
+    /// Drains `outbox`, then lets `clock` reach each retry, until nothing is queued (at most
+    /// twenty passes); answers whether nothing is. A pass may queue a row again (a rebase) and
+    /// wake the worker for it: the worker is let finish that before anything is decided.
+    @discardableResult
+    static func drainUntilSettled(_ outbox: Outbox, clock: ManualClock) async throws -> Bool {
+        for _ in 0..<20 {
+            await outbox.drain()
+            await outbox.settle()
+            guard try outbox.metrics().queueDepth[.queued, default: 0] > 0 else { return true }
+            // Nothing scheduled: the row is due now; drain again.
+            guard let next = outbox.nextWake else { continue }
+            clock.set(to: max(clock.now(), next))
+        }
+        return false
     }
 
     /// What the server's observer was told, from its threads.

@@ -107,6 +107,35 @@ struct FoldTests {
         }
     }
 
+    @Test func aQueuedEditOfARecordDeletedOnTheServerTurnsConflictedItsChangeKept() throws {
+        var queued = Self.state(.queued)
+        queued.records = [Samples.record]
+        queued.nextAttemptAt = Self.moment.addingTimeInterval(30)
+        let next = try Fold.apply(Self.event(.deletedOnServer(DeletedOnServer(key: Samples.record, revision: 5))), to: queued)
+        #expect(next.status == .conflicted)
+        #expect(next.lastErrorCode == ErrorCode.deletedOnServer)
+        #expect(next.serverRevision == "5" && next.serverCurrent == nil && next.nextAttemptAt == nil)
+        #expect(next.records == [Samples.record], "the write still changes the record: its change stays on screen")
+        #expect(next.rolledBackSeq == nil, "conflicted is not rolled back")
+    }
+
+    @Test func onlyAQueuedWriteOfTheRecordLearnsItWasDeletedOnTheServer() {
+        let deleted = JournalEventBody.deletedOnServer(DeletedOnServer(key: Samples.record, revision: 5))
+        for status in OutboxStatus.allCases where status != .queued {
+            var state = Self.state(status)
+            state.records = [Samples.record]
+            #expect(throws: OutboxError.self, "\(status)") { try Fold.apply(Self.event(deleted), to: state) }
+        }
+        var otherRecord = Self.state(.queued)
+        otherRecord.records = [RecordKey(business: "pharmacy-7", type: "product", id: "other")]
+        #expect {
+            try Fold.apply(Self.event(deleted), to: otherRecord)
+        } throws: { error in
+            guard case OutboxError.illegalTransition(_, .queued, .deletedOnServer, let reason) = error else { return false }
+            return reason.contains("did not change")
+        }
+    }
+
     @Test func theStateListsTheSeqOfEveryEventItFolded() throws {
         var state: OperationState?
         let bodies: [JournalEventBody] = [

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxWire
 import OutboxCore
 import OutboxCrypto
 
@@ -105,7 +106,8 @@ enum Samples {
             request: { var edit = Samples.request(); edit.revisionFrom = record; return edit }(),
             requestHash: SHA256Digest(of: Samples.request().payload), account: "member-42",
             changes: [RecordWrite(key: record, value: Data(#"{"price":13.5}"#.utf8), schemaVersion: 2),
-                      RecordWrite(key: RecordKey(business: "pharmacy-7", type: "product", id: "p-2"), value: nil, schemaVersion: 1)]
+                      RecordWrite(key: RecordKey(business: "pharmacy-7", type: "product", id: "p-2"), value: nil, schemaVersion: 1)],
+            basisRevision: 7
         )),
         // A change whose value is the payload itself: written as a reference to it.
         .enqueued(Enqueued(
@@ -117,12 +119,40 @@ enum Samples {
             var finished = AttemptFinished(attempt: AttemptNumber(rawValue: 2), Classification(outcome: .response(statusCode: 200), disposition: .accepted), nextAttemptAt: nil)
             finished.confirmations = [RecordConfirmation(key: record, revision: 8, valueHash: SHA256Digest(of: Data("{}".utf8)), source: .answer),
                                       RecordConfirmation(key: record, revision: 9, valueHash: nil, source: .written)]
+            finished.visibleAt = FeedPosition(epoch: 3, major: 41, minor: 2)
             return finished
         }()),
         .heldOnRollback(HeldOnRollback(builtOn: id)),
         .rollbackAcknowledged(RollbackAcknowledged(key: record)),
         .recordsWritten(RecordsWritten(writes: [RecordWrite(key: RecordKey(business: "pharmacy-7", type: "draft", id: "f-1"), value: nil, valueHash: SHA256Digest(of: Data("{}".utf8)), schemaVersion: 1, sealedValue: nil)])),
         .recordBaseDropped(RecordBaseDropped(business: "pharmacy-7", type: "product", schemaVersion: 3)),
+        // Format 4: the pull.
+        .deletedOnServer(DeletedOnServer(key: record, revision: 5)),
+        .pageApplied(PageApplied(business: "pharmacy-7", from: FeedPosition(epoch: 3, major: 41), to: FeedPosition(epoch: 3, major: 43, minor: 2),
+                                 reachedEnd: true, digest: SHA256Digest(of: Data("page".utf8)),
+                                 confirmations: [RecordConfirmation(key: record, revision: 19, valueHash: SHA256Digest(of: Data("{}".utf8)), source: .pulled),
+                                                 RecordConfirmation(key: record, revision: 20, valueHash: nil, source: .pulled)],
+                                 skipped: [SkippedChange(type: "invoice", id: "i-1", revision: 4, reason: .unknownType),
+                                           SkippedChange(type: "product", id: "huge", revision: 9, reason: .overLimit)])),
+        .pageRefused(PageRefused(business: "pharmacy-7", from: FeedPosition(epoch: 3, major: 41), code: "digest_mismatch",
+                                 detail: "the page's digest is not the digest of the changes it holds")),
+        .pageRefused(PageRefused(business: "pharmacy-7", from: nil, code: "malformed", detail: "changes[0].revision: not a number")),
+        .resnapshotStarted(ResnapshotStarted(business: "pharmacy-7", reason: "expired", from: FeedPosition(epoch: 3, major: 41), position: FeedPosition(epoch: 3, major: 60))),
+        .resnapshotStarted(ResnapshotStarted(business: "pharmacy-7", reason: "unknown", from: nil, position: FeedPosition(epoch: 4, major: 1))),
+        .snapshotPageStaged(SnapshotPageStaged(business: "pharmacy-7", page: 2, position: FeedPosition(epoch: 3, major: 61, minor: 1),
+                                               digest: SHA256Digest(of: Data("snapshot".utf8)),
+                                               confirmations: [RecordConfirmation(key: record, revision: 21, valueHash: SHA256Digest(of: Data("{}".utf8)), source: .snapshot)],
+                                               skipped: [SkippedChange(type: "draft", id: "d-1", revision: 1, reason: .localOnly)], reachedEnd: false)),
+        .resnapshotFinished(ResnapshotFinished(business: "pharmacy-7", cursor: FeedPosition(epoch: 3, major: 60), staged: 1_200,
+                                               vanished: [RecordConfirmation(key: record, revision: 21, valueHash: nil, source: .snapshot)])),
+        .resnapshotAbandoned(ResnapshotAbandoned(business: "pharmacy-7", code: "epoch_changed", detail: "the server answered from epoch 4")),
+        .resnapshotStarted(ResnapshotStarted(business: "pharmacy-7", type: "product", reason: "summary_mismatch", from: FeedPosition(epoch: 3, major: 70), position: FeedPosition(epoch: 3, major: 71))),
+        .resnapshotFinished(ResnapshotFinished(business: "pharmacy-7", type: "product", cursor: FeedPosition(epoch: 3, major: 70), staged: 3, vanished: [])),
+        .summaryChecked(SummaryChecked(business: "pharmacy-7", type: "product", position: FeedPosition(epoch: 3, major: 70), serverCount: 12,
+                                       serverDigest: SHA256Digest(of: Data("server".utf8)), localCount: 11, localDigest: SHA256Digest(of: Data("local".utf8)),
+                                       verdict: .mismatched)),
+        .summaryChecked(SummaryChecked(business: "pharmacy-7", type: "product", position: FeedPosition(epoch: 3, major: 72), serverCount: 12,
+                                       serverDigest: SHA256Digest(of: Data("server".utf8)), localCount: nil, localDigest: nil, verdict: .inconclusive)),
     ]
 
     static func events() -> [JournalEvent] {

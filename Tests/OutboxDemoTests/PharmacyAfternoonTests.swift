@@ -1,5 +1,5 @@
 import Foundation
-import OutboxDemo
+@testable import OutboxDemo
 import Synchronization
 import Testing
 
@@ -16,7 +16,7 @@ struct PharmacyAfternoonTests {
     @Test func everyPromiseItPrintsHolds() async throws {
         let output = Output()
         let outcome = try await PharmacyAfternoon.run(DemoOptions(speed: 120)) { output.write($0) }
-        #expect(outcome.promises.count == 11)
+        #expect(outcome.promises.count == 14)
         for promise in outcome.promises {
             #expect(promise.held, "\(promise.text)\n\(output.all)")
         }
@@ -66,8 +66,55 @@ struct PharmacyAfternoonTests {
         #expect(text.contains("✓ The phone showed the member's price while offline, waiting for internet"))
         #expect(text.contains("✓ A refused change was rolled back on screen with the server's reason"))
         #expect(text.contains("✓ Two offline edits of one record reached the server in order, without a conflict"))
+        // The pull: the counter's gauze on the phone from launch; at closing time its new price
+        // reaches the phone while the member's unsent antiseptic price stays on screen.
+        #expect(text.contains("POST /products for Gauze 10 cm: applied, answered 201"))
+        #expect(text.contains("pulled 1 change from the shop's feed"))
+        #expect(text.contains("Lists refreshed (pull): "))
+        #expect(text.contains("✓ At launch the phone pulled the shop's products"))
+        #expect(text.contains("✓ The counter's gauze price reached the phone by the feed while Folake's unsent 15.00 for the antiseptic stayed on screen"))
+        #expect(text.contains("✓ Folake's 15.00 was sent, applied once and confirmed by the feed at the next revision, and never flickered back"))
+        let tramadol = "Tramadol 50 mg: not on the list, rolled back: Only the owner may add a controlled substance."
+        #expect(try Self.screens(in: text, after: "Closing time.") == [
+            ["Antiseptic 500 ml: 15.00, waiting for internet", "Gauze 10 cm: 2.00, saved, revision 1", tramadol],
+            ["Antiseptic 500 ml: 15.00, sending...", "Gauze 10 cm: 2.25, saved, revision 2", tramadol],
+            ["Antiseptic 500 ml: 15.00, saved, revision 6", "Gauze 10 cm: 2.25, saved, revision 2", tramadol],
+        ], "the closing scene's lists, in order:\n\(text)")
+        #expect(text.contains("At the counter, Ade changes the gauze to 2.25 on the shop's tablet (POST /_control/records/product/gauze-10): revision 2 on the server."))
+        #expect(text.contains(#"PUT /products/antiseptic-500 for Antiseptic 500 ml, If-Match "5": refused (unavailable), answered 503"#))
+        #expect(text.contains(#"PUT /products/antiseptic-500 for Antiseptic 500 ml, If-Match "5": applied, answered 200"#))
+        #expect(text.contains("the antiseptic 15.00 (waiting for internet), then 15.00 (sending...)"))
+        #expect(!text.contains("the antiseptic 14.50") && !text.contains("the gauze 2.25, then 2.00"), "nothing went back")
         #expect(!text.contains("✗"))
         #expect(!FileManager.default.fileExists(atPath: outcome.journal.path), "a temporary journal is removed")
+    }
+
+    @Test func whatTheListShowedIsToldOnceARun() {
+        #expect(PharmacyAfternoon.distinctRuns(["15.00", "15.00", "14.50", "15.00"]) == ["15.00", "14.50", "15.00"], "a value going back is told")
+        #expect(PharmacyAfternoon.distinctRuns([]).isEmpty)
+    }
+
+    /// The product lists the phone showed after the line starting `scene`, in order: each screen
+    /// its list's lines, without their indentation.
+    static func screens(in text: String, after scene: String) throws -> [[String]] {
+        let start = try #require(text.range(of: scene), "no \(scene)")
+        var screens: [[String]] = []
+        var current: [String]?
+        for line in text[start.upperBound...].split(separator: "\n", omittingEmptySubsequences: false) {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if line.hasSuffix("On Folake's phone:") {
+                current.map { screens.append($0) }
+                current = []
+            } else if current != nil, line.hasPrefix("          "), !trimmed.isEmpty {
+                // The list's heading is not one of its lines.
+                if trimmed != "Products" { current?.append(trimmed) }
+            } else if current != nil {
+                current.map { screens.append($0) }
+                current = nil
+            }
+        }
+        current.map { screens.append($0) }
+        return screens
     }
 
     @Test func theJSONRunCarriesTheSameLines() async throws {

@@ -1,4 +1,6 @@
 import Foundation
+import IdempotencyClaims
+import OutboxWire
 import OutboxTestServer
 import PostgresTesting
 import Testing
@@ -12,16 +14,20 @@ enum ServerStorageKind: String, CaseIterable, CustomStringConvertible, Sendable 
     var description: String { rawValue }
 
     /// A server on this storage, and what removes the storage after it stops.
-    func start() throws -> (server: TestServer, cleanUp: @Sendable () -> Void) {
+    func start(feedLimits: FeedLimits = FeedHandling.defaultLimits) throws -> (server: TestServer, cleanUp: @Sendable () -> Void) {
+        var configuration = TestServer.Configuration()
+        configuration.feedLimits = feedLimits
         switch self {
         case .memory:
-            return (try TestServer(), {})
+            return (try TestServer(configuration), {})
         case .lmdb:
             let directory = TemporaryDirectory()
-            return (try TestServer(.init(storage: .lmdb(directory: directory.url))), { directory.remove() })
+            configuration.storage = .lmdb(directory: directory.url)
+            return (try TestServer(configuration), { directory.remove() })
         case .postgres:
             let schema = try TestPostgres.freshSchema("updates")
-            return (try TestServer(.init(storage: .postgres(schema.settings, poolSize: 4))), { schema.drop() })
+            configuration.storage = .postgres(schema.settings, poolSize: 4)
+            return (try TestServer(configuration), { schema.drop() })
         }
     }
 }

@@ -86,6 +86,52 @@ struct WorkerStateMachineTests {
         #expect(machine.drain(waiter: 4) == [.resumeDrainers([4])])
         #expect(machine.passFinished(nextDue: t0) == [])
     }
+
+    @Test func aPullWhenIdleRunsAPullingPassAtOnce() {
+        var machine = WorkerStateMachine()
+        #expect(machine.requestPull(waiter: 1) == [.startPass(.pullRequested)])
+        #expect(machine.isStarted, "a pull starts the worker as a drain does")
+        #expect(machine.passFinished(nextDue: nil) == [.resumeDrainers([1])])
+    }
+
+    @Test func aPullDuringAPassWaitsForAPullingPassAfterIt() {
+        var machine = WorkerStateMachine()
+        #expect(machine.wake(.timer) == [.startPass(.timer)])
+        #expect(machine.becameDue(at: t0, because: .enqueued) == [])
+        #expect(machine.requestPull(waiter: 5) == [], "single flight")
+        // The pass asked for by the enqueue becomes the pull's: a pull asked for is never lost.
+        #expect(machine.passFinished(nextDue: nil) == [.startPass(.pullRequested)])
+        #expect(machine.passFinished(nextDue: nil) == [.resumeDrainers([5])])
+    }
+
+    @Test func aWakeThatPullsReplacesAPendingPassThatWouldNotAndNeverTheOtherWay() {
+        var machine = WorkerStateMachine()
+        _ = machine.wake(.appLaunch)
+        _ = machine.becameDue(at: t0, because: .retryRequested)
+        #expect(machine.wake(.foreground) == [])
+        #expect(machine.passFinished(nextDue: nil) == [.startPass(.foreground)])
+        #expect(machine.wake(.connectivityRegained) == [])
+        #expect(machine.becameDue(at: t0, because: .enqueued) == [])
+        _ = machine.requestPull(waiter: 2)
+        #expect(machine.passFinished(nextDue: nil) == [.startPass(.connectivityRegained)], "the first pulling reason stays")
+        #expect(machine.passFinished(nextDue: nil) == [.resumeDrainers([2])])
+    }
+
+    @Test func aPullAndADrainWaitingTogetherShareOnePullingPass() {
+        var machine = WorkerStateMachine()
+        _ = machine.wake(.appLaunch)
+        _ = machine.drain(waiter: 1)
+        _ = machine.requestPull(waiter: 2)
+        #expect(machine.passFinished(nextDue: nil) == [.startPass(.pullRequested)], "a drain waits for any pass; the pull for one that pulls")
+        #expect(machine.passFinished(nextDue: nil) == [.resumeDrainers([1, 2])])
+    }
+
+    @Test func aPullAfterCloseIsReleasedAtOnce() {
+        var machine = WorkerStateMachine()
+        _ = machine.requestPull(waiter: 1)
+        #expect(machine.close() == [.resumeDrainers([1])])
+        #expect(machine.requestPull(waiter: 2) == [.resumeDrainers([2])])
+    }
 }
 
 @Suite("A pass's plan")

@@ -106,6 +106,12 @@ final class SQLiteConnection {
             return rc == SQLITE_ROW
         }
 
+        /// Ends a run early, so that the statement holds no read open (the next ``bind(_:)`` resets
+        /// it too).
+        func reset() {
+            sqlite3_reset(handle)
+        }
+
         /// Steps to the end, for statements that return nothing.
         func run() throws {
             while try step() {}

@@ -35,19 +35,29 @@ struct Sizes: Sendable {
     /// subscribers.
     var streamRecords: Int
     var streamCommits: Int
+    /// The records of the pull's feed (14.1, and the base 14.2 applies its pages over), and the
+    /// pages of changes 14.2 times per repeat.
+    var pullRecords: Int
+    var pullPagesTimed: Int
+    /// How long 14.4's writers and reader run per repeat, in seconds, and the changes in the feed
+    /// before its first repeat.
+    var feedReadSeconds: Double
+    var feedBacklog: Int
 
     static let full = Sizes(
         sequentialEnqueues: 1000, enqueuesPer16Producer: 200, enqueuesPer64Producer: 100,
         lifecycleOperations: 10_000, largeJournalEvents: 1_000_000, smallJournalEvents: 10_000,
         waitingRows: 10_000, claims: 1600, drainedWrites: 200, requestLatencySeconds: 0.05, readIterations: 500, openIterations: 5, floorCommits: 500,
-        records: 1000, recordQueryIterations: 40, streamRecords: 100, streamCommits: 200
+        records: 1000, recordQueryIterations: 40, streamRecords: 100, streamCommits: 200,
+        pullRecords: 100_000, pullPagesTimed: 40, feedReadSeconds: 10, feedBacklog: 10_000
     )
 
     static let quick = Sizes(
         sequentialEnqueues: 20, enqueuesPer16Producer: 2, enqueuesPer64Producer: 2,
         lifecycleOperations: 100, largeJournalEvents: 3000, smallJournalEvents: 600,
         waitingRows: 100, claims: 32, drainedWrites: 20, requestLatencySeconds: 0.002, readIterations: 5, openIterations: 1, floorCommits: 10,
-        records: 50, recordQueryIterations: 2, streamRecords: 10, streamCommits: 5
+        records: 50, recordQueryIterations: 2, streamRecords: 10, streamCommits: 5,
+        pullRecords: 600, pullPagesTimed: 3, feedReadSeconds: 0.5, feedBacklog: 200
     )
 }
 
@@ -95,6 +105,7 @@ final class Context: Sendable {
 
     /// Stops what the scenarios started (the PostgreSQL cluster), before the run's directory goes.
     func stopServices() {
+        fixtures.stopServers()
         cluster.withLock { cluster in
             cluster?.stop()
             cluster = nil

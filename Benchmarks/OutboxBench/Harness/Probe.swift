@@ -18,6 +18,14 @@ enum Probe {
         case sqlite
         /// Raw LMDB: open the environment, read the last event.
         case floor
+        /// Scenario 14.1 (``PullProbe``): a feed's pages applied from a file of them, by the
+        /// engine, by the SQLite client, by raw LMDB commits; then pulled over loopback by the
+        /// engine and by the SQLite client.
+        case pullEngine = "pull-engine"
+        case pullSQLite = "pull-sqlite"
+        case pullFloor = "pull-floor"
+        case pullEngineHTTP = "pull-engine-http"
+        case pullSQLiteHTTP = "pull-sqlite-http"
     }
 
     struct Measurement: Codable, Sendable {
@@ -28,6 +36,7 @@ enum Probe {
 
     /// The child's side: measures, prints one JSON line, answers the exit status.
     static func run(_ kind: Kind, path: String) -> Int32 {
+        if let pull = PullProbe.Mode(kind) { return PullProbe.run(pull, directory: URL(fileURLWithPath: path)) }
         do {
             let url = URL(fileURLWithPath: path)
             let baseline = resetPeak()
@@ -49,12 +58,17 @@ enum Probe {
 
     /// The parent's side: runs a child and reads its measurement.
     static func measure(_ kind: Kind, path: URL) throws -> Measurement {
+        try measure(kind, path: path, as: Measurement.self)
+    }
+
+    /// The parent's side for a child that prints another measurement.
+    static func measure<M: Decodable>(_ kind: Kind, path: URL, as: M.Type) throws -> M {
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         let finished = try SpawnedProcess.run(executable, ["--probe", kind.rawValue, path.path])
         guard finished.termination == .exited(0) else {
             throw BenchmarkFailure(description: "the \(kind.rawValue) probe \(finished.termination): \(finished.errorText)")
         }
-        return try JSONDecoder().decode(Measurement.self, from: Data(finished.output))
+        return try JSONDecoder().decode(M.self, from: Data(finished.output))
     }
 
     private static func open(_ kind: Kind, _ url: URL) throws {
@@ -66,6 +80,8 @@ enum Probe {
         case .sqlite:
             let sqlite = try SQLiteOutbox(directory: url, durability: .full)
             _ = try sqlite.syncTab()
+        case .pullEngine, .pullSQLite, .pullFloor, .pullEngineHTTP, .pullSQLiteHTTP:
+            preconditionFailure("a pull probe is run by PullProbe")
         case .floor:
             try RawJournal.withEnvironment(url) { environment, events in
                 _ = try environment.read { txn in try txn.last(events) }
@@ -74,13 +90,13 @@ enum Probe {
     }
 
     /// Resets the peak resident set to the current one; answers it in KiB.
-    private static func resetPeak() -> Double {
+    static func resetPeak() -> Double {
         try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
         return Double(status("VmHWM") ?? status("VmRSS") ?? 0)
     }
 
     /// A `kB` field of `/proc/self/status`.
-    private static func status(_ field: String) -> Int? {
+    static func status(_ field: String) -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
         let line = text.split(separator: "\n").first { $0.hasPrefix(field + ":") }
         return line?.split(separator: " ").dropFirst().first.flatMap { Int($0) }

@@ -8,6 +8,7 @@ enum Unit: String, Sendable, Codable {
     case perSecond = "/s"
     case bytes = "B"
     case kibibytes = "KiB"
+    case mebibytes = "MiB"
     case count = "#"
 }
 

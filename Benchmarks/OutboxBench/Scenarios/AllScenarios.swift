@@ -21,5 +21,8 @@ extension Scenario {
         .recordsRead,
         .recordsQuery,
         .recordsStream,
+        .pullInitialSync,
+        .pullPageApplied,
+        .pullFeedRead,
     ]
 }

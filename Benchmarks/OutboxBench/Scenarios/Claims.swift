@@ -68,36 +68,20 @@ enum ClaimsBench {
         _ claim: @escaping @Sendable (String) throws -> ClaimAnswer
     ) throws -> (calls: [Double], total: Double) {
         let results = Mutex<[Double]>([])
-        let failure = Mutex<(any Error)?>(nil)
-        let group = DispatchGroup()
-        let start = DispatchSemaphore(value: 0)
-        for client in 0..<clients {
-            group.enter()
-            Thread {
-                defer { group.leave() }
-                start.wait()
-                var times: [Double] = []
-                times.reserveCapacity(each)
-                do {
-                    for index in 0..<each {
-                        let key = "c\(client)-\(index)"
-                        var answer: ClaimAnswer?
-                        times.append(try Stopwatch.time { answer = try claim(key) })
-                        guard answer?.outcome == .applied else {
-                            throw BenchmarkFailure(description: "claim \(key) was answered \(String(describing: answer?.outcome)), not applied")
-                        }
-                    }
-                } catch {
-                    failure.withLock { $0 = $0 ?? error }
+        let total = try Threads.run(clients) { client in
+            var times: [Double] = []
+            times.reserveCapacity(each)
+            for index in 0..<each {
+                let key = "c\(client)-\(index)"
+                var answer: ClaimAnswer?
+                times.append(try Stopwatch.time { answer = try claim(key) })
+                guard answer?.outcome == .applied else {
+                    throw BenchmarkFailure(description: "claim \(key) was answered \(String(describing: answer?.outcome)), not applied")
                 }
-                results.withLock { $0 += times }
-            }.start()
+            }
+            let finished = times
+            results.withLock { $0 += finished }
         }
-        let total = Stopwatch.time {
-            for _ in 0..<clients { start.signal() }
-            group.wait()
-        }
-        if let error = failure.withLock({ $0 }) { throw error }
         return (results.withLock { $0 }, total)
     }
 

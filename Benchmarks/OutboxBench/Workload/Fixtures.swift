@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import PostgresTesting
 import Synchronization
 
 /// Journals too expensive to build per repeat, built once per run on first use and shared by the
@@ -15,6 +16,9 @@ final class Fixtures: Sendable {
     private let journals = Mutex<[Int: JournalBuilder.Built]>([:])
     private let waiting = Mutex<[Int: Waiting]>([:])
     private let recordJournals = Mutex<[Int: RecordJournal]>([:])
+    private let pullFeeds = Mutex<[Int: PullFeedServer]>([:])
+    private let pullBases = Mutex<[Int: PullBase]>([:])
+    private let postgresFeeds = Mutex<PostgresFeedServer?>(nil)
 
     /// A journal of `events` events (see ``JournalBuilder``).
     func journal(events: Int, context: Context) async throws -> JournalBuilder.Built {
@@ -64,5 +68,52 @@ final class Fixtures: Sendable {
         context.progress("built in \(TextReport.format(nanoseconds / 1e9)) s: \(built.pendingWrites) pending writes")
         recordJournals.withLock { $0[records] = built }
         return built
+    }
+
+    /// A loopback test server whose feed holds `records` products, and its pages in a file
+    /// (see ``PullFeedServer``).
+    func pullFeed(records: Int, context: Context) throws -> PullFeedServer {
+        if let built = pullFeeds.withLock({ $0[records] }) { return built }
+        context.progress("creating \(records) products on the loopback test server (memory store) and reading its feed")
+        var built: PullFeedServer?
+        let nanoseconds = try Stopwatch.time { built = try PullFeedServer(records: records, directory: try context.freshDirectory("pull-feed-\(records)")) }
+        guard let built else { throw BenchmarkFailure(description: "the feed of \(records) records was not built") }
+        context.progress("built in \(TextReport.format(nanoseconds / 1e9)) s: \(built.pages) pages, "
+            + "\(TextReport.format(Double(built.pageBytes) / 1_048_576)) MiB of them")
+        pullFeeds.withLock { $0[records] = built }
+        return built
+    }
+
+    /// A journal, a SQLite client and a raw floor that each pulled the feed of `records`
+    /// products (see ``PullBase``).
+    func pullBase(records: Int, context: Context) async throws -> PullBase {
+        if let built = pullBases.withLock({ $0[records] }) { return built }
+        let feed = try pullFeed(records: records, context: context)
+        context.progress("pulling the feed of \(records) products into a journal, a SQLite database and the floor")
+        var built: PullBase?
+        let nanoseconds = try await Stopwatch.time { built = try await PullBase(feed: feed, directory: try context.freshDirectory("pull-base-\(records)")) }
+        guard let built else { throw BenchmarkFailure(description: "the base of \(records) records was not built") }
+        context.progress("built in \(TextReport.format(nanoseconds / 1e9)) s")
+        pullBases.withLock { $0[records] = built }
+        return built
+    }
+
+    /// The PostgreSQL test server of scenario 14.4, its feed holding `backlog` creates before
+    /// the first repeat (see ``PostgresFeedServer``).
+    func postgresFeed(cluster: TemporaryPostgresCluster, backlog: Int, context: Context) throws -> PostgresFeedServer {
+        if let built = postgresFeeds.withLock({ $0 }) { return built }
+        context.progress("creating \(backlog) products on the test server on PostgreSQL")
+        var built: PostgresFeedServer?
+        let nanoseconds = try Stopwatch.time { built = try PostgresFeedServer(cluster: cluster, backlog: backlog) }
+        guard let built else { throw BenchmarkFailure(description: "the PostgreSQL feed was not built") }
+        context.progress("built in \(TextReport.format(nanoseconds / 1e9)) s")
+        postgresFeeds.withLock { $0 = built }
+        return built
+    }
+
+    /// Stops the servers the fixtures started.
+    func stopServers() {
+        for feed in pullFeeds.withLock({ Array($0.values) }) { feed.server.stop() }
+        postgresFeeds.withLock { $0?.stop() }
     }
 }

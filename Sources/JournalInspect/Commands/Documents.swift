@@ -35,6 +35,16 @@ struct SummaryDocument: Encodable {
         var timeZone: String?
     }
 
+    /// A business's change feed: its cursor, the page that set it and when.
+    struct Feed: Encodable {
+        var business: String
+        var cursor: String?
+        var pageSeq: JournalSequence
+        var pageAt: Date?
+        var ageSeconds: Double?
+        var staging: JournalSummary.Feed.Staging?
+    }
+
     var path: String
     var formatVersion: Int
     var projectionVersion: Int?
@@ -53,6 +63,8 @@ struct SummaryDocument: Encodable {
     var lastOpened: LastOpened?
     var lastEventAt: Date?
     var damaged: [DamagedRecord]
+    /// Absent for a journal that never pulled.
+    var feeds: [Feed]?
     var generatedAt: Date
 
     init(_ summary: JournalSummary, now: Date, damaged: [DamagedRecord]) {
@@ -82,6 +94,10 @@ struct SummaryDocument: Encodable {
         }
         lastEventAt = summary.lastEventAt
         self.damaged = damaged
+        feeds = summary.feeds.isEmpty ? nil : summary.feeds.map {
+            Feed(business: $0.business, cursor: $0.cursor, pageSeq: $0.pageSeq, pageAt: $0.pageAt,
+                 ageSeconds: $0.pageAt.map { max(0, now.timeIntervalSince($0)) }, staging: $0.staging)
+        }
         generatedAt = now
     }
 }

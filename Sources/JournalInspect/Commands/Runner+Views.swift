@@ -156,6 +156,11 @@ public enum SummaryText {
         } else {
             fields.add("Oldest pending", "none: nothing is queued or syncing")
         }
+        for feed in summary.feeds {
+            fields.add("Feed", "\(feed.business) at \(feed.cursor ?? "no cursor yet"), set by the event at seq \(feed.pageSeq)"
+                + (feed.pageAt.map { ", \(moments.absolute($0)) (\(Moments.duration(max(0, now.timeIntervalSince($0)))) before now)" } ?? "")
+                + (feed.staging.map { "; resnapshot staging since seq \($0.startedSeq): \($0.records) records in \($0.pages) pages, read from \($0.position)" } ?? ""))
+        }
         if let opened = engine.lastOpened {
             fields.add("Last opened", "by engine \(opened.engineVersion)" + (opened.appVersion.map { ", app \($0)" } ?? "")
                 + " (opened \(engine.openCount) time\(engine.openCount == 1 ? "" : "s"))")

@@ -43,6 +43,21 @@ public enum EventText {
         }.joined(separator: ", ")
     }
 
+    /// Changes passed over and why, in short: `invoice/i-1 at 4 (type not pulled)`; the first
+    /// five, then how many more.
+    private static func skippedList(_ skipped: [SkippedChange]) -> String {
+        let named = skipped.prefix(5).map { change in
+            let why = switch change.reason {
+            case .unknownType: "type not pulled"
+            case .overLimit: "over 1 MiB"
+            case .localOnly: "local-only type"
+            case .invalidKey: "not a record key"
+            }
+            return "\(change.type)/\(change.id) at \(change.revision) (\(why))"
+        }.joined(separator: ", ")
+        return skipped.count > 5 ? named + " and \(skipped.count - 5) more" : named
+    }
+
     /// One line of details for the `events` stream. Never the payload: its size.
     /// - Parameter moments: the zone moments in the details print in (UTC when not given).
     public static func detail(_ event: JournalEvent, moments: MomentFormat? = nil) -> String {
@@ -112,6 +127,31 @@ public enum EventText {
             return "local records written: " + recordList(written.writes)
         case .recordBaseDropped(let dropped):
             return "server base of \(dropped.business)/\(dropped.type) dropped for schema version \(dropped.schemaVersion): fetched again"
+        case .pageApplied(let page):
+            let deletes = page.confirmations.filter { $0.valueHash == nil }.count
+            return "page of \(page.business)'s feed applied: \(page.from) -> \(page.to), \(page.confirmations.count) changes (\(deletes) deleted)"
+                + (page.skipped.isEmpty ? "" : ", passed over: " + Self.skippedList(page.skipped))
+                + (page.reachedEnd ? "; the feed's end" : "; more follow")
+        case .pageRefused(let refused):
+            return "page of \(refused.business)'s feed from \(refused.from?.text ?? "its start") refused (\(refused.code)): \(refused.detail); nothing of it applied"
+        case .resnapshotStarted(let started):
+            return "resnapshot of \(started.business)\(started.type.map { "/\($0)" } ?? "") started (\(started.reason)): the server's records fetched again whole from \(started.position)"
+                + (started.from.map { ", the cursor \($0) given up" } ?? "") + "; the member's base stays until the swap"
+        case .snapshotPageStaged(let page):
+            return "snapshot page \(page.page) of \(page.business) staged: \(page.confirmations.count) records read at \(page.position)"
+                + (page.skipped.isEmpty ? "" : ", passed over: " + Self.skippedList(page.skipped))
+                + (page.reachedEnd ? "; the snapshot's end" : "; more follow")
+        case .resnapshotFinished(let finished):
+            return "resnapshot of \(finished.business) swapped in: \(finished.staged) records, the feed from \(finished.cursor)"
+                + (finished.vanished.isEmpty ? "" : "; \(finished.vanished.count) records a pending write changes are gone from the server: deleted")
+        case .summaryChecked(let checked):
+            let local = checked.localCount.map { "\($0) here" } ?? "not compared"
+            return "summary of \(checked.business)/\(checked.type) at \(checked.position) \(checked.verdict): \(checked.serverCount) records on the server, \(local)"
+                + (checked.verdict == .mismatched ? "; the type is fetched again" : "")
+        case .resnapshotAbandoned(let abandoned):
+            return "resnapshot of \(abandoned.business) abandoned (\(abandoned.code)): \(abandoned.detail); the member's base untouched, started again"
+        case .deletedOnServer(let deleted):
+            return "conflicted: \(deleted.key) was deleted on the server (revision \(deleted.revision)) while this change waited; a person decides"
         case .sessionChanged(let changed):
             switch changed.observation {
             case .signedIn: return "the journal's account is signed in again: passes send"

@@ -187,7 +187,9 @@ public enum HelpText {
                               superseded, rebased, dependencyEnded, heldOnRollback,
                               rollbackAcknowledged, sessionPaused, sessionResumed,
                               sessionChanged, journalOpened, compacted, recordsWritten,
-                              recordBaseDropped
+                              recordBaseDropped, deletedOnServer, pageApplied,
+                              pageRefused, resnapshotStarted, snapshotPageStaged,
+                              resnapshotFinished, resnapshotAbandoned, summaryChecked
           --type <t,...>      only events of operations of these types
           --operation <id>    only the events of this operation (a prefix is enough); for a
                               compacted one, the compacted event that removed them

@@ -139,6 +139,10 @@ extension Outbox {
     /// The `enqueued` body of `request` under `id`, sealed when the journal is encrypted.
     func enqueuedBody(_ request: OutboxRequest, id: OperationID, supersedes: Supersession? = nil, changes: [RecordWrite] = []) -> Enqueued {
         let sealing = store.schema.sealing.sealing
+        // The revision the member's change is made on (a pull may move the base before it is sent).
+        let basis = request.revisionFrom.flatMap { key in
+            try? store.read { txn in try store.schema.serverBase(key, in: txn) }
+        }.flatMap { $0.valueHash == nil ? nil : $0.revision }
         return Enqueued(
             request: request, requestHash: SHA256Digest(of: request.payload), account: configuration.account,
             sealed: sealing?.seal(request, id: id), supersedes: supersedes,
@@ -147,7 +151,8 @@ extension Outbox {
                 var sealed = write
                 sealed.sealedValue = sealing.sealRecordValue(value, id: id, key: write.key)
                 return sealed
-            }
+            },
+            basisRevision: basis
         )
     }
 

@@ -10,13 +10,28 @@ extension Outbox {
     /// The member's view of one record, its server base and its sync state, in one snapshot;
     /// `nil` when the journal holds nothing of it. Synchronous, from any thread.
     public func record(_ key: RecordKey) throws -> LocalRecord? {
-        try store.queries.record(key, policy: configuration.recordPolicy(for: key.type))
+        guard var record = try store.queries.record(key, policy: configuration.recordPolicy(for: key.type)) else { return nil }
+        record.freshness = try freshness(business: key.business, type: key.type)
+        return record
     }
 
     /// A page of one business's records of one type, in the order of their ids' bytes: pending
     /// creates included, records the member deleted left out. One snapshot.
     public func records(_ query: RecordQuery) throws -> RecordPage {
-        try store.queries.records(query, policy: configuration.recordPolicy(for: query.type))
+        var page = try store.queries.records(query, policy: configuration.recordPolicy(for: query.type))
+        if let freshness = try freshness(business: query.business, type: query.type) {
+            page.freshness = freshness
+            for index in page.records.indices { page.records[index].freshness = freshness }
+        }
+        return page
+    }
+
+    /// How fresh the base of one business's type is: `nil` unless the type is pulled.
+    private func freshness(business: String, type: String) throws -> RecordFreshness? {
+        guard let pull = configuration.pull, pull.pulls(type: type), !configuration.recordPolicy(for: type).isLocalOnly else { return nil }
+        let state = try feedState(business: business)
+        return RecordFreshness(caughtUpAt: state?.caughtUpAt, ageSeconds: state?.lagSeconds,
+                               freshnessSeconds: pull.types[ExactString(type)]?.freshnessSeconds ?? pull.freshnessSeconds)
     }
 
     /// The first page of `query` now, then again after each commit that changed the member's view
@@ -84,7 +99,8 @@ extension Outbox {
     }
 
     /// Drops the server base of one business's records of `type`: an app upgrade that changed
-    /// the type without an adapter for its stored values fetches them again (with the pull).
+    /// the type without an adapter for its stored values fetches them again: the next pull of a
+    /// business with a feed fetches that type again whole.
     /// Pending writes and their overlays are untouched; until the server's values come back,
     /// each record's view is its pending changes alone. Recorded as `recordBaseDropped`.
     public func dropRecordBase(business: String, type: String) async throws {

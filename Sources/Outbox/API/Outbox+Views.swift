@@ -43,6 +43,7 @@ extension Outbox {
         try ensureOpen()
         var metrics = try store.queries.metrics(now: configuration.clock.now())
         metrics.problems = log.problemCounts
+        replayPass.pulls?.fill(&metrics)
         return metrics
     }
 

@@ -68,5 +68,40 @@ extension OutboxConfiguration {
         if let empty = operationPolicies.keys.first(where: \.string.isEmpty) {
             throw refuse("operationPolicies", "names an empty operation type (\"\(empty)\"): give each policy its type")
         }
+        if let pull, let problem = pull.problem {
+            throw refuse("pull.\(problem.field)", problem.problem)
+        }
+    }
+}
+
+extension PullConfiguration {
+    /// The first field out of range and what it must be; `nil` when every one is in range.
+    var problem: (field: String, problem: String)? {
+        for (field, endpoint) in [("changesEndpoint", changesEndpoint), ("snapshotEndpoint", snapshotEndpoint), ("summaryEndpoint", summaryEndpoint)] {
+            if let problem = OutboxRequest.endpointProblem(endpoint) { return (field, problem) }
+            if endpoint.utf8.contains(UInt8(ascii: "?")) {
+                return (field, "must be a path without a query (the engine adds its own), not \"\(endpoint)\"")
+            }
+        }
+        if !(1...Self.maximumPageSize).contains(pageSize) {
+            return ("pageSize", "must be within 1...\(Self.maximumPageSize), not \(pageSize)")
+        }
+        if maxPagesPerPass < 1 { return ("maxPagesPerPass", "must be at least 1, not \(maxPagesPerPass)") }
+        if let interval = summaryIntervalSeconds, !(interval > 0 && interval.isFinite) {
+            return ("summaryIntervalSeconds", "must be more than zero seconds, or nil for never, not \(interval)")
+        }
+        for (type, pulled) in types.sorted(by: { $0.key.string.utf8.lexicographicallyPrecedes($1.key.string.utf8) }) {
+            let check = RecordKey(business: "b", type: type.string, id: "i").problem
+            if let check { return ("types[\"\(type)\"]", "names a type that \(check.problem)") }
+            if !(pulled.freshnessSeconds >= 0 && pulled.freshnessSeconds.isFinite) {
+                return ("types[\"\(type)\"].freshnessSeconds", "must be zero or more seconds, not \(pulled.freshnessSeconds)")
+            }
+        }
+        for (index, business) in businesses.enumerated() {
+            if let check = RecordKey(business: business, type: "t", id: "i").problem {
+                return ("businesses[\(index)]", "names a business that \(check.problem)")
+            }
+        }
+        return nil
     }
 }

@@ -80,6 +80,9 @@ public struct OutboxConfiguration: Sendable {
     /// "rolled back" notice) before compaction may take them, measured by the device's uptime:
     /// 30 days by default.
     public var rolledBackRetentionSeconds: TimeInterval = 30 * 86_400
+    /// How the engine pulls the server's change feeds; `nil` (the default): it never pulls, and
+    /// ``Outbox/pull()`` throws ``OutboxError/invalidConfiguration(field:problem:)``.
+    public var pull: PullConfiguration?
     /// Where operation ids come from: random UUIDs unless a deterministic simulation supplies
     /// its own.
     package var operationIDSource: (@Sendable () -> OperationID)?

@@ -106,8 +106,15 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
     public var confirmations: [ExportedRecordConfirmation]?
     /// The rolled-back write a held row was built on (`heldOnRollback`).
     public var builtOn: OperationID?
-    /// The record of `rollbackAcknowledged`, or the type of `recordBaseDropped` (`business/type`).
+    /// The record of `rollbackAcknowledged` and `deletedOnServer`, or the type of
+    /// `recordBaseDropped` (`business/type`).
     public var record: String?
+    /// The tombstone's revision (`deletedOnServer`).
+    public var tombstoneRevision: UInt64?
+    /// A page of a change feed (`pageApplied`): its start and cursor, whether it reached the end.
+    public var pageFrom: String?
+    public var pageTo: String?
+    public var reachedEnd: Bool?
 
     /// - Parameter includePayload: put the payload's text in ``payload``; otherwise only its size
     ///   and hash appear.
@@ -207,6 +214,47 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
         case .recordBaseDropped(let dropped):
             record = "\(dropped.business)/\(dropped.type)"
             formatVersion = dropped.schemaVersion
+        case .deletedOnServer(let deleted):
+            record = deleted.key.description
+            tombstoneRevision = deleted.revision
+        case .pageApplied(let page):
+            businessID = page.business
+            pageFrom = page.from.text
+            pageTo = page.to.text
+            reachedEnd = page.reachedEnd
+            digest = page.digest.hex
+            confirmations = page.confirmations.map(ExportedRecordConfirmation.init)
+        case .pageRefused(let refused):
+            businessID = refused.business
+            pageFrom = refused.from?.text
+            errorCode = refused.code
+            errorMessage = refused.detail
+        case .resnapshotStarted(let started):
+            businessID = started.business
+            record = started.type
+            reason = started.reason
+            pageFrom = started.from?.text
+            pageTo = started.position.text
+        case .snapshotPageStaged(let page):
+            businessID = page.business
+            pageTo = page.position.text
+            reachedEnd = page.reachedEnd
+            digest = page.digest.hex
+            confirmations = page.confirmations.map(ExportedRecordConfirmation.init)
+        case .resnapshotFinished(let finished):
+            businessID = finished.business
+            pageTo = finished.cursor.text
+            confirmations = finished.vanished.map(ExportedRecordConfirmation.init)
+        case .resnapshotAbandoned(let abandoned):
+            businessID = abandoned.business
+            errorCode = abandoned.code
+            errorMessage = abandoned.detail
+        case .summaryChecked(let checked):
+            businessID = checked.business
+            record = checked.type
+            pageTo = checked.position.text
+            reason = "\(checked.verdict)"
+            digest = checked.serverDigest.hex
         }
     }
 }

@@ -126,7 +126,15 @@ extension JournalQueries {
                     return .next
                 }
             }
-            return JournalSummary(
+            var feeds: [JournalSummary.Feed] = []
+            try txn.scan(schema.feeds) { entry in
+                let row = try entry.value()
+                feeds.append(JournalSummary.Feed(business: try entry.key(), cursor: row.cursor?.text, pageSeq: row.pageSeq,
+                                                 pageAt: try? schema.event(row.pageSeq, in: txn)?.recordedAt,
+                                                 staging: row.staging.map { .init(position: $0.position.text, pages: $0.pages, records: $0.staged, startedSeq: $0.startedSeq) }))
+                return .next
+            }
+            var summary = JournalSummary(
                 path: path,
                 formatVersion: Self.metaNumber(try txn.get(schema.meta, JournalSchema.MetaKey.formatVersion))
                     ?? RecordCodec.formatVersion,
@@ -145,6 +153,8 @@ extension JournalQueries {
                 lastEventAt: lastEventAt,
                 damaged: damaged.reversed()
             )
+            summary.feeds = feeds
+            return summary
         }
     }
 

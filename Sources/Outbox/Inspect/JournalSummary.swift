@@ -34,6 +34,29 @@ public struct JournalSummary: Sendable, Equatable {
     public var lastEventAt: Date?
     /// The records the summary had to read and could not (the journal's last ones, when damaged).
     public var damaged: [DamagedRecord]
+    /// Each business's change feed the journal pulled: its cursor and the page that set it.
+    public var feeds: [Feed] = []
+
+    /// A business's change feed as the journal holds it.
+    public struct Feed: Sendable, Equatable {
+        public var business: String
+        /// Where its next page starts (``FeedPosition``'s text); `nil` before its first page or
+        /// resnapshot lands.
+        public var cursor: String?
+        /// The event that set it (`pageApplied`, or a resnapshot's), and when it was recorded
+        /// (`nil`: compacted away).
+        public var pageSeq: JournalSequence
+        public var pageAt: Date?
+        /// A resnapshot under way: the snapshot's first position, the records and pages staged.
+        public var staging: Staging? = nil
+
+        public struct Staging: Sendable, Equatable, Encodable {
+            public var position: String
+            public var pages: Int
+            public var records: Int
+            public var startedSeq: JournalSequence
+        }
+    }
 
     public init(path: String, formatVersion: Int, projectionVersion: Int?, projectionsAreCurrent: Bool,
                 account: String?, firstSeq: JournalSequence?, lastSeq: JournalSequence, eventCount: Int,

@@ -41,6 +41,9 @@ struct JournalVerifier {
     /// The trail of each record's server base: every confirmation, with its event (`nil` when a
     /// compaction kept it); and of each local record, its latest local write.
     private var baseTrail: [RecordKey: [(seq: JournalSequence?, confirmation: RecordConfirmation)]] = [:]
+    /// Per business a resnapshot stages: the trail of the staged base, which replaces the
+    /// business's trail at the swap.
+    private var stagedTrail: [ExactString: [RecordKey: [(seq: JournalSequence?, confirmation: RecordConfirmation)]]] = [:]
     private var localTrail: [RecordKey: (seq: JournalSequence, write: RecordWrite)] = [:]
     private var previousSeq = JournalSequence.zero
 
@@ -64,10 +67,30 @@ struct JournalVerifier {
             compacted.append(compaction.firstSeq.rawValue ... max(compaction.firstSeq.rawValue, compaction.lastSeq.rawValue))
             compactedRemoved = Self.saturatingSum(compactedRemoved, UInt64(max(0, compaction.removedCount)))
             for operation in compaction.operations {
-                for confirmation in operation.confirmations { baseTrail[confirmation.key, default: []].append((nil, confirmation)) }
+                for confirmation in operation.confirmations { trail(confirmation, seq: nil) }
             }
         case .attemptFinished(let finished):
-            for confirmation in finished.confirmations { baseTrail[confirmation.key, default: []].append((seq, confirmation)) }
+            // An answer that lands while a resnapshot stages goes to both bases.
+            for confirmation in finished.confirmations { trail(confirmation, seq: seq) }
+        case .pageApplied(let page):
+            for confirmation in page.confirmations { baseTrail[confirmation.key, default: []].append((seq, confirmation)) }
+        case .resnapshotStarted(let started):
+            stagedTrail[ExactString(started.business)] = [:]
+        case .snapshotPageStaged(let page):
+            for confirmation in page.confirmations { stagedTrail[ExactString(page.business)]?[confirmation.key, default: []].append((seq, confirmation)) }
+        case .resnapshotFinished(let finished):
+            // The staged base is the business's base now: its trail replaces the old one.
+            // One type fetched again replaces that type's trail; the others were carried as they were.
+            let business = ExactString(finished.business)
+            func inScope(_ key: RecordKey) -> Bool {
+                ExactString(key.business) == business && finished.type.map { ExactString(key.type) == ExactString($0) } ?? true
+            }
+            for key in baseTrail.keys where inScope(key) { baseTrail[key] = nil }
+            for (key, trail) in stagedTrail[business] ?? [:] where inScope(key) { baseTrail[key] = trail }
+            for confirmation in finished.vanished { baseTrail[confirmation.key, default: []].append((seq, confirmation)) }
+            stagedTrail[business] = nil
+        case .resnapshotAbandoned(let abandoned):
+            stagedTrail[ExactString(abandoned.business)] = nil
         case .recordsWritten(let written):
             for write in written.writes { localTrail[write.key] = (seq, write) }
         case .recordBaseDropped(let dropped):
@@ -77,6 +100,11 @@ struct JournalVerifier {
             }
         default:
             break
+        }
+        func trail(_ confirmation: RecordConfirmation, seq: JournalSequence?) {
+            baseTrail[confirmation.key, default: []].append((seq, confirmation))
+            let business = ExactString(confirmation.key.business)
+            if stagedTrail[business] != nil { stagedTrail[business]?[confirmation.key, default: []].append((seq, confirmation)) }
         }
         guard let id = event.operationID else {
             // Engine events fold without conditions.
@@ -240,13 +268,31 @@ extension JournalVerifier {
             findings.append(VerificationFinding(kind: .recordTrailMismatch, seq: seq, operationID: nil, message: "record \(key): \(message)"))
         }
         var stored: [(RecordKey, RecordStoreEntry)] = []
-        try txn.scan(schema.base) { entry in
-            stored.append((try entry.key(), try entry.value()))
-            return .next
+        var rows: [ExactString: FeedRow?] = [:]
+        for generation: UInt8 in [0, 1] {
+            var keys: [(RecordKey, RecordStoreEntry)] = []
+            try txn.scan(schema.baseTable(generation: generation)) { entry in
+                keys.append((try entry.key(), try entry.value()))
+                return .next
+            }
+            for (key, entry) in keys {
+                let business = ExactString(key.business)
+                if rows[business] == nil { rows[business] = .some(try schema.feedRow(business: key.business, in: txn)) }
+                let row = rows[business] ?? nil
+                if (row?.generation ?? 0) == generation {
+                    stored.append((key, entry))
+                } else if row?.staging == nil, row?.sweeping != true {
+                    mismatch(key, entry.seq, "a base in generation \(generation), which its business neither shows, stages nor sweeps")
+                }
+            }
         }
         for (key, base) in stored {
             let trail = baseTrail[key] ?? []
-            guard let latest = trail.max(by: { ($0.confirmation.revision, $0.seq?.rawValue ?? 0) < ($1.confirmation.revision, $1.seq?.rawValue ?? 0) }) else {
+            // The base holds the first confirmation of the highest revision: a later one at the
+            // same revision (a pull bringing back the phone's own write, in the server's bytes)
+            // never replaces it.
+            let highest = trail.map(\.confirmation.revision).max()
+            guard let latest = trail.filter({ $0.confirmation.revision == highest }).min(by: { ($0.seq?.rawValue ?? 0) < ($1.seq?.rawValue ?? 0) }) else {
                 mismatch(key, base.seq, "its base (revision \(base.revision)) has no trail: no event names it")
                 continue
             }

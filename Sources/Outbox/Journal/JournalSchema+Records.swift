@@ -1,5 +1,6 @@
 import Foundation
 import OutboxCore
+import OutboxWire
 import OutboxCrypto
 import OutboxStorage
 
@@ -7,13 +8,34 @@ import OutboxStorage
 extension JournalSchema {
     /// Writes `write` into the record store, brought by the event at `seq`: a base only when its
     /// revision is newer than the one stored (the base never moves back); a local record always.
+    /// A base goes to the generation the member sees and, while a resnapshot stages the other,
+    /// there too, so the swap never takes a record back behind an answer that landed meanwhile.
     func store(_ write: RecordStoreWrite, seq: JournalSequence, at now: Date, in txn: borrowing LMDBTransaction) throws {
-        let table = write.table == .base ? base : localRecords
+        guard write.table == .base else { return try store(write, seq: seq, at: now, into: localRecords, in: txn) }
+        let row = try feedRow(business: write.key.business, in: txn)
+        try store(write, seq: seq, at: now, into: baseTable(generation: row?.generation ?? 0), in: txn)
+        if let row, row.staging != nil { try store(write, seq: seq, at: now, into: baseTable(generation: row.otherGeneration), in: txn) }
+    }
+
+    /// Whether an answer's base write is one the business's feed has already passed: the answer
+    /// names a position (``AttemptFinished/visibleAt``) at or before the feed's cursor, or of an
+    /// older epoch. The feed then holds the record's state from that position on, newer than the
+    /// answer (a stored answer replayed late, after a delete and a resnapshot, would otherwise
+    /// bring the deleted record back); the answer's confirmation stays in the journal.
+    func feedPassed(_ write: RecordStoreWrite, answeredAt body: JournalEventBody, in txn: borrowing LMDBTransaction) throws -> Bool {
+        guard write.table == .base, case .attemptFinished(let finished) = body, let visibleAt = finished.visibleAt,
+              let cursor = try feedRow(business: write.key.business, in: txn)?.cursor else { return false }
+        return visibleAt.epoch < cursor.epoch || (visibleAt.epoch == cursor.epoch && visibleAt <= cursor)
+    }
+
+    /// Writes `write` into `table` by the same rule.
+    func store(_ write: RecordStoreWrite, seq: JournalSequence, at now: Date, into table: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>,
+               in txn: borrowing LMDBTransaction) throws {
         let stored = try txn.get(table, write.key)
         guard write.replaces(storedRevision: stored?.revision) else { return }
         var entry = RecordStoreEntry(
             revision: write.revision, learntAt: now, seq: seq, schemaVersion: write.schemaVersion,
-            valueHash: write.value.map { SHA256Digest(of: $0) }
+            valueHash: write.value.map { write.valueHash ?? SHA256Digest(of: $0) }
         )
         if let value = write.value {
             if let sealing = sealing.sealing {
@@ -25,19 +47,22 @@ extension JournalSchema {
         try txn.put(table, write.key, entry)
     }
 
-    /// Removes every server base of one business and type.
+    /// Removes every server base of one business and type, in both generations.
     func dropBase(business: String, type: String, in txn: borrowing LMDBTransaction) throws {
-        var keys: [[UInt8]] = []
-        try txn.scan(base, leading: RecordKey.scopeBytes(business: business, type: type)) { entry in
-            keys.append(Array(entry.keyBytes))
-            return .next
+        for table in [base, stagedBase] {
+            var keys: [[UInt8]] = []
+            try txn.scan(table, leading: RecordKey.scopeBytes(business: business, type: type)) { entry in
+                keys.append(Array(entry.keyBytes))
+                return .next
+            }
+            for key in keys { try txn.delete(table, encodedKey: key) }
         }
-        for key in keys { try txn.delete(base, encodedKey: key) }
     }
 
-    /// A record's server base, its value opened when the journal is sealed and the key known.
+    /// A record's server base (in the generation the member sees), its value opened when the
+    /// journal is sealed and the key known.
     func serverBase(_ key: RecordKey, in txn: borrowing LMDBTransaction) throws -> RecordStoreEntry? {
-        try opened(try txn.get(base, key), table: .base, key: key)
+        try opened(try txn.get(activeBase(business: key.business, in: txn), key), table: .base, key: key)
     }
 
     /// A local-only record, opened likewise.
@@ -118,8 +143,9 @@ extension JournalSchema {
     /// The member's view of `key` in one snapshot: its base (or local value), and every write
     /// whose change it may show, with their states. `nil` when the journal holds nothing of it.
     func record(_ key: RecordKey, policy: RecordTypePolicy, in txn: borrowing LMDBTransaction) throws -> LocalRecord? {
-        let entry = try txn.get(policy.isLocalOnly ? localRecords : base, key)
-        return try view(key, entry: entry, writes: recordWriteIDs(key, in: txn), policy: policy, in: txn)
+        let entry = try txn.get(policy.isLocalOnly ? localRecords : activeBase(business: key.business, in: txn), key)
+        var feed: FeedPosition?? = nil
+        return try view(key, entry: entry, writes: recordWriteIDs(key, in: txn), policy: policy, feed: &feed, in: txn)
     }
 
     /// The records of one business and type in the order of their ids' bytes, after `after`: the
@@ -135,9 +161,10 @@ extension JournalSchema {
         // The first key past `after`: the id's bytes and one byte more than the terminator.
         var storeFrom: [UInt8]? = after.map { scope + Array($0.utf8) + [1] }
         var writeFrom = storeFrom
-        let store = policy.isLocalOnly ? localRecords : base
+        let store = policy.isLocalOnly ? localRecords : try activeBase(business: business, in: txn)
         var stored: [(id: [UInt8], entry: RecordStoreEntry)] = [], storedAt = 0
         var written: [(id: [UInt8], writes: [(id: OperationID, firstSeq: JournalSequence)])] = [], writtenAt = 0
+        var feed: FeedPosition?? = nil
         var storeDone = false
         var writeDone = policy.isLocalOnly
         var found: [LocalRecord] = []
@@ -174,7 +201,7 @@ extension JournalSchema {
                 writtenAt += 1
             }
             let key = RecordKey(business: business, type: type, id: String(decoding: id, as: UTF8.self))
-            guard let record = try view(key, entry: entry, writes: writes, policy: policy, in: txn), record.exists else { continue }
+            guard let record = try view(key, entry: entry, writes: writes, policy: policy, feed: &feed, in: txn), record.exists else { continue }
             if found.count == limit { return (found, true) }
             found.append(record)
         }
@@ -182,8 +209,10 @@ extension JournalSchema {
 
     /// A record's view from its store entry (as stored: opened here) and its writes, read by key
     /// (``record(_:policy:in:)``) or by the query's cursors.
+    /// - Parameter feed: the business's feed cursor once read (`nil`: not read yet), read here
+    ///   the first time a synced write needs it.
     private func view(_ key: RecordKey, entry: RecordStoreEntry?, writes: [(id: OperationID, firstSeq: JournalSequence)],
-                      policy: RecordTypePolicy, in txn: borrowing LMDBTransaction) throws -> LocalRecord? {
+                      policy: RecordTypePolicy, feed: inout FeedPosition??, in txn: borrowing LMDBTransaction) throws -> LocalRecord? {
         let opened = try self.opened(entry, table: policy.isLocalOnly ? .local : .base, key: key)
         let stored: RecordView.Stored
         if policy.isLocalOnly {
@@ -194,7 +223,8 @@ extension JournalSchema {
         }
         let viewWrites = try writes.map { try viewWrite($0.id, firstSeq: $0.firstSeq, key: key, in: txn) }
         guard stored.base != nil || stored.valueHash != nil || !viewWrites.isEmpty else { return nil }
-        return RecordView.view(key, stored: stored, isLocalOnly: policy.isLocalOnly, writes: viewWrites,
+        if feed == nil, viewWrites.contains(where: { $0.status == .synced }) { feed = .some(try feedRow(business: key.business, in: txn)?.cursor) }
+        return RecordView.view(key, stored: stored, isLocalOnly: policy.isLocalOnly, writes: viewWrites, feed: feed ?? nil,
                                schemaVersion: policy.schemaVersion, upgrade: policy.upgrade)
     }
 
@@ -318,6 +348,8 @@ extension JournalSchema {
                 case .answer: "the server confirmed its record"
                 case .written: "the server confirmed the value written"
                 case .conflict: "the server answered with its own record: changed elsewhere"
+                case .pulled: "the server's change, pulled"
+                case .snapshot: "the server's record, fetched again whole"
                 }
                 return made(confirmation.valueHash == nil ? "the server confirmed it deleted" : what,
                             revision: confirmation.revision, hash: confirmation.valueHash)
@@ -335,6 +367,19 @@ extension JournalSchema {
         case .dependencyEnded: return made("blocked: a write it depends on ended: rolled back")
         case .heldOnRollback(let held): return made("held: made on \(String(held.builtOn.uuidString.prefix(8))), which was rolled back")
         case .rollbackAcknowledged: return made("the member saw the rollback")
+        case .deletedOnServer(let deleted): return made("conflicted: deleted on the server while the change waited", revision: deleted.revision)
+        case .pageApplied(let page):
+            let pulled = page.confirmations.last { $0.key == key }
+            return made((pulled?.valueHash == nil ? "pulled: deleted on the server" : "pulled: the server's change")
+                        + " (page \(page.from) -> \(page.to))", revision: pulled?.revision, hash: pulled?.valueHash)
+        case .snapshotPageStaged(let page):
+            let staged = page.confirmations.last { $0.key == key }
+            return made("staged by the resnapshot (page \(page.page), read at \(page.position))", revision: staged?.revision, hash: staged?.valueHash)
+        case .resnapshotFinished(let finished):
+            if let vanished = finished.vanished.first(where: { $0.key == key }) {
+                return made("gone from the server's snapshot: deleted at the swap", revision: vanished.revision)
+            }
+            return made("the resnapshot swapped in (feed from \(finished.cursor))")
         case .attemptAbandoned: return made("the app ended mid-send: sent again under the same key")
         default: return made(event.kind.rawValue)
         }
@@ -350,9 +395,13 @@ extension JournalSchema {
                       in txn: borrowing LMDBTransaction) throws -> Bool {
         guard !state.records.isEmpty else { return true }
         if state.status == .synced {
+            let write = RecordView.Write(state: state, change: nil)
+            var feeds: [String: FeedPosition?] = [:]
             for key in state.awaitingServerValue {
-                // Still confirmed: no base since the write settled.
-                guard let base = try txn.get(base, key), base.seq > state.latestSeq else { return false }
+                // Still confirmed: the server's value is not back for it yet.
+                if feeds[key.business] == nil { feeds[key.business] = .some(try feedRow(business: key.business, in: txn)?.cursor) }
+                let stored = try txn.get(activeBase(business: key.business, in: txn), key).map { ServerBase(value: nil, revision: $0.revision, learntAt: $0.learntAt, seq: $0.seq) }
+                guard RecordView.isRetired(write, base: stored, feed: feeds[key.business] ?? nil) else { return false }
             }
         }
         if state.rolledBackSeq != nil, let retention {

@@ -18,8 +18,10 @@ import Synchronization
 /// | `state` | 5, record, lane seq, first seq | operation id, for writes whose change a record's view may show |
 /// | `state` | 6, record, first seq | operation id, for writes of the record its view no longer shows (with 5: its history) |
 /// | `state` | 7, status code, first seq | operation id |
-/// | `records` | 1, record | its server base (``RecordStoreEntry``) |
+/// | `records` | 1, record | its server base, generation 0 (``RecordStoreEntry``) |
 /// | `records` | 2, record | a local-only record (``RecordStoreEntry``) |
+/// | `records` | 3, record | its server base, generation 1: a resnapshot's staging, or the base once swapped in |
+/// | `records` | 4, business | its change feed: cursor, the event that set it, the active generation, a staging (``FeedRow``) |
 ///
 /// Every projection is written in the same transaction as the event it folds, and all of them
 /// can be rebuilt from `events` alone. They share one B-tree under one-byte prefixes, so a commit
@@ -30,7 +32,7 @@ import Synchronization
 final class JournalSchema: Sendable {
     /// The layout version of the projections (`state`). A journal stored with another version
     /// has its projections rebuilt from the events at open.
-    static let projectionVersion: UInt32 = 8
+    static let projectionVersion: UInt32 = 9
 
     /// The first layout that keeps its projections in `state`: a rebuild from such a layout
     /// rewrites what it reads.
@@ -78,10 +80,13 @@ final class JournalSchema: Sendable {
     let syncTab: LMDBTable<JournalCodec.TabKey, JournalCodec.ID>
     let recordWrites: LMDBTable<JournalCodec.RecordWriteKey, JournalCodec.ID>
     let recordOps: LMDBTable<JournalCodec.RecordOpKey, JournalCodec.ID>
-    /// The record values' database, and its two tables.
+    /// The record values' database, and its tables.
     let records: LMDBDatabase
     let base: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>
+    /// A business's base generation 1 (``FeedRow/generation``).
+    let stagedBase: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>
     let localRecords: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>
+    let feeds: LMDBTable<NameCodec, JournalCodec.Feed>
     /// The journal's key, when it is encrypted at rest and the key was given.
     let sealing = SealingBox()
 
@@ -120,8 +125,16 @@ final class JournalSchema: Sendable {
             : try environment.openDatabase(Self.recordsDatabase)
         self.records = records
         base = LMDBTable(records, prefix: [RecordStoreWrite.Table.base.rawValue], name: "base")
+        stagedBase = LMDBTable(records, prefix: [Self.secondBasePrefix], name: "base-2")
         localRecords = LMDBTable(records, prefix: [RecordStoreWrite.Table.local.rawValue], name: "local")
+        feeds = LMDBTable(records, prefix: [Self.feedsPrefix], name: "feeds")
     }
+
+    /// The `records` table of each business's change feed (``FeedRow``).
+    static let feedsPrefix: UInt8 = 4
+    /// The `records` table of a business's base generation 1 (generation 0 is table 1): where a
+    /// resnapshot stages, and then the base the member sees once its feed row flips.
+    static let secondBasePrefix: UInt8 = 3
 
     // MARK: Keys
 

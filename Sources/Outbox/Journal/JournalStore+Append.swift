@@ -1,6 +1,7 @@
 import Foundation
 import OutboxCore
 import OutboxStorage
+import OutboxWire
 
 /// Appending: the group commit's transaction.
 extension JournalStore {
@@ -72,6 +73,8 @@ private struct AppendBatch {
     var position: [OperationID: Int] = [:]
     /// The states one unit folded, before it is known to land.
     var folding: [(id: OperationID, before: OperationState?, after: OperationState)] = []
+    /// Each feed row the transaction's landed units wrote, as they left it.
+    var feedRows: [ExactString: FeedRow] = [:]
     var scratch = Projection.Scratch()
 
     /// - Parameter counters: the counters the last append committed, when known.
@@ -93,12 +96,47 @@ private struct AppendBatch {
         var events: [JournalEvent] = []
         events.reserveCapacity(unit.count)
         folding.removeAll(keepingCapacity: true)
+        var movedFeeds: [ExactString: FeedRow] = [:]
         do {
             var seq = lastSeq
             var index = 0
             while index < unit.count {
-                let prepared = unit[index]
                 seq = seq.next
+                if let feedWrite = unit[index].draft.feedWrite {
+                    // The row is checked before anything of the step is written: a page asked
+                    // from a cursor another pull has since moved applies nothing.
+                    let business = ExactString(feedWrite.business)
+                    let stored = try movedFeeds[business] ?? feedRows[business] ?? schema.feedRow(business: feedWrite.business, in: txn)
+                    switch feedWrite {
+                    case .move(_, let expectFrom, let to):
+                        guard stored?.cursor == expectFrom, stored?.staging == nil else {
+                            return .failure(.feedMoved(business: feedWrite.business, pageFrom: expectFrom?.text, stored: stored?.cursor?.text))
+                        }
+                        var row = stored ?? FeedRow(cursor: nil, pageSeq: seq)
+                        row.cursor = to
+                        row.pageSeq = seq
+                        movedFeeds[business] = row
+                        // A record the page deleted: each write of it still waiting learns so.
+                        unit += try deletedOnServer(unit[index].draft.storeWrites, tombstoneSeq: seq,
+                                                    base: schema.baseTable(generation: row.generation), in: txn).map(JournalStore.PreparedDraft.init)
+                    case .replace(_, let expect, var row):
+                        guard stored.map({ var row = $0; row.pageSeq = expect?.pageSeq ?? row.pageSeq; return row }) == expect else {
+                            return .failure(.feedMoved(business: feedWrite.business, pageFrom: expect?.cursor?.text, stored: stored?.cursor?.text))
+                        }
+                        row.pageSeq = seq
+                        // A staging this event begins starts at it.
+                        if row.staging?.startedSeq == .zero { row.staging?.startedSeq = seq }
+                        movedFeeds[business] = row
+                        if let expect, expect.staging != nil, row.staging == nil, row.generation != expect.generation {
+                            // The swap: what vanished from under a pending write is deleted in the
+                            // new base, and each write still waiting on it is asked about.
+                            let (swap, conflicts) = try swapped(unit[index].draft, from: expect, tombstoneSeq: seq, in: txn)
+                            unit[index] = JournalStore.PreparedDraft(swap)
+                            unit += conflicts.map(JournalStore.PreparedDraft.init)
+                        }
+                    }
+                }
+                let prepared = unit[index]
                 let event = JournalEvent(seq: seq, operationID: prepared.draft.operationID, recordedAt: now, uptime: uptime, body: prepared.draft.body)
                 if let id = prepared.draft.operationID {
                     let before: OperationState?
@@ -117,6 +155,11 @@ private struct AppendBatch {
                     if let before, after.rolledBackSeq != nil, before.rolledBackSeq == nil {
                         unit += try heldOnRollback(after, in: txn).map(JournalStore.PreparedDraft.init)
                     }
+                    // A write that was on its way when a tombstone of its record came back queued:
+                    // the tombstone's question is asked now.
+                    if before?.status == .syncing, after.status == .queued, !after.records.isEmpty {
+                        unit += try deletedWhileSent(after, in: txn).map(JournalStore.PreparedDraft.init)
+                    }
                 }
                 events.append(event)
                 index += 1
@@ -133,9 +176,23 @@ private struct AppendBatch {
             }
             if let scope = prepared.draft.dropsBase {
                 try schema.dropBase(business: scope.business, type: scope.type, in: txn)
+                // The feed moved past the dropped records: the next pull fetches the type again.
+                if var row = try schema.feedRow(business: scope.business, in: txn), !row.resync.contains(scope.type) {
+                    row.resync.append(scope.type)
+                    try txn.put(schema.feeds, scope.business, row)
+                }
             }
-            for write in prepared.draft.storeWrites {
+            for write in prepared.draft.storeWrites where try !schema.feedPassed(write, answeredAt: event.body, in: txn) {
                 try schema.store(write, seq: event.seq, at: now, in: txn)
+            }
+            for write in prepared.draft.stagedWrites {
+                // The generation the business's feed row does not show (as written so far).
+                let generation = try schema.feedRow(business: write.key.business, in: txn)?.otherGeneration ?? 1
+                try schema.store(write, seq: event.seq, at: now, into: schema.baseTable(generation: generation), in: txn)
+            }
+            if let feedWrite = prepared.draft.feedWrite, let row = movedFeeds[ExactString(feedWrite.business)] {
+                // Last of the step: the cursor lands with the changes it stands for.
+                try txn.put(schema.feeds, feedWrite.business, row)
             }
             if event.operationID == nil {
                 // Engine events are rare, and change no operation (a compaction appends through
@@ -155,8 +212,95 @@ private struct AppendBatch {
                 touched.append((before, after))
             }
         }
+        feedRows.merge(movedFeeds) { $1 }
         lastSeq = events.last?.seq ?? lastSeq
         return .success(events)
+    }
+
+    /// `deletedOnServer` for every write still waiting of each record a page deletes: the page's
+    /// last change of the record a tombstone newer than its stored base. Which writes, by
+    /// ``TombstoneConflict``.
+    private func deletedOnServer(_ writes: [RecordStoreWrite], tombstoneSeq: JournalSequence,
+                                 base: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>,
+                                 in txn: borrowing LMDBTransaction) throws -> [JournalStore.Draft] {
+        // Most pages delete nothing: then there is nothing to ask.
+        guard writes.contains(where: { $0.table == .base && $0.value == nil }) else { return [] }
+        var last: [RecordKey: RecordStoreWrite] = [:]
+        for write in writes where write.table == .base {
+            if let kept = last[write.key], kept.revision >= write.revision { continue }
+            last[write.key] = write
+        }
+        var tombstones: [(key: RecordKey, revision: UInt64)] = []
+        let deleted = last.values.filter { $0.value == nil }.map { (bytes: $0.key.bytes, write: $0) }
+        for (_, write) in deleted.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
+            guard write.replaces(storedRevision: try txn.get(base, write.key)?.revision) else { continue }
+            tombstones.append((write.key, write.revision))
+        }
+        return try deletedOnServer(tombstones, tombstoneSeq: tombstoneSeq, in: txn)
+    }
+
+    /// `deletedOnServer` for every write still waiting of each record deleted at `revision`.
+    private func deletedOnServer(_ tombstones: [(key: RecordKey, revision: UInt64)], tombstoneSeq: JournalSequence,
+                                 in txn: borrowing LMDBTransaction) throws -> [JournalStore.Draft] {
+        var drafts: [JournalStore.Draft] = []
+        for (key, revision) in tombstones {
+            for (id, _) in try schema.recordWriteIDs(key, in: txn) {
+                guard let current = try currentState(id, in: txn) else { continue }
+                let deletes = try schema.recordChange(key, of: current, in: txn)?.isDelete ?? false
+                let rule = TombstoneConflict.Write(status: current.status, deletes: deletes, firstSeq: current.firstSeq, isHeld: current.heldOn != nil)
+                guard TombstoneConflict.decision(for: rule, tombstoneSeq: tombstoneSeq) == .conflict else { continue }
+                drafts.append(JournalStore.Draft(operationID: id, body: .deletedOnServer(DeletedOnServer(key: key, revision: revision))))
+            }
+        }
+        return drafts
+    }
+
+    /// `deletedOnServer` for a write back in the queue after an attempt, when a record it puts a
+    /// value in was deleted in the base (by a pulled tombstone or a resnapshot's swap) after it
+    /// was made: the question ``TombstoneConflict`` deferred while it was on its way.
+    private func deletedWhileSent(_ state: OperationState, in txn: borrowing LMDBTransaction) throws -> [JournalStore.Draft] {
+        for key in state.records {
+            guard let base = try txn.get(schema.activeBase(business: key.business, in: txn), key), base.valueHash == nil,
+                  try schema.recordChange(key, of: state, in: txn)?.isDelete == false else { continue }
+            let rule = TombstoneConflict.Write(status: state.status, deletes: false, firstSeq: state.firstSeq, isHeld: state.heldOn != nil)
+            guard TombstoneConflict.decision(for: rule, tombstoneSeq: base.seq) == .conflict else { continue }
+            return [JournalStore.Draft(operationID: state.id, body: .deletedOnServer(DeletedOnServer(key: key, revision: base.revision)))]
+        }
+        return []
+    }
+
+    /// A resnapshot's swap, completed in its transaction: each record a pending write changes that
+    /// the old base holds live and the staged one does not is deleted in the staged base at its
+    /// old revision (so a write on its way settles against it, and a re-creation at a higher
+    /// revision still wins), named in the event, and each write still waiting on it is asked
+    /// about. Costs a read per record with pending writes, never one per record of the base.
+    private func swapped(_ draft: JournalStore.Draft, from row: FeedRow, tombstoneSeq: JournalSequence,
+                         in txn: borrowing LMDBTransaction) throws -> (JournalStore.Draft, [JournalStore.Draft]) {
+        guard case .resnapshotFinished(var finished) = draft.body else { return (draft, []) }
+        let old = schema.baseTable(generation: row.generation)
+        let staged = schema.baseTable(generation: row.otherGeneration)
+        var keys: [RecordKey] = []
+        let scope = finished.type.map { RecordKey.scopeBytes(business: finished.business, type: $0) } ?? RecordKey.businessScopeBytes(finished.business)
+        try txn.scan(schema.recordWrites, leading: scope) { entry in
+            let (key, _, _) = try entry.key()
+            if keys.last != key { keys.append(key) }
+            return .next
+        }
+        var swap = draft
+        var tombstones: [(key: RecordKey, revision: UInt64)] = []
+        // Into a new epoch the old revisions mean nothing: a vanished record is deleted at 0, so
+        // the new epoch's own revisions of it are all newer.
+        let sameEpoch = finished.type != nil || row.cursor.map { $0.epoch == finished.cursor.epoch } ?? true
+        for key in keys {
+            guard let before = try txn.get(old, key), before.valueHash != nil else { continue }
+            if let after = try txn.get(staged, key), after.valueHash != nil { continue }
+            let revision = sameEpoch ? max(before.revision, try txn.get(staged, key)?.revision ?? 0) : 0
+            finished.vanished.append(RecordConfirmation(key: key, revision: revision, valueHash: nil, source: .snapshot))
+            swap.stagedWrites.append(RecordStoreWrite(table: .base, key: key, revision: revision, schemaVersion: before.schemaVersion, value: nil))
+            tombstones.append((key, revision))
+        }
+        swap.body = .resnapshotFinished(finished)
+        return (swap, try deletedOnServer(tombstones, tombstoneSeq: tombstoneSeq, in: txn))
     }
 
     /// `heldOnRollback` for every queued write of `rolledBack`'s records made after it (in the
@@ -177,15 +321,7 @@ private struct AppendBatch {
         }
         var drafts: [JournalStore.Draft] = []
         for id in later.sorted() where id != rolledBack.id {
-            var current: OperationState?
-            if let local = folding.last(where: { $0.id == id }) {
-                current = local.after
-            } else if let index = position[id] {
-                current = touched[index].after
-            } else {
-                current = try storedState(id, in: txn)
-            }
-            guard let current, current.status == .queued else { continue }
+            guard let current = try currentState(id, in: txn), current.status == .queued else { continue }
             drafts.append(JournalStore.Draft(operationID: id, body: .heldOnRollback(HeldOnRollback(builtOn: rolledBack.id))))
         }
         return drafts
@@ -198,6 +334,14 @@ private struct AppendBatch {
                                  schema: schema, in: txn)
         }
         try Projection.writeCounters(counters, schema: schema, in: txn)
+    }
+
+    /// The state of `id` as this transaction leaves it so far: folded by the unit in hand, by an
+    /// earlier unit, or as stored.
+    private func currentState(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState? {
+        if let local = folding.last(where: { $0.id == id }) { return local.after }
+        if let index = position[id] { return touched[index].after }
+        return try storedState(id, in: txn)
     }
 
     /// The state of `id` as stored when the transaction began; `nil` for an operation the

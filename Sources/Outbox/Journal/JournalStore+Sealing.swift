@@ -34,6 +34,7 @@ extension JournalStore {
                     bytesDelta += Int64(rewritten.count - record.count)
                 }
                 try Self.reseal(schema.base, table: .base, from: old, to: new, in: txn)
+                try Self.reseal(schema.stagedBase, table: .base, from: old, to: new, in: txn)
                 try Self.reseal(schema.localRecords, table: .local, from: old, to: new, in: txn)
                 var counters = try schema.counters(in: txn)
                 counters.eventBytes += bytesDelta

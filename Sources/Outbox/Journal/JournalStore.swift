@@ -54,6 +54,12 @@ final class JournalStore: Sendable {
         var storeWrites: [RecordStoreWrite] = []
         /// A business and type whose server base the event drops (`recordBaseDropped`).
         var dropsBase: (business: String, type: String)? = nil
+        /// Server bases a resnapshot stages (or, at its swap, deletes) in the generation its
+        /// business's feed row does not show yet; written after ``storeWrites``.
+        var stagedWrites: [RecordStoreWrite] = []
+        /// A step's change of its feed row (a page's move, a resnapshot's step): written last,
+        /// and only when the stored row is the one the step started from.
+        var feedWrite: FeedRowWrite? = nil
     }
 
     /// A draft with its record encoded but for the seq and moment (``RecordCodec/prepare(operationID:body:)``):

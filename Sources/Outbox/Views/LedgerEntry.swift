@@ -112,6 +112,22 @@ public struct OutboxMetrics: Sendable, Equatable, Codable {
     /// compaction that failed). Counted in memory, never journaled; each is also logged, and the
     /// latest are in `Outbox.recentProblems`. Empty from a ``JournalReader``.
     public var problems: [OutboxProblem.Kind: Int] = [:]
+    /// The pull's numbers since the journal opened (counted in memory, zero from a
+    /// ``JournalReader``): passes that pulled at least one feed, pages applied, pages refused
+    /// (each journaled as `pageRefused`), and pulled changes passed over (of a local-only type or
+    /// one the pull configuration does not list).
+    public var pulls: Int = 0
+    public var pagesApplied: Int = 0
+    public var pagesRefused: Int = 0
+    public var pulledChangesSkipped: Int = 0
+    /// Bases fetched again whole and swapped in (a 409, another epoch, a summary mismatch), and
+    /// type summaries compared with the base and found to differ, since the journal opened.
+    public var resnapshots: Int = 0
+    public var summariesChecked: Int = 0
+    public var summaryMismatches: Int = 0
+    /// Per business, the seconds since its feed's last page that reached the end, by the clock
+    /// now (uptime within a boot): a feed never caught up is absent.
+    public var cursorLagSeconds: [ExactString: Double] = [:]
 
     /// The share of the budget in use, 0...1.
     public var budgetUsed: Double {

@@ -102,9 +102,15 @@ final class ReplayAttempt: Sendable {
                 guard let state = try schema.state(id, in: txn) else { return nil }
                 let enqueued = Result { try schema.enqueued(of: state, in: txn) }
                 // An edit behind another of the same record is sent against the revision the
-                // earlier one's success brought to the base.
-                let revision = try state.revisionFrom.flatMap { try schema.serverBase($0, in: txn) }
-                    .flatMap { $0.isDeleted ? nil : String($0.revision) }
+                // earlier one's success brought to the base; a base another device's change moved
+                // beneath it after it was made (a pull) leaves it sent against what the member saw.
+                let base = try state.revisionFrom.flatMap { try schema.serverBase($0, in: txn) }
+                var revision = base.flatMap { $0.isDeleted ? nil : String($0.revision) }
+                // (An answer's event compacted away was an operation's: only a pull's is kept.)
+                if let base, base.seq > state.firstSeq, let basis = (try? enqueued.get())?.basisRevision,
+                   let brought = try schema.event(base.seq, in: txn), brought.operationID == nil {
+                    revision = String(basis)
+                }
                 return (state, enqueued.map(\.request.payload), (try? enqueued.get())?.changes ?? [], revision, try schema.engineState(in: txn))
             }
         } catch {

@@ -5,7 +5,8 @@ import Synchronization
 
 /// One pass of the worker: finds the queued rows whose moment has come, sends those the
 /// eligibility rule lets go (each through ``ReplayAttempt``, or several through
-/// ``BatchAttempt``), and says when the next pass should run.
+/// ``BatchAttempt``), then pulls the change feeds due (``PullStage``), and says when the next
+/// pass should run.
 final class ReplayPass: Sendable {
     let store: JournalStore
     let room: JournalRoom
@@ -14,6 +15,12 @@ final class ReplayPass: Sendable {
     let log: EngineLog
     /// The guard against a clock moved backwards: rows seen due beyond the cap, and since when.
     let clamp: Mutex<ClockSkewClamp>
+    /// One business's feed pulled page by page (also ``Outbox``'s page applier).
+    let puller: FeedPuller
+    /// The pass's pull, after its sends; `nil` without a pull configuration.
+    let pulls: PullStage?
+    /// Set when a write became due while the pass runs: a pull gives way to it after its page.
+    let writesWaiting = Atomic<Bool>(false)
 
     init(store: JournalStore, room: JournalRoom, attempts: ReplayAttempt, configuration: OutboxConfiguration, log: EngineLog) {
         self.store = store
@@ -22,6 +29,10 @@ final class ReplayPass: Sendable {
         self.configuration = configuration
         self.log = log
         self.clamp = Mutex(ClockSkewClamp(policy: configuration.retryPolicy))
+        let puller = FeedPuller(store: store, room: room, transport: attempts.transport, configuration: configuration,
+                                sessions: attempts.sessions, log: log)
+        self.puller = puller
+        self.pulls = configuration.pull.map { PullStage(puller: puller, settings: $0) }
     }
 
     var clock: any OutboxClock { configuration.clock }
@@ -33,6 +44,13 @@ final class ReplayPass: Sendable {
     }
 
     // MARK: A pass
+
+    /// What a pass came to: when the next should run, and what its pull did (`nil` without a
+    /// pull configuration).
+    struct Outcome: Sendable {
+        var next: Date?
+        var pull: PullReport?
+    }
 
     /// What a pass's sending came to.
     struct Progress {
@@ -46,24 +64,45 @@ final class ReplayPass: Sendable {
     }
 
     /// Sends every queued row whose moment has come, in journal order, one at a time per lane
-    /// and up to `maxConcurrentLanes` lanes at once. Stops starting rows when the session is gone
-    /// or a 401 paused the worker.
-    /// - Returns: when the timer should run the next pass: the earliest scheduled retry left;
-    ///   `nil` when nothing is scheduled or a 401 paused the worker. A pass the session halted
-    ///   (signed out, another account), or one that could not read whether the worker is paused
-    ///   or what is scheduled, asks again one cap later; a pass that sent nothing never asks for
-    ///   another at once: the worker never spins.
-    func run(trigger: WakeReason) async -> Date? {
+    /// and up to `maxConcurrentLanes` lanes at once, then pulls the feeds due. Stops starting
+    /// rows when the session is gone or a 401 paused the worker. The pull comes after the sends,
+    /// so a failed pull never stops this pass's writes and their answers land first.
+    /// - Returns: when the timer should run the next pass: the earliest scheduled retry left or
+    ///   feed due; `nil` when nothing is scheduled or a 401 paused the worker. A pass the session
+    ///   halted (signed out, another account), or one that could not read whether the worker is
+    ///   paused or what is scheduled, asks again one cap later; a pass that sent nothing never
+    ///   asks for another at once: the worker never spins.
+    func run(trigger: WakeReason) async -> Outcome {
+        writesWaiting.store(false, ordering: .relaxed)
         switch isPaused() {
-        case true?: return ended(trigger, Progress(), next: nil, because: "paused")
-        case nil: return ended(trigger, Progress(), next: poll(), because: "unreadable")
+        case true?: return Outcome(next: ended(trigger, Progress(), next: nil, because: "paused"), pull: pulls?.pausedReport())
+        case nil: return Outcome(next: ended(trigger, Progress(), next: poll(), because: "unreadable"), pull: pulls.map { _ in PullReport(feeds: []) })
         case false?: break
         }
         log.log(.debug, "pass started", [EngineLog.Key.trigger: .string(trigger.rawValue)])
         await attempts.sessions.recordIfChanged()
         await abandonOrphans()
         let progress = await sendDue(trigger: trigger)
-        return nextPass(after: progress, trigger: trigger)
+        let pulled = await pull(trigger: trigger)
+        return Outcome(next: nextPass(after: progress, pulls: pulled?.next, trigger: trigger), pull: pulled?.report)
+    }
+
+    /// The pass's pull, after its sends: none once the worker stopped, none while a 401 (this
+    /// pass's or earlier) holds the worker paused.
+    private func pull(trigger: WakeReason) async -> PullStage.Result? {
+        guard let pulls else { return nil }
+        guard !attempts.isStopped else { return PullStage.Result(report: PullReport(feeds: []), next: nil) }
+        switch isPaused() {
+        case true?: return PullStage.Result(report: pulls.pausedReport(), next: nil)
+        case nil: return PullStage.Result(report: PullReport(feeds: []), next: poll())
+        case false?: break
+        }
+        return await pulls.run(trigger: trigger) {
+            // Stopped (a sign-out): the pull ends after the page in hand, so the stop never
+            // waits for a long first sync.
+            if self.attempts.isStopped { return .signedOut }
+            return self.writesWaiting.load(ordering: .relaxed) ? .writesWaiting : nil
+        }
     }
 
     /// The pass's sending: lane heads offered by the plan, checked by the eligibility rule,
@@ -182,8 +221,10 @@ final class ReplayPass: Sendable {
         }
     }
 
-    /// When the next pass should run, after this one's sending.
-    private func nextPass(after progress: Progress, trigger: WakeReason) -> Date? {
+    /// When the next pass should run, after this one's sending and pulling (`pulls`: when the
+    /// next feed is due).
+    private func nextPass(after progress: Progress, pulls: Date?, trigger: WakeReason) -> Date? {
+        func earliest(_ next: Date?) -> Date? { [next, pulls].compactMap { $0 }.min() }
         switch isPaused() {
         case true?: return ended(trigger, progress, next: nil, because: "paused")
         case nil: return ended(trigger, progress, next: poll(), because: "unreadable")
@@ -199,7 +240,7 @@ final class ReplayPass: Sendable {
                 log.problem(.journalRead, "could not read when the unanswered row is due; the next pass runs one cap from now", error: error, operation: offline)
                 next = poll()
             }
-            return ended(trigger, progress, next: next, because: "no_response")
+            return ended(trigger, progress, next: earliest(next), because: "no_response")
         }
         if progress.halted { return ended(trigger, progress, next: poll(), because: "halted") }
         let next: Date?
@@ -209,8 +250,8 @@ final class ReplayPass: Sendable {
             log.problem(.journalRead, "could not read the schedule; the next pass runs one cap from now", error: error)
             return ended(trigger, progress, next: poll(), because: "unreadable")
         }
-        guard let next else { return ended(trigger, progress, next: nil, because: "nothing_scheduled") }
-        return ended(trigger, progress, next: progress.sent == 0 && next <= clock.now() ? poll() : next, because: "scheduled")
+        guard let next else { return ended(trigger, progress, next: pulls, because: pulls == nil ? "nothing_scheduled" : "feed_due") }
+        return ended(trigger, progress, next: earliest(progress.sent == 0 && next <= clock.now() ? poll() : next), because: "scheduled")
     }
 
     /// Commits the outcomes still carried, each alone.

@@ -11,6 +11,10 @@ actor ReplayWorker {
     private var passTask: Task<Void, Never>?
     private var timerTask: Task<Void, Never>?
     private var drainers: [Int: CheckedContinuation<Void, Never>] = [:]
+    /// `pull()` callers, resumed like drainers with the report of the pass they waited for.
+    private var pullers: [Int: CheckedContinuation<PullReport?, Never>] = [:]
+    /// What the last pass's pull did.
+    private var lastPull: PullReport?
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
     private var nextDrainerID = 0
     /// The timer's moment, readable synchronously (`Outbox.nextWake`).
@@ -25,6 +29,17 @@ actor ReplayWorker {
         perform(machine.wake(reason))
     }
 
+    /// Runs a pass that pulls every feed (or waits for the one running, then one such more) and
+    /// returns its pull's report; `nil` when the worker closed first.
+    func pull() async -> PullReport? {
+        let id = nextDrainerID
+        nextDrainerID += 1
+        return await withCheckedContinuation { continuation in
+            pullers[id] = continuation
+            perform(machine.requestPull(waiter: id))
+        }
+    }
+
     /// Runs a pass (or waits for the one running, then one more) and returns when it ends.
     func drain() async {
         let id = nextDrainerID
@@ -37,7 +52,14 @@ actor ReplayWorker {
 
     /// An enqueue or a retry made a row due at `moment`.
     func becameDue(at moment: Date, because reason: WakeReason) {
+        if moment <= clock.now() { flagWrite() }
         perform(machine.becameDue(at: moment, because: reason))
+    }
+
+    /// A write is due while a pass runs: its pull gives way after the page in hand (the machine
+    /// asks for the next pass at once).
+    private func flagWrite() {
+        if machine.isPassRunning, machine.isStarted { pass.writesWaiting.store(true, ordering: .relaxed) }
     }
 
     /// Stops the timer and any pass; releases every drain caller.
@@ -69,9 +91,10 @@ actor ReplayWorker {
         return deadline > clock.now()
     }
 
-    private func passFinished(nextDue: Date?) {
+    private func passFinished(_ outcome: ReplayPass.Outcome) {
         passTask = nil
-        perform(machine.passFinished(nextDue: nextDue))
+        lastPull = outcome.pull
+        perform(machine.passFinished(nextDue: outcome.next))
     }
 
     private func timerFired(_ deadline: Date) {
@@ -83,11 +106,14 @@ actor ReplayWorker {
             switch action {
             case .startPass(let reason):
                 passTask = Task {
-                    let nextDue = await pass.run(trigger: reason)
-                    self.passFinished(nextDue: nextDue)
+                    let outcome = await pass.run(trigger: reason)
+                    self.passFinished(outcome)
                 }
             case .resumeDrainers(let ids):
-                for id in ids { drainers.removeValue(forKey: id)?.resume() }
+                for id in ids {
+                    drainers.removeValue(forKey: id)?.resume()
+                    pullers.removeValue(forKey: id)?.resume(returning: machine.isClosed ? nil : lastPull ?? PullReport(feeds: []))
+                }
             case .armTimer(let deadline, _):
                 timerTask?.cancel()
                 armedTimer.withLock { $0 = deadline }

@@ -80,7 +80,7 @@ struct WorkerStateMachine {
     mutating func becameDue(at moment: Date, because reason: WakeReason) -> [Action] {
         guard isStarted, !isClosed else { return [] }
         if isPassRunning {
-            rerun = rerun ?? reason
+            rerun = Self.rerun(rerun, asked: reason)
             return []
         }
         if let deadline = timerDeadline, deadline <= moment { return [] }
@@ -94,6 +94,16 @@ struct WorkerStateMachine {
         guard !isClosed, timerDeadline == deadline else { return [] }
         timerDeadline = nil
         return requestPass(timerReason)
+    }
+
+    /// `pull()`: a pass that pulls every feed now (``WakeReason/pullRequested``), and the caller
+    /// waits until such a pass, started after this call, ends. A pass asked for meanwhile
+    /// becomes one.
+    mutating func requestPull(waiter: Int) -> [Action] {
+        guard !isClosed else { return [.resumeDrainers([waiter])] }
+        isStarted = true
+        drainers.append((waiter, passNumber + 1))
+        return requestPass(.pullRequested)
     }
 
     /// The outbox closed: release every drain caller, stop the timer.
@@ -112,10 +122,17 @@ struct WorkerStateMachine {
 
     private mutating func requestPass(_ reason: WakeReason) -> [Action] {
         if isPassRunning {
-            rerun = rerun ?? reason
+            rerun = Self.rerun(rerun, asked: reason)
             return []
         }
         return startPass(reason)
+    }
+
+    /// The reason of the pass asked for while one runs: the first asked, unless a later one pulls
+    /// every feed and it does not (a pull asked for is never lost in a pass that would not pull).
+    static func rerun(_ pending: WakeReason?, asked reason: WakeReason) -> WakeReason {
+        guard let pending else { return reason }
+        return reason.forcesPull && !pending.forcesPull ? reason : pending
     }
 
     private mutating func startPass(_ reason: WakeReason) -> [Action] {

@@ -43,6 +43,8 @@ extension Enqueued: RecordBody {
         // A value byte for byte the (plaintext) payload refers to it instead of repeating it.
         for change in changes { change.write(to: &writer, payload: sealed == nil ? request.payload : nil) }
         writer.writeOptional(request.revisionFrom) { $0.write($1) }
+        // Format 4: the revision the change was made on.
+        writer.writeOptional(basisRevision) { $0.write($1) }
     }
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
@@ -93,7 +95,9 @@ extension Enqueued: RecordBody {
                 try reader.readRecordKey()
             }
         }
-        self.init(request: request, requestHash: hash, account: account, sealed: sealed, supersedes: supersedes, changes: changes)
+        let basis = version >= 4 ? try reader.readOptional("basis revision") { (reader) throws(DecodingProblem) in try reader.readUInt64("basis revision") } : nil
+        self.init(request: request, requestHash: hash, account: account, sealed: sealed, supersedes: supersedes, changes: changes,
+                  basisRevision: basis)
     }
 }
 
@@ -135,6 +139,8 @@ extension AttemptFinished: RecordBody {
         // Format 3: the records' trail.
         writer.write(UInt32(confirmations.count))
         for confirmation in confirmations { confirmation.write(to: &writer) }
+        // Format 4: where the feed shows the write.
+        writer.writeOptional(visibleAt) { $0.write(position: $1) }
     }
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
@@ -164,6 +170,9 @@ extension AttemptFinished: RecordBody {
             let count = Int(try reader.readUInt32("confirmation count"))
             guard count <= reader.remaining else { throw DecodingProblem("\(count) record confirmations cannot fit") }
             for _ in 0..<count { confirmations.append(try RecordConfirmation(reading: &reader, version: version)) }
+        }
+        if version >= 4 {
+            visibleAt = try reader.readOptional("visible at") { (reader) throws(DecodingProblem) in try reader.readPosition("visible at") }
         }
     }
 }

@@ -27,7 +27,7 @@ import OutboxWire
 /// apart from one written by a newer engine before anything else is read.
 package enum RecordCodec {
     /// The format this engine writes and the newest it reads.
-    package static let formatVersion = 3
+    package static let formatVersion = 4
 
     /// The header's size in the format this engine writes.
     static let headerSize = 64
@@ -147,6 +147,14 @@ package enum RecordCodec {
         case .rollbackAcknowledged(let acknowledged): acknowledged.write(to: &writer)
         case .recordsWritten(let written): written.write(to: &writer)
         case .recordBaseDropped(let dropped): dropped.write(to: &writer)
+        case .deletedOnServer(let deleted): deleted.write(to: &writer)
+        case .pageApplied(let page): page.write(to: &writer)
+        case .pageRefused(let refused): refused.write(to: &writer)
+        case .resnapshotStarted(let started): started.write(to: &writer)
+        case .snapshotPageStaged(let staged): staged.write(to: &writer)
+        case .resnapshotFinished(let finished): finished.write(to: &writer)
+        case .resnapshotAbandoned(let abandoned): abandoned.write(to: &writer)
+        case .summaryChecked(let checked): checked.write(to: &writer)
         }
     }
 
@@ -356,6 +364,14 @@ package enum RecordCodec {
         case .rollbackAcknowledged: .rollbackAcknowledged(try RollbackAcknowledged(reading: &reader, version: version))
         case .recordsWritten: .recordsWritten(try RecordsWritten(reading: &reader, version: version))
         case .recordBaseDropped: .recordBaseDropped(try RecordBaseDropped(reading: &reader, version: version))
+        case .deletedOnServer: .deletedOnServer(try DeletedOnServer(reading: &reader, version: version))
+        case .pageApplied: .pageApplied(try PageApplied(reading: &reader, version: version))
+        case .pageRefused: .pageRefused(try PageRefused(reading: &reader, version: version))
+        case .resnapshotStarted: .resnapshotStarted(try ResnapshotStarted(reading: &reader, version: version))
+        case .snapshotPageStaged: .snapshotPageStaged(try SnapshotPageStaged(reading: &reader, version: version))
+        case .resnapshotFinished: .resnapshotFinished(try ResnapshotFinished(reading: &reader, version: version))
+        case .resnapshotAbandoned: .resnapshotAbandoned(try ResnapshotAbandoned(reading: &reader, version: version))
+        case .summaryChecked: .summaryChecked(try SummaryChecked(reading: &reader, version: version))
         }
     }
 

@@ -91,6 +91,8 @@ package enum StateCodec {
         writer.writeOptional(state.rolledBackSeq) { $0.write($1.rawValue) }
         writer.write(state.rollbackAcknowledged)
         writer.writeOptional(state.heldOn) { $0.write($1) }
+        // Where the feed shows a synced write (layout 9).
+        writer.writeOptional(state.visibleAt) { $0.write(position: $1) }
         writer.write(UInt32(state.eventSeqs.count))
         for seq in state.eventSeqs { writer.write(seq.rawValue) }
     }
@@ -199,6 +201,7 @@ package enum StateCodec {
         }
         state.rollbackAcknowledged = try reader.readBool("rollback acknowledged")
         state.heldOn = try reader.readOptional("held on") { (reader) throws(DecodingProblem) in try reader.readOperationID("held on") }
+        state.visibleAt = try reader.readOptional("visible at") { (reader) throws(DecodingProblem) in try reader.readPosition("visible at") }
         let seqCount = Int(try reader.readUInt32("event count"))
         guard seqCount <= reader.remaining / 8 else { throw DecodingProblem("\(seqCount) event seqs in \(reader.remaining) bytes") }
         state.eventSeqs = []

@@ -24,4 +24,6 @@ public enum ErrorCode {
     public static let dependencyEnded = "dependency_ended"
     /// A write of a record made on top of an earlier one that was rolled back.
     public static let builtOnRolledBack = "built_on_rolled_back"
+    /// The record a waiting write changes was deleted on the server (a pulled tombstone).
+    public static let deletedOnServer = "deleted_on_server"
 }

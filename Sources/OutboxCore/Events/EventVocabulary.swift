@@ -43,6 +43,9 @@ public enum WakeReason: String, Sendable, Codable, JournalCode {
     /// The device's clock was changed (iOS: `significantTimeChangeNotification`): retry moments
     /// are wall-clock, so the timer is re-armed from the new time.
     case clockChanged
+    /// The app asked for a pull now (`pull()`): a pass that sends what is due, then pulls every
+    /// feed.
+    case pullRequested
 
     public var code: UInt8 {
         switch self {
@@ -57,6 +60,7 @@ public enum WakeReason: String, Sendable, Codable, JournalCode {
         case .enqueued: 9
         case .retryRequested: 10
         case .clockChanged: 11
+        case .pullRequested: 12
         }
     }
 

@@ -3,6 +3,7 @@
 
 public import Foundation
 public import OutboxCrypto
+public import OutboxWire
 
 /// One immutable entry of the journal.
 ///
@@ -56,12 +57,22 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
     case rollbackAcknowledged
     case recordsWritten
     case recordBaseDropped
+    case deletedOnServer
+    case pageApplied
+    case pageRefused
+    case resnapshotStarted
+    case snapshotPageStaged
+    case resnapshotFinished
+    case resnapshotAbandoned
+    case summaryChecked
 
     /// The record format that introduced the kind: a record of an older version cannot hold it.
     public var formatVersion: Int {
         switch self {
         case .superseded, .rebased, .dependencyEnded, .sessionChanged: 2
         case .heldOnRollback, .rollbackAcknowledged, .recordsWritten, .recordBaseDropped: 3
+        case .deletedOnServer, .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished,
+            .resnapshotAbandoned, .summaryChecked: 4
         default: 1
         }
     }
@@ -70,9 +81,11 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
     public var isOperationEvent: Bool {
         switch self {
         case .enqueued, .attemptStarted, .attemptFinished, .attemptAbandoned, .withdrawn, .requeued,
-            .discarded, .approvalDecided, .superseded, .rebased, .dependencyEnded, .heldOnRollback, .rollbackAcknowledged:
+            .discarded, .approvalDecided, .superseded, .rebased, .dependencyEnded, .heldOnRollback, .rollbackAcknowledged,
+            .deletedOnServer:
             true
-        case .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped:
+        case .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped,
+            .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked:
             false
         }
     }
@@ -93,6 +106,7 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
         case .dependencyEnded: 11
         case .heldOnRollback: 12
         case .rollbackAcknowledged: 13
+        case .deletedOnServer: 14
         case .sessionPaused: 64
         case .sessionResumed: 65
         case .journalOpened: 66
@@ -100,6 +114,13 @@ public enum JournalEventKind: String, Sendable, Codable, JournalCode {
         case .sessionChanged: 68
         case .recordsWritten: 69
         case .recordBaseDropped: 70
+        case .pageApplied: 71
+        case .pageRefused: 72
+        case .resnapshotStarted: 73
+        case .snapshotPageStaged: 74
+        case .resnapshotFinished: 75
+        case .resnapshotAbandoned: 76
+        case .summaryChecked: 77
         }
     }
 
@@ -127,6 +148,14 @@ public enum JournalEventBody: Sendable, Equatable {
     case rollbackAcknowledged(RollbackAcknowledged)
     case recordsWritten(RecordsWritten)
     case recordBaseDropped(RecordBaseDropped)
+    case deletedOnServer(DeletedOnServer)
+    case pageApplied(PageApplied)
+    case pageRefused(PageRefused)
+    case resnapshotStarted(ResnapshotStarted)
+    case snapshotPageStaged(SnapshotPageStaged)
+    case resnapshotFinished(ResnapshotFinished)
+    case resnapshotAbandoned(ResnapshotAbandoned)
+    case summaryChecked(SummaryChecked)
 
     public var kind: JournalEventKind {
         switch self {
@@ -150,6 +179,14 @@ public enum JournalEventBody: Sendable, Equatable {
         case .rollbackAcknowledged: .rollbackAcknowledged
         case .recordsWritten: .recordsWritten
         case .recordBaseDropped: .recordBaseDropped
+        case .deletedOnServer: .deletedOnServer
+        case .pageApplied: .pageApplied
+        case .pageRefused: .pageRefused
+        case .resnapshotStarted: .resnapshotStarted
+        case .snapshotPageStaged: .snapshotPageStaged
+        case .resnapshotFinished: .resnapshotFinished
+        case .resnapshotAbandoned: .resnapshotAbandoned
+        case .summaryChecked: .summaryChecked
         }
     }
 }
@@ -174,10 +211,15 @@ public struct Enqueued: Sendable, Equatable {
     /// The member's records the write changes (format 3), in the order given: their overlays
     /// land in the same commit as this event.
     public var changes: [RecordWrite]
+    /// For a write whose `If-Match` comes from a record's base (``OutboxRequest/revisionFrom``):
+    /// the base's revision when the member made the change (format 4). A pull that brings another
+    /// device's revision beneath the write before it is sent leaves it sent against this one, so
+    /// the server answers 412 instead of the write overwriting a change the member never saw.
+    public var basisRevision: UInt64?
 
     public init(
         request: OutboxRequest, requestHash: SHA256Digest, account: String, sealed: SealedRequest? = nil,
-        supersedes: Supersession? = nil, changes: [RecordWrite] = []
+        supersedes: Supersession? = nil, changes: [RecordWrite] = [], basisRevision: UInt64? = nil
     ) {
         self.request = request
         self.requestHash = requestHash
@@ -185,6 +227,7 @@ public struct Enqueued: Sendable, Equatable {
         self.sealed = sealed
         self.supersedes = supersedes
         self.changes = changes
+        self.basisRevision = basisRevision
     }
 }
 
@@ -266,6 +309,9 @@ public struct AttemptFinished: Sendable, Equatable {
     /// What the answer confirmed of the records the write changed (format 3): each revision and
     /// value hash, the trail of the records' server base, which holds the values.
     public var confirmations: [RecordConfirmation] = []
+    /// Where the server's change feed shows the write (format 4, `Outbox-Visible-At`): the
+    /// member's change stays on screen until a pull reaches it. `nil`: the answer named none.
+    public var visibleAt: FeedPosition?
 
     public subscript<Value>(dynamicMember field: WritableKeyPath<Classification, Value>) -> Value {
         get { classification[keyPath: field] }

@@ -49,7 +49,8 @@ public struct EngineState: Sendable, Equatable {
             next.sessionSince = event.recordedAt
         case .enqueued, .attemptStarted, .attemptFinished, .attemptAbandoned, .withdrawn, .requeued, .discarded,
             .approvalDecided, .superseded, .rebased, .dependencyEnded, .heldOnRollback, .rollbackAcknowledged,
-            .recordsWritten, .recordBaseDropped:
+            .recordsWritten, .recordBaseDropped, .deletedOnServer, .pageApplied, .pageRefused, .resnapshotStarted,
+            .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked:
             break
         }
         return next

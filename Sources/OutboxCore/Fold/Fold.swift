@@ -19,6 +19,7 @@ package import Foundation
 /// | conflicted | `rebased` | queued, due now, against the server's revision |
 /// | queued | `dependencyEnded` | blocked |
 /// | queued | `heldOnRollback` (built on a rolled-back write of the same record) | conflicted |
+/// | queued | `deletedOnServer` (a pulled tombstone of a record it changes) | conflicted, its change kept |
 /// | failed, blocked, discarded, withdrawn | `rollbackAcknowledged` | unchanged: the record stops saying it was rolled back |
 ///
 /// A row with records is rolled back when it enters failed, blocked, discarded or withdrawn
@@ -90,7 +91,8 @@ package enum Fold {
         let before = next.status
 
         switch event.body {
-        case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped:
+        case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped,
+            .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked:
             preconditionFailure("handled above or not an operation event")
 
         case .heldOnRollback(let held):
@@ -102,6 +104,16 @@ package enum Fold {
             next.nextAttemptAt = nil
             next.lastErrorCode = ErrorCode.builtOnRolledBack
             next.lastErrorMessage = "This change was made on top of an earlier one that did not go through. Check it, then keep it, change it or discard it."
+
+        case .deletedOnServer(let deleted):
+            guard next.status == .queued else { throw illegal("only a queued row learns that its record was deleted on the server") }
+            guard next.records.contains(deleted.key) else { throw illegal("the write did not change \(deleted.key)") }
+            next.status = .conflicted
+            next.nextAttemptAt = nil
+            next.serverRevision = String(deleted.revision)
+            next.serverCurrent = nil
+            next.lastErrorCode = ErrorCode.deletedOnServer
+            next.lastErrorMessage = "This record was deleted on the server while your change waited. Keep your version to create it again, or discard your change."
 
         case .rollbackAcknowledged(let acknowledged):
             guard OperationState.rollsBack(next.status), next.rolledBackSeq != nil else {
@@ -140,9 +152,11 @@ package enum Fold {
             case .accepted, .replayed:
                 next.lastErrorCode = nil
                 next.lastErrorMessage = nil
-                // A record the answer did not describe keeps the member's value until the server's arrives.
-                let described = Set(finished.confirmations.map(\.key))
+                // A record the answer did not describe keeps the member's value until the server's
+                // arrives; with a feed position, every record keeps it until a pull reaches it.
+                let described = finished.visibleAt == nil ? Set(finished.confirmations.map(\.key)) : []
                 next.awaitingServerValue = next.records.filter { !described.contains($0) }
+                next.visibleAt = finished.visibleAt
             case .pendingApproval:
                 next.lastErrorCode = nil
                 next.lastErrorMessage = nil

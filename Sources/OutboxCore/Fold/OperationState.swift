@@ -1,5 +1,6 @@
 public import Foundation
 public import OutboxCrypto
+public import OutboxWire
 
 /// Everything an outbox row needs, folded from the operation's events.
 ///
@@ -86,9 +87,12 @@ public struct OperationState: Sendable, Equatable {
     public var revisionFrom: RecordKey?
     /// The revision its latest attempt sent, when it took it from a record's base.
     public var sentRevision: String?
-    /// Once synced: the records it changed that the answer did not describe. Each keeps its
-    /// overlay, confirmed, until the server's value arrives.
+    /// Once synced: the records whose overlay stays, confirmed, until the server's value is
+    /// back: those the answer did not describe or, when the answer named where the feed shows
+    /// the write (``visibleAt``), all of them, until a pull reaches that position.
     public var awaitingServerValue: [RecordKey] = []
+    /// Once synced: where the server's change feed shows the write (layout 9).
+    public var visibleAt: FeedPosition?
     /// When the write was rolled back (failed, blocked, discarded, withdrawn): the seq of that
     /// event. A later write of the same record made before it was built on a value that never
     /// reached the server. `nil` again once retried.

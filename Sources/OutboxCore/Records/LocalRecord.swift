@@ -29,6 +29,9 @@ public struct LocalRecord: Sendable, Equatable {
     /// The view's value is sealed at rest and this reader has no key: ``value`` is `nil` though
     /// the record is not deleted (``valueHash`` names it).
     public var isSealed: Bool
+    /// How fresh the server base is: when the business's feed last caught up and whether that is
+    /// older than the type's freshness. `nil`: a local-only record, or a type that is not pulled.
+    public var freshness: RecordFreshness?
 
     public init(key: RecordKey, value: Data?, schemaVersion: Int?, server: ServerBase?, isLocalOnly: Bool, sync: RecordSync,
                 valueHash: SHA256Digest? = nil, isSealed: Bool = false) {
@@ -138,4 +141,22 @@ public struct RecordSync: Sendable, Equatable {
 
     /// Nothing waits, nothing to tell: the view is the server's.
     public var isSynced: Bool { pending.isEmpty && confirmed.isEmpty && conflict == nil && rolledBack == nil && held.isEmpty }
+}
+
+/// How fresh a record's server base is, by its business's change feed: ``ServerBase/learntAt``
+/// says when the record's value arrived; this says when the feed last confirmed the whole base.
+public struct RecordFreshness: Sendable, Equatable {
+    /// When a pull of the business last reached the feed's end; `nil`: never.
+    public var caughtUpAt: Date?
+    /// Seconds since then, by uptime within a boot and the wall clock across one (uncapped, so a
+    /// phone that was off for days never looks fresh); `nil`: never caught up.
+    public var ageSeconds: Double?
+    /// Older than the type's freshness (``PulledType/freshnessSeconds``), or never caught up.
+    public var isStale: Bool
+
+    public init(caughtUpAt: Date?, ageSeconds: Double?, freshnessSeconds: Double) {
+        self.caughtUpAt = caughtUpAt
+        self.ageSeconds = ageSeconds
+        isStale = ageSeconds.map { $0 > freshnessSeconds } ?? true
+    }
 }

@@ -1,5 +1,5 @@
 package import Foundation
-import OutboxWire
+package import OutboxWire
 
 /// What an answer says of a record a write changed: its revision, the record as the server now
 /// holds it, whether it was deleted, and which record it is when the answer names one.
@@ -14,6 +14,10 @@ package struct RecordAnswer: Sendable, Equatable {
     package var deleted = false
     package var type: String?
     package var id: String?
+    /// Where the change is visible in the server's change feed (`Outbox-Visible-At`): a pull
+    /// whose cursor reaches it has brought the change back. `nil`: the answer named none, or a
+    /// position that is not one.
+    package var visibleAt: FeedPosition?
 
     /// The largest record an answer's value may be: larger ones are not kept (the overlay then
     /// waits for the server's value another way).
@@ -21,6 +25,7 @@ package struct RecordAnswer: Sendable, Equatable {
 
     package init(_ response: TransportResponse) {
         if let tag = response.header("ETag") { revision = Self.revision(DispositionTable.entityTagValue(tag)) }
+        visibleAt = response.header(WireHeader.visibleAt).flatMap { try? FeedPosition(text: $0) }
         guard !response.body.isEmpty,
             let object = (try? JSONSerialization.jsonObject(with: response.body, options: [])) as? [String: Any]
         else { return }

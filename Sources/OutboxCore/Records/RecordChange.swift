@@ -82,6 +82,11 @@ public struct RecordConfirmation: Sendable, Equatable {
         case written = 2
         /// A 412's `current`: the record as the server holds it, beside the member's change.
         case conflict = 3
+        /// A page of the business's change feed (format 4).
+        case pulled = 4
+        /// A page of the business's snapshot, fetched again whole (format 4), or a record the
+        /// snapshot no longer held, deleted at the swap.
+        case snapshot = 5
 
         public var code: UInt8 { rawValue }
         public var description: String {
@@ -89,6 +94,8 @@ public struct RecordConfirmation: Sendable, Equatable {
             case .answer: "answer"
             case .written: "written"
             case .conflict: "conflict"
+            case .pulled: "pulled"
+            case .snapshot: "snapshot"
             }
         }
     }

@@ -71,6 +71,12 @@ public struct RecordKey: Hashable, Comparable, Sendable, CustomStringConvertible
         return bytes
     }
 
+    /// The leading bytes of every key of one business, in type then id order.
+    public static func businessScopeBytes(_ business: String) -> [UInt8] {
+        precondition(business.utf8.count <= 255, "a record key's part over 255 bytes")
+        return [UInt8(business.utf8.count)] + Array(business.utf8)
+    }
+
     private static func appendScope(business: String, type: String, to bytes: inout [UInt8]) {
         precondition(business.utf8.count <= 255 && type.utf8.count <= 255, "a record key's part over 255 bytes")
         bytes.append(UInt8(business.utf8.count))

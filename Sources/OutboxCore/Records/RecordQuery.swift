@@ -34,9 +34,13 @@ public struct RecordPage: Sendable, Equatable {
     public var records: [LocalRecord]
     /// The id to ask `after:` for the next page; `nil` when this page is the last.
     public var nextAfter: String?
+    /// How fresh the page's server bases are (each record says the same): `nil` for a local-only
+    /// or unpulled type.
+    public var freshness: RecordFreshness?
 
-    public init(records: [LocalRecord], nextAfter: String?) {
+    public init(records: [LocalRecord], nextAfter: String?, freshness: RecordFreshness? = nil) {
         self.records = records
         self.nextAfter = nextAfter
+        self.freshness = freshness
     }
 }

@@ -1,5 +1,6 @@
 package import Foundation
 package import OutboxCrypto
+package import OutboxWire
 
 /// The member's view of one record: a pure function of its server base (or local value) and the
 /// writes whose change it may show, each with its status, in the order the member made them.
@@ -30,6 +31,8 @@ package enum RecordView {
         package var lastErrorCode: String?
         package var lastErrorMessage: String?
         package var latestOutcome: OutcomeCategory?
+        /// Where the feed shows a synced write.
+        package var visibleAt: FeedPosition?
         package var change: RecordWrite?
 
         package init(state: OperationState, change: RecordWrite?) {
@@ -44,6 +47,7 @@ package enum RecordView {
             lastErrorCode = state.lastErrorCode
             lastErrorMessage = state.lastErrorMessage
             latestOutcome = state.latestOutcome
+            visibleAt = state.visibleAt
             self.change = change
         }
 
@@ -64,6 +68,12 @@ package enum RecordView {
         }
     }
 
+    /// Whether a synced write's change no longer shows over `base` (``OverlayRetirement``).
+    package static func isRetired(_ write: Write, base: ServerBase?, feed: FeedPosition?) -> Bool {
+        let answer = OverlayRetirement.Answer(seq: write.latestSeq, visibleAt: write.visibleAt, revision: write.serverRevision.flatMap(UInt64.init))
+        return OverlayRetirement.isRetired(answer, base: base.map { OverlayRetirement.Base(seq: $0.seq, revision: $0.revision) }, feed: feed)
+    }
+
     /// A value as stored: its bytes (`nil`: none) and the schema version it was written with.
     package struct Stored: Sendable {
         package var base: ServerBase?
@@ -82,9 +92,10 @@ package enum RecordView {
 
     /// - Parameters:
     ///   - stored: the server base (or, for a local-only type, the local value).
+    ///   - feed: the cursor of the record's business change feed; `nil` when it is not pulled.
     ///   - upgrade: reads a value of an older schema version as the current one's.
     package static func view(
-        _ key: RecordKey, stored: Stored, isLocalOnly: Bool, writes: [Write],
+        _ key: RecordKey, stored: Stored, isLocalOnly: Bool, writes: [Write], feed: FeedPosition? = nil,
         schemaVersion current: Int, upgrade: ((Data, Int) throws -> Data)?
     ) -> LocalRecord {
         var value = stored.value
@@ -108,8 +119,8 @@ package enum RecordView {
                 }
                 notice = nil
             case .synced:
-                // Until the server's own value arrives, the member's stays.
-                if stored.base.map({ $0.seq < state.latestSeq }) ?? true {
+                // Until the server's own value is back, the member's stays.
+                if !isRetired(state, base: stored.base, feed: feed) {
                     apply(write.change, to: &value, hash: &hash, version: &version)
                     sync.confirmed.append(state.id)
                     notice = nil

@@ -128,6 +128,11 @@ package enum OutcomePlanner {
             finished.confirmations = [confirmed.confirmation]
             storeWrites = [confirmed.write]
         }
+        if case .transport(.response(let response)) = result, !facts.changes.isEmpty,
+            classification.disposition == .accepted || classification.disposition == .replayed
+        {
+            finished.visibleAt = RecordAnswer(response).visibleAt
+        }
         var events: [JournalEventBody] = [.attemptFinished(finished)]
         if facts.withdrawOnRejection, classification.disposition == .rejected {
             events.append(.withdrawn(Withdrawn(

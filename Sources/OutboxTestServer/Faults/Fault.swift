@@ -12,6 +12,11 @@ import OutboxWire
 /// `endpoint` and `key` narrow which request the fault applies to; without them it applies to
 /// the next request to any business endpoint. Faults are consumed in the order queued.
 ///
+/// A `GET /sync/changes` meets only the faults that name it as their endpoint (and no key), of
+/// the kinds that stop a whole request: an answer instead of the page (`unavailable`,
+/// `rate_limited`, `unauthorized`, ...), no answer (`drop_after_commit`), or half of it
+/// (`cut_body`).
+///
 /// In a `POST /sync/batch`, each operation meets faults as its single request would (by its
 /// endpoint and key: `{"fault":"unavailable","key":"op-2"}` answers that operation 503,
 /// `drop_after_commit` with its key applies it and leaves it out of the answer). The batch as a
@@ -56,6 +61,10 @@ public struct Fault: Hashable, Sendable, Codable {
         /// then its `If-Match`, which names the old revision now (412). Applies only to requests
         /// to a record (`PUT`/`PATCH /products/{id}`); a record that is not there is left alone.
         case changeRecord = "change_record"
+        /// Answers as usual (a write commits), but sends the response's head and only half its
+        /// body, then closes the connection: an answer the network cut off. In a batch it acts
+        /// on the batch as a whole.
+        case cutBody = "cut_body"
 
         /// Whether it can stop a `POST /sync/batch` as a whole: an answer instead of the
         /// request's (a proxy's, an authentication layer's), or a response lost after the writes.
@@ -64,7 +73,7 @@ public struct Fault: Hashable, Sendable, Codable {
         var stopsWholeRequest: Bool {
             switch self {
             case .dropAfterCommit, .serverError, .unavailable, .rateLimited, .unauthorized, .forbidden, .validationFailed,
-                 .captivePortal:
+                 .captivePortal, .cutBody:
                 true
             case .pendingApproval, .slow, .holdInTransaction, .changeRecord:
                 false
@@ -139,6 +148,9 @@ public struct Fault: Hashable, Sendable, Codable {
         /// One operation of a batch: matched as its single request would be, but for the faults
         /// that name neither endpoint nor key and stop a whole request (those are the batch's).
         case batchOperation(path: String, key: String?, targetsRecord: Bool)
+        /// A `GET /sync/changes`: met only by faults that name its path, so a fault meant for the
+        /// next write never stops a pull instead.
+        case feed
     }
 
     /// Whether this fault applies to `target` (`change_record` applies to an update or a delete only).
@@ -152,7 +164,10 @@ public struct Fault: Hashable, Sendable, Codable {
             key == nil && (endpoint.map { $0.hasSameBytes(as: BatchRequest.path) } ?? true) && kind.stopsWholeRequest
         case .batchOperation(let path, let requestKey, let targetsRecord):
             matches(.request(path: path, key: requestKey, targetsRecord: targetsRecord))
-                && !(endpoint == nil && key == nil && kind.stopsWholeRequest)
+                && !(endpoint == nil && key == nil && kind.stopsWholeRequest) && kind != .cutBody
+        case .feed:
+            // What a read can meet: an answer instead of its own, no answer, or half of one.
+            key == nil && endpoint.map { $0.hasSameBytes(as: FeedPage.path) } == true && kind.stopsWholeRequest
         }
     }
 

@@ -12,7 +12,8 @@ enum ControlRoute: CaseIterable {
     case listFaults
     /// `POST /_control/faults` with `[fault, ...]` or `{"faults": [...]}`: `{"queued": n}`.
     case addFaults
-    /// `POST /_control/reset`: forgets faults, records, counts and claims; releases holds.
+    /// `POST /_control/reset`: forgets faults, records, counts, claims and the feed's changes;
+    /// releases holds; raises the feed's epoch.
     case reset
     /// `POST /_control/release`, optionally `{"key": "..."}`: lets held requests go.
     case release
@@ -24,11 +25,16 @@ enum ControlRoute: CaseIterable {
     /// `POST /_control/records/{type}/{id}`, optionally with a JSON merge patch: changes the
     /// record as another device would (its next revision) and answers it.
     case changeRecord
+    /// `POST /_control/feed/purge` with `{"through":"<position>"}`: forgets the business's
+    /// changes at or before it (`X-Business-ID`, `default` when absent) and raises its floor
+    /// there, as tombstones past their retention are forgotten, without a clock; answers
+    /// `{"floor":"<position>","purged":n}`.
+    case purgeFeed
 
     var method: String {
         switch self {
         case .applied, .records, .listFaults, .held: "GET"
-        case .addFaults, .reset, .release, .awaitHeld, .changeRecord: "POST"
+        case .addFaults, .reset, .release, .awaitHeld, .changeRecord, .purgeFeed: "POST"
         }
     }
 
@@ -57,6 +63,7 @@ enum ControlRoute: CaseIterable {
         case .held: "/_control/held"
         case .awaitHeld: "/_control/await-held"
         case .changeRecord: "/_control/records/{type}/{id}"
+        case .purgeFeed: "/_control/feed/purge"
         }
     }
 }
@@ -93,11 +100,17 @@ extension Routes {
                 return try json(["held": holds.waitUntilHeld(key: key, timeout: Self.awaitHeldLimit)])
             case .changeRecord:
                 return try changeRecord(request)
+            case .purgeFeed:
+                return try purgeFeed(request)
             }
         } catch let error as FaultDecodingError {
             return .problem(400, code: "invalid_faults", message: error.message)
         } catch is DecodingError {
-            let expected = route == .awaitHeld ? #"a JSON object like {"key":"..."}"# : #"a JSON object like {"key":"..."} or no body"#
+            let expected = switch route {
+            case .awaitHeld: #"a JSON object like {"key":"..."}"#
+            case .purgeFeed: #"a JSON object like {"through":"1-5-0"}"#
+            default: #"a JSON object like {"key":"..."} or no body"#
+            }
             return .problem(400, code: "invalid_body", message: "expected \(expected)")
         } catch {
             return .problem(500, code: "internal_error", message: "the control request failed: \(error)")
@@ -126,6 +139,27 @@ extension Routes {
             return try json(RecordView(changed))
         } catch let invalid as RecordBody.Invalid {
             return .problem(400, code: "invalid_body", message: invalid.message)
+        }
+    }
+
+    /// `POST /_control/feed/purge`.
+    private func purgeFeed(_ request: HTTPRequest) throws -> HTTPResponse {
+        let businessID: String
+        switch BusinessHeaders.read(request) {
+        case .success(let headers): businessID = headers.businessID
+        case .failure(let refusal): return refusal.response
+        }
+        guard let feed = storage.feed else { return Self.feedUnsupported }
+        struct Body: Decodable { var through: String }
+        let text = try JSONDecoder().decode(Body.self, from: request.body).through
+        do {
+            let (floor, purged) = try feed.purge(business: businessID, through: try FeedPosition(text: text))
+            return .json(200, Data(("{" + JSONNode.quoted("floor") + ":" + JSONNode.quoted(floor.text) + ","
+                + JSONNode.quoted("purged") + ":" + String(purged) + "}").utf8))
+        } catch let problem as FeedPosition.Problem {
+            return .problem(400, code: "invalid_body", message: "through: " + problem.description)
+        } catch let refusal as FeedPurgeRefusal {
+            return .problem(400, code: "invalid_body", message: refusal.message)
         }
     }
 

@@ -37,7 +37,8 @@ extension Routes {
             observer?(event)
             return reply.response.map { ClaimResponse(status: $0.status, headers: $0.headers, body: $0.body) }
         }
-        return Reply(response: isDropped ? nil : HTTPResponse(BatchHandling.response(results)), releasesKeys: releases)
+        return Reply(response: isDropped ? nil : HTTPResponse(BatchHandling.response(results)), releasesKeys: releases,
+                     cutsBody: whole?.kind == .cutBody)
     }
 
     /// One operation, answered by the endpoint its single request would reach, as that request

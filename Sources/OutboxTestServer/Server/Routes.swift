@@ -12,6 +12,8 @@ struct Reply {
     /// Release requests held by the `slow` fault for these keys once this reply is written: a
     /// copy of each has been answered.
     var releasesKeys: [String] = []
+    /// Send the response's head and only half its body, then close (`cut_body`).
+    var cutsBody = false
 }
 
 /// A business endpoint: one kind of record, created through claims (and updated and deleted,
@@ -101,10 +103,23 @@ struct Routes: Sendable {
     var observer: (@Sendable (ServerEvent) -> Void)?
     /// The most operations a `POST /sync/batch` may hold; more are answered 413.
     var maxBatchOperations = BatchRequest.defaultMaxOperations
+    /// What `GET /sync/changes` publishes and holds to.
+    var feedLimits = FeedHandling.defaultLimits
     /// Numbers the batches in the order read, for the observer.
     let batchNumbers = BatchNumbers()
 
     func reply(to request: HTTPRequest) -> Reply {
+        if request.path == SnapshotPage.path || request.path == FeedSummary.path {
+            guard request.method == "GET" else { return Reply(response: methodNotAllowed(allow: "GET")) }
+            return Reply(response: recordsRead(request))
+        }
+        if request.path == FeedPage.path {
+            guard request.method == "GET" else { return Reply(response: methodNotAllowed(allow: "GET")) }
+            let fault = faults.take(.feed)
+            if let fault, let response = Self.immediateResponse(to: fault) { return Reply(response: response) }
+            if fault?.kind == .dropAfterCommit { return Reply(response: nil) }
+            return Reply(response: feedPage(request), cutsBody: fault?.kind == .cutBody)
+        }
         if request.path == BatchRequest.path {
             guard request.method == "POST" else { return refused(request, methodNotAllowed(allow: "POST")) }
             return batch(request)
@@ -238,7 +253,8 @@ struct Routes: Sendable {
             case .refused: answer.response.status == 412 ? .revisionConflict : .refused
             case .keyRequired, .keyInvalid: .refused
             }
-            return (Reply(response: response, releasesKeys: isSlow ? [] : releases), event(outcome, response, fault))
+            return (Reply(response: response, releasesKeys: isSlow ? [] : releases, cutsBody: fault?.kind == .cutBody),
+                    event(outcome, response, fault))
         } catch {
             return failed(error)
         }
@@ -284,9 +300,12 @@ struct Routes: Sendable {
         try txn.countApplied(key: key)
         if approval { return try park(endpoint, body, businessID: businessID, key: key, in: txn) }
         let revision = try txn.putNextRevision(type: endpoint.type, businessID: businessID, id: id, key: key, body: body)
+        let visible = try txn.recordChange(StoredRecord(type: endpoint.type, businessID: businessID, id: id, revision: revision,
+                                                        idempotencyKey: key, body: body))
         return ClaimResponse(
             status: 201,
-            headers: [Self.jsonType, .init(name: "Location", value: endpoint.location(of: id)), Self.entityTag(revision)],
+            headers: [Self.jsonType, .init(name: "Location", value: endpoint.location(of: id)), Self.entityTag(revision)]
+                + Self.visibleAt(visible),
             body: RecordBody.answer(type: endpoint.type, id: id, revision: revision, body: body))
     }
 
@@ -308,7 +327,8 @@ struct Routes: Sendable {
         updated.idempotencyKey = key
         updated.body = body
         try txn.replaceRecord(updated)
-        return ClaimResponse(status: 200, headers: [Self.jsonType, Self.entityTag(updated.revision)],
+        let visible = try txn.recordChange(updated)
+        return ClaimResponse(status: 200, headers: [Self.jsonType, Self.entityTag(updated.revision)] + Self.visibleAt(visible),
                              body: RecordBody.answer(type: endpoint.type, id: id, revision: updated.revision, body: body))
     }
 
@@ -323,7 +343,8 @@ struct Routes: Sendable {
         if approval { return try park(endpoint, request.body, businessID: headers.businessID, key: key, in: txn) }
         let tombstone = current.tombstone(key: key)
         try txn.replaceRecord(tombstone)
-        return ClaimResponse(status: 200, headers: [Self.jsonType, Self.entityTag(tombstone.revision)],
+        let visible = try txn.recordChange(tombstone)
+        return ClaimResponse(status: 200, headers: [Self.jsonType, Self.entityTag(tombstone.revision)] + Self.visibleAt(visible),
                              body: RecordBody.deletedAnswer(type: endpoint.type, id: id, revision: tombstone.revision))
     }
 
@@ -396,6 +417,8 @@ struct Routes: Sendable {
             record.revision += 1
             record.idempotencyKey = StoredRecord.changedElsewhereKey
             try txn.replaceRecord(record)
+            // Another device's change reaches this one by the feed, as any write does.
+            _ = try txn.recordChange(record)
             return record
         }
     }
@@ -416,6 +439,47 @@ struct Routes: Sendable {
         if let field = invalid.field { text += #","field":"# + JSONText.quoted(field) }
         return ClaimResponse(status: 422, headers: [jsonType], body: Data((text + "}").utf8))
     }
+
+    /// `Outbox-Visible-At: <position>`, the position of the write's own change; none from a
+    /// storage that keeps no feed.
+    static func visibleAt(_ position: FeedPosition?) -> [ClaimResponse.Header] {
+        position.map { [ClaimResponse.Header(name: WireHeader.visibleAt, value: $0.text)] } ?? []
+    }
+
+    /// `GET /sync/changes`: a page of the business's feed (`X-Business-ID`, `default` when
+    /// absent), or 409 `resnapshot_required`; 501 from a storage that keeps no feed yet.
+    func feedPage(_ request: HTTPRequest) -> HTTPResponse {
+        withFeed(request) { businessID, feed in
+            FeedHandling.respond(business: businessID, query: request.query, log: feed, limits: feedLimits)
+        }
+    }
+
+    /// `read`'s answer for the request's business (`X-Business-ID`, checked as for writes) and
+    /// the storage's feed; 501 from a storage that keeps none.
+    private func withFeed(_ request: HTTPRequest, _ read: (String, any ServerFeed) -> ClaimResponse) -> HTTPResponse {
+        switch BusinessHeaders.read(request) {
+        case .success(let headers):
+            guard let feed = storage.feed else { return Self.feedUnsupported }
+            return HTTPResponse(read(headers.businessID, feed))
+        case .failure(let refusal):
+            return refusal.response
+        }
+    }
+
+    /// `GET /sync/snapshot` and `GET /sync/summary`: the business's current records, a page at a
+    /// time, or what it holds of one type; 501 from a storage that keeps no feed yet.
+    func recordsRead(_ request: HTTPRequest) -> HTTPResponse {
+        withFeed(request) { businessID, feed in
+            request.path == SnapshotPage.path
+                ? FeedHandling.respondSnapshot(business: businessID, query: request.query, log: feed, limits: feedLimits)
+                : FeedHandling.respondSummary(business: businessID, query: request.query, log: feed)
+        }
+    }
+
+    /// 501 `feed_unsupported`: the storage keeps no change feed yet.
+    static let feedUnsupported = HTTPResponse.problem(
+        501, code: "feed_unsupported",
+        message: "the change feed is served by the memory storage so far; this server's storage (LMDB or PostgreSQL) keeps none yet")
 
     /// `ETag: "<revision>"`.
     static func entityTag(_ revision: Int) -> ClaimResponse.Header {
@@ -447,7 +511,7 @@ struct Routes: Sendable {
                 status: 200,
                 headers: [.init(name: "Content-Type", value: "text/html; charset=utf-8")],
                 body: Data(captivePortalPage.utf8))
-        case .dropAfterCommit, .pendingApproval, .slow, .holdInTransaction, .changeRecord:
+        case .dropAfterCommit, .pendingApproval, .slow, .holdInTransaction, .changeRecord, .cutBody:
             return nil
         }
     }

@@ -38,6 +38,8 @@ public enum ServerCommandLine {
         public static let maxReadTimeoutSeconds: Double = 86_400
         /// More than 0, at most 100 years of 86,400 s.
         public static let maxRetentionDays: Double = 36_500
+        /// At least one change a page; at most what a page of a few MiB holds.
+        public static let maxPageChanges: ClosedRange<Int> = 1...100_000
     }
 
     public static let usage = """
@@ -65,6 +67,11 @@ public enum ServerCommandLine {
                                    in VARIABLE, which may hold a password)
           --pool-size N            PostgreSQL connections at most, 1 to 1000 (default 8)
           --latency-ms MS          added before each business request, 0 to 60000 (default 0)
+          --max-page-changes N     most changes in one GET /sync/changes page, 1 to 100000
+                                   (default 1000; a larger limit is clamped)
+          --tombstone-retention-days DAYS
+                                   how long the feed keeps tombstones, as it publishes in each
+                                   page, over 0 and at most 36500 (default: --retention-days)
           -h, --help               show this help
         """
 
@@ -73,6 +80,7 @@ public enum ServerCommandLine {
         var configuration = TestServer.Configuration()
         var postgres: PostgresConnectionSettings?
         var poolSize: Int?
+        var tombstoneDays: Double?
         var remaining = arguments[...]
         while let argument = remaining.popFirst() {
             // `--port 0` and `--port=0` alike; an option is known before its value is taken.
@@ -112,6 +120,10 @@ public enum ServerCommandLine {
                     poolSize = try wholeNumber(option, value, in: Bounds.poolSize)
                 case "--latency-ms":
                     configuration.latency = Double(try wholeNumber(option, value, in: Bounds.latencyMilliseconds)) / 1000
+                case "--max-page-changes":
+                    configuration.feedLimits.maxLimit = try wholeNumber(option, value, in: Bounds.maxPageChanges)
+                case "--tombstone-retention-days":
+                    tombstoneDays = try positiveNumber(option, value, atMost: Bounds.maxRetentionDays, unit: "days")
                 default:
                     throw UsageError(message: "unknown option '\(option)'")
                 }
@@ -119,6 +131,9 @@ public enum ServerCommandLine {
                 return .failure(error)
             }
         }
+        // Tombstones live as long as claims unless told otherwise: a phone offline that long
+        // still pulls without a snapshot.
+        configuration.feedLimits.tombstoneRetentionSeconds = Int(((tombstoneDays ?? configuration.claimPolicy.retention / 86_400) * 86_400).rounded())
         if let postgres {
             if case .lmdb = configuration.storage {
                 return .failure(UsageError(message: "--postgres and --data-dir choose two storages; give one"))
@@ -133,7 +148,7 @@ public enum ServerCommandLine {
     /// The options that take a value.
     static let valueOptions: Set<String> = [
         "--port", "--data-dir", "--max-body-bytes", "--max-connections", "--max-batch-operations", "--read-timeout",
-        "--retention-days", "--postgres", "--pool-size", "--latency-ms",
+        "--retention-days", "--postgres", "--pool-size", "--latency-ms", "--max-page-changes", "--tombstone-retention-days",
     ]
 
     /// `--name=value` as the option and its value; any other argument as itself and `nil`.

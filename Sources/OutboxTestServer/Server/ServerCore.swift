@@ -186,6 +186,12 @@ final class ServerCore: Sendable {
             let reply = routes.reply(to: request)
             defer { for key in reply.releasesKeys { routes.holds.releaseCopies(key: key) } }
             guard let response = reply.response else { return .drop }
+            if reply.cutsBody {
+                // The head and half the body, then the end: a response the network cut off.
+                let bytes = response.serialized(keepAlive: false)
+                try? Socket.write(descriptor, Array(bytes.prefix(bytes.count - (response.body.count + 1) / 2)))
+                return .closeAfterAnswer
+            }
             let keepAlive = request.wantsKeepAlive && !connections.withLock { $0.isStopping }
             do {
                 try Socket.write(descriptor, response.serialized(keepAlive: keepAlive))

@@ -1,7 +1,7 @@
 public import Foundation
 public import IdempotencyClaims
 public import PostgresClaimStore
-import OutboxWire
+public import OutboxWire
 
 /// A loopback HTTP/1.1 server with idempotent create endpoints and scriptable faults: the other
 /// side of the outbox's tests.
@@ -68,6 +68,9 @@ public final class TestServer: Sendable {
         /// stood) and of a batch answered as a whole, and of every request to a path no endpoint
         /// serves (404), on the server's own threads.
         public var observer: (@Sendable (ServerEvent) -> Void)?
+        /// What `GET /sync/changes` publishes and holds to: the most changes and bytes a page
+        /// holds, and how long tombstones are kept (`Docs/server.md`, "The change feed").
+        public var feedLimits: FeedLimits = FeedHandling.defaultLimits
 
         public init(
             port: UInt16 = 0,
@@ -124,7 +127,7 @@ public final class TestServer: Sendable {
         }
         let routes = Routes(storage: storage, faults: FaultQueue(), holds: Holds(), slowHoldLimit: configuration.slowHoldLimit,
                             latency: configuration.latency, observer: configuration.observer,
-                            maxBatchOperations: configuration.maxBatchOperations)
+                            maxBatchOperations: configuration.maxBatchOperations, feedLimits: configuration.feedLimits)
         do {
             core = try ServerCore(configuration: configuration, routes: routes)
         } catch {

@@ -1,5 +1,6 @@
 import Foundation
 import IdempotencyClaims
+import OutboxWire
 import OutboxStorage
 
 /// ``ServerStorage`` in an LMDB environment: claims, records, approvals and counts in one
@@ -7,7 +8,7 @@ import OutboxStorage
 ///
 /// Databases: `idempotency_claims` (``LMDBClaimStore``), `records` (key `type␟business␟id`,
 /// JSON value), `approvals` (big-endian sequence number, JSON value), `applied` (key, decimal
-/// count).
+/// count), and the feed's (``LMDBFeedTables``).
 final class LMDBServerStorage: ServerStorage {
     private let environment: LMDBEnvironment
     private let claims: IdempotencyClaims<LMDBClaimStore>
@@ -17,6 +18,7 @@ final class LMDBServerStorage: ServerStorage {
         let records: LMDBDatabase
         let approvals: LMDBDatabase
         let applied: LMDBDatabase
+        let feed: LMDBFeedTables
     }
 
     init(directory: URL, policy: ClaimPolicy, clock: any ClaimClock) throws {
@@ -26,7 +28,8 @@ final class LMDBServerStorage: ServerStorage {
             tables = Tables(
                 records: try environment.openDatabase("records"),
                 approvals: try environment.openDatabase("approvals"),
-                applied: try environment.openDatabase("applied"))
+                applied: try environment.openDatabase("applied"),
+                feed: try LMDBFeedTables(environment: environment))
             claims = IdempotencyClaims(store: try LMDBClaimStore(environment: environment), policy: policy, clock: clock)
         } catch {
             environment.close()
@@ -81,6 +84,10 @@ final class LMDBServerStorage: ServerStorage {
                 try lmdb.put(tables.records, key: Array(record.storageKey.utf8), value: try JSONEncoder().encode(record))
             }
         }
+
+        func recordChange(_ record: StoredRecord) throws -> FeedPosition? {
+            try txn.withLMDB { try tables.feed.append($0, record) }
+        }
     }
 
     func transaction<R>(_ body: (any ServerTransaction) throws -> R) throws -> R {
@@ -132,12 +139,15 @@ final class LMDBServerStorage: ServerStorage {
         return try values.map { try decoder.decode(Value.self, from: $0) }
     }
 
+    var feed: (any ServerFeed)? { LMDBFeed(environment: environment, tables: tables.feed, records: tables.records) }
+
     func reset() throws {
         let claimsDatabase = claims.store.database
         try environment.write { txn in
             for database in [tables.records, tables.approvals, tables.applied, claimsDatabase] {
                 try txn.removeAll(database)
             }
+            try tables.feed.reset(txn)
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import IdempotencyClaims
 import OutboxWire
+import Synchronization
 
 /// The server's data as one Swift value, committed with the claims by ``InMemoryClaimStore``.
 ///
@@ -13,12 +14,32 @@ struct ServerState: Sendable {
     var approvals = SnapshotDictionary<Int, PendingApproval>()
     /// By `Idempotency-Key`, compared byte for byte.
     var applied = SnapshotDictionary<ExactString, Int>()
+    /// The feed's epoch: 1 at the start, one more at each reset.
+    var epoch: UInt64 = 1
+    /// The feed's changes by business and change number (1, 2, ... per business, dense above the
+    /// floor), so a page is one lookup per change.
+    var changes = SnapshotDictionary<ChangeKey, FeedChange>()
+    /// Per business, the number of its last change (the fence) and the number its changes are
+    /// forgotten through (the floor).
+    var lastChange = SnapshotDictionary<ExactString, UInt64>()
+    var purgedThrough = SnapshotDictionary<ExactString, UInt64>()
+
+    init(epoch: UInt64 = 1) {
+        self.epoch = epoch
+    }
+}
+
+/// A change's place in ``ServerState/changes``: its business, byte for byte, and its number.
+struct ChangeKey: Hashable, Sendable {
+    var business: ExactString
+    var number: UInt64
 }
 
 /// ``ServerStorage`` in memory: gone when the server stops.
 final class MemoryServerStorage: ServerStorage {
     private let store = InMemoryClaimStore(records: ServerState())
     private let claims: IdempotencyClaims<InMemoryClaimStore<ServerState>>
+    private let resets = Mutex(())
 
     init(policy: ClaimPolicy, clock: any ClaimClock) {
         claims = IdempotencyClaims(store: store, policy: policy, clock: clock)
@@ -54,7 +75,65 @@ final class MemoryServerStorage: ServerStorage {
         func replaceRecord(_ record: StoredRecord) {
             txn.records.records[ExactString(record.storageKey)] = record
         }
+
+        /// The business's next change number; the one writer at a time makes numbers commit in
+        /// order, so `(epoch, n, 0)` never has a change come before it later.
+        func recordChange(_ record: StoredRecord) -> FeedPosition? {
+            let business = ExactString(record.businessID)
+            let number = (txn.records.lastChange[business] ?? 0) + 1
+            txn.records.lastChange[business] = number
+            txn.records.changes[ChangeKey(business: business, number: number)] = record.feedChange
+            return FeedPosition(epoch: txn.records.epoch, major: number)
+        }
     }
+
+    /// The feed as last committed: one snapshot for the whole read.
+    private struct Feed: ServerFeed {
+        let store: InMemoryClaimStore<ServerState>
+
+        func read(business: String, after: FeedPosition?, until: FeedPosition?, limit: Int) -> ChangeLogRead {
+            let state = store.records()
+            let key = ExactString(business)
+            return NumberedFeed.read(
+                epoch: state.epoch, last: state.lastChange[key] ?? 0, floor: state.purgedThrough[key] ?? 0,
+                after: after, until: until, limit: limit
+            ) { state.changes[ChangeKey(business: key, number: $0)] }
+        }
+
+        func snapshot(business: String, type: String?, after: SnapshotKey?, limit: Int) -> SnapshotRead {
+            let state = store.records()
+            return state.records.values.snapshot(business: business, type: type, after: after, limit: limit,
+                                                 position: Self.fence(state, business: business))
+        }
+
+        func summary(business: String, type: String) -> (position: FeedPosition, records: [(id: String, revision: UInt64)]) {
+            let state = store.records()
+            return state.records.values.summary(business: business, type: type, position: Self.fence(state, business: business))
+        }
+
+        private static func fence(_ state: ServerState, business: String) -> FeedPosition {
+            FeedPosition(epoch: state.epoch, major: state.lastChange[ExactString(business)] ?? 0)
+        }
+
+        func purge(business: String, through: FeedPosition) throws -> (floor: FeedPosition, purged: Int) {
+            try store.transaction { txn in
+                let key = ExactString(business)
+                let epoch = txn.records.epoch
+                let (numbers, floor) = try NumberedFeed.purged(
+                    business: business, epoch: epoch, last: txn.records.lastChange[key] ?? 0,
+                    floor: txn.records.purgedThrough[key] ?? 0, through: through)
+                var purged = 0
+                for number in numbers.map(Array.init) ?? [] where txn.records.changes[ChangeKey(business: key, number: number)] != nil {
+                    txn.records.changes[ChangeKey(business: key, number: number)] = nil
+                    purged += 1
+                }
+                txn.records.purgedThrough[key] = floor
+                return (FeedPosition(epoch: epoch, major: floor), purged)
+            }
+        }
+    }
+
+    var feed: (any ServerFeed)? { Feed(store: store) }
 
     func transaction<R>(_ body: (any ServerTransaction) throws -> R) throws -> R {
         try store.transaction { try body(Transaction(txn: $0)) }
@@ -83,7 +162,8 @@ final class MemoryServerStorage: ServerStorage {
     }
 
     func reset() {
-        store.reset(records: ServerState())
+        // Only a reset moves the epoch: one at a time, none is lost.
+        resets.withLock { _ in store.reset(records: ServerState(epoch: store.records().epoch + 1)) }
     }
 
     func close() {}

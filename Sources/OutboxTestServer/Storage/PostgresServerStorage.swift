@@ -1,5 +1,6 @@
 import Foundation
 import IdempotencyClaims
+import OutboxWire
 import PostgresClaimStore
 
 /// ``ServerStorage`` in PostgreSQL: claims (``PostgresClaimStore``), records, approvals and
@@ -8,7 +9,7 @@ import PostgresClaimStore
 /// Tables, besides `idempotency_keys`: `test_server_records` (one row per type, business and id,
 /// a deleted record kept as a tombstone with `deleted` true),
 /// `test_server_approvals` (numbered by an identity column: `apr-N`, increasing, with gaps where
-/// a write rolled back), `test_server_applied` (a count per key). Created by the storage's own
+/// a write rolled back), `test_server_applied` (a count per key), and the feed's (``PostgresFeed``). Created by the storage's own
 /// migrations, under the same advisory lock as the claims'.
 final class PostgresServerStorage: ServerStorage {
     private let pool: PostgresConnectionPool
@@ -40,6 +41,8 @@ final class PostgresServerStorage: ServerStorage {
         ],
         // Version 2: deletes keep a tombstone.
         ["ALTER TABLE test_server_records ADD COLUMN deleted boolean NOT NULL DEFAULT false"],
+        // Version 3: the change feed (``PostgresFeed``).
+        PostgresFeed.migration,
     ])
 
     init(settings: PostgresConnectionSettings, poolSize: Int, policy: ClaimPolicy, clock: any ClaimClock) throws {
@@ -102,6 +105,10 @@ final class PostgresServerStorage: ServerStorage {
                 """, [.text(record.type), .text(record.businessID), .text(record.id), .int32(Int32(record.revision)),
                       .text(record.idempotencyKey), .bytes(record.body), .bool(record.isDeleted)])
         }
+
+        func recordChange(_ record: StoredRecord) throws -> FeedPosition? {
+            try PostgresFeed.append(record, in: txn)
+        }
     }
 
     func transaction<R>(_ body: (any ServerTransaction) throws -> R) throws -> R {
@@ -156,11 +163,14 @@ final class PostgresServerStorage: ServerStorage {
         }
     }
 
-    /// Empties the shared tables: every server on the database starts over.
+    var feed: (any ServerFeed)? { PostgresFeed(pool: pool) }
+
+    /// Empties the shared tables and raises the feed's epoch: every server on the database starts over.
     func reset() throws {
         _ = try pool.transaction { connection in
             try connection.execute(
-                "TRUNCATE test_server_records, test_server_approvals, test_server_applied, idempotency_keys RESTART IDENTITY")
+                "TRUNCATE test_server_records, test_server_approvals, test_server_applied, idempotency_keys, \(PostgresFeed.resetTables) RESTART IDENTITY")
+            try PostgresFeed.raiseEpoch(connection)
         }
     }
 

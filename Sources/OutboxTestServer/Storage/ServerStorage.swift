@@ -1,5 +1,6 @@
 import Foundation
 import IdempotencyClaims
+import OutboxWire
 
 /// The server's writes, inside the transaction that completes a claim. Each is one atomic step,
 /// so that servers sharing one database (PostgreSQL) never hand out a revision or a request id
@@ -20,6 +21,28 @@ protocol ServerTransaction {
     /// Stores `record` (a tombstone too) in place of the record of its type, business and id,
     /// which ``lockedRecord(type:businessID:id:)`` read in this transaction.
     func replaceRecord(_ record: StoredRecord) throws
+    /// Writes the change row of `record`'s new revision (a tombstone too) in this transaction,
+    /// the next of its business's feed, and answers the position from which it is visible, which
+    /// the answer to the write sends in `Outbox-Visible-At`. Called after every
+    /// ``putNextRevision(type:businessID:id:key:body:)`` and ``replaceRecord(_:)``.
+    /// - Returns: `nil` for a storage that keeps no feed: its answers carry no position.
+    func recordChange(_ record: StoredRecord) throws -> FeedPosition?
+}
+
+/// A storage's change feed: the one read ``FeedHandling`` answers pages from, and the controls
+/// a test drives it with.
+protocol ServerFeed: ChangeLog, Sendable {
+    /// Forgets `business`'s changes at or before `through` and raises its floor there, as
+    /// tombstones past their retention are forgotten, without a clock: a cursor below is then
+    /// answered 409 `expired`.
+    /// - Returns: the floor now, and how many changes were forgotten.
+    /// - Throws: ``FeedPurgeRefusal`` for a position of another epoch or past the feed's end.
+    func purge(business: String, through: FeedPosition) throws -> (floor: FeedPosition, purged: Int)
+}
+
+/// Why a purge was refused: what to send instead.
+struct FeedPurgeRefusal: Error {
+    var message: String
 }
 
 /// The server's database: claims and records together, in memory, in LMDB or in PostgreSQL.
@@ -43,7 +66,11 @@ protocol ServerStorage: Sendable {
     func records() throws -> [StoredRecord]
     /// The pending approvals, in the order created.
     func approvals() throws -> [PendingApproval]
-    /// Forgets every record, approval, count and claim.
+    /// The change feed; `nil` for a storage that keeps none yet (LMDB, PostgreSQL): the feed is
+    /// served by the memory storage so far, and `GET /sync/changes` is 501 on the others.
+    var feed: (any ServerFeed)? { get }
+    /// Forgets every record, approval, count and claim, and the feed's changes; the feed's epoch
+    /// goes up by one, so a cursor of before is answered 409 `foreign_epoch`.
     func reset() throws
     func close()
 }

@@ -1,4 +1,5 @@
 public import Foundation
+import OutboxWire
 
 /// A record of the test server: what `POST /products` creates, `PUT` or `PATCH
 /// /products/{id}` updates and `DELETE /products/{id}` turns into a tombstone (and the same for
@@ -58,6 +59,12 @@ public struct StoredRecord: Hashable, Sendable, Codable {
     /// This record deleted by the request with `key`: a tombstone at the next revision.
     func tombstone(key: String) -> StoredRecord {
         StoredRecord(type: type, businessID: businessID, id: id, revision: revision + 1, idempotencyKey: key, body: Data(), isDeleted: true)
+    }
+
+    /// The change of the feed this revision is: the record as an answer to its write shows it
+    /// (the stored body with its revision added), or its tombstone.
+    var feedChange: FeedChange {
+        FeedChange(type: type, id: id, revision: UInt64(revision), record: isDeleted ? nil : RecordBody.withRevision(body, revision))
     }
 
     /// Where the record is stored and sorts: by type, business, id.

@@ -22,8 +22,12 @@ final class ServerProcess: Sendable {
     /// Several servers on one schema of the tests' PostgreSQL: `--postgres env:VARIABLE` with the
     /// database's connection string in VARIABLE and the schema in `PGOPTIONS`.
     static func onPostgres(_ count: Int, schema: TestSchema, _ arguments: [String] = []) throws -> [ServerProcess] {
-        let base = try TestPostgres.settings()
-        let environment = ["OUTBOX_TEST_SERVER_POSTGRES": base.conninfo, "PGOPTIONS": "-c search_path=\(schema.name)"]
+        try onPostgres(count, conninfo: try TestPostgres.settings().conninfo, environment: ["PGOPTIONS": "-c search_path=\(schema.name)"], arguments)
+    }
+
+    /// Several servers on the database `conninfo` names, with `environment` besides.
+    static func onPostgres(_ count: Int, conninfo: String, environment extra: [String: String] = [:], _ arguments: [String] = []) throws -> [ServerProcess] {
+        let environment = extra.merging(["OUTBOX_TEST_SERVER_POSTGRES": conninfo]) { $1 }
         var started: [ServerProcess] = []
         for _ in 0..<count {
             started.append(try ServerProcess(

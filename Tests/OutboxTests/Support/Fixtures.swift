@@ -2,6 +2,7 @@ import Foundation
 @testable import Outbox
 import OutboxTestSupport
 import OutboxTesting
+import OutboxWire
 
 /// The fixture journals under `Tests/Fixtures/`, written by this version of the engine and kept
 /// forever: every later version must open them and keep every pending row.
@@ -109,6 +110,35 @@ enum Fixtures {
         await outbox.settle()
         clock.advance(by: 3600)
         _ = try await outbox.compact(before: clock.now())
+        // Format 4: a pulled page; a write answered with where the feed shows it, its change
+        // still confirming; a base fetched again whole and swapped in; and one half staged.
+        let pulledKey = RecordKey(business: "pharmacy-7", type: "product", id: "fixture-21")
+        let pulledValue = Data(#"{"name":"Fixture 21","price":4}"#.utf8)
+        let pulledChanges = [FeedChange(type: "product", id: "fixture-21", revision: 3, record: pulledValue),
+                             FeedChange(type: "product", id: "fixture-22", revision: 2, record: nil)]
+        _ = try await outbox.apply(FeedPage(business: "pharmacy-7", from: .start(of: 1), cursor: FeedPosition(epoch: 1, major: 5), hasMore: false,
+                                            count: 2, digest: FeedDigest.page(pulledChanges.map(\.digestInput)), changes: pulledChanges),
+                                   requested: nil, limit: 500)
+        let confirmingValue = Data(#"{"name":"Fixture 21","price":5}"#.utf8)
+        server.inject(.respond(TransportResponse(statusCode: 200, headers: ["Content-Type": "application/json", "Outbox-Visible-At": "1-9-0"],
+                                                 body: Data(#"{"revision":4,"record":{"name":"Fixture 21","price":5}}"#.utf8))))
+        var reprice = edit(21, price: "5", revision: "3")
+        reprice.method = "PUT"
+        _ = try await outbox.enqueue(reprice, changing: [.put(pulledKey, confirmingValue)])
+        await outbox.settle()
+        func snapshot(_ business: String, _ records: [FeedChange], more: Bool) -> InMemoryServer.Fault {
+            let page = SnapshotPage(business: business, position: FeedPosition(epoch: 2, major: 7), hasMore: more, count: records.count,
+                                    digest: FeedDigest.page(records.map(\.digestInput)), records: records)
+            return .respond(TransportResponse(statusCode: 200, headers: ["Content-Type": "application/json"], body: page.encoded()))
+        }
+        let swappedKey = RecordKey(business: "pharmacy-8", type: "product", id: "fixture-23")
+        let swappedValue = Data(#"{"name":"Fixture 23","price":6}"#.utf8)
+        server.inject(snapshot("pharmacy-8", [FeedChange(type: "product", id: "fixture-23", revision: 1, record: swappedValue)], more: false))
+        _ = try await outbox.resnapshot(business: "pharmacy-8", reason: "expired")
+        server.inject(snapshot("pharmacy-9", [FeedChange(type: "product", id: "fixture-24", revision: 1, record: swappedValue)], more: true),
+                      .noResponse(.connectionLost))
+        _ = try await outbox.resnapshot(business: "pharmacy-9", reason: "foreign_epoch")
+
         // Synced, failed, blocked, waiting for approval, discarded, withdrawn.
         server.inject(.apply, .respond(.error(422, code: "validation_failed", message: "Bad")),
                       .respond(.error(403, code: "forbidden", message: "No")), .holdForApproval(requestID: "apr-1"))
@@ -199,6 +229,8 @@ enum Fixtures {
             records: [
                 Manifest.Record(key: recordKey.description, valueBase64: recordValue.base64EncodedString(), localOnly: false),
                 Manifest.Record(key: draftKey.description, valueBase64: draftValue.base64EncodedString(), localOnly: true),
+                Manifest.Record(key: pulledKey.description, valueBase64: confirmingValue.base64EncodedString(), localOnly: false),
+                Manifest.Record(key: swappedKey.description, valueBase64: swappedValue.base64EncodedString(), localOnly: false),
             ]
         )
     }

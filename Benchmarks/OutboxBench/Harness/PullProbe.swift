@@ -1,0 +1,241 @@
+import Foundation
+import Outbox
+import OutboxStorage
+import OutboxWire
+import Synchronization
+
+/// Scenario 14.1's initial sync, measured in a fresh child process (`outbox-bench --probe
+/// pull-engine <dir>`, ...), so that its anonymous memory (`RssAnon`: heap and stacks, not the
+/// pages of a mapped file) is the sync's alone: nothing an earlier scenario freed is there to be
+/// used again.
+///
+/// The directory holds `feed.json` (``Feed``: what the feed holds, and the server's address) and
+/// `pages.bin` (the feed's pages as the server answered them, ``PullFeed/write(_:to:)``); the
+/// child writes its journal or database under it. It measures from a store already open to the
+/// feed's end, samples `RssAnon` every 5 ms meanwhile, checks what it stored, and prints one
+/// ``Measurement`` as a JSON line.
+enum PullProbe {
+    enum Mode {
+        /// Each page of `pages.bin` decoded (`FeedPage.decoded(from:)`) and applied, one commit each.
+        case engine, sqlite, floor
+        /// The feed pulled from the server over loopback: the engine's `pullFeed`, or the SQLite
+        /// client's loop of the same requests.
+        case engineHTTP, sqliteHTTP
+
+        init?(_ kind: Probe.Kind) {
+            switch kind {
+            case .pullEngine: self = .engine
+            case .pullSQLite: self = .sqlite
+            case .pullFloor: self = .floor
+            case .pullEngineHTTP: self = .engineHTTP
+            case .pullSQLiteHTTP: self = .sqliteHTTP
+            case .engine, .sqlite, .floor: return nil
+            }
+        }
+    }
+
+    /// What the parent tells the child of the feed.
+    struct Feed: Codable, Sendable {
+        /// Live records at the feed's end, and its last page's cursor.
+        var records: Int
+        var cursor: String
+        /// The loopback server's base URL.
+        var url: String
+    }
+
+    struct Measurement: Codable, Sendable {
+        var seconds: Double
+        /// Of which decoding the pages' bodies (apply modes only; 0 over HTTP, where the pull
+        /// decodes inside its own loop).
+        var decodeSeconds: Double
+        var pages: Int
+        /// How far `RssAnon` rose above its value before the first page, at its highest and at
+        /// the end, in KiB.
+        var anonymousPeakKiB: Double
+        var anonymousEndKiB: Double
+        /// The slowest page's decode and apply, in ms (apply modes only).
+        var slowestPageMilliseconds: Double
+    }
+
+    static func run(_ mode: Mode, directory: URL) -> Int32 {
+        let outcome = Mutex<Result<Measurement, any Error>?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        Task.detached {
+            let result: Result<Measurement, any Error>
+            do { result = .success(try await measure(mode, directory: directory)) } catch { result = .failure(error) }
+            outcome.withLock { $0 = result }
+            finished.signal()
+        }
+        finished.wait()
+        do {
+            let measurement = try outcome.withLock { $0! }.get()
+            print(String(decoding: try JSONEncoder().encode(measurement), as: UTF8.self))
+            return 0
+        } catch {
+            FileHandle.standardError.write(Data("pull probe \(mode): \(error)\n".utf8))
+            return 1
+        }
+    }
+
+    private static func measure(_ mode: Mode, directory: URL) async throws -> Measurement {
+        let feed = try JSONDecoder().decode(Feed.self, from: Data(contentsOf: directory.appendingPathComponent("feed.json")))
+        let store = directory.appendingPathComponent("store-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: store) }
+        switch mode {
+        case .engine:
+            let outbox = try Workload.openOutbox(store)
+            defer { outbox.close() }
+            var cursor: FeedPosition?
+            let measurement = try await applying(directory: directory) { page in
+                switch try await outbox.apply(page, requested: cursor, limit: PullFeed.pageSize) {
+                case .applied, .unchanged: cursor = page.cursor
+                case let other: throw BenchmarkFailure(description: "the engine did not apply the page from \(page.from): \(other)")
+                }
+            }
+            try checkEngine(outbox, feed: feed)
+            return measurement
+        case .sqlite:
+            let sqlite = try SQLitePull(directory: store)
+            var cursor: FeedPosition?
+            let measurement = try await applying(directory: directory) { page in cursor = try sqlite.apply(page, requested: cursor) }
+            try checkSQLite(sqlite, feed: feed)
+            return measurement
+        case .floor:
+            let floor = try PullFloor(directory: store)
+            let measurement = try await applying(directory: directory) { page in try floor.apply(page) }
+            guard try floor.rows() == feed.records + 1 else {
+                throw BenchmarkFailure(description: "the floor holds \(try floor.rows()) rows, not \(feed.records) and the cursor")
+            }
+            return measurement
+        case .engineHTTP:
+            let transport = URLSessionTransport(baseURL: URL(string: feed.url)!, timeoutSeconds: 30)
+            var configuration = Workload.configuration(durability: .full, lanes: 1)
+            configuration.pull = PullConfiguration(pageSize: PullFeed.pageSize, businesses: [Workload.businessID], maxPagesPerPass: 100_000,
+                                                   summaryIntervalSeconds: nil)
+            let outbox = try Outbox(directory: store, transport: transport, configuration: configuration)
+            defer { outbox.close() }
+            var report: FeedReport?
+            var measurement = try await sampled(pages: 1) { _ in
+                report = try await outbox.pull().feed(Workload.businessID)
+                return nil
+            }
+            guard let report, report.stoppedBy == nil, report.reachedEnd, report.changesApplied == feed.records else {
+                throw BenchmarkFailure(description: "the engine's pull over loopback: \(String(describing: report))")
+            }
+            measurement.pages = report.pagesApplied
+            try checkEngine(outbox, feed: feed)
+            return measurement
+        case .sqliteHTTP:
+            let transport = URLSessionTransport(baseURL: URL(string: feed.url)!, timeoutSeconds: 30)
+            let sqlite = try SQLitePull(directory: store)
+            var pages = 0
+            var measurement = try await sampled(pages: 1) { _ in
+                var cursor: FeedPosition?
+                while true {
+                    let query = "?limit=\(PullFeed.pageSize)" + (cursor.map { "&cursor=\($0.text)" } ?? "")
+                    let response = try await transport.send(TransportRequest(
+                        method: "GET", endpoint: FeedPage.path + query, headers: [WireHeader.businessID: Workload.businessID], body: Data()))
+                    guard response.statusCode == 200 else { throw BenchmarkFailure(description: "the feed answered \(response.statusCode)") }
+                    let page = try FeedPage.decoded(from: response.body)
+                    if page.changes.isEmpty, page.cursor == cursor { break }
+                    cursor = try sqlite.apply(page, requested: cursor)
+                    pages += 1
+                    if !page.hasMore { break }
+                }
+                return nil
+            }
+            measurement.pages = pages
+            try checkSQLite(sqlite, feed: feed)
+            return measurement
+        }
+    }
+
+    /// Times each page of `directory/pages.bin` decoded and handed to `apply`, the decoding timed
+    /// apart too.
+    private static func applying(directory: URL, _ apply: (FeedPage) async throws -> Void) async throws -> Measurement {
+        let pages = try PullFeed.pages(in: directory.appendingPathComponent("pages.bin"))
+        return try await sampled(pages: pages.count) { index in
+            let page = try FeedPage.decoded(from: pages[index])
+            let decodedAt = Stopwatch.now()
+            try await apply(page)
+            return decodedAt
+        }
+    }
+
+    /// Times `pages` calls of `page` (each answers when it finished decoding, when it decodes)
+    /// while a thread samples `RssAnon`.
+    private static func sampled(pages: Int, _ page: (Int) async throws -> UInt64?) async throws -> Measurement {
+        let baseline = Double(Probe.status("RssAnon") ?? 0)
+        let sampler = AnonymousMemorySampler()
+        Thread { sampler.sample() }.start()
+        var decoding: UInt64 = 0
+        var slowest: UInt64 = 0
+        let start = Stopwatch.now()
+        for index in 0..<pages {
+            let pageStart = Stopwatch.now()
+            if let decodedAt = try await page(index) { decoding += decodedAt - pageStart }
+            slowest = max(slowest, Stopwatch.now() - pageStart)
+        }
+        let elapsed = Stopwatch.now() - start
+        let peak = sampler.stop()
+        let end = Double(Probe.status("RssAnon") ?? 0)
+        return Measurement(seconds: Double(elapsed) / 1e9, decodeSeconds: Double(decoding) / 1e9, pages: pages,
+                           anonymousPeakKiB: max(0, max(peak, end) - baseline),
+                           anonymousEndKiB: max(0, end - baseline), slowestPageMilliseconds: Double(slowest) / 1e6)
+    }
+
+    /// The engine's journal holds every record of the feed as its base and the last page's cursor.
+    private static func checkEngine(_ outbox: Outbox, feed: Feed) throws {
+        let live = try PullCheck.liveRecords(outbox)
+        let cursor = try outbox.feedCursor(business: Workload.businessID)
+        guard live == feed.records, cursor?.text == feed.cursor else {
+            throw BenchmarkFailure(description: "the engine holds \(live) records at cursor \(cursor?.text ?? "none"); the feed \(feed.records) at \(feed.cursor)")
+        }
+    }
+
+    private static func checkSQLite(_ sqlite: SQLitePull, feed: Feed) throws {
+        let live = try sqlite.liveRecords()
+        let cursor = try sqlite.cursor()
+        guard live == feed.records, cursor?.text == feed.cursor else {
+            throw BenchmarkFailure(description: "the SQLite client holds \(live) records at cursor \(cursor?.text ?? "none"); the feed \(feed.records) at \(feed.cursor)")
+        }
+    }
+}
+
+/// The highest `RssAnon` seen, read every 5 ms on a thread of its own until stopped (reading
+/// `/proc/self/status` that often costs the process about 1% of a core).
+final class AnonymousMemorySampler: Sendable {
+    private let peak = Atomic<Int>(0)
+    private let stopped = Atomic<Bool>(false)
+    private let done = DispatchSemaphore(value: 0)
+
+    func sample() {
+        while !stopped.load(ordering: .relaxed) {
+            if let now = Probe.status("RssAnon") { _ = peak.max(now, ordering: .relaxed) }
+            usleep(5_000)
+        }
+        done.signal()
+    }
+
+    /// Stops the sampling thread and answers the highest value it read, in KiB.
+    func stop() -> Double {
+        stopped.store(true, ordering: .relaxed)
+        done.wait()
+        return Double(peak.load(ordering: .relaxed))
+    }
+}
+
+/// What the pull scenarios check of a journal through the engine's own reads.
+enum PullCheck {
+    /// The business's live product records, read through `records(_:)` a page of 1,000 at a time.
+    static func liveRecords(_ outbox: Outbox) throws -> Int {
+        var query = RecordQuery(business: Workload.businessID, type: Workload.productType, limit: 1000)
+        var count = 0
+        repeat {
+            let page = try outbox.records(query)
+            count += page.records.filter { $0.server != nil && $0.value != nil }.count
+            query.after = page.nextAfter
+        } while query.after != nil
+        return count
+    }
+}

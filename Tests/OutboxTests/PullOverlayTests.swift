@@ -1,0 +1,102 @@
+import Foundation
+@testable import Outbox
+import OutboxCore
+import OutboxTesting
+import OutboxWire
+import Testing
+
+/// A synced write's change stays on the member's screen until the server's change feed brings it
+/// back: the answer's `Outbox-Visible-At` says from which position, so a page from before it
+/// (another device's older change) never makes the saved value vanish and come back.
+@Suite("A saved change stays on screen until the feed brings it back", .timeLimit(.minutes(5)))
+struct PullOverlayTests {
+    static let business = PullApplyTests.business
+    static let p1 = PullApplyTests.key("p1")
+    static func at(_ major: UInt64) -> FeedPosition { PullApplyTests.at(major) }
+    static func value(_ price: Double) -> Data { PullApplyTests.value(price) }
+
+    /// A journal whose feed stands at 1-5-0 with p1 at revision 5, and the member's edit of p1
+    /// to price 12 answered 200 with `answer`.
+    static func editAnswered(_ answer: TransportResponse) async throws -> (TestJournal, Outbox, OperationID) {
+        let transport = ScriptedTransport()
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open()
+        _ = try await outbox.apply(PullApplyTests.page(from: .start(of: 1), to: at(5), [PullApplyTests.put("p1", 5, 10)]), requested: nil, limit: 500)
+        transport.script(.respond(answer))
+        let id = try await outbox.enqueue(PullApplyTests().edit("p1", 1), changing: [.put(p1, value(12))])
+        await outbox.drain()
+        let state = try outbox.operation(id)
+        #expect(state?.status == .synced, "\(String(describing: state?.status)) \(String(describing: state?.lastErrorMessage))")
+        return (journal, outbox, id)
+    }
+
+    /// The position the write's `attemptFinished` kept.
+    static func visibleAt(_ id: OperationID, in outbox: Outbox) throws -> FeedPosition? {
+        try outbox.events(from: .zero, limit: .max).compactMap { event -> FeedPosition?? in
+            guard event.operationID == id, case .attemptFinished(let finished) = event.body else { return nil }
+            return .some(finished.visibleAt)
+        }.last ?? nil
+    }
+
+    static func answer(visibleAt: String?, body: String = "{}") -> TransportResponse {
+        var headers = ["Content-Type": "application/json"]
+        headers[WireHeader.visibleAt] = visibleAt
+        return TransportResponse(statusCode: 200, headers: headers, body: Data(body.utf8))
+    }
+
+    @Test func anOlderChangePulledBeforeTheAnswersPositionLeavesTheMembersValueShowing() async throws {
+        // The answer names no revision nor record: the member's value waits for the feed.
+        let (_, outbox, id) = try await Self.editAnswered(Self.answer(visibleAt: "1-10-0"))
+        defer { outbox.close() }
+        #expect(try Self.visibleAt(id, in: outbox) == Self.at(10))
+        #expect(try outbox.record(Self.p1)?.value == Self.value(12))
+        // Another device's change, committed before the member's, arrives first.
+        _ = try await outbox.apply(PullApplyTests.page(from: Self.at(5), to: Self.at(9), [PullApplyTests.put("p1", 7, 11)]), requested: Self.at(5), limit: 500)
+        let between = try #require(try outbox.record(Self.p1))
+        #expect(between.server?.revision == 7, "the base moves beneath the member's change")
+        #expect(between.value == Self.value(12) && between.sync.confirmed == [id], "the saved value never vanishes")
+        // The page that reaches the answer's position brings the member's change back.
+        _ = try await outbox.apply(PullApplyTests.page(from: Self.at(9), to: Self.at(10), [PullApplyTests.put("p1", 8, 12)]), requested: Self.at(9), limit: 500)
+        let after = try #require(try outbox.record(Self.p1))
+        #expect(after.value == Self.value(12) && after.server?.revision == 8 && after.sync.confirmed.isEmpty)
+        #expect(try outbox.verifyJournal().isClean)
+    }
+
+    @Test func aDescribedRecordStaysConfirmingUntilTheFeedPassesAndCompactionWaitsForIt() async throws {
+        let (journal, outbox, id) = try await Self.editAnswered(Self.answer(
+            visibleAt: "1-10-0", body: #"{"revision":8,"record":{"name":"Antiseptic","price":12}}"#))
+        defer { outbox.close() }
+        let saved = try #require(try outbox.record(Self.p1))
+        #expect(saved.server?.revision == 8, "the answer lands in the base in the outcome's commit")
+        #expect(saved.sync.confirmed == [id], "saved, and confirming until the feed shows it")
+        journal.clock.advance(by: 3_600)
+        _ = try await outbox.compact(before: journal.clock.now())
+        #expect(try outbox.operation(id) != nil, "its events stay while its change shows")
+        // A page past the position, with nothing of p1 in it (the server's value is the answer's).
+        _ = try await outbox.apply(PullApplyTests.page(from: Self.at(5), to: Self.at(12), []), requested: Self.at(5), limit: 500)
+        #expect(try outbox.record(Self.p1)?.sync.confirmed.isEmpty == true)
+        let compacted = try await outbox.compact(before: journal.clock.now())
+        #expect(compacted.operations == 1)
+        #expect(try outbox.record(Self.p1)?.value == #"{"name":"Antiseptic","price":12}"#.data(using: .utf8))
+        #expect(try outbox.verifyJournal().isClean)
+    }
+
+    @Test func anAnswerWithoutAPositionThatDescribesTheRecordNeedsNoFeed() async throws {
+        let (_, outbox, id) = try await Self.editAnswered(TransportResponse(statusCode: 200, headers: ["ETag": "\"8\"", "Content-Type": "application/json"], body: Data("{}".utf8)))
+        defer { outbox.close() }
+        #expect(try Self.visibleAt(id, in: outbox) == nil)
+        // The answer's revision described the record: the base holds the member's value at 8.
+        #expect(try outbox.record(Self.p1)?.server?.revision == 8)
+        #expect(try outbox.record(Self.p1)?.sync.confirmed.isEmpty == true, "described, it needs no feed to retire")
+    }
+
+    @Test func aPositionThatIsNotOneIsIgnoredAndTheEarlierRuleHolds() async throws {
+        let (_, outbox, id) = try await Self.editAnswered(Self.answer(visibleAt: "soon"))
+        defer { outbox.close() }
+        #expect(try Self.visibleAt(id, in: outbox) == nil)
+        // No revision, no position: a pulled base after the answer retires it.
+        #expect(try outbox.record(Self.p1)?.sync.confirmed == [id])
+        _ = try await outbox.apply(PullApplyTests.page(from: Self.at(5), to: Self.at(6), [PullApplyTests.put("p1", 6, 12)]), requested: Self.at(5), limit: 500)
+        #expect(try outbox.record(Self.p1)?.sync.confirmed.isEmpty == true)
+    }
+}

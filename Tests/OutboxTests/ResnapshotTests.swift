@@ -1,0 +1,180 @@
+import Foundation
+@testable import Outbox
+import OutboxCore
+import OutboxCrypto
+import OutboxTesting
+import OutboxWire
+import Synchronization
+import Testing
+
+/// A business's base fetched again whole: staged beside the base the member sees, swapped in by
+/// one commit, with every pending write and overlay kept.
+@Suite("Fetching the base again whole", .timeLimit(.minutes(5)))
+struct ResnapshotTests {
+    static let business = PullApplyTests.business
+    static func key(_ id: String) -> RecordKey { PullApplyTests.key(id) }
+    static func value(_ price: Double) -> Data { PullApplyTests.value(price) }
+
+    static func snapshot(at position: FeedPosition, more: Bool, _ records: [FeedChange]) -> TransportResponse {
+        let page = SnapshotPage(business: business, position: position, hasMore: more, count: records.count,
+                                digest: FeedDigest.page(records.map(\.digestInput)), records: records)
+        return TransportResponse(statusCode: 200, headers: ["Content-Type": "application/json"], body: page.encoded())
+    }
+
+    /// A journal whose feed stands at 1-9-0 with p1 (revision 3) and p2 (revision 4) in its base.
+    static func journal(_ transport: ScriptedTransport) async throws -> (TestJournal, Outbox) {
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open()
+        _ = try await outbox.apply(PullApplyTests.page(from: .start(of: 1), to: PullApplyTests.at(9),
+                                                       [PullApplyTests.put("p1", 3, 10), PullApplyTests.put("p2", 4, 20)]),
+                                   requested: nil, limit: 500)
+        return (journal, outbox)
+    }
+
+    func edit(_ id: String, _ number: Int) -> OutboxRequest { PullApplyTests().edit(id, number) }
+
+    @Test func theSnapshotIsSwappedInWholeAndNoPendingWriteIsLost() async throws {
+        let transport = ScriptedTransport()
+        let (_, outbox) = try await Self.journal(transport)
+        defer { outbox.close() }
+        let editOfP1 = try await outbox.enqueue(edit("p1", 1), changing: [.put(Self.key("p1"), Self.value(11))])
+        let editOfP2 = try await outbox.enqueue(edit("p2", 2), changing: [.put(Self.key("p2"), Self.value(21))])
+        let create = try await outbox.enqueue(productRequest(3, entityID: nil), changing: [.put(Self.key("p9"), Self.value(90))])
+        // Offline: each waits, queued, for a retry time the manual clock never reaches.
+        await outbox.drain()
+        // The server was restored: epoch 2 holds p1 at revision 5 and p3; p2 is gone.
+        let restored = FeedPosition(epoch: 2, major: 4)
+        transport.script(.respond(Self.snapshot(at: restored, more: true, [PullApplyTests.put("p1", 5, 12)])),
+                         .fail(.connectionLost))
+        let first = try await outbox.resnapshot(business: Self.business, reason: "foreign_epoch")
+        #expect(first.pagesStaged == 1 && !first.swapped && first.stoppedBy == .offline)
+        // Staged, not shown: the member still sees the old base, the feed still its old cursor.
+        #expect(try outbox.record(Self.key("p1"))?.server?.revision == 3)
+        #expect(try outbox.record(Self.key("p2"))?.value == Self.value(21))
+        #expect(try outbox.feedCursor(business: Self.business) == PullApplyTests.at(9))
+        #expect(try outbox.verifyJournal().isClean)
+
+        // Resumed after the last staged record, from the same first position.
+        transport.script(.respond(Self.snapshot(at: FeedPosition(epoch: 2, major: 6), more: false, [PullApplyTests.put("p3", 1, 30)])))
+        let second = try await outbox.resnapshot(business: Self.business, reason: "foreign_epoch")
+        #expect(second.swapped && second.pagesStaged == 1 && second.vanished == 1)
+        #expect(transport.requests.last?.endpoint == "/sync/snapshot?limit=500&after_type=product&after_id=p1")
+        #expect(try outbox.feedCursor(business: Self.business) == restored, "the feed goes on from the first page's position")
+
+        let p1 = try #require(try outbox.record(Self.key("p1")))
+        #expect(p1.server?.revision == 5 && p1.value == Self.value(11) && p1.sync.pending.map(\.operation) == [editOfP1],
+                "the new base beneath, the member's edit over it")
+        #expect(try outbox.record(Self.key("p3"))?.value == Self.value(30))
+        #expect(try outbox.record(Self.key("p9"))?.value == Self.value(90), "a pending create never vanishes")
+        #expect(try outbox.operation(create)?.status == .queued)
+        let p2 = try #require(try outbox.record(Self.key("p2")))
+        #expect(try outbox.operation(editOfP2)?.status == .conflicted && outbox.operation(editOfP2)?.lastErrorCode == "deleted_on_server",
+                "a record gone from the server asks the member about the edit still waiting")
+        #expect(p2.value == Self.value(21) && p2.server?.value == nil, "its value kept on screen")
+        #expect(try outbox.ledger().count == 3, "a resnapshot enqueues nothing")
+        #expect(try outbox.verifyJournal().isClean, "the new base has its trail, the old one is swept")
+        let kinds = try outbox.events(from: .zero, limit: .max).map(\.kind)
+        #expect(kinds.filter { [.resnapshotStarted, .snapshotPageStaged, .resnapshotFinished].contains($0) }
+                == [.resnapshotStarted, .snapshotPageStaged, .snapshotPageStaged, .resnapshotFinished])
+        let history = try outbox.recordHistory(Self.key("p1"), showingValues: false)
+        #expect(history.entries.contains { $0.kind == .snapshotPageStaged && $0.revision == 5 })
+    }
+
+    @Test func anAnswerThatLandsWhileStagingGoesToBothBases() async throws {
+        let transport = ScriptedTransport()
+        let (_, outbox) = try await Self.journal(transport)
+        defer { outbox.close() }
+        transport.script(.respond(Self.snapshot(at: FeedPosition(epoch: 2, major: 4), more: true, [PullApplyTests.put("p1", 5, 12)])),
+                         .fail(.connectionLost))
+        _ = try await outbox.resnapshot(business: Self.business, reason: "foreign_epoch")
+        // The member's edit is answered with revision 9 while the snapshot is half staged.
+        transport.script(.respond(TransportResponse(statusCode: 200, headers: ["Content-Type": "application/json"],
+                                                    body: Data(#"{"revision":9,"record":{"name":"Antiseptic","price":13}}"#.utf8))))
+        _ = try await outbox.enqueue(edit("p1", 1), changing: [.put(Self.key("p1"), Self.value(13))])
+        await outbox.drain()
+        #expect(try outbox.record(Self.key("p1"))?.server?.revision == 9)
+        transport.script(.respond(Self.snapshot(at: FeedPosition(epoch: 2, major: 5), more: false, [PullApplyTests.put("p2", 4, 20)])))
+        let report = try await outbox.resnapshot(business: Self.business, reason: "foreign_epoch")
+        #expect(report.swapped)
+        #expect(try outbox.record(Self.key("p1"))?.server?.revision == 9, "the swap never takes a record back behind an answer")
+        #expect(try outbox.verifyJournal().isClean)
+    }
+
+    @Test func aStagingTheServerChangedEpochsUnderIsAbandonedAndStartedOver() async throws {
+        let transport = ScriptedTransport()
+        let (_, outbox) = try await Self.journal(transport)
+        defer { outbox.close() }
+        transport.script(.respond(Self.snapshot(at: FeedPosition(epoch: 2, major: 4), more: true, [PullApplyTests.put("p1", 5, 12)])),
+                         .respond(Self.snapshot(at: FeedPosition(epoch: 3, major: 1), more: false, [PullApplyTests.put("p2", 1, 22)])),
+                         .respond(Self.snapshot(at: FeedPosition(epoch: 3, major: 1), more: false, [PullApplyTests.put("p2", 1, 22)])))
+        let report = try await outbox.resnapshot(business: Self.business, reason: "foreign_epoch")
+        #expect(report.abandoned == 1 && report.swapped)
+        #expect(try outbox.record(Self.key("p1")) == nil, "nothing of the abandoned staging shows")
+        #expect(try outbox.record(Self.key("p2"))?.server?.revision == 1, "a new epoch's base may go back")
+        #expect(try outbox.feedCursor(business: Self.business) == FeedPosition(epoch: 3, major: 1))
+        #expect(try outbox.events(from: .zero, limit: .max).contains { $0.kind == .resnapshotAbandoned })
+        #expect(try outbox.verifyJournal().isClean)
+    }
+
+    @Test func aPageOutOfOrderIsRefusedAndNothingOfItStaged() async throws {
+        let transport = ScriptedTransport()
+        let (_, outbox) = try await Self.journal(transport)
+        defer { outbox.close() }
+        transport.script(.respond(Self.snapshot(at: FeedPosition(epoch: 2, major: 4), more: false,
+                                                [PullApplyTests.put("p2", 5, 12), PullApplyTests.put("p1", 5, 12)])))
+        let report = try await outbox.resnapshot(business: Self.business, reason: "expired")
+        #expect(report.stoppedBy == .refused(.outOfOrder(type: "product", id: "p1")) && report.pagesStaged == 0)
+        #expect(try outbox.events(from: .zero, limit: .max).contains { $0.kind == .pageRefused })
+        #expect(try outbox.feedCursor(business: Self.business) == PullApplyTests.at(9))
+    }
+
+    @Test func aPageOfTheFeedWaitsWhileAResnapshotStages() async throws {
+        let transport = ScriptedTransport()
+        let (_, outbox) = try await Self.journal(transport)
+        defer { outbox.close() }
+        transport.script(.respond(Self.snapshot(at: FeedPosition(epoch: 2, major: 4), more: true, [PullApplyTests.put("p1", 5, 12)])),
+                         .fail(.connectionLost))
+        _ = try await outbox.resnapshot(business: Self.business, reason: "expired")
+        await #expect(throws: OutboxError.self) {
+            try await outbox.apply(PullApplyTests.page(from: PullApplyTests.at(9), to: PullApplyTests.at(10), [PullApplyTests.put("p1", 4, 1)]),
+                                   requested: PullApplyTests.at(9), limit: 500)
+        }
+        #expect(try outbox.record(Self.key("p1"))?.server?.revision == 3)
+    }
+
+    @Test func aTypeWhoseBaseWasDroppedIsFetchedAgainByTheNextPull() async throws {
+        let employee = FeedChange(type: "employee", id: "e1", revision: 3, record: Data(#"{"name":"Ngozi"}"#.utf8))
+        let asked = Mutex<[String]>([])
+        let transport = ScriptedTransport(otherwise: .handle { request in
+            asked.withLock { $0.append(request.endpoint) }
+            let json = ["Content-Type": "application/json"]
+            if request.endpoint.hasPrefix(SnapshotPage.path) {
+                let records = request.endpoint.contains("type=product") ? [PullApplyTests.put("p1", 4, 15)] : []
+                let page = SnapshotPage(business: Self.business, position: PullApplyTests.at(9), hasMore: false, count: records.count,
+                                        digest: FeedDigest.page(records.map(\.digestInput)), records: records)
+                return TransportResponse(statusCode: 200, headers: json, body: page.encoded())
+            }
+            let page = PullApplyTests.page(from: PullApplyTests.at(9), to: PullApplyTests.at(9), [])
+            return TransportResponse(statusCode: 200, headers: json, body: page.encoded())
+        })
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open { $0.pull = PullConfiguration(businesses: [Self.business], summaryIntervalSeconds: nil) }
+        defer { outbox.close() }
+        _ = try await outbox.apply(PullApplyTests.page(from: .start(of: 1), to: PullApplyTests.at(9), [PullApplyTests.put("p1", 3, 10), employee]),
+                                   requested: nil, limit: 500)
+        // An app upgrade changed products without an adapter: their base is dropped.
+        try await outbox.dropRecordBase(business: Self.business, type: "product")
+        #expect(try outbox.record(Self.key("p1")) == nil)
+        let report = try #require(try await outbox.pull().feed(Self.business))
+        #expect(report.resnapshots == 1 && report.reachedEnd)
+        #expect(asked.withLock { $0 }.contains { $0.hasPrefix(SnapshotPage.path) && $0.contains("type=product") })
+        #expect(try outbox.record(Self.key("p1"))?.server?.revision == 4, "fetched again, not left behind the cursor")
+        #expect(try outbox.record(RecordKey(business: Self.business, type: "employee", id: "e1"))?.server?.revision == 3)
+        #expect(try outbox.feedCursor(business: Self.business) == PullApplyTests.at(9))
+        #expect(try outbox.verifyJournal().isClean)
+        // Once: the next pull asks no snapshot.
+        let before = asked.withLock { $0.count }
+        _ = try await outbox.pull()
+        #expect(asked.withLock { $0.dropFirst(before) }.allSatisfy { !$0.hasPrefix(SnapshotPage.path) })
+    }
+}
