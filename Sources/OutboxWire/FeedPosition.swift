@@ -73,3 +73,18 @@ public struct FeedPosition: Hashable, Comparable, Sendable, CustomStringConverti
         text.count <= 64 ? text : String(text.prefix(64)) + "..."
     }
 }
+
+extension ByteWriter {
+    /// A feed position in the journal's records: its epoch, major and minor, each a u64.
+    public mutating func write(position: FeedPosition) {
+        write(position.epoch)
+        write(position.major)
+        write(position.minor)
+    }
+}
+
+extension ByteReader {
+    public mutating func readPosition(_ what: StaticString) throws(DecodingProblem) -> FeedPosition {
+        FeedPosition(epoch: try readUInt64(what), major: try readUInt64(what), minor: try readUInt64(what))
+    }
+}

@@ -67,20 +67,6 @@ enum FeedRowWrite: Sendable, Equatable {
     }
 }
 
-extension ByteWriter {
-    fileprivate mutating func write(position: FeedPosition) {
-        write(position.epoch)
-        write(position.major)
-        write(position.minor)
-    }
-}
-
-extension ByteReader {
-    fileprivate mutating func readPosition(_ what: StaticString) throws(DecodingProblem) -> FeedPosition {
-        FeedPosition(epoch: try readUInt64(what), major: try readUInt64(what), minor: try readUInt64(what))
-    }
-}
-
 extension JournalCodec {
     /// A feed row: a version byte (2); the cursor (a presence byte, three u64); the setting
     /// event's seq (u64); the active generation (u8); the staging (a presence byte; its type

@@ -190,17 +190,3 @@ extension ByteReader {
     }
 }
 
-extension ByteWriter {
-    /// A feed position: its epoch, major and minor, each a u64.
-    mutating func write(position: FeedPosition) {
-        write(position.epoch)
-        write(position.major)
-        write(position.minor)
-    }
-}
-
-extension ByteReader {
-    mutating func readPosition(_ what: StaticString) throws(DecodingProblem) -> FeedPosition {
-        FeedPosition(epoch: try readUInt64(what), major: try readUInt64(what), minor: try readUInt64(what))
-    }
-}
