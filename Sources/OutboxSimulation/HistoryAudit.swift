@@ -3,6 +3,7 @@
 
 import Foundation
 import Outbox
+import OutboxWire
 
 /// A broken invariant, in words.
 struct InvariantBroken: Error, CustomStringConvertible {
@@ -92,6 +93,8 @@ struct HistoryAudit {
         /// The records it changes, as its `enqueued` event keeps them (each value's hash).
         var changes: [RecordWrite] = []
         var revisionFrom: RecordKey?
+        /// The base's revision of that record when the write was made (its `enqueued` keeps it).
+        var basisRevision: UInt64?
         /// The revision its latest attempt sent, taken from the record's base.
         var sentRevision: String?
         /// The rolled-back write it was held on (`heldOnRollback`).
@@ -109,6 +112,13 @@ struct HistoryAudit {
         var conflictSeen: (seq: JournalSequence, revision: String?, valueHash: SHA256Digest?, attempts: Int)?
         /// When its rule last rebased it.
         var rebasedAt: JournalSequence?
+        /// Once synced: where its answer said the feed shows it (`Outbox-Visible-At`), and the
+        /// record's revision the answer gave.
+        var visibleAt: FeedPosition?
+        var answerRevision: UInt64?
+        /// Conflicted because a pulled tombstone (or a resnapshot's swap) deleted a record it
+        /// puts a value in: a person decides, never its rule.
+        var deletedOnServer = false
 
         /// Its place in the order of its records' writes.
         var recordOrder: (JournalSequence, JournalSequence) { (laneSeq, firstSeq) }
@@ -146,6 +156,13 @@ struct HistoryAudit {
     private var owedAt: (Date, Uptime?)?
     /// Local writes the member made and the journal has not shown yet, each its keys.
     private var askedLocal: [[RecordKey]] = []
+    /// Each business's feed cursor, as the pulls' events set it.
+    private(set) var cursors: [String: FeedPosition] = [:]
+    /// A resnapshot staging, per business: its type, and each record staged (newest revision).
+    private var staging: [String: (type: String?, records: [RecordKey: RecordTrail.Base])] = [:]
+    /// Queued writes a tombstone (pulled, or a swap's) owes `deletedOnServer`, each with the
+    /// records it may name, owed in the tombstone's commit.
+    private var owedDeletions: [OperationID: Set<RecordKey>] = [:]
 
     init(scenario: SimulationScenario) {
         self.scenario = scenario
@@ -191,7 +208,7 @@ struct HistoryAudit {
 
     /// What `outbox.record(key)` must say now, from the events read so far.
     func expected(_ key: RecordKey, isLocalOnly: Bool) -> ExpectedRecord {
-        ExpectedRecord(key, trail: records[key] ?? RecordTrail(), rows: rows, isLocalOnly: isLocalOnly)
+        ExpectedRecord(key, trail: records[key] ?? RecordTrail(), rows: rows, isLocalOnly: isLocalOnly, feed: cursors[key.business])
     }
 
     /// The row that stands for `id` now: itself, or the end of the chain of rows that replaced it.
@@ -238,6 +255,8 @@ struct HistoryAudit {
                 tally["local writes", default: 0] += 1
             } else if case .recordBaseDropped = event.body {
                 throw InvariantBroken("seq \(event.seq) dropped a record type's base: nothing in this run changes a type's schema")
+            } else {
+                try applyPull(event)
             }
         }
         // The worker is at rest: every commit read is whole.
@@ -249,6 +268,9 @@ struct HistoryAudit {
     private mutating func checkHoldsMade() throws {
         if let (id, builtOn) = owedHolds.first {
             throw InvariantBroken("\(label(builtOn)) was rolled back and \(label(id)), a later queued write of one of its records, was not held in the same commit")
+        }
+        if let (id, keys) = owedDeletions.first {
+            throw InvariantBroken("\(keys.sorted().map(\.description)) deleted on the server (a pulled tombstone or a resnapshot's swap) and \(label(id)), a queued write putting a value in it made before, did not turn conflicted (deleted_on_server) in the same commit")
         }
         owedAt = nil
     }
@@ -288,10 +310,149 @@ struct HistoryAudit {
     /// The decision the row's conflict rule makes by itself, in the commit of the conflicted
     /// outcome; `nil` when a person decides.
     private func owedDecision(_ row: Row, revision: String?) -> JournalEventKind? {
-        switch scenario.conflictRule(for: row.operationType) {
+        guard !row.deletedOnServer else { return nil }
+        return switch scenario.conflictRule(for: row.operationType) {
         case .askMember: nil
         case .serverWins: .discarded
         case .rebase(let maxTimes): row.rebases < maxTimes && revision != nil ? .rebased : nil
+        }
+    }
+
+    // MARK: The pull
+
+    /// A pull's engine event: a page applied to the base (each change only over an older
+    /// revision), a resnapshot staged and swapped in, a page refused, a summary compared.
+    private mutating func applyPull(_ event: JournalEvent) throws {
+        func broken(_ text: String) -> InvariantBroken { InvariantBroken("seq \(event.seq) \(event.kind): \(text)") }
+        switch event.body {
+        case .pageApplied(let page):
+            guard staging[page.business] == nil else { throw broken("a page applied while a resnapshot stages") }
+            if let cursor = cursors[page.business], cursor != page.from {
+                throw broken("the page was asked from \(page.from); the feed's cursor is \(cursor)")
+            }
+            guard page.to >= page.from else { throw broken("the cursor moved back from \(page.from) to \(page.to)") }
+            var last: [RecordKey: RecordConfirmation] = [:]
+            for confirmation in page.confirmations {
+                if let kept = last[confirmation.key], kept.revision >= confirmation.revision { continue }
+                last[confirmation.key] = confirmation
+            }
+            var tombstones: [(RecordKey, UInt64)] = []
+            for (key, confirmation) in last.sorted(by: { $0.key < $1.key }) {
+                if confirmation.valueHash == nil, records[key]?.base.map({ confirmation.revision > $0.revision }) ?? true {
+                    tombstones.append((key, confirmation.revision))
+                }
+            }
+            for confirmation in page.confirmations {
+                records[confirmation.key, default: RecordTrail()].confirm(confirmation, seq: event.seq, by: nil)
+                touchedRecords.insert(confirmation.key)
+            }
+            cursors[page.business] = page.to
+            tally["pages pulled", default: 0] += 1
+            tally["changes pulled", default: 0] += page.confirmations.count
+            oweDeletions(tombstones, seq: event.seq, at: event)
+            touchSynced(business: page.business)
+
+        case .pageRefused(let refused):
+            // The model serves only good pages: what the engine refuses is a captive portal's.
+            guard refused.code == "malformed" else { throw broken("refused a page of the model server's: \(refused.code): \(refused.detail)") }
+            tally["pages refused (not a page)", default: 0] += 1
+
+        case .resnapshotStarted(let started):
+            guard staging[started.business] == nil else { throw broken("a resnapshot started while one stages") }
+            staging[started.business] = (started.type, [:])
+            tally["resnapshots started (\(started.reason))", default: 0] += 1
+
+        case .snapshotPageStaged(let page):
+            guard staging[page.business] != nil else { throw broken("a snapshot page staged with no resnapshot started") }
+            for confirmation in page.confirmations {
+                guard confirmation.valueHash != nil else { throw broken("staged a tombstone: a snapshot holds live records only") }
+                stage(confirmation, seq: event.seq)
+                records[confirmation.key, default: RecordTrail()].brought(confirmation.valueHash)
+            }
+            tally["snapshot pages staged", default: 0] += 1
+
+        case .resnapshotFinished(let finished):
+            guard let staged = staging.removeValue(forKey: finished.business) else { throw broken("a resnapshot swapped in with nothing staged") }
+            guard staged.type == finished.type else { throw broken("swapped in type \(finished.type ?? "all"), staged \(staged.type ?? "all")") }
+            let inScope = { (key: RecordKey) in key.business == finished.business && (finished.type.map { $0 == key.type } ?? true) }
+            // The member sees the staged generation from now on: a record it does not hold is
+            // gone from the base, but one a pending write changes, deleted at its old revision.
+            for key in Set(records.keys.filter(inScope)).union(staged.records.keys) {
+                records[key, default: RecordTrail()].swapped(to: staged.records[key])
+                touchedRecords.insert(key)
+            }
+            var tombstones: [(RecordKey, UInt64)] = []
+            for vanished in finished.vanished {
+                guard inScope(vanished.key), vanished.valueHash == nil, let before = records[vanished.key], !before.writes.isEmpty else {
+                    throw broken("\(vanished.key) vanished, which no pending write of the business changes")
+                }
+                records[vanished.key]?.base = RecordTrail.Base(revision: vanished.revision, valueHash: nil, seq: event.seq, byOperation: nil)
+                records[vanished.key]?.vanished = true
+                tombstones.append((vanished.key, vanished.revision))
+            }
+            cursors[finished.business] = finished.cursor
+            tally["resnapshots", default: 0] += 1
+            // Every pending write of the business stays (its overlay over the new base).
+            tally["pending writes kept across a swap", default: 0] += rows.values.filter { row in
+                [.queued, .syncing, .pendingApproval, .conflicted].contains(row.status) && row.changes.contains(where: { inScope($0.key) })
+            }.count
+            tally["records vanished at a swap", default: 0] += finished.vanished.count
+            oweDeletions(tombstones, seq: event.seq, at: event)
+            touchSynced(business: finished.business)
+
+        case .resnapshotAbandoned(let abandoned):
+            guard staging.removeValue(forKey: abandoned.business) != nil else { throw broken("abandoned a resnapshot that was not staging") }
+            tally["resnapshots abandoned", default: 0] += 1
+
+        case .summaryChecked(let checked):
+            guard checked.verdict != .mismatched else {
+                throw broken("the base's \(checked.type) does not match the server's summary at \(checked.position): \(checked.localCount ?? -1) records, the server's \(checked.serverCount)")
+            }
+            tally["summaries checked", default: 0] += 1
+
+        default:
+            break
+        }
+    }
+
+    /// `confirmation` staged beside the base the member sees, when a resnapshot stages its
+    /// business (by a snapshot page, or an answer landing meanwhile): only over an older revision.
+    private mutating func stage(_ confirmation: RecordConfirmation, seq: JournalSequence) {
+        guard let scope = staging[confirmation.key.business], scope.type.map({ $0 == confirmation.key.type }) ?? true else { return }
+        if let kept = scope.records[confirmation.key], kept.revision >= confirmation.revision { return }
+        staging[confirmation.key.business]?.records[confirmation.key] = RecordTrail.Base(
+            revision: confirmation.revision, valueHash: confirmation.valueHash, seq: seq, byOperation: nil)
+    }
+
+    /// A synced write's change may stop showing once the feed moves: its records are looked at.
+    private mutating func touchSynced(business: String) {
+        for row in rows.values where row.status == .synced && !row.awaiting.isEmpty {
+            touchedRecords.formUnion(row.awaiting.filter { $0.business == business })
+        }
+    }
+
+    /// Each record deleted on the server at `seq` (a pulled tombstone newer than the base, or a
+    /// swap's vanished record): every queued write putting a value in it, made before and not
+    /// held, is owed `deletedOnServer` in the same commit; one on its way is asked once it is
+    /// back in the queue.
+    private mutating func oweDeletions(_ tombstones: [(RecordKey, UInt64)], seq: JournalSequence, at event: JournalEvent) {
+        for (key, _) in tombstones {
+            for id in records[key]?.writes ?? [] {
+                guard let row = rows[id], row.status == .queued, row.heldOn == nil, row.firstSeq < seq,
+                    let change = row.change(of: key), !change.isDelete else { continue }
+                owedDeletions[id, default: []].insert(key)
+                owedAt = (event.recordedAt, event.uptime)
+            }
+        }
+    }
+
+    /// A write back in the queue after an attempt: a record it puts a value in that a pull (or a
+    /// swap) deleted after it was made owes it `deletedOnServer` now.
+    private mutating func oweDeletionsAfterAttempt(_ row: Row, at event: JournalEvent) {
+        for change in row.changes where !change.isDelete {
+            guard let base = records[change.key]?.base, base.valueHash == nil, base.seq > row.firstSeq, base.byOperation == nil else { continue }
+            owedDeletions[row.id, default: []].insert(change.key)
+            owedAt = (event.recordedAt, event.uptime)
         }
     }
 
@@ -328,9 +489,20 @@ struct HistoryAudit {
             .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked:
             throw broken("an engine event under an operation")
 
-        case .deletedOnServer:
-            // The simulated phone does not pull: no tombstone reaches it but an answer's.
-            throw broken("deleted on the server, which only a pulled tombstone says, and this phone does not pull")
+        case .deletedOnServer(let deleted):
+            guard row.status == .queued, owedDeletions[id]?.contains(deleted.key) == true else {
+                throw broken("deleted on the server (\(deleted.key) at \(deleted.revision)), which no pulled tombstone or swap of a record it puts a value in owes it")
+            }
+            guard records[deleted.key]?.base.map({ $0.valueHash == nil && $0.revision == deleted.revision }) == true else {
+                throw broken("deleted on the server at revision \(deleted.revision), which is not the tombstone in \(deleted.key)'s base")
+            }
+            owedDeletions[id] = nil
+            tally["deleted on the server", default: 0] += 1
+            row.status = .conflicted
+            row.deletedOnServer = true
+            row.undecidedConflict = (event.seq, String(deleted.revision))
+            row.conflictSeen = (event.seq, String(deleted.revision), nil, row.attempts)
+            row.rollbackCode = ErrorCode.deletedOnServer
 
         case .heldOnRollback(let held):
             guard row.status == .queued else { throw broken("only a queued row is held on a rolled-back write") }
@@ -372,9 +544,12 @@ struct HistoryAudit {
                     }
                 }
             }
-            // `If-Match` from the record's base as the attempt starts, when the write asks for it.
+            // `If-Match` from the record's base as the attempt starts, when the write asks for it;
+            // a base a pull moved beneath it after it was made leaves it sent against the revision
+            // the member made it on.
             let base = row.revisionFrom.flatMap { records[$0]?.base }
-            let expectedRevision = row.revisionFrom == nil ? nil : base.flatMap { $0.valueHash == nil ? nil : String($0.revision) }
+            var expectedRevision = row.revisionFrom == nil ? nil : base.flatMap { $0.valueHash == nil ? nil : String($0.revision) }
+            if let base, base.seq > row.firstSeq, base.byOperation == nil, let basis = row.basisRevision { expectedRevision = String(basis) }
             guard started.sentRevision == expectedRevision else {
                 throw broken("recorded If-Match \(started.sentRevision ?? "none") taken from \(row.revisionFrom.map { "\($0)" } ?? "no record"), whose base is at \(expectedRevision ?? "none")")
             }
@@ -407,6 +582,10 @@ struct HistoryAudit {
                     guard finished.confirmations == expected else {
                         throw broken("confirmed \(finished.confirmations.map(Self.describe)); the answer says \(expected.map(Self.describe))")
                     }
+                    // A write of records keeps where the feed shows it.
+                    if finished.disposition == .accepted || finished.disposition == .replayed, !row.changes.isEmpty, finished.visibleAt?.text != body.visibleAt {
+                        throw broken("recorded the answer visible at \(finished.visibleAt?.text ?? "none"); the server said \(body.visibleAt ?? "none")")
+                    }
                 case (.noResponse, .noResponse):
                     break
                 default:
@@ -417,8 +596,15 @@ struct HistoryAudit {
                 throw broken("confirmed records without an answer")
             }
             for confirmation in finished.confirmations {
-                records[confirmation.key, default: RecordTrail()].confirm(confirmation, seq: event.seq, by: id)
+                let cursor = cursors[confirmation.key.business]
+                // The feed at or past the answer's position holds the record's state from there on:
+                // the engine keeps the answer's confirmation but leaves the base to the feed.
+                let stale = finished.visibleAt.map { position in cursor.map { $0.epoch == position.epoch ? $0 >= position : $0.epoch > position.epoch } ?? false } ?? false
+                if stale { tally["answers older than the feed's cursor", default: 0] += 1 }
+                records[confirmation.key, default: RecordTrail()].confirm(confirmation, seq: event.seq, by: id, stale: stale)
                 touchedRecords.insert(confirmation.key)
+                // An answer landing while a resnapshot stages goes to both generations.
+                stage(confirmation, seq: event.seq)
             }
             guard (finished.outcome == .response(statusCode: 412)) == (finished.disposition == .conflicted) else {
                 throw broken("\(finished.outcome) was classified \(finished.disposition)")
@@ -447,10 +633,15 @@ struct HistoryAudit {
                 }
             }
             if finished.disposition == .accepted || finished.disposition == .replayed {
-                let described = Set(finished.confirmations.map(\.key))
+                // With a feed position, every record keeps the member's change until a pull
+                // reaches it; without, those the answer did not describe until a base arrives.
+                let described = finished.visibleAt == nil ? Set(finished.confirmations.map(\.key)) : []
                 row.awaiting = row.changes.map(\.key).filter { !described.contains($0) }
                 row.syncedSeq = event.seq
+                row.visibleAt = finished.visibleAt
+                row.answerRevision = finished.serverRevision.flatMap(UInt64.init)
             }
+            if row.status == .queued { oweDeletionsAfterAttempt(row, at: event) }
             if finished.disposition == .gaveUp { tally["given up", default: 0] += 1 }
             if finished.disposition == .accepted || finished.disposition == .replayed,
                 let entity = row.entityID, SimulationScenario.editTypes.contains(row.operationType),
@@ -468,6 +659,7 @@ struct HistoryAudit {
                 throw broken("abandoned, though \(exchange.answer) reached the engine alive")
             }
             row.status = .queued
+            oweDeletionsAfterAttempt(row, at: event)
 
         case .withdrawn:
             guard row.status == .failed, inlineSaves.contains(id) else { throw broken("only a rejected inline save is withdrawn") }
@@ -633,6 +825,7 @@ struct HistoryAudit {
         )
         row.changes = enqueued.changes
         row.revisionFrom = request.revisionFrom
+        row.basisRevision = enqueued.basisRevision
         if let key = request.revisionFrom, !enqueued.changes.contains(where: { $0.key == key }) {
             throw InvariantBroken("\(label(id)) takes its revision from \(key), which it does not change")
         }

@@ -44,15 +44,47 @@ final class ModelServer: Sendable {
         /// The products creates made (and deletes removed), by id.
         var products: [String: Item] = [:]
         /// Every revision of every record the server held, by `type/id`: its JSON as answered,
-        /// `nil` for a tombstone.
-        var history: [String: [Int: String?]] = [:]
-        /// Changes another device made to them.
+        /// `nil` for a tombstone; a revision may have held more than one value across restores.
+        var history: [String: [Int: [String?]]] = [:]
+        /// Changes another device made to them, and products it deleted.
         var editsElsewhere = 0
+        var deletesElsewhere = 0
+        /// The change feed (`Docs/server.md`, "The change feed"): the epoch (one more after each
+        /// restore), the last change's number, the floor below which changes are forgotten, and
+        /// every change of the epoch in order, each at `(epoch, n, 0)`.
+        var epoch: UInt64 = 1
+        var changeNumber: UInt64 = 0
+        var floor: UInt64 = 0
+        var changes: [ChangeRow] = []
+        /// The backup a restore goes back to: the records and how many writes were applied then.
+        var backup: Backup?
+        /// Keys whose write a restore undid: synced on the phone, gone from the server.
+        var lostInRestore: Set<String> = []
+        /// Keys whose claim expired with the feed's changes: a resend applies the write again.
+        var claimsExpired: Set<String> = []
+        var restores = 0
+        var tombstonesExpired = 0
 
-        /// Keeps `item` as record `type/id` holds it at its revision.
-        mutating func keep(_ item: Item, type: String, id: String) {
-            history["\(type)/\(id)", default: [:]][item.revision] = .some(item.deleted ? nil : item.json)
+        /// Keeps `item` as record `type/id` holds it at its revision, and writes its change row:
+        /// returns the row's position, the answer's `Outbox-Visible-At`.
+        @discardableResult
+        mutating func keep(_ item: Item, type: String, id: String) -> FeedPosition {
+            history["\(type)/\(id)", default: [:]][item.revision, default: []].append(item.deleted ? nil : item.json)
+            changeNumber += 1
+            let position = FeedPosition(epoch: epoch, major: changeNumber)
+            changes.append(ChangeRow(position: position, change: item.change(type: type, id: id)))
+            return position
         }
+
+        /// The feed's end now.
+        var fence: FeedPosition { FeedPosition(epoch: epoch, major: changeNumber) }
+    }
+
+    /// What a restore goes back to.
+    struct Backup: Sendable {
+        var items: [String: Item]
+        var products: [String: Item]
+        var appliedCount: Int
     }
 
     /// A record of the server's: its revision and its fields, or a tombstone.
@@ -68,10 +100,22 @@ final class ModelServer: Sendable {
                 .map { #""\#($0.0)":"\#($0.1)""# }
             return "{" + members.joined(separator: ",") + "}"
         }
+
+        /// The record's change row as the feed carries it (its record's bytes as answered).
+        func change(type: String, id: String) -> FeedChange {
+            FeedChange(type: type, id: id, revision: UInt64(revision), record: deleted ? nil : Data(json.utf8))
+        }
     }
 
     struct Applied: Sendable, Equatable {
         var key: String
+        /// Its claim's scope: a restore forgets the claims of the writes it undoes, and an expiry
+        /// those as old as the changes it forgets.
+        var scope: ClaimScope
+        /// Where the feed shows it (its change row, or the fence when it wrote none).
+        var position: FeedPosition?
+        /// Applied again after its claim expired with the feed's old changes.
+        var afterClaimExpired = false
         var entity: String?
         var body: Data
         /// Applied by a first copy that held its claim finalizing while the engine moved on (it
@@ -100,13 +144,17 @@ final class ModelServer: Sendable {
         var done: DispatchSemaphore
     }
 
-    private let store: InMemoryClaimStore<Records>
-    private let claims: IdempotencyClaims<InMemoryClaimStore<Records>>
+    let store: InMemoryClaimStore<Records>
+    let claims: IdempotencyClaims<InMemoryClaimStore<Records>>
     private let parked = Mutex<[Parked]>([])
     private let problemsFound = Mutex<[String]>([])
     private let approvalNumbers = Atomic<Int>(0)
 
-    init(clock: any ClaimClock) {
+    /// The most changes a feed or snapshot page holds.
+    let maxLimit: Int
+
+    init(clock: any ClaimClock, maxLimit: Int = FeedHandling.defaultLimits.maxLimit) {
+        self.maxLimit = maxLimit
         var records = Records()
         for name in Self.itemNames {
             let item = Item(revision: 1, fields: ["price": "10"])
@@ -126,20 +174,43 @@ final class ModelServer: Sendable {
     }
 
     var editsElsewhere: Int { store.records().editsElsewhere }
+    var deletesElsewhere: Int { store.records().deletesElsewhere }
 
-    /// What the server held of record `type/id` at `revision`: `.some(nil)` for a tombstone,
-    /// `nil` when it never held that revision.
-    func record(type: String, id: String, revision: Int) -> String?? {
-        store.records().history["\(type)/\(id)"]?[revision]
+    /// What the server held of record `type/id` at `revision`, in every epoch: `nil` for a
+    /// tombstone; empty when it never held that revision.
+    func record(type: String, id: String, revision: Int) -> [String?] {
+        store.records().history["\(type)/\(id)"]?[revision] ?? []
     }
 
     /// What the server found wrong in its own answers: a conflict that left its claim behind.
     var problems: [String] { problemsFound.withLock { $0 } }
 
+    /// The products the server holds live, by id.
+    var liveProducts: [String] {
+        store.records().products.filter { !$0.value.deleted }.keys.sorted()
+    }
+
+    /// Another device deletes product `id` (or, with `item`, the record edits change): a
+    /// tombstone at the next revision. Returns it; `nil` when the record is not live.
+    func deleteElsewhere(product id: String, item: Bool = false) throws -> Int? {
+        try store.transaction { txn in
+            guard var record = item ? txn.records.items[id] : txn.records.products[id], !record.deleted else { return nil }
+            record.revision += 1
+            record.deleted = true
+            record.fields = [:]
+            if item { txn.records.items[id] = record } else { txn.records.products[id] = record }
+            txn.records.keep(record, type: item ? SimulationScenario.itemType : SimulationScenario.productType, id: id)
+            txn.records.deletesElsewhere += 1
+            return record.revision
+        }
+    }
+
     /// Another device changes record `name`: its revision moves on. Returns the new revision.
     func editElsewhere(_ name: String, price: Int) throws -> Int {
         try store.transaction { txn in
             guard var item = txn.records.items[name] else { preconditionFailure("no record \(name)") }
+            // One deleted is created again.
+            if item.deleted { item = Item(revision: item.revision, fields: [:]) }
             item.revision += 1
             item.fields["price"] = String(price)
             item.fields["by"] = "another-device"
@@ -152,7 +223,8 @@ final class ModelServer: Sendable {
 
     /// Answers one request, applying its write at most once per key.
     func handle(_ request: TransportRequest) throws -> TransportResponse {
-        try answer(request, park: false)
+        if let feed = handleFeed(request) { return feed }
+        return try answer(request, park: false)
     }
 
     /// Takes the request's claim and leaves its write finalizing until ``finishParked()``; a
@@ -222,10 +294,12 @@ final class ModelServer: Sendable {
                         guard let current = txn.records.items[edited] else {
                             throw Refusal(status: 404, code: "not_found", message: "No record \(edited).")
                         }
-                        guard let ifMatch = request.headers[OutboxHeader.ifMatch] else {
-                            throw Refusal(status: 428, code: "precondition_required", message: "An edit names the revision it started from.")
-                        }
-                        guard ifMatch == "\"\(current.revision)\"" else { throw RevisionConflict(item: current) }
+                        // An edit of a live record names the revision it started from; one of a
+                        // deleted record creates it again, against the tombstone's revision or none.
+                        let ifMatch = request.headers[OutboxHeader.ifMatch]
+                        // One that names none while the record lives (the phone saw it deleted)
+                        // meets the record as it is.
+                        guard ifMatch == nil ? current.deleted : ifMatch == "\"\(current.revision)\"" else { throw RevisionConflict(item: current) }
                         item = current
                     }
                     // A delete names the revision it started from when the phone knew one.
@@ -242,18 +316,22 @@ final class ModelServer: Sendable {
                     case .normal, .approval:
                         break
                     }
-                    txn.records.applied.append(Applied(key: key ?? "", entity: entity, body: request.body, byParkedCopy: park))
+                    txn.records.applied.append(Applied(key: key ?? "", scope: scope, entity: entity, body: request.body, byParkedCopy: park))
                     var headers = [ClaimResponse.Header(name: "Content-Type", value: "application/json")]
+                    // A write that changes no record is visible wherever the feed ends now.
+                    var visibleAt = txn.records.fence
                     let json: String
                     let status: Int
                     if let edited, var changed = item {
                         changed.revision += 1
+                        // An edit against a tombstone's revision creates the record again.
+                        changed.deleted = false
                         if request.method == "PUT" { changed.fields = [:] }
                         for field in ["price", "note"] {
                             if let value = payload[field] { changed.fields[field] = "\(value)" }
                         }
                         txn.records.items[edited] = changed
-                        txn.records.keep(changed, type: SimulationScenario.itemType, id: edited)
+                        visibleAt = txn.records.keep(changed, type: SimulationScenario.itemType, id: edited)
                         status = 200
                         json = #"{"id":"\#(edited)","record":\#(changed.json),"revision":"\#(changed.revision)","type":"\#(SimulationScenario.itemType)"}"#
                         headers.append(ClaimResponse.Header(name: WireHeader.eTag, value: "\"\(changed.revision)\""))
@@ -266,7 +344,7 @@ final class ModelServer: Sendable {
                             gone.deleted = true
                             gone.fields = [:]
                             txn.records.products[deleted] = gone
-                            txn.records.keep(gone, type: SimulationScenario.productType, id: deleted)
+                            visibleAt = txn.records.keep(gone, type: SimulationScenario.productType, id: deleted)
                         }
                         status = 200
                         json = #"{"deleted":true,"id":"\#(deleted)","revision":\#(gone.revision),"type":"\#(SimulationScenario.productType)"}"#
@@ -277,7 +355,7 @@ final class ModelServer: Sendable {
                         if product.deleted {
                             product = Item(revision: product.revision + 1, fields: ["n": "\(payload["n"] ?? "")", "product": created])
                             txn.records.products[created] = product
-                            txn.records.keep(product, type: SimulationScenario.productType, id: created)
+                            visibleAt = txn.records.keep(product, type: SimulationScenario.productType, id: created)
                         }
                         if fate == .approval {
                             status = 202
@@ -290,6 +368,10 @@ final class ModelServer: Sendable {
                         status = 201
                         json = #"{"revision":\#(txn.records.applied.count)}"#
                     }
+                    // A write held for approval has no position (`Docs/server.md`, "The visible-at header").
+                    if status != 202 { headers.append(ClaimResponse.Header(name: WireHeader.visibleAt, value: visibleAt.text)) }
+                    txn.records.applied[txn.records.applied.count - 1].position = visibleAt
+                    txn.records.applied[txn.records.applied.count - 1].afterClaimExpired = txn.records.claimsExpired.contains(key ?? "")
                     return ClaimResponse(status: status, headers: headers, body: Data(json.utf8))
                 }
             )
@@ -301,7 +383,9 @@ final class ModelServer: Sendable {
             if case .success(let parsed) = IdempotencyKey.parse(key), (try? claims.claim(scope: scope, key: parsed)) != nil {
                 problemsFound.withLock { $0.append("the 412 under key \(key ?? "") left its claim behind") }
             }
-            let body = #"{"code":"\#(WireErrorCode.revisionConflict)","message":"Changed elsewhere.","server_revision":"\#(conflict.item.revision)","current":\#(conflict.item.json)}"#
+            // A record deleted since has no current value: `null`.
+            let current = conflict.item.deleted ? "null" : conflict.item.json
+            let body = #"{"code":"\#(WireErrorCode.revisionConflict)","message":"Changed elsewhere.","server_revision":"\#(conflict.item.revision)","current":\#(current)}"#
             return TransportResponse(statusCode: 412, headers: ["Content-Type": "application/json"], body: Data(body.utf8))
         }
         var headers: [String: String] = [:]

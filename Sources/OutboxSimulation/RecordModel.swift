@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxWire
 
 /// One record as the audit folded it from the journal's events: the server base the
 /// confirmations made, the writes that change it, and every value the journal can explain.
@@ -26,6 +27,14 @@ struct RecordTrail {
     var explained: Set<SHA256Digest> = []
     /// Those the server's answers brought.
     var fromServer: Set<SHA256Digest> = []
+    /// Gone from the base at a resnapshot's swap (the snapshot did not hold it).
+    var swappedOut = false
+    /// Deleted at a swap at its old revision (the snapshot no longer held it and a pending write
+    /// changes it): a tombstone of the engine's, not one the server sent.
+    var vanished = false
+    /// Brought by an answer older than the feed's cursor (its `Outbox-Visible-At` passed): what
+    /// the server held before the changes the pulls since brought.
+
 
     mutating func wrote(_ change: RecordWrite, by id: OperationID) {
         writes.append(id)
@@ -37,15 +46,31 @@ struct RecordTrail {
         if let hash = write.valueHash { explained.insert(hash) }
     }
 
-    /// An answer's confirmation, read at `seq`: the base moves only to a newer revision.
-    mutating func confirm(_ confirmation: RecordConfirmation, seq: JournalSequence, by id: OperationID) {
-        if let hash = confirmation.valueHash {
-            explained.insert(hash)
-            fromServer.insert(hash)
-        }
-        if base.map({ confirmation.revision > $0.revision }) ?? true {
+    /// An answer's confirmation or a pulled change (`id` nil), read at `seq`: the base moves only
+    /// to a newer revision.
+    /// - Parameter stale: an answer whose feed position the cursor had passed already.
+    mutating func confirm(_ confirmation: RecordConfirmation, seq: JournalSequence, by id: OperationID?, stale: Bool = false) {
+        brought(confirmation.valueHash)
+        if !stale, base.map({ confirmation.revision > $0.revision }) ?? true {
             base = Base(revision: confirmation.revision, valueHash: confirmation.valueHash, seq: seq, byOperation: id)
+            swappedOut = false
+            vanished = false
         }
+    }
+
+    /// A value the server sent (an answer, a page, a snapshot).
+    mutating func brought(_ hash: SHA256Digest?) {
+        guard let hash else { return }
+        explained.insert(hash)
+        fromServer.insert(hash)
+    }
+
+    /// A resnapshot swapped in: the base is the staged one, whatever its revision (a new epoch's
+    /// may be lower); `nil`: the snapshot did not hold the record, and it is gone from the base.
+    mutating func swapped(to staged: Base?) {
+        if base != nil, staged == nil { swappedOut = true }
+        base = staged
+        vanished = false
     }
 }
 
@@ -110,7 +135,8 @@ struct ExpectedRecord: Equatable, CustomStringConvertible {
     }
 
     /// The record as the events read so far make it.
-    init(_ key: RecordKey, trail: RecordTrail, rows: [OperationID: HistoryAudit.Row], isLocalOnly: Bool) {
+    /// - Parameter feed: the cursor of the record's business feed; `nil` before its first page.
+    init(_ key: RecordKey, trail: RecordTrail, rows: [OperationID: HistoryAudit.Row], isLocalOnly: Bool, feed: FeedPosition?) {
         self.isLocalOnly = isLocalOnly
         if isLocalOnly {
             valueHash = trail.local ?? nil
@@ -118,7 +144,8 @@ struct ExpectedRecord: Equatable, CustomStringConvertible {
         }
         base = trail.base.map { Base(revision: $0.revision, valueHash: $0.valueHash, seq: $0.seq) }
         valueHash = trail.base?.valueHash
-        let writes = trail.writes.compactMap { rows[$0] }.sorted { $0.recordOrder < $1.recordOrder }
+        // A compacted write no longer shows: the engine let it go once nothing showed it.
+        let writes = trail.writes.compactMap { rows[$0] }.filter { !$0.compacted }.sorted { $0.recordOrder < $1.recordOrder }
         for row in writes {
             guard let change = row.change(of: key) else { continue }
             func show() {
@@ -135,10 +162,14 @@ struct ExpectedRecord: Equatable, CustomStringConvertible {
                 show()
                 pending.append(Pending(id: row.id, status: row.status, deletes: change.isDelete))
                 if row.status == .conflicted, let seen = row.conflictSeen {
-                    conflict = Conflict(id: row.id, revision: seen.revision, valueHash: seen.valueHash)
+                    // The server's value beside the member's: the base's once it reached the
+                    // conflict's revision (a pull may bring it later), else the one the conflict saw.
+                    let revision = seen.revision.flatMap(UInt64.init)
+                    let fromBase = trail.base.flatMap { base in revision.map { base.revision >= $0 } ?? false ? base : nil }
+                    conflict = Conflict(id: row.id, revision: seen.revision, valueHash: fromBase.map(\.valueHash) ?? seen.valueHash)
                 }
             case .synced:
-                if row.awaiting.contains(key), let synced = row.syncedSeq, trail.base.map({ $0.seq < synced }) ?? true {
+                if row.awaiting.contains(key), let synced = row.syncedSeq, !Self.isRetired(row, synced: synced, base: trail.base, feed: feed) {
                     show()
                     confirmed.append(row.id)
                 }
@@ -150,6 +181,19 @@ struct ExpectedRecord: Equatable, CustomStringConvertible {
                 break
             }
         }
+    }
+
+    /// Whether a synced write's change stopped showing (`Docs/records.md`, "The pull"): before
+    /// the business's first page, once a base arrived at or after its answer; after, once the
+    /// feed's cursor reached the answer's position (at once when of an older epoch), or, for an
+    /// answer without one, once a later base holds its revision.
+    static func isRetired(_ row: HistoryAudit.Row, synced: JournalSequence, base: RecordTrail.Base?, feed: FeedPosition?) -> Bool {
+        guard let feed else { return base.map { $0.seq >= synced } ?? false }
+        if let visibleAt = row.visibleAt {
+            return visibleAt.epoch == feed.epoch ? feed >= visibleAt : visibleAt.epoch < feed.epoch
+        }
+        guard let base, base.seq > synced else { return false }
+        return row.answerRevision.map { base.revision >= $0 } ?? true
     }
 
     static func == (left: ExpectedRecord, right: ExpectedRecord) -> Bool {

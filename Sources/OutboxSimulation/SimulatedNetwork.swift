@@ -53,8 +53,11 @@ struct WireBody: Sendable, Equatable {
     /// The record the answer names, when it names one.
     var type: String?
     var id: String?
+    /// The answer's `Outbox-Visible-At`: where the feed shows its change.
+    var visibleAt: String?
 
     init(_ response: TransportResponse) {
+        visibleAt = response.headers[WireHeader.visibleAt]
         guard let body = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any] else { return }
         code = body["code"] as? String
         deleted = body["deleted"] as? Bool == true
@@ -80,6 +83,9 @@ final class SimulatedNetwork: OutboxTransport {
         /// Virtual time requests spent on the wire, not yet added to the clock.
         var latencyOwed: Double = 0
         var requests = 0
+        var feedRequests = 0
+        /// Feed requests the process died holding the answer to (mid-page, mid-snapshot).
+        var feedKills = 0
         var faultsInjected: [NetworkFault: Int] = [:]
         /// Every request per idempotency key, in order, not yet taken by ``takeExchanges()``.
         var exchanges: [String: [WireExchange]] = [:]
@@ -125,6 +131,13 @@ final class SimulatedNetwork: OutboxTransport {
         }
     }
     var requestCount: Int { state.withLock { $0.requests } }
+    /// Of them, the change feed's (pages, snapshot pages, summaries).
+    var feedRequestCount: Int { state.withLock { $0.feedRequests } }
+    var feedKills: Int { state.withLock { $0.feedKills } }
+
+    static func isFeed(_ request: TransportRequest) -> Bool {
+        request.method == "GET" && request.endpoint.hasPrefix("/sync/")
+    }
 
     /// The requests sent since the last call, per idempotency key, in order.
     func takeExchanges() -> [String: [WireExchange]] {
@@ -135,6 +148,11 @@ final class SimulatedNetwork: OutboxTransport {
     }
 
     private func record(_ request: TransportRequest, _ answer: WireExchange.Answer) {
+        // A feed request is no write's attempt: it is counted, not kept for the audit.
+        guard !Self.isFeed(request) else {
+            state.withLock { $0.feedRequests += 1 }
+            return
+        }
         let key = request.headers[OutboxHeader.idempotencyKey] ?? ""
         let exchange = WireExchange(ifMatch: request.headers[OutboxHeader.ifMatch], answer: answer)
         state.withLock { $0.exchanges[key, default: []].append(exchange) }
@@ -186,10 +204,12 @@ final class SimulatedNetwork: OutboxTransport {
         case .captivePortal:
             return delivered(request, TransportResponse(statusCode: 200, headers: ["Content-Type": "text/html"], body: Data("<html>Wi-Fi sign-in</html>".utf8)))
         case .slowFinalizing:
-            server.handleSlowly(request)
+            // A read holds no claim: it is only slow, and the engine gives up on it.
+            if !Self.isFeed(request) { server.handleSlowly(request) }
             throw unanswered(request, .timedOut)
         case .crashAfterSend:
             let response = try server.handle(request)
+            if Self.isFeed(request) { state.withLock { $0.feedKills += 1 } }
             record(request, .lostWithTheProcess)
             // The process dies with the response in hand: its outcome is never recorded.
             crashHandler.withLock { $0 }?()

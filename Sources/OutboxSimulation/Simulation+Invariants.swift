@@ -21,11 +21,15 @@ extension Simulation {
         checkedThrough = audit.lastSeq
         if let problem = server.problems.first { throw InvariantBroken(problem) }
         let counts = server.appliedCounts
-        // No operation applied twice.
-        if let (key, count) = counts.first(where: { $0.value > 1 }) {
+        // Claims that expired with the feed's old changes: a resend applied the write again.
+        let expired = server.claimsExpired
+        // No operation applied twice (but one resent after its claim expired).
+        if let (key, count) = counts.first(where: { $0.value > 1 && !expired.contains($0.key) }) {
             throw InvariantBroken("key \(key) was applied \(count) times")
         }
         let applied = server.applied
+        // A restore undid these: synced on the phone, no longer applied on the server.
+        let lost = server.lostInRestore
         let records = Dictionary(applied.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
         let changed = everyRow ? order : order.filter { id in
             guard let row = audit.rows[id] else { return true }
@@ -51,8 +55,10 @@ extension Simulation {
                 throw InvariantBroken("\(label(id)) is \(state.status), and its history says \(row.status)")
             }
             // Every synced operation was applied exactly once, with the bytes it was saved with.
-            if state.status == .synced {
-                guard counts[id.idempotencyKey] == 1, let record = records[id.idempotencyKey] else {
+            if state.status == .synced, !(lost.contains(id.idempotencyKey) && counts[id.idempotencyKey] == nil) {
+                guard counts[id.idempotencyKey] == 1 || (expired.contains(id.idempotencyKey) && counts[id.idempotencyKey] ?? 0 > 1),
+                    let record = records[id.idempotencyKey]
+                else {
                     throw InvariantBroken("\(label(id)) is synced but the server applied it \(counts[id.idempotencyKey] ?? 0) times")
                 }
                 guard record.body == expected.request.payload else {
@@ -60,7 +66,7 @@ extension Simulation {
                 }
             }
         }
-        try checkServerOrder(applied)
+        try checkServerOrder(applied, lost: lost)
         try checkRecords(all: everyRecord ?? everyRow, queries: projections)
         if projections {
             // The projections equal a rebuild, and every status came by a legal transition.
@@ -77,7 +83,7 @@ extension Simulation {
     ///
     /// A first copy that held its claim finalizing while the engine moved on may land late, when
     /// a person discarded or replaced its row meanwhile: out of order by the member's choice.
-    private func checkServerOrder(_ applied: [ModelServer.Applied]) throws {
+    private func checkServerOrder(_ applied: [ModelServer.Applied], lost: Set<String>) throws {
         let index = Dictionary(applied.enumerated().map { ($0.element.key, $0.offset) }, uniquingKeysWith: min)
         var lastByEntity: [String: (place: JournalSequence, id: OperationID)] = [:]
         var lastByRecord: [RecordKey: (place: (JournalSequence, JournalSequence), id: OperationID)] = [:]
@@ -86,6 +92,8 @@ extension Simulation {
                 throw InvariantBroken("the server applied key \(record.key), which no operation in the journal has")
             }
             if record.byParkedCopy, row.status == .discarded || row.status == .superseded { continue }
+            // Applied again after its claim expired: a resend, out of order by its nature.
+            if record.afterClaimExpired { continue }
             // Per record, the member's order, whichever lanes its writes went in.
             for change in row.changes {
                 if let last = lastByRecord[change.key], last.place > row.recordOrder {
@@ -101,7 +109,8 @@ extension Simulation {
             }
             for dependency in row.dependsOn {
                 guard let standing = audit.standing(dependency), standing.status == .synced,
-                    let applied = index[standing.id.idempotencyKey], applied < position
+                    let applied = index[standing.id.idempotencyKey].map(Optional.some) ?? (lost.contains(standing.id.idempotencyKey) ? .some(nil) : nil),
+                    applied.map({ $0 < position }) ?? true
                 else {
                     throw InvariantBroken("the server applied \(label(id)) before its dependency \(label(dependency)) (or what replaced it)")
                 }
@@ -136,9 +145,12 @@ extension Simulation {
             try await settle()
         }
         // Then the member decides on every conflict, round after round: a version kept against
-        // the server's revision may meet the member's own next edit of the record.
+        // the server's revision may meet the member's own next edit of the record, and a pull
+        // may find records deleted on the server under queued writes. Each round pulls to the
+        // feed's end first: the base is then the server's.
         for _ in 0..<50 {
             try await runUntilOnlyPeopleAreAwaited()
+            try await pullToTheEnd()
             let conflicted = try rows([.conflicted])
             guard !conflicted.isEmpty else { break }
             for id in conflicted {
@@ -152,6 +164,24 @@ extension Simulation {
         try checkInvariants(projections: true)
         try audit.checkFinal()
         try checkFates()
+    }
+
+    /// Pulls on the healed network until the feed's end, the time a feed's backoff (a server's
+    /// `Retry-After`) asks passing first; five pulls must reach it.
+    private func pullToTheEnd() async throws {
+        for _ in 0..<5 {
+            if let next = try outbox.feedState(business: SimulationScenario.business)?.nextPullAt, next > clock.now() {
+                let wait = next.timeIntervalSince(clock.now()) + 1
+                trace.append("advance \(Int(wait)) s to the feed's next pull")
+                serverClock.advance(by: wait)
+                clock.advance(by: wait)
+                try await settle()
+            }
+            let reachedEnd = try await pullNow()
+            try await settle()
+            if reachedEnd { return }
+        }
+        throw InvariantBroken("liveness: five pulls on the healed network did not reach the feed's end")
     }
 
     /// Moves the clock from timer to timer until no queued row can move without a person; the

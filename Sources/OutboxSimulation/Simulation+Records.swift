@@ -164,6 +164,14 @@ extension Simulation {
                 throw recordBroken(key, "the member's view is not what the journal's events make (the engine's, then the events'): \(differences)")
             }
             let trail = audit.records[key] ?? RecordTrail()
+            // A pending write's change shows until it settles, whatever the pulls brought
+            // beneath it: the latest of the record's writes in the member's order, when pending.
+            if let latest = trail.writes.compactMap({ audit.rows[$0] }).max(by: { $0.recordOrder < $1.recordOrder }),
+                [.queued, .syncing, .pendingApproval].contains(latest.status) || (latest.status == .conflicted && latest.heldOn == nil),
+                let change = latest.change(of: key), shown.valueHash != change.valueHash
+            {
+                throw recordBroken(key, "\(label(latest.id)) is \(latest.status) and the member's view does not show its change")
+            }
             if let hash = shown.valueHash, !trail.explained.contains(hash) {
                 throw recordBroken(key, "shows a value no write put, no answer brought and no local write wrote")
             }
@@ -173,18 +181,28 @@ extension Simulation {
             if let hash = shown.valueHash, audit.rolledBackValues(of: key).subtracting(expected.shownHashes).contains(hash), hash != shown.base?.valueHash {
                 throw recordBroken(key, "shows the value of a write that was rolled back (or held on one)")
             }
-            if let highest = highestBase[key] {
-                guard let revision = shown.base?.revision, revision >= highest else {
-                    throw recordBroken(key, "its base moved back from revision \(highest) to \(shown.base.map { "\($0.revision)" } ?? "none")")
+            // Within an epoch of the server's (the feed's), the base never goes back; a new
+            // epoch's snapshot may take it to lower revisions, and a swap may drop a record the
+            // snapshot no longer holds.
+            let epoch = audit.cursors[key.business]?.epoch ?? 1
+            if let highest = highestBase[key], highest.epoch == epoch {
+                if shown.base == nil, trail.swappedOut {
+                    highestBase[key] = nil
+                } else {
+                    guard let revision = shown.base?.revision, revision >= highest.revision else {
+                        throw recordBroken(key, "its base moved back from revision \(highest.revision) to \(shown.base.map { "\($0.revision)" } ?? "none") within epoch \(epoch)")
+                    }
                 }
             }
             if let base = shown.base {
-                highestBase[key] = base.revision
-                guard let held = server.record(type: key.type, id: key.id, revision: Int(base.revision)) else {
+                highestBase[key] = (epoch, base.revision)
+                if trail.vanished, base.valueHash == nil { continue }
+                let held = server.record(type: key.type, id: key.id, revision: Int(base.revision))
+                guard !held.isEmpty else {
                     throw recordBroken(key, "its base is at revision \(base.revision), which the server never held")
                 }
-                let serverHash = held.flatMap { Self.reencoded($0) }.map { SHA256Digest(of: $0) }
-                guard serverHash == base.valueHash else {
+                let serverHashes = held.map { json in json.flatMap { Self.reencoded($0) }.map { SHA256Digest(of: $0) } }
+                guard serverHashes.contains(base.valueHash) else {
                     throw recordBroken(key, "its base at revision \(base.revision) is not what the server held at that revision")
                 }
             }
@@ -230,8 +248,16 @@ extension Simulation {
             let expected = audit.expected(key, isLocalOnly: false)
             let rule = scenario.conflictRule(for: row.operationType)
             if row.status == .conflicted, row.latestSeq == seq {
+                // A later write of the record conflicted too (its record deleted on the server
+                // meanwhile): the record shows the latest conflict.
+                if let shown = record?.sync.conflict, shown.operation != id, let later = audit.rows[shown.operation],
+                    later.status == .conflicted, later.recordOrder > row.recordOrder
+                {
+                    recordTally["conflicts shown behind a later one", default: 0] += 1
+                    continue
+                }
                 guard let conflict = record?.sync.conflict, conflict.operation == id, conflict.serverRevision == seen.revision,
-                    conflict.serverValue.map({ SHA256Digest(of: $0) }) == seen.valueHash,
+                    conflict.serverValue.map({ SHA256Digest(of: $0) }) == expected.conflict?.valueHash,
                     record?.sync.pending.contains(where: { $0.operation == id && $0.status == .conflicted }) == true
                 else {
                     throw recordBroken(key, "\(label(id)) met revision \(seen.revision ?? "?") on the server and the record does not show the conflict, the server's value beside the member's")
@@ -240,7 +266,8 @@ extension Simulation {
             } else if row.status == .discarded, row.discardedBy == .rule, row.latestSeq == seq.next {
                 let conflictRevision = seen.revision.flatMap(UInt64.init) ?? .max
                 let baseRevision = record?.server?.revision ?? 0
-                guard rule == .serverWins, baseRevision >= conflictRevision,
+                // A 412 naming no current record (deleted) moves no base: the pull brings its tombstone.
+                guard rule == .serverWins, baseRevision >= conflictRevision || seen.valueHash == nil,
                     expected.rolledBack?.id != id || record?.sync.rolledBack?.operation == id
                 else {
                     throw recordBroken(key, "\(label(id)) lost to the server's version and the record does not say it was rolled back, with the server's value")

@@ -10,6 +10,7 @@ extension Simulation {
     func takeStep() async throws {
         // The app's own record actions come first, while the engine is at rest.
         if try await recordActions() { try await settle() }
+        if try await pullActions() { try await settle() }
         let roll = random.int(in: 0..<100)
         switch roll {
         case 0..<36: try await write()
@@ -317,6 +318,11 @@ extension Simulation {
         guard let snapshot = try outbox.operation(id), let conflict = snapshot.conflict, let revision = conflict.serverRevision else {
             throw InvariantBroken("conflicted \(label(id)) shows no server revision")
         }
+        // Deleted on the server: a pulled tombstone, or a 412 whose record is gone (`current` null).
+        if snapshot.lastErrorCode == ErrorCode.deletedOnServer || conflict.serverCurrent == nil {
+            try await resolveDeleted(id, old, revision: revision)
+            return
+        }
         // The server's record as it answered: kept (sealed at rest in an encrypted journal) and
         // readable with the key.
         guard let current = conflict.serverCurrent, Self.field("revision", of: current) == revision else {
@@ -340,7 +346,7 @@ extension Simulation {
     /// The member keeps their version of conflicted row `id`, against the server's `revision`
     /// (one that takes its revision from the record's base is sent against the base), its
     /// payload and (now and then) its record's value merged with `merge`.
-    private func keepMine(_ id: OperationID, _ old: Expectation, onto revision: String, merging merge: [String: String]) async throws {
+    func keepMine(_ id: OperationID, _ old: Expectation, onto revision: String, merging merge: [String: String]) async throws {
         let payload = corrected(old.request.payload, merge)
         let changing = changedValues(old.changes, merging: merge)
         guard let new = try await outbox.resolveConflict(id, keeping: .mine(payload: payload, baseRevision: revision), changing: changing) else {

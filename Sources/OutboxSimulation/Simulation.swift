@@ -17,14 +17,19 @@ public struct SimulationOptions: Sendable {
     public var projectionCheckInterval: Int
     /// Where journals go; each run uses (and removes) a fresh directory inside.
     public var directory: URL
+    /// Whether the server is now and then restored from an older backup (a new epoch, revisions
+    /// going back). On by default; `OUTBOX_SIM_RESTORES=0` turns it off.
+    public var restores: Bool
 
     public init(
         steps: Int = 60,
         faultPercent: Int = 30,
         lanes: Int = 1,
         projectionCheckInterval: Int = 10,
-        directory: URL = FileManager.default.temporaryDirectory
+        directory: URL = FileManager.default.temporaryDirectory,
+        restores: Bool = ProcessInfo.processInfo.environment["OUTBOX_SIM_RESTORES"] != "0"
     ) {
+        self.restores = restores
         self.steps = steps
         self.faultPercent = faultPercent
         self.lanes = lanes
@@ -45,6 +50,13 @@ public struct SimulationReport: Sendable {
     public var compactions: Int
     public var compactedOperations: Int
     public var requests: Int
+    /// The pull: feed pages applied, resnapshots swapped in, the server's tombstone expiries and
+    /// restores, and writes turned conflicted because their record was deleted on the server.
+    public var pagesPulled: Int
+    public var resnapshots: Int
+    public var tombstonesExpired: Int
+    public var restores: Int
+    public var deletedOnServer: Int
     public var faults: [String: Int]
     /// How often each intent feature came up: conflicts, rebases, resolutions, corrections,
     /// coalesced writes, dependents, double taps, rows given up on, edits from another device,
@@ -71,8 +83,9 @@ public struct SimulationReport: Sendable {
 /// record's base, deletes, each changing the member's records in its own commit, dependent
 /// writes, inline saves, stable ids saved twice, local-only drafts, the wake signals, sign-out
 /// and sign-in, retries, discards, approval decisions, conflict resolutions and corrections,
-/// acknowledged rollbacks, clock jumps, crashes), another device editing the same records on the
-/// server, the network (offline
+/// acknowledged rollbacks, clock jumps, crashes), the pull (the app's `pull()`s, the server
+/// forgetting old changes, restores when asked for), another device editing and deleting the
+/// same records on the server, the network (offline
 /// windows, latency, requests lost before the server, responses lost after it committed, 5xx,
 /// 429, 401 expiries, captive portals, a slow finalizing request raced by its own retry) and the
 /// operation ids. The engine is stepped to quiescence after every action (`settle`), so a seed
@@ -108,6 +121,10 @@ public final class Simulation {
     /// What the workload draws for records (their values, deletes, `revisionFrom`, local drafts,
     /// acknowledgements): a stream of its own, so the draws above mean what they did before.
     var recordRandom: SeededRandom
+    /// What the workload draws for the pull (the app's pulls, deletes elsewhere, the server's
+    /// expiry, backups and restores): a stream of its own likewise.
+    var pullRandom: SeededRandom
+    let pull: PullConfiguration
     let scenario: SimulationScenario
     let account = "member-42"
     let directory: URL
@@ -136,7 +153,7 @@ public final class Simulation {
     /// Products the member chose to delete.
     var deletedProducts: Set<String> = []
     /// The highest revision of each record's base seen so far, across crashes.
-    var highestBase: [RecordKey: UInt64] = [:]
+    var highestBase: [RecordKey: (epoch: UInt64, revision: UInt64)] = [:]
     /// How often the records' promises were seen kept, for the report.
     var recordTally: [String: Int] = [:]
     var trace: [String] = [] {
@@ -156,12 +173,15 @@ public final class Simulation {
         self.options = options
         random = SeededRandom(seed: seed)
         recordRandom = SeededRandom(seed: seed ^ 0x2EC0_2D5)
+        pullRandom = SeededRandom(seed: seed ^ 0x9_0111)
+        pull = Self.pullConfiguration(random: &pullRandom)
+        let maxLimit = [2, 5, 1_000][pullRandom.int(in: 0..<3)]
         var rules = SeededRandom(seed: seed ^ 0x5CE_7A61_0)
         scenario = SimulationScenario(random: &rules)
         audit = HistoryAudit(scenario: scenario)
         directory = options.directory.appendingPathComponent("outbox-sim-\(seed)-\(UUID().uuidString)")
         session = SwitchableSession(account: account)
-        server = ModelServer(clock: serverClock)
+        server = ModelServer(clock: serverClock, maxLimit: maxLimit)
         network = SimulatedNetwork(seed: seed ^ 0x5EED_0F_0E7, server: server, faultPercent: options.faultPercent)
         idSource = SeededIDs(seed: seed ^ 0x1D5)
         stableIDs = SeededIDs(seed: seed ^ 0x57AB_1E)
@@ -171,7 +191,7 @@ public final class Simulation {
     public func run() async -> SimulationReport {
         defer { try? FileManager.default.removeItem(at: directory) }
         var failure: String?
-        trace.append("\(scenario)")
+        trace.append("\(scenario); pulls \(pull.pageSize) changes a page from a server serving at most \(server.maxLimit)")
         do {
             try openEngine()
             for step in 1...options.steps {
@@ -193,10 +213,15 @@ public final class Simulation {
         var features = audit.tally
         features["double taps"] = doubleTaps
         features["edits from another device"] = server.editsElsewhere
+        features["records deleted by another device"] = server.deletesElsewhere
+        features["feed requests"] = network.feedRequestCount
+        features["kills holding a feed or snapshot page"] = network.feedKills
         features.merge(recordTally, uniquingKeysWith: +)
         return SimulationReport(
             seed: seed, steps: trace.count, operations: expectations.count, records: audit.records.count, crashes: crashes,
             compactions: compactions, compactedOperations: compactedOperations, requests: network.requestCount,
+            pagesPulled: audit.tally["pages pulled"] ?? 0, resnapshots: audit.tally["resnapshots"] ?? 0,
+            tombstonesExpired: server.tombstonesExpired, restores: server.restores, deletedOnServer: audit.tally["deleted on the server"] ?? 0,
             faults: Dictionary(uniqueKeysWithValues: network.faultsInjected.map { ($0.key.rawValue, $0.value) }),
             features: features, failure: failure, trace: trace
         )
@@ -214,6 +239,7 @@ public final class Simulation {
         )
         configuration.operationIDSource = { [idSource] in idSource.next() }
         configuration.recordTypes = SimulationScenario.recordTypes
+        configuration.pull = pull
         let engine = try Outbox(directory: directory, transport: network, configuration: configuration)
         network.onCrash { engine.close() }
         outbox = engine
