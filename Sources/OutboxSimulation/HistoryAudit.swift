@@ -159,7 +159,7 @@ struct HistoryAudit {
     /// Each business's feed cursor, as the pulls' events set it.
     private(set) var cursors: [String: FeedPosition] = [:]
     /// A resnapshot staging, per business: its type, and each record staged (newest revision).
-    private var staging: [String: (type: String?, records: [RecordKey: RecordTrail.Base])] = [:]
+    private var staging: [String: (type: String?, position: FeedPosition, records: [RecordKey: RecordTrail.Base])] = [:]
     /// Queued writes a tombstone (pulled, or a swap's) owes `deletedOnServer`, each with the
     /// records it may name, owed in the tombstone's commit.
     private var owedDeletions: [OperationID: Set<RecordKey>] = [:]
@@ -359,7 +359,7 @@ struct HistoryAudit {
 
         case .resnapshotStarted(let started):
             guard staging[started.business] == nil else { throw broken("a resnapshot started while one stages") }
-            staging[started.business] = (started.type, [:])
+            staging[started.business] = (started.type, started.position, [:])
             tally["resnapshots started (\(started.reason))", default: 0] += 1
 
         case .snapshotPageStaged(let page):
@@ -417,11 +417,15 @@ struct HistoryAudit {
 
     /// `confirmation` staged beside the base the member sees, when a resnapshot stages its
     /// business (by a snapshot page, or an answer landing meanwhile): only over an older revision.
-    private mutating func stage(_ confirmation: RecordConfirmation, seq: JournalSequence) {
+    /// - Parameter id: the write whose answer brought it (`nil`: a snapshot page).
+    /// - Parameter visibleAt: the answer's feed position: at or before where the snapshot began,
+    ///   its pages hold the record's state from there on, and the answer is not staged.
+    private mutating func stage(_ confirmation: RecordConfirmation, seq: JournalSequence, by id: OperationID? = nil, visibleAt: FeedPosition? = nil) {
         guard let scope = staging[confirmation.key.business], scope.type.map({ $0 == confirmation.key.type }) ?? true else { return }
+        if let visibleAt, visibleAt.isDelivered(by: scope.position) { return }
         if let kept = scope.records[confirmation.key], kept.revision >= confirmation.revision { return }
         staging[confirmation.key.business]?.records[confirmation.key] = RecordTrail.Base(
-            revision: confirmation.revision, valueHash: confirmation.valueHash, seq: seq, byOperation: nil)
+            revision: confirmation.revision, valueHash: confirmation.valueHash, seq: seq, byOperation: id)
     }
 
     /// A synced write's change may stop showing once the feed moves: its records are looked at.
@@ -550,6 +554,7 @@ struct HistoryAudit {
             let base = row.revisionFrom.flatMap { records[$0]?.base }
             var expectedRevision = row.revisionFrom == nil ? nil : base.flatMap { $0.valueHash == nil ? nil : String($0.revision) }
             if let base, base.seq > row.firstSeq, base.byOperation == nil, let basis = row.basisRevision { expectedRevision = String(basis) }
+            if row.revisionFrom != nil, row.rebases > 0 { expectedRevision = row.baseRevision }
             guard started.sentRevision == expectedRevision else {
                 throw broken("recorded If-Match \(started.sentRevision ?? "none") taken from \(row.revisionFrom.map { "\($0)" } ?? "no record"), whose base is at \(expectedRevision ?? "none")")
             }
@@ -604,7 +609,7 @@ struct HistoryAudit {
                 records[confirmation.key, default: RecordTrail()].confirm(confirmation, seq: event.seq, by: id, stale: stale)
                 touchedRecords.insert(confirmation.key)
                 // An answer landing while a resnapshot stages goes to both generations.
-                stage(confirmation, seq: event.seq)
+                stage(confirmation, seq: event.seq, by: id, visibleAt: finished.visibleAt)
             }
             guard (finished.outcome == .response(statusCode: 412)) == (finished.disposition == .conflicted) else {
                 throw broken("\(finished.outcome) was classified \(finished.disposition)")

@@ -32,6 +32,11 @@ public struct FeedPosition: Hashable, Comparable, Sendable, CustomStringConverti
         (left.epoch, left.major, left.minor) < (right.epoch, right.major, right.minor)
     }
 
+    /// Whether a page at `cursor` (or a snapshot read from it on) has delivered what is visible
+    /// at this position: at or before it, which a position of an older epoch always is (the epoch
+    /// compares first), and one of a newer never.
+    public func isDelivered(by cursor: FeedPosition) -> Bool { self <= cursor }
+
     /// Why a text is not a position: said so that a server's author knows what to fix.
     public struct Problem: Error, Equatable, Sendable, CustomStringConvertible {
         public var description: String

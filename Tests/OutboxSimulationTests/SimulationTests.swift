@@ -76,6 +76,11 @@ struct SimulationTests {
         12_000_047,  // a conflict resolved for the server's version left the row behind it in its lane with no timer
         12_000_040,  // a row waiting for its dependency put the timer off by a cap, past a retry due in 32 s
         1_796_087_136_245_957,  // after a sign-in, a row waiting on its dependency was still said to wait for a session
+        1_796_188_345_549_687,  // a rebased edit of a record's base, and the audit's If-Match for it
+        1_796_188_345_550_480,  // a sealed journal's conflict showed no server value once a new epoch's base was behind it
+        1_796_191_002_558_089,  // an answer older than where a snapshot began was staged: a deleted product came back
+        1_796_191_002_558_608,  // the member's own delete, answered while a snapshot staged, was taken for a vanished record
+        1_796_191_002_558_745,  // the audit took an answer staged during a resnapshot for a pulled change
     ])
     func aSeedThatFoundAnEngineBugHolds(_ seed: UInt64) async {
         let report = await Simulation(seed: seed).run()

@@ -44,6 +44,46 @@ struct PullOverlayTests {
         return TransportResponse(statusCode: 200, headers: headers, body: Data(body.utf8))
     }
 
+    /// An edit that takes its `If-Match` from the base (`revisionFrom`) is sent against the
+    /// revision the member made it on, or the one its conflict rule rebased it onto: a page that
+    /// moves the base beneath it afterwards is another device's change the member has not seen.
+    @Test(arguments: [
+        (rebased: false, sent: ["\"5\""]),
+        (rebased: true, sent: ["\"5\"", "\"7\"", "\"7\""]),
+    ])
+    func aPageBeneathAnEditLeavesItsIfMatchWhereTheMemberMadeIt(rebased: Bool, sent: [String]) async throws {
+        let transport = ScriptedTransport()
+        let journal = TestJournal(transport: transport)
+        // Rebased once at most, or never: the change at 8 is the member's to decide.
+        let outbox = try journal.open { if rebased { $0.operationPolicies["product.update"] = .idempotent.onConflict(.rebase(maxTimes: 1)) } }
+        defer { outbox.close() }
+        _ = try await outbox.apply(PullApplyTests.page(from: .start(of: 1), to: Self.at(5), [PullApplyTests.put("p1", 5, 10)]), requested: nil, limit: 500)
+        var edit = PullApplyTests().edit("p1", 1)
+        edit.revisionFrom = Self.p1
+        let id = try await outbox.enqueue(edit, changing: [.put(Self.p1, Self.value(12))])
+        if rebased {
+            // Changed elsewhere at 7: rebased onto it, then the resend meets no answer.
+            transport.script(.respond(.json(412, #"{"code":"revision_conflict","message":"moved","server_revision":"7","current":{"price":11}}"#)),
+                             .respond(.json(503, #"{"code":"maintenance"}"#)))
+            await outbox.drain()
+            // The rebased edit is sent again by a pass of its own: until its 503 is recorded.
+            try await eventually(outbox) { try outbox.operation(id)?.state.attemptCount == 2 && outbox.operation(id)?.status == .queued }
+            #expect(try outbox.operation(id)?.state.rebaseCount == 1)
+        }
+        // Another device's change at 8 reaches the phone before the edit is sent (again).
+        _ = try await outbox.apply(PullApplyTests.page(from: Self.at(5), to: Self.at(9), [PullApplyTests.put("p1", 8, 13)]), requested: Self.at(5), limit: 500)
+        #expect(try outbox.record(Self.p1)?.server?.revision == 8)
+        transport.script(.respond(.json(412, #"{"code":"revision_conflict","message":"moved","server_revision":"8","current":{"price":13}}"#)))
+        journal.clock.advance(by: 86_400)
+        await outbox.drain()
+        // The retry timer's pass, when the edit waited on one, ends with the edit conflicted.
+        try await eventually(outbox) { try outbox.operation(id)?.status == .conflicted }
+        #expect(transport.requests.map { $0.headers["If-Match"] ?? "none" } == sent)
+        let state = try outbox.operation(id)?.state
+        #expect(state?.status == .conflicted, "the member decides about the change at 8: \(String(describing: state))")
+        #expect(try outbox.verifyJournal().isClean)
+    }
+
     @Test func anOlderChangePulledBeforeTheAnswersPositionLeavesTheMembersValueShowing() async throws {
         // The answer names no revision nor record: the member's value waits for the feed.
         let (_, outbox, id) = try await Self.editAnswered(Self.answer(visibleAt: "1-10-0"))

@@ -33,6 +33,16 @@ struct ResnapshotTests {
 
     func edit(_ id: String, _ number: Int) -> OutboxRequest { PullApplyTests().edit(id, number) }
 
+    /// ``journal(_:)`` with a resnapshot into epoch 2 half staged: its first page (p1 at revision
+    /// 5, position 2-4-0) staged, then the connection lost.
+    static func halfStaged(_ transport: ScriptedTransport) async throws -> Outbox {
+        let (_, outbox) = try await journal(transport)
+        transport.script(.respond(snapshot(at: FeedPosition(epoch: 2, major: 4), more: true, [PullApplyTests.put("p1", 5, 12)])),
+                         .fail(.connectionLost))
+        _ = try await outbox.resnapshot(business: business, reason: "foreign_epoch")
+        return outbox
+    }
+
     @Test func theSnapshotIsSwappedInWholeAndNoPendingWriteIsLost() async throws {
         let transport = ScriptedTransport()
         let (_, outbox) = try await Self.journal(transport)
@@ -80,13 +90,34 @@ struct ResnapshotTests {
         #expect(history.entries.contains { $0.kind == .snapshotPageStaged && $0.revision == 5 })
     }
 
+    /// A conflict's server value stays beside the member's change when a restored server's base
+    /// holds the record at a lower revision than the 412 named: what the conflict kept is shown,
+    /// opened with the key when the journal is sealed.
+    @Test(arguments: [false, true])
+    func aConflictKeepsTheServersValueWhenANewEpochsBaseIsBehindIt(sealed: Bool) async throws {
+        let transport = ScriptedTransport()
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open { if sealed { $0.encryptionKey = SealingKey.random() } }
+        defer { outbox.close() }
+        _ = try await outbox.apply(PullApplyTests.page(from: .start(of: 1), to: PullApplyTests.at(9), [PullApplyTests.put("p1", 3, 10)]),
+                                   requested: nil, limit: 500)
+        transport.script(.respond(.json(412, #"{"code":"revision_conflict","message":"moved","server_revision":"5","current":{"price":14}}"#)))
+        let id = try await outbox.enqueue(edit("p1", 1), changing: [.put(Self.key("p1"), Self.value(11))])
+        await outbox.drain()
+        let server = Data(#"{"price":14}"#.utf8)
+        #expect(try outbox.record(Self.key("p1"))?.sync.conflict == RecordSync.Conflict(operation: id, serverRevision: "5", serverValue: server))
+        // The server was restored: epoch 2 holds p1 at revision 1.
+        transport.script(.respond(Self.snapshot(at: FeedPosition(epoch: 2, major: 2), more: false, [PullApplyTests.put("p1", 1, 9)])))
+        #expect(try await outbox.resnapshot(business: Self.business, reason: "foreign_epoch").swapped)
+        let record = try #require(try outbox.record(Self.key("p1")))
+        #expect(record.server?.revision == 1 && record.value == Self.value(11))
+        #expect(record.sync.conflict == RecordSync.Conflict(operation: id, serverRevision: "5", serverValue: server))
+    }
+
     @Test func anAnswerThatLandsWhileStagingGoesToBothBases() async throws {
         let transport = ScriptedTransport()
-        let (_, outbox) = try await Self.journal(transport)
+        let outbox = try await Self.halfStaged(transport)
         defer { outbox.close() }
-        transport.script(.respond(Self.snapshot(at: FeedPosition(epoch: 2, major: 4), more: true, [PullApplyTests.put("p1", 5, 12)])),
-                         .fail(.connectionLost))
-        _ = try await outbox.resnapshot(business: Self.business, reason: "foreign_epoch")
         // The member's edit is answered with revision 9 while the snapshot is half staged.
         transport.script(.respond(TransportResponse(statusCode: 200, headers: ["Content-Type": "application/json"],
                                                     body: Data(#"{"revision":9,"record":{"name":"Antiseptic","price":13}}"#.utf8))))
@@ -98,6 +129,39 @@ struct ResnapshotTests {
         #expect(report.swapped)
         #expect(try outbox.record(Self.key("p1"))?.server?.revision == 9, "the swap never takes a record back behind an answer")
         #expect(try outbox.verifyJournal().isClean)
+    }
+
+    /// An answer that names a feed position at or before where the snapshot began is older than
+    /// every page: the snapshot holds the record's state past it (here, deleted before the
+    /// snapshot began), so it is not staged, and the swap deletes the record the old base held.
+    /// Past that position, or with no position, it is staged as above.
+    @Test(arguments: [
+        (visibleAt: "2-3-0" as String?, kept: false),
+        (visibleAt: "1-20-0", kept: false),
+        (visibleAt: "2-5-0", kept: true),
+        (visibleAt: nil, kept: true),
+    ])
+    func anAnswerOlderThanTheSnapshotIsNotStaged(visibleAt: String?, kept: Bool) async throws {
+        let transport = ScriptedTransport()
+        let outbox = try await Self.halfStaged(transport)
+        defer { outbox.close() }
+        // A create answered late while the snapshot is half staged (another device deleted the
+        // product before the snapshot began, when the answer names a position before 2-4-0).
+        var headers = ["Content-Type": "application/json"]
+        headers[WireHeader.visibleAt] = visibleAt
+        transport.script(.respond(TransportResponse(statusCode: 201, headers: headers,
+                                                    body: Data(#"{"revision":1,"record":{"name":"Gauze","price":3}}"#.utf8))))
+        let create = try await outbox.enqueue(productRequest(3, entityID: nil), changing: [.put(Self.key("p9"), Self.value(3))])
+        await outbox.drain()
+        #expect(try outbox.operation(create)?.status == .synced)
+        #expect(try outbox.record(Self.key("p9"))?.server?.revision == 1, "the base the member sees has the answer")
+        transport.script(.respond(Self.snapshot(at: FeedPosition(epoch: 2, major: 6), more: false, [PullApplyTests.put("p2", 4, 20)])))
+        let swap = try await outbox.resnapshot(business: Self.business, reason: "foreign_epoch")
+        #expect(swap.swapped && swap.vanished == (kept ? 0 : 1))
+        let server = try #require(try outbox.record(Self.key("p9"))?.server)
+        #expect((server.value != nil) == kept, "\(server)")
+        let report = try outbox.verifyJournal()
+        #expect(report.isClean, "\(report.findings)")
     }
 
     @Test func aStagingTheServerChangedEpochsUnderIsAbandonedAndStartedOver() async throws {

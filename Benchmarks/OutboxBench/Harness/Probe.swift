@@ -26,6 +26,8 @@ enum Probe {
         case pullFloor = "pull-floor"
         case pullEngineHTTP = "pull-engine-http"
         case pullSQLiteHTTP = "pull-sqlite-http"
+        /// Scenario 14.3: a pulled journal with pending edits fetches its base again whole.
+        case pullResnapshot = "pull-resnapshot"
     }
 
     struct Measurement: Codable, Sendable {
@@ -80,7 +82,7 @@ enum Probe {
         case .sqlite:
             let sqlite = try SQLiteOutbox(directory: url, durability: .full)
             _ = try sqlite.syncTab()
-        case .pullEngine, .pullSQLite, .pullFloor, .pullEngineHTTP, .pullSQLiteHTTP:
+        case .pullEngine, .pullSQLite, .pullFloor, .pullEngineHTTP, .pullSQLiteHTTP, .pullResnapshot:
             preconditionFailure("a pull probe is run by PullProbe")
         case .floor:
             try RawJournal.withEnvironment(url) { environment, events in

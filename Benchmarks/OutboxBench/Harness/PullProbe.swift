@@ -21,6 +21,9 @@ enum PullProbe {
         /// The feed pulled from the server over loopback: the engine's `pullFeed`, or the SQLite
         /// client's loop of the same requests.
         case engineHTTP, sqliteHTTP
+        /// Scenario 14.3: the journal of ``PullResnapshot`` copied, then pulled over loopback
+        /// while its writes meet no signal: the base is fetched again whole beside its pending edits.
+        case resnapshot
 
         init?(_ kind: Probe.Kind) {
             switch kind {
@@ -29,6 +32,7 @@ enum PullProbe {
             case .pullFloor: self = .floor
             case .pullEngineHTTP: self = .engineHTTP
             case .pullSQLiteHTTP: self = .sqliteHTTP
+            case .pullResnapshot: self = .resnapshot
             case .engine, .sqlite, .floor: return nil
             }
         }
@@ -108,22 +112,24 @@ enum PullProbe {
             }
             return measurement
         case .engineHTTP:
-            let transport = URLSessionTransport(baseURL: URL(string: feed.url)!, timeoutSeconds: 30)
-            var configuration = Workload.configuration(durability: .full, lanes: 1)
-            configuration.pull = PullConfiguration(pageSize: PullFeed.pageSize, businesses: [Workload.businessID], maxPagesPerPass: 100_000,
-                                                   summaryIntervalSeconds: nil)
-            let outbox = try Outbox(directory: store, transport: transport, configuration: configuration)
+            let outbox = try pulling(store, transport: URLSessionTransport(baseURL: URL(string: feed.url)!, timeoutSeconds: 30))
             defer { outbox.close() }
-            var report: FeedReport?
-            var measurement = try await sampled(pages: 1) { _ in
-                report = try await outbox.pull().feed(Workload.businessID)
-                return nil
+            let (report, measurement) = try await pulled(outbox)
+            guard report.stoppedBy == nil, report.reachedEnd, report.changesApplied == feed.records else {
+                throw BenchmarkFailure(description: "the engine's pull over loopback: \(report)")
             }
-            guard let report, report.stoppedBy == nil, report.reachedEnd, report.changesApplied == feed.records else {
-                throw BenchmarkFailure(description: "the engine's pull over loopback: \(String(describing: report))")
-            }
-            measurement.pages = report.pagesApplied
             try checkEngine(outbox, feed: feed)
+            return measurement
+        case .resnapshot:
+            try FileManager.default.copyItem(at: directory.appendingPathComponent("journal"), to: store)
+            let outbox = try pulling(store, transport: WritesMeetNoSignal(inner: URLSessionTransport(baseURL: URL(string: feed.url)!, timeoutSeconds: 30)))
+            defer { outbox.close() }
+            var (report, measurement) = try await pulled(outbox)
+            guard report.stoppedBy == nil, report.reachedEnd, report.resnapshots == 1, report.recordsStaged == feed.records + 1 else {
+                throw BenchmarkFailure(description: "the engine's resnapshot over loopback: \(report)")
+            }
+            measurement.pages = report.pagesStaged
+            try checkResnapshot(outbox, feed: feed)
             return measurement
         case .sqliteHTTP:
             let transport = URLSessionTransport(baseURL: URL(string: feed.url)!, timeoutSeconds: 30)
@@ -148,6 +154,28 @@ enum PullProbe {
             try checkSQLite(sqlite, feed: feed)
             return measurement
         }
+    }
+
+    /// The engine opened on `store` to pull the feed's business over `transport`, in the feed's
+    /// pages, to its end in one pass.
+    private static func pulling(_ store: URL, transport: any OutboxTransport) throws -> Outbox {
+        var configuration = Workload.configuration(durability: .full, lanes: 1)
+        configuration.pull = PullConfiguration(pageSize: PullFeed.pageSize, businesses: [Workload.businessID], maxPagesPerPass: 100_000,
+                                               summaryIntervalSeconds: nil)
+        return try Outbox(directory: store, transport: transport, configuration: configuration)
+    }
+
+    /// One `pull()` timed, `RssAnon` sampled meanwhile: its report (pages applied in the
+    /// measurement) and the measurement.
+    private static func pulled(_ outbox: Outbox) async throws -> (FeedReport, Measurement) {
+        var report: FeedReport?
+        var measurement = try await sampled(pages: 1) { _ in
+            report = try await outbox.pull().feed(Workload.businessID)
+            return nil
+        }
+        guard let report else { throw BenchmarkFailure(description: "the pull did not pull \(Workload.businessID)") }
+        measurement.pages = report.pagesApplied
+        return (report, measurement)
     }
 
     /// Times each page of `directory/pages.bin` decoded and handed to `apply`, the decoding timed
@@ -190,6 +218,26 @@ enum PullProbe {
         let cursor = try outbox.feedCursor(business: Workload.businessID)
         guard live == feed.records, cursor?.text == feed.cursor else {
             throw BenchmarkFailure(description: "the engine holds \(live) records at cursor \(cursor?.text ?? "none"); the feed \(feed.records) at \(feed.cursor)")
+        }
+    }
+
+    /// After the resnapshot: every record of the snapshot in the base, the cursor past the old
+    /// feed's end, and every pending edit still pending and shown over the new base.
+    private static func checkResnapshot(_ outbox: Outbox, feed: Feed) throws {
+        let live = try PullCheck.liveRecords(outbox)
+        let cursor = try outbox.feedCursor(business: Workload.businessID)
+        guard live == feed.records + 1, let cursor, cursor > (try FeedPosition(text: feed.cursor)) else {
+            throw BenchmarkFailure(description: "after the resnapshot the engine holds \(live) records at cursor \(cursor?.text ?? "none")")
+        }
+        let edited = PullResnapshot.editedProducts(records: feed.records, pending: PullResnapshot.pendingEdits)
+        for number in edited {
+            let record = try outbox.record(Workload.productKey(number))
+            guard let record, record.value == Workload.productValue(number, edit: 1), record.sync.pending.count == 1, record.server?.value != nil else {
+                throw BenchmarkFailure(description: "product \(number)'s pending edit is not shown over the new base: \(String(describing: record))")
+            }
+        }
+        guard try outbox.badgeCount() == edited.count else {
+            throw BenchmarkFailure(description: "\(try outbox.badgeCount()) writes pending after the resnapshot, not \(edited.count)")
         }
     }
 

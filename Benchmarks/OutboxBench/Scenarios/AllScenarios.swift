@@ -23,6 +23,7 @@ extension Scenario {
         .recordsStream,
         .pullInitialSync,
         .pullPageApplied,
+        .pullResnapshot,
         .pullFeedRead,
     ]
 }

@@ -18,6 +18,7 @@ final class Fixtures: Sendable {
     private let recordJournals = Mutex<[Int: RecordJournal]>([:])
     private let pullFeeds = Mutex<[Int: PullFeedServer]>([:])
     private let pullBases = Mutex<[Int: PullBase]>([:])
+    private let pullResnapshots = Mutex<[Int: PullResnapshot]>([:])
     private let postgresFeeds = Mutex<PostgresFeedServer?>(nil)
 
     /// A journal of `events` events (see ``JournalBuilder``).
@@ -98,6 +99,22 @@ final class Fixtures: Sendable {
         return built
     }
 
+    /// Scenario 14.3's server and pulled journal with pending edits (see ``PullResnapshot``).
+    func pullResnapshot(records: Int, context: Context) async throws -> PullResnapshot {
+        if let built = pullResnapshots.withLock({ $0[records] }) { return built }
+        context.progress("creating \(records) products on a loopback test server of 14.3's own, pulling them into a journal, "
+            + "\(PullResnapshot.pendingEdits) edits left pending, the feed forgotten past the journal's cursor")
+        var built: PullResnapshot?
+        let nanoseconds = try await Stopwatch.time {
+            built = try await PullResnapshot(records: records, pending: PullResnapshot.pendingEdits,
+                                             directory: try context.freshDirectory("pull-resnapshot-\(records)"))
+        }
+        guard let built else { throw BenchmarkFailure(description: "the resnapshot's fixture of \(records) records was not built") }
+        context.progress("built in \(TextReport.format(nanoseconds / 1e9)) s")
+        pullResnapshots.withLock { $0[records] = built }
+        return built
+    }
+
     /// The PostgreSQL test server of scenario 14.4, its feed holding `backlog` creates before
     /// the first repeat (see ``PostgresFeedServer``).
     func postgresFeed(cluster: TemporaryPostgresCluster, backlog: Int, context: Context) throws -> PostgresFeedServer {
@@ -114,6 +131,7 @@ final class Fixtures: Sendable {
     /// Stops the servers the fixtures started.
     func stopServers() {
         for feed in pullFeeds.withLock({ Array($0.values) }) { feed.server.stop() }
+        for fixture in pullResnapshots.withLock({ Array($0.values) }) { fixture.feed.server.stop() }
         postgresFeeds.withLock { $0?.stop() }
     }
 }

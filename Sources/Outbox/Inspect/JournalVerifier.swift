@@ -2,6 +2,7 @@ import Foundation
 import OutboxCore
 import OutboxCrypto
 import OutboxStorage
+import OutboxWire
 
 /// Checks a whole journal, reading only: every record's checksum, every operation's invariants,
 /// and the stored projections against a rebuild from the events.
@@ -44,6 +45,9 @@ struct JournalVerifier {
     /// Per business a resnapshot stages: the trail of the staged base, which replaces the
     /// business's trail at the swap.
     private var stagedTrail: [ExactString: [RecordKey: [(seq: JournalSequence?, confirmation: RecordConfirmation)]]] = [:]
+    /// Per business a resnapshot stages: its type (`nil`: all) and the first page's position, so
+    /// an answer the snapshot covers (``FeedStaging/covers(_:visibleAt:)``) stays out of its trail.
+    private var stagings: [ExactString: FeedStaging] = [:]
     private var localTrail: [RecordKey: (seq: JournalSequence, write: RecordWrite)] = [:]
     private var previousSeq = JournalSequence.zero
 
@@ -67,15 +71,18 @@ struct JournalVerifier {
             compacted.append(compaction.firstSeq.rawValue ... max(compaction.firstSeq.rawValue, compaction.lastSeq.rawValue))
             compactedRemoved = Self.saturatingSum(compactedRemoved, UInt64(max(0, compaction.removedCount)))
             for operation in compaction.operations {
-                for confirmation in operation.confirmations { trail(confirmation, seq: nil) }
+                for confirmation in operation.confirmations { trail(confirmation, seq: nil, visibleAt: nil) }
             }
         case .attemptFinished(let finished):
-            // An answer that lands while a resnapshot stages goes to both bases.
-            for confirmation in finished.confirmations { trail(confirmation, seq: seq) }
+            // An answer that lands while a resnapshot stages goes to both bases, unless the
+            // snapshot covers it.
+            for confirmation in finished.confirmations { trail(confirmation, seq: seq, visibleAt: finished.visibleAt) }
         case .pageApplied(let page):
             for confirmation in page.confirmations { baseTrail[confirmation.key, default: []].append((seq, confirmation)) }
         case .resnapshotStarted(let started):
             stagedTrail[ExactString(started.business)] = [:]
+            stagings[ExactString(started.business)] = FeedStaging(type: started.type, position: started.position, afterType: "", afterID: "",
+                                                                  pages: 0, staged: 0, startedSeq: seq)
         case .snapshotPageStaged(let page):
             for confirmation in page.confirmations { stagedTrail[ExactString(page.business)]?[confirmation.key, default: []].append((seq, confirmation)) }
         case .resnapshotFinished(let finished):
@@ -89,8 +96,10 @@ struct JournalVerifier {
             for (key, trail) in stagedTrail[business] ?? [:] where inScope(key) { baseTrail[key] = trail }
             for confirmation in finished.vanished { baseTrail[confirmation.key, default: []].append((seq, confirmation)) }
             stagedTrail[business] = nil
+            stagings[business] = nil
         case .resnapshotAbandoned(let abandoned):
             stagedTrail[ExactString(abandoned.business)] = nil
+            stagings[ExactString(abandoned.business)] = nil
         case .recordsWritten(let written):
             for write in written.writes { localTrail[write.key] = (seq, write) }
         case .recordBaseDropped(let dropped):
@@ -101,10 +110,11 @@ struct JournalVerifier {
         default:
             break
         }
-        func trail(_ confirmation: RecordConfirmation, seq: JournalSequence?) {
+        func trail(_ confirmation: RecordConfirmation, seq: JournalSequence?, visibleAt: FeedPosition?) {
             baseTrail[confirmation.key, default: []].append((seq, confirmation))
             let business = ExactString(confirmation.key.business)
-            if stagedTrail[business] != nil { stagedTrail[business]?[confirmation.key, default: []].append((seq, confirmation)) }
+            guard stagedTrail[business] != nil, stagings[business]?.covers(confirmation.key, visibleAt: visibleAt) != true else { return }
+            stagedTrail[business]?[confirmation.key, default: []].append((seq, confirmation))
         }
         guard let id = event.operationID else {
             // Engine events fold without conditions.

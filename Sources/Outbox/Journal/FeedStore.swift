@@ -49,6 +49,16 @@ struct FeedStaging: Sendable, Equatable {
     /// generation (the key of the last one copied; empty: none yet), and whether all are.
     var carriedThrough: [UInt8] = []
     var carried = false
+
+    /// Whether the snapshot being staged already holds `key` as an answer visible at `visibleAt`
+    /// left it: every page is read at or after ``position``, where the feed resumes once swapped
+    /// in, so an answer visible at or before it (or in an older epoch) is older than what the
+    /// pages bring, and staged it would bring back a record deleted before the snapshot began.
+    /// Another type's record, carried from the base the member sees, is never covered.
+    func covers(_ key: RecordKey, visibleAt: FeedPosition?) -> Bool {
+        guard let visibleAt, type.map({ $0 == key.type }) ?? true else { return false }
+        return visibleAt.isDelivered(by: position)
+    }
 }
 
 /// A step's change of its business's feed row, checked before the step's unit lands.

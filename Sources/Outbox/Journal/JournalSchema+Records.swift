@@ -9,12 +9,17 @@ extension JournalSchema {
     /// Writes `write` into the record store, brought by the event at `seq`: a base only when its
     /// revision is newer than the one stored (the base never moves back); a local record always.
     /// A base goes to the generation the member sees and, while a resnapshot stages the other,
-    /// there too, so the swap never takes a record back behind an answer that landed meanwhile.
-    func store(_ write: RecordStoreWrite, seq: JournalSequence, at now: Date, in txn: borrowing LMDBTransaction) throws {
+    /// there too, so the swap never takes a record back behind an answer that landed meanwhile,
+    /// unless the snapshot already holds what the answer saw (``FeedStaging/covers(_:visibleAt:)``).
+    /// - Parameter visibleAt: the answer's feed position, when it brought the write.
+    func store(_ write: RecordStoreWrite, seq: JournalSequence, at now: Date, visibleAt: FeedPosition? = nil,
+               in txn: borrowing LMDBTransaction) throws {
         guard write.table == .base else { return try store(write, seq: seq, at: now, into: localRecords, in: txn) }
         let row = try feedRow(business: write.key.business, in: txn)
         try store(write, seq: seq, at: now, into: baseTable(generation: row?.generation ?? 0), in: txn)
-        if let row, row.staging != nil { try store(write, seq: seq, at: now, into: baseTable(generation: row.otherGeneration), in: txn) }
+        if let row, let staging = row.staging, !staging.covers(write.key, visibleAt: visibleAt) {
+            try store(write, seq: seq, at: now, into: baseTable(generation: row.otherGeneration), in: txn)
+        }
     }
 
     /// Whether an answer's base write is one the business's feed has already passed: the answer
@@ -25,7 +30,7 @@ extension JournalSchema {
     func feedPassed(_ write: RecordStoreWrite, answeredAt body: JournalEventBody, in txn: borrowing LMDBTransaction) throws -> Bool {
         guard write.table == .base, case .attemptFinished(let finished) = body, let visibleAt = finished.visibleAt,
               let cursor = try feedRow(business: write.key.business, in: txn)?.cursor else { return false }
-        return visibleAt.epoch < cursor.epoch || (visibleAt.epoch == cursor.epoch && visibleAt <= cursor)
+        return visibleAt.isDelivered(by: cursor)
     }
 
     /// Writes `write` into `table` by the same rule.
@@ -103,7 +108,8 @@ extension JournalSchema {
         guard let state = try state(id, in: txn) else {
             throw OutboxError.projectionCorrupt(reason: "record \(key) lists operation \(id), which the journal does not hold")
         }
-        return RecordView.Write(state: state, change: change)
+        // A conflict's server value is sealed with the journal: opened, as the member reads it.
+        return RecordView.Write(state: opened(state), change: change)
     }
 
     /// The change operation `id` made to `key`, from its `enqueued` record at `firstSeq`, its

@@ -182,8 +182,9 @@ private struct AppendBatch {
                     try txn.put(schema.feeds, scope.business, row)
                 }
             }
+            let visibleAt: FeedPosition? = if case .attemptFinished(let finished) = event.body { finished.visibleAt } else { nil }
             for write in prepared.draft.storeWrites where try !schema.feedPassed(write, answeredAt: event.body, in: txn) {
-                try schema.store(write, seq: event.seq, at: now, in: txn)
+                try schema.store(write, seq: event.seq, at: now, visibleAt: visibleAt, in: txn)
             }
             for write in prepared.draft.stagedWrites {
                 // The generation the business's feed row does not show (as written so far).
@@ -270,7 +271,7 @@ private struct AppendBatch {
     }
 
     /// A resnapshot's swap, completed in its transaction: each record a pending write changes that
-    /// the old base holds live and the staged one does not is deleted in the staged base at its
+    /// the old base holds live and the staged one does not hold at all is deleted in the staged base at its
     /// old revision (so a write on its way settles against it, and a re-creation at a higher
     /// revision still wins), named in the event, and each write still waiting on it is asked
     /// about. Costs a read per record with pending writes, never one per record of the base.
@@ -293,8 +294,10 @@ private struct AppendBatch {
         let sameEpoch = finished.type != nil || row.cursor.map { $0.epoch == finished.cursor.epoch } ?? true
         for key in keys {
             guard let before = try txn.get(old, key), before.valueHash != nil else { continue }
-            if let after = try txn.get(staged, key), after.valueHash != nil { continue }
-            let revision = sameEpoch ? max(before.revision, try txn.get(staged, key)?.revision ?? 0) : 0
+            // Staged at all, the new base knows the record: live from the snapshot, or deleted by
+            // the member's own delete answered while it staged (nothing to ask anyone about).
+            if try txn.get(staged, key) != nil { continue }
+            let revision = sameEpoch ? before.revision : 0
             finished.vanished.append(RecordConfirmation(key: key, revision: revision, valueHash: nil, source: .snapshot))
             swap.stagedWrites.append(RecordStoreWrite(table: .base, key: key, revision: revision, schemaVersion: before.schemaVersion, value: nil))
             tombstones.append((key, revision))

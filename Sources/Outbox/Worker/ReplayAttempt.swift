@@ -111,6 +111,9 @@ final class ReplayAttempt: Sendable {
                    let brought = try schema.event(base.seq, in: txn), brought.operationID == nil {
                     revision = String(basis)
                 }
+                // A rebased write goes against the revision it was rebased onto: a pull that
+                // moves the base past it afterwards is a new change the member has not seen.
+                if state.rebaseCount > 0 { revision = state.baseRevision }
                 return (state, enqueued.map(\.request.payload), (try? enqueued.get())?.changes ?? [], revision, try schema.engineState(in: txn))
             }
         } catch {
