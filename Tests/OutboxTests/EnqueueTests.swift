@@ -146,6 +146,57 @@ struct EnqueueTests {
         #expect(second.kinds == [.discarded])
     }
 
+    /// A reader that takes nothing while commits land: under a limit, the newest changes stay
+    /// apart and the older are merged (no operation lost, every commit counted); unbounded, each
+    /// commit is its own change.
+    @Test(arguments: [ChangeBuffering.coalescing(limit: 4), .coalescing(limit: 1), .unbounded])
+    func aReaderThatFallsBehindKeepsTheNewestApartAndTheOlderMerged(_ buffering: ChangeBuffering) async throws {
+        let journal = TestJournal()
+        let outbox = try journal.open()
+        let stream = outbox.changes(buffering: buffering)
+        let everyCommit = outbox.changes(buffering: .unbounded)
+        var ids: Set<OperationID> = []
+        for number in 1...10 { ids.insert(try await outbox.enqueue(productRequest(number))) }
+        outbox.close()
+        var taken: [OutboxChange] = []
+        for await change in stream { taken.append(change) }
+        var commits: [OutboxChange] = []
+        for await change in everyCommit { commits.append(change) }
+        #expect(commits.count >= 10 && commits.allSatisfy { $0.coalesced == 0 })
+        #expect(Set(taken.flatMap(\.operations)) == ids, "every operation touched is in some change")
+        #expect(taken.reduce(0) { $0 + $1.coalesced + 1 } == commits.count, "every commit counted once")
+        #expect(taken.first?.seqs.lowerBound == commits.first?.seqs.lowerBound && taken.last?.seqs.upperBound == commits.last?.seqs.upperBound)
+        #expect(zip(taken, taken.dropFirst()).allSatisfy { $0.seqs.upperBound < $1.seqs.lowerBound }, "in journal order")
+        switch buffering {
+        case .coalescing(let limit):
+            #expect(taken.count == min(limit, commits.count) && taken.dropFirst().allSatisfy { $0.coalesced == 0 }, "\(taken.map(\.coalesced))")
+            #expect(Array(taken.dropFirst()) == Array(commits.suffix(taken.count - 1)), "the newest stay as they were")
+        case .unbounded:
+            #expect(taken == commits)
+        }
+    }
+
+    @Test func aStreamNoLongerReadEndsItsSubscription() async throws {
+        let journal = TestJournal()
+        let outbox = try journal.open()
+        defer { outbox.close() }
+        do {
+            let stream = outbox.changes()
+            var iterator = stream.makeAsyncIterator()
+            _ = try await outbox.enqueue(productRequest())
+            #expect(await iterator.next() != nil)
+            #expect(outbox.broadcaster.subscriptionCount == 1)
+        }
+        #expect(outbox.broadcaster.subscriptionCount == 0, "dropped with its iterator")
+        // A reader cancelled while it waits ends with nil.
+        let waiting = Task {
+            var iterator = outbox.changes().makeAsyncIterator()
+            return await iterator.next()
+        }
+        waiting.cancel()
+        #expect(await waiting.value == nil)
+    }
+
     @Test func closingEndsTheChangeStreams() async throws {
         let journal = TestJournal()
         let outbox = try journal.open()

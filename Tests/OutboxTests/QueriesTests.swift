@@ -51,7 +51,7 @@ struct QueriesTests {
         #expect(try stored.events(matching: typed) == folded.events(matching: typed))
 
         for id in Set(ids) {
-            #expect(try stored.operationSnapshot(id) == folded.operationSnapshot(id), "seed \(seed): \(id)")
+            #expect(try stored.operationSnapshot(id, now: journal.clock.now()) == folded.operationSnapshot(id, now: journal.clock.now()), "seed \(seed): \(id)")
             #expect(try stored.history(id) == folded.history(id), "seed \(seed): \(id)")
             #expect(try stored.timeline(of: id) == folded.timeline(of: id), "seed \(seed): \(id)")
         }

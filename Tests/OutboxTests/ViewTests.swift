@@ -100,6 +100,7 @@ struct ViewTests {
         #expect(try outbox.badgeCount() == expected + conflicts, "a conflicted row needs a person: it counts on the badge")
         let approvals = statuses.filter { $0 == .pendingApproval }.count
         let tab = try outbox.syncTab(isOnline: true, rowsPerCard: 10_000)
+        #expect(tab.badgeCount == expected + conflicts, "the tab carries the badge of its own snapshot")
         #expect(tab.totalCount == expected + approvals + conflicts)
         #expect(tab.cards.reduce(0) { $0 + $1.rows.count } == expected)
         #expect(tab.approvalCard?.count ?? 0 == approvals)

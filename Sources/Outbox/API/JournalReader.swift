@@ -81,8 +81,10 @@ public final class JournalReader: Sendable {
     // MARK: Operations
 
     /// One operation as it stands, with its request; `nil` when no operation has this id.
-    public func operation(_ id: OperationID) throws -> OperationSnapshot? {
-        try queries.operationSnapshot(id)
+    /// - Parameter now: whether a queued row's scheduled moment is still ahead is judged by it:
+    ///   a reader has no engine clock, so by default this machine's.
+    public func operation(_ id: OperationID, now: Date = Date()) throws -> OperationSnapshot? {
+        try queries.operationSnapshot(id, now: now)
     }
 
     /// Every event of one operation, in journal order.

@@ -22,14 +22,16 @@ extension Outbox {
         return try store.queries.history(id)
     }
 
-    /// A stream that yields after every commit, with the operations it touched. It ends when the
-    /// outbox closes.
+    /// A stream that yields after every commit from now on, with the operations and records it
+    /// touched. It ends when the outbox closes, or when the reading task is cancelled.
     ///
     /// ```swift
     /// for await change in outbox.changes() where change.operations.contains(id) { ... }
     /// ```
-    public func changes() -> AsyncStream<OutboxChange> {
-        broadcaster.subscribe()
+    /// - Parameter buffering: what waits while the reader is busy: by default the newest 64
+    ///   changes apart and the older merged into one (``OutboxChange/coalesced`` says how many).
+    public func changes(buffering: ChangeBuffering = .standard) -> OutboxChanges {
+        broadcaster.subscribe(buffering: buffering)
     }
 
     /// The seq of the latest event.

@@ -7,7 +7,7 @@ extension JournalQueries {
     /// One operation as it stands; `now` says whether its scheduled moment is still ahead. What
     /// a queued row waits on is read from the stored lane and dependency indexes: a reader of
     /// projections of another layout answers without it.
-    func operationSnapshot(_ id: OperationID, now: Date = Date()) throws(OutboxError) -> OperationSnapshot? {
+    func operationSnapshot(_ id: OperationID, now: Date) throws(OutboxError) -> OperationSnapshot? {
         let schema = self.schema
         let projections = self.projections
         let indexesAreCurrent = projectionsAreCurrent

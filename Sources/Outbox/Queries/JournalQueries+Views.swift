@@ -29,7 +29,9 @@ extension JournalQueries {
                 conflictCard: conflictCard,
                 totalCount: cards.reduce(0) { $0 + $1.count } + approvalCount + conflictCount,
                 banner: .make(isOnline: isOnline, waitingForNetwork: waitingForNetwork,
-                              needingAttention: needingAttention, waitingForApproval: approvalCount)
+                              needingAttention: needingAttention, waitingForApproval: approvalCount),
+                // The badge's statuses (``OutboxStatus/needsAttention``), from the same counters.
+                badgeCount: waitingForNetwork + needingAttention
             )
         }
     }

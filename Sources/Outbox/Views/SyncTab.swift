@@ -14,13 +14,18 @@ public struct SyncTab: Sendable, Equatable, Codable {
     /// Every population.
     public var totalCount: Int
     public var banner: SyncBanner
+    /// The badge (``Outbox/badgeCount()``) read in the same snapshot as the cards, so the two
+    /// never disagree: queued, syncing, failed, blocked and conflicted.
+    public var badgeCount: Int
 
-    public init(cards: [SyncCard], approvalCard: SyncCard?, conflictCard: SyncCard? = nil, totalCount: Int, banner: SyncBanner) {
+    public init(cards: [SyncCard], approvalCard: SyncCard?, conflictCard: SyncCard? = nil, totalCount: Int, banner: SyncBanner,
+                badgeCount: Int = 0) {
         self.cards = cards
         self.approvalCard = approvalCard
         self.conflictCard = conflictCard
         self.totalCount = totalCount
         self.banner = banner
+        self.badgeCount = badgeCount
     }
 
     /// The card of `category`, if anything of it waits.

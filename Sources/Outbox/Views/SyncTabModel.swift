@@ -44,11 +44,11 @@ public final class SyncTabModel {
         }
     }
 
-    /// Reads the tab and the badge again.
+    /// Reads the tab and the badge again, from one snapshot of the journal.
     public func refresh() {
         do {
             tab = try outbox.syncTab(isOnline: isOnline, rowsPerCard: rowsPerCard)
-            badgeCount = try outbox.badgeCount()
+            badgeCount = tab.badgeCount
             lastError = nil
         } catch let error as OutboxError {
             lastError = error
