@@ -12,10 +12,12 @@ extension JournalSchema {
     /// there too, so the swap never takes a record back behind an answer that landed meanwhile,
     /// unless the snapshot already holds what the answer saw (``FeedStaging/covers(_:visibleAt:)``).
     /// - Parameter visibleAt: the answer's feed position, when it brought the write.
-    func store(_ write: RecordStoreWrite, seq: JournalSequence, at now: Date, visibleAt: FeedPosition? = nil,
+    /// - Parameter row: the business's feed row as this transaction holds it, when the caller
+    ///   read it already (a page's 500 writes share one read); `nil`: read here.
+    func store(_ write: RecordStoreWrite, seq: JournalSequence, at now: Date, visibleAt: FeedPosition? = nil, row known: FeedRow?? = nil,
                in txn: borrowing LMDBTransaction) throws {
         guard write.table == .base else { return try store(write, seq: seq, at: now, into: localRecords, in: txn) }
-        let row = try feedRow(business: write.key.business, in: txn)
+        let row = try known ?? feedRow(business: write.key.business, in: txn)
         try store(write, seq: seq, at: now, into: baseTable(generation: row?.generation ?? 0), in: txn)
         if let row, let staging = row.staging, !staging.covers(write.key, visibleAt: visibleAt) {
             try store(write, seq: seq, at: now, into: baseTable(generation: row.otherGeneration), in: txn)
@@ -36,8 +38,10 @@ extension JournalSchema {
     /// Writes `write` into `table` by the same rule.
     func store(_ write: RecordStoreWrite, seq: JournalSequence, at now: Date, into table: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>,
                in txn: borrowing LMDBTransaction) throws {
-        let stored = try txn.get(table, write.key)
-        guard write.replaces(storedRevision: stored?.revision) else { return }
+        let storedRevision = try write.key.bytes.withUnsafeBytes { key in
+            try txn.withValue(table, encodedKey: key) { try $0.map(JournalCodec.Record.revision) }
+        }
+        guard write.replaces(storedRevision: storedRevision) else { return }
         var entry = RecordStoreEntry(
             revision: write.revision, learntAt: now, seq: seq, schemaVersion: write.schemaVersion,
             valueHash: write.value.map { write.valueHash ?? SHA256Digest(of: $0) }

@@ -183,12 +183,21 @@ private struct AppendBatch {
                 }
             }
             let visibleAt: FeedPosition? = if case .attemptFinished(let finished) = event.body { finished.visibleAt } else { nil }
+            // Each business's feed row read once for the draft's writes: nothing in between moves it
+            // (a page's own row lands last, below).
+            var rows: [ExactString: FeedRow?] = [:]
+            func row(_ business: String) throws -> FeedRow? {
+                if let known = rows[ExactString(business)] { return known }
+                let read = try schema.feedRow(business: business, in: txn)
+                rows[ExactString(business)] = .some(read)
+                return read
+            }
             for write in prepared.draft.storeWrites where try !schema.feedPassed(write, answeredAt: event.body, in: txn) {
-                try schema.store(write, seq: event.seq, at: now, visibleAt: visibleAt, in: txn)
+                try schema.store(write, seq: event.seq, at: now, visibleAt: visibleAt, row: .some(try row(write.key.business)), in: txn)
             }
             for write in prepared.draft.stagedWrites {
                 // The generation the business's feed row does not show (as written so far).
-                let generation = try schema.feedRow(business: write.key.business, in: txn)?.otherGeneration ?? 1
+                let generation = try row(write.key.business)?.otherGeneration ?? 1
                 try schema.store(write, seq: event.seq, at: now, into: schema.baseTable(generation: generation), in: txn)
             }
             if let feedWrite = prepared.draft.feedWrite, let row = movedFeeds[ExactString(feedWrite.business)] {

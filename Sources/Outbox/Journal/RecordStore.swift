@@ -59,6 +59,13 @@ extension JournalCodec {
             bytes += writer.bytes
         }
 
+        /// The revision alone, read without copying the value: what a write compares against.
+        static func revision(_ bytes: UnsafeRawBufferPointer) throws -> UInt64 {
+            var reader = ByteReader(Array(bytes.prefix(9)))
+            guard try reader.readUInt8("record form") == 1 else { throw LMDBCodecError(reason: "an unknown stored record form") }
+            return try reader.readUInt64("revision")
+        }
+
         static func decode(_ bytes: UnsafeRawBufferPointer) throws -> RecordStoreEntry {
             var reader = ByteReader(Array(bytes))
             guard try reader.readUInt8("record form") == 1 else { throw LMDBCodecError(reason: "an unknown stored record form") }
