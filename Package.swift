@@ -178,7 +178,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IdempotencyClaimsTests",
-            dependencies: ["IdempotencyClaims", "PostgresClaimStore", "PostgresTesting", "OutboxStorage", "OutboxCrypto", "OutboxWire"],
+            dependencies: ["IdempotencyClaims", "PostgresClaimStore", "PostgresTesting", "OutboxStorage", "OutboxCrypto", "OutboxWire", "OutboxTestSupport"],
             swiftSettings: testSettings
         ),
         .testTarget(
@@ -211,7 +211,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OutboxStorageTests",
-            dependencies: ["OutboxStorage"],
+            dependencies: ["OutboxStorage", "OutboxTestSupport"],
             swiftSettings: testSettings
         ),
         .testTarget(

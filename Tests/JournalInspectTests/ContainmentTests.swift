@@ -1,4 +1,5 @@
 import Foundation
+import OutboxTestSupport
 @testable import JournalInspect
 import Outbox
 import OutboxStorage

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxTestSupport
 import JournalInspect
 @testable import Outbox
 import OutboxTesting

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxTestSupport
 import OutboxStorage
 import Synchronization
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxTestSupport
 import Testing
 
 /// Copies of a write held inside its transaction (`hold_in_transaction`) on the embedded stores,

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxTestSupport
 import OutboxTestServer
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxTestSupport
 import IdempotencyClaims
 import OutboxStorage
 import OutboxWire

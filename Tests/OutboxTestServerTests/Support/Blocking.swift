@@ -25,18 +25,3 @@ func exchangeUntilClosed(_ port: UInt16, _ text: String) async throws -> [UInt8]
         return try connection.readUntilClosed()
     }
 }
-
-/// A fresh directory under the system's temporary directory, removed by `remove()`.
-struct TemporaryDirectory: Sendable {
-    let url: URL
-
-    init(_ name: String = "outbox-test-server") {
-        url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("\(name)-\(UUID().uuidString)", isDirectory: true)
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func remove() {
-        try? FileManager.default.removeItem(at: url)
-    }
-}
