@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 import OutboxCrypto
 
 /// When a business's feed is pulled next: a pure function of what the feed did last and the
