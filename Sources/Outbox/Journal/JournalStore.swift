@@ -501,7 +501,7 @@ extension OutboxError {
         {
             self = .permissionDenied(path: path)
         } else if (error as NSError).domain == NSCocoaErrorDomain, (error as NSError).code == NSFileWriteOutOfSpaceError {
-            self = .storageFull(limitBytes: options.limitBytes, errno: 28)
+            self = .storageFull(limitBytes: options.limitBytes, errno: ENOSPC)
         } else {
             self = .storage(code: 0, message: "\(path): \(error.localizedDescription)")
         }
