@@ -125,7 +125,7 @@ struct PullCrashTests {
                 #expect(mine?.server?.revision == UInt64(record.revision) && mine?.value != nil, "\(record.id)")
             }
         }
-        #expect(try outbox.verifyJournal().isClean)
+        #expect(try outbox.verify().isClean)
         #expect(kills > 0, "at least one child was killed")
         print("pull-crash-tests: seed \(setting.seed), \(kills) kills, \(completed) pulls completed, \(purges) purges, \(resnapshots) resnapshots reported, \(unopened) checks before the journal was first opened")
     }

@@ -440,7 +440,7 @@ struct PullPostgresEndToEndTests {
 
     /// `verify` finds nothing in the phone's journal.
     static func expectClean(_ phone: Phone, _ who: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let report = try phone.outbox.verifyJournal()
+        let report = try phone.outbox.verify()
         #expect(report.isClean, "\(who)'s journal: \(report.findings)", sourceLocation: sourceLocation)
     }
 

@@ -214,7 +214,7 @@ struct JournalQueryTests {
         let outbox = try Outbox(directory: directory.url, transport: ScriptedTransport(),
                                 configuration: OutboxConfiguration(account: "member-42", clock: ManualClock(now: fixtureStart)))
         defer { outbox.close() }
-        let report = try outbox.verifyJournal()
+        let report = try outbox.verify()
         #expect(report.isClean, "\(report.findings)")
         #expect(report.projectionsCompared)
         #expect(report.operationsChecked == 9)

@@ -39,7 +39,7 @@ struct CompactionTests {
             // Every ledger row is kept, and reads the same.
             #expect(try outbox.ledger(LedgerQuery(limit: .max)) == ledgerBefore, "seed \(seed)")
             // The journal verifies clean, projections and all.
-            let report = try outbox.verifyJournal()
+            let report = try outbox.verify()
             #expect(report.isClean, "seed \(seed): \(report.findings.prefix(3))")
             #expect(try outbox.store.compareProjectionsWithRebuild().isEmpty, "seed \(seed)")
             // Each digest is the SHA-256 of the removed records, recomputed from before.
@@ -62,7 +62,7 @@ struct CompactionTests {
         outbox.close()
         let reopened = try journal.open()
         defer { reopened.close() }
-        #expect(try reopened.verifyJournal().isClean, "seed \(seed) after reopening")
+        #expect(try reopened.verify().isClean, "seed \(seed) after reopening")
     }
 
     @Test func aCompactedOperationStillSaysWhatHappenedToIt() async throws {
@@ -115,7 +115,7 @@ struct CompactionTests {
         #expect(result.compactedEvents == [last.next], "the compacted event follows every seq ever given")
         let id = try await outbox.enqueue(productRequest(9))
         #expect(try outbox.history(id).first?.seq == last.next.next)
-        #expect(try outbox.verifyJournal().isClean)
+        #expect(try outbox.verify().isClean)
     }
 
     @Test func pendingRowsAreNeverCompacted() async throws {

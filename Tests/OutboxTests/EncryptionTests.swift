@@ -110,7 +110,7 @@ struct EncryptionTests {
         defer { outbox.close() }
         let after = try #require(try outbox.operation(id))
         #expect(after.request == before.request && after.attemptCount == before.attemptCount && after.requestHash == before.requestHash)
-        #expect(try outbox.verifyJournal().isClean)
+        #expect(try outbox.verify().isClean)
         #expect(try outbox.store.compareProjectionsWithRebuild().isEmpty)
         // The pending row still drains, byte for byte, under its key.
         server.setOnline(true)
@@ -130,7 +130,7 @@ struct EncryptionTests {
         let sealed = try journal.open { $0.encryptionKey = key }
         #expect(try sealed.operation(id)?.request == Self.secretRequest())
         #expect(try sealed.operationState(id)?.sealedPresentation != nil)
-        #expect(try sealed.verifyJournal().isClean)
+        #expect(try sealed.verify().isClean)
         try await sealed.rotateEncryptionKey(to: nil)
         sealed.close()
 

@@ -41,7 +41,7 @@ struct FixtureTests {
             ))
             defer { outbox.close() }
             let name = fixture.lastPathComponent
-            #expect(try outbox.verifyJournal().isClean, "\(name)")
+            #expect(try outbox.verify().isClean, "\(name)")
             #expect(try outbox.ledger(LedgerQuery(limit: .max)).count == manifest.operations.count, "\(name)")
             #expect(try outbox.engineState().isPaused == manifest.workerPaused, "\(name)")
 
@@ -100,7 +100,7 @@ struct FixtureTests {
                 // ...and the journal opens all the same, every row intact.
                 let outbox = try Outbox(directory: copy, transport: InMemoryServer(), configuration: configuration)
                 defer { outbox.close() }
-                #expect(try outbox.verifyJournal().isClean, "\(fixture.lastPathComponent), commit \(failingCommit)")
+                #expect(try outbox.verify().isClean, "\(fixture.lastPathComponent), commit \(failingCommit)")
                 for expected in manifest.operations {
                     #expect(try outbox.operation(expected.id)?.attemptCount == expected.attemptCount)
                 }

@@ -97,7 +97,7 @@ struct KeyBoundsTests {
         #expect(try outbox.operation(id)?.status == .conflicted)
         try await outbox.discard(id)
         #expect(try outbox.operation(id)?.status == .discarded)
-        #expect(try outbox.verifyJournal().isClean)
+        #expect(try outbox.verify().isClean)
         #expect(try outbox.store.compareProjectionsWithRebuild().isEmpty)
     }
 
@@ -170,7 +170,7 @@ struct KeyBoundsTests {
         }
         #expect(tab.cards.map(\.count).sorted() == [1, 2])
         #expect(tab.totalCount == 3)
-        #expect(try outbox.verifyJournal().isClean)
+        #expect(try outbox.verify().isClean)
     }
 
     @Test func anAccountNamedInNFDIsNotTheJournalsAccountNamedInNFC() throws {

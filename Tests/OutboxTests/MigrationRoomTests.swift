@@ -79,7 +79,7 @@ struct MigrationRoomTests {
     private func expectItMigratesWithRoom(_ copy: URL, _ manifest: Fixtures.Manifest, _ fixture: URL) throws {
         let outbox = try Outbox(directory: copy, transport: InMemoryServer(), configuration: OutboxConfiguration(
             account: manifest.account, encryptionKey: manifest.key))
-        #expect(try outbox.verifyJournal().isClean, "\(fixture.lastPathComponent)")
+        #expect(try outbox.verify().isClean, "\(fixture.lastPathComponent)")
         for expected in manifest.operations {
             #expect(try outbox.operation(expected.id)?.attemptCount == expected.attemptCount, "\(fixture.lastPathComponent)")
         }

@@ -50,7 +50,7 @@ struct PullApplyTests {
         #expect(record.value == Self.value(14) && record.server?.revision == 3 && record.server?.seq == after)
         #expect(try outbox.record(Self.key("p2"))?.value == nil)
         #expect(try outbox.ledger().isEmpty, "applying a pull never enqueues a write")
-        #expect(try outbox.verifyJournal().isClean, "the pulled bases have their trail")
+        #expect(try outbox.verify().isClean, "the pulled bases have their trail")
         let history = try outbox.recordHistory(Self.key("p1"), showingValues: false)
         #expect(history.entries.map(\.kind) == [.pageApplied] && history.entries.first?.revision == 3)
     }
@@ -67,7 +67,7 @@ struct PullApplyTests {
         let record = try #require(try outbox.record(Self.key("p1")))
         #expect(record.value == Self.value(14) && record.server?.revision == 7)
         #expect(try outbox.feedCursor(business: Self.business) == Self.at(2), "the cursor moves past changes it did not take")
-        #expect(try outbox.verifyJournal().isClean)
+        #expect(try outbox.verify().isClean)
     }
 
     @Test func aPageAskedFromACursorTheJournalNoLongerHoldsAppliesNothing() async throws {
@@ -153,7 +153,7 @@ struct PullApplyTests {
         #expect(record.value == Self.value(13.5), "the member's value kept on screen")
         #expect(record.server?.isDeleted == true && record.sync.conflict?.operation == edited)
         #expect(try outbox.operation(deleting)?.status == .queued, "a delete agrees with the tombstone")
-        #expect(try outbox.verifyJournal().isClean)
+        #expect(try outbox.verify().isClean)
     }
 
     @Test func anEditOnItsWayWhenItsRecordIsDeletedIsAskedAboutOnceItComesBackQueued() async throws {
@@ -177,7 +177,7 @@ struct PullApplyTests {
         #expect(state.status == .conflicted && state.lastErrorCode == ErrorCode.deletedOnServer,
                 "back in the queue, it is asked about in the commit that brought it back")
         #expect(try outbox.record(Self.key("p1"))?.value == Self.value(13.5))
-        #expect(try outbox.verifyJournal().isClean)
+        #expect(try outbox.verify().isClean)
     }
 
     @Test func aChangeTheEnginePassesOverIsNamedWithWhyAndCounted() async throws {

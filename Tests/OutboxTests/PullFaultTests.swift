@@ -91,7 +91,7 @@ struct PullFaultTests {
         // What the tear left: the old base or the new, whole.
         let outbox = try journal.open { $0.pull = PullConfiguration(businesses: [Self.business]) }
         defer { outbox.close() }
-        #expect(try outbox.verifyJournal().isClean, "\(call) \(n)")
+        #expect(try outbox.verify().isClean, "\(call) \(n)")
         let p1 = try outbox.record(PullApplyTests.key("p1"))?.server?.revision
         let p3 = try outbox.record(PullApplyTests.key("p3"))
         #expect([3, 5, 6].contains(p1 ?? 0), "\(call) \(n): p1 at \(String(describing: p1))")
@@ -108,7 +108,7 @@ struct PullFaultTests {
         let p2record = try outbox.events(from: .zero, limit: .max).filter { $0.operationID == writes.editOfP2 || $0.operationID == nil }.map { "\($0.seq):\($0.kind)" }
         #expect(p2edit?.lastErrorCode == "deleted_on_server", "\(call) \(n): \(String(describing: p2edit?.status)) \(String(describing: p2edit?.lastErrorCode)) \(String(describing: p2record))")
         #expect(try outbox.operation(writes.editOfP1)?.status == .queued && outbox.operation(writes.create)?.status == .queued, "\(call) \(n)")
-        #expect(try outbox.verifyJournal().isClean, "\(call) \(n)")
+        #expect(try outbox.verify().isClean, "\(call) \(n)")
         return reached
     }
 }

@@ -81,7 +81,7 @@ struct PullOverlayTests {
         #expect(transport.requests.map { $0.headers["If-Match"] ?? "none" } == sent)
         let state = try outbox.operation(id)?.state
         #expect(state?.status == .conflicted, "the member decides about the change at 8: \(String(describing: state))")
-        #expect(try outbox.verifyJournal().isClean)
+        #expect(try outbox.verify().isClean)
     }
 
     @Test func anOlderChangePulledBeforeTheAnswersPositionLeavesTheMembersValueShowing() async throws {
@@ -99,7 +99,7 @@ struct PullOverlayTests {
         _ = try await outbox.apply(PullApplyTests.page(from: Self.at(9), to: Self.at(10), [PullApplyTests.put("p1", 8, 12)]), requested: Self.at(9), limit: 500)
         let after = try #require(try outbox.record(Self.p1))
         #expect(after.value == Self.value(12) && after.server?.revision == 8 && after.sync.confirmed.isEmpty)
-        #expect(try outbox.verifyJournal().isClean)
+        #expect(try outbox.verify().isClean)
     }
 
     @Test func aDescribedRecordStaysConfirmingUntilTheFeedPassesAndCompactionWaitsForIt() async throws {
@@ -118,7 +118,7 @@ struct PullOverlayTests {
         let compacted = try await outbox.compact(before: journal.clock.now())
         #expect(compacted.operations == 1)
         #expect(try outbox.record(Self.p1)?.value == #"{"name":"Antiseptic","price":12}"#.data(using: .utf8))
-        #expect(try outbox.verifyJournal().isClean)
+        #expect(try outbox.verify().isClean)
     }
 
     @Test func anAnswerWithoutAPositionThatDescribesTheRecordNeedsNoFeed() async throws {

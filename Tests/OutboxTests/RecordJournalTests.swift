@@ -51,7 +51,7 @@ struct RecordJournalTests {
         _ = try await outbox.enqueue(edit(1), changing: [.put(Self.key, Self.value(14))])
         await outbox.drain()
         try await outbox.writeLocal([.put(RecordKey(business: "pharmacy-7", type: "draft", id: "d"), Data("{}".utf8))])
-        #expect(try outbox.verifyJournal().isClean)
+        #expect(try outbox.verify().isClean)
         // A base that moved without an event naming it is a finding, with the record named.
         let schema = outbox.store.schema
         try outbox.store.environment.write { txn in
@@ -59,7 +59,7 @@ struct RecordJournalTests {
             base.revision = 9
             try txn.put(schema.base, Self.key, base)
         }
-        let findings = try outbox.verifyJournal().findings.filter { $0.kind == .recordTrailMismatch }
+        let findings = try outbox.verify().findings.filter { $0.kind == .recordTrailMismatch }
         #expect(findings.count == 1)
         #expect(findings.first?.message.contains("\(Self.key)") == true && findings.first?.message.contains("revision 9") == true)
     }
@@ -86,7 +86,7 @@ struct RecordJournalTests {
         try await outbox.rotateEncryptionKey(to: newKey)
         #expect(try outbox.record(Self.key)?.server?.value == Data(#"{"secret":"gauze-base-value"}"#.utf8))
         #expect(try outbox.record(draft)?.value == Data(#"{"secret":"gauze-local-value"}"#.utf8))
-        #expect(try outbox.verifyJournal().isClean)
+        #expect(try outbox.verify().isClean)
         outbox.close()
         let reopened = try journal.open { $0.encryptionKey = newKey; $0.recordTypes = ["draft": .localOnly] }
         defer { reopened.close() }
@@ -120,12 +120,12 @@ struct RecordJournalTests {
         #expect(try outbox.operation(confirmed)?.compactedAt == nil, "its change still shows, confirmed")
         #expect(try outbox.operation(discarded)?.compactedAt == nil, "kept for the retention")
         #expect(try outbox.record(other)?.value == Self.value(1))
-        #expect(try outbox.verifyJournal().isClean, "the base's trail stayed with the compaction")
+        #expect(try outbox.verify().isClean, "the base's trail stayed with the compaction")
         // Past the retention, by uptime, the discarded write may go too.
         journal.clock.advance(by: 3_600)
         _ = try await outbox.compact(before: journal.clock.now())
         #expect(try outbox.operation(discarded)?.compactedAt != nil)
-        #expect(try outbox.verifyJournal().isClean)
+        #expect(try outbox.verify().isClean)
     }
 
     @Test func aValueOfAnOlderSchemaVersionIsReadThroughTheTypesAdapter() async throws {
@@ -160,6 +160,6 @@ struct RecordJournalTests {
         try await outbox.dropRecordBase(business: "pharmacy-7", type: "product")
         #expect(try outbox.record(Self.key) == nil, "its base is gone, and no write shows")
         #expect(try outbox.record(pending)?.value == Self.value(3), "a pending change is untouched")
-        #expect(try outbox.verifyJournal().isClean)
+        #expect(try outbox.verify().isClean)
     }
 }

@@ -328,7 +328,7 @@ struct RecordTests {
         let reopened = try journal.open()
         defer { reopened.close() }
         #expect(try reopened.record(Self.key) == before, "the rebuild folded the same view over the kept base")
-        #expect(try reopened.verifyJournal().isClean)
+        #expect(try reopened.verify().isClean)
     }
 
     @Test func aStableIDSavedAgainWithTheSameChangesIsOneOperationAndWithOthersIsRefused() async throws {

@@ -62,7 +62,7 @@ struct ResnapshotTests {
         #expect(try outbox.record(Self.key("p1"))?.server?.revision == 3)
         #expect(try outbox.record(Self.key("p2"))?.value == Self.value(21))
         #expect(try outbox.feedCursor(business: Self.business) == PullApplyTests.at(9))
-        #expect(try outbox.verifyJournal().isClean)
+        #expect(try outbox.verify().isClean)
 
         // Resumed after the last staged record, from the same first position.
         transport.script(.respond(Self.snapshot(at: FeedPosition(epoch: 2, major: 6), more: false, [PullApplyTests.put("p3", 1, 30)])))
@@ -82,7 +82,7 @@ struct ResnapshotTests {
                 "a record gone from the server asks the member about the edit still waiting")
         #expect(p2.value == Self.value(21) && p2.server?.value == nil, "its value kept on screen")
         #expect(try outbox.ledger().count == 3, "a resnapshot enqueues nothing")
-        #expect(try outbox.verifyJournal().isClean, "the new base has its trail, the old one is swept")
+        #expect(try outbox.verify().isClean, "the new base has its trail, the old one is swept")
         let kinds = try outbox.events(from: .zero, limit: .max).map(\.kind)
         #expect(kinds.filter { [.resnapshotStarted, .snapshotPageStaged, .resnapshotFinished].contains($0) }
                 == [.resnapshotStarted, .snapshotPageStaged, .snapshotPageStaged, .resnapshotFinished])
@@ -128,7 +128,7 @@ struct ResnapshotTests {
         let report = try await outbox.resnapshot(business: Self.business, reason: "foreign_epoch")
         #expect(report.swapped)
         #expect(try outbox.record(Self.key("p1"))?.server?.revision == 9, "the swap never takes a record back behind an answer")
-        #expect(try outbox.verifyJournal().isClean)
+        #expect(try outbox.verify().isClean)
     }
 
     /// An answer that names a feed position at or before where the snapshot began is older than
@@ -160,7 +160,7 @@ struct ResnapshotTests {
         #expect(swap.swapped && swap.vanished == (kept ? 0 : 1))
         let server = try #require(try outbox.record(Self.key("p9"))?.server)
         #expect((server.value != nil) == kept, "\(server)")
-        let report = try outbox.verifyJournal()
+        let report = try outbox.verify()
         #expect(report.isClean, "\(report.findings)")
     }
 
@@ -177,7 +177,7 @@ struct ResnapshotTests {
         #expect(try outbox.record(Self.key("p2"))?.server?.revision == 1, "a new epoch's base may go back")
         #expect(try outbox.feedCursor(business: Self.business) == FeedPosition(epoch: 3, major: 1))
         #expect(try outbox.events(from: .zero, limit: .max).contains { $0.kind == .resnapshotAbandoned })
-        #expect(try outbox.verifyJournal().isClean)
+        #expect(try outbox.verify().isClean)
     }
 
     @Test func aPageOutOfOrderIsRefusedAndNothingOfItStaged() async throws {
@@ -235,7 +235,7 @@ struct ResnapshotTests {
         #expect(try outbox.record(Self.key("p1"))?.server?.revision == 4, "fetched again, not left behind the cursor")
         #expect(try outbox.record(RecordKey(business: Self.business, type: "employee", id: "e1"))?.server?.revision == 3)
         #expect(try outbox.feedCursor(business: Self.business) == PullApplyTests.at(9))
-        #expect(try outbox.verifyJournal().isClean)
+        #expect(try outbox.verify().isClean)
         // Once: the next pull asks no snapshot.
         let before = asked.withLock { $0.count }
         _ = try await outbox.pull()

@@ -94,7 +94,7 @@ struct StorageBudgetTests {
         // And compaction makes room again.
         _ = try await outbox.enqueue(productRequest(99_999))
         #expect(server.maxAppliedCount == 1)
-        let report = try outbox.verifyJournal()
+        let report = try outbox.verify()
         #expect(report.isClean, "\(report.findings.prefix(3))")
     }
 }

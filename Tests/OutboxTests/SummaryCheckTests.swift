@@ -89,7 +89,7 @@ struct SummaryCheckTests {
             return nil
         }
         #expect(started.map(\.type) == ["product"] && started.map(\.reason) == ["summary_mismatch"])
-        #expect(try outbox.verifyJournal().isClean)
+        #expect(try outbox.verify().isClean)
         #expect(try outbox.metrics().summaryMismatches == 1 && outbox.metrics().resnapshots == 1)
     }
 

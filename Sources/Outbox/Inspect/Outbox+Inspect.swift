@@ -39,10 +39,10 @@ extension Outbox {
     /// projections with a rebuild from the events, in one snapshot.
     ///
     /// ```swift
-    /// let report = try outbox.verifyJournal()
+    /// let report = try outbox.verify()
     /// assert(report.isClean, "\(report.findings)")
     /// ```
-    public func verifyJournal() throws -> VerificationReport {
+    public func verify() throws -> VerificationReport {
         try ensureOpen()
         return try store.queries.verify()
     }
