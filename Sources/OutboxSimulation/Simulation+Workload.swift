@@ -17,7 +17,7 @@ extension Simulation {
         case 36..<44:
             let reason = random.pick([WakeReason.appLaunch, .connectivityRegained, .foreground, .saveRetryable])!
             trace.append("wake(.\(reason))")
-            outbox.wake(reason)
+            outbox.wake(engine: reason)
         case 44..<56:
             let seconds = Double(random.int(in: 1..<400))
             trace.append("advance \(Int(seconds)) s")

@@ -149,7 +149,7 @@ struct PullWorkerTests {
         let outbox = try journal.open { PullTests.configured(&$0) }
         defer { outbox.close() }
         _ = try await outbox.pull()
-        outbox.wake(wake.reason)
+        outbox.wake(engine: wake.reason)
         await outbox.settle()
         let pulls: Set<WakeReason> = [.appLaunch, .connectivityRegained, .foreground, .sessionResumed, .pullRequested]
         #expect(feed.queries.count == (pulls.contains(wake.reason) ? 2 : 1))

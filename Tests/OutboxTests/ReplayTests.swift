@@ -389,7 +389,7 @@ struct ReplayTests {
         var ids: [OperationID] = []
         for number in 0..<4 { ids.append(try await outbox.enqueue(productRequest(number))) }
         outbox.wake(.appLaunch)
-        for reason in [WakeReason.foreground, .connectivityRegained, .appLaunch, .foreground] { outbox.wake(reason) }
+        for reason in [AppWake.foreground, .connectivityRegained, .appLaunch, .foreground] { outbox.wake(reason) }
         await released.open()
         await outbox.drain()
         #expect(transport.requests.count == 4)

@@ -2,12 +2,19 @@ public import Foundation
 import OutboxCore
 
 extension Outbox {
-    /// Tells the worker something happened that may let queued rows through: the app launched,
-    /// the network came back, the app came to the foreground, a save's own attempt failed as
-    /// retryable. Overlapping wakes collapse into one pass.
+    /// Tells the worker something happened in the app that may let queued rows through: it
+    /// launched, the network came back, it came to the foreground, the device's clock was
+    /// changed. Overlapping wakes collapse into one pass; the attempts a wake starts record its
+    /// reason (``AttemptStarted/trigger``).
     ///
     /// Until the first wake (or ``drain()``), the worker sends nothing on its own.
-    public func wake(_ reason: WakeReason) {
+    public func wake(_ event: AppWake) {
+        wake(engine: event.reason)
+    }
+
+    /// A wake for any reason, the engine's own included (a timer, a retryable inline save): for
+    /// the engine, its tests and the simulation.
+    package func wake(engine reason: WakeReason) {
         guard !isClosed else { return }
         log.log(.debug, "wake", [EngineLog.Key.trigger: .string(reason.rawValue)])
         wakesInFlight.add(1, ordering: .relaxed)

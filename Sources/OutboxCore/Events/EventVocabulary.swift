@@ -18,7 +18,32 @@ extension JournalCode where Self: RawRepresentable, RawValue == String {
     public var description: String { rawValue }
 }
 
-/// What woke the worker for a pass.
+/// What an app tells the engine happened (``Outbox/wake(_:)``): the reasons of
+/// ``WakeReason`` that are the app's to give. The engine's own (a timer, a drain, an enqueue, an
+/// inline save, a retry, a refreshed session, a pull) it gives itself.
+public enum AppWake: String, Sendable, CaseIterable {
+    /// The app started: a sweep of everything due.
+    case appLaunch
+    /// The device regained a network path.
+    case connectivityRegained
+    /// The app came to the foreground.
+    case foreground
+    /// The device's clock was changed (iOS: `significantTimeChangeNotification`): the timer is
+    /// armed again from the new time.
+    case clockChanged
+
+    /// The reason the attempts it starts record.
+    public var reason: WakeReason {
+        switch self {
+        case .appLaunch: .appLaunch
+        case .connectivityRegained: .connectivityRegained
+        case .foreground: .foreground
+        case .clockChanged: .clockChanged
+        }
+    }
+}
+
+/// What woke the worker for a pass, recorded on each attempt it starts (``AttemptStarted/trigger``).
 public enum WakeReason: String, Sendable, Codable, JournalCode {
     /// The app started: a sweep of everything due.
     case appLaunch
