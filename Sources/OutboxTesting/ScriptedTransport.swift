@@ -11,7 +11,8 @@ import Synchronization
 /// transport.requests.count   // 2
 /// ```
 ///
-/// Each send takes the next step of the script; when the script is empty, ``otherwise``.
+/// Each send takes the next step of the script; when the script is empty, ``otherwise`` (offline
+/// unless told), counted in ``unscriptedRequests`` so a test can say that none went unscripted.
 public final class ScriptedTransport: OutboxTransport {
     /// One scripted answer.
     public enum Step: Sendable {
@@ -27,6 +28,7 @@ public final class ScriptedTransport: OutboxTransport {
         var script: [Step] = []
         var otherwise: Step
         var requests: [TransportRequest] = []
+        var unscripted = 0
     }
 
     private let state: Mutex<State>
@@ -56,10 +58,19 @@ public final class ScriptedTransport: OutboxTransport {
         state.withLock { $0.script.count }
     }
 
+    /// Sends that found the script empty and were answered by ``otherwise``.
+    public var unscriptedRequests: Int {
+        state.withLock { $0.unscripted }
+    }
+
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
         let step = state.withLock { state -> Step in
             state.requests.append(request)
-            return state.script.isEmpty ? state.otherwise : state.script.removeFirst()
+            guard !state.script.isEmpty else {
+                state.unscripted += 1
+                return state.otherwise
+            }
+            return state.script.removeFirst()
         }
         switch step {
         case .respond(let response):

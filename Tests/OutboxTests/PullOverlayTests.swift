@@ -79,6 +79,7 @@ struct PullOverlayTests {
         // The retry timer's pass, when the edit waited on one, ends with the edit conflicted.
         try await eventually(outbox) { try outbox.operation(id)?.status == .conflicted }
         #expect(transport.requests.map { $0.headers["If-Match"] ?? "none" } == sent)
+        #expect(transport.unscriptedRequests == 0, "every request answered by the script")
         let state = try outbox.operation(id)?.state
         #expect(state?.status == .conflicted, "the member decides about the change at 8: \(String(describing: state))")
         #expect(try outbox.verify().isClean)

@@ -7,6 +7,16 @@ import Testing
 
 @Suite("The replay worker", .timeLimit(.minutes(10)))
 struct ReplayTests {
+    @Test func aScriptThatRunsOutAnswersItsOtherwiseAndCountsIt() async throws {
+        let transport = ScriptedTransport()
+        transport.script(.respond(.json(201, "{}")))
+        let request = TransportRequest(method: "POST", endpoint: "/products", headers: [:], body: Data())
+        #expect(try await transport.send(request).statusCode == 201)
+        #expect(transport.unscriptedRequests == 0)
+        await #expect(throws: URLError.self) { try await transport.send(request) }
+        #expect(transport.unscriptedRequests == 1 && transport.requests.count == 2)
+    }
+
     @Test func aQueuedWriteIsSentOnceWithItsKeyAndStoredBytes() async throws {
         let journal = TestJournal()
         let server = InMemoryServer()

@@ -16,8 +16,8 @@ extension Outbox {
         return try store.queries.syncTab(isOnline: isOnline, rowsPerCard: rowsPerCard)
     }
 
-    /// Rows that need the network or a person: queued, syncing, failed, blocked. Never waiting
-    /// for approval, synced, withdrawn or discarded.
+    /// Rows that need the network or a person: queued, syncing, failed, blocked and conflicted.
+    /// Never waiting for approval, synced, withdrawn, discarded or superseded.
     public func badgeCount() throws -> Int {
         try ensureOpen()
         return try store.queries.badgeCount()

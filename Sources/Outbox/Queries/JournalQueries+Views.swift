@@ -36,8 +36,8 @@ extension JournalQueries {
         }
     }
 
-    /// Queued, syncing, failed and blocked rows: never pending approval, synced, withdrawn or
-    /// discarded.
+    /// Queued, syncing, failed, blocked and conflicted rows (``OutboxStatus/needsAttention``):
+    /// never pending approval, synced, withdrawn, discarded or superseded.
     func badgeCount() throws(OutboxError) -> Int {
         let schema = self.schema
         return try read { txn in
