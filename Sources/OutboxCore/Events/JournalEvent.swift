@@ -204,7 +204,7 @@ public struct Enqueued: Sendable, Equatable {
     /// The account the write was made under; it is never sent under another.
     public var account: String
     /// The payload and presentation as stored when the journal is encrypted at rest.
-    public var sealed: SealedRequest?
+    package var sealed: SealedRequest?
     /// The row this operation replaces, when it corrects, resolves or coalesces one: the other
     /// row's `superseded` event lands in the same commit.
     public var supersedes: Supersession?
@@ -217,7 +217,7 @@ public struct Enqueued: Sendable, Equatable {
     /// the server answers 412 instead of the write overwriting a change the member never saw.
     public var basisRevision: UInt64?
 
-    public init(
+    package init(
         request: OutboxRequest, requestHash: SHA256Digest, account: String, sealed: SealedRequest? = nil,
         supersedes: Supersession? = nil, changes: [RecordWrite] = [], basisRevision: UInt64? = nil
     ) {
@@ -262,14 +262,14 @@ public struct Uptime: Sendable, Equatable, Hashable {
 
 /// A request's private fields, sealed with the journal's key (ChaChaPoly, the operation id as
 /// associated data): the payload, and the entity label with the summary.
-public struct SealedRequest: Sendable, Equatable {
+package struct SealedRequest: Sendable, Equatable {
     /// What sealing adds to each value: a 12-byte nonce and a 16-byte tag.
-    public static let overheadBytes = 28
+    package static let overheadBytes = 28
 
-    public var payload: [UInt8]
-    public var presentation: [UInt8]
+    package var payload: [UInt8]
+    package var presentation: [UInt8]
 
-    public init(payload: [UInt8], presentation: [UInt8]) {
+    package init(payload: [UInt8], presentation: [UInt8]) {
         self.payload = payload
         self.presentation = presentation
     }
@@ -529,12 +529,12 @@ public struct CompactedOperation: Sendable, Equatable {
     public var lastErrorCode: String?
     public var serverRevision: String?
     /// Who and what: `nil` for an operation compacted before journal format 2, which kept none.
-    public var identity: CompactedIdentity?
+    package var identity: CompactedIdentity?
     /// What its answers confirmed of the member's records (format 3): the trail of the records'
     /// server base, kept when the events that carried it leave the journal.
     public var confirmations: [RecordConfirmation] = []
 
-    public init(
+    package init(
         id: OperationID, operationType: String, status: OutboxStatus, firstSeq: JournalSequence, createdAt: Date,
         changedAt: Date, attemptCount: Int, latestOutcome: OutcomeCategory?, lastErrorCode: String?, serverRevision: String?,
         identity: CompactedIdentity? = nil, confirmations: [RecordConfirmation] = []
@@ -573,27 +573,27 @@ public struct CompactedOperation: Sendable, Equatable {
 /// Who and what a compacted operation was: everything of its request but the payload.
 /// Presentation text the member typed is sealed when the journal is encrypted at rest, and kept
 /// as long as the journal: `Outbox.wipeJournal(at:)` erases it with everything else.
-public struct CompactedIdentity: Sendable, Equatable {
-    public var businessID: String
-    public var category: String
-    public var entityID: String?
+package struct CompactedIdentity: Sendable, Equatable {
+    package var businessID: String
+    package var category: String
+    package var entityID: String?
     /// Empty when sealed.
-    public var entityLabel: String
-    public var summary: String
-    public var sealedPresentation: [UInt8]?
+    package var entityLabel: String
+    package var summary: String
+    package var sealedPresentation: [UInt8]?
     /// SHA-256 of the payload it was sent with: an id enqueued again is compared against it.
-    public var requestHash: SHA256Digest
+    package var requestHash: SHA256Digest
     /// The operation that replaced it, for a superseded one.
-    public var supersededBy: OperationID?
-    public var method: String
-    public var endpoint: String
-    public var payloadVersion: Int
+    package var supersededBy: OperationID?
+    package var method: String
+    package var endpoint: String
+    package var payloadVersion: Int
     /// The size of the payload it was sent with (the payload itself is gone).
-    public var payloadByteCount: Int
+    package var payloadByteCount: Int
     /// The account it was written under.
-    public var account: String
+    package var account: String
 
-    public init(
+    package init(
         businessID: String, category: String, entityID: String?, entityLabel: String, summary: String,
         sealedPresentation: [UInt8]?, requestHash: SHA256Digest, supersededBy: OperationID?,
         method: String, endpoint: String, payloadVersion: Int, payloadByteCount: Int, account: String
