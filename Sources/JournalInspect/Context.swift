@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -6,36 +6,36 @@ import Darwin
 #endif
 
 /// Where text goes: standard output or error, or a buffer in tests.
-public protocol TextOutput: Sendable {
+package protocol TextOutput: Sendable {
     func write(_ text: String)
 }
 
 /// A file descriptor written at once, unbuffered: `events --follow` lines appear as they come.
-public struct FileDescriptorOutput: TextOutput {
+package struct FileDescriptorOutput: TextOutput {
     let handle: FileHandle
 
-    public static let standardOutput = FileDescriptorOutput(handle: .standardOutput)
-    public static let standardError = FileDescriptorOutput(handle: .standardError)
+    package static let standardOutput = FileDescriptorOutput(handle: .standardOutput)
+    package static let standardError = FileDescriptorOutput(handle: .standardError)
 
-    public func write(_ text: String) {
+    package func write(_ text: String) {
         handle.write(Data(text.utf8))
     }
 }
 
 /// What a run depends on besides its arguments, so tests can run commands in-process.
-public struct InspectContext: Sendable {
+package struct InspectContext: Sendable {
     /// The moment ages are measured against.
-    public var now: Date
-    public var standardOutput: any TextOutput
-    public var standardError: any TextOutput
+    package var now: Date
+    package var standardOutput: any TextOutput
+    package var standardError: any TextOutput
     /// Whether to colour the output.
-    public var style: Style
+    package var style: Style
     /// How long `events --follow` waits between looks at the journal.
-    public var followPollSeconds: Double
+    package var followPollSeconds: Double
     /// The calls that write a file (`report --html`): a test makes one fail as a full disk would.
     var fileWriteCalls = FileWriteCalls.system
 
-    public init(now: Date, standardOutput: any TextOutput, standardError: any TextOutput, style: Style = .plain,
+    package init(now: Date, standardOutput: any TextOutput, standardError: any TextOutput, style: Style = .plain,
                 followPollSeconds: Double = 0.2) {
         self.now = now
         self.standardOutput = standardOutput
@@ -46,7 +46,7 @@ public struct InspectContext: Sendable {
 
     /// The real process: its clock, its standard output and error, colour on a terminal unless
     /// `NO_COLOR` is set.
-    public static func process() -> InspectContext {
+    package static func process() -> InspectContext {
         InspectContext(
             now: Date(),
             standardOutput: FileDescriptorOutput.standardOutput,

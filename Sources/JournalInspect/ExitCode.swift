@@ -1,5 +1,5 @@
 /// The tool's exit codes, from sysexits.h where one fits.
-public enum ExitCode: Int32, Sendable {
+package enum ExitCode: Int32, Sendable {
     case success = 0
     /// `verify` found something.
     case findings = 1

@@ -7,16 +7,16 @@ import OutboxStorage
 /// ```swift
 /// exit(JournalInspect.main(Array(CommandLine.arguments.dropFirst())))
 /// ```
-public enum JournalInspect {
+package enum JournalInspect {
     /// The tool's version; the journal format it reads is `RecordCodec.formatVersion`.
-    public static let version = "1.0.0"
+    package static let version = "1.0.0"
 
     /// Runs one command line in the real process; answers the exit status.
     ///
     /// A command that reads a journal runs in a child process (``ReadingProcess``): a read that
     /// faults on a damaged file ends the child, and this process reports it as damage (exit 65)
     /// instead of dying of the signal. Help, version and usage errors need no child.
-    public static func main(_ arguments: [String]) -> Int32 {
+    package static func main(_ arguments: [String]) -> Int32 {
         if !ReadingProcess.isChild, case .success(.run(let journal, _, _, _, _)) = CommandLineParser.parse(arguments),
             let status = ReadingProcess.run(arguments, journal: journal)
         {
@@ -28,7 +28,7 @@ public enum JournalInspect {
 
     /// Runs one command line: parses it, opens the journal read-only, runs the command, writes
     /// to the context's outputs.
-    public static func run(_ arguments: [String], context: InspectContext) -> ExitCode {
+    package static func run(_ arguments: [String], context: InspectContext) -> ExitCode {
         switch CommandLineParser.parse(arguments) {
         case .failure(let error):
             return usage(error, context: context)

@@ -1,5 +1,5 @@
-public import Foundation
-public import Outbox
+package import Foundation
+package import Outbox
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -136,7 +136,7 @@ enum FollowInterruption {
 }
 
 /// Events as fixed-width lines, so lines printed later by `--follow` stay aligned.
-public enum EventsText {
+package enum EventsText {
     static let kindWidth = 16
     static let operationWidth = 9
 
@@ -145,13 +145,13 @@ public enum EventsText {
         moments.isUTC ? 20 : 25
     }
 
-    public static func header(seqWidth: Int, moments: MomentFormat = MomentFormat(now: Date()), style: Style) -> String {
+    package static func header(seqWidth: Int, moments: MomentFormat = MomentFormat(now: Date()), style: Style) -> String {
         style.paint(line(seq: "SEQ", moment: "MOMENT", kind: "KIND", operation: "OPERATION", detail: "DETAIL", seqWidth: seqWidth,
                          momentWidth: momentWidth(moments)), .bold)
             + "\n"
     }
 
-    public static func lines(_ events: [JournalEvent], damaged: [DamagedRecord], seqWidth: Int,
+    package static func lines(_ events: [JournalEvent], damaged: [DamagedRecord], seqWidth: Int,
                              moments: MomentFormat = MomentFormat(now: Date()), style: Style) -> String {
         let width = momentWidth(moments)
         var rows: [(seq: JournalSequence, text: String)] = events.map { event in

@@ -1,5 +1,5 @@
 import Foundation
-public import Outbox
+package import Outbox
 
 /// `verify`: exit 1 on any finding.
 extension Runner {
@@ -19,8 +19,8 @@ extension Runner {
 }
 
 /// Findings as aligned rows, then a count.
-public enum VerifyText {
-    public static func render(_ report: VerificationReport, style: Style) -> String {
+package enum VerifyText {
+    package static func render(_ report: VerificationReport, style: Style) -> String {
         let checked = "\(report.recordsChecked) record\(report.recordsChecked == 1 ? "" : "s") and "
             + "\(report.operationsChecked) operation\(report.operationsChecked == 1 ? "" : "s") checked"
         let projections = report.projectionsCompared

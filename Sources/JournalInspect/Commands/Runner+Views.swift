@@ -1,5 +1,5 @@
-public import Foundation
-public import Outbox
+package import Foundation
+package import Outbox
 
 /// `summary`, `ops` and `ledger`: read from the projections (or the fold of an older layout).
 extension Runner {
@@ -110,8 +110,8 @@ extension Runner {
 }
 
 /// The summary as label-value lines and a table of counts.
-public enum SummaryText {
-    public static func render(_ summary: JournalSummary, moments: MomentFormat, style: Style) -> String {
+package enum SummaryText {
+    package static func render(_ summary: JournalSummary, moments: MomentFormat, style: Style) -> String {
         let now = moments.now
         var fields = FieldList()
         fields.add("Journal", summary.path)
@@ -178,9 +178,9 @@ public enum SummaryText {
 }
 
 /// Operations, one line each.
-public enum OperationsText {
+package enum OperationsText {
     /// - Parameter details: the DETAIL of rows whose detail was read from their events.
-    public static func render(_ operations: [OperationState], details: [OperationID: String] = [:], moments: MomentFormat,
+    package static func render(_ operations: [OperationState], details: [OperationID: String] = [:], moments: MomentFormat,
                               style: Style) -> String {
         var table = TextTable(headers: ["ID", "SAVED", "AGE", "TYPE", "LABEL", "STATUS", "ATTEMPTS", "DETAIL"],
                               rightAligned: [6])
@@ -200,14 +200,14 @@ public enum OperationsText {
     }
 
     /// The label a row shows: the member's words, or what a compaction left of them.
-    public static func label(_ state: OperationState) -> String {
+    package static func label(_ state: OperationState) -> String {
         state.keptRequest ? state.entityLabel : "(compacted before labels were kept)"
     }
 
     /// What a row's DETAIL says: the last error of a row still waiting; who dropped a discarded
     /// one and why (from its events, when given); the approver's note; what replaced it; when
     /// its details were compacted.
-    public static func detail(_ state: OperationState, events: [JournalEvent]?, moments: MomentFormat) -> String {
+    package static func detail(_ state: OperationState, events: [JournalEvent]?, moments: MomentFormat) -> String {
         var text: String
         switch state.status {
         case .discarded:
@@ -235,15 +235,15 @@ public enum OperationsText {
 }
 
 /// The ledger as a table or as CSV.
-public enum LedgerText {
+package enum LedgerText {
     /// The CSV columns: the JSON field names, in the ledger's order.
-    public static let csvColumns = [
+    package static let csvColumns = [
         "operationID", "operationType", "entityType", "seq", "createdAt", "attempts", "latestOutcome", "serverRevision",
         "status", "isTerminal",
     ]
 
     /// - Parameter moments: the zone `createdAt` is written in (UTC unless `--tz` says otherwise).
-    public static func csv(_ rows: [LedgerEntry], moments: MomentFormat = MomentFormat(now: Date())) -> String {
+    package static func csv(_ rows: [LedgerEntry], moments: MomentFormat = MomentFormat(now: Date())) -> String {
         var text = CSV.line(csvColumns)
         for row in rows {
             text += CSV.line([
@@ -254,7 +254,7 @@ public enum LedgerText {
         return text
     }
 
-    public static func table(_ rows: [LedgerEntry], moments: MomentFormat, style: Style) -> String {
+    package static func table(_ rows: [LedgerEntry], moments: MomentFormat, style: Style) -> String {
         var table = TextTable(headers: ["ID", "TYPE", "ENTITY", "SEQ", "CREATED", "ATTEMPTS", "LATEST OUTCOME", "REVISION", "STATUS"],
                               rightAligned: [3, 5])
         for row in rows {

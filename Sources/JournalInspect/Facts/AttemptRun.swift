@@ -1,21 +1,21 @@
 import Foundation
-public import Outbox
+package import Outbox
 
 /// Consecutive attempts that met the same answer: 51 attempts answered 503 read as one line, not
 /// 102.
-public struct AttemptRun: Sendable, Equatable {
+package struct AttemptRun: Sendable, Equatable {
     /// The attempts, in order; each ended with the same outcome, disposition, code and message.
-    public var attempts: [AttemptSummary]
+    package var attempts: [AttemptSummary]
 
     /// Runs this long or longer are told as one.
-    public static let shortest = 4
+    package static let shortest = 4
 
-    public var count: Int { attempts.count }
-    public var first: AttemptSummary { attempts[0] }
-    public var last: AttemptSummary { attempts[attempts.count - 1] }
+    package var count: Int { attempts.count }
+    package var first: AttemptSummary { attempts[0] }
+    package var last: AttemptSummary { attempts[attempts.count - 1] }
 
     /// What each attempt met: `503 (server_unavailable: "The server is having trouble")`.
-    public var outcomeText: String {
+    package var outcomeText: String {
         guard let finished = first.finished else { return "no outcome" }
         // Without a response the message is the engine's own: the outcome says it.
         guard case .response = finished.outcome else { return EventText.outcome(finished.outcome) }
@@ -24,7 +24,7 @@ public struct AttemptRun: Sendable, Equatable {
     }
 
     /// The runs of identical finished attempts in `attempts`, each at least ``shortest`` long.
-    public static func runs(in attempts: [AttemptSummary]) -> [AttemptRun] {
+    package static func runs(in attempts: [AttemptSummary]) -> [AttemptRun] {
         var runs: [AttemptRun] = []
         var current: [AttemptSummary] = []
         func close() {
@@ -44,7 +44,7 @@ public struct AttemptRun: Sendable, Equatable {
     }
 
     /// The run the operation's attempts end with, if they end with one.
-    public static func trailing(_ attempts: [AttemptSummary]) -> AttemptRun? {
+    package static func trailing(_ attempts: [AttemptSummary]) -> AttemptRun? {
         guard let run = runs(in: attempts).last, run.last.number == attempts.last?.number else { return nil }
         return run
     }

@@ -1,25 +1,25 @@
-public import Foundation
-public import Outbox
+package import Foundation
+package import Outbox
 
 /// Everything the tool says about one operation, read once: its timeline, and what around it in
 /// the journal explains it (the app restarting, a compaction, what a queued row waits for). The
 /// timeline, the verdict, `export` and `report` are all written from it, so they agree.
-public struct OperationFacts: Sendable {
-    public var timeline: OperationTimeline
+package struct OperationFacts: Sendable {
+    package var timeline: OperationTimeline
     /// For a compacted operation: the `compacted` event that removed its events and payload.
-    public var compaction: JournalEvent?
+    package var compaction: JournalEvent?
     /// Each time the app opened the journal between the operation's first and last event.
-    public var restarts: [Restart]
-    public var engine: EngineState
+    package var restarts: [Restart]
+    package var engine: EngineState
     /// For a queued row: what it waits for.
-    public var waiting: Waiting?
+    package var waiting: Waiting?
     /// The journal's last event: the last moment the app is known to have run.
-    public var journalLastEvent: JournalEvent?
+    package var journalLastEvent: JournalEvent?
     /// The moment the output reads as now (`--now`, or the clock's); `nil` leaves out what
     /// depends on it.
-    public var now: Date?
+    package var now: Date?
 
-    public init(timeline: OperationTimeline, compaction: JournalEvent? = nil, restarts: [Restart] = [], engine: EngineState,
+    package init(timeline: OperationTimeline, compaction: JournalEvent? = nil, restarts: [Restart] = [], engine: EngineState,
                 waiting: Waiting? = nil, journalLastEvent: JournalEvent? = nil, now: Date? = nil) {
         self.timeline = timeline
         self.compaction = compaction
@@ -30,46 +30,46 @@ public struct OperationFacts: Sendable {
         self.now = now
     }
 
-    public var id: OperationID { timeline.id }
+    package var id: OperationID { timeline.id }
 
     /// The state the journal holds, or the one folded from the events that read.
-    public var state: OperationState? {
+    package var state: OperationState? {
         timeline.state ?? (try? Fold.replay(timeline.events))
     }
 
     /// The operation's events with the journal's events that explain them (restarts, the
     /// compaction), in journal order.
-    public var events: [JournalEvent] {
+    package var events: [JournalEvent] {
         (timeline.events + restarts.map(\.opened) + (compaction.map { [$0] } ?? [])).sorted { $0.seq < $1.seq }
     }
 }
 
 /// The app opening the journal again while a write waited: how long it had not run before.
-public struct Restart: Sendable {
+package struct Restart: Sendable {
     /// The `journalOpened` event.
-    public var opened: JournalEvent
+    package var opened: JournalEvent
     /// The journal's last event before it: the app's last sign of life before it stopped.
-    public var lastBefore: JournalEvent?
+    package var lastBefore: JournalEvent?
 
-    public init(opened: JournalEvent, lastBefore: JournalEvent?) {
+    package init(opened: JournalEvent, lastBefore: JournalEvent?) {
         self.opened = opened
         self.lastBefore = lastBefore
     }
 
     /// Whether the device itself restarted (a new boot); `nil` when the records cannot tell.
-    public var deviceRestarted: Bool? {
+    package var deviceRestarted: Bool? {
         guard let before = lastBefore?.uptime, let after = opened.uptime else { return nil }
         return before.bootID != after.bootID
     }
 
     /// At most how long the app was not running: from its last record to this opening. An upper
     /// bound: the app may have run a while without writing anything.
-    public var downtime: Elapsed? {
+    package var downtime: Elapsed? {
         lastBefore.map { Elapsed.between($0, opened) }
     }
 
     /// `the app started again after the device restarted; it had not run for at most 3 h 1 min (since seq 9)`.
-    public var text: String {
+    package var text: String {
         var text = "the app started again"
         switch deviceRestarted {
         case true?: text += " after the device restarted"
@@ -89,12 +89,12 @@ public struct Restart: Sendable {
 }
 
 /// What a queued row waits for, with the write it waits on as it stands.
-public struct Waiting: Sendable {
-    public var on: WaitingOn
+package struct Waiting: Sendable {
+    package var on: WaitingOn
     /// The write it waits behind or depends on; for a paused worker, the write the 401 met.
-    public var other: OperationState?
+    package var other: OperationState?
 
-    public init(on: WaitingOn, other: OperationState? = nil) {
+    package init(on: WaitingOn, other: OperationState? = nil) {
         self.on = on
         self.other = other
     }

@@ -1,14 +1,14 @@
 import Foundation
-public import Outbox
+package import Outbox
 
 /// `ops --search`: what a member calls a write ("the crème", "Antiseptic"), matched against the
 /// words the journal keeps of it, case and accents ignored.
-public struct SearchText: Sendable {
+package struct SearchText: Sendable {
     /// The text as typed.
-    public let text: String
+    package let text: String
     private let folded: String
 
-    public init(_ text: String) {
+    package init(_ text: String) {
         self.text = text
         folded = Self.fold(text.trimmingCharacters(in: .whitespaces))
     }
@@ -16,7 +16,7 @@ public struct SearchText: Sendable {
     /// Whether the operation's label, summary, category, entity or type contains the text. A
     /// sealed label matches only when the journal was opened with its key (it reads "(sealed)"
     /// otherwise); a row compacted before labels were kept has only its type.
-    public func matches(_ state: OperationState) -> Bool {
+    package func matches(_ state: OperationState) -> Bool {
         var fields = [state.operationType]
         if state.keptRequest {
             fields += [state.category, state.entityID ?? ""]

@@ -1,12 +1,12 @@
 import Foundation
-public import Outbox
+package import Outbox
 
 /// How long passed between two events, and how that is known.
 ///
 /// Since journal format 2 each event carries the device's uptime (seconds since boot, and the
 /// boot): two events of one boot measure the time between them whatever the wall clock did. Across
 /// a restart, or in older records, only the wall clock is left, and it may have been moved.
-public enum Elapsed: Equatable, Sendable {
+package enum Elapsed: Equatable, Sendable {
     /// Measured by the device's uptime: one boot.
     case measured(Double)
     /// Read from the wall clock, which went forward: across a restart (a new boot), or in
@@ -16,7 +16,7 @@ public enum Elapsed: Equatable, Sendable {
     case unknown(clockBack: Double, acrossRestart: Bool)
 
     /// From `earlier` to `later` (in journal order).
-    public static func between(_ earlier: JournalEvent, _ later: JournalEvent) -> Elapsed {
+    package static func between(_ earlier: JournalEvent, _ later: JournalEvent) -> Elapsed {
         let wall = later.recordedAt.timeIntervalSince(earlier.recordedAt)
         if let start = earlier.uptime, let end = later.uptime, start.bootID == end.bootID {
             return .measured(max(0, end.seconds - start.seconds))
@@ -26,7 +26,7 @@ public enum Elapsed: Equatable, Sendable {
     }
 
     /// The time passed, never negative; `nil` when unknown.
-    public var seconds: Double? {
+    package var seconds: Double? {
         switch self {
         case .measured(let seconds), .byWallClock(let seconds, _): seconds
         case .unknown: nil
@@ -34,12 +34,12 @@ public enum Elapsed: Equatable, Sendable {
     }
 
     /// `+2 h 14 min`, or `unknown (clock moved back)`.
-    public var gapText: String {
+    package var gapText: String {
         seconds.map { "+" + Moments.duration($0) } ?? "unknown (clock moved back)"
     }
 
     /// `6 s after it was saved`, with how it is known when the uptime did not measure it.
-    public func after(_ what: String) -> String {
+    package func after(_ what: String) -> String {
         switch self {
         case .measured(let seconds): "\(Moments.duration(seconds)) after \(what)"
         case .byWallClock(let seconds, false): "\(Moments.duration(seconds)) after \(what) by the device clock"
@@ -50,7 +50,7 @@ public enum Elapsed: Equatable, Sendable {
 }
 
 /// What the device clock did between two events, told apart by the uptime.
-public enum ClockChange: Equatable, Sendable {
+package enum ClockChange: Equatable, Sendable {
     /// Within one boot the wall clock went back: `by` seconds, while `measured` passed.
     case movedBack(by: Double, measured: Double)
     /// Within one boot the wall clock leapt ahead of the time that passed.
@@ -61,10 +61,10 @@ public enum ClockChange: Equatable, Sendable {
     case readsEarlier(by: Double)
 
     /// Changes smaller than this are the clock's own corrections, not worth a word.
-    public static let tolerance: Double = 60
+    package static let tolerance: Double = 60
 
     /// What the clock did from `earlier` to `later`; `nil` when it simply ran.
-    public static func between(_ earlier: JournalEvent, _ later: JournalEvent) -> ClockChange? {
+    package static func between(_ earlier: JournalEvent, _ later: JournalEvent) -> ClockChange? {
         let wall = later.recordedAt.timeIntervalSince(earlier.recordedAt)
         if let start = earlier.uptime, let end = later.uptime, start.bootID == end.bootID {
             let measured = max(0, end.seconds - start.seconds)
@@ -78,7 +78,7 @@ public enum ClockChange: Equatable, Sendable {
     }
 
     /// The note under the later event's row: `the device clock moved back 328 days here; ...`.
-    public func note(since earlier: JournalEvent) -> String {
+    package func note(since earlier: JournalEvent) -> String {
         switch self {
         case .movedBack(let by, let measured):
             "the device clock moved back \(Moments.durationInWords(by)) here: by its uptime, \(Moments.duration(measured)) passed "

@@ -1,15 +1,15 @@
 import Foundation
-public import Outbox
+package import Outbox
 
 /// Events and outcomes in a few words, for tables.
-public enum EventText {
+package enum EventText {
     /// The first 8 characters of an id: enough to type it back as a prefix.
-    public static func shortID(_ id: OperationID) -> String {
+    package static func shortID(_ id: OperationID) -> String {
         String(id.idempotencyKey.prefix(8))
     }
 
     /// `201`, `no response (offline)`, `not sent`.
-    public static func outcome(_ outcome: AttemptOutcome) -> String {
+    package static func outcome(_ outcome: AttemptOutcome) -> String {
         switch outcome {
         case .response(let statusCode): "\(statusCode)"
         case .noResponse(let failure): "no response (\(failure))"
@@ -18,7 +18,7 @@ public enum EventText {
     }
 
     /// The fewest words for a drawing: `503`, `offline`, `not sent`.
-    public static func shortOutcome(_ outcome: AttemptOutcome) -> String {
+    package static func shortOutcome(_ outcome: AttemptOutcome) -> String {
         switch outcome {
         case .response(let statusCode): "\(statusCode)"
         case .noResponse(let failure): failure.rawValue
@@ -27,7 +27,7 @@ public enum EventText {
     }
 
     /// `code: message`, or whichever of the two there is.
-    public static func error(code: String?, message: String?) -> String {
+    package static func error(code: String?, message: String?) -> String {
         switch (code, message) {
         case (let code?, let message?): "\(code): \(message)"
         case (let code?, nil): code
@@ -60,7 +60,7 @@ public enum EventText {
 
     /// One line of details for the `events` stream. Never the payload: its size.
     /// - Parameter moments: the zone moments in the details print in (UTC when not given).
-    public static func detail(_ event: JournalEvent, moments: MomentFormat? = nil) -> String {
+    package static func detail(_ event: JournalEvent, moments: MomentFormat? = nil) -> String {
         let absolute = moments?.absolute ?? Moments.absolute
         switch event.body {
         case .enqueued(let enqueued):

@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 /// Moments as one command prints them: in one zone, with ages counted to one "now".
 ///
@@ -7,25 +7,25 @@ public import Foundation
 /// moments.absolute(saved)   // "2027-01-15T09:00:00+01:00"
 /// moments.both(saved)       // "2027-01-15T09:00:00+01:00 (2 h ago)"
 /// ```
-public struct MomentFormat: Sendable {
+package struct MomentFormat: Sendable {
     /// UTC, the default zone.
-    public static let utcZone = TimeZone(identifier: "UTC") ?? TimeZone(secondsFromGMT: 0) ?? .gmt
+    package static let utcZone = TimeZone(identifier: "UTC") ?? TimeZone(secondsFromGMT: 0) ?? .gmt
 
-    public var zone: MomentZone
+    package var zone: MomentZone
     /// The moment ages count to: `--now`, or the clock's.
-    public var now: Date
+    package var now: Date
 
-    public init(zone: MomentZone = .utc, now: Date) {
+    package init(zone: MomentZone = .utc, now: Date) {
         self.zone = zone
         self.now = now
     }
 
     /// Whether moments print in UTC (with `Z`).
-    public var isUTC: Bool { zone.isUTC }
+    package var isUTC: Bool { zone.isUTC }
 
     /// `2027-01-15T08:00:00Z` in UTC, `2027-01-15T09:00:00+01:00` elsewhere: whole seconds (cut,
     /// never rounded up), the offset the zone had at that moment.
-    public func absolute(_ date: Date) -> String {
+    package func absolute(_ date: Date) -> String {
         let seconds = date.timeIntervalSince1970.rounded(.down)
         guard seconds.isFinite, abs(seconds) < 1e14 else { return "(no such moment)" }
         let offset = isUTC ? 0 : zone.secondsFromGMT(for: date)
@@ -44,23 +44,23 @@ public struct MomentFormat: Sendable {
     }
 
     /// The day a moment falls on in the zone: `2027-01-15`.
-    public func day(_ date: Date) -> String {
+    package func day(_ date: Date) -> String {
         String(absolute(date).prefix(10))
     }
 
     /// `2 h 14 min ago`, `in 3 min`, or `just now`.
-    public func relative(_ date: Date) -> String {
+    package func relative(_ date: Date) -> String {
         Moments.relative(date, now: now)
     }
 
     /// `2027-01-15T08:00:00Z (2 h 14 min ago)`.
-    public func both(_ date: Date) -> String {
+    package func both(_ date: Date) -> String {
         "\(absolute(date)) (\(relative(date)))"
     }
 
     /// The zone in words, for the header of a command's output: `UTC`, `UTC-03:00`,
     /// `Europe/Berlin (UTC+01:00 on 2027-01-15)`.
-    public func zoneName(at date: Date) -> String {
+    package func zoneName(at date: Date) -> String {
         guard !isUTC else { return "UTC" }
         let offset = zone.secondsFromGMT(for: date)
         let magnitude = abs(offset)

@@ -1,9 +1,9 @@
-public import Foundation
+package import Foundation
 
 /// Moments and durations as people read them: absolute in ISO-8601 UTC, relative in words.
-public enum Moments {
+package enum Moments {
     /// `2027-01-15T08:00:00Z`: whole seconds, UTC. ``MomentFormat`` prints in other zones.
-    public static func absolute(_ date: Date) -> String {
+    package static func absolute(_ date: Date) -> String {
         MomentFormat(now: date).absolute(date)
     }
 
@@ -11,7 +11,7 @@ public enum Moments {
     /// second, `less than 1 s`; beyond what an `Int` counts (a moment read from damaged bytes may
     /// be any finite double), `forever`. Never negative: a span has no sign, so the words around
     /// it say which way it runs ("ago", "in", "moved back").
-    public static func duration(_ seconds: Double) -> String {
+    package static func duration(_ seconds: Double) -> String {
         guard let parts = parts(of: seconds) else { return "forever" }
         guard !parts.isEmpty else { return "less than 1 s" }
         let names = ["d", "h", "min", "s"]
@@ -19,7 +19,7 @@ public enum Moments {
     }
 
     /// A span in words, for a sentence: `328 days`, `2 hours 14 minutes`, `1 minute`.
-    public static func durationInWords(_ seconds: Double) -> String {
+    package static func durationInWords(_ seconds: Double) -> String {
         guard let parts = parts(of: seconds) else { return "forever" }
         guard !parts.isEmpty else { return "less than a second" }
         let names = ["day", "hour", "minute", "second"]
@@ -44,19 +44,19 @@ public enum Moments {
     }
 
     /// `2 h 14 min ago`, `in 3 min`, or `just now`.
-    public static func relative(_ date: Date, now: Date) -> String {
+    package static func relative(_ date: Date, now: Date) -> String {
         let seconds = now.timeIntervalSince(date)
         if abs(seconds) < 1 { return "just now" }
         return seconds > 0 ? "\(duration(seconds)) ago" : "in \(duration(-seconds))"
     }
 
     /// `2027-01-15T08:00:00Z (2 h 14 min ago)`.
-    public static func both(_ date: Date, now: Date) -> String {
+    package static func both(_ date: Date, now: Date) -> String {
         "\(absolute(date)) (\(relative(date, now: now)))"
     }
 
     /// `12.3 KB`, `4.0 MB`: bytes in powers of 1,024.
-    public static func bytes(_ count: Int) -> String {
+    package static func bytes(_ count: Int) -> String {
         if count < 1024 { return "\(count) B" }
         let units = ["KB", "MB", "GB", "TB"]
         var value = Double(count) / 1024

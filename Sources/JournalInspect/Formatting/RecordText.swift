@@ -1,5 +1,5 @@
-public import Foundation
-public import Outbox
+package import Foundation
+package import Outbox
 
 /// A record for people: why the member's phone holds its value (the events that made it), how
 /// it stands (the member's view, the server's base, the sync state) and the verdict; and a page
@@ -7,12 +7,12 @@ public import Outbox
 ///
 /// Values are the member's data: each is named by its SHA-256 unless `includeValues` (the
 /// `--payload` option) asks for its JSON text.
-public enum RecordText {
+package enum RecordText {
     /// - Parameters:
     ///   - values: the values the history names, by their SHA-256 in hex, when they are to be shown
     ///     (`--payload`); `nil` names each by its hash only.
     ///   - sealed: the journal is encrypted at rest and was read without its key.
-    public static func render(_ history: RecordHistory, values: [String: Data]?, sealed: Bool = false, moments: MomentFormat,
+    package static func render(_ history: RecordHistory, values: [String: Data]?, sealed: Bool = false, moments: MomentFormat,
                               style: Style) -> String {
         let includeValues = values != nil
         var text = fields(history, includeValues: includeValues, sealed: sealed, moments: moments, style: style).render(style)
@@ -152,7 +152,7 @@ public enum RecordText {
 
     // MARK: A page of records
 
-    public static func page(_ page: RecordPage, includeValues: Bool, style: Style) -> String {
+    package static func page(_ page: RecordPage, includeValues: Bool, style: Style) -> String {
         var table = TextTable(headers: ["ID", "VALUE", "REVISION", "SYNC"], rightAligned: [2])
         for record in page.records {
             // A page lists only records whose view holds a value.
@@ -170,7 +170,7 @@ public enum RecordText {
 
     /// The sync state in a few words: `synced`; `pending 6C4E0A1B queued`; `rolled back
     /// 5DFB6840 failed (validation_failed)`; several parts joined by `; `.
-    public static func syncShort(_ record: LocalRecord) -> String {
+    package static func syncShort(_ record: LocalRecord) -> String {
         if record.isLocalOnly { return "local-only" }
         let sync = record.sync
         if sync.isSynced { return "synced" }

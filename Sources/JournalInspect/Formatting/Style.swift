@@ -1,9 +1,9 @@
 import Foundation
-public import Outbox
+package import Outbox
 
 /// Colour for a terminal: ANSI escapes when enabled, plain text otherwise.
-public struct Style: Sendable {
-    public enum Color: String, Sendable {
+package struct Style: Sendable {
+    package enum Color: String, Sendable {
         case bold = "1"
         case dim = "2"
         case red = "31"
@@ -15,30 +15,30 @@ public struct Style: Sendable {
         case boldRed = "1;31"
     }
 
-    public let enabled: Bool
+    package let enabled: Bool
 
-    public init(enabled: Bool) {
+    package init(enabled: Bool) {
         self.enabled = enabled
     }
 
-    public static let plain = Style(enabled: false)
+    package static let plain = Style(enabled: false)
 
     /// Colour on a terminal only, and never when `NO_COLOR` is set to anything but empty
     /// (no-color.org) or the terminal is `dumb`.
-    public static func isColorWanted(stdoutIsTerminal: Bool, environment: [String: String]) -> Bool {
+    package static func isColorWanted(stdoutIsTerminal: Bool, environment: [String: String]) -> Bool {
         guard stdoutIsTerminal else { return false }
         if let noColor = environment["NO_COLOR"], !noColor.isEmpty { return false }
         if environment["TERM"] == "dumb" { return false }
         return true
     }
 
-    public func paint(_ text: String, _ color: Color?) -> String {
+    package func paint(_ text: String, _ color: Color?) -> String {
         guard enabled, let color, !text.isEmpty else { return text }
         return "\u{1B}[\(color.rawValue)m\(text)\u{1B}[0m"
     }
 
     /// The colour of a status: settled green, waiting yellow, needing a person red.
-    public static func color(of status: OutboxStatus) -> Color {
+    package static func color(of status: OutboxStatus) -> Color {
         switch status {
         case .synced: .green
         case .queued: .yellow
@@ -51,7 +51,7 @@ public struct Style: Sendable {
     }
 
     /// The colour of an attempt's disposition.
-    public static func color(of disposition: Disposition) -> Color {
+    package static func color(of disposition: Disposition) -> Color {
         switch disposition {
         case .accepted, .replayed: .green
         case .pendingApproval: .cyan

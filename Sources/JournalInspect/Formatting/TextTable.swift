@@ -1,44 +1,44 @@
 /// Aligned columns: each as wide as its widest cell, two spaces apart, no trailing spaces.
 /// Widths are measured before colour is added, so escapes never break the alignment.
-public struct TextTable: Sendable {
-    public struct Cell: Sendable, ExpressibleByStringLiteral {
-        public var text: String
-        public var color: Style.Color?
+package struct TextTable: Sendable {
+    package struct Cell: Sendable, ExpressibleByStringLiteral {
+        package var text: String
+        package var color: Style.Color?
 
-        public init(_ text: String, _ color: Style.Color? = nil) {
+        package init(_ text: String, _ color: Style.Color? = nil) {
             self.text = text
             self.color = color
         }
 
-        public init(stringLiteral value: String) {
+        package init(stringLiteral value: String) {
             self.init(value)
         }
     }
 
-    public var headers: [String]
+    package var headers: [String]
     /// Columns whose cells align right (counts).
-    public var rightAligned: Set<Int>
-    public var rows: [[Cell]] = []
+    package var rightAligned: Set<Int>
+    package var rows: [[Cell]] = []
     /// Lines printed under a row, across the columns after the first: `notes[i]` under row `i`.
-    public var notes: [Int: [Cell]] = [:]
+    package var notes: [Int: [Cell]] = [:]
 
-    public init(headers: [String], rightAligned: Set<Int> = []) {
+    package init(headers: [String], rightAligned: Set<Int> = []) {
         self.headers = headers
         self.rightAligned = rightAligned
     }
 
-    public mutating func add(_ cells: [Cell]) {
+    package mutating func add(_ cells: [Cell]) {
         rows.append(cells)
     }
 
     /// A line under the last row added: `note: <text>`, from the second column on, widths
     /// untouched.
-    public mutating func addNote(_ text: String, _ color: Style.Color? = nil) {
+    package mutating func addNote(_ text: String, _ color: Style.Color? = nil) {
         guard !rows.isEmpty else { return }
         notes[rows.count - 1, default: []].append(Cell(text, color))
     }
 
-    public func render(_ style: Style) -> String {
+    package func render(_ style: Style) -> String {
         let columns = headers.count
         var widths = headers.map(\.count)
         for row in rows {
@@ -73,16 +73,16 @@ public struct TextTable: Sendable {
 }
 
 /// Label-value lines, the labels padded to one width.
-public struct FieldList: Sendable {
-    public var fields: [(label: String, value: String)] = []
+package struct FieldList: Sendable {
+    package var fields: [(label: String, value: String)] = []
 
-    public init() {}
+    package init() {}
 
-    public mutating func add(_ label: String, _ value: String) {
+    package mutating func add(_ label: String, _ value: String) {
         fields.append((label, value))
     }
 
-    public func render(_ style: Style) -> String {
+    package func render(_ style: Style) -> String {
         let width = fields.map(\.label.count).max() ?? 0
         return fields.map { field in
             style.paint(field.label, .bold) + String(repeating: " ", count: width - field.label.count + 2) + field.value
@@ -92,13 +92,13 @@ public struct FieldList: Sendable {
 
 /// Comma-separated values (RFC 4180): a field holding a comma, a quote or a line break is quoted,
 /// its quotes doubled.
-public enum CSV {
-    public static func field(_ text: String) -> String {
+package enum CSV {
+    package static func field(_ text: String) -> String {
         guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
         return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
-    public static func line(_ fields: [String]) -> String {
+    package static func line(_ fields: [String]) -> String {
         fields.map(field).joined(separator: ",") + "\r\n"
     }
 }

@@ -3,10 +3,10 @@ import Outbox
 
 /// A timeline for people: the operation's fields, its events as aligned rows (with the restarts
 /// and the compaction that explain them, and notes where the device clock jumped), the verdict.
-public enum TimelineText {
+package enum TimelineText {
     /// - Parameters:
     ///   - full: every row; otherwise a run of identical attempts is one row.
-    public static func render(_ facts: OperationFacts, includePayload: Bool, full: Bool = false, moments: MomentFormat,
+    package static func render(_ facts: OperationFacts, includePayload: Bool, full: Bool = false, moments: MomentFormat,
                               style: Style) -> String {
         let timeline = facts.timeline
         var text = fields(facts, includePayload: includePayload, moments: moments, style: style).render(style) + "\n"

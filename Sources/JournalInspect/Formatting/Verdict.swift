@@ -1,11 +1,11 @@
 import Foundation
-public import Outbox
+package import Outbox
 
 /// The one line that answers "what happened to this write?", from its facts.
-public enum Verdict {
+package enum Verdict {
     /// The verdict of a timeline alone, in UTC, with nothing read around it.
     /// - Parameter engine: whether the worker is paused decides what a queued row waits for.
-    public static func text(for timeline: OperationTimeline, engine: EngineState) -> String {
+    package static func text(for timeline: OperationTimeline, engine: EngineState) -> String {
         let waiting = engine.isPaused ? Waiting(on: .sessionPaused(since: engine.pausedAt)) : nil
         let facts = OperationFacts(timeline: timeline, engine: engine, waiting: waiting)
         return text(for: facts, moments: MomentFormat(now: timeline.events.last?.recordedAt ?? Date()))
@@ -13,7 +13,7 @@ public enum Verdict {
 
     /// For example `synced on attempt 3, 2 h 14 min after it was saved`, or
     /// `blocked: 403 on attempt 1, waiting for a person (forbidden: "Only the owner may add products")`.
-    public static func text(for facts: OperationFacts, moments: MomentFormat) -> String {
+    package static func text(for facts: OperationFacts, moments: MomentFormat) -> String {
         guard let state = facts.state else {
             return "unknown: the operation's records are damaged, see the rows marked DAMAGED"
         }

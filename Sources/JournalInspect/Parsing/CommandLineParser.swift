@@ -10,8 +10,8 @@ import Outbox
 /// `--key-file <path>`, `--tz <zone>` and `--now <moment>` are accepted anywhere; `-h`/`--help` anywhere asks for help (the command's, when one is named);
 /// `--option value` and `--option=value` are the same; options that take lists take a
 /// comma-separated list, and may be repeated.
-public enum CommandLineParser {
-    public static func parse(_ arguments: [String]) -> Result<Invocation, UsageError> {
+package enum CommandLineParser {
+    package static func parse(_ arguments: [String]) -> Result<Invocation, UsageError> {
         do {
             return .success(try invocation(arguments))
         } catch let error as UsageError {
@@ -392,7 +392,7 @@ public enum CommandLineParser {
     /// fractional seconds, or without seconds), or an age counted back from now: `90s`, `45m`
     /// (or `45min`), `3h`, `2d`, `1w`; `nil` for anything else, impossible dates included. With
     /// `zoneGiven`, a date or a date and time without a zone is a ``WallClockTime``.
-    public static func parseMoment(_ text: String, zoneGiven: Bool = false) -> MomentSpec? {
+    package static func parseMoment(_ text: String, zoneGiven: Bool = false) -> MomentSpec? {
         if case .moment(let moment) = MomentText.read(text, zoneGiven: zoneGiven) { return moment }
         return nil
     }

@@ -1,6 +1,6 @@
 /// The help, written by hand: what each command answers, its options, and examples.
-public enum HelpText {
-    public static func text(for topic: HelpTopic) -> String {
+package enum HelpText {
+    package static func text(for topic: HelpTopic) -> String {
         switch topic {
         case .tool: tool
         case .command(let name): command(name)

@@ -1,8 +1,8 @@
-public import Foundation
-public import Outbox
+package import Foundation
+package import Outbox
 
 /// What a command line asks for: the parser's whole output.
-public enum Invocation: Equatable, Sendable {
+package enum Invocation: Equatable, Sendable {
     /// Print help for the tool or one command.
     case help(HelpTopic)
     /// Print the tool's version.
@@ -12,21 +12,21 @@ public enum Invocation: Equatable, Sendable {
 }
 
 /// How every command shows moments: in which zone, and as of when. Accepted anywhere on the line.
-public struct ViewOptions: Equatable, Sendable {
+package struct ViewOptions: Equatable, Sendable {
     /// `--tz`: the zone moments print in and zone-less moments are read in; `nil` is UTC.
-    public var zone: ZoneChoice?
+    package var zone: ZoneChoice?
     /// `--now`: the moment ages ("2 h ago") and "has not run since" count to, instead of the
     /// clock's: the same command prints the same text tomorrow.
-    public var now: MomentSpec?
+    package var now: MomentSpec?
 
-    public init(zone: ZoneChoice? = nil, now: MomentSpec? = nil) {
+    package init(zone: ZoneChoice? = nil, now: MomentSpec? = nil) {
         self.zone = zone
         self.now = now
     }
 }
 
 /// A `--tz` value.
-public enum ZoneChoice: Equatable, Sendable {
+package enum ZoneChoice: Equatable, Sendable {
     case utc
     /// This machine's zone (the support engineer's).
     case local
@@ -39,13 +39,13 @@ public enum ZoneChoice: Equatable, Sendable {
 }
 
 /// Whose help to print.
-public enum HelpTopic: Equatable, Sendable {
+package enum HelpTopic: Equatable, Sendable {
     case tool
     case command(CommandName)
 }
 
 /// The commands, by the word that names them.
-public enum CommandName: String, CaseIterable, Sendable {
+package enum CommandName: String, CaseIterable, Sendable {
     case summary
     case ops
     case timeline
@@ -59,7 +59,7 @@ public enum CommandName: String, CaseIterable, Sendable {
 }
 
 /// One command with its options, parsed and checked.
-public enum Command: Equatable, Sendable {
+package enum Command: Equatable, Sendable {
     case summary
     case ops(OpsOptions)
     case timeline(TimelineOptions)
@@ -71,7 +71,7 @@ public enum Command: Equatable, Sendable {
     case record(RecordOptions)
     case records(RecordsOptions)
 
-    public var name: CommandName {
+    package var name: CommandName {
         switch self {
         case .summary: .summary
         case .ops: .ops
@@ -89,14 +89,14 @@ public enum Command: Equatable, Sendable {
 
 /// A moment given on the command line: absolute, an age counted back from now, or a time on
 /// the wall clock of the `--tz` zone.
-public enum MomentSpec: Equatable, Sendable {
+package enum MomentSpec: Equatable, Sendable {
     case absolute(Date)
     /// This many seconds before now.
     case ago(seconds: Double)
     /// A date and time with no zone of its own (`--tz` given), read in the `--tz` zone.
     case wallClock(WallClockTime)
 
-    public func resolve(now: Date, zone: MomentZone = .utc) -> Date {
+    package func resolve(now: Date, zone: MomentZone = .utc) -> Date {
         switch self {
         case .absolute(let date): date
         case .ago(let seconds): now.addingTimeInterval(-seconds)
@@ -106,13 +106,13 @@ public enum MomentSpec: Equatable, Sendable {
 }
 
 /// A civil date and time of day, as a clock on a wall in some zone shows it.
-public struct WallClockTime: Equatable, Sendable {
+package struct WallClockTime: Equatable, Sendable {
     /// Days from 1970-01-01 in the proleptic Gregorian calendar.
-    public var day: Int
+    package var day: Int
     /// Seconds since that day's midnight.
-    public var seconds: Double
+    package var seconds: Double
 
-    public init(day: Int, seconds: Double) {
+    package init(day: Int, seconds: Double) {
         self.day = day
         self.seconds = seconds
     }
@@ -120,7 +120,7 @@ public struct WallClockTime: Equatable, Sendable {
     /// The moment this wall-clock time is in `zone`. A time the zone skips (the hour a
     /// daylight-saving change jumps over) reads with the offset before the change; a time it
     /// shows twice, as the first of the two.
-    public func moment(in zone: MomentZone) -> Date {
+    package func moment(in zone: MomentZone) -> Date {
         let asUTC = Double(day) * 86_400 + seconds
         func offset(at moment: Double) -> Double { Double(zone.secondsFromGMT(for: Date(timeIntervalSince1970: moment))) }
         // The offsets the zone has around that day; the moments that show this time with their
@@ -131,117 +131,117 @@ public struct WallClockTime: Equatable, Sendable {
     }
 }
 
-public struct OpsOptions: Equatable, Sendable {
-    public var statuses: [OutboxStatus] = []
-    public var categories: [String] = []
-    public var types: [String] = []
-    public var since: MomentSpec?
-    public var until: MomentSpec?
-    public var limit = 50
+package struct OpsOptions: Equatable, Sendable {
+    package var statuses: [OutboxStatus] = []
+    package var categories: [String] = []
+    package var types: [String] = []
+    package var since: MomentSpec?
+    package var until: MomentSpec?
+    package var limit = 50
     /// Only operations whose label, summary, category, entity or type contains this text, case
     /// and accents ignored.
-    public var search: String?
+    package var search: String?
 
-    public init() {}
+    package init() {}
 }
 
-public struct TimelineOptions: Equatable, Sendable {
+package struct TimelineOptions: Equatable, Sendable {
     /// An operation id or its first characters.
-    public var id: String
-    public var includePayload = false
+    package var id: String
+    package var includePayload = false
     /// Every row: a run of identical attempts is not folded into one.
-    public var full = false
+    package var full = false
 
-    public init(id: String) {
+    package init(id: String) {
         self.id = id
     }
 }
 
-public struct EventsOptions: Equatable, Sendable {
-    public var from: JournalSequence?
-    public var to: JournalSequence?
-    public var kinds: [JournalEventKind] = []
-    public var types: [String] = []
+package struct EventsOptions: Equatable, Sendable {
+    package var from: JournalSequence?
+    package var to: JournalSequence?
+    package var kinds: [JournalEventKind] = []
+    package var types: [String] = []
     /// An operation id or its first characters.
-    public var operation: String?
-    public var since: MomentSpec?
-    public var until: MomentSpec?
+    package var operation: String?
+    package var since: MomentSpec?
+    package var until: MomentSpec?
     /// The most events printed; without `--from`, the journal's last ones.
-    public var limit = 100
-    public var follow = false
+    package var limit = 100
+    package var follow = false
 
-    public init() {}
+    package init() {}
 }
 
-public struct LedgerOptions: Equatable, Sendable {
-    public var status: OutboxStatus?
-    public var since: MomentSpec?
-    public var until: MomentSpec?
-    public var limit = 1000
-    public var csv = false
+package struct LedgerOptions: Equatable, Sendable {
+    package var status: OutboxStatus?
+    package var since: MomentSpec?
+    package var until: MomentSpec?
+    package var limit = 1000
+    package var csv = false
 
-    public init() {}
+    package init() {}
 }
 
-public struct ExportOptions: Equatable, Sendable {
+package struct ExportOptions: Equatable, Sendable {
     /// Operation ids or their first characters; empty with ``all``.
-    public var ids: [String] = []
-    public var all = false
-    public var includePayload = false
+    package var ids: [String] = []
+    package var all = false
+    package var includePayload = false
 
-    public init() {}
+    package init() {}
 }
 
-public struct ReportOptions: Equatable, Sendable {
+package struct ReportOptions: Equatable, Sendable {
     /// Where the HTML file is written.
-    public var htmlPath: String
+    package var htmlPath: String
     /// Operation ids or prefixes to draw; empty draws the newest ``limit`` operations.
-    public var ids: [String] = []
-    public var limit = 100
+    package var ids: [String] = []
+    package var limit = 100
     /// `--force`: an existing regular file at ``htmlPath`` may be replaced (never a link, a
     /// FIFO, a device, a directory or a file with other hard links).
-    public var force = false
+    package var force = false
 
-    public init(htmlPath: String) {
+    package init(htmlPath: String) {
         self.htmlPath = htmlPath
     }
 }
 
-public struct RecordOptions: Equatable, Sendable {
+package struct RecordOptions: Equatable, Sendable {
     /// The record, `business/type/id` on the command line.
-    public var key: RecordKey
+    package var key: RecordKey
     /// `--payload`: the values themselves, as JSON text; they are named by their SHA-256
     /// otherwise (they are the member's data, as payloads are).
-    public var includeValues = false
+    package var includeValues = false
 
-    public init(key: RecordKey) {
+    package init(key: RecordKey) {
         self.key = key
     }
 }
 
-public struct RecordsOptions: Equatable, Sendable {
-    public var business: String
-    public var type: String
+package struct RecordsOptions: Equatable, Sendable {
+    package var business: String
+    package var type: String
     /// Only ids after this one, by their bytes: the previous page's last.
-    public var after: String?
+    package var after: String?
     /// The most records a page holds (1 to `RecordQuery.maxLimit`).
-    public var limit = 100
+    package var limit = 100
     /// `--payload`: each view's JSON text instead of its SHA-256.
-    public var includeValues = false
+    package var includeValues = false
 
-    public init(business: String, type: String) {
+    package init(business: String, type: String) {
         self.business = business
         self.type = type
     }
 }
 
 /// A command line that does not parse: exit 64, with this message and a pointer to the help.
-public struct UsageError: Error, Equatable, Sendable {
-    public var message: String
+package struct UsageError: Error, Equatable, Sendable {
+    package var message: String
     /// The command whose help to point at; `nil` for the tool's.
-    public var command: CommandName?
+    package var command: CommandName?
 
-    public init(_ message: String, command: CommandName? = nil) {
+    package init(_ message: String, command: CommandName? = nil) {
         self.message = message
         self.command = command
     }

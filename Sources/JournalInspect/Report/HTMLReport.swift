@@ -1,22 +1,22 @@
-public import Foundation
-public import Outbox
+package import Foundation
+package import Outbox
 
 /// What a report shows.
-public struct HTMLReportInput: Sendable {
-    public var summary: JournalSummary
+package struct HTMLReportInput: Sendable {
+    package var summary: JournalSummary
     /// The queue's depth after each operation event, thinned.
-    public var depth: [QueueDepthSample]
+    package var depth: [QueueDepthSample]
     /// Each operation drawn, with what explains it.
-    public var operations: [OperationFacts]
-    public var engine: EngineState
+    package var operations: [OperationFacts]
+    package var engine: EngineState
     /// The zone moments print in, and the moment the report is as of.
-    public var moments: MomentFormat
+    package var moments: MomentFormat
     /// Damaged records the report met.
-    public var damaged: [DamagedRecord]
+    package var damaged: [DamagedRecord]
 
-    public var generatedAt: Date { moments.now }
+    package var generatedAt: Date { moments.now }
 
-    public init(summary: JournalSummary, depth: [QueueDepthSample], operations: [OperationFacts], engine: EngineState,
+    package init(summary: JournalSummary, depth: [QueueDepthSample], operations: [OperationFacts], engine: EngineState,
                 moments: MomentFormat, damaged: [DamagedRecord]) {
         self.summary = summary
         self.depth = depth
@@ -29,8 +29,8 @@ public struct HTMLReportInput: Sendable {
 
 /// One self-contained HTML file: inline CSS and SVG, no scripts, no outside assets. Every piece
 /// of text from the journal is escaped.
-public enum HTMLReport {
-    public static func render(_ input: HTMLReportInput) -> String {
+package enum HTMLReport {
+    package static func render(_ input: HTMLReportInput) -> String {
         let summary = input.summary
         let moments = input.moments
         var html = """
@@ -61,7 +61,7 @@ public enum HTMLReport {
     }
 
     /// Text safe in HTML content and attribute values.
-    public static func escape(_ text: String) -> String {
+    package static func escape(_ text: String) -> String {
         var escaped = ""
         escaped.reserveCapacity(text.count)
         for character in text {
