@@ -6,9 +6,29 @@ import Synchronization
 /// waits for the next.
 final class ChangeSubscription: Sendable {
     private struct State {
+        /// Waiting from `head` on: taking one moves `head`, so a long unbounded backlog is not
+        /// shifted down at every take; the taken are dropped once they are half the array.
         var pending: [OutboxChange] = []
+        var head = 0
         var waiter: CheckedContinuation<OutboxChange?, Never>?
         var isFinished = false
+
+        var waiting: Int { pending.count - head }
+
+        mutating func take() -> OutboxChange? {
+            guard head < pending.count else { return nil }
+            defer { skipFirst() }
+            return pending[head]
+        }
+
+        /// Passes over the first waiting change (taken, or merged into the next).
+        mutating func skipFirst() {
+            head += 1
+            if head * 2 >= pending.count {
+                pending.removeFirst(head)
+                head = 0
+            }
+        }
     }
 
     private let state = Mutex(State())
@@ -30,9 +50,9 @@ final class ChangeSubscription: Sendable {
                 return waiter
             }
             state.pending.append(change)
-            if case .coalescing(let limit) = buffering, state.pending.count > max(1, limit) {
-                state.pending[1] = state.pending[0].merged(with: state.pending[1])
-                state.pending.removeFirst()
+            if case .coalescing(let limit) = buffering, state.waiting > max(1, limit) {
+                state.pending[state.head + 1] = state.pending[state.head].merged(with: state.pending[state.head + 1])
+                state.skipFirst()
             }
             return nil
         }
@@ -45,7 +65,7 @@ final class ChangeSubscription: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<OutboxChange?, Never>) in
                 let ready = state.withLock { state -> OutboxChange?? in
-                    if !state.pending.isEmpty { return .some(state.pending.removeFirst()) }
+                    if let next = state.take() { return .some(next) }
                     if state.isFinished || Task.isCancelled { return .some(nil) }
                     state.waiter = continuation
                     return nil

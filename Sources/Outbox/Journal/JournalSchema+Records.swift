@@ -12,12 +12,11 @@ extension JournalSchema {
     /// there too, so the swap never takes a record back behind an answer that landed meanwhile,
     /// unless the snapshot already holds what the answer saw (``FeedStaging/covers(_:visibleAt:)``).
     /// - Parameter visibleAt: the answer's feed position, when it brought the write.
-    /// - Parameter row: the business's feed row as this transaction holds it, when the caller
-    ///   read it already (a page's 500 writes share one read); `nil`: read here.
-    func store(_ write: RecordStoreWrite, seq: JournalSequence, at now: Date, visibleAt: FeedPosition? = nil, row known: FeedRow?? = nil,
+    /// - Parameter row: the business's feed row as this transaction holds it (read once by the
+    ///   caller for all of an event's writes: a page's 500 share one read).
+    func store(_ write: RecordStoreWrite, seq: JournalSequence, at now: Date, visibleAt: FeedPosition?, row: FeedRow?,
                in txn: borrowing LMDBTransaction) throws {
         guard write.table == .base else { return try store(write, seq: seq, at: now, into: localRecords, in: txn) }
-        let row = try known ?? feedRow(business: write.key.business, in: txn)
         try store(write, seq: seq, at: now, into: baseTable(generation: row?.generation ?? 0), in: txn)
         if let row, let staging = row.staging, !staging.covers(write.key, visibleAt: visibleAt) {
             try store(write, seq: seq, at: now, into: baseTable(generation: row.otherGeneration), in: txn)
@@ -29,9 +28,8 @@ extension JournalSchema {
     /// older epoch. The feed then holds the record's state from that position on, newer than the
     /// answer (a stored answer replayed late, after a delete and a resnapshot, would otherwise
     /// bring the deleted record back); the answer's confirmation stays in the journal.
-    func feedPassed(_ write: RecordStoreWrite, answeredAt body: JournalEventBody, in txn: borrowing LMDBTransaction) throws -> Bool {
-        guard write.table == .base, case .attemptFinished(let finished) = body, let visibleAt = finished.visibleAt,
-              let cursor = try feedRow(business: write.key.business, in: txn)?.cursor else { return false }
+    static func feedPassed(_ write: RecordStoreWrite, visibleAt: FeedPosition?, row: FeedRow?) -> Bool {
+        guard write.table == .base, let visibleAt, let cursor = row?.cursor else { return false }
         return visibleAt.isDelivered(by: cursor)
     }
 

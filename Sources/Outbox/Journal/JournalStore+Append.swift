@@ -192,8 +192,10 @@ private struct AppendBatch {
                 rows[ExactString(business)] = .some(read)
                 return read
             }
-            for write in prepared.draft.storeWrites where try !schema.feedPassed(write, answeredAt: event.body, in: txn) {
-                try schema.store(write, seq: event.seq, at: now, visibleAt: visibleAt, row: .some(try row(write.key.business)), in: txn)
+            for write in prepared.draft.storeWrites {
+                let row = write.table == .base ? try row(write.key.business) : nil
+                guard !JournalSchema.feedPassed(write, visibleAt: visibleAt, row: row) else { continue }
+                try schema.store(write, seq: event.seq, at: now, visibleAt: visibleAt, row: row, in: txn)
             }
             for write in prepared.draft.stagedWrites {
                 // The generation the business's feed row does not show (as written so far).

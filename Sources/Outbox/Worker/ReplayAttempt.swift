@@ -104,16 +104,18 @@ final class ReplayAttempt: Sendable {
                 // An edit behind another of the same record is sent against the revision the
                 // earlier one's success brought to the base; a base another device's change moved
                 // beneath it after it was made (a pull) leaves it sent against what the member saw.
-                let base = try state.revisionFrom.flatMap { try schema.serverBase($0, in: txn) }
-                var revision = base.flatMap { $0.isDeleted ? nil : String($0.revision) }
-                // (An answer's event compacted away was an operation's: only a pull's is kept.)
-                if let base, base.seq > state.firstSeq, let basis = (try? enqueued.get())?.basisRevision,
-                   let brought = try schema.event(base.seq, in: txn), brought.operationID == nil {
-                    revision = String(basis)
-                }
                 // A rebased write goes against the revision it was rebased onto: a pull that
                 // moves the base past it afterwards is a new change the member has not seen.
-                if state.rebaseCount > 0 { revision = state.baseRevision }
+                var revision = state.baseRevision
+                if state.rebaseCount == 0 {
+                    let base = try state.revisionFrom.flatMap { try schema.serverBase($0, in: txn) }
+                    revision = base.flatMap { $0.isDeleted ? nil : String($0.revision) }
+                    // (An answer's event compacted away was an operation's: only a pull's is kept.)
+                    if let base, base.seq > state.firstSeq, let basis = (try? enqueued.get())?.basisRevision,
+                       let brought = try schema.event(base.seq, in: txn), brought.operationID == nil {
+                        revision = String(basis)
+                    }
+                }
                 return (state, enqueued.map(\.request.payload), (try? enqueued.get())?.changes ?? [], revision, try schema.engineState(in: txn))
             }
         } catch {
