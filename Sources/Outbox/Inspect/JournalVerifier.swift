@@ -47,7 +47,7 @@ struct JournalVerifier {
     private var stagedTrail: [ExactString: [RecordKey: [(seq: JournalSequence?, confirmation: RecordConfirmation)]]] = [:]
     /// Per business a resnapshot stages: its type (`nil`: all) and the first page's position, so
     /// an answer the snapshot covers (``FeedStaging/covers(_:visibleAt:)``) stays out of its trail.
-    private var stagings: [ExactString: FeedStaging] = [:]
+    private var stagings: [ExactString: (type: String?, position: FeedPosition)] = [:]
     private var localTrail: [RecordKey: (seq: JournalSequence, write: RecordWrite)] = [:]
     private var previousSeq = JournalSequence.zero
 
@@ -81,8 +81,7 @@ struct JournalVerifier {
             for confirmation in page.confirmations { baseTrail[confirmation.key, default: []].append((seq, confirmation)) }
         case .resnapshotStarted(let started):
             stagedTrail[ExactString(started.business)] = [:]
-            stagings[ExactString(started.business)] = FeedStaging(type: started.type, position: started.position, afterType: "", afterID: "",
-                                                                  pages: 0, staged: 0, startedSeq: seq)
+            stagings[ExactString(started.business)] = (started.type, started.position)
         case .snapshotPageStaged(let page):
             for confirmation in page.confirmations { stagedTrail[ExactString(page.business)]?[confirmation.key, default: []].append((seq, confirmation)) }
         case .resnapshotFinished(let finished):
@@ -113,7 +112,9 @@ struct JournalVerifier {
         func trail(_ confirmation: RecordConfirmation, seq: JournalSequence?, visibleAt: FeedPosition?) {
             baseTrail[confirmation.key, default: []].append((seq, confirmation))
             let business = ExactString(confirmation.key.business)
-            guard stagedTrail[business] != nil, stagings[business]?.covers(confirmation.key, visibleAt: visibleAt) != true else { return }
+            guard stagedTrail[business] != nil else { return }
+            if let staging = stagings[business],
+               FeedStaging.covers(confirmation.key, visibleAt: visibleAt, type: staging.type, position: staging.position) { return }
             stagedTrail[business]?[confirmation.key, default: []].append((seq, confirmation))
         }
         guard let id = event.operationID else {

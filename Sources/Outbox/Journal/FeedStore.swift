@@ -56,6 +56,12 @@ struct FeedStaging: Sendable, Equatable {
     /// pages bring, and staged it would bring back a record deleted before the snapshot began.
     /// Another type's record, carried from the base the member sees, is never covered.
     func covers(_ key: RecordKey, visibleAt: FeedPosition?) -> Bool {
+        Self.covers(key, visibleAt: visibleAt, type: type, position: position)
+    }
+
+    /// The same rule for a staging of `type` (`nil`: every type) begun at `position`, as the
+    /// journal's `resnapshotStarted` names them.
+    static func covers(_ key: RecordKey, visibleAt: FeedPosition?, type: String?, position: FeedPosition) -> Bool {
         guard let visibleAt, type.map({ $0 == key.type }) ?? true else { return false }
         return visibleAt.isDelivered(by: position)
     }
