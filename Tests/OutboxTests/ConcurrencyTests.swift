@@ -131,14 +131,15 @@ struct ConcurrencyTests {
     func theFillWaitEndsAsLongAfterTheResumptionAsTheLastCommitTook(
         _ example: (durable: Bool, startedAfter: Int, lastCommit: Int, resumedBefore: Bool, waitsUntil: Int)
     ) {
-        let resumedAt = ContinuousClock.now
+        func microseconds(_ count: Int) -> TimeInterval { TimeInterval(count) / 1_000_000 }
+        let resumedAt: TimeInterval = 3600  // seconds of uptime
         let deadline = JournalWriter.fillDeadline(
             durable: example.durable,
-            started: resumedAt.advanced(by: .microseconds(example.startedAfter)),
+            started: resumedAt + microseconds(example.startedAfter),
             lastResumedAt: example.resumedBefore ? resumedAt : nil,
-            lastCommit: .microseconds(example.lastCommit)
+            lastCommit: microseconds(example.lastCommit)
         )
-        #expect(deadline == resumedAt.advanced(by: .microseconds(example.waitsUntil)))
+        #expect(deadline == resumedAt + microseconds(example.waitsUntil))
     }
 
     /// How many puts a journal's transactions made.

@@ -17,8 +17,10 @@ final class JournalWriter: Sendable {
     /// The most units one transaction takes; the rest wait for the next.
     static let maxUnitsPerCommit = 1024
 
-    /// The longest a transaction waits for the callers the last commit resumed to come back.
-    static let maxFillWait: Duration = .milliseconds(2)
+    /// The longest a transaction waits for the callers the last commit resumed to come back, in
+    /// seconds of the injected clock's uptime (a manual clock's does not move by itself, so under
+    /// one a transaction never waits: commits do not depend on how fast the machine runs).
+    static let maxFillWait: TimeInterval = 0.002
 
     private struct Submission {
         var unit: PreparedUnit
@@ -42,8 +44,8 @@ final class JournalWriter: Sendable {
         /// When the last commit resumed its callers, and how long that commit took: the wait for
         /// them ends that long after they were resumed, so a drain started by the first of them
         /// to come back still waits for the rest, and one started long after waits for nobody.
-        var lastResumedAt: ContinuousClock.Instant?
-        var lastCommit: Duration = .zero
+        var lastResumedAt: TimeInterval?
+        var lastCommit: TimeInterval = 0
         /// The writer waits in its transaction for a submission; the next one wakes it.
         var writerWaiting = false
     }
@@ -186,7 +188,7 @@ final class JournalWriter: Sendable {
     /// A lone producer never waits (it is the one that came back); nor does a commit that is not
     /// flushed.
     private func drain() {
-        let stopwatch = ContinuousClock()
+        let stopwatch = Stopwatch(clock: clock)
         while true {
             let (taken, lastResumedAt, lastCommit) = state.withLock { state in
                 let count = min(state.pending.count, Self.maxUnitsPerCommit)
@@ -214,7 +216,7 @@ final class JournalWriter: Sendable {
                 for submission in batch { submission.deliver(.failure(error)) }
                 continue
             }
-            let took = started.duration(to: stopwatch.now)
+            let took = stopwatch.now - started
             let committed = results.flatMap { (try? $0.get()) ?? [] }
             if !committed.isEmpty { onCommit(committed) }
             resumed(batch, at: stopwatch.now, commitTook: took)
@@ -231,17 +233,17 @@ final class JournalWriter: Sendable {
     /// waits.
     static func fillDeadline(
         durable: Bool,
-        started: ContinuousClock.Instant,
-        lastResumedAt: ContinuousClock.Instant?,
-        lastCommit: Duration
-    ) -> ContinuousClock.Instant {
+        started: TimeInterval,
+        lastResumedAt: TimeInterval?,
+        lastCommit: TimeInterval
+    ) -> TimeInterval {
         guard durable, let lastResumedAt else { return started }
-        return max(started, lastResumedAt.advanced(by: min(lastCommit, maxFillWait)))
+        return max(started, lastResumedAt + min(lastCommit, maxFillWait))
     }
 
     /// Notes that the callers of `batch` are about to resume: from now on, each that submits
     /// again counts as come back. `commitTook` is the commit's duration, `nil` when it failed.
-    private func resumed(_ batch: [Submission], at moment: ContinuousClock.Instant, commitTook: Duration?) {
+    private func resumed(_ batch: [Submission], at moment: TimeInterval, commitTook: TimeInterval?) {
         let callers = batch.reduce(0) { $0 + $1.resumes }
         state.withLock { state in
             state.lastResumed = callers
@@ -253,7 +255,7 @@ final class JournalWriter: Sendable {
 
     /// The next submission to join the running transaction: one waiting now, or, while callers
     /// the last commit resumed have not come back, the first to arrive before `deadline`.
-    private func nextJoining(until deadline: ContinuousClock.Instant, clock: ContinuousClock) -> Submission? {
+    private func nextJoining(until deadline: TimeInterval, clock: Stopwatch) -> Submission? {
         while true {
             let (next, mayWait) = state.withLock { state -> (Submission?, Bool) in
                 if !state.pending.isEmpty { return (state.pending.removeFirst(), false) }
@@ -263,8 +265,7 @@ final class JournalWriter: Sendable {
             }
             if let next { return next }
             guard mayWait else { return nil }
-            let left = clock.now.duration(to: deadline).components
-            let nanoseconds = Int(left.seconds) * 1_000_000_000 + Int(left.attoseconds / 1_000_000_000)
+            let nanoseconds = Int(((deadline - clock.now) * 1e9).rounded(.down))
             let woken = nanoseconds > 0 && arrival.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success
             if !woken {
                 // Nobody came in time. A submission that cleared the flag meanwhile has
@@ -278,4 +279,13 @@ final class JournalWriter: Sendable {
             }
         }
     }
+}
+
+/// The writer's measure of elapsed time: the injected clock's uptime, so that a test's manual
+/// clock decides the fill wait as it decides every other wait. No uptime reads as time standing
+/// still (no wait).
+private struct Stopwatch {
+    let clock: any OutboxClock
+
+    var now: TimeInterval { clock.uptime()?.seconds ?? 0 }
 }
