@@ -1,0 +1,176 @@
+// The bodies of the engine's own events: sessions, openings and compactions.
+
+public import Foundation
+public import OutboxCrypto
+public import OutboxWire
+
+/// The worker found someone else signed in than before, recorded once per change: why passes
+/// send nothing (nobody, another account), or that they send again.
+public struct SessionChanged: Sendable, Equatable {
+    public var observation: SessionObservation
+
+    public init(observation: SessionObservation) {
+        self.observation = observation
+    }
+}
+
+/// The worker paused: the server answered 401. Rows stay queued until the session is refreshed.
+public struct SessionPaused: Sendable, Equatable {
+    /// The error code that paused it, e.g. `unauthorized`.
+    public var reason: String
+    /// The operation whose attempt was answered 401.
+    public var triggeredBy: OperationID?
+
+    public init(reason: String, triggeredBy: OperationID?) {
+        self.reason = reason
+        self.triggeredBy = triggeredBy
+    }
+}
+
+/// The journal was opened by an engine.
+public struct JournalOpened: Sendable, Equatable {
+    public var formatVersion: Int
+    public var engineVersion: String
+    /// The embedding app's version, when it gave one.
+    public var appVersion: String?
+    /// The device's time zone identifier when it opened the journal (`Europe/Berlin`): how the
+    /// member's own clock read. `nil` in records written before journal format 2.
+    public var timeZone: String?
+
+    public init(formatVersion: Int, engineVersion: String, appVersion: String?, timeZone: String? = nil) {
+        self.formatVersion = formatVersion
+        self.engineVersion = engineVersion
+        self.appVersion = appVersion
+        self.timeZone = timeZone
+    }
+}
+
+/// The detailed events of settled operations were removed; what their ledger rows need stays.
+public struct Compacted: Sendable, Equatable {
+    /// The lowest and highest seq removed.
+    public var firstSeq: JournalSequence
+    public var lastSeq: JournalSequence
+    /// How many events were removed.
+    public var removedCount: Int
+    /// SHA-256 over the removed records' bytes, in seq order.
+    public var digest: SHA256Digest
+    /// Each operation whose events were removed, as its ledger row needs it.
+    public var operations: [CompactedOperation]
+
+    public init(
+        firstSeq: JournalSequence,
+        lastSeq: JournalSequence,
+        removedCount: Int,
+        digest: SHA256Digest,
+        operations: [CompactedOperation]
+    ) {
+        self.firstSeq = firstSeq
+        self.lastSeq = lastSeq
+        self.removedCount = removedCount
+        self.digest = digest
+        self.operations = operations
+    }
+}
+
+/// A settled operation after compaction: no payload and no history; what happened to it, when,
+/// and (since journal format 2) who and what it was, so an old write can still be found by
+/// what the member called it and an id reused with other bytes is still refused.
+public struct CompactedOperation: Sendable, Equatable {
+    public var id: OperationID
+    public var operationType: String
+    /// Terminal: synced, withdrawn, discarded or superseded.
+    public var status: OutboxStatus
+    /// The seq of its `enqueued` event, removed: its place in the ledger.
+    public var firstSeq: JournalSequence
+    public var createdAt: Date
+    /// When it last changed before compaction.
+    public var changedAt: Date
+    public var attemptCount: Int
+    public var latestOutcome: OutcomeCategory?
+    public var lastErrorCode: String?
+    public var serverRevision: String?
+    /// Who and what: `nil` for an operation compacted before journal format 2, which kept none.
+    package var identity: CompactedIdentity?
+    /// What its answers confirmed of the member's records (format 3): the trail of the records'
+    /// server base, kept when the events that carried it leave the journal.
+    public var confirmations: [RecordConfirmation] = []
+
+    package init(
+        id: OperationID, operationType: String, status: OutboxStatus, firstSeq: JournalSequence, createdAt: Date,
+        changedAt: Date, attemptCount: Int, latestOutcome: OutcomeCategory?, lastErrorCode: String?, serverRevision: String?,
+        identity: CompactedIdentity? = nil, confirmations: [RecordConfirmation] = []
+    ) {
+        self.confirmations = confirmations
+        self.id = id
+        self.operationType = operationType
+        self.status = status
+        self.firstSeq = firstSeq
+        self.createdAt = createdAt
+        self.changedAt = changedAt
+        self.attemptCount = attemptCount
+        self.latestOutcome = latestOutcome
+        self.lastErrorCode = lastErrorCode
+        self.serverRevision = serverRevision
+        self.identity = identity
+    }
+
+    /// What compaction keeps of `state`: everything but the payload and the history.
+    package init(_ state: OperationState) {
+        self.init(
+            id: state.id, operationType: state.operationType, status: state.status, firstSeq: state.firstSeq,
+            createdAt: state.createdAt, changedAt: state.changedAt, attemptCount: state.attemptCount,
+            latestOutcome: state.latestOutcome, lastErrorCode: state.lastErrorCode, serverRevision: state.serverRevision,
+            identity: !state.keptRequest ? nil : CompactedIdentity(
+                businessID: state.businessID, category: state.category, entityID: state.entityID,
+                entityLabel: state.entityLabel, summary: state.summary, sealedPresentation: state.sealedPresentation,
+                requestHash: state.requestHash, supersededBy: state.supersededBy, method: state.method,
+                endpoint: state.endpoint, payloadVersion: state.payloadVersion, payloadByteCount: state.payloadByteCount,
+                account: state.account
+            )
+        )
+    }
+}
+
+/// Who and what a compacted operation was: everything of its request but the payload.
+/// Presentation text the member typed is sealed when the journal is encrypted at rest, and kept
+/// as long as the journal: `Outbox.wipeJournal(at:)` erases it with everything else.
+package struct CompactedIdentity: Sendable, Equatable {
+    package var businessID: String
+    package var category: String
+    package var entityID: String?
+    /// Empty when sealed.
+    package var entityLabel: String
+    package var summary: String
+    package var sealedPresentation: [UInt8]?
+    /// SHA-256 of the payload it was sent with: an id enqueued again is compared against it.
+    package var requestHash: SHA256Digest
+    /// The operation that replaced it, for a superseded one.
+    package var supersededBy: OperationID?
+    package var method: String
+    package var endpoint: String
+    package var payloadVersion: Int
+    /// The size of the payload it was sent with (the payload itself is gone).
+    package var payloadByteCount: Int
+    /// The account it was written under.
+    package var account: String
+
+    package init(
+        businessID: String, category: String, entityID: String?, entityLabel: String, summary: String,
+        sealedPresentation: [UInt8]?, requestHash: SHA256Digest, supersededBy: OperationID?,
+        method: String, endpoint: String, payloadVersion: Int, payloadByteCount: Int, account: String
+    ) {
+        self.businessID = businessID
+        self.category = category
+        self.entityID = entityID
+        self.entityLabel = entityLabel
+        self.summary = summary
+        self.sealedPresentation = sealedPresentation
+        self.requestHash = requestHash
+        self.supersededBy = supersededBy
+        self.method = method
+        self.endpoint = endpoint
+        self.payloadVersion = payloadVersion
+        self.payloadByteCount = payloadByteCount
+        self.account = account
+    }
+}

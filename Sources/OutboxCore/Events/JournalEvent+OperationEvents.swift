@@ -1,0 +1,254 @@
+// The bodies of the events that belong to one operation: its write, attempts and outcomes,
+// and what a person or the engine decided about it.
+
+public import Foundation
+public import OutboxCrypto
+public import OutboxWire
+
+/// A write became durable on the device. Its operation id is the idempotency key.
+public struct Enqueued: Sendable, Equatable {
+    /// The request, payload included, exactly as it will be sent. In an encrypted journal read
+    /// without its key, the payload, entity label and summary are empty. Its `operationID` is
+    /// the event's; it is not stored twice.
+    public var request: OutboxRequest
+    /// SHA-256 of ``OutboxRequest/payload``: checked before every send.
+    public var requestHash: SHA256Digest
+    /// The account the write was made under; it is never sent under another.
+    public var account: String
+    /// The payload and presentation as stored when the journal is encrypted at rest.
+    package var sealed: SealedRequest?
+    /// The row this operation replaces, when it corrects, resolves or coalesces one: the other
+    /// row's `superseded` event lands in the same commit.
+    public var supersedes: Supersession?
+    /// The member's records the write changes (format 3), in the order given: their overlays
+    /// land in the same commit as this event.
+    public var changes: [RecordWrite]
+    /// For a write whose `If-Match` comes from a record's base (``OutboxRequest/revisionFrom``):
+    /// the base's revision when the member made the change (format 4). A pull that brings another
+    /// device's revision beneath the write before it is sent leaves it sent against this one, so
+    /// the server answers 412 instead of the write overwriting a change the member never saw.
+    public var basisRevision: UInt64?
+
+    package init(
+        request: OutboxRequest, requestHash: SHA256Digest, account: String, sealed: SealedRequest? = nil,
+        supersedes: Supersession? = nil, changes: [RecordWrite] = [], basisRevision: UInt64? = nil
+    ) {
+        self.request = request
+        self.requestHash = requestHash
+        self.account = account
+        self.sealed = sealed
+        self.supersedes = supersedes
+        self.changes = changes
+        self.basisRevision = basisRevision
+    }
+}
+
+/// What an operation that replaces another keeps of it.
+public struct Supersession: Sendable, Equatable {
+    /// The row replaced.
+    public var operation: OperationID
+    public var reason: SupersedeReason
+    /// The replaced row's place in its lane, which the new operation takes: ahead of later
+    /// writes to the same entity.
+    public var laneSeq: JournalSequence
+
+    public init(operation: OperationID, reason: SupersedeReason, laneSeq: JournalSequence) {
+        self.operation = operation
+        self.reason = reason
+        self.laneSeq = laneSeq
+    }
+}
+
+/// A reading of the device's monotonic clock: seconds since the device booted, and which boot.
+public struct Uptime: Sendable, Equatable, Hashable {
+    /// Seconds since boot, by a clock that never goes back within one boot.
+    public var seconds: Double
+    /// The boot: a new one after every restart of the device.
+    public var bootID: UUID
+
+    public init(seconds: Double, bootID: UUID) {
+        self.seconds = seconds
+        self.bootID = bootID
+    }
+}
+
+/// A request's private fields, sealed with the journal's key (ChaChaPoly, the operation id as
+/// associated data): the payload, and the entity label with the summary.
+package struct SealedRequest: Sendable, Equatable {
+    /// What sealing adds to each value: a 12-byte nonce and a 16-byte tag.
+    package static let overheadBytes = 28
+
+    package var payload: [UInt8]
+    package var presentation: [UInt8]
+
+    package init(payload: [UInt8], presentation: [UInt8]) {
+        self.payload = payload
+        self.presentation = presentation
+    }
+}
+
+/// An attempt to send began. Durable before the request leaves the device.
+public struct AttemptStarted: Sendable, Equatable {
+    public var attempt: AttemptNumber
+    /// What woke the worker.
+    public var trigger: WakeReason
+    /// The revision sent in `If-Match` when it was taken from a record's server base as the
+    /// attempt started (``OutboxRequest/revisionFrom``; format 3): the proof of what was sent.
+    public var sentRevision: String?
+
+    public init(attempt: AttemptNumber, trigger: WakeReason, sentRevision: String? = nil) {
+        self.attempt = attempt
+        self.trigger = trigger
+        self.sentRevision = sentRevision
+    }
+}
+
+/// An attempt ended with an outcome, and the engine decided what follows.
+///
+/// Its fields are the attempt's ``Classification`` (what came back and what it means) and the
+/// schedule that follows; each is declared once, on the classification, and read through here
+/// (`finished.errorCode`).
+@dynamicMemberLookup
+public struct AttemptFinished: Sendable, Equatable {
+    public var attempt: AttemptNumber
+    /// What came back and what the engine decided from it.
+    public var classification: Classification
+    /// When the next attempt is due, for a rescheduled row.
+    public var nextAttemptAt: Date?
+    /// The server's current record (``Classification/serverCurrent``) as stored when the journal
+    /// is encrypted at rest: sealed, the plaintext field then empty.
+    public var sealedServerCurrent: [UInt8]?
+    /// What the answer confirmed of the records the write changed (format 3): each revision and
+    /// value hash, the trail of the records' server base, which holds the values.
+    public var confirmations: [RecordConfirmation] = []
+    /// Where the server's change feed shows the write (format 4, `Outbox-Visible-At`): the
+    /// member's change stays on screen until a pull reaches it. `nil`: the answer named none.
+    public var visibleAt: FeedPosition?
+
+    public subscript<Value>(dynamicMember field: WritableKeyPath<Classification, Value>) -> Value {
+        get { classification[keyPath: field] }
+        set { classification[keyPath: field] = newValue }
+    }
+
+    /// The event recording attempt `attempt` as classified, due again at `nextAttemptAt`.
+    public init(attempt: AttemptNumber, _ classification: Classification, nextAttemptAt: Date?, sealedServerCurrent: [UInt8]? = nil) {
+        self.attempt = attempt
+        self.classification = classification
+        self.nextAttemptAt = nextAttemptAt
+        self.sealedServerCurrent = sealedServerCurrent
+    }
+
+    public init(
+        attempt: AttemptNumber,
+        outcome: AttemptOutcome,
+        disposition: Disposition,
+        errorCode: String? = nil,
+        errorMessage: String? = nil,
+        retryAfter: Date? = nil,
+        approvalRequestID: String? = nil,
+        serverRevision: String? = nil,
+        nextAttemptAt: Date? = nil
+    ) {
+        self.init(
+            attempt: attempt,
+            Classification(
+                outcome: outcome, disposition: disposition, errorCode: errorCode, errorMessage: errorMessage,
+                retryAfter: retryAfter, approvalRequestID: approvalRequestID, serverRevision: serverRevision
+            ),
+            nextAttemptAt: nextAttemptAt
+        )
+    }
+}
+
+/// An attempt that started has no outcome because the process ended; written at the next open.
+/// The row is due at once and replayed under the same key.
+public struct AttemptAbandoned: Sendable, Equatable {
+    public var attempt: AttemptNumber
+
+    public init(attempt: AttemptNumber) {
+        self.attempt = attempt
+    }
+}
+
+/// An inline save the server rejected as invalid: the form shows the error, and the operation
+/// never existed for the member.
+public struct Withdrawn: Sendable, Equatable {
+    public var errorCode: String
+    public var errorMessage: String
+
+    public init(errorCode: String, errorMessage: String) {
+        self.errorCode = errorCode
+        self.errorMessage = errorMessage
+    }
+}
+
+/// A failed or blocked row was put back in the queue, due at once.
+public struct Requeued: Sendable, Equatable {
+    public var requestedBy: Requester
+
+    public init(requestedBy: Requester) {
+        self.requestedBy = requestedBy
+    }
+}
+
+/// A row was dropped. Its payload stays readable in the history.
+public struct Discarded: Sendable, Equatable {
+    public var requestedBy: Requester
+    public var reason: DiscardReason
+
+    public init(requestedBy: Requester, reason: DiscardReason) {
+        self.requestedBy = requestedBy
+        self.reason = reason
+    }
+}
+
+/// Someone approved or rejected a write the server held for approval.
+public struct ApprovalDecided: Sendable, Equatable {
+    public var approved: Bool
+    /// The decision's reference, when the app has one.
+    public var reference: String?
+
+    public init(approved: Bool, reference: String?) {
+        self.approved = approved
+        self.reference = reference
+    }
+}
+
+/// A row was replaced by another operation: a correction, a conflict resolved keeping the
+/// member's version, or a newer write coalescing it. Its payload stays in the history; the
+/// operation that replaces it names it back (`Enqueued/supersedes`). Both land in one commit.
+public struct Superseded: Sendable, Equatable {
+    /// The operation that replaces it.
+    public var by: OperationID
+    public var reason: SupersedeReason
+
+    public init(by: OperationID, reason: SupersedeReason) {
+        self.by = by
+        self.reason = reason
+    }
+}
+
+/// A conflicted row is sent again under the same operation and key, against the server's
+/// revision: its type's conflict rule rebases it (for whole-record drafts one member owns).
+public struct Rebased: Sendable, Equatable {
+    /// The revision the next attempt sends in `If-Match`.
+    public var baseRevision: String
+
+    public init(baseRevision: String) {
+        self.baseRevision = baseRevision
+    }
+}
+
+/// A write this row depends on ended without being applied (discarded or withdrawn): the row
+/// cannot be sent as it is and waits for a person.
+public struct DependencyEnded: Sendable, Equatable {
+    /// The dependency, as the row names it (the end of its chain of replacements ended).
+    public var dependency: OperationID
+    /// How that chain ended.
+    public var status: OutboxStatus
+
+    public init(dependency: OperationID, status: OutboxStatus) {
+        self.dependency = dependency
+        self.status = status
+    }
+}
