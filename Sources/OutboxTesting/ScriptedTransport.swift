@@ -11,8 +11,9 @@ import Synchronization
 /// transport.requests.count   // 2
 /// ```
 ///
-/// Each send takes the next step of the script; when the script is empty, ``otherwise`` (offline
-/// unless told), counted in ``unscriptedRequests`` so a test can say that none went unscripted.
+/// Each send takes the next step of the script; when the script is empty, ``otherwise``, which
+/// every test names (there is no default: a script that ran out never answers in silence), counted
+/// in ``unscriptedRequests`` so a test can say that none went unscripted.
 public final class ScriptedTransport: OutboxTransport {
     /// One scripted answer.
     public enum Step: Sendable {
@@ -33,8 +34,9 @@ public final class ScriptedTransport: OutboxTransport {
 
     private let state: Mutex<State>
 
-    /// - Parameter otherwise: the answer when the script is empty (by default: offline).
-    public init(otherwise: Step = .fail(.offline)) {
+    /// - Parameter otherwise: the answer when the script is empty: `.fail(.offline)` for a device
+    ///   out of signal, or a `.handle` that records the unscripted send as a failure of the test.
+    public init(otherwise: Step) {
         state = Mutex(State(otherwise: otherwise))
     }
 

@@ -300,7 +300,7 @@ struct CommandTests {
     }
 
     @Test func reportEscapesTextFromTheJournal() async throws {
-        let outbox = try Outbox(directory: directory.url, transport: ScriptedTransport(),
+        let outbox = try Outbox(directory: directory.url, transport: ScriptedTransport(otherwise: .fail(.offline)),
                                 configuration: OutboxConfiguration(account: "<b>member</b>", clock: ManualClock(now: fixtureStart),
                                                                    defaultPolicy: .idempotent, durability: .processCrash))
         var request = product(1, category: "<i>Products</i>")

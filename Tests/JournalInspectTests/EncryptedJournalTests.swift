@@ -65,7 +65,7 @@ struct EncryptedJournalTests {
     /// sealed rather than repeat that as "deleted", and warns that a page leaves such records out.
     @Test func aRecordsValuesAreSealedWithoutTheKeyAndShownWithIt() async throws {
         let key = SealingKey.random()
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(.respond(.json(200, #"{"revision":3,"record":{"name":"Insulin glargine","price":31}}"#)))
         let outbox = try Outbox(
             directory: directory.path("journal"), transport: transport,

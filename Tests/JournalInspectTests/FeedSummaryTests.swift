@@ -13,7 +13,7 @@ struct FeedSummaryTests {
     static let pulledAt = Date(timeIntervalSince1970: 1_800_000_000)
 
     private func writeJournal(pulling: Bool) async throws {
-        let outbox = try Outbox(directory: directory.url, transport: ScriptedTransport(),
+        let outbox = try Outbox(directory: directory.url, transport: ScriptedTransport(otherwise: .fail(.offline)),
                                 configuration: OutboxConfiguration(account: "member-42", clock: ManualClock(now: Self.pulledAt), defaultPolicy: .idempotent))
         defer { outbox.close() }
         guard pulling else { return }

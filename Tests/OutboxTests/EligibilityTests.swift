@@ -73,7 +73,7 @@ struct EligibilityTests {
     /// Through a real journal: rows held by a lane head, a dependency and a schedule, and one
     /// free. `waitingOn` says which is free, and a pass sends exactly that one.
     @Test func theWorkerSendsExactlyTheRowsWaitingOnSaysAreFree() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(.fail(.offline))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open()

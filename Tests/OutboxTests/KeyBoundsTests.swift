@@ -76,7 +76,7 @@ struct KeyBoundsTests {
     }
 
     @Test func aWriteWithEveryFieldAtItsBoundIsJournaledSentAndSettled() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(
             .respond(TransportResponse.json(503, #"{"code":"unavailable","message":"later"}"#)),
             .respond(TransportResponse.json(412, #"{"code":"revision_conflict","message":"moved","server_revision":"3"}"#))

@@ -106,7 +106,7 @@ struct PullApplyTests {
     }
 
     @Test func aBodyThatIsNotAPageIsRefusedAndJournaledAndTheCursorStays() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(.respond(.json(200, #"{"business":"pharmacy-7","from":"1-0-0","cursor":"1-2-0","has_more":false,"count":1,"digest":"00","changes":[{"type":"product","id":"p1","revision":"three"}]}"#)))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open { $0.pull = PullConfiguration(businesses: [Self.business]) }

@@ -18,7 +18,7 @@ struct PullOverlayTests {
     /// A journal whose feed stands at 1-5-0 with p1 at revision 5, and the member's edit of p1
     /// to price 12 answered 200 with `answer`.
     static func editAnswered(_ answer: TransportResponse) async throws -> (TestJournal, Outbox, OperationID) {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open()
         _ = try await outbox.apply(PullApplyTests.page(from: .start(of: 1), to: at(5), [PullApplyTests.put("p1", 5, 10)]), requested: nil, limit: 500)
@@ -52,7 +52,7 @@ struct PullOverlayTests {
         (rebased: true, sent: ["\"5\"", "\"7\"", "\"7\""]),
     ])
     func aPageBeneathAnEditLeavesItsIfMatchWhereTheMemberMadeIt(rebased: Bool, sent: [String]) async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         let journal = TestJournal(transport: transport)
         // Rebased once at most, or never: the change at 8 is the member's to decide.
         let outbox = try journal.open { if rebased { $0.operationPolicies["product.update"] = .idempotent.onConflict(.rebase(maxTimes: 1)) } }

@@ -44,7 +44,7 @@ struct PullResponseTests {
 
     @Test(arguments: rows)
     func eachAnswerStopsThePullAsTheTableSaysAndAppliesNothing(_ row: Row) async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(row.response.map { .respond($0) } ?? .fail(.offline))
         let journal = TestJournal(transport: transport)
         journal.clock.set(to: Date(timeIntervalSince1970: 1_900_000_000))
@@ -58,7 +58,7 @@ struct PullResponseTests {
     }
 
     @Test func aCorrectPageAppliesAndTheNextRequestCarriesItsCursor() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(.respond(.json(200, Self.pageBody(from: "1-0-0", to: "1-1-0"))))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open { $0.pull = Self.pull }
@@ -70,7 +70,7 @@ struct PullResponseTests {
 
     @Test func aPageThatSpansASignOutIsDroppedAndNothingIsAskedForAnotherAccount() async throws {
         let session = SwitchableSession(account: "member-42")
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(.handle { _ in
             session.signOut()
             return .json(200, Self.pageBody(from: "1-0-0", to: "1-1-0"))

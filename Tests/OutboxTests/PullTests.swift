@@ -179,7 +179,7 @@ struct PullTests {
 
     @Test func eachFeedsPullIsLoggedByItsCodeNeverTheServersWords() async throws {
         let handler = InMemoryLogHandler()
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(.respond(.json(404, #"{"code":"not_found","message":"secret detail"}"#)))
         let journal = TestJournal(transport: transport)
         journal.clock.set(to: Self.t0)
@@ -324,7 +324,7 @@ struct PullTests {
                        FeedChange(type: "invoice", id: "i1", revision: 1, record: Data("{}".utf8))]
         let page = FeedPage(business: Self.business, from: .start(of: 1), cursor: FeedPosition(epoch: 1, major: 2), hasMore: false, count: 2,
                             digest: FeedDigest.page(changes.map(\.digestInput)), changes: changes)
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(.respond(TransportResponse(statusCode: 200, headers: [:], body: page.encoded())))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open { Self.configured(&$0, PullConfiguration(types: ["product": PulledType()], businesses: [Self.business])) }

@@ -13,7 +13,7 @@ struct RecordFreshnessTests {
 
     /// A journal pulling products (fresh for 600 s) whose feed answers one page with p1.
     static func journal() throws -> (TestJournal, Outbox, ScriptedTransport) {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open {
             $0.pull = PullConfiguration(types: ["product": PulledType(freshnessSeconds: 600)], businesses: [business])

@@ -21,7 +21,7 @@ struct RecordJournalTests {
     }
 
     @Test func theHistoryListsEveryEventThatMadeTheValueAndTheVerdictSaysWhy() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(.respond(.json(200, #"{"record":{"name":"Antiseptic","price":14},"revision":2}"#)))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open()
@@ -43,7 +43,7 @@ struct RecordJournalTests {
     }
 
     @Test func verifyChecksTheBaseAgainstItsTrailAndNamesABaseThatDiffers() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(.respond(.json(200, #"{"record":{"price":14},"revision":2}"#)))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open { $0.recordTypes = ["draft": .localOnly] }
@@ -65,7 +65,7 @@ struct RecordJournalTests {
     }
 
     @Test func valuesAreSealedAtRestAndReadWithTheKeyAcrossARotation() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(.respond(.json(200, #"{"record":{"secret":"gauze-base-value"},"revision":2}"#)))
         let journal = TestJournal(transport: transport)
         let key = try SealingKey(bytes: [UInt8](repeating: 7, count: 32))
@@ -94,7 +94,7 @@ struct RecordJournalTests {
     }
 
     @Test func compactionKeepsWhatAViewStillNeedsAndTheTrailOfWhatItTakes() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(
             .respond(.json(200, #"{"record":{"price":14},"revision":2}"#)),   // described: its events may go
             .respond(.json(201, "{}"))                                          // no revision: confirmed, kept
@@ -146,7 +146,7 @@ struct RecordJournalTests {
     }
 
     @Test func droppingATypesBaseKeepsPendingChangesAndTheJournalVerifies() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(.respond(.json(200, #"{"record":{"price":14},"revision":2}"#)))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open()

@@ -39,7 +39,7 @@ struct RecordTests {
     }
 
     @Test func successWithTheAnswersRecordMovesItToTheBaseAndRetiresTheOverlay() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(json(200, #"{"record":{"name":"Antiseptic","price":13.5,"note":"server"},"revision":3}"#))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open()
@@ -61,7 +61,7 @@ struct RecordTests {
     }
 
     @Test func successWithARevisionButNoRecordPutsTheWrittenValueInTheBase() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(json(200, #"{"revision":"8"}"#))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open()
@@ -74,7 +74,7 @@ struct RecordTests {
     }
 
     @Test func successWithoutARevisionKeepsTheOverlayConfirmedUntilTheServersValueArrives() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(json(201, "{}"), json(200, #"{"record":{"price":15},"revision":4}"#))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open()
@@ -95,7 +95,7 @@ struct RecordTests {
     // MARK: Rolled back
 
     @Test func aRefusedWriteIsRolledBackWithTheServersReasonAndARetryRestoresIt() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(json(422, #"{"code":"validation_failed","message":"Price must be positive"}"#))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open()
@@ -112,7 +112,7 @@ struct RecordTests {
     }
 
     @Test func laterWritesMadeOnARolledBackOneAreHeldInTheSameCommitAndHidden() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(json(403, #"{"code":"not_owner","message":"Only owners may"}"#))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open()
@@ -153,7 +153,7 @@ struct RecordTests {
     // MARK: Conflicts, replacements, approvals
 
     @Test func aConflictKeepsTheMembersValueWithTheServersBesideItAndInTheBase() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(json(412, #"{"code":"revision_conflict","message":"moved","server_revision":"5","current":{"price":14}}"#))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open()
@@ -168,7 +168,7 @@ struct RecordTests {
     }
 
     @Test func aRevisionMovesTheOverlayToTheNewWriteEvenWhenItNamesNoChange() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(json(422, #"{"code":"validation_failed","message":"bad"}"#))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open()
@@ -184,7 +184,7 @@ struct RecordTests {
     }
 
     @Test func anApprovalKeepsTheChangeConfirmedUntilTheServersValueArrives() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(json(202, #"{"request_id":"apr-1","status":"pending_approval"}"#))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open()
@@ -200,7 +200,7 @@ struct RecordTests {
     // MARK: Revisions chained inside a record
 
     @Test func anEditBehindAnotherIsSentAgainstTheRevisionTheEarlierSuccessReturned() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(json(200, #"{"revision":3}"#), json(200, #"{"revision":4}"#))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open()
@@ -269,7 +269,7 @@ struct RecordTests {
     // MARK: Queries and streams
 
     @Test func aQueryListsTheViewInIDOrderWithPendingCreatesAndWithoutPendingDeletes() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open()
         defer { outbox.close() }
@@ -311,7 +311,7 @@ struct RecordTests {
     // MARK: Rebuilds keep the base
 
     @Test func aRebuildOfTheProjectionsKeepsTheBaseAndEqualsTheStoredOnes() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(json(200, #"{"record":{"price":13.5},"revision":3}"#), json(422, #"{"code":"validation_failed","message":"bad"}"#))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open()

@@ -44,7 +44,7 @@ struct ResnapshotTests {
     }
 
     @Test func theSnapshotIsSwappedInWholeAndNoPendingWriteIsLost() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         let (_, outbox) = try await Self.journal(transport)
         defer { outbox.close() }
         let editOfP1 = try await outbox.enqueue(edit("p1", 1), changing: [.put(Self.key("p1"), Self.value(11))])
@@ -95,7 +95,7 @@ struct ResnapshotTests {
     /// opened with the key when the journal is sealed.
     @Test(arguments: [false, true])
     func aConflictKeepsTheServersValueWhenANewEpochsBaseIsBehindIt(sealed: Bool) async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open { if sealed { $0.encryptionKey = SealingKey.random() } }
         defer { outbox.close() }
@@ -115,7 +115,7 @@ struct ResnapshotTests {
     }
 
     @Test func anAnswerThatLandsWhileStagingGoesToBothBases() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         let outbox = try await Self.halfStaged(transport)
         defer { outbox.close() }
         // The member's edit is answered with revision 9 while the snapshot is half staged.
@@ -142,7 +142,7 @@ struct ResnapshotTests {
         (visibleAt: nil, kept: true),
     ])
     func anAnswerOlderThanTheSnapshotIsNotStaged(visibleAt: String?, kept: Bool) async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         let outbox = try await Self.halfStaged(transport)
         defer { outbox.close() }
         // A create answered late while the snapshot is half staged (another device deleted the
@@ -165,7 +165,7 @@ struct ResnapshotTests {
     }
 
     @Test func aStagingTheServerChangedEpochsUnderIsAbandonedAndStartedOver() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         let (_, outbox) = try await Self.journal(transport)
         defer { outbox.close() }
         transport.script(.respond(Self.snapshot(at: FeedPosition(epoch: 2, major: 4), more: true, [PullApplyTests.put("p1", 5, 12)])),
@@ -181,7 +181,7 @@ struct ResnapshotTests {
     }
 
     @Test func aPageOutOfOrderIsRefusedAndNothingOfItStaged() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         let (_, outbox) = try await Self.journal(transport)
         defer { outbox.close() }
         transport.script(.respond(Self.snapshot(at: FeedPosition(epoch: 2, major: 4), more: false,
@@ -193,7 +193,7 @@ struct ResnapshotTests {
     }
 
     @Test func aPageOfTheFeedWaitsWhileAResnapshotStages() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         let (_, outbox) = try await Self.journal(transport)
         defer { outbox.close() }
         transport.script(.respond(Self.snapshot(at: FeedPosition(epoch: 2, major: 4), more: true, [PullApplyTests.put("p1", 5, 12)])),

@@ -130,7 +130,7 @@ func requireSingleElement<T>(_ items: [T]) throws -> T {
 
 /// A small journal: `count` products enqueued offline, engine closed.
 func writeQueuedJournal(into directory: URL, count: Int, clock: ManualClock = ManualClock(now: fixtureStart)) async throws -> [OperationID] {
-    let outbox = try Outbox(directory: directory, transport: ScriptedTransport(),
+    let outbox = try Outbox(directory: directory, transport: ScriptedTransport(otherwise: .fail(.offline)),
                             configuration: OutboxConfiguration(account: "member-42", clock: clock, defaultPolicy: .idempotent, durability: .processCrash))
     var ids: [OperationID] = []
     for number in 0..<count {

@@ -52,7 +52,7 @@ struct EverySyncStateJournal: Sendable {
 
     static func write(into directory: URL) async throws -> EverySyncStateJournal {
         let clock = ManualClock(now: fixtureStart)
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         var configuration = OutboxConfiguration(account: "member-42", clock: clock, defaultPolicy: .idempotent, durability: .processCrash)
         configuration.recordTypes = ["draft": .localOnly]
         let ids = SeededIDs(seed: 25)

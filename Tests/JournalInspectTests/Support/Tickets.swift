@@ -272,7 +272,7 @@ enum Ticket: String, CaseIterable, Sendable, CustomTestStringConvertible {
     /// refused the price (422): the price change was rolled back and the rename, made on it, held.
     private static func oldPrice(_ directory: URL, _ number: UInt64) async throws {
         let clock = ManualClock(now: moment("2027-01-18T08:30:00Z"))
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         let outbox = try await open(directory, number, clock: clock, transport: transport, account: "adaeze")
         let key = RecordKey(business: "pharmacy-7", type: "product", id: "antiseptic-500")
         func edit(_ label: String, price: Double, summary: String) async throws {

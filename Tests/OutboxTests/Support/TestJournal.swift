@@ -10,7 +10,7 @@ final class TestJournal: Sendable {
     let transport: ScriptedTransport
     let account: String
 
-    init(account: String = "member-42", transport: ScriptedTransport = ScriptedTransport()) {
+    init(account: String = "member-42", transport: ScriptedTransport = ScriptedTransport(otherwise: .fail(.offline))) {
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("outbox-test-\(UUID().uuidString)", isDirectory: true)
         clock = ManualClock()
