@@ -36,7 +36,7 @@ struct JournalQueryTests {
     @Test func eventsFilterByKindOperationTypeOperationAndTime() async throws {
         let directory = TemporaryDirectory()
         let clock = ManualClock(now: fixtureStart)
-        let outbox = try Outbox(directory: directory.url, transport: ScriptedTransport(),
+        let outbox = try Outbox(directory: directory.url, transport: ScriptedTransport(otherwise: .fail(.offline)),
                                 configuration: OutboxConfiguration(account: "member-42", clock: clock, defaultPolicy: .idempotent, durability: .processCrash))
         let product = try await outbox.enqueue(JournalInspectTests.product(1))
         clock.advance(by: 3600)
@@ -146,6 +146,10 @@ struct JournalQueryTests {
         #expect(summary.engine.isPaused && summary.engine.pauseReason == "token_expired")
         #expect(summary.engine.pausedBy == journal.paused)
         #expect(summary.engine.lastOpened?.appVersion == "2.3.1")
+        // What an app reads of the same, without the fold's types.
+        #expect(summary.oldestPendingID == journal.queued && summary.oldestPendingSince == summary.oldestPending?.createdAt)
+        #expect(summary.workerPause == WorkerPause(reason: "token_expired", since: summary.engine.pausedAt, triggeredBy: journal.paused))
+        #expect(summary.lastOpened?.appVersion == "2.3.1")
         #expect(summary.lastEventAt == journal.closedAt)
         #expect(summary.fileBytes > 0 && summary.usedBytes > 0 && summary.eventBytes > 0)
         #expect(summary.damaged.isEmpty)
@@ -211,7 +215,7 @@ struct JournalQueryTests {
     @Test func theEnginesOwnVerificationPassesAJournalItWroteThroughEveryStatus() async throws {
         let directory = TemporaryDirectory()
         _ = try await EveryStatusJournal.write(into: directory.url)
-        let outbox = try Outbox(directory: directory.url, transport: ScriptedTransport(),
+        let outbox = try Outbox(directory: directory.url, transport: ScriptedTransport(otherwise: .fail(.offline)),
                                 configuration: OutboxConfiguration(account: "member-42", clock: ManualClock(now: fixtureStart)))
         defer { outbox.close() }
         let report = try outbox.verify()

@@ -8,7 +8,7 @@ import Testing
 @Suite("The replay worker", .timeLimit(.minutes(10)))
 struct ReplayTests {
     @Test func aScriptThatRunsOutAnswersItsOtherwiseAndCountsIt() async throws {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(.respond(.json(201, "{}")))
         let request = TransportRequest(method: "POST", endpoint: "/products", headers: [:], body: Data())
         #expect(try await transport.send(request).statusCode == 201)
@@ -150,6 +150,8 @@ struct ReplayTests {
         #expect(paused.lastErrorCode == "token_expired")
         #expect(try outbox.operation(ids[2])?.attemptCount == 0, "the pass stopped at the 401")
         #expect(try outbox.engineState().isPaused)
+        let pause = try #require(try outbox.workerPause(), "the app is shown the pause")
+        #expect(pause.reason == "token_expired" && pause.triggeredBy == ids[1] && pause.since != nil)
         #expect(outbox.nextWake == nil)
         #expect(server.requests.count == 2)
 
@@ -160,6 +162,7 @@ struct ReplayTests {
         try await outbox.resumeSession()
         try await eventually(outbox) { try ids.allSatisfy { try outbox.operation($0)?.status == .synced } }
         #expect(try !outbox.engineState().isPaused)
+        #expect(try outbox.workerPause() == nil)
         #expect(server.records.count == 4)
     }
 

@@ -24,6 +24,8 @@ public final class JournalReader: Sendable {
     let queries: JournalQueries
     /// The projections folded from the events, when the stored ones are of another layout.
     private let folded: FoldedJournal?
+    /// Whether a queued row's scheduled moment is still ahead is judged by it.
+    private let clock: any OutboxClock
 
     /// Opens the journal in `directory` read-only.
     /// - Throws: ``OutboxError/notAJournal(path:reason:)`` for a missing path or something that
@@ -32,7 +34,10 @@ public final class JournalReader: Sendable {
     /// - Parameter encryptionKey: the key of a journal encrypted at rest; without it, payloads,
     ///   entity labels and summaries read as empty, and everything else as usual.
     /// - Throws: also ``OutboxError/wrongEncryptionKey`` for a key that does not open it.
-    public init(directory: URL, encryptionKey: SealingKey? = nil) throws {
+    /// - Parameter clock: what "now" is for the reads that judge a moment (whether a queued row
+    ///   is still scheduled): a reader has no engine, so by default the device's.
+    public init(directory: URL, encryptionKey: SealingKey? = nil, clock: any OutboxClock = SystemClock()) throws {
+        self.clock = clock
         let store = try JournalStore.open(
             directory: directory, options: JournalStore.Options(readOnly: true, sealingKey: encryptionKey))
         self.store = store
@@ -81,10 +86,8 @@ public final class JournalReader: Sendable {
     // MARK: Operations
 
     /// One operation as it stands, with its request; `nil` when no operation has this id.
-    /// - Parameter now: whether a queued row's scheduled moment is still ahead is judged by it:
-    ///   a reader has no engine clock, so by default this machine's.
-    public func operation(_ id: OperationID, now: Date = Date()) throws -> OperationSnapshot? {
-        try queries.operationSnapshot(id, now: now)
+    public func operation(_ id: OperationID) throws -> OperationSnapshot? {
+        try queries.operationSnapshot(id, now: clock.now())
     }
 
     /// Every event of one operation, in journal order.
@@ -142,8 +145,13 @@ public final class JournalReader: Sendable {
     // MARK: Views
 
     /// The engine-level state: whether the worker is paused and why, which engine opened it.
-    public func engineState() throws -> EngineState {
+    package func engineState() throws -> EngineState {
         try queries.engineState()
+    }
+
+    /// Why the worker sends nothing, when a 401 paused it (``Outbox/workerPause()``).
+    public func workerPause() throws -> WorkerPause? {
+        try queries.engineState().pause
     }
 
     // MARK: Records

@@ -5,7 +5,7 @@ public import OutboxCrypto
 /// One operation as it stands: its folded state and its request, payload included.
 public struct OperationSnapshot: Sendable, Equatable {
     /// Everything folded from the operation's events.
-    public var state: OperationState
+    package var state: OperationState
     /// The request exactly as it is sent.
     public var request: OutboxRequest
 
@@ -36,7 +36,7 @@ public struct OperationSnapshot: Sendable, Equatable {
     /// For a `conflicted` row: the server's revision and its current record when it answered.
     public var conflict: Conflict?
 
-    public init(state: OperationState, request: OutboxRequest, waitingOn: WaitingOn? = nil, conflict: Conflict? = nil) {
+    package init(state: OperationState, request: OutboxRequest, waitingOn: WaitingOn? = nil, conflict: Conflict? = nil) {
         self.state = state
         self.request = request
         self.waitingOn = waitingOn

@@ -9,7 +9,7 @@ extension Outbox {
     }
 
     /// The folded state of one operation, without reading its payload.
-    public func operationState(_ id: OperationID) throws -> OperationState? {
+    package func operationState(_ id: OperationID) throws -> OperationState? {
         try ensureOpen()
         return try store.queries.operationState(id)
     }
@@ -41,9 +41,16 @@ extension Outbox {
     }
 
     /// The engine-level state: whether the worker is paused, which engine opened the journal.
-    public func engineState() throws -> EngineState {
+    package func engineState() throws -> EngineState {
         try ensureOpen()
         return try store.queries.engineState()
+    }
+
+    /// Why the worker sends nothing, when a 401 paused it: `nil` while it sends. The Sync tab's
+    /// banner says the same to the member; ``resumeSession()`` ends it once the session is
+    /// refreshed.
+    public func workerPause() throws -> WorkerPause? {
+        try engineState().pause
     }
 
     /// Up to `limit` events from `start` on, in journal order.

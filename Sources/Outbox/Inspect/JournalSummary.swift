@@ -27,9 +27,9 @@ public struct JournalSummary: Sendable, Equatable {
     /// Operations by status, every status present.
     public var statusCounts: [OutboxStatus: Int]
     /// The queued or syncing operation enqueued first: what has waited longest.
-    public var oldestPending: OperationState?
+    package var oldestPending: OperationState?
     /// Whether the worker is paused (a 401) and why, and which engine last opened the journal.
-    public var engine: EngineState
+    package var engine: EngineState
     /// When the last readable event was recorded (device clock).
     public var lastEventAt: Date?
     /// The records the summary had to read and could not (the journal's last ones, when damaged).
@@ -58,7 +58,7 @@ public struct JournalSummary: Sendable, Equatable {
         }
     }
 
-    public init(path: String, formatVersion: Int, projectionVersion: Int?, projectionsAreCurrent: Bool,
+    package init(path: String, formatVersion: Int, projectionVersion: Int?, projectionsAreCurrent: Bool,
                 account: String?, firstSeq: JournalSequence?, lastSeq: JournalSequence, eventCount: Int,
                 eventBytes: Int, fileBytes: Int, usedBytes: Int, statusCounts: [OutboxStatus: Int],
                 oldestPending: OperationState?, engine: EngineState, lastEventAt: Date?, damaged: [DamagedRecord]) {
@@ -82,6 +82,14 @@ public struct JournalSummary: Sendable, Equatable {
 
     /// Operations of every status.
     public var operationCount: Int { statusCounts.values.reduce(0, +) }
+
+    /// The operation that has waited longest, and since when it was saved.
+    public var oldestPendingID: OperationID? { oldestPending?.id }
+    public var oldestPendingSince: Date? { oldestPending?.createdAt }
+    /// Why the worker sends nothing, when a 401 paused it.
+    public var workerPause: WorkerPause? { engine.pause }
+    /// The last `journalOpened` event: which engine and app opened the journal.
+    public var lastOpened: JournalOpened? { engine.lastOpened }
 }
 
 /// How many operations were waiting (not yet terminal) right after one event.

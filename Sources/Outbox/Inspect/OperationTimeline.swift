@@ -13,7 +13,9 @@ public struct OperationTimeline: Sendable, Equatable {
     public var id: OperationID
     /// The operation's state as the journal's projections hold it: what the app shows.
     /// `nil` when the projections do not know it (its `enqueued` record is damaged).
-    public var state: OperationState?
+    package var state: OperationState?
+    /// The operation's status as the projections hold it; `nil` when they do not know it.
+    public var status: OutboxStatus? { state?.status }
     /// Every readable event of the operation, in journal order.
     public var events: [JournalEvent]
     /// Its records that could not be read. When any is listed, the timeline is incomplete.
@@ -23,7 +25,7 @@ public struct OperationTimeline: Sendable, Equatable {
     /// The payload and its hash check; `nil` when the `enqueued` record is unreadable.
     public var payload: PayloadCheck?
 
-    public init(id: OperationID, state: OperationState?, events: [JournalEvent], damaged: [DamagedRecord],
+    package init(id: OperationID, state: OperationState?, events: [JournalEvent], damaged: [DamagedRecord],
                 attempts: [AttemptSummary], payload: PayloadCheck?) {
         self.id = id
         self.state = state

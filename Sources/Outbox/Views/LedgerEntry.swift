@@ -36,7 +36,7 @@ public struct LedgerEntry: Sendable, Equatable, Codable {
     public var supersededBy: OperationID?
     public var dependsOn: [OperationID]?
 
-    public init(_ state: OperationState) {
+    package init(_ state: OperationState) {
         operationID = state.id
         operationType = state.operationType
         entityType = String(state.operationType.split(separator: ".", maxSplits: 1).first ?? Substring(state.operationType))

@@ -76,7 +76,7 @@ public struct SyncRow: Sendable, Equatable, Codable {
     /// The row this one replaces (a correction, a resolution, a coalesced write).
     public var supersedes: OperationID?
 
-    public init(_ state: OperationState) {
+    package init(_ state: OperationState) {
         operationID = state.id
         category = state.category
         entityLabel = state.entityLabel

@@ -1,21 +1,17 @@
 /// An enum stored in the journal as a one-byte code.
 ///
 /// Codes are part of the record format: never renumber one, only add.
-public protocol JournalCode: CaseIterable, CustomStringConvertible {
+package protocol JournalCode: CaseIterable {
     /// The byte the journal stores.
     var code: UInt8 { get }
 }
 
 extension JournalCode {
     /// The case stored as `code`; `nil` for a byte no case has.
-    public init?(code: UInt8) {
+    package init?(code: UInt8) {
         guard let match = Self.allCases.first(where: { $0.code == code }) else { return nil }
         self = match
     }
-}
-
-extension JournalCode where Self: RawRepresentable, RawValue == String {
-    public var description: String { rawValue }
 }
 
 /// What an app tells the engine happened (``Outbox/wake(_:)``): the reasons of
@@ -44,7 +40,10 @@ public enum AppWake: String, Sendable, CaseIterable {
 }
 
 /// What woke the worker for a pass, recorded on each attempt it starts (``AttemptStarted/trigger``).
-public enum WakeReason: String, Sendable, Codable, JournalCode {
+public enum WakeReason: String, Sendable, Codable, CustomStringConvertible, JournalCode {
+    /// The raw value, as the journal's readers print it.
+    public var description: String { rawValue }
+
     /// The app started: a sweep of everything due.
     case appLaunch
     /// The device regained a network path.
@@ -72,7 +71,7 @@ public enum WakeReason: String, Sendable, Codable, JournalCode {
     /// feed.
     case pullRequested
 
-    public var code: UInt8 {
+    package var code: UInt8 {
         switch self {
         case .appLaunch: 1
         case .connectivityRegained: 2
@@ -92,7 +91,10 @@ public enum WakeReason: String, Sendable, Codable, JournalCode {
 }
 
 /// Why no response arrived.
-public enum TransportFailure: String, Sendable, Codable, JournalCode {
+public enum TransportFailure: String, Sendable, Codable, CustomStringConvertible, JournalCode {
+    /// The raw value, as the journal's readers print it.
+    public var description: String { rawValue }
+
     case offline
     case timedOut
     case connectionLost
@@ -104,7 +106,7 @@ public enum TransportFailure: String, Sendable, Codable, JournalCode {
     /// The request was a batch whose answer did not name this operation: no response for it.
     case missingFromBatch
 
-    public var code: UInt8 {
+    package var code: UInt8 {
         switch self {
         case .offline: 1
         case .timedOut: 2
@@ -139,7 +141,10 @@ public enum AttemptOutcome: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// What the engine decided from an attempt's outcome (the disposition table).
-public enum Disposition: String, Sendable, Codable, JournalCode {
+public enum Disposition: String, Sendable, Codable, CustomStringConvertible, JournalCode {
+    /// The raw value, as the journal's readers print it.
+    public var description: String { rawValue }
+
     /// 2xx with JSON: applied. The row is synced.
     case accepted
     /// The server had already applied this key (a replayed response, or a terminal transition's
@@ -172,7 +177,7 @@ public enum Disposition: String, Sendable, Codable, JournalCode {
         }
     }
 
-    public var code: UInt8 {
+    package var code: UInt8 {
         switch self {
         case .accepted: 1
         case .replayed: 2
@@ -189,7 +194,10 @@ public enum Disposition: String, Sendable, Codable, JournalCode {
 }
 
 /// The latest outcome of an operation, as the reconciliation ledger names it.
-public enum OutcomeCategory: String, Sendable, Codable, JournalCode {
+public enum OutcomeCategory: String, Sendable, Codable, CustomStringConvertible, JournalCode {
+    /// The raw value, as the journal's readers print it.
+    public var description: String { rawValue }
+
     case accepted
     case replayed
     case pendingApproval = "pending_approval"
@@ -215,7 +223,7 @@ public enum OutcomeCategory: String, Sendable, Codable, JournalCode {
         }
     }
 
-    public var code: UInt8 {
+    package var code: UInt8 {
         switch self {
         case .accepted: 1
         case .replayed: 2
@@ -233,7 +241,10 @@ public enum OutcomeCategory: String, Sendable, Codable, JournalCode {
 }
 
 /// Who asked for a decision recorded in the journal.
-public enum Requester: String, Sendable, Codable, JournalCode {
+public enum Requester: String, Sendable, Codable, CustomStringConvertible, JournalCode {
+    /// The raw value, as the journal's readers print it.
+    public var description: String { rawValue }
+
     /// The member, from the app.
     case member
     /// The app itself, on the member's behalf (sign-out).
@@ -241,7 +252,7 @@ public enum Requester: String, Sendable, Codable, JournalCode {
     /// A rule the app configured, applied by the engine (a conflict rule).
     case rule
 
-    public var code: UInt8 {
+    package var code: UInt8 {
         switch self {
         case .member: 1
         case .app: 2
@@ -252,7 +263,10 @@ public enum Requester: String, Sendable, Codable, JournalCode {
 }
 
 /// Why a row was discarded.
-public enum DiscardReason: String, Sendable, Codable, JournalCode {
+public enum DiscardReason: String, Sendable, Codable, CustomStringConvertible, JournalCode {
+    /// The raw value, as the journal's readers print it.
+    public var description: String { rawValue }
+
     /// The member chose to drop it.
     case memberDiscarded
     /// The member signed out and chose to drop what was waiting.
@@ -261,7 +275,7 @@ public enum DiscardReason: String, Sendable, Codable, JournalCode {
     /// (`resolveConflict(_:keeping: .theirs)`) or by the type's conflict rule.
     case serverWon
 
-    public var code: UInt8 {
+    package var code: UInt8 {
         switch self {
         case .memberDiscarded: 1
         case .signOut: 2
@@ -272,7 +286,10 @@ public enum DiscardReason: String, Sendable, Codable, JournalCode {
 }
 
 /// Why a row was replaced by another.
-public enum SupersedeReason: String, Sendable, Codable, JournalCode {
+public enum SupersedeReason: String, Sendable, Codable, CustomStringConvertible, JournalCode {
+    /// The raw value, as the journal's readers print it.
+    public var description: String { rawValue }
+
     /// The member corrected a failed, blocked or conflicted write (`revise`).
     case revised
     /// The member resolved a conflict keeping their own version (`resolveConflict(_:keeping: .mine)`).
@@ -280,7 +297,7 @@ public enum SupersedeReason: String, Sendable, Codable, JournalCode {
     /// A newer write of the same type to the same entity replaced it before it was ever sent.
     case coalesced
 
-    public var code: UInt8 {
+    package var code: UInt8 {
         switch self {
         case .revised: 1
         case .resolvedMine: 2
@@ -290,7 +307,10 @@ public enum SupersedeReason: String, Sendable, Codable, JournalCode {
 }
 
 /// Who the worker found signed in, recorded when it changes and a pass stops or goes on for it.
-public enum SessionObservation: String, Sendable, Codable, JournalCode {
+public enum SessionObservation: String, Sendable, Codable, CustomStringConvertible, JournalCode {
+    /// The raw value, as the journal's readers print it.
+    public var description: String { rawValue }
+
     /// The journal's own account: passes send.
     case signedIn
     /// Nobody: passes send nothing.
@@ -298,7 +318,7 @@ public enum SessionObservation: String, Sendable, Codable, JournalCode {
     /// Another account than the journal's: passes send nothing, ever, under it.
     case otherAccount
 
-    public var code: UInt8 {
+    package var code: UInt8 {
         switch self {
         case .signedIn: 1
         case .signedOut: 2

@@ -2,30 +2,30 @@ public import Foundation
 
 /// The engine-level facts folded from engine events: whether the worker is paused and why, and
 /// which engine last opened the journal.
-public struct EngineState: Sendable, Equatable {
+package struct EngineState: Sendable, Equatable {
     /// The worker was paused by a 401 and the session has not been refreshed since.
-    public var isPaused: Bool = false
+    package var isPaused: Bool = false
     /// The error code that paused it.
-    public var pauseReason: String?
+    package var pauseReason: String?
     /// When it paused.
-    public var pausedAt: Date?
+    package var pausedAt: Date?
     /// The operation whose attempt was answered 401.
-    public var pausedBy: OperationID?
+    package var pausedBy: OperationID?
     /// The last `journalOpened` event.
-    public var lastOpened: JournalOpened?
+    package var lastOpened: JournalOpened?
     /// How many times the journal was opened.
-    public var openCount: Int = 0
+    package var openCount: Int = 0
     /// How many compactions ran, and the seq the last one reached.
-    public var compactionCount: Int = 0
-    public var compactedThrough: JournalSequence?
+    package var compactionCount: Int = 0
+    package var compactedThrough: JournalSequence?
     /// Who the worker last found signed in, and since when: recorded once per change.
-    public var session: SessionObservation = .signedIn
-    public var sessionSince: Date?
+    package var session: SessionObservation = .signedIn
+    package var sessionSince: Date?
 
-    public init() {}
+    package init() {}
 
     /// Applies an engine event; operation events leave the state as it is.
-    public func applying(_ event: JournalEvent) -> EngineState {
+    package func applying(_ event: JournalEvent) -> EngineState {
         var next = self
         switch event.body {
         case .sessionPaused(let paused):

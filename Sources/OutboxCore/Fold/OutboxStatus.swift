@@ -18,7 +18,10 @@
 /// `conflicted` and `superseded` came with journal format 2: an app that switches over statuses
 /// handles them (conflicted with the failed and blocked rows a person decides; superseded with
 /// the terminal ones no one sees).
-public enum OutboxStatus: String, Sendable, Codable, CodingKeyRepresentable, JournalCode {
+public enum OutboxStatus: String, Sendable, Codable, CodingKeyRepresentable, CustomStringConvertible, JournalCode {
+    /// The raw value, as the journal's readers print it.
+    public var description: String { rawValue }
+
     case queued
     case syncing
     case synced
@@ -50,7 +53,7 @@ public enum OutboxStatus: String, Sendable, Codable, CodingKeyRepresentable, Jou
     public var isOnSyncTab: Bool { needsAttention || self == .pendingApproval }
 
     /// The one-byte code the journal's indexes store.
-    public var code: UInt8 {
+    package var code: UInt8 {
         switch self {
         case .queued: 1
         case .syncing: 2

@@ -75,7 +75,7 @@ public struct RecordConfirmation: Sendable, Equatable {
     /// Where the value came from.
     public var source: Source
 
-    public enum Source: UInt8, Sendable, Equatable, JournalCode {
+    public enum Source: UInt8, Sendable, Equatable, CustomStringConvertible, JournalCode {
         /// The answer's own `record`.
         case answer = 1
         /// The answer named a revision but no record: the value the write put.
@@ -88,7 +88,7 @@ public struct RecordConfirmation: Sendable, Equatable {
         /// snapshot no longer held, deleted at the swap.
         case snapshot = 5
 
-        public var code: UInt8 { rawValue }
+        package var code: UInt8 { rawValue }
         public var description: String {
             switch self {
             case .answer: "answer"
