@@ -236,7 +236,7 @@ struct Member {
     /// Products the member's view no longer lists (rolled back, never created) but that the
     /// journal knows.
     private func products() throws -> [RecordKey] {
-        try outbox.operations(matching: OperationQuery(limit: 500)).flatMap(\.records)
+        try outbox.operationStates(matching: OperationQuery(limit: 500)).states.flatMap(\.records)
     }
 
     private func edit(_ key: RecordKey, number: Int) async throws {
@@ -275,7 +275,7 @@ struct Member {
 
     /// The oldest write of this child's products with one of `statuses`.
     private func oldest(_ statuses: Set<OutboxStatus>) throws -> OperationState? {
-        try outbox.operations(matching: OperationQuery(statuses: statuses, limit: 500)).min { $0.firstSeq < $1.firstSeq }
+        try outbox.operationStates(matching: OperationQuery(statuses: statuses, limit: 500)).states.min { $0.firstSeq < $1.firstSeq }
     }
 }
 
@@ -290,7 +290,7 @@ func recordSettle(_ arguments: [String]) async {
         let open: Set<OutboxStatus> = [.queued, .syncing, .failed, .blocked, .conflicted, .pendingApproval]
         for _ in 0..<500 {
             await outbox.drain()
-            let left = try outbox.operations(matching: OperationQuery(statuses: open, limit: 500))
+            let left = try outbox.operations(matching: OperationQuery(statuses: open, limit: 500)).operations
             if left.isEmpty { break }
             for row in left {
                 do {
@@ -307,7 +307,7 @@ func recordSettle(_ arguments: [String]) async {
         }
         let depth = try outbox.metrics().queueDepth
         let synced = depth[.synced, default: 0]
-        let left = try outbox.operations(matching: OperationQuery(statuses: open, limit: 500)).count
+        let left = try outbox.operations(matching: OperationQuery(statuses: open, limit: 500)).operations.count
         say("settled \(synced) \(left)")
         outbox.close()
     } catch {

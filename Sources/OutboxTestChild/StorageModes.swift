@@ -59,7 +59,7 @@ func fillUnderFileSizeLimit(_ path: String, extraBytes: Int) async {
             }
         }
         say("refused \(refusal) after \(saved)")
-        say("read \(try outbox.ledger().count)")
+        say("read \(try outbox.ledger().entries.count)")
         outbox.close()
     } catch {
         fail("\(error)")

@@ -183,7 +183,7 @@ struct CrashTests {
             for id in life.reported {
                 #expect(try reader.operation(id)?.status == .synced, "\(life.context): \(id) did not sync")
             }
-            for operation in try reader.operations(matching: OperationQuery(limit: .max)) {
+            for operation in try reader.operations(matching: OperationQuery(limit: .max)).operations {
                 #expect(operation.status == .synced, "\(life.context): \(operation.id) is \(operation.status)")
                 let times = applied[operation.id.idempotencyKey] ?? 0
                 #expect(times == 1, "\(life.context): \(operation.id) applied \(times) times")

@@ -229,7 +229,7 @@ struct EndToEndTests {
             return
         }
         #expect(requestID.hasPrefix("apr-"))
-        let held = try #require(try rig.outbox.ledger(LedgerQuery(status: .pendingApproval)).first)
+        let held = try #require(try rig.outbox.ledger(LedgerQuery(status: .pendingApproval)).entries.first)
         #expect(try rig.outbox.operation(held.operationID)?.approvalRequestID == requestID)
         #expect(try rig.outbox.badgeCount() == 0)
 

@@ -87,7 +87,7 @@ struct PullEndToEndTests {
         #expect(Self.serverPrice(p2) == 9.5 && p2.server?.revision == 2, "the counter's beneath it")
         #expect(try phone.outbox.record(Self.key("p-3"))?.server?.isDeleted == true)
         #expect(try phone.outbox.records(RecordQuery(business: Self.business, type: "product")).records.map(\.key.id) == ["p-1", "p-2"])
-        #expect(try phone.outbox.ledger().count == 1, "pulling enqueued nothing")
+        #expect(try phone.outbox.ledger().entries.count == 1, "pulling enqueued nothing")
         #expect(try phone.outbox.verify().isClean)
 
         // Pulled again at the end: nothing new, nothing written.

@@ -301,7 +301,7 @@ struct PullPostgresEndToEndTests {
         #expect(try Self.price(ade.product("p-3")?.value) == 1.75, "the member's value is kept on screen")
         #expect(try ade.product("p-3")?.server?.isDeleted == true)
         #expect(try ade.outbox.operation(cottonDelete)?.status == .queued, "the pull sent nothing and enqueued nothing")
-        #expect(try ade.outbox.ledger().count == 4)
+        #expect(try ade.outbox.ledger().entries.count == 4)
         // He sends. His antiseptic edit was made on revision 1 and the counter's is revision 2, as
         // with Folake's gauze: answered 412, it never overwrites the counter's price unseen (the
         // pull brought that price beneath his edit, but he never saw it); he keeps his.

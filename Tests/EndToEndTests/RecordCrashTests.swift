@@ -346,7 +346,7 @@ struct RecordJournal {
     var localWrites: [RecordWrite] = []
 
     init(_ reader: JournalReader) throws {
-        for state in try reader.operations(matching: OperationQuery(limit: .max)) {
+        for state in try reader.operationStates(matching: OperationQuery(limit: .max)).states {
             states[state.id] = state
             let history = try reader.history(state.id)
             events[state.id] = history

@@ -107,6 +107,21 @@ struct CompactedOperationTests {
         #expect(try run(["verify"]).code == .success)
     }
 
+    @Test func anEventsPageCutAtACompactionsGapNamesTheNextRecordLeftAsTheNextPagesStart() async throws {
+        _ = try await write()
+        let reader = try JournalReader(directory: journal)
+        let seqs = try reader.events(from: 1, limit: .max).map(\.seq)
+        reader.close()
+        // journalOpened, then the two compacted writes' seqs are gone, up to the compacted event.
+        let afterGap = try #require(seqs.dropFirst().first)
+        #expect(afterGap.rawValue > 2, "a gap after seq 1: \(seqs)")
+        let forward = try run(["events", "--from", "1", "--limit", "1"])
+        #expect(forward.output.split(separator: "\n").last == "(1 events shown; the next page starts at --from \(afterGap))")
+        #expect(try json(try run(["events", "--from", "1", "--limit", "1", "--json"]))["nextSeq"] as? Int == Int(afterGap.rawValue))
+        let backward = try run(["events", "--to", "\(afterGap)", "--limit", "1"])
+        #expect(backward.output.split(separator: "\n").last == "(the latest 1 shown; earlier ones end at --to 1)")
+    }
+
     @Test func filtersAndTheSearchListCompactedOperationsLikeAnyOther() async throws {
         let written = try await write()
         let all = try run(["ops"]).output

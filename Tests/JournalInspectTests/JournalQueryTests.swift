@@ -18,18 +18,20 @@ struct JournalQueryTests {
             let page = try reader.events(matching: query)
             seqs += page.events.map(\.seq.rawValue)
             pages += 1
-            guard let next = page.nextSeq else { break }
-            query.fromSeq = next
+            guard let next = page.nextAfter else { break }
+            query.after = next
         }
         #expect(seqs == Array(1...8), "journalOpened and seven enqueued, each once")
         #expect(pages == 3)
 
         let tail = try reader.events(matching: EventQuery(order: .newestFirst, limit: 2))
         #expect(tail.events.map(\.seq.rawValue) == [8, 7])
-        #expect(tail.nextSeq == 6)
-        let range = try reader.events(matching: EventQuery(fromSeq: 3, toSeq: 5))
+        #expect(tail.nextAfter == 7)
+        let earlier = try reader.events(matching: EventQuery(after: tail.nextAfter, order: .newestFirst, limit: 2))
+        #expect(earlier.events.first?.seq == 6)
+        let range = try reader.events(matching: EventQuery(seqFrom: 3, seqThrough: 5))
         #expect(range.events.map(\.seq.rawValue) == [3, 4, 5])
-        #expect(range.nextSeq == nil)
+        #expect(range.nextAfter == nil)
         #expect(range.lastExamined == 5)
     }
 
@@ -66,23 +68,23 @@ struct JournalQueryTests {
         let journal = try await EveryStatusJournal.write(into: directory.url)
         let reader = try JournalReader(directory: directory.url)
         defer { reader.close() }
-        let all = try reader.operations(matching: OperationQuery())
+        let all = try reader.operations(matching: OperationQuery()).operations
         #expect(all.map(\.id) == journal.all.reversed(), "newest first")
         #expect(Dictionary(uniqueKeysWithValues: all.map { ($0.id, $0.status) }) == journal.expectedStatuses)
 
-        let waiting = try reader.operations(matching: OperationQuery(statuses: [.queued, .blocked]))
+        let waiting = try reader.operations(matching: OperationQuery(statuses: [.queued, .blocked])).operations
         #expect(waiting.map(\.id) == [journal.paused, journal.queued, journal.blocked])
-        let employees = try reader.operations(matching: OperationQuery(categories: ["employees"]))
+        let employees = try reader.operations(matching: OperationQuery(categories: ["employees"])).operations
         #expect(employees.map(\.id) == [journal.pendingApproval])
-        let byType = try reader.operations(matching: OperationQuery(operationTypes: ["EMPLOYEE.create"]))
+        let byType = try reader.operations(matching: OperationQuery(operationTypes: ["EMPLOYEE.create"])).operations
         #expect(byType.map(\.id) == [journal.pendingApproval])
-        let firstHour = try reader.operations(matching: OperationQuery(createdBefore: fixtureStart.addingTimeInterval(60)))
+        let firstHour = try reader.operations(matching: OperationQuery(createdBefore: fixtureStart.addingTimeInterval(60))).operations
         #expect(firstHour.map(\.id) == [journal.synced])
-        let late = try reader.operations(matching: OperationQuery(createdFrom: fixtureStart.addingTimeInterval(4000)))
+        let late = try reader.operations(matching: OperationQuery(createdFrom: fixtureStart.addingTimeInterval(4000))).operations
         #expect(late.map(\.id) == [journal.syncing, journal.paused, journal.queued])
 
-        let firstPage = try reader.operations(matching: OperationQuery(limit: 4))
-        let secondPage = try reader.operations(matching: OperationQuery(beforeSeq: firstPage.last?.firstSeq, limit: 4))
+        let firstPage = try reader.operations(matching: OperationQuery(limit: 4)).operations
+        let secondPage = try reader.operations(matching: OperationQuery(after: firstPage.last?.firstSeq, limit: 4)).operations
         #expect(firstPage.map(\.id) + secondPage.map(\.id) == Array(journal.all.reversed().prefix(8)))
     }
 
@@ -182,9 +184,9 @@ struct JournalQueryTests {
         let journal = try await EveryStatusJournal.write(into: directory.url)
         let current = try JournalReader(directory: directory.url)
         let expected = (
-            ops: try current.operations(matching: OperationQuery()),
+            ops: try current.operationStates(matching: OperationQuery()),
             timeline: try current.timeline(of: journal.synced),
-            ledger: try current.ledger(),
+            ledger: try current.ledger().entries,
             engine: try current.engineState(),
             summary: try current.summary(),
             prefix: try current.operationIDs(matchingPrefix: String(journal.failed.idempotencyKey.prefix(6)))
@@ -196,9 +198,9 @@ struct JournalQueryTests {
         let folded = try JournalReader(directory: directory.url)
         defer { folded.close() }
         #expect(!folded.projectionsAreCurrent)
-        #expect(try folded.operations(matching: OperationQuery()) == expected.ops)
+        #expect(try folded.operationStates(matching: OperationQuery()) == expected.ops)
         #expect(try folded.timeline(of: journal.synced) == expected.timeline)
-        #expect(try folded.ledger() == expected.ledger)
+        #expect(try folded.ledger().entries == expected.ledger)
         #expect(try folded.engineState() == expected.engine)
         #expect(try folded.operationIDs(matchingPrefix: String(journal.failed.idempotencyKey.prefix(6))) == expected.prefix)
         let summary = try folded.summary()

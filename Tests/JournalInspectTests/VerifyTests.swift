@@ -17,7 +17,7 @@ struct VerifyTests {
     private func firstSeq(of id: OperationID, in directory: URL) throws -> JournalSequence {
         let reader = try JournalReader(directory: directory)
         defer { reader.close() }
-        return try #require(try reader.operations(matching: OperationQuery(limit: .max)).first { $0.id == id }).firstSeq
+        return try #require(try reader.operationStates(matching: OperationQuery(limit: .max)).states.first { $0.id == id }).firstSeq
     }
 
     private func verify(_ directory: URL) throws -> VerificationReport {

@@ -20,7 +20,7 @@ struct CompactionTests {
                 journal.clock.advance(by: Double(random.int(in: 0..<60)))
             }
             let before = try Dictionary(uniqueKeysWithValues: history.statuses.keys.map { ($0, try #require(try outbox.operationState($0))) })
-            let ledgerBefore = try outbox.ledger(LedgerQuery(limit: .max))
+            let ledgerBefore = try outbox.ledger(LedgerQuery(limit: .max)).entries
             let eventsBefore = try outbox.events(from: 1, limit: .max)
             let horizon = journal.clock.now().addingTimeInterval(-Double(random.int(in: 0..<3000)))
 
@@ -37,7 +37,7 @@ struct CompactionTests {
                 }
             }
             // Every ledger row is kept, and reads the same.
-            #expect(try outbox.ledger(LedgerQuery(limit: .max)) == ledgerBefore, "seed \(seed)")
+            #expect(try outbox.ledger(LedgerQuery(limit: .max)).entries == ledgerBefore, "seed \(seed)")
             // The journal verifies clean, projections and all.
             let report = try outbox.verify()
             #expect(report.isClean, "seed \(seed): \(report.findings.prefix(3))")
@@ -75,7 +75,7 @@ struct CompactionTests {
         await outbox.drain()
         journal.clock.advance(by: 2)
         await outbox.drain()
-        let ledgerRow = try #require(try outbox.ledger().first)
+        let ledgerRow = try #require(try outbox.ledger().entries.first)
         let before = try #require(try outbox.operationState(id))
         journal.clock.advance(by: 86_400)
         let result = try await outbox.compact(before: journal.clock.now())
@@ -98,7 +98,7 @@ struct CompactionTests {
         let exported = try JSONSerialization.jsonObject(with: JSONEncoder().encode(row.state)) as? [String: Any]
         #expect(exported?["form"] as? String == "compacted")
         #expect(exported?["requestHash"] as? String == SHA256Digest(of: request.payload).hex)
-        #expect(try outbox.ledger().first == ledgerRow)
+        #expect(try outbox.ledger().entries.first == ledgerRow)
         #expect(try outbox.metrics().totalAttempts == 2)
         await #expect(throws: OutboxError.self) { try await outbox.discard(id) }
     }
@@ -154,7 +154,7 @@ struct CompactionTests {
             journal.clock.advance(by: 10)
             sizes.append(try outbox.store.environment.info().usedBytes)
         }
-        #expect(try outbox.ledger(LedgerQuery(limit: .max)).count == 2400, "every ledger row kept")
+        #expect(try outbox.ledger(LedgerQuery(limit: .max)).entries.count == 2400, "every ledger row kept")
         return ((sizes[5] - sizes[0]) / 500, (sizes[23] - sizes[5]) / 1800, try outbox.metrics().journalEvents)
     }
 

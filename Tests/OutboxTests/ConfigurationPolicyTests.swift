@@ -62,10 +62,10 @@ struct ConfigurationPolicyTests {
         await #expect { try await outbox.enqueue(stockMovement()) } throws: { isUnlistedTypeRefusal($0, "stock.move") }
         #expect(try outbox.lastSeq() == before)
         #expect(try outbox.events().map(\.kind) == [.journalOpened])
-        #expect(try outbox.ledger(LedgerQuery(limit: .max)).isEmpty)
+        #expect(try outbox.ledger(LedgerQuery(limit: .max)).entries.isEmpty)
         // The listed type still queues.
         _ = try await outbox.enqueue(productRequest(1))
-        #expect(try outbox.ledger(LedgerQuery(limit: .max)).map(\.operationType) == ["product.create"])
+        #expect(try outbox.ledger(LedgerQuery(limit: .max)).entries.map(\.operationType) == ["product.create"])
     }
 
     @Test func anUnlistedTypeIsRefusedBySaveBeforeAnythingIsWrittenOrSent() async throws {

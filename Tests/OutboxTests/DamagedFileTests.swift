@@ -147,7 +147,7 @@ struct MovingAsideTests {
 
         let fresh = try journal.open()
         defer { fresh.close() }
-        #expect(try fresh.ledger().isEmpty)
+        #expect(try fresh.ledger().entries.isEmpty)
     }
 
     @Test func aJournalCutShortReportsWhatItsPagesStillHold() async throws {
@@ -185,7 +185,7 @@ struct MovingAsideTests {
         #expect(throws: OutboxError.alreadyOpen(path: journal.directory.standardizedFileURL.resolvingSymlinksInPath().path)) {
             _ = try Outbox.moveAsideDamagedJournal(at: journal.directory)
         }
-        #expect(try outbox.ledger().isEmpty)
+        #expect(try outbox.ledger().entries.isEmpty)
     }
 }
 
@@ -220,7 +220,7 @@ struct CreatingJournalTests {
         let outbox = try journal.open()
         defer { outbox.close() }
         _ = try await outbox.enqueue(productRequest(1))
-        #expect(try outbox.ledger().count == 1)
+        #expect(try outbox.ledger().entries.count == 1)
     }
 
     @Test func aCreationThatFailsLeavesNothingBehind() throws {
@@ -243,7 +243,7 @@ struct CreatingJournalTests {
         outbox.close()
         let reopened = try journal.open { $0.initialJournalBytes = bytes }
         defer { reopened.close() }
-        #expect(try reopened.ledger().map(\.operationID) == ids)
+        #expect(try reopened.ledger().entries.map(\.operationID) == ids)
     }
 }
 
@@ -298,7 +298,7 @@ struct FullDiskTests {
         await #expect(throws: OutboxError.storageFull(limitBytes: 1 << 30, errno: failure.rawValue)) {
             _ = try await outbox.enqueue(productRequest(2))
         }
-        #expect(try outbox.ledger().map(\.operationID) == [kept])
+        #expect(try outbox.ledger().entries.map(\.operationID) == [kept])
     }
 
     @Test func anIOErrorIsStorageFullOnlyWhenTheFileSystemShowsNoRoom() {

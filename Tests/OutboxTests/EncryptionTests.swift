@@ -71,7 +71,7 @@ struct EncryptionTests {
         defer { reader.close() }
         let snapshot = try #require(try reader.operation(id))
         #expect(snapshot.status == .queued && snapshot.request.payload.isEmpty && snapshot.request.entityLabel.isEmpty)
-        #expect(try reader.ledger().first?.operationType == "product.create")
+        #expect(try reader.ledger().entries.first?.operationType == "product.create")
         #expect(try reader.history(id).map(\.kind) == [.enqueued])
         let report = try reader.verify()
         #expect(report.isClean && report.sealedPayloadsUnchecked == 1)

@@ -42,7 +42,7 @@ struct FixtureTests {
             defer { outbox.close() }
             let name = fixture.lastPathComponent
             #expect(try outbox.verify().isClean, "\(name)")
-            #expect(try outbox.ledger(LedgerQuery(limit: .max)).count == manifest.operations.count, "\(name)")
+            #expect(try outbox.ledger(LedgerQuery(limit: .max)).entries.count == manifest.operations.count, "\(name)")
             #expect(try outbox.engineState().isPaused == manifest.workerPaused, "\(name)")
 
             var pending: [Fixtures.Manifest.Operation] = []
@@ -120,7 +120,7 @@ struct FixtureTests {
             for expected in manifest.operations {
                 #expect(try reader.operation(expected.id)?.attemptCount == expected.attemptCount, "\(name)")
             }
-            #expect(try reader.ledger(LedgerQuery(limit: .max)).count == manifest.operations.count, "\(name)")
+            #expect(try reader.ledger(LedgerQuery(limit: .max)).entries.count == manifest.operations.count, "\(name)")
             #expect(try reader.verify().isClean, "\(name)")
             reader.close()
             #expect(try Data(contentsOf: copy.appendingPathComponent("data.mdb")) == before, "\(name): the reader wrote")

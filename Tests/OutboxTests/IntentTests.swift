@@ -34,7 +34,7 @@ struct StableIDTests {
         let again = try await outbox.enqueue(productRequest(1).with(id: id))
         #expect(first == id && again == id)
         #expect(try outbox.lastSeq() == before, "nothing new was written")
-        #expect(try outbox.ledger().map(\.operationID) == [id])
+        #expect(try outbox.ledger().entries.map(\.operationID) == [id])
         #expect(try outbox.operation(id)?.request.operationID == id, "the request keeps the app's id")
     }
 
@@ -45,7 +45,7 @@ struct StableIDTests {
         let id = try await outbox.enqueue(productRequest(1).with(id: OperationID()))
         await #expect(throws: OutboxError.operationIDReused(id)) { _ = try await outbox.enqueue(productRequest(2).with(id: id)) }
         await #expect(throws: OutboxError.operationIDReused(id)) { _ = try await outbox.save(productRequest(2).with(id: id)) }
-        #expect(try outbox.ledger().count == 1)
+        #expect(try outbox.ledger().entries.count == 1)
     }
 
     @Test func aSecondSaveSendsNothingAndAnswersWhereTheFirstStands() async throws {
@@ -69,7 +69,7 @@ struct StableIDTests {
             return try await group.reduce(into: []) { $0.append($1) }
         }
         #expect(results.allSatisfy { $0 == id } && results.count == 8)
-        #expect(try outbox.ledger().count == 1)
+        #expect(try outbox.ledger().entries.count == 1)
         #expect(try outbox.history(id).filter { $0.kind == .enqueued }.count == 1)
     }
 
@@ -298,7 +298,7 @@ struct DependencyTests {
         let outbox = try journal.open()
         defer { outbox.close() }
         await #expect(throws: OutboxError.self) { _ = try await outbox.enqueue(movement(of: OperationID())) }
-        #expect(try outbox.ledger().isEmpty)
+        #expect(try outbox.ledger().entries.isEmpty)
     }
 
     @Test func aCoalescingTypeReplacesTheLanesLastUnsentRowOfItsType() async throws {

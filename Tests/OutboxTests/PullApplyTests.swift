@@ -49,7 +49,7 @@ struct PullApplyTests {
         let record = try #require(try outbox.record(Self.key("p1")))
         #expect(record.value == Self.value(14) && record.server?.revision == 3 && record.server?.seq == after)
         #expect(try outbox.record(Self.key("p2"))?.value == nil)
-        #expect(try outbox.ledger().isEmpty, "applying a pull never enqueues a write")
+        #expect(try outbox.ledger().entries.isEmpty, "applying a pull never enqueues a write")
         #expect(try outbox.verify().isClean, "the pulled bases have their trail")
         let history = try outbox.recordHistory(Self.key("p1"), showingValues: false)
         #expect(history.entries.map(\.kind) == [.pageApplied] && history.entries.first?.revision == 3)
@@ -162,7 +162,7 @@ struct PullApplyTests {
         let transport = ScriptedTransport(otherwise: .handle { request in
             if request.method == "PUT", let outbox = outboxBox.withLock({ $0 }) {
                 _ = try await outbox.apply(Self.page(from: Self.at(1), to: Self.at(2), [Self.tombstone("p1", 2)]), requested: Self.at(1), limit: 500)
-                #expect(try outbox.operation(outbox.ledger().first!.operationID)?.status == .syncing, "on its way: it settles first")
+                #expect(try outbox.operation(outbox.ledger().entries.first!.operationID)?.status == .syncing, "on its way: it settles first")
             }
             throw URLError(.notConnectedToInternet)
         })

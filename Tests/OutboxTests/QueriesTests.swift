@@ -23,15 +23,17 @@ struct QueriesTests {
         let operationQueries = [
             OperationQuery(limit: .max),
             OperationQuery(statuses: [.queued, .failed, .blocked], limit: 9),
-            OperationQuery(categories: ["Products"], beforeSeq: JournalSequence(rawValue: middle), limit: 25),
+            OperationQuery(categories: ["Products"], after: JournalSequence(rawValue: middle), limit: 25),
             OperationQuery(operationTypes: ["product.create"], createdFrom: journal.clock.now().addingTimeInterval(-2000), limit: .max),
         ]
         for query in operationQueries {
-            let answer = try stored.operations(matching: query)
-            #expect(answer == (try folded.operations(matching: query)), "seed \(seed): \(query)")
-            #expect(answer.count == min(query.limit, answer.count))
+            let answer = try stored.operationStates(matching: query)
+            #expect(answer == (try folded.operationStates(matching: query)), "seed \(seed): \(query)")
+            #expect(answer.states.count == min(query.limit, answer.states.count))
+            let now = journal.clock.now()
+            #expect(try stored.operations(matching: query, now: now) == folded.operations(matching: query, now: now), "seed \(seed): \(query)")
         }
-        #expect(try !stored.operations(matching: OperationQuery(limit: .max)).isEmpty)
+        #expect(try !stored.operationStates(matching: OperationQuery(limit: .max)).states.isEmpty)
 
         let ledgerQueries = [
             LedgerQuery(limit: .max),

@@ -81,7 +81,7 @@ struct ResnapshotTests {
         #expect(try outbox.operation(editOfP2)?.status == .conflicted && outbox.operation(editOfP2)?.lastErrorCode == "deleted_on_server",
                 "a record gone from the server asks the member about the edit still waiting")
         #expect(p2.value == Self.value(21) && p2.server?.value == nil, "its value kept on screen")
-        #expect(try outbox.ledger().count == 3, "a resnapshot enqueues nothing")
+        #expect(try outbox.ledger().entries.count == 3, "a resnapshot enqueues nothing")
         #expect(try outbox.verify().isClean, "the new base has its trail, the old one is swept")
         let kinds = try outbox.events(from: .zero, limit: .max).map(\.kind)
         #expect(kinds.filter { [.resnapshotStarted, .snapshotPageStaged, .resnapshotFinished].contains($0) }

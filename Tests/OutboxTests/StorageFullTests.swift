@@ -80,9 +80,9 @@ struct StorageBudgetTests {
         }
         #expect(refusal as? OutboxError == .storageFull(limitBytes: budget))
         #expect(pending.count > 100)
-        let rows = try outbox.ledger(LedgerQuery(limit: .max)).count
+        let rows = try outbox.ledger(LedgerQuery(limit: .max)).entries.count
         await #expect(throws: OutboxError.storageFull(limitBytes: budget)) { try await outbox.enqueue(productRequest(99_999)) }
-        #expect(try outbox.ledger(LedgerQuery(limit: .max)).count == rows, "a refused save writes nothing")
+        #expect(try outbox.ledger(LedgerQuery(limit: .max)).entries.count == rows, "a refused save writes nothing")
 
         // The network returns: everything already queued still drains, from the reserve.
         server.setOnline(true)

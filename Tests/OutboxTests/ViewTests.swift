@@ -123,7 +123,7 @@ struct ViewTests {
         request.summary = "Private Summary"
         let id = try await outbox.enqueue(request)
         await outbox.drain()
-        let entries = try outbox.ledger()
+        let entries = try outbox.ledger().entries
         let entry = try #require(entries.first)
         #expect(entry.operationID == id)
         #expect(entry.operationType == "product.create" && entry.entityType == "product")
@@ -146,17 +146,18 @@ struct ViewTests {
             journal.clock.advance(by: 10)
         }
         for id in ids.prefix(3) { try await outbox.discard(id) }
-        #expect(try outbox.ledger().map(\.operationID) == ids)
-        #expect(try outbox.ledger(LedgerQuery(status: .discarded)).map(\.operationID) == Array(ids.prefix(3)))
-        #expect(try outbox.ledger(LedgerQuery(status: .queued)).count == 7)
-        let window = try outbox.ledger(LedgerQuery(createdFrom: start.addingTimeInterval(20), createdBefore: start.addingTimeInterval(50)))
+        #expect(try outbox.ledger().entries.map(\.operationID) == ids)
+        #expect(try outbox.ledger(LedgerQuery(status: .discarded)).entries.map(\.operationID) == Array(ids.prefix(3)))
+        #expect(try outbox.ledger(LedgerQuery(status: .queued)).entries.count == 7)
+        let window = try outbox.ledger(LedgerQuery(createdFrom: start.addingTimeInterval(20), createdBefore: start.addingTimeInterval(50))).entries
         #expect(window.map(\.operationID) == Array(ids[2..<5]))
         var paged: [OperationID] = []
-        var page = try outbox.ledger(LedgerQuery(limit: 4))
-        while !page.isEmpty {
-            paged += page.map(\.operationID)
-            page = try outbox.ledger(LedgerQuery(after: page.last?.seq, limit: 4))
-        }
+        var query = LedgerQuery(limit: 4)
+        repeat {
+            let page = try outbox.ledger(query)
+            paged += page.entries.map(\.operationID)
+            query.after = page.nextAfter
+        } while query.after != nil
         #expect(paged == ids)
     }
 
@@ -199,7 +200,7 @@ struct ViewTests {
         let image = try outbox.store.read { txn in try ProjectionImage.build(schema: schema, in: txn) }
         let folded = image.states.values
         #expect(try outbox.badgeCount() == folded.filter(\.status.needsAttention).count, "seed \(seed)")
-        #expect(try outbox.ledger(LedgerQuery(limit: .max)) == folded.sorted { $0.firstSeq < $1.firstSeq }.map(LedgerEntry.init), "seed \(seed)")
+        #expect(try outbox.ledger(LedgerQuery(limit: .max)).entries == folded.sorted { $0.firstSeq < $1.firstSeq }.map(LedgerEntry.init), "seed \(seed)")
         let tab = try outbox.syncTab(isOnline: true, rowsPerCard: .max)
         // Conflicted rows wait on their own card, the rest by category.
         let waitingByCategory = Dictionary(grouping: folded.filter { $0.status.needsAttention && $0.status != .conflicted }, by: \.category)

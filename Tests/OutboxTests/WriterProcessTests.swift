@@ -45,7 +45,7 @@ struct WriterProcessTests {
         holder.wait()
         let outbox = try journal.open()
         defer { outbox.close() }
-        #expect(try outbox.ledger().isEmpty)
+        #expect(try outbox.ledger().entries.isEmpty)
     }
 
     @Test func aFileSizeLimitIsStorageFullWithEFBIGAndEverySavedWriteStays() throws {
@@ -63,7 +63,7 @@ struct WriterProcessTests {
 
         let reader = try JournalReader(directory: journal.directory)
         defer { reader.close() }
-        #expect(try reader.ledger().count == saved)
+        #expect(try reader.ledger().entries.count == saved)
         #expect(try reader.verify().isClean)
     }
 }

@@ -14,8 +14,8 @@ extension Runner {
         // the follower cleanly too.
         if options.follow { FollowInterruption.install() }
         var query = EventQuery(
-            fromSeq: options.from,
-            toSeq: options.to,
+            seqFrom: options.from,
+            seqThrough: options.to,
             kinds: options.kinds.isEmpty ? nil : Set(options.kinds),
             operationTypes: options.types.isEmpty ? nil : Set(options.types),
             recordedFrom: options.since?.resolve(now: now, zone: zone),
@@ -27,7 +27,7 @@ extension Runner {
         if let operation = options.operation { query.operationID = try resolve(operation, command: .events) }
         // The follower reads on from the last seq of this snapshot, so nothing prints twice.
         let snapshotEnd = try reader.lastSeq()
-        if options.follow { query.toSeq = snapshotEnd }
+        if options.follow { query.seqThrough = snapshotEnd }
 
         let page = try reader.events(matching: query)
         var events = query.order == .newestFirst ? Array(page.events.reversed()) : page.events
@@ -41,11 +41,13 @@ extension Runner {
         if options.follow && json {
             write(try events.map { try encodeJSON(ExportedEvent($0), pretty: false) }.joined())
         } else if json {
-            write(try encodeJSON(EventsDocument(events: events.map { ExportedEvent($0) }, damaged: damaged, nextSeq: page.nextSeq)))
+            let next = try page.nextAfter.map { try nextPageStart(of: query, after: $0) }
+            write(try encodeJSON(EventsDocument(events: events.map { ExportedEvent($0) }, damaged: damaged, nextSeq: next)))
         } else {
             var text = EventsText.header(seqWidth: seqWidth, moments: moments, style: style)
             text += EventsText.lines(events, damaged: damaged, seqWidth: seqWidth, moments: moments, style: style)
-            if let next = page.nextSeq, !options.follow {
+            if let after = page.nextAfter, !options.follow {
+                let next = try nextPageStart(of: query, after: after)
                 text += query.order == .oldestFirst
                     ? "(\(events.count) events shown; the next page starts at --from \(next))\n"
                     : "(the latest \(events.count) shown; earlier ones end at --to \(next))\n"
@@ -57,8 +59,18 @@ extension Runner {
         guard options.follow else { return finish(damaged: damaged) }
         _ = finish(damaged: damaged)
         // A first page cut short by --limit is followed from where it stopped.
-        let followFrom = (query.order == .oldestFirst ? page.nextSeq : nil) ?? snapshotEnd.next
-        return try follow(query, from: followFrom, seqWidth: seqWidth)
+        let followAfter = (query.order == .oldestFirst ? page.nextAfter : nil) ?? snapshotEnd
+        return try follow(query, after: followAfter, seqWidth: seqWidth)
+    }
+
+    /// The seq the page after `after` starts at, for `--from` (or `--to`, newest first): the
+    /// next record of the range in the query's order, whatever it holds.
+    private func nextPageStart(of query: EventQuery, after: JournalSequence) throws -> JournalSequence {
+        let next = try reader.events(matching: EventQuery(seqFrom: query.seqFrom, seqThrough: query.seqThrough, after: after,
+                                                          order: query.order, limit: 1))
+        let seqs = next.events.map(\.seq) + next.damaged.map(\.seq)
+        let nearest = query.order == .oldestFirst ? seqs.min() : seqs.max()
+        return nearest ?? (query.order == .oldestFirst ? after.next : JournalSequence(rawValue: after.rawValue - 1))
     }
 
     /// The `compacted` event that removed operation `id`'s history, when it was compacted and
@@ -71,23 +83,22 @@ extension Runner {
         if let types = query.operationTypes, !types.contains(where: { $0.caseInsensitiveCompare(state.operationType) == .orderedSame }) {
             return nil
         }
-        if let from = query.fromSeq, event.seq < from { return nil }
-        if let to = query.toSeq, event.seq > to { return nil }
+        if let from = query.seqFrom, event.seq < from { return nil }
+        if let through = query.seqThrough, event.seq > through { return nil }
         if let from = query.recordedFrom, event.recordedAt < from { return nil }
         if let before = query.recordedBefore, event.recordedAt >= before { return nil }
         return event
     }
 
     /// Prints new events as they are committed, until interrupted (SIGINT or SIGTERM: exit 0).
-    private func follow(_ base: EventQuery, from start: JournalSequence, seqWidth: Int) throws -> ExitCode {
+    private func follow(_ base: EventQuery, after start: JournalSequence, seqWidth: Int) throws -> ExitCode {
         var query = base
         query.order = .oldestFirst
-        query.toSeq = nil
+        query.seqThrough = nil
         query.limit = 1000
-        var cursor = start
+        query.after = start
         var sawDamage = false
         while !FollowInterruption.requested {
-            query.fromSeq = cursor
             let page = try reader.events(matching: query)
             if json {
                 write(try page.events.map { try encodeJSON(ExportedEvent($0), pretty: false) }.joined())
@@ -98,11 +109,9 @@ extension Runner {
                 sawDamage = true
                 _ = finish(damaged: page.damaged)
             }
-            if let next = page.nextSeq {
-                cursor = next
-                continue
-            }
-            if let examined = page.lastExamined { cursor = examined.next }
+            // Read on past everything looked at, matching or not.
+            if let examined = page.lastExamined { query.after = examined }
+            if page.nextAfter != nil { continue }
             FollowInterruption.pause(seconds: context.followPollSeconds)
         }
         return sawDamage ? .damaged : .success

@@ -10,7 +10,7 @@ extension Runner {
         if let refusal = output.refusal() { throw refusal }
         var ids: [OperationID] = []
         if options.ids.isEmpty {
-            ids = try reader.operations(matching: OperationQuery(limit: options.limit)).map(\.id)
+            ids = try reader.operationStates(matching: OperationQuery(limit: options.limit)).states.map(\.id)
         } else {
             for prefix in options.ids {
                 let id = try resolve(prefix, command: .report)

@@ -19,7 +19,7 @@ extension Runner {
     func export(_ options: ExportOptions) throws -> ExitCode {
         var ids: [OperationID] = []
         if options.all {
-            ids = try reader.operations(matching: OperationQuery(limit: .max)).map(\.id).reversed()
+            ids = try reader.operationStates(matching: OperationQuery(limit: .max)).states.map(\.id).reversed()
         } else {
             for prefix in options.ids {
                 let id = try resolve(prefix, command: .export)
@@ -39,7 +39,7 @@ extension Runner {
         let facts = try FactsReader(reader: reader, now: now, spanning: timelines)
         let documents = try timelines.map { TimelineDocument(try facts.facts(of: $0), includePayload: options.includePayload, moments: moments) }
         let wanted = Set(ids)
-        let ledger = try reader.ledger(LedgerQuery(limit: .max)).filter { wanted.contains($0.operationID) }
+        let ledger = try reader.ledger(LedgerQuery(limit: .max)).entries.filter { wanted.contains($0.operationID) }
         write(try encodeJSON(ExportDocument(exportedAt: now, journal: reader.path, payloadsIncluded: options.includePayload,
                                             operations: documents, ledger: ledger)))
         return finish(damaged: damaged + (options.all ? foldDamage : []), unreadable: unreadable)

@@ -24,7 +24,7 @@ extension Runner {
             // A search reads every row the filters let through, then keeps the first that match.
             limit: options.search == nil ? options.limit : .max
         )
-        var operations = try reader.operations(matching: query)
+        var operations = try reader.operationStates(matching: query).states
         if let search = options.search {
             let candidates = operations
             operations = Array(candidates.filter(SearchText(search).matches).prefix(options.limit))
@@ -53,7 +53,7 @@ extension Runner {
         var unfiltered = query
         unfiltered.categories = nil
         unfiltered.limit = .max
-        let count = try reader.operations(matching: unfiltered).count { !$0.keptRequest }
+        let count = try reader.operationStates(matching: unfiltered).states.count { !$0.keptRequest }
         guard count > 0 else { return }
         context.standardError.write("journal-inspect: warning: \(count) operation\(count == 1 ? " was" : "s were") compacted before "
             + "labels were kept (by an engine older than journal format 2): \(count == 1 ? "it has" : "they have") no category, label, "
@@ -95,7 +95,7 @@ extension Runner {
             createdFrom: options.since?.resolve(now: now, zone: zone),
             createdBefore: options.until?.resolve(now: now, zone: zone),
             limit: options.limit
-        ))
+        )).entries
         if json {
             write(try encodeJSON(LedgerDocument(ledger: rows)))
         } else if options.csv {

@@ -89,7 +89,7 @@ struct Runner {
         let shown = 20
         let candidates = Set(matches.prefix(shown))
         let states = Dictionary(
-            try reader.operations(matching: OperationQuery(limit: .max)).filter { candidates.contains($0.id) }.map { ($0.id, $0) },
+            try reader.operationStates(matching: OperationQuery(limit: .max)).states.filter { candidates.contains($0.id) }.map { ($0.id, $0) },
             uniquingKeysWith: { first, _ in first })
         for id in matches.prefix(shown) {
             guard let state = states[id] else {

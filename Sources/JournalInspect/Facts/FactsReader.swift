@@ -2,7 +2,8 @@ import Foundation
 import Outbox
 
 /// Reads an operation's facts from the journal: its timeline, and the journal's events around it
-/// that explain it. Only `JournalReader`'s public reads.
+/// that explain it. Only `JournalReader`'s reads: its public ones, and its list of states (which
+/// reads no event).
 struct FactsReader {
     let reader: JournalReader
     /// The moment the output reads as now.
@@ -26,12 +27,9 @@ struct FactsReader {
         let seqs = timelines.flatMap { $0.events.map(\.seq) }
         var restarts: [Restart] = []
         if let first = seqs.min(), let last = seqs.max(), first < last {
-            let opened = try reader.events(matching: EventQuery(fromSeq: first, toSeq: last, kinds: [.journalOpened], limit: .max)).events
+            let opened = try reader.events(matching: EventQuery(seqFrom: first, seqThrough: last, kinds: [.journalOpened], limit: .max)).events
             for event in opened {
-                let before = event.seq.rawValue > 1
-                    ? try reader.events(matching: EventQuery(toSeq: JournalSequence(rawValue: event.seq.rawValue - 1),
-                                                             order: .newestFirst, limit: 1)).events.first
-                    : nil
+                let before = try reader.events(matching: EventQuery(after: event.seq, order: .newestFirst, limit: 1)).events.first
                 restarts.append(Restart(opened: event, lastBefore: before))
             }
         }
@@ -46,7 +44,7 @@ struct FactsReader {
         engine = try reader.engineState()
         lastEvent = nil
         restarts = []
-        listed = Dictionary(try reader.operations(matching: OperationQuery(limit: .max)).map { ($0.id, $0) },
+        listed = Dictionary(try reader.operationStates(matching: OperationQuery(limit: .max)).states.map { ($0.id, $0) },
                             uniquingKeysWith: { first, _ in first })
     }
 
@@ -122,7 +120,7 @@ struct FactsReader {
         if state.entityID != nil {
             let unsettledStatuses: Set<OutboxStatus> = [.queued, .syncing, .pendingApproval, .failed, .blocked, .conflicted]
             let unsettled = try listed.map { Array($0.values.filter { unsettledStatuses.contains($0.status) }) }
-                ?? reader.operations(matching: OperationQuery(statuses: unsettledStatuses, limit: .max))
+                ?? reader.operationStates(matching: OperationQuery(statuses: unsettledStatuses, limit: .max)).states
             if let head = unsettled.filter({ $0.lane == state.lane }).min(by: { $0.laneSeq < $1.laneSeq }), head.id != state.id {
                 facts.laneHead = Eligibility.Row(id: head.id, status: head.status)
             }

@@ -97,13 +97,19 @@ public final class JournalReader: Sendable {
         try queries.history(id)
     }
 
-    /// Operations filtered by status, category, type and creation moment, newest first.
+    /// A page of operations filtered by status, category, type and creation moment, newest
+    /// first, each as ``operation(_:now:)`` answers it.
     ///
     /// ```swift
-    /// let waiting = try reader.operations(matching: OperationQuery(statuses: [.queued], limit: 50))
+    /// let waiting = try reader.operations(matching: OperationQuery(statuses: [.queued], limit: 50)).operations
     /// ```
-    public func operations(matching query: OperationQuery) throws -> [OperationState] {
-        try queries.operations(matching: query)
+    public func operations(matching query: OperationQuery, now: Date = Date()) throws -> OperationPage {
+        try queries.operations(matching: query, now: now)
+    }
+
+    /// The same page as folded states, reading no event: a list of a damaged journal still reads.
+    package func operationStates(matching query: OperationQuery) throws -> OperationStatePage {
+        try queries.operationStates(matching: query)
     }
 
     /// The operations whose id starts with `prefix` (hyphens and case ignored), so a person may
@@ -173,8 +179,8 @@ public final class JournalReader: Sendable {
         try queries.recordHistory(key, policy: policy, showingValues: showingValues)
     }
 
-    /// The reconciliation ledger: one row per operation, in journal order, without payloads.
-    public func ledger(_ query: LedgerQuery = LedgerQuery()) throws -> [LedgerEntry] {
+    /// A page of the reconciliation ledger: one row per operation, in journal order, without payloads.
+    public func ledger(_ query: LedgerQuery = LedgerQuery()) throws -> LedgerPage {
         try queries.ledger(query)
     }
 

@@ -23,16 +23,9 @@ extension Outbox {
         return try store.queries.badgeCount()
     }
 
-    /// The reconciliation ledger: one row per operation, in journal order, without payloads or
-    /// field values.
-    ///
-    /// ```swift
-    /// var page = try outbox.ledger(LedgerQuery(status: .blocked, limit: 100))
-    /// while let last = page.last {
-    ///     page = try outbox.ledger(LedgerQuery(status: .blocked, after: last.seq, limit: 100))
-    /// }
-    /// ```
-    public func ledger(_ query: LedgerQuery = LedgerQuery()) throws -> [LedgerEntry] {
+    /// A page of the reconciliation ledger: one row per operation, in journal order, without
+    /// payloads or field values (``LedgerQuery`` shows how to read on).
+    public func ledger(_ query: LedgerQuery = LedgerQuery()) throws -> LedgerPage {
         try ensureOpen()
         return try store.queries.ledger(query)
     }

@@ -1,15 +1,16 @@
 public import Foundation
 public import OutboxCore
 
-/// Which events to read: a seq range, kinds, operation types, one operation, a time range; paged.
+/// Which events to read: a seq range, kinds, operation types, one operation, a time range; a
+/// page at a time.
 ///
 /// ```swift
 /// var query = EventQuery(kinds: [.attemptFinished], operationTypes: ["product.create"], limit: 200)
-/// var page = try reader.events(matching: query)
-/// while let next = page.nextSeq {
-///     query.fromSeq = next
-///     page = try reader.events(matching: query)
-/// }
+/// repeat {
+///     let page = try reader.events(matching: query)
+///     export(page.events)
+///     query.after = page.nextAfter
+/// } while query.after != nil
 /// ```
 ///
 /// Every filter left `nil` matches everything. Moments are the device clock's, for display: a
@@ -17,16 +18,20 @@ public import OutboxCore
 public struct EventQuery: Sendable, Equatable {
     /// Which end of the range a page starts from.
     public enum Order: String, Sendable, Codable {
-        /// Ascending seq, from ``EventQuery/fromSeq`` on.
+        /// Ascending seq, from ``EventQuery/seqFrom`` on.
         case oldestFirst
-        /// Descending seq, from ``EventQuery/toSeq`` (or the last event) back: the journal's tail.
+        /// Descending seq, from ``EventQuery/seqThrough`` (or the last event) back: the journal's tail.
         case newestFirst
     }
 
-    /// The first seq of the range, included.
-    public var fromSeq: JournalSequence?
-    /// The last seq of the range, included.
-    public var toSeq: JournalSequence?
+    /// The first seq of the range, included. The range's bounds are named like the moments'
+    /// (``recordedFrom``), not like a cursor: they stay put while ``after`` pages through them.
+    public var seqFrom: JournalSequence?
+    /// The last seq of the range, included ("through", as `--to` is: unlike ``recordedBefore``).
+    public var seqThrough: JournalSequence?
+    /// Only events after this seq in the query's order (older than it when newest first): the
+    /// previous page's ``EventPage/nextAfter``.
+    public var after: JournalSequence?
     /// Only events of these kinds.
     public var kinds: Set<JournalEventKind>?
     /// Only events of operations of these types, matched without regard to case (engine events
@@ -39,12 +44,13 @@ public struct EventQuery: Sendable, Equatable {
     /// Only events recorded before this moment.
     public var recordedBefore: Date?
     public var order: Order
-    /// The most events a page holds.
+    /// The most events a page holds (1 or more).
     public var limit: Int
 
     public init(
-        fromSeq: JournalSequence? = nil,
-        toSeq: JournalSequence? = nil,
+        seqFrom: JournalSequence? = nil,
+        seqThrough: JournalSequence? = nil,
+        after: JournalSequence? = nil,
         kinds: Set<JournalEventKind>? = nil,
         operationTypes: Set<String>? = nil,
         operationID: OperationID? = nil,
@@ -53,8 +59,9 @@ public struct EventQuery: Sendable, Equatable {
         order: Order = .oldestFirst,
         limit: Int = 1000
     ) {
-        self.fromSeq = fromSeq
-        self.toSeq = toSeq
+        self.seqFrom = seqFrom
+        self.seqThrough = seqThrough
+        self.after = after
         self.kinds = kinds
         self.operationTypes = operationTypes
         self.operationID = operationID
@@ -93,18 +100,19 @@ public struct EventPage: Sendable, Equatable {
     public var events: [JournalEvent]
     /// Records in the range that could not be read: the page carries on past each one.
     public var damaged: [DamagedRecord]
-    /// Where the next page starts (its ``EventQuery/fromSeq``, or ``EventQuery/toSeq`` when
-    /// newest first); `nil` when the range is exhausted.
-    public var nextSeq: JournalSequence?
-    /// The last seq the page looked at, matching or not: a follower of a live journal reads on
-    /// from the one after it.
+    /// The seq to ask `after:` for the next page (the last one this page looked at); `nil` when
+    /// the range holds no more. Filters are applied as the page is read, so a next page may
+    /// come back empty.
+    public var nextAfter: JournalSequence?
+    /// The last seq the page looked at, matching or not: a follower of a live journal asks
+    /// `after:` it, and reads what was committed since.
     public var lastExamined: JournalSequence?
 
-    public init(events: [JournalEvent] = [], damaged: [DamagedRecord] = [], nextSeq: JournalSequence? = nil,
+    public init(events: [JournalEvent] = [], damaged: [DamagedRecord] = [], nextAfter: JournalSequence? = nil,
                 lastExamined: JournalSequence? = nil) {
         self.events = events
         self.damaged = damaged
-        self.nextSeq = nextSeq
+        self.nextAfter = nextAfter
         self.lastExamined = lastExamined
     }
 }
@@ -146,10 +154,15 @@ public struct DamagedRecord: Sendable, Equatable, Codable {
     }
 }
 
-/// Which operations to list, newest first.
+/// Which operations to list, newest first, a page at a time.
 ///
 /// ```swift
-/// let stuck = try reader.operations(matching: OperationQuery(statuses: [.queued, .blocked], limit: 20))
+/// var query = OperationQuery(statuses: [.queued, .blocked], limit: 20)
+/// repeat {
+///     let page = try reader.operations(matching: query)
+///     show(page.operations)
+///     query.after = page.nextAfter
+/// } while query.after != nil
 /// ```
 public struct OperationQuery: Sendable, Equatable {
     /// Only operations with one of these statuses.
@@ -162,9 +175,10 @@ public struct OperationQuery: Sendable, Equatable {
     public var createdFrom: Date?
     /// Only operations enqueued before this moment.
     public var createdBefore: Date?
-    /// Only operations enqueued before this seq: pass the last row's `firstSeq` for the next page.
-    public var beforeSeq: JournalSequence?
-    /// The most operations returned.
+    /// Only operations after the one enqueued at this seq in the list's order, so older ones:
+    /// the previous page's ``OperationPage/nextAfter``.
+    public var after: JournalSequence?
+    /// The most operations a page holds (1 or more).
     public var limit: Int
 
     public init(
@@ -173,7 +187,7 @@ public struct OperationQuery: Sendable, Equatable {
         operationTypes: Set<String>? = nil,
         createdFrom: Date? = nil,
         createdBefore: Date? = nil,
-        beforeSeq: JournalSequence? = nil,
+        after: JournalSequence? = nil,
         limit: Int = 100
     ) {
         self.statuses = statuses
@@ -181,11 +195,11 @@ public struct OperationQuery: Sendable, Equatable {
         self.operationTypes = operationTypes
         self.createdFrom = createdFrom
         self.createdBefore = createdBefore
-        self.beforeSeq = beforeSeq
+        self.after = after
         self.limit = limit
     }
 
-    /// Whether `state` passes every filter.
+    /// Whether `state` passes every filter (the cursor is the read's).
     func accepts(_ state: OperationState) -> Bool {
         if let statuses, !statuses.contains(state.status) { return false }
         if let categories, !categories.contains(where: { $0.caseInsensitiveCompare(state.category) == .orderedSame }) {
@@ -198,7 +212,31 @@ public struct OperationQuery: Sendable, Equatable {
         }
         if let createdFrom, state.createdAt < createdFrom { return false }
         if let createdBefore, state.createdAt >= createdBefore { return false }
-        if let beforeSeq, state.firstSeq >= beforeSeq { return false }
         return true
+    }
+}
+
+/// One page of an ``OperationQuery``: each operation as ``Outbox/operation(_:)`` answers it.
+public struct OperationPage: Sendable, Equatable {
+    /// The operations, newest enqueued first.
+    public var operations: [OperationSnapshot]
+    /// The `firstSeq` to ask `after:` for the next (older) page; `nil` when this page is the last.
+    public var nextAfter: JournalSequence?
+
+    public init(operations: [OperationSnapshot], nextAfter: JournalSequence?) {
+        self.operations = operations
+        self.nextAfter = nextAfter
+    }
+}
+
+/// One page of an ``OperationQuery`` as folded states, without reading a request: what the
+/// package's tools list (a list reads no event, so a damaged one does not fail it).
+package struct OperationStatePage: Sendable, Equatable {
+    package var states: [OperationState]
+    package var nextAfter: JournalSequence?
+
+    package init(states: [OperationState], nextAfter: JournalSequence?) {
+        self.states = states
+        self.nextAfter = nextAfter
     }
 }

@@ -6,20 +6,20 @@ import OutboxStorage
 /// each in one snapshot.
 extension JournalQueries {
     func events(matching query: EventQuery) throws(OutboxError) -> EventPage {
+        try Self.checkLimit(query.limit)
         let schema = self.schema
         let projections = self.projections
+        let descending = query.order == .newestFirst
+        let start = Self.scanStart(query)
         return try read { txn in
             var page = EventPage()
-            guard query.limit > 0 else { return page }
-            let descending = query.order == .newestFirst
             var operationTypes: [OperationID: String?] = [:]
-            let start = (descending ? query.toSeq : query.fromSeq).map(JournalCodec.Seq.bytes)
-            try txn.scan(schema.events, from: start, reverse: descending) { entry in
+            try txn.scan(schema.events, from: start.map(JournalCodec.Seq.bytes), reverse: descending) { entry in
                 guard let seq = try? entry.key() else { return .next }
-                if descending, let from = query.fromSeq, seq < from { return .stop }
-                if !descending, let to = query.toSeq, seq > to { return .stop }
+                if descending, let from = query.seqFrom, seq < from { return .stop }
+                if !descending, let through = query.seqThrough, seq > through { return .stop }
                 if page.events.count >= query.limit {
-                    page.nextSeq = seq
+                    page.nextAfter = page.lastExamined
                     return .stop
                 }
                 page.lastExamined = seq
@@ -49,15 +49,15 @@ extension JournalQueries {
         }
     }
 
-    func operations(matching query: OperationQuery) throws(OutboxError) -> [OperationState] {
-        guard query.limit > 0 else { return [] }
-        let schema = self.schema
-        let projections = self.projections
-        let statuses = query.statuses.map { OutboxStatus.allCases.filter($0.contains) } ?? OutboxStatus.allCases
-        return try read { txn in
-            try projections.newestFirst(statuses: statuses, before: query.beforeSeq, limit: query.limit,
-                                        where: query.accepts, in: txn).map(schema.opened)
+    /// Where an event page's scan begins, in the query's order: the range's near end, or just
+    /// past `after` when that is further in; `nil` for the journal's own end.
+    private static func scanStart(_ query: EventQuery) -> JournalSequence? {
+        let bound = query.order == .newestFirst ? query.seqThrough : query.seqFrom
+        guard let after = query.after else { return bound }
+        if query.order == .newestFirst {
+            return bound.map { min($0, after.previous) } ?? after.previous
         }
+        return bound.map { max($0, after.next) } ?? after.next
     }
 
     func operationIDs(matchingPrefix prefix: String) throws(OutboxError) -> [OperationID] {

@@ -16,10 +16,17 @@ extension Outbox {
         return try store.queries.events(matching: query)
     }
 
-    /// Operations filtered by status, category, type and creation moment, newest first.
-    public func operations(matching query: OperationQuery) throws -> [OperationState] {
+    /// A page of operations filtered by status, category, type and creation moment, newest
+    /// first, each as ``operation(_:)`` answers it now.
+    public func operations(matching query: OperationQuery) throws -> OperationPage {
         try ensureOpen()
-        return try store.queries.operations(matching: query)
+        return try store.queries.operations(matching: query, now: configuration.clock.now())
+    }
+
+    /// The same page as folded states, reading no request.
+    package func operationStates(matching query: OperationQuery) throws -> OperationStatePage {
+        try ensureOpen()
+        return try store.queries.operationStates(matching: query)
     }
 
     /// The operations whose id starts with `prefix` (hyphens and case ignored).

@@ -4,24 +4,54 @@ import OutboxStorage
 
 /// The reads both the engine and a read-only ``JournalReader`` answer, each in one snapshot.
 extension JournalQueries {
-    /// One operation as it stands; `now` says whether its scheduled moment is still ahead. What
-    /// a queued row waits on is read from the stored lane and dependency indexes: a reader of
-    /// projections of another layout answers without it.
+    /// One operation as it stands, as ``snapshot(of:now:in:)`` reads it.
     func operationSnapshot(_ id: OperationID, now: Date) throws(OutboxError) -> OperationSnapshot? {
-        let schema = self.schema
         let projections = self.projections
-        let indexesAreCurrent = projectionsAreCurrent
         return try read { txn in
             guard let state = try projections.state(id, in: txn) else { return nil }
-            // A compacted operation's request left the journal with its events.
-            let request = state.compactedAt == nil ? try schema.request(of: state, in: txn) : state.request(payload: Data())
-            let waiting = indexesAreCurrent
-                ? try schema.waitingOn(state, engine: try projections.engineState(in: txn), now: now, in: txn) : nil
-            // The server's record of a conflict, opened when the journal is sealed and the key known.
-            let conflict = state.status == .conflicted
-                ? Conflict(serverRevision: state.serverRevision, serverCurrent: schema.opened(state).serverCurrent) : nil
-            return OperationSnapshot(state: state, request: request, waitingOn: waiting, conflict: conflict)
+            return try snapshot(of: state, now: now, in: txn)
         }
+    }
+
+    /// A page of the operations `query` lists, newest first, each as ``operationSnapshot(_:now:)``
+    /// answers it, all in one snapshot.
+    func operations(matching query: OperationQuery, now: Date) throws(OutboxError) -> OperationPage {
+        try Self.checkLimit(query.limit)
+        return try read { txn in
+            let page = try statePage(query, in: txn)
+            return OperationPage(operations: try page.rows.map { try snapshot(of: $0, now: now, in: txn) }, nextAfter: page.nextAfter)
+        }
+    }
+
+    /// The same page as folded states, their sealed text opened: no event is read.
+    func operationStates(matching query: OperationQuery) throws(OutboxError) -> OperationStatePage {
+        try Self.checkLimit(query.limit)
+        let schema = self.schema
+        let page = try read { txn in try statePage(query, in: txn) }
+        return OperationStatePage(states: page.rows.map(schema.opened), nextAfter: page.nextAfter)
+    }
+
+    /// The stored states of one page of `query`, and the cursor of the next.
+    private func statePage(_ query: OperationQuery, in txn: borrowing LMDBTransaction) throws
+        -> (rows: [OperationState], nextAfter: JournalSequence?) {
+        let statuses = query.statuses.map { OutboxStatus.allCases.filter($0.contains) } ?? OutboxStatus.allCases
+        let rows = try projections.newestFirst(statuses: statuses, before: query.after, limit: Self.rowsToRead(query.limit),
+                                               where: query.accepts, in: txn)
+        return Self.cut(rows, limit: query.limit, cursor: \.firstSeq)
+    }
+
+    /// One operation's snapshot from its stored state: its request, and what a queued row waits
+    /// on, read from the stored lane and dependency indexes (a reader of projections of another
+    /// layout answers without it); `now` says whether its scheduled moment is still ahead.
+    private func snapshot(of state: OperationState, now: Date, in txn: borrowing LMDBTransaction) throws -> OperationSnapshot {
+        // A compacted operation's request left the journal with its events.
+        let request = state.compactedAt == nil ? try schema.request(of: state, in: txn) : state.request(payload: Data())
+        let waiting = projectionsAreCurrent
+            ? try schema.waitingOn(state, engine: try projections.engineState(in: txn), now: now, in: txn) : nil
+        // The server's record of a conflict, opened when the journal is sealed and the key known.
+        let conflict = state.status == .conflicted
+            ? Conflict(serverRevision: state.serverRevision, serverCurrent: schema.opened(state).serverCurrent) : nil
+        return OperationSnapshot(state: state, request: request, waitingOn: waiting, conflict: conflict)
     }
 
     func operationState(_ id: OperationID) throws(OutboxError) -> OperationState? {

@@ -10,9 +10,7 @@ extension JournalQueries {
     }
 
     func records(_ query: RecordQuery, policy: RecordTypePolicy) throws(OutboxError) -> RecordPage {
-        guard (1...RecordQuery.maxLimit).contains(query.limit) else {
-            throw .invalidRequest(field: "limit", problem: "must be within 1...\(RecordQuery.maxLimit), not \(query.limit)")
-        }
+        try Self.checkLimit(query.limit, within: 1...RecordQuery.maxLimit)
         let schema = self.schema
         let (records, more) = try read { txn in
             try schema.records(business: query.business, type: query.type, after: query.after, limit: query.limit, policy: policy, in: txn)

@@ -38,3 +38,35 @@ extension JournalStore {
         return (queries, folded)
     }
 }
+
+/// Paging, spelled one way by every listing: rows `after:` a cursor in the listing's own order,
+/// at most `limit` of them, and the page's `nextAfter`.
+extension JournalQueries {
+    /// Refuses a limit outside `allowed`: a page of no rows would say it is the last.
+    static func checkLimit(_ limit: Int, within allowed: ClosedRange<Int> = 1...Int.max) throws(OutboxError) {
+        guard !allowed.contains(limit) else { return }
+        let bounds = allowed.upperBound == .max ? "1 or more" : "within \(allowed)"
+        throw .invalidRequest(field: "limit", problem: "must be \(bounds), not \(limit)")
+    }
+
+    /// How many rows to read for a page of `limit`: one more, which only says another page follows.
+    static func rowsToRead(_ limit: Int) -> Int {
+        limit == .max ? limit : limit + 1
+    }
+
+    /// The page of `limit` among `rows` (read with ``rowsToRead(_:)``), and the cursor of its
+    /// last row when more follow.
+    static func cut<Row, Cursor>(_ rows: [Row], limit: Int, cursor: (Row) -> Cursor) -> (rows: [Row], nextAfter: Cursor?) {
+        guard rows.count > limit else { return (rows, nil) }
+        let page = Array(rows.prefix(limit))
+        return (page, page.last.map(cursor))
+    }
+}
+
+extension JournalSequence {
+    /// The position before this one, for a scan down that excludes it (from zero, none is found:
+    /// the first event is seq 1).
+    var previous: JournalSequence {
+        JournalSequence(rawValue: max(rawValue, 1) - 1)
+    }
+}

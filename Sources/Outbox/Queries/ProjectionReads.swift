@@ -55,7 +55,8 @@ struct StoredProjections: ProjectionReads {
         // Each status's index runs in journal order: read each backwards, then merge.
         var picked: [OperationState] = []
         for status in statuses {
-            let start = beforeSeq.map { JournalCodec.StatusKey.bytes((status, $0)) }
+            // The scan includes the key it starts at.
+            let start = beforeSeq.map { JournalCodec.StatusKey.bytes((status, $0.previous)) }
             try take(status, from: start, reverse: true, limit: limit, accepts, into: &picked, in: txn)
         }
         return Array(picked.sorted { $0.firstSeq > $1.firstSeq }.prefix(limit))

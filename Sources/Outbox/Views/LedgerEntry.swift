@@ -53,7 +53,16 @@ public struct LedgerEntry: Sendable, Equatable, Codable {
     }
 }
 
-/// Which ledger rows to read.
+/// Which ledger rows to read, in journal order, a page at a time.
+///
+/// ```swift
+/// var query = LedgerQuery(status: .blocked, limit: 100)
+/// repeat {
+///     let page = try outbox.ledger(query)
+///     export(page.entries)
+///     query.after = page.nextAfter
+/// } while query.after != nil
+/// ```
 public struct LedgerQuery: Sendable, Equatable {
     /// Only rows of this status.
     public var status: OutboxStatus?
@@ -61,9 +70,9 @@ public struct LedgerQuery: Sendable, Equatable {
     public var createdFrom: Date?
     /// Only rows created before this moment.
     public var createdBefore: Date?
-    /// Only rows whose enqueue comes after this seq: pass the last row's `seq` for the next page.
+    /// Only rows whose enqueue comes after this seq: the previous page's ``LedgerPage/nextAfter``.
     public var after: JournalSequence?
-    /// The most rows returned.
+    /// The most rows a page holds (1 or more).
     public var limit: Int
 
     public init(status: OutboxStatus? = nil, createdFrom: Date? = nil, createdBefore: Date? = nil,
@@ -76,3 +85,15 @@ public struct LedgerQuery: Sendable, Equatable {
     }
 }
 
+/// One page of a ``LedgerQuery``.
+public struct LedgerPage: Sendable, Equatable {
+    /// The rows, in journal order.
+    public var entries: [LedgerEntry]
+    /// The `seq` to ask `after:` for the next page; `nil` when this page is the last.
+    public var nextAfter: JournalSequence?
+
+    public init(entries: [LedgerEntry], nextAfter: JournalSequence?) {
+        self.entries = entries
+        self.nextAfter = nextAfter
+    }
+}

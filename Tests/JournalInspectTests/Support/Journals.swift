@@ -80,7 +80,7 @@ struct EveryStatusJournal: Sendable {
 
         server.inject(.respond(.error(422, code: "validation_failed", message: "Name is required")))
         guard case .rejected = try await outbox.save(product(5)) else { throw FixtureError.unexpected("the save was not rejected") }
-        let withdrawn = try requireSingleElement(try outbox.operations(matching: OperationQuery(statuses: [.withdrawn]))).id
+        let withdrawn = try requireSingleElement(try outbox.operations(matching: OperationQuery(statuses: [.withdrawn])).operations).id
 
         server.setOnline(false)
         let discarded = try await outbox.enqueue(product(6))

@@ -231,7 +231,7 @@ enum Ticket: String, CaseIterable, Sendable, CustomTestStringConvertible {
         _ = try await outbox.enqueue(item("Insulin pens, 5 pack", entity: "insulin-5"))
         await outbox.settle()
         for _ in 2...51 {
-            guard let next = try outbox.operations(matching: OperationQuery(statuses: [.queued])).first?.nextAttemptAt else { break }
+            guard let next = try outbox.operations(matching: OperationQuery(statuses: [.queued])).operations.first?.nextAttemptAt else { break }
             clock.advance(by: max(0, next.timeIntervalSince(clock.now())))
             await outbox.settle()
         }
@@ -289,7 +289,7 @@ enum Ticket: String, CaseIterable, Sendable, CustomTestStringConvertible {
         clock.advance(by: 4 * 60)
         try await edit("Antiseptic 500 ml (Dettol)", price: 13.5, summary: "New name")
         transport.script(.respond(.json(422, #"{"code":"validation_failed","message":"The price is below the cost price (13.80)"}"#)))
-        guard let due = try outbox.operations(matching: OperationQuery(statuses: [.queued])).compactMap(\.nextAttemptAt).min() else {
+        guard let due = try outbox.operations(matching: OperationQuery(statuses: [.queued])).operations.compactMap(\.nextAttemptAt).min() else {
             throw FixtureError.unexpected("nothing is due")
         }
         clock.advance(by: max(0, due.timeIntervalSince(clock.now())))

@@ -207,7 +207,7 @@ enum Fixtures {
         _ = try await outbox.writer.append([JournalStore.Draft(
             operationID: interrupted, body: .attemptStarted(AttemptStarted(attempt: 1, trigger: .drain)))])
 
-        let states = try outbox.ledger(LedgerQuery(limit: .max)).map { try outbox.operation($0.operationID)! }
+        let states = try outbox.ledger(LedgerQuery(limit: .max)).entries.map { try outbox.operation($0.operationID)! }
         let paused = try outbox.engineState().isPaused
         outbox.close()
         // LMDB's lock file and the engine's process lock belong to a running journal, not to a fixture.
