@@ -98,13 +98,13 @@ public final class JournalReader: Sendable {
     }
 
     /// A page of operations filtered by status, category, type and creation moment, newest
-    /// first, each as ``operation(_:now:)`` answers it.
+    /// first, each as ``operation(_:)`` answers it.
     ///
     /// ```swift
     /// let waiting = try reader.operations(matching: OperationQuery(statuses: [.queued], limit: 50)).operations
     /// ```
-    public func operations(matching query: OperationQuery, now: Date = Date()) throws -> OperationPage {
-        try queries.operations(matching: query, now: now)
+    public func operations(matching query: OperationQuery) throws -> OperationPage {
+        try queries.operations(matching: query, now: clock.now())
     }
 
     /// The same page as folded states, reading no event: a list of a damaged journal still reads.
