@@ -9,16 +9,19 @@ extension JournalQueries {
         let schema = self.schema
         return try read { txn in
             let counters = try schema.counters(in: txn)
+            var reading = TabReading(engine: try schema.engineState(in: txn))
             var cards: [SyncCard] = []
             for (category, count) in counters.tabCounts(.waiting) {
-                let rows = try schema.tabRows(.waiting, category: category.string, limit: rowsPerCard, in: txn)
+                let rows = try schema.tabRows(.waiting, category: category.string, limit: rowsPerCard, reading: &reading, in: txn)
                 guard let latest = rows.first else { continue }
                 cards.append(SyncCard(category: category.string, count: Int(count), latestChangeAt: latest.changedAt, rows: rows))
             }
             cards.sort { ($0.latestChangeAt, ExactString($1.category)) > ($1.latestChangeAt, ExactString($0.category)) }
 
-            let (approvalCard, approvalCount) = try schema.mergedCard(.approval, named: SyncCard.approvalCategory, counters: counters, rowsPerCard: rowsPerCard, in: txn)
-            let (conflictCard, conflictCount) = try schema.mergedCard(.conflicted, named: SyncCard.conflictCategory, counters: counters, rowsPerCard: rowsPerCard, in: txn)
+            let (approvalCard, approvalCount) = try schema.mergedCard(
+                .approval, named: SyncCard.approvalCategory, counters: counters, rowsPerCard: rowsPerCard, reading: &reading, in: txn)
+            let (conflictCard, conflictCount) = try schema.mergedCard(
+                .conflicted, named: SyncCard.conflictCategory, counters: counters, rowsPerCard: rowsPerCard, reading: &reading, in: txn)
 
             let depth = JournalSchema.queueDepth(counters)
             let waitingForNetwork = depth[.queued, default: 0] + depth[.syncing, default: 0]

@@ -4,13 +4,17 @@ import OutboxStorage
 
 /// The Sync tab's words for what holds a queued row (``WaitingOn``).
 extension JournalSchema {
-    /// What holds a queued row, in the member's words.
-    func waitingReason(_ waiting: WaitingOn, in txn: borrowing LMDBTransaction) throws -> String? {
+    /// What holds a queued row, in the member's words; the label of the row it waits on is
+    /// taken from `labels` when a row before it named that one already, and kept there.
+    func waitingReason(_ waiting: WaitingOn, labels: inout [OperationID: String], in txn: borrowing LMDBTransaction) throws -> String? {
         func label(_ id: OperationID) throws -> String {
-            guard let state = try self.state(id, in: txn), let text = presentation(of: state), !text.label.isEmpty else {
-                return "an earlier change"
+            if let known = labels[id] { return known }
+            var label = "an earlier change"
+            if let state = try self.state(id, in: txn), let text = presentation(of: state), !text.label.isEmpty {
+                label = text.label
             }
-            return text.label
+            labels[id] = label
+            return label
         }
         switch waiting {
         case .laneHead(let head, let status), .recordWrite(let head, let status):
