@@ -153,7 +153,7 @@ let package = Package(
         .executableTarget(
             name: "outbox-bench",
             dependencies: [
-                "Outbox", "OutboxStorage", "OutboxTesting", "OutboxTestSupport", "CSQLite",
+                "Outbox", "OutboxCore", "OutboxStorage", "OutboxTesting", "OutboxTestSupport", "CSQLite",
                 "IdempotencyClaims", "PostgresClaimStore", "PostgresTesting", "OutboxTestServer",
             ],
             path: "Benchmarks/OutboxBench",

@@ -217,6 +217,24 @@ struct CorrectionTests {
         #expect(try outbox.operation(edit)?.request.payload == Data(#"{"price":12}"#.utf8))
     }
 
+    @Test func everyRowBehindAConflictedOneNamesIt() async throws {
+        let transport = ScriptedTransport(otherwise: created)
+        transport.script(preconditionFailed())
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open()
+        defer { outbox.close() }
+        let edit = try await outbox.enqueue(priceEdit(price: "12"))
+        await outbox.drain()
+        // One read of the tab asks what holds each row: the second row of the lane reads the
+        // answer the first read, and says the same as the row's own snapshot.
+        var later: [OperationID] = []
+        for price in ["14", "15"] { later.append(try await outbox.enqueue(priceEdit(price: price, revision: nil, type: "product.rename"))) }
+        let rows = try #require(try outbox.syncTab(isOnline: true).card("Products")?.rows)
+        #expect(rows.map(\.operationID) == later.reversed())
+        #expect(rows.map(\.waitingReason) == Array(repeating: "Waits for an earlier change to Antiseptic 1, which was changed elsewhere", count: 2))
+        for id in later { #expect(try outbox.operation(id)?.waitingOn == .laneHead(edit, .conflicted)) }
+    }
+
     @Test func reviseCorrectsARejectedWriteAndRefusesASettledOne() async throws {
         let transport = ScriptedTransport(otherwise: created)
         transport.script(.respond(TransportResponse.error(422, code: "validation_failed", message: "Price must be positive")))

@@ -32,18 +32,63 @@ extension JournalSchema {
         now: Date,
         in txn: borrowing LMDBTransaction
     ) throws -> Eligibility.Facts {
+        var lookups = EligibilityLookups.oneRow
+        return try eligibilityFacts(of: state, engine: engine, dueAt: dueAt, now: now, lookups: &lookups, in: txn)
+    }
+
+    /// The same, taking the other rows' answers from `lookups` where an earlier row of the same
+    /// snapshot read them already.
+    func eligibilityFacts(
+        of state: OperationState,
+        engine: Eligibility.Engine = .free,
+        dueAt: Date?? = nil,
+        now: Date,
+        lookups: inout EligibilityLookups,
+        in txn: borrowing LMDBTransaction
+    ) throws -> Eligibility.Facts {
         var facts = Eligibility.Facts(id: state.id, status: state.status, dueAt: dueAt ?? state.nextAttemptAt, engine: engine, now: now)
         guard state.status == .queued else { return facts }
-        facts.dependencies = try state.dependsOn.map { dependency in
+        for dependency in state.dependsOn {
+            if let known = lookups.standing[dependency] {
+                facts.dependencies.append(known)
+                continue
+            }
             // Named at enqueue, so known then: only a damaged journal loses it.
-            guard let standing = try standing(dependency, in: txn) else { return Eligibility.Row(id: dependency, status: nil) }
-            return Eligibility.Row(id: standing.id, status: standing.status)
+            let row = try standing(dependency, in: txn).map { Eligibility.Row(id: $0.id, status: $0.status) }
+                ?? Eligibility.Row(id: dependency, status: nil)
+            lookups.remember(row, standingFor: dependency)
+            facts.dependencies.append(row)
         }
-        if let head = try laneHead(state.lane, in: txn), head != state.id {
-            facts.laneHead = Eligibility.Row(id: head, status: try self.state(head, in: txn)?.status)
+        // A row without an entity has a lane of its own, which only it is in: nothing to read.
+        if state.entityID != nil {
+            let lane = state.lane
+            let head: OperationID?
+            if let known = lookups.laneHeads[lane] {
+                head = known
+            } else {
+                head = try laneHead(lane, in: txn)
+                lookups.remember(head, asHeadOf: lane)
+            }
+            if let head, head != state.id {
+                let status: OutboxStatus?
+                if let known = lookups.statuses[head] {
+                    status = known
+                } else {
+                    status = try self.state(head, in: txn)?.status
+                    lookups.remember(status, of: head)
+                }
+                facts.laneHead = Eligibility.Row(id: head, status: status)
+            }
         }
         for key in state.records {
-            if let head = try recordHead(key, in: txn), head.id != state.id { facts.recordHeads.append(head) }
+            let head: Eligibility.Row?
+            if let known = lookups.recordHeads[key] {
+                head = known
+            } else {
+                head = try recordHead(key, in: txn)
+                lookups.remember(head, asHeadOf: key)
+            }
+            if let head, head.id != state.id { facts.recordHeads.append(head) }
         }
         return facts
     }
@@ -64,15 +109,61 @@ extension JournalSchema {
     /// The rule's verdict on `state` as the journal records the engine (paused, who is signed
     /// in): what a member is told.
     func verdict(on state: OperationState, engine: EngineState, now: Date, in txn: borrowing LMDBTransaction) throws -> Eligibility.Verdict {
+        var lookups = EligibilityLookups.oneRow
+        return try verdict(on: state, engine: engine, now: now, lookups: &lookups, in: txn)
+    }
+
+    /// The same, with the other rows' answers an earlier row of the snapshot read (``EligibilityLookups``).
+    func verdict(on state: OperationState, engine: EngineState, now: Date, lookups: inout EligibilityLookups,
+                 in txn: borrowing LMDBTransaction) throws -> Eligibility.Verdict {
         guard state.status == .queued else { return .notQueued }
         let recorded = Eligibility.Engine(isPaused: engine.isPaused, pausedAt: engine.pausedAt, session: engine.session)
         if let hold = Eligibility.engineHold(recorded) { return .waiting(hold) }
-        return Eligibility.verdict(try eligibilityFacts(of: state, engine: recorded, now: now, in: txn))
+        return Eligibility.verdict(try eligibilityFacts(of: state, engine: recorded, now: now, lookups: &lookups, in: txn))
     }
 
     /// What a queued row waits for now (``Eligibility``); `nil` when it is due and nothing holds
     /// it, and for every other status (the status itself says what it waits for).
     func waitingOn(_ state: OperationState, engine: EngineState, now: Date, in txn: borrowing LMDBTransaction) throws -> WaitingOn? {
         try verdict(on: state, engine: engine, now: now, in: txn).waitingOn
+    }
+}
+
+/// What one snapshot answered about the rows others wait on: a read asking the rule of many
+/// rows (the Sync tab's) reads each lane's head, dependency and record's first write once, not
+/// once per row that waits on it. Valid only inside the transaction that filled it.
+struct EligibilityLookups {
+    /// A dependency as it stands (``JournalSchema/standing(_:in:)``).
+    fileprivate private(set) var standing: [OperationID: Eligibility.Row] = [:]
+    /// A lane's first row not yet terminal, `nil` inside when it has none.
+    fileprivate private(set) var laneHeads: [Lane: OperationID?] = [:]
+    /// A lane head's status, `nil` inside when its state is missing.
+    fileprivate private(set) var statuses: [OperationID: OutboxStatus?] = [:]
+    /// A record's first write not yet settled, `nil` inside when it has none.
+    fileprivate private(set) var recordHeads: [RecordKey: Eligibility.Row?] = [:]
+    /// False for a question about one row: nothing would ask again, so nothing is kept.
+    private var remembers = true
+
+    /// Nothing kept: for one row's facts.
+    fileprivate static var oneRow: EligibilityLookups {
+        var lookups = EligibilityLookups()
+        lookups.remembers = false
+        return lookups
+    }
+
+    fileprivate mutating func remember(_ row: Eligibility.Row, standingFor dependency: OperationID) {
+        if remembers { standing[dependency] = row }
+    }
+
+    fileprivate mutating func remember(_ head: OperationID?, asHeadOf lane: Lane) {
+        if remembers { laneHeads[lane] = .some(head) }
+    }
+
+    fileprivate mutating func remember(_ status: OutboxStatus?, of id: OperationID) {
+        if remembers { statuses[id] = .some(status) }
+    }
+
+    fileprivate mutating func remember(_ head: Eligibility.Row?, asHeadOf key: RecordKey) {
+        if remembers { recordHeads[key] = .some(head) }
     }
 }

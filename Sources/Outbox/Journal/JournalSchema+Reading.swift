@@ -60,16 +60,16 @@ extension JournalSchema {
 
     /// `state` with its entity label and summary opened for display: the plaintext when the key is
     /// known, "(sealed)" when not.
-    func opened(_ state: OperationState) -> OperationState {
-        var opened = state
+    /// Consuming: a state not sealed is handed back as it came, never copied.
+    func opened(_ state: consuming OperationState) -> OperationState {
         if let sealed = state.sealedServerCurrent, let sealing = sealing.sealing {
-            opened.serverCurrent = try? sealing.unsealServerCurrent(sealed, id: state.id)
+            state.serverCurrent = try? sealing.unsealServerCurrent(sealed, id: state.id)
         }
-        guard state.sealedPresentation != nil else { return opened }
+        guard state.sealedPresentation != nil else { return state }
         let text = presentation(of: state)
-        opened.entityLabel = text?.label ?? "(sealed)"
-        opened.summary = text?.summary ?? "(sealed)"
-        return opened
+        state.entityLabel = text?.label ?? "(sealed)"
+        state.summary = text?.summary ?? "(sealed)"
+        return state
     }
 
     /// The request stored in an operation's `enqueued` event, its sealed fields opened when the

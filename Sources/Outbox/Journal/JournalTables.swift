@@ -31,11 +31,13 @@ enum JournalCodec {
             try withUnsafeBytes(of: item.uuid.uuid, body)
         }
 
+        /// Loads the 16 bytes at once: `OperationID(bytes:)`, generic over its collection, looks
+        /// up that type's metadata at run time on every id an index scan reads.
         static func decode(_ bytes: UnsafeRawBufferPointer) throws -> OperationID {
-            guard let id = OperationID(bytes: bytes) else {
+            guard bytes.count == 16 else {
                 throw LMDBCodecError(reason: "\(bytes.count) bytes where an operation id takes 16")
             }
-            return id
+            return OperationID(uuid: UUID(uuid: bytes.loadUnaligned(as: uuid_t.self)))
         }
     }
 
