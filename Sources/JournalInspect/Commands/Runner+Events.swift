@@ -41,13 +41,12 @@ extension Runner {
         if options.follow && json {
             write(try events.map { try encodeJSON(ExportedEvent($0), pretty: false) }.joined())
         } else if json {
-            let next = try page.nextAfter.map { try nextPageStart(of: query, after: $0) }
+            let next = page.nextStart
             write(try encodeJSON(EventsDocument(events: events.map { ExportedEvent($0) }, damaged: damaged, nextSeq: next)))
         } else {
             var text = EventsText.header(seqWidth: seqWidth, moments: moments, style: style)
             text += EventsText.lines(events, damaged: damaged, seqWidth: seqWidth, moments: moments, style: style)
-            if let after = page.nextAfter, !options.follow {
-                let next = try nextPageStart(of: query, after: after)
+            if let next = page.nextStart, !options.follow {
                 text += query.order == .oldestFirst
                     ? "(\(events.count) events shown; the next page starts at --from \(next))\n"
                     : "(the latest \(events.count) shown; earlier ones end at --to \(next))\n"
@@ -61,16 +60,6 @@ extension Runner {
         // A first page cut short by --limit is followed from where it stopped.
         let followAfter = (query.order == .oldestFirst ? page.nextAfter : nil) ?? snapshotEnd
         return try follow(query, after: followAfter, seqWidth: seqWidth)
-    }
-
-    /// The seq the page after `after` starts at, for `--from` (or `--to`, newest first): the
-    /// next record of the range in the query's order, whatever it holds.
-    private func nextPageStart(of query: EventQuery, after: JournalSequence) throws -> JournalSequence {
-        let next = try reader.events(matching: EventQuery(seqFrom: query.seqFrom, seqThrough: query.seqThrough, after: after,
-                                                          order: query.order, limit: 1))
-        let seqs = next.events.map(\.seq) + next.damaged.map(\.seq)
-        let nearest = query.order == .oldestFirst ? seqs.min() : seqs.max()
-        return nearest ?? (query.order == .oldestFirst ? after.next : JournalSequence(rawValue: after.rawValue - 1))
     }
 
     /// The `compacted` event that removed operation `id`'s history, when it was compacted and

@@ -107,6 +107,9 @@ public struct EventPage: Sendable, Equatable {
     /// The last seq the page looked at, matching or not: a follower of a live journal asks
     /// `after:` it, and reads what was committed since.
     public var lastExamined: JournalSequence?
+    /// The first record the scan met and left for the next page, when it cut this one: the
+    /// `--from` (or `--to`) journal-inspect prints, across a compaction's gap too.
+    package var nextStart: JournalSequence?
 
     public init(events: [JournalEvent] = [], damaged: [DamagedRecord] = [], nextAfter: JournalSequence? = nil,
                 lastExamined: JournalSequence? = nil) {

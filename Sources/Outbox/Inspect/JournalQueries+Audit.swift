@@ -20,6 +20,7 @@ extension JournalQueries {
                 if !descending, let through = query.seqThrough, seq > through { return .stop }
                 if page.events.count >= query.limit {
                     page.nextAfter = page.lastExamined
+                    page.nextStart = seq
                     return .stop
                 }
                 page.lastExamined = seq
