@@ -5,6 +5,7 @@ import FoundationNetworking
 @testable import Outbox
 import OutboxTestServer
 import OutboxTesting
+import OutboxTestSupport
 import Synchronization
 import Testing
 
@@ -142,10 +143,9 @@ struct EndToEndTests {
     }
 
     @Test func aRefusedConnectionIsNoResponse() async throws {
-        // A port the OS just handed out and nobody listens on any more.
-        let server = try TestServer()
-        let url = server.baseURL
-        server.stop()
+        // A port held bound and never listening: nobody else can take it while the test runs.
+        let refusing = try RefusingPort()
+        let url = try #require(URL(string: "http://127.0.0.1:\(refusing.port)"))
         let transport = URLSessionTransport(baseURL: url, timeoutSeconds: 5)
         do {
             _ = try await transport.send(TransportRequest(method: "POST", endpoint: "/products", headers: [:], body: Data("{}".utf8)))
@@ -153,6 +153,7 @@ struct EndToEndTests {
         } catch {
             #expect(TransportFailure(error) == .cannotConnect)
         }
+        withExtendedLifetime(refusing) {}
     }
 
     @Test func aTimeoutIsNoResponse() async throws {
