@@ -13,7 +13,8 @@
 //   OutboxCore         pure: identifiers, requests, events, the record codec, the fold
 //   Outbox             the public engine: the journal, its projections, the API
 //   OutboxTesting      test doubles apps can use too: a manual clock, a scripted transport
-//   IdempotencyClaims  the server half: claims that make a replayed write apply once
+//   IdempotencyClaims  the server half: claims that make a replayed write apply once (links no database)
+//   LMDBClaimStore     the claims in the server's LMDB environment, committed with its records
 //   PostgresClaimStore the claims on PostgreSQL, for backends of many processes (links libpq)
 //   PostgresTesting    a throwaway PostgreSQL cluster (or a given database) for tests and benchmarks
 //   OutboxTestServer   a loopback HTTP server with fault injection (and outbox-test-server)
@@ -44,6 +45,9 @@ let package = Package(
         .library(name: "Outbox", targets: ["Outbox"]),
         .library(name: "OutboxTesting", targets: ["OutboxTesting"]),
         .library(name: "IdempotencyClaims", targets: ["IdempotencyClaims"]),
+        // The LMDB claim store's initializer takes the server's LMDBEnvironment: the product
+        // carries the LMDB layer so a server can name it.
+        .library(name: "LMDBClaimStore", targets: ["LMDBClaimStore", "OutboxStorage"]),
         .library(name: "PostgresClaimStore", targets: ["PostgresClaimStore"]),
         .library(name: "OutboxTestServer", targets: ["OutboxTestServer"]),
         .executable(name: "outbox-demo", targets: ["outbox-demo"]),
@@ -94,12 +98,17 @@ let package = Package(
         ),
         .target(
             name: "OutboxTesting",
-            dependencies: ["Outbox", "OutboxWire"],
+            dependencies: ["Outbox", "IdempotencyClaims", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "IdempotencyClaims",
-            dependencies: ["OutboxStorage", "OutboxCrypto", "OutboxWire"],
+            dependencies: ["OutboxCrypto", "OutboxWire"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "LMDBClaimStore",
+            dependencies: ["IdempotencyClaims", "OutboxStorage"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -114,7 +123,7 @@ let package = Package(
         ),
         .target(
             name: "OutboxTestServer",
-            dependencies: ["IdempotencyClaims", "PostgresClaimStore", "OutboxStorage", "OutboxWire"],
+            dependencies: ["IdempotencyClaims", "LMDBClaimStore", "PostgresClaimStore", "OutboxStorage", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -154,7 +163,7 @@ let package = Package(
             name: "outbox-bench",
             dependencies: [
                 "Outbox", "OutboxCore", "OutboxStorage", "OutboxTesting", "OutboxTestSupport", "CSQLite",
-                "IdempotencyClaims", "PostgresClaimStore", "PostgresTesting", "OutboxTestServer",
+                "IdempotencyClaims", "LMDBClaimStore", "PostgresClaimStore", "PostgresTesting", "OutboxTestServer",
             ],
             path: "Benchmarks/OutboxBench",
             swiftSettings: strictSettings
@@ -178,7 +187,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IdempotencyClaimsTests",
-            dependencies: ["IdempotencyClaims", "PostgresClaimStore", "PostgresTesting", "OutboxStorage", "OutboxCrypto", "OutboxWire", "OutboxTestSupport"],
+            dependencies: ["IdempotencyClaims", "LMDBClaimStore", "PostgresClaimStore", "PostgresTesting", "OutboxStorage", "OutboxCrypto", "OutboxWire", "OutboxTestSupport"],
             swiftSettings: testSettings
         ),
         .testTarget(

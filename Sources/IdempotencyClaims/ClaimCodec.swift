@@ -11,7 +11,7 @@ public struct ClaimCodingError: Error, Hashable, Sendable, CustomStringConvertib
     public var description: String { "claim record: \(reason) at byte \(offset)" }
 }
 
-/// The binary form of claims, for stores that keep bytes (``LMDBClaimStore``).
+/// The binary form of claims, for stores that keep bytes (`LMDBClaimStore`).
 ///
 /// A key is the three parts of a ``ClaimID``, each a big-endian `UInt16` length and UTF-8:
 /// (business id, operation type, key), so claims of one business sort together. A record is:
@@ -25,7 +25,7 @@ public struct ClaimCodingError: Error, Hashable, Sendable, CustomStringConvertib
 /// ```
 ///
 /// Integers are big-endian; dates are the bits of `timeIntervalSinceReferenceDate`, exact.
-enum ClaimCodec {
+package enum ClaimCodec {
     static let version: UInt8 = 1
     private static let inProgressTag: UInt8 = 1
     private static let completedTag: UInt8 = 2
@@ -36,7 +36,7 @@ enum ClaimCodec {
     /// is refused here, as an error, rather than handed to LMDB, which treats it as misuse.
     static let maxKeyBytes = 511
 
-    static func key(for id: ClaimID) throws(ClaimCodingError) -> [UInt8] {
+    package static func key(for id: ClaimID) throws(ClaimCodingError) -> [UInt8] {
         var writer = ByteWriter()
         do {
             try writer.writeShort(id.scope.businessID)
@@ -53,7 +53,7 @@ enum ClaimCodec {
         return writer.bytes
     }
 
-    static func id(fromKey bytes: some Collection<UInt8>) throws(ClaimCodingError) -> ClaimID {
+    package static func id(fromKey bytes: some Collection<UInt8>) throws(ClaimCodingError) -> ClaimID {
         var reader = ByteReader(Array(bytes))
         let id = try reading(&reader) { (reader) throws(DecodingProblem) in
             let business = try reader.readShortString("business id")
@@ -70,7 +70,7 @@ enum ClaimCodec {
 
     // MARK: Records
 
-    static func encode(_ record: ClaimRecord) throws(ClaimCodingError) -> [UInt8] {
+    package static func encode(_ record: ClaimRecord) throws(ClaimCodingError) -> [UInt8] {
         var writer = ByteWriter(capacity: 128)
         writer.write(version)
         writer.write(raw: record.fingerprint.bytes)
@@ -107,7 +107,7 @@ enum ClaimCodec {
         return writer.bytes
     }
 
-    static func decode(_ bytes: some Collection<UInt8>) throws(ClaimCodingError) -> ClaimRecord {
+    package static func decode(_ bytes: some Collection<UInt8>) throws(ClaimCodingError) -> ClaimRecord {
         var reader = ByteReader(Array(bytes))
         return try reading(&reader) { (reader) throws(DecodingProblem) in
             let storedVersion = try reader.readUInt8("version")

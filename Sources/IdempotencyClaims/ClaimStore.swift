@@ -17,8 +17,9 @@ public import Foundation
 /// replacing an expired one cannot race another copy. A store that would have to wait for
 /// another transaction to hold it throws ``ClaimBusy`` instead.
 ///
-/// The package ships ``InMemoryClaimStore`` and ``LMDBClaimStore``; `PostgresClaimStore` (its own
-/// product) implements the same requirements on PostgreSQL (see `Docs/server.md`).
+/// This module ships ``InMemoryClaimStore`` and links no database; `LMDBClaimStore` and
+/// `PostgresClaimStore` (each its own product) implement the same requirements on LMDB and on
+/// PostgreSQL (see `Docs/server.md`).
 public protocol ClaimStore: Sendable {
     /// The server's transaction, as handed to the write a claim protects. Valid only inside
     /// the closure of ``transaction(_:)``.

@@ -40,7 +40,7 @@ extension InMemoryServer {
     }
 
     /// Answers a batch, the server online: its fault, then each operation on its own.
-    static func answerBatch(_ request: TransportRequest, in state: inout State, maxOperations: Int) -> Result<TransportResponse, URLError> {
+    func answerBatch(_ request: TransportRequest, in state: inout State) -> Result<TransportResponse, URLError> {
         let fault = state.faults.isEmpty ? nil : state.faults.removeFirst()
         var approval: String?
         var losesAnswer = false
@@ -53,7 +53,7 @@ extension InMemoryServer {
         }
         let batch: BatchRequest
         do {
-            batch = try BatchRequest.decoded(from: request.body, maxOperations: maxOperations)
+            batch = try BatchRequest.decoded(from: request.body, maxOperations: maxBatchOperations)
         } catch {
             return .success(TransportResponse(statusCode: error.status, headers: [WireHeader.contentType: "application/json"], body: error.body))
         }
@@ -65,14 +65,14 @@ extension InMemoryServer {
             case .noResponse?:
                 continue
             case .applyThenDropResponse?:
-                _ = apply(single, to: &state, approval: approval)
+                _ = apply(single, approval: approval)
                 continue
             case .respond(let response)?:
                 answer = response
             case .holdForApproval(let requestID)?:
-                answer = apply(single, to: &state, approval: requestID)
+                answer = apply(single, approval: requestID)
             case .apply?, nil:
-                answer = apply(single, to: &state, approval: approval)
+                answer = apply(single, approval: approval)
             }
             results.append(BatchResult(operationID: operation.operationID, status: answer.statusCode, headers: answer.headers, body: answer.body))
         }

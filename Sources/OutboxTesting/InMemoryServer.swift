@@ -1,4 +1,5 @@
 public import Foundation
+public import IdempotencyClaims
 import OutboxWire
 public import Outbox
 import Synchronization
@@ -68,36 +69,42 @@ public final class InMemoryServer: OutboxTransport {
         }
     }
 
-    struct Claim {
-        var body: Data
-        var response: TransportResponse
+    /// What the server stores, committed with each claim in one transaction of its store.
+    struct Stored: Sendable {
+        var records: [Record] = []
+        var current: [String: CurrentRecord] = [:]
+        /// The last revision handed out, by an applied write or a change made elsewhere.
+        var lastRevision = 0
+        var applied: [String: Int] = [:]
     }
 
+    /// The faults scripted and what came, apart from what the server stores.
     struct State {
         var faults: [Fault] = []
         /// Faults for the next request or batched operation with a key, in order per key.
         var keyedFaults: [String: [Fault]] = [:]
         /// Every batch read, in order.
         var batches: [BatchRequest] = []
-        var claims: [String: Claim] = [:]
-        var records: [Record] = []
-        var current: [String: CurrentRecord] = [:]
-        /// The last revision handed out, by an applied write or a change made elsewhere.
-        var lastRevision = 0
-        var applied: [String: Int] = [:]
         var requests: [TransportRequest] = []
         var online = true
     }
 
     let state = Mutex(State())
+    /// The records and the claims, in the claims library's own in-memory store: a copy is
+    /// replayed, a key reused with another body conflicts, exactly as on the loopback server.
+    let store = InMemoryClaimStore(records: Stored())
+    let claims: IdempotencyClaims<InMemoryClaimStore<Stored>>
     /// The most operations a batch may hold; more are answered 413 `batch_too_large`.
     public let maxBatchOperations: Int
 
-    /// - Parameter maxBatchOperations: the most operations one `POST /sync/batch` may hold
-    ///   (100 by default); a larger batch is answered 413 `batch_too_large` as a whole.
-    public init(maxBatchOperations: Int = 100) {
+    /// - Parameters:
+    ///   - maxBatchOperations: the most operations one `POST /sync/batch` may hold (100 by
+    ///     default); a larger batch is answered 413 `batch_too_large` as a whole.
+    ///   - claimClock: the clock the claims' retention and leases are measured by.
+    public init(maxBatchOperations: Int = 100, claimClock: any ClaimClock = SystemClaimClock()) {
         precondition(maxBatchOperations > 0, "maxBatchOperations must be positive")
         self.maxBatchOperations = maxBatchOperations
+        claims = IdempotencyClaims(store: store, clock: claimClock)
     }
 
     /// Scripts faults for the next requests, in order. A `POST /sync/batch` is one request:
@@ -129,7 +136,7 @@ public final class InMemoryServer: OutboxTransport {
 
     /// Every write applied, in the order applied.
     public var records: [Record] {
-        state.withLock { $0.records }
+        store.records().records
     }
 
     /// Every request received (including those answered with a fault), in order.
@@ -139,7 +146,7 @@ public final class InMemoryServer: OutboxTransport {
 
     /// The record at `path` (e.g. `/products/p-1`) as it stands now; `nil` when there is none.
     public func currentRecord(at path: String) -> CurrentRecord? {
-        state.withLock { $0.current[path] }
+        store.records().current[path]
     }
 
     /// Changes the record at `path` as another device would, outside any claim: `patch` merged
@@ -149,26 +156,27 @@ public final class InMemoryServer: OutboxTransport {
     ///   a JSON object.
     @discardableResult
     public func changeRecord(at path: String, patch: Data = Data("{}".utf8)) -> CurrentRecord? {
-        state.withLock { state in
-            guard var record = state.current[path], Self.isObject(patch),
+        // An in-memory transaction throws only what its closure throws, and this one throws nothing.
+        try? store.transaction { txn -> CurrentRecord? in
+            guard var record = txn.records.current[path], Self.isObject(patch),
                 let merged = try? JSONMergePatch.apply(Array(patch), to: Array(record.body))
             else { return nil }
-            state.lastRevision += 1
+            txn.records.lastRevision += 1
             record.body = Data(merged)
-            record.revision = state.lastRevision
-            state.current[path] = record
+            record.revision = txn.records.lastRevision
+            txn.records.current[path] = record
             return record
-        }
+        } ?? nil
     }
 
     /// How many times the write under `key` was applied: exactly-once means 1.
     public func appliedCount(_ key: String) -> Int {
-        state.withLock { $0.applied[key] ?? 0 }
+        store.records().applied[key] ?? 0
     }
 
     /// The most times any key was applied.
     public var maxAppliedCount: Int {
-        state.withLock { $0.applied.values.max() ?? 0 }
+        store.records().applied.values.max() ?? 0
     }
 
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
@@ -177,7 +185,7 @@ public final class InMemoryServer: OutboxTransport {
             let isBatch = Self.isBatch(request)
             if isBatch { state.recordBatch(request) }
             guard state.online else { return .failure(URLError(.notConnectedToInternet)) }
-            if isBatch { return Self.answerBatch(request, in: &state, maxOperations: maxBatchOperations) }
+            if isBatch { return answerBatch(request, in: &state) }
             let keyed = request.headers[OutboxHeader.idempotencyKey].flatMap { state.takeKeyedFault(for: $0) }
             let fault = keyed ?? (state.faults.isEmpty ? nil : state.faults.removeFirst())
             switch fault {
@@ -186,98 +194,111 @@ public final class InMemoryServer: OutboxTransport {
             case .respond(let response)?:
                 return .success(response)
             case .applyThenDropResponse?:
-                _ = Self.apply(request, to: &state, approval: nil)
+                _ = apply(request, approval: nil)
                 return .failure(URLError(.networkConnectionLost))
             case .holdForApproval(let requestID)?:
-                return .success(Self.apply(request, to: &state, approval: requestID))
+                return .success(apply(request, approval: requestID))
             case .apply?, nil:
-                return .success(Self.apply(request, to: &state, approval: nil))
+                return .success(apply(request, approval: nil))
             }
         }
         return try outcome.get()
     }
 
-    /// The claim logic: first use applies and stores the response; a repeat replays or conflicts.
-    /// An update that is refused (404, 412) stores nothing, not even the claim.
-    static func apply(_ request: TransportRequest, to state: inout State, approval: String?) -> TransportResponse {
-        guard let key = request.headers[OutboxHeader.idempotencyKey], !key.isEmpty else {
-            return .error(400, code: ErrorCode.idempotencyKeyRequired, message: "An Idempotency-Key header is required.")
-        }
-        if let claim = state.claims[key] {
-            guard claim.body == request.body else {
-                return .error(409, code: ErrorCode.idempotencyConflict, message: "This key was used with a different body.")
+    /// Answers one write through the claims: the first use of a key applies it and stores the
+    /// response with it; a copy replays it, a key reused with another body conflicts. An update
+    /// that is refused (404, 412) stores nothing, not even the claim.
+    func apply(_ request: TransportRequest, approval: String?) -> TransportResponse {
+        let scope = ClaimScope(businessID: request.headers[OutboxHeader.businessID] ?? "", operationType: Self.operationType(of: request))
+        let answer: ClaimAnswer
+        do {
+            answer = try claims.handle(scope: scope, key: request.headers[OutboxHeader.idempotencyKey], body: request.body) { txn in
+                try Self.write(request, key: request.headers[OutboxHeader.idempotencyKey] ?? "", approval: approval, to: &txn.records)
             }
-            var replay = claim.response
-            replay.headers[WireHeader.idempotentReplayed] = "true"
-            return replay
+        } catch {
+            // The in-memory store throws only what the write throws, and the write throws
+            // only refusals, which the claims answer themselves.
+            return .error(500, code: "internal_error", message: "the server failed to store the write: \(error)")
         }
+        var headers: [String: String] = [:]
+        for header in answer.response.headers { headers[header.name] = header.value }
+        return TransportResponse(statusCode: answer.response.status, headers: headers, body: answer.response.body)
+    }
+
+    /// The kind of write a claim is scoped by, as the loopback server names it: the collection
+    /// and the action (`products.create`, `products.update`, `products.delete`).
+    static func operationType(of request: TransportRequest) -> String {
+        let collection = request.endpoint.split(separator: "/").first.map(String.init) ?? ""
+        let action = switch request.method {
+        case "POST": "create"
+        case "PUT", "PATCH": "update"
+        case "DELETE": "delete"
+        default: request.method.lowercased()
+        }
+        return collection + "." + action
+    }
+
+    /// The write a claim protects, in the claim's transaction.
+    private static func write(_ request: TransportRequest, key: String, approval: String?, to stored: inout Stored) throws(ClaimRefusal) -> ClaimResponse {
         let isUpdate = request.method == "PUT" || request.method == "PATCH"
         var updated: CurrentRecord?
-        if isUpdate {
-            switch checkedUpdate(request, in: state) {
-            case .success(let record): updated = record
-            case .failure(let refusal): return refusal.response
-            }
-        }
-        state.lastRevision += 1
-        let revision = state.lastRevision
-        state.records.append(Record(key: key, endpoint: request.endpoint, body: request.body, revision: revision))
-        state.applied[key, default: 0] += 1
+        if isUpdate { updated = try checkedUpdate(request, in: stored) }
+        stored.lastRevision += 1
+        let revision = stored.lastRevision
+        stored.records.append(Record(key: key, endpoint: request.endpoint, body: request.body, revision: revision))
+        stored.applied[key, default: 0] += 1
         if var updated {
             updated.revision = revision
-            state.current[updated.path] = updated
+            stored.current[updated.path] = updated
         } else if let id = createdID(request) {
             let path = request.endpoint + "/" + id
-            state.current[path] = CurrentRecord(path: path, body: request.body, revision: revision)
+            stored.current[path] = CurrentRecord(path: path, body: request.body, revision: revision)
         }
-        var response: TransportResponse = if let approval {
-            .json(202, #"{"request_id":"\#(approval)","status":"pending_approval"}"#)
-        } else {
-            .json(isUpdate ? 200 : 201, #"{"revision":"\#(revision)"}"#)
+        let json = Header(name: "Content-Type", value: "application/json")
+        if let approval {
+            return ClaimResponse(status: 202, headers: [json], body: Data(#"{"request_id":"\#(approval)","status":"pending_approval"}"#.utf8))
         }
-        if isUpdate, approval == nil { response.headers[WireHeader.eTag] = "\"\(revision)\"" }
-        state.claims[key] = Claim(body: request.body, response: response)
+        var response = ClaimResponse(status: isUpdate ? 200 : 201, headers: [json], body: Data(#"{"revision":"\#(revision)"}"#.utf8))
+        if isUpdate { response.headers.append(Header(name: WireHeader.eTag, value: "\"\(revision)\"")) }
         return response
     }
 
-    /// A refused update's answer: stored nowhere.
-    private struct Refusal: Error {
-        var response: TransportResponse
-    }
+    private typealias Header = ClaimResponse.Header
 
     /// The record an update would leave (its revision not yet assigned), or why it is refused:
     /// 404 for no record, 400 for an `If-Match` that cannot be read, 412 for one naming a
     /// revision the record has moved past, 422 for a body that is not a JSON object.
-    private static func checkedUpdate(_ request: TransportRequest, in state: State) -> Result<CurrentRecord, Refusal> {
-        guard var record = state.current[request.endpoint] else {
-            return .failure(Refusal(response: .error(404, code: "not_found", message: "There is no record at \(request.endpoint).")))
+    private static func checkedUpdate(_ request: TransportRequest, in stored: Stored) throws(ClaimRefusal) -> CurrentRecord {
+        guard var record = stored.current[request.endpoint] else {
+            throw ClaimRefusal(.problem(status: 404, code: "not_found", message: "There is no record at \(request.endpoint)."))
         }
         let header = request.headers.first { $0.key.lowercased() == WireHeader.ifMatch.lowercased() }?.value
         let condition: IfMatch?
         do {
             condition = try IfMatch.parse(header)
         } catch {
-            return .failure(Refusal(response: .error(400, code: "if_match_invalid", message: error.message)))
+            throw ClaimRefusal(.problem(status: 400, code: "if_match_invalid", message: error.message))
         }
         if let condition, !condition.matches(revision: record.revision) {
             var body = Data(#"{"code":"\#(WireErrorCode.revisionConflict)","message":"This record changed elsewhere: it is at revision \#(record.revision).","server_revision":"\#(record.revision)","current":"#.utf8)
             body += record.body
             body += Data("}".utf8)
-            return .failure(Refusal(response: TransportResponse(
-                statusCode: 412, headers: ["Content-Type": "application/json", WireHeader.eTag: "\"\(record.revision)\""], body: body)))
+            throw ClaimRefusal(ClaimResponse(
+                status: 412, headers: [Header(name: "Content-Type", value: "application/json"), Header(name: WireHeader.eTag, value: "\"\(record.revision)\"")],
+                body: body))
         }
         guard isObject(request.body) else {
-            return .failure(Refusal(response: .error(422, code: WireErrorCode.validationFailed, message: "An update's body must be a JSON object.")))
+            throw ClaimRefusal(.problem(status: 422, code: WireErrorCode.validationFailed, message: "An update's body must be a JSON object."))
         }
         if request.method == "PATCH" {
             guard let merged = try? JSONMergePatch.apply(Array(request.body), to: Array(record.body)) else {
-                return .failure(Refusal(response: .error(422, code: WireErrorCode.validationFailed, message: "The patch could not be applied.")))
+                throw ClaimRefusal(.problem(status: 422, code: WireErrorCode.validationFailed, message: "The patch could not be applied."))
             }
             record.body = Data(merged)
         } else {
             record.body = request.body
         }
-        return .success(record)
+        return record
     }
 
     /// The `"id"` of a create's body, when it is a JSON object with one.

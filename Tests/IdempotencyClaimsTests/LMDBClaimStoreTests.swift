@@ -1,6 +1,7 @@
 import Foundation
 import OutboxTestSupport
 @testable import IdempotencyClaims
+import LMDBClaimStore
 import OutboxStorage
 import Synchronization
 import Testing

@@ -31,7 +31,7 @@ struct InMemoryServerBatchTests {
 
     private func sendSingle(_ server: InMemoryServer, key: String, body: String) async throws -> TransportResponse {
         try await server.send(TransportRequest(
-            method: "POST", endpoint: "/products", headers: ["Idempotency-Key": key, "Content-Type": "application/json"],
+            method: "POST", endpoint: "/products", headers: ["Idempotency-Key": key, "X-Business-ID": "pharmacy-7", "Content-Type": "application/json"],
             body: Data(body.utf8)))
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import IdempotencyClaims
+import LMDBClaimStore
 import OutboxStorage
 import PostgresClaimStore
 import PostgresTesting

@@ -6,118 +6,118 @@ public import OutboxWire
 ///
 /// The payload itself is not part of the state: it lives once, in the `enqueued` event, and is
 /// read from there when a request is sent or shown.
-public struct OperationState: Sendable, Equatable {
-    public var id: OperationID
-    public var status: OutboxStatus
+package struct OperationState: Sendable, Equatable {
+    package var id: OperationID
+    package var status: OutboxStatus
 
     // The request, as enqueued (without its payload).
-    public var businessID: String
-    public var operationType: String
-    public var method: String
-    public var endpoint: String
-    public var entityID: String?
-    public var category: String
-    public var entityLabel: String
-    public var summary: String
-    public var payloadVersion: Int
-    public var payloadByteCount: Int
-    public var requestHash: SHA256Digest
+    package var businessID: String
+    package var operationType: String
+    package var method: String
+    package var endpoint: String
+    package var entityID: String?
+    package var category: String
+    package var entityLabel: String
+    package var summary: String
+    package var payloadVersion: Int
+    package var payloadByteCount: Int
+    package var requestHash: SHA256Digest
     /// The account the write was made under.
-    public var account: String
+    package var account: String
     /// The entity label and summary, sealed, in an encrypted journal (where ``entityLabel`` and
     /// ``summary`` are empty): opened with the journal's key when shown.
-    public var sealedPresentation: [UInt8]?
+    package var sealedPresentation: [UInt8]?
 
     /// When it was enqueued (device clock, display only).
-    public var createdAt: Date
+    package var createdAt: Date
     /// Attempts started so far.
-    public var attemptCount: Int
+    package var attemptCount: Int
     /// When a queued row is next due; `nil` means due now.
-    public var nextAttemptAt: Date?
+    package var nextAttemptAt: Date?
     /// When the latest attempt started.
-    public var lastAttemptAt: Date?
+    package var lastAttemptAt: Date?
     /// The latest attempt's outcome, as recorded.
-    public var lastOutcome: AttemptOutcome?
+    package var lastOutcome: AttemptOutcome?
     /// The latest outcome in the ledger's words.
-    public var latestOutcome: OutcomeCategory?
-    public var lastErrorCode: String?
-    public var lastErrorMessage: String?
+    package var latestOutcome: OutcomeCategory?
+    package var lastErrorCode: String?
+    package var lastErrorMessage: String?
     /// The request id of a 202 that holds the write for approval.
-    public var approvalRequestID: String?
+    package var approvalRequestID: String?
     /// The record's revision, when the server returned one.
-    public var serverRevision: String?
+    package var serverRevision: String?
 
     /// The revision the next attempt sends in `If-Match`: the request's, or the server's after
     /// a rebase.
-    public var baseRevision: String?
+    package var baseRevision: String?
     /// The operations it waits for (each, or what replaced it, must be synced first).
-    public var dependsOn: [OperationID]
+    package var dependsOn: [OperationID]
     /// The row it replaces, when it corrects, resolves or coalesces one.
-    public var supersedes: Supersession?
+    package var supersedes: Supersession?
     /// The operation that replaced it, once `superseded`.
-    public var supersededBy: OperationID?
+    package var supersededBy: OperationID?
     /// Why it was replaced.
-    public var supersededReason: SupersedeReason?
+    package var supersededReason: SupersedeReason?
     /// Its place in its lane: its own `enqueued` seq, or the place of the row it replaces.
-    public var laneSeq: JournalSequence
+    package var laneSeq: JournalSequence
     /// How many times a conflict rule rebased it.
-    public var rebaseCount: Int
+    package var rebaseCount: Int
     /// For a conflicted row: the server's current record when it answered (plaintext, or empty
     /// with ``sealedServerCurrent`` set when the journal is encrypted at rest).
-    public var serverCurrent: Data?
-    public var sealedServerCurrent: [UInt8]?
+    package var serverCurrent: Data?
+    package var sealedServerCurrent: [UInt8]?
     /// The attempt count when a person last put the row back in the queue: the retry policy's
     /// limits count attempts from there.
-    public var retryEpochAttempts: Int
+    package var retryEpochAttempts: Int
     /// When the first attempt since then started: the policy's age limit counts from there.
-    public var retryEpochStartedAt: Date?
+    package var retryEpochStartedAt: Date?
     /// The device's uptime at that moment: the age is measured by it (``DeviceMoment``).
-    public var retryEpochStartedUptime: Uptime?
+    package var retryEpochStartedUptime: Uptime?
     /// The dependency whose chain ended unapplied, for a row blocked by it.
-    public var endedDependency: OperationID?
+    package var endedDependency: OperationID?
     /// Whether the app gave the operation its id (``OutboxRequest/operationID``).
-    public var appGaveID: Bool
+    package var appGaveID: Bool
 
     // Records (projection layout 7).
 
     /// The member's records the write changes, in the order given: their values are in its
     /// `enqueued` event.
-    public var records: [RecordKey] = []
+    package var records: [RecordKey] = []
     /// The record whose server revision its `If-Match` takes as it is sent.
-    public var revisionFrom: RecordKey?
+    package var revisionFrom: RecordKey?
     /// The revision its latest attempt sent, when it took it from a record's base.
-    public var sentRevision: String?
+    package var sentRevision: String?
     /// Once synced: the records whose overlay stays, confirmed, until the server's value is
     /// back: those the answer did not describe or, when the answer named where the feed shows
     /// the write (``visibleAt``), all of them, until a pull reaches that position.
-    public var awaitingServerValue: [RecordKey] = []
+    package var awaitingServerValue: [RecordKey] = []
     /// Once synced: where the server's change feed shows the write (layout 9).
-    public var visibleAt: FeedPosition?
+    package var visibleAt: FeedPosition?
     /// When the write was rolled back (failed, blocked, discarded, withdrawn): the seq of that
     /// event. A later write of the same record made before it was built on a value that never
     /// reached the server. `nil` again once retried.
-    public var rolledBackSeq: JournalSequence?
+    package var rolledBackSeq: JournalSequence?
     /// Whether the app acknowledged the rollback (``RollbackAcknowledged``).
-    public var rollbackAcknowledged = false
+    package var rollbackAcknowledged = false
     /// For a row held because it was built on a rolled-back write: that write.
-    public var heldOn: OperationID?
+    package var heldOn: OperationID?
 
     /// The seq of the operation's `enqueued` event: its place in the queue.
-    public var firstSeq: JournalSequence
+    package var firstSeq: JournalSequence
     /// The seq of its latest event.
-    public var latestSeq: JournalSequence
+    package var latestSeq: JournalSequence
     /// The seqs of its events in the journal, oldest first: its history, kept with the state so
     /// that reading it takes no index. Empty once compacted.
-    public var eventSeqs: [JournalSequence]
+    package var eventSeqs: [JournalSequence]
     /// When its latest event was recorded: the Sync tab's "moment".
-    public var changedAt: Date
+    package var changedAt: Date
     /// The device's uptime then: how long a settled row has been settled is measured by it.
-    public var changedUptime: Uptime?
+    package var changedUptime: Uptime?
     /// Whether its events are in the journal, or what a compaction kept of it.
-    public var form: Form
+    package var form: Form
 
     /// What the journal holds of an operation.
-    public enum Form: Sendable, Equatable {
+    package enum Form: Sendable, Equatable {
         /// Its events are in the journal: every field is folded from them.
         case live
         /// A compaction removed its events and payload: every field is kept but the history
@@ -131,7 +131,7 @@ public struct OperationState: Sendable, Equatable {
     }
 
     /// When a compaction removed its events; `nil` while they are in the journal.
-    public var compactedAt: Date? {
+    package var compactedAt: Date? {
         switch form {
         case .live: nil
         case .compacted(let at), .compactedLedgerRowOnly(let at): at
@@ -139,13 +139,13 @@ public struct OperationState: Sendable, Equatable {
     }
 
     /// Whether the request's fields hold what was enqueued (all but a ledger-row-only compaction).
-    public var keptRequest: Bool {
+    package var keptRequest: Bool {
         if case .compactedLedgerRowOnly = form { return false }
         return true
     }
 
     /// The state right after `enqueued`.
-    public init(id: OperationID, seq: JournalSequence, recordedAt: Date, enqueued: Enqueued) {
+    package init(id: OperationID, seq: JournalSequence, recordedAt: Date, enqueued: Enqueued) {
         let request = enqueued.request
         self.id = id
         self.status = .queued
@@ -185,7 +185,7 @@ public struct OperationState: Sendable, Equatable {
     /// operation compacted before journal format 2, the ledger row only (see ``Form``).
     /// - Parameters:
     ///   - seq: the seq of the `compacted` event.
-    public init(compacted operation: CompactedOperation, seq: JournalSequence, compactedAt: Date) {
+    package init(compacted operation: CompactedOperation, seq: JournalSequence, compactedAt: Date) {
         let identity = operation.identity
         let kept = OutboxRequest(
             businessID: identity?.businessID ?? "", operationType: operation.operationType,
@@ -216,7 +216,7 @@ public struct OperationState: Sendable, Equatable {
 
     /// The request as it will be sent, given the payload read from the `enqueued` event: its
     /// base revision the one the next attempt sends (the server's after a rebase).
-    public func request(payload: Data) -> OutboxRequest {
+    package func request(payload: Data) -> OutboxRequest {
         OutboxRequest(
             businessID: businessID, operationType: operationType, method: method, endpoint: endpoint,
             payload: payload, entityID: entityID, category: category, entityLabel: entityLabel,
@@ -226,19 +226,19 @@ public struct OperationState: Sendable, Equatable {
     }
 
     /// Whether a row of this status, with records, hides its changes and says it was rolled back.
-    public static func rollsBack(_ status: OutboxStatus) -> Bool {
+    package static func rollsBack(_ status: OutboxStatus) -> Bool {
         status == .failed || status == .blocked || status == .discarded || status == .withdrawn
     }
 
     /// The lane the row is sent in: its entity within its business, or a lane of its own when it
     /// names no entity. Rows of one lane are sent one after another, in journal order.
-    public var lane: Lane { Lane(businessID: businessID, entityID: entityID, operation: id) }
+    package var lane: Lane { Lane(businessID: businessID, entityID: entityID, operation: id) }
 
     /// When the first attempt of the retry epoch started, as the device recorded it.
-    public var retryEpochStart: DeviceMoment? {
+    package var retryEpochStart: DeviceMoment? {
         retryEpochStartedAt.map { DeviceMoment(wall: $0, uptime: retryEpochStartedUptime) }
     }
 
     /// When its latest event was recorded, as the device recorded it.
-    public var changed: DeviceMoment { DeviceMoment(wall: changedAt, uptime: changedUptime) }
+    package var changed: DeviceMoment { DeviceMoment(wall: changedAt, uptime: changedUptime) }
 }

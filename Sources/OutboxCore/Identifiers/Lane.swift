@@ -12,9 +12,9 @@
 /// | an operation's own | 2, the operation id's 16 bytes |
 ///
 /// No lane's bytes begin with another lane's, so a prefix scan for one lane finds only its rows.
-public struct Lane: Hashable, Sendable, CustomStringConvertible {
+package struct Lane: Hashable, Sendable, CustomStringConvertible {
     /// The lane's identity, as it leads its keys in the journal's lane index.
-    public let bytes: [UInt8]
+    package let bytes: [UInt8]
 
     private static let entityTag: UInt8 = 1
     private static let operationTag: UInt8 = 2
@@ -22,18 +22,18 @@ public struct Lane: Hashable, Sendable, CustomStringConvertible {
     /// The longest business id and entity id a lane holds, in UTF-8 bytes (each length is one
     /// byte). Requests are bounded tighter (``OutboxRequest/maxBusinessIDBytes``,
     /// ``OutboxRequest/maxEntityIDBytes``).
-    public static let maxPartBytes = 255
+    package static let maxPartBytes = 255
 
     /// The lane of writes to `entityID` of `businessID`, or of `operation` alone when
     /// `entityID` is `nil`.
-    public init(businessID: String, entityID: String?, operation: OperationID) {
+    package init(businessID: String, entityID: String?, operation: OperationID) {
         var bytes: [UInt8] = []
         Self.encode(businessID: businessID, entityID: entityID, operation: operation, into: &bytes)
         self.bytes = bytes
     }
 
     /// Reads a lane from the bytes ``bytes`` holds; `nil` when they are not a lane's.
-    public init?(bytes: some Collection<UInt8>) {
+    package init?(bytes: some Collection<UInt8>) {
         let bytes = Array(bytes)
         guard Self.isWellFormed(bytes) else { return nil }
         self.bytes = bytes
@@ -41,7 +41,7 @@ public struct Lane: Hashable, Sendable, CustomStringConvertible {
 
     /// Writes the lane's bytes straight into `bytes`, without building a `Lane`: the hot path of
     /// the lane index.
-    public static func encode(businessID: String, entityID: String?, operation: OperationID, into bytes: inout [UInt8]) {
+    package static func encode(businessID: String, entityID: String?, operation: OperationID, into bytes: inout [UInt8]) {
         if let entityID {
             precondition(businessID.utf8.count <= maxPartBytes && entityID.utf8.count <= maxPartBytes, "a lane's part over 255 bytes")
             bytes.append(entityTag)
@@ -71,19 +71,19 @@ public struct Lane: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The business and entity of an entity's lane; `nil` for an operation's own.
-    public var entity: (businessID: [UInt8], entityID: [UInt8])? {
+    package var entity: (businessID: [UInt8], entityID: [UInt8])? {
         guard bytes.first == Self.entityTag else { return nil }
         let businessEnd = 2 + Int(bytes[1])
         return (Array(bytes[2..<businessEnd]), Array(bytes[(businessEnd + 1)...]))
     }
 
     /// The operation of a lane of its own; `nil` for an entity's.
-    public var operation: OperationID? {
+    package var operation: OperationID? {
         bytes.first == Self.operationTag ? OperationID(bytes: bytes.dropFirst()) : nil
     }
 
     /// `entity pharmacy-7/p-1`, or `operation <id>`: for logs and support, never a key.
-    public var description: String {
+    package var description: String {
         if let entity {
             return "entity \(String(decoding: entity.businessID, as: UTF8.self))/\(String(decoding: entity.entityID, as: UTF8.self))"
         }

@@ -1,6 +1,7 @@
 import Foundation
 import IdempotencyClaims
 import OutboxWire
+import LMDBClaimStore
 import OutboxStorage
 
 /// ``ServerStorage`` in an LMDB environment: claims, records, approvals and counts in one

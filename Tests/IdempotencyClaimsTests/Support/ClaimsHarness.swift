@@ -1,6 +1,7 @@
 import Foundation
 import OutboxTestSupport
 import IdempotencyClaims
+import LMDBClaimStore
 import OutboxStorage
 import OutboxWire
 import PostgresClaimStore

@@ -1,4 +1,5 @@
 public import Foundation
+public import IdempotencyClaims
 public import OutboxStorage
 
 /// A ``ClaimStore`` in a database of an LMDB environment the server owns.
