@@ -1,4 +1,7 @@
 // Kept in one file: one strict reader; its scanner, its paths and its problems are one grammar.
+// It is the only JSON scanner of the package: the engine's check of a payload at enqueue
+// (`check(_:)`), the servers' reading of bodies and feed pages, and the merge patch on text
+// (`JSONMergePatch`, through each member's byte ranges) all read with it.
 
 /// JSON text read strictly (RFC 8259) into a tree whose strings are exactly the text's
 /// characters, for the server half's checks: every member kept in order (a name sent twice is
@@ -34,6 +37,20 @@ package indirect enum JSONNode: Equatable, Sendable {
         try read(bytes, spans: nil).node
     }
 
+    /// Reads one JSON text as ``read(_:)`` does, nested at most `maxDepth` levels.
+    package static func read(_ bytes: [UInt8], maxDepth: Int) throws(JSONReadError) -> JSONNode {
+        var reader = Reader(bytes, wanted: nil, maxDepth: maxDepth)
+        return try reader.document()
+    }
+
+    /// Checks that `bytes` are one JSON text under the rules of ``read(_:)``, building nothing:
+    /// the engine refuses at enqueue what a server reading strictly would refuse.
+    /// - Throws: ``JSONReadError`` naming the byte and what is wrong.
+    package static func check(_ bytes: some Collection<UInt8>) throws(JSONReadError) {
+        var reader = Reader(Array(bytes), wanted: nil, maxDepth: maxDepth, buildsTree: false)
+        _ = try reader.document()
+    }
+
     /// Reads one JSON text as ``read(_:)`` does, and answers where in `bytes` each value whose
     /// path `spans` picks stands: its exact bytes, from its first character to its last, white
     /// space around it left out. A feed page's records are hashed as sent, so the reader that
@@ -46,11 +63,8 @@ package indirect enum JSONNode: Equatable, Sendable {
     package static func read(
         _ bytes: [UInt8], spans: ((JSONPath) -> Bool)?
     ) throws(JSONReadError) -> (node: JSONNode, spans: [JSONSpan]) {
-        var reader = Reader(bytes, wanted: spans)
-        reader.skipWhitespace()
-        let node = try reader.value(at: .root, depth: 0)
-        reader.skipWhitespace()
-        guard reader.position == bytes.count else { throw reader.syntax("unexpected content after the JSON value", at: .root) }
+        var reader = Reader(bytes, wanted: spans, maxDepth: maxDepth)
+        let node = try reader.document()
         return (node, reader.spans)
     }
 
@@ -130,10 +144,24 @@ package indirect enum JSONNode: Equatable, Sendable {
         /// Which values' spans to keep; `nil`: none.
         let wanted: ((JSONPath) -> Bool)?
         var spans: [JSONSpan] = []
+        let maxDepth: Int
+        /// `false` for a check: every rule applies, and no member, element or string is kept.
+        let buildsTree: Bool
 
-        init(_ bytes: [UInt8], wanted: ((JSONPath) -> Bool)?) {
+        init(_ bytes: [UInt8], wanted: ((JSONPath) -> Bool)?, maxDepth: Int, buildsTree: Bool = true) {
             self.bytes = bytes
             self.wanted = wanted
+            self.maxDepth = maxDepth
+            self.buildsTree = buildsTree
+        }
+
+        /// The one value of the text, white space around it allowed.
+        mutating func document() throws(JSONReadError) -> JSONNode {
+            skipWhitespace()
+            let node = try value(at: .root, depth: 0)
+            skipWhitespace()
+            guard position == bytes.count else { throw syntax("unexpected content after the JSON value", at: .root) }
+            return node
         }
 
         var current: UInt8? { position < bytes.count ? bytes[position] : nil }
@@ -154,8 +182,8 @@ package indirect enum JSONNode: Equatable, Sendable {
         }
 
         mutating func bareValue(at path: JSONPath, depth: Int) throws(JSONReadError) -> JSONNode {
-            guard depth < JSONNode.maxDepth else {
-                throw JSONReadError(path: path, offset: position, problem: .tooDeep)
+            guard depth < maxDepth else {
+                throw JSONReadError(path: path, offset: position, problem: .tooDeep, levels: maxDepth)
             }
             guard let byte = current else { throw syntax("a value is missing: the text ends", at: path) }
             switch byte {
@@ -194,11 +222,15 @@ package indirect enum JSONNode: Equatable, Sendable {
             while true {
                 skipWhitespace()
                 guard current == UInt8(ascii: "\"") else { throw syntax("expected a member name in quotes", at: path) }
+                let nameStart = position
                 let name = try string(at: path, isName: true)
+                let nameRange = nameStart..<position
                 skipWhitespace()
                 try expect(UInt8(ascii: ":"), "':' after a member name", at: path)
                 skipWhitespace()
-                members.append(JSONMember(name: name, value: try value(at: path.member(name), depth: depth + 1)))
+                let valueStart = position
+                let value = try value(at: buildsTree ? path.member(name) : path, depth: depth + 1)
+                if buildsTree { members.append(JSONMember(name: name, value: value, nameRange: nameRange, valueRange: valueStart..<position)) }
                 skipWhitespace()
                 if current == UInt8(ascii: ",") {
                     position += 1
@@ -219,7 +251,8 @@ package indirect enum JSONNode: Equatable, Sendable {
             }
             while true {
                 skipWhitespace()
-                elements.append(try value(at: path.index(elements.count), depth: depth + 1))
+                let element = try value(at: buildsTree ? path.index(elements.count) : path, depth: depth + 1)
+                if buildsTree { elements.append(element) }
                 skipWhitespace()
                 if current == UInt8(ascii: ",") {
                     position += 1
@@ -252,7 +285,7 @@ package indirect enum JSONNode: Equatable, Sendable {
                 if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { position += 1 }
                 guard digits() > 0 else { throw syntax("a number needs digits in its exponent", at: path) }
             }
-            return String(decoding: bytes[start..<position], as: UTF8.self)
+            return buildsTree ? String(decoding: bytes[start..<position], as: UTF8.self) : ""
         }
 
         /// A string, its escapes decoded; its raw bytes must be UTF-8, and every `\u` escape a
@@ -267,7 +300,7 @@ package indirect enum JSONNode: Equatable, Sendable {
                 guard String(validating: raw, as: UTF8.self) != nil else {
                     throw JSONReadError(path: path, offset: rawStart, problem: .notUTF8, inName: isName)
                 }
-                decoded += raw
+                if buildsTree { decoded += raw }
             }
             while true {
                 guard let byte = current else {
@@ -278,13 +311,13 @@ package indirect enum JSONNode: Equatable, Sendable {
                 case UInt8(ascii: "\""):
                     try flushRaw(position)
                     position += 1
-                    return String(decoding: decoded, as: UTF8.self)
+                    return buildsTree ? String(decoding: decoded, as: UTF8.self) : ""
                 case UInt8(ascii: "\\"):
                     try flushRaw(position)
                     let escape = position
                     position += 1
                     let scalar = try escaped(at: path, isName: isName, escapeStart: escape)
-                    decoded += Array(String(Character(scalar)).utf8)
+                    if buildsTree { decoded += Array(String(Character(scalar)).utf8) }
                     rawStart = position
                 case 0..<0x20:
                     throw syntax("a control character must be escaped in a string", at: path)
@@ -356,10 +389,15 @@ package indirect enum JSONNode: Equatable, Sendable {
     }
 }
 
-/// One member of a JSON object: its name, decoded, and its value.
+/// One member of a JSON object: its name, decoded, and its value, with where both stand in
+/// the text read (compared by name and value alone).
 package struct JSONMember: Equatable, Sendable {
     package var name: String
     package var value: JSONNode
+    /// The name's bytes as written, quotes and escapes included.
+    package var nameRange: Range<Int>
+    /// The value's bytes as written, from its first character to its last.
+    package var valueRange: Range<Int>
 
     package static func == (lhs: JSONMember, rhs: JSONMember) -> Bool {
         lhs.name.hasSameBytes(as: rhs.name) && lhs.value == rhs.value
@@ -454,7 +492,7 @@ package struct JSONReadError: Error, Equatable, Sendable, CustomStringConvertibl
         case loneSurrogate(UInt32)
         /// Bytes in a string that are not UTF-8.
         case notUTF8
-        /// Nested deeper than ``JSONNode/maxDepth``.
+        /// Nested deeper than the read allowed (``levels``).
         case tooDeep
     }
 
@@ -465,6 +503,8 @@ package struct JSONReadError: Error, Equatable, Sendable, CustomStringConvertibl
     package var problem: Problem
     /// Whether it is in a member name of the object at ``path`` rather than in its value.
     package var inName = false
+    /// The most levels of nesting the read allowed: ``JSONNode/maxDepth`` unless told.
+    package var levels = JSONNode.maxDepth
 
     /// The problem in words, `path` standing for the value read when it was given, so a
     /// payload read on its own is named where it stands in a batch. The root is `the body`.
@@ -481,7 +521,19 @@ package struct JSONReadError: Error, Equatable, Sendable, CustomStringConvertibl
         case .notUTF8:
             return "\(named) holds bytes that are not UTF-8 at byte \(offset): JSON text is UTF-8"
         case .tooDeep:
-            return "\(place) is nested deeper than \(JSONNode.maxDepth) levels"
+            return "\(place) is nested deeper than \(levels) levels"
+        }
+    }
+
+    /// What is wrong and at which byte, without the place: for a text that is checked whole
+    /// (a payload: "must be JSON: expected a value at byte 3").
+    package var reason: String {
+        switch problem {
+        case .syntax(let reason): "\(reason) at byte \(offset)"
+        case .loneSurrogate(let unit):
+            "\\u\(String(unit, radix: 16, uppercase: true)) at byte \(offset) is half of a UTF-16 surrogate pair without its other half"
+        case .notUTF8: "bytes that are not UTF-8 at byte \(offset)"
+        case .tooDeep: "nested deeper than \(levels) levels at byte \(offset)"
         }
     }
 

@@ -49,6 +49,15 @@ struct JSONMergePatchTests {
         #expect(throws: JSONMergePatch.Invalid.self) { try JSONMergePatch.apply(Array("{}".utf8), to: Array(text.utf8)) }
     }
 
+    /// The merge reads with the package's one strict reader: half a surrogate pair, in a name
+    /// or a value, is not read as U+FFFD and merged.
+    @Test func halfASurrogatePairIsRefusedInANameOrAValue() {
+        for text in [#"{"\ud800":1}"#, #"{"a":"\udc00"}"#] {
+            #expect(throws: JSONMergePatch.Invalid.self) { try JSONMergePatch.apply(Array(text.utf8), to: Array("{}".utf8)) }
+            #expect(throws: JSONMergePatch.Invalid.self) { try JSONMergePatch.apply(Array("{}".utf8), to: Array(text.utf8)) }
+        }
+    }
+
     @Test func nestingIsCapped() {
         let deep = String(repeating: "[", count: 300) + String(repeating: "]", count: 300)
         #expect(throws: JSONMergePatch.Invalid.self) { try JSONMergePatch.apply(Array(deep.utf8), to: Array("{}".utf8)) }

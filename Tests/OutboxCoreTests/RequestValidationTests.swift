@@ -1,4 +1,5 @@
 import Foundation
+import OutboxWire
 import OutboxCore
 import Testing
 
@@ -87,14 +88,14 @@ struct RequestValidationTests {
     }
 }
 
-@Suite("JSON syntax")
+@Suite("JSON syntax, checked at enqueue")
 struct JSONSyntaxTests {
     @Test(arguments: [
         "{}", "[]", "0", "-0.5e+10", "\"text\"", "true", "false", "null", " { \"a\" : [1, 2.5, -3e2, {\"b\": null}] } ",
         #"{"escaped":"\"\\\/\b\f\n\r\t\u00e9"}"#, "\"Antiséptico 500 ml ✓ 🧴\"", "[[[[[]]]]]",
     ])
     func validJSONPasses(_ text: String) throws {
-        try JSONSyntax.validate(Array(text.utf8))
+        try JSONNode.check(Array(text.utf8))
     }
 
     @Test(arguments: [
@@ -102,19 +103,31 @@ struct JSONSyntaxTests {
         "\"unterminated", "\"bad \\x escape\"", "\"\\u12G4\"", "[1] [2]", "{\"a\" 1}", "\"tab\there\"", "NaN",
     ])
     func invalidJSONIsRefused(_ text: String) {
-        #expect(throws: JSONSyntax.Problem.self) { try JSONSyntax.validate(Array(text.utf8)) }
+        #expect(throws: JSONReadError.self) { try JSONNode.check(Array(text.utf8)) }
     }
 
     @Test func invalidUTF8IsRefused() {
         for bytes: [UInt8] in [[0x22, 0xC0, 0xAF, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xF5, 0x80, 0x80, 0x80, 0x22], [0x22, 0xE2, 0x82, 0x22]] {
-            #expect(throws: JSONSyntax.Problem.self) { try JSONSyntax.validate(bytes) }
+            #expect(throws: JSONReadError.self) { try JSONNode.check(bytes) }
         }
+    }
+
+    /// The server reads payloads with the same reader, so what it would refuse is refused at
+    /// enqueue, before the member is told "saved": half of a surrogate pair is no character.
+    @Test func halfASurrogatePairIsRefusedAndAWholePairPasses() throws {
+        for text in [#""\ud800""#, #""\udc00""#, #"{"name":"a\ud83d b"}"#, #"{"\ud83d":1}"#] {
+            #expect(throws: JSONReadError.self, "\(text)") { try JSONNode.check(Array(text.utf8)) }
+        }
+        try JSONNode.check(Array(#"{"emoji":"\ud83d\ude00"}"#.utf8))
+        var request = Samples.request()
+        request.payload = Data(#"{"name":"\ud800"}"#.utf8)
+        #expect(throws: OutboxError.self) { try request.validate() }
     }
 
     @Test func nestingIsCapped() {
         let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
-        #expect(throws: JSONSyntax.Problem.self) { try JSONSyntax.validate(Array(deep.utf8)) }
+        #expect(throws: JSONReadError.self) { try JSONNode.check(Array(deep.utf8)) }
         let fine = String(repeating: "[", count: 500) + String(repeating: "]", count: 500)
-        #expect(throws: Never.self) { try JSONSyntax.validate(Array(fine.utf8)) }
+        #expect(throws: Never.self) { try JSONNode.check(Array(fine.utf8)) }
     }
 }

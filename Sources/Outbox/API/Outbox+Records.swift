@@ -1,6 +1,7 @@
 import Foundation
 import OutboxCore
 import OutboxStorage
+import OutboxWire
 
 /// The member's records: written with the writes that send them, read as the member sees them.
 /// See `Docs/records.md`.
@@ -159,9 +160,9 @@ extension Outbox {
                 }
                 if value != payload {
                     do {
-                        try JSONSyntax.validate(value)
+                        try JSONNode.check(value)
                     } catch {
-                        throw .invalidRequest(field: "\(field).value", problem: "must be JSON: \(error)")
+                        throw .invalidRequest(field: "\(field).value", problem: "must be JSON: \(error.reason)")
                     }
                 }
             }

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxWire
 
 extension OutboxRequest {
     /// The payload limit unless the configuration says otherwise: 1 MiB. Attachments do not
@@ -51,9 +52,9 @@ extension OutboxRequest {
             )
         }
         do {
-            try JSONSyntax.validate(payload)
+            try JSONNode.check(payload)
         } catch {
-            throw .invalidRequest(field: "payload", problem: "must be JSON: \(error)")
+            throw .invalidRequest(field: "payload", problem: "must be JSON: \(error.reason)")
         }
         if let entityID {
             try Self.requireText(entityID, field: "entityID", example: "the record's id, or nil for a lane of its own", limit: Self.maxEntityIDBytes)
