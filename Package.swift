@@ -134,7 +134,7 @@ let package = Package(
         ),
         .target(
             name: "JournalInspect",
-            dependencies: ["Outbox", "OutboxStorage"],
+            dependencies: ["Outbox"],
             swiftSettings: strictSettings
         ),
         .executableTarget(

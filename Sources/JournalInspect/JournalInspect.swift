@@ -1,6 +1,5 @@
 import Foundation
 import Outbox
-import OutboxStorage
 
 /// `journal-inspect`: the support engineer's tool, as a library the thin executable calls.
 ///
@@ -119,13 +118,6 @@ enum OpenFailure {
             + "Outbox.moveAsideDamagedJournal(at:) moves the journal aside, reporting the writes still waiting, and the app "
             + "starts an empty one"
 
-    /// LMDB's answers that mean the file's structure is damaged (a page reference or a page
-    /// that cannot be what it claims), not that the disk failed.
-    static let structuralDamage: Set<Int32> = [
-        LMDBError.pageNotFound.rawValue, LMDBError.corrupted.rawValue, LMDBError.panic.rawValue,
-        LMDBError.incompatible.rawValue,
-    ]
-
     static func message(for error: any Error, path: String) -> String {
         switch error {
         case OutboxError.journalDamaged(_, let reason):
@@ -174,15 +166,15 @@ enum OpenFailure {
     static func exitCode(for error: any Error) -> ExitCode {
         switch error {
         case OutboxError.journalCorrupt, OutboxError.projectionCorrupt, OutboxError.journalDamaged: .damaged
-        case OutboxError.storage(let code, _) where structuralDamage.contains(code): .damaged
+        case let error as OutboxError where error.isStructuralDamage: .damaged
         default: .cannotOpen
         }
     }
 
     /// The message for an error met while reading an open journal.
     static func message(forReading error: OutboxError, path: String) -> String {
-        guard case .storage(let code, _) = error, structuralDamage.contains(code) else { return error.description }
-        return "\(path): the journal is damaged: LMDB met a page it cannot follow (\(LMDBError(rawValue: code))) while "
+        guard case .storage(let code, _) = error, error.isStructuralDamage else { return error.description }
+        return "\(path): the journal is damaged: LMDB met a page it cannot follow (\(OutboxError.storageCodeName(code))) while "
             + "reading; what was printed before this still stands. " + damageAdvice + "."
     }
 
@@ -190,7 +182,7 @@ enum OpenFailure {
     static func exitCode(forReading error: OutboxError) -> ExitCode {
         switch error {
         case .journalCorrupt, .projectionCorrupt, .journalDamaged: .damaged
-        case .storage(let code, _) where structuralDamage.contains(code): .damaged
+        case let error where error.isStructuralDamage: .damaged
         case .storage: .ioError
         case .operationNotFound: .usage
         default: .internalError

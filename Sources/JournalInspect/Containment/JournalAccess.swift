@@ -1,5 +1,5 @@
 import Foundation
-import OutboxStorage
+import Outbox
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -40,7 +40,7 @@ enum JournalAccess {
         let lock = URL(fileURLWithPath: directory).appendingPathComponent("lock.mdb").path
         var info = stat()
         guard lstat(lock, &info) == 0, info.st_mode & S_IFMT != S_IFREG else { return nil }
-        return "cannot open \(directory): its lock.mdb is \(LMDBDataFile.fileKind(UInt32(info.st_mode))), not a regular file. LMDB keeps the "
+        return "cannot open \(directory): its lock.mdb is \(describeFileKind(mode: UInt32(info.st_mode))), not a regular file. LMDB keeps the "
             + "table of a journal's readers in lock.mdb and writes to it, so journal-inspect does not open the journal through "
             + "this one. Move \(lock) aside (LMDB creates a new one), or work on a copy of the journal's directory without it."
     }

@@ -1,5 +1,5 @@
 import Foundation
-import OutboxStorage
+import Outbox
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -32,7 +32,7 @@ enum PathShape {
         switch info.st_mode & S_IFMT {
         case S_IFREG: return .regularFile(info)
         case S_IFDIR: return .directory
-        default: return .other(LMDBDataFile.fileKind(UInt32(info.st_mode)))
+        default: return .other(describeFileKind(mode: UInt32(info.st_mode)))
         }
     }
 

@@ -1,5 +1,5 @@
 import Foundation
-import OutboxStorage
+import Outbox
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -60,7 +60,7 @@ struct OutputFile {
         case S_IFREG:
             return force ? nil : failure("a file is there already; give --force to replace it")
         default:
-            return failure("it is \(LMDBDataFile.fileKind(UInt32(info.st_mode))), not a regular file; journal-inspect replaces only a "
+            return failure("it is \(describeFileKind(mode: UInt32(info.st_mode))), not a regular file; journal-inspect replaces only a "
                 + "regular file, even with --force")
         }
     }
