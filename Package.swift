@@ -16,12 +16,16 @@
 //   IdempotencyClaims  the server half: claims that make a replayed write apply once (links no database)
 //   LMDBClaimStore     the claims in the server's LMDB environment, committed with its records
 //   PostgresClaimStore the claims on PostgreSQL, for backends of many processes (links libpq)
-//   PostgresTesting    a throwaway PostgreSQL cluster (or a given database) for tests and benchmarks
+//   ThrowawayPostgres  a throwaway PostgreSQL cluster (or a given database) for tests and benchmarks
 //   OutboxTestServer   a loopback HTTP server with fault injection (and outbox-test-server)
 //   JournalInspect     the support tool's logic (and journal-inspect, its thin executable)
 //   OutboxSimulation   a seeded, deterministic simulation of the engine under faults
-//   OutboxTestSupport  what the test targets share: a process launcher (posix_spawn, waitpid) and
-//                      the children it drives, a seeded generator
+//   TestHarness        what the package's own tests share (never a product): a process launcher
+//                      (posix_spawn, waitpid) and the children it drives, a seeded generator,
+//                      temporary directories, a port that refuses
+//
+// The test machinery is named by role: OutboxTesting is what an app tests with (a product);
+// TestHarness and ThrowawayPostgres serve this package's tests and benchmarks alone.
 //   outbox-bench       the benchmarks, against a mutable SQLite outbox and the disk's floor
 //   OutboxDemo         the engine's main job, end to end (and outbox-demo, its executable)
 //   outbox-test-child  a process the tests drive and kill: reads a live journal, is killed mid-write
@@ -117,8 +121,8 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
-            name: "PostgresTesting",
-            dependencies: ["PostgresClaimStore", "OutboxTestSupport"],
+            name: "ThrowawayPostgres",
+            dependencies: ["PostgresClaimStore", "TestHarness"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -144,13 +148,13 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
-            name: "OutboxTestSupport",
+            name: "TestHarness",
             dependencies: ["OutboxCore"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "OutboxSimulation",
-            dependencies: ["OutboxTestSupport", "Outbox", "OutboxTesting", "IdempotencyClaims", "OutboxWire"],
+            dependencies: ["TestHarness", "Outbox", "OutboxTesting", "IdempotencyClaims", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .systemLibrary(
@@ -162,8 +166,8 @@ let package = Package(
         .executableTarget(
             name: "outbox-bench",
             dependencies: [
-                "Outbox", "OutboxCore", "OutboxStorage", "OutboxTesting", "OutboxTestSupport", "CSQLite",
-                "IdempotencyClaims", "LMDBClaimStore", "PostgresClaimStore", "PostgresTesting", "OutboxTestServer",
+                "Outbox", "OutboxCore", "OutboxStorage", "OutboxTesting", "TestHarness", "CSQLite",
+                "IdempotencyClaims", "LMDBClaimStore", "PostgresClaimStore", "ThrowawayPostgres", "OutboxTestServer",
             ],
             path: "Benchmarks/OutboxBench",
             swiftSettings: strictSettings
@@ -187,20 +191,20 @@ let package = Package(
         ),
         .testTarget(
             name: "IdempotencyClaimsTests",
-            dependencies: ["IdempotencyClaims", "LMDBClaimStore", "PostgresClaimStore", "PostgresTesting", "OutboxStorage", "OutboxCrypto", "OutboxWire", "OutboxTestSupport"],
+            dependencies: ["IdempotencyClaims", "LMDBClaimStore", "PostgresClaimStore", "ThrowawayPostgres", "OutboxStorage", "OutboxCrypto", "OutboxWire", "TestHarness"],
             swiftSettings: testSettings
         ),
         .testTarget(
             name: "OutboxTestServerTests",
             dependencies: [
                 "OutboxTestServer", "IdempotencyClaims", "outbox-test-server",
-                "Outbox", "OutboxTesting", "PostgresClaimStore", "PostgresTesting", "OutboxTestSupport", "OutboxWire",
+                "Outbox", "OutboxTesting", "PostgresClaimStore", "ThrowawayPostgres", "TestHarness", "OutboxWire",
             ],
             swiftSettings: testSettings
         ),
         .testTarget(
             name: "JournalInspectTests",
-            dependencies: ["JournalInspect", "Outbox", "OutboxTesting", "OutboxStorage", "journal-inspect", "OutboxTestSupport"],
+            dependencies: ["JournalInspect", "Outbox", "OutboxTesting", "OutboxStorage", "journal-inspect", "TestHarness"],
             swiftSettings: testSettings
         ),
         .testTarget(
@@ -210,7 +214,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["Outbox", "OutboxTesting", "OutboxTestServer", "outbox-test-child", "OutboxTestSupport", "PostgresTesting", "outbox-test-server"],
+            dependencies: ["Outbox", "OutboxTesting", "OutboxTestServer", "outbox-test-child", "TestHarness", "ThrowawayPostgres", "outbox-test-server"],
             swiftSettings: testSettings
         ),
         .testTarget(
@@ -220,7 +224,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OutboxStorageTests",
-            dependencies: ["OutboxStorage", "OutboxTestSupport"],
+            dependencies: ["OutboxStorage", "TestHarness"],
             swiftSettings: testSettings
         ),
         .testTarget(
@@ -229,13 +233,13 @@ let package = Package(
             swiftSettings: testSettings
         ),
         .testTarget(
-            name: "OutboxTestSupportTests",
-            dependencies: ["OutboxTestSupport"],
+            name: "TestHarnessTests",
+            dependencies: ["TestHarness"],
             swiftSettings: testSettings
         ),
         .testTarget(
             name: "OutboxTests",
-            dependencies: ["Outbox", "OutboxTesting", "OutboxStorage", "outbox-test-child", "OutboxTestSupport", "OutboxWire"],
+            dependencies: ["Outbox", "OutboxTesting", "OutboxStorage", "outbox-test-child", "TestHarness", "OutboxWire"],
             swiftSettings: testSettings
         ),
     ],

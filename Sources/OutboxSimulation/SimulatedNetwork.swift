@@ -2,7 +2,7 @@ import Foundation
 import OutboxWire
 import Outbox
 import OutboxTesting
-import OutboxTestSupport
+import TestHarness
 import Synchronization
 
 /// Ways a request can go wrong between the phone and the server.

@@ -1,6 +1,6 @@
 import Foundation
 import Outbox
-import OutboxTestSupport
+import TestHarness
 import OutboxWire
 
 /// The pull (`Docs/records.md`, "The pull"): the phone pulls the model server's change feed in

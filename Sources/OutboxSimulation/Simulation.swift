@@ -2,7 +2,7 @@ public import Foundation
 import IdempotencyClaims
 import Outbox
 import OutboxTesting
-import OutboxTestSupport
+import TestHarness
 import Synchronization
 
 /// How a simulation runs.

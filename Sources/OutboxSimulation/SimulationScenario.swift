@@ -1,5 +1,5 @@
 import Outbox
-import OutboxTestSupport
+import TestHarness
 
 /// The rules one seed configures the engine with: what a revision conflict does for each edit
 /// type, which types coalesce, whether the retry policy gives up, and how often an edit takes its

@@ -1,6 +1,6 @@
 import Foundation
 import Outbox
-import OutboxTestSupport
+import TestHarness
 
 /// One run of `outbox-test-child crash-worker`, drawn from the seed: how many writer tasks
 /// enqueue at once, how many products each, with which durability, and whether it compacts.

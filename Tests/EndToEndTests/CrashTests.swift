@@ -1,6 +1,6 @@
 import Foundation
 import Outbox
-import OutboxTestSupport
+import TestHarness
 import OutboxTestServer
 import Testing
 

@@ -5,7 +5,7 @@ import FoundationNetworking
 @testable import Outbox
 import OutboxTestServer
 import OutboxTesting
-import OutboxTestSupport
+import TestHarness
 import Synchronization
 import Testing
 

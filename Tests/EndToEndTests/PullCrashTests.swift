@@ -1,7 +1,7 @@
 import Foundation
 @testable import Outbox
 import OutboxTestServer
-import OutboxTestSupport
+import TestHarness
 import OutboxWire
 import Testing
 

@@ -4,9 +4,9 @@ import FoundationNetworking
 #endif
 @testable import Outbox
 import OutboxTesting
-import OutboxTestSupport
+import TestHarness
 import OutboxWire
-import PostgresTesting
+import ThrowawayPostgres
 import Testing
 
 /// Two phones of one account against the `outbox-test-server` binary on PostgreSQL (a cluster

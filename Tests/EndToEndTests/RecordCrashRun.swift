@@ -1,7 +1,7 @@
 import Foundation
 import Outbox
 import OutboxTestServer
-import OutboxTestSupport
+import TestHarness
 
 /// One run of `outbox-test-child record-worker`, drawn from the seed: the member's actions, the
 /// durability, the server's faults, and where the run ends: killed by the child itself at the

@@ -1,7 +1,7 @@
 import Foundation
 @testable import Outbox
 import OutboxTestServer
-import OutboxTestSupport
+import TestHarness
 import Testing
 
 /// The member's records through real processes killed between the durable steps of a record

@@ -1,5 +1,5 @@
 import Foundation
-import OutboxTestSupport
+import TestHarness
 @testable import IdempotencyClaims
 import LMDBClaimStore
 import OutboxStorage

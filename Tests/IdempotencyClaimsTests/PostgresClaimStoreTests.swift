@@ -2,7 +2,7 @@ import Foundation
 import IdempotencyClaims
 import OutboxCrypto
 import PostgresClaimStore
-import PostgresTesting
+import ThrowawayPostgres
 import Synchronization
 import Testing
 

@@ -1,5 +1,5 @@
 import Foundation
-import OutboxTestSupport
+import TestHarness
 @testable import JournalInspect
 import Outbox
 import Testing

@@ -1,5 +1,5 @@
 import Foundation
-import OutboxTestSupport
+import TestHarness
 import OutboxStorage
 import Synchronization
 import Testing

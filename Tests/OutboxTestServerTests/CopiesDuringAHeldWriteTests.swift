@@ -1,5 +1,5 @@
 import Foundation
-import OutboxTestSupport
+import TestHarness
 import Testing
 
 /// Copies of a write held inside its transaction (`hold_in_transaction`) on the embedded stores,

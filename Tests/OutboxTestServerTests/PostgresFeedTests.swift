@@ -3,7 +3,7 @@ import IdempotencyClaims
 import OutboxTestServer
 import OutboxWire
 import PostgresClaimStore
-import PostgresTesting
+import ThrowawayPostgres
 import Testing
 
 /// Follows a feed's cursors on `port`: every change read, in the order read, and the cursor now.

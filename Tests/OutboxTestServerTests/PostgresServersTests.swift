@@ -6,7 +6,7 @@ import Outbox
 import OutboxTesting
 import OutboxTestServer
 import PostgresClaimStore
-import PostgresTesting
+import ThrowawayPostgres
 import Testing
 
 /// Several `outbox-test-server --postgres` processes on one database: one server to the client,

@@ -1,7 +1,7 @@
 import Foundation
 import OutboxTestServer
 import OutboxWire
-import PostgresTesting
+import ThrowawayPostgres
 import Testing
 
 private func delete(_ path: String = "/products/p-1", key: String, ifMatch tag: String? = nil, body: String = "") -> String {

@@ -1,9 +1,9 @@
 import Foundation
-import OutboxTestSupport
+import TestHarness
 import IdempotencyClaims
 import OutboxWire
 import OutboxTestServer
-import PostgresTesting
+import ThrowawayPostgres
 import Testing
 
 /// Where a server under test keeps its data: every update rule must hold on each.

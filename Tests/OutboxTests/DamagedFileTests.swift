@@ -1,7 +1,7 @@
 import Foundation
 @testable import Outbox
 import OutboxStorage
-import OutboxTestSupport
+import TestHarness
 import OutboxTesting
 import Synchronization
 import Testing

@@ -1,6 +1,6 @@
 import Foundation
 @testable import Outbox
-import OutboxTestSupport
+import TestHarness
 import OutboxStorage
 import Synchronization
 import Testing

@@ -1,5 +1,5 @@
 import Foundation
-import PostgresTesting
+import ThrowawayPostgres
 import Synchronization
 
 /// How big each scenario's work is: the sizes, or tiny ones for `--quick`.

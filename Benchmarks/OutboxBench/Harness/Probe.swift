@@ -1,7 +1,7 @@
 import Foundation
 import Outbox
 import OutboxStorage
-import OutboxTestSupport
+import TestHarness
 
 /// One open measured in a fresh child process, for a clean peak-memory figure.
 ///

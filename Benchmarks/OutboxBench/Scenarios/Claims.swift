@@ -3,7 +3,7 @@ import IdempotencyClaims
 import LMDBClaimStore
 import OutboxStorage
 import PostgresClaimStore
-import PostgresTesting
+import ThrowawayPostgres
 import Synchronization
 
 /// Scenario 10: the server half at scale. First requests through `IdempotencyClaims` (take the

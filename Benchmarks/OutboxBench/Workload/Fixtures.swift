@@ -1,6 +1,6 @@
 import Foundation
 import Outbox
-import PostgresTesting
+import ThrowawayPostgres
 import Synchronization
 
 /// Journals too expensive to build per repeat, built once per run on first use and shared by the

@@ -3,7 +3,7 @@ import IdempotencyClaims
 import OutboxTestServer
 import OutboxWire
 import PostgresClaimStore
-import PostgresTesting
+import ThrowawayPostgres
 
 /// Scenario 14.4's server: `outbox-test-server`'s core on PostgreSQL (the run's cluster, a schema
 /// of its own), answered in process (`TestServer.respond(to:)`: the server's work and

@@ -1,11 +1,11 @@
 import Foundation
-import OutboxTestSupport
+import TestHarness
 import IdempotencyClaims
 import LMDBClaimStore
 import OutboxStorage
 import OutboxWire
 import PostgresClaimStore
-import PostgresTesting
+import ThrowawayPostgres
 
 /// The three stores, for tests that must hold for each.
 enum Backend: String, CaseIterable, CustomStringConvertible, Sendable {

@@ -1,6 +1,6 @@
 import Foundation
 @testable import Outbox
-import OutboxTestSupport
+import TestHarness
 import OutboxTesting
 
 /// A journal written through the engine, holding one record of every sync state: each product

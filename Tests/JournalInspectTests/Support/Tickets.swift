@@ -1,7 +1,7 @@
 import Foundation
 import JournalInspect
 @testable import Outbox
-import OutboxTestSupport
+import TestHarness
 import OutboxTesting
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
-import OutboxTestSupport
-import PostgresTesting
+import TestHarness
+import ThrowawayPostgres
 
 /// One `outbox-test-server` process, started and listening (its first line names its port);
 /// stopped with SIGTERM when dropped.

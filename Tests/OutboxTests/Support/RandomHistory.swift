@@ -1,5 +1,5 @@
 import Foundation
-import OutboxTestSupport
+import TestHarness
 @testable import Outbox
 
 /// Drives a journal through a random but legal history: enqueues, attempts with every

@@ -1,6 +1,6 @@
 import Foundation
 @testable import Outbox
-import OutboxTestSupport
+import TestHarness
 import OutboxTesting
 
 /// A journal in a fresh temporary directory, with a manual clock and a scripted transport.

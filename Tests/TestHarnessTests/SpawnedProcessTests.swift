@@ -1,5 +1,5 @@
 import Foundation
-import OutboxTestSupport
+import TestHarness
 import Testing
 
 /// The tests' own process launcher: `posix_spawn`, pipes, `waitpid`.

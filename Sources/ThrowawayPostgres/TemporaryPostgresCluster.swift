@@ -1,6 +1,6 @@
 public import Foundation
 public import PostgresClaimStore
-import OutboxTestSupport
+import TestHarness
 import Synchronization
 
 #if canImport(Glibc)
