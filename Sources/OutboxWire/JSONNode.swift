@@ -46,8 +46,8 @@ package indirect enum JSONNode: Equatable, Sendable {
     /// Checks that `bytes` are one JSON text under the rules of ``read(_:)``, building nothing:
     /// the engine refuses at enqueue what a server reading strictly would refuse.
     /// - Throws: ``JSONReadError`` naming the byte and what is wrong.
-    package static func check(_ bytes: some Collection<UInt8>) throws(JSONReadError) {
-        var reader = Reader(Array(bytes), wanted: nil, maxDepth: maxDepth, buildsTree: false)
+    package static func check(_ bytes: [UInt8]) throws(JSONReadError) {
+        var reader = Reader(bytes, wanted: nil, maxDepth: maxDepth, buildsTree: false)
         _ = try reader.document()
     }
 
@@ -186,14 +186,23 @@ package indirect enum JSONNode: Equatable, Sendable {
                 throw JSONReadError(path: path, offset: position, problem: .tooDeep, levels: maxDepth)
             }
             guard let byte = current else { throw syntax("a value is missing: the text ends", at: path) }
+            // A check builds no node: each case of this indirect enum but `null` is a box.
             switch byte {
-            case UInt8(ascii: "{"): return try object(at: path, depth: depth)
-            case UInt8(ascii: "["): return try array(at: path, depth: depth)
-            case UInt8(ascii: "\""): return .string(try string(at: path, isName: false))
+            case UInt8(ascii: "{"):
+                let node = try object(at: path, depth: depth)
+                return buildsTree ? node : .null
+            case UInt8(ascii: "["):
+                let node = try array(at: path, depth: depth)
+                return buildsTree ? node : .null
+            case UInt8(ascii: "\""):
+                let text = try string(at: path, isName: false)
+                return buildsTree ? .string(text) : .null
             case UInt8(ascii: "t"): try literal("true", at: path); return .bool(true)
             case UInt8(ascii: "f"): try literal("false", at: path); return .bool(false)
             case UInt8(ascii: "n"): try literal("null", at: path); return .null
-            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try number(at: path))
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                let text = try number(at: path)
+                return buildsTree ? .number(text) : .null
             default: throw syntax("expected a value", at: path)
             }
         }
@@ -296,11 +305,10 @@ package indirect enum JSONNode: Equatable, Sendable {
             var decoded: [UInt8] = []
             var rawStart = position
             func flushRaw(_ end: Int) throws(JSONReadError) {
-                let raw = bytes[rawStart..<end]
-                guard String(validating: raw, as: UTF8.self) != nil else {
+                guard isUTF8(rawStart..<end) else {
                     throw JSONReadError(path: path, offset: rawStart, problem: .notUTF8, inName: isName)
                 }
-                if buildsTree { decoded += raw }
+                if buildsTree { decoded += bytes[rawStart..<end] }
             }
             while true {
                 guard let byte = current else {
@@ -325,6 +333,37 @@ package indirect enum JSONNode: Equatable, Sendable {
                     position += 1
                 }
             }
+        }
+
+        /// Whether the bytes in `range` are UTF-8, strictly (RFC 3629: no overlong form, no
+        /// surrogate, nothing above U+10FFFF), as `String(validating:)` judges them; by hand,
+        /// because that call is generic across modules and cost a payload's check most of its time.
+        func isUTF8(_ range: Range<Int>) -> Bool {
+            var index = range.lowerBound
+            while index < range.upperBound {
+                let lead = bytes[index]
+                if lead < 0x80 {
+                    index += 1
+                    continue
+                }
+                let length: Int
+                var lowest: UInt8 = 0x80
+                var highest: UInt8 = 0xBF
+                switch lead {
+                case 0xC2...0xDF: length = 2
+                case 0xE0: length = 3; lowest = 0xA0
+                case 0xE1...0xEC, 0xEE...0xEF: length = 3
+                case 0xED: length = 3; highest = 0x9F
+                case 0xF0: length = 4; lowest = 0x90
+                case 0xF1...0xF3: length = 4
+                case 0xF4: length = 4; highest = 0x8F
+                default: return false
+                }
+                guard index + length <= range.upperBound, (lowest...highest).contains(bytes[index + 1]) else { return false }
+                for next in index + 2..<index + length where !(0x80...0xBF).contains(bytes[next]) { return false }
+                index += length
+            }
+            return true
         }
 
         /// The character of the escape after a backslash.

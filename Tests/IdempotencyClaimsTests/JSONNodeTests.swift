@@ -1,4 +1,5 @@
 import OutboxWire
+import TestHarness
 import Testing
 
 private func read(_ text: String) throws(JSONReadError) -> JSONNode {
@@ -59,6 +60,34 @@ struct JSONNodeTests {
         let error = try #require(problem(#"{"a":{"\udfff":1}}"#))
         #expect(error.inName && error.path.description == "a")
         #expect(error.message().hasPrefix("a member name in a holds"))
+    }
+
+    /// The reader's own UTF-8 check judges every string's bytes as Swift's `String(validating:)`
+    /// does: 20,000 seeded strings of lead and continuation bytes at the edges of each range
+    /// (overlong forms, surrogates, past U+10FFFF, sequences cut short), read and checked.
+    @Test func theUTF8CheckAgreesWithSwiftsOnSeededBytes() {
+        var random = SeededRandom(seed: 7)
+        let leads: [UInt8] = [0x41, 0x7F, 0x80, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF]
+        let continuations: [UInt8] = [0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0]
+        var refused = 0
+        for _ in 0..<20_000 {
+            // One to three characters, each a lead byte and as many continuation bytes as its
+            // range asks for (sometimes one fewer or one more).
+            var content: [UInt8] = []
+            for _ in 0..<random.int(in: 1..<4) {
+                let lead = random.pick(leads)!
+                let wanted = lead < 0xC0 ? 0 : lead < 0xE0 ? 1 : lead < 0xF0 ? 2 : 3
+                let count = max(0, wanted + (random.chance(10) ? random.int(in: -1..<2) : 0))
+                content += [lead] + (0..<count).map { _ in random.pick(continuations)! }
+            }
+            let text = [UInt8(ascii: "\"")] + content + [UInt8(ascii: "\"")]
+            let swiftSays = String(validating: content, as: UTF8.self) != nil
+            let readerSays = problem(text) == nil
+            let checkSays = (try? JSONNode.check(text)) != nil
+            #expect(readerSays == swiftSays && checkSays == swiftSays, "\(content)")
+            if !swiftSays { refused += 1 }
+        }
+        #expect(refused > 1_000 && refused < 19_000, "both kinds were tried")
     }
 
     @Test func bytesThatAreNotUTF8AreRefused() throws {

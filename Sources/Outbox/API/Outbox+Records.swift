@@ -160,7 +160,7 @@ extension Outbox {
                 }
                 if value != payload {
                     do {
-                        try JSONNode.check(value)
+                        try JSONNode.check(Array(value))
                     } catch {
                         throw .invalidRequest(field: "\(field).value", problem: "must be JSON: \(error.reason)")
                     }

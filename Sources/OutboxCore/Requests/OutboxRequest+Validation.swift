@@ -52,7 +52,7 @@ extension OutboxRequest {
             )
         }
         do {
-            try JSONNode.check(payload)
+            try JSONNode.check(Array(payload))
         } catch {
             throw .invalidRequest(field: "payload", problem: "must be JSON: \(error.reason)")
         }
