@@ -62,14 +62,20 @@ extension JournalSchema {
     /// known, "(sealed)" when not.
     /// Consuming: a state not sealed is handed back as it came, never copied.
     func opened(_ state: consuming OperationState) -> OperationState {
+        open(&state)
+        return state
+    }
+
+    /// ``opened(_:)`` in place: a state with nothing sealed is not touched, where passing it
+    /// through and back copied its fields (a tenth of a Sync tab row's time).
+    func open(_ state: inout OperationState) {
         if let sealed = state.sealedServerCurrent, let sealing = sealing.sealing {
             state.serverCurrent = try? sealing.unsealServerCurrent(sealed, id: state.id)
         }
-        guard state.sealedPresentation != nil else { return state }
+        guard state.sealedPresentation != nil else { return }
         let text = presentation(of: state)
         state.entityLabel = text?.label ?? "(sealed)"
         state.summary = text?.summary ?? "(sealed)"
-        return state
     }
 
     /// The request stored in an operation's `enqueued` event, its sealed fields opened when the

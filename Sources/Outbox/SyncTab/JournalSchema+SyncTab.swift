@@ -28,10 +28,11 @@ extension JournalSchema {
         // Reversed: the highest latest seq comes first.
         try txn.scan(syncTab, leading: JournalCodec.TabKey.leading(group, category: category), reverse: true) { entry in
             guard rows.count < limit else { return .stop }
-            guard let state = try self.state(try entry.value(), in: txn) else { return .next }
+            guard var state = try self.state(try entry.value(), in: txn) else { return .next }
             // Its scheduled retry is not a hold: the banner already says it syncs on its own.
             let waiting = try verdict(on: state, engine: reading.engine, now: .distantPast, lookups: &reading.lookups, in: txn).waitingOn
-            var row = SyncRow(opened(state))
+            open(&state)
+            var row = SyncRow(state)
             if let waiting {
                 row.waitingReason = try waitingReason(waiting, labels: &reading.labels, in: txn)
             }
