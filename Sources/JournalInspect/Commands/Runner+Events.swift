@@ -1,4 +1,4 @@
-package import Foundation
+import Foundation
 package import Outbox
 import Synchronization
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-package import Foundation
+import Foundation
 package import Outbox
 
 /// `summary`, `ops` and `ledger`: read from the projections (or the fold of an older layout).

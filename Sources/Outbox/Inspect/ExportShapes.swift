@@ -1,5 +1,5 @@
 import Foundation
-public import OutboxCore
+import OutboxCore
 
 /// The JSON fields of an attempt's outcome, shared by every export that shows one: `outcome`
 /// (`response`, `no_response` or `not_sent`), then `httpStatus` or `transportFailure`.

@@ -2,7 +2,7 @@
 
 public import Foundation
 public import OutboxCrypto
-public import OutboxWire
+import OutboxWire
 
 /// The worker found someone else signed in than before, recorded once per change: why passes
 /// send nothing (nobody, another account), or that they send again.

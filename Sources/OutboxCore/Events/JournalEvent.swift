@@ -2,8 +2,8 @@
 // fold and the docs can be checked against one list. The bodies are in JournalEvent+*.swift.
 
 public import Foundation
-public import OutboxCrypto
-public import OutboxWire
+import OutboxCrypto
+import OutboxWire
 
 /// One immutable entry of the journal.
 ///

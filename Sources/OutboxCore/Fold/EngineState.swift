@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 /// The engine-level facts folded from engine events: whether the worker is paused and why, and
 /// which engine last opened the journal.

@@ -1,6 +1,6 @@
-public import Foundation
-public import OutboxCrypto
-public import OutboxWire
+package import Foundation
+package import OutboxCrypto
+package import OutboxWire
 
 /// Everything an outbox row needs, folded from the operation's events.
 ///
