@@ -88,7 +88,7 @@ public enum LMDBDataFile {
             throw Problem(kind: kind, reason: "it cannot be read: \(String(cString: strerror(errno)))")
         }
         guard status.st_mode & S_IFMT == S_IFREG else {
-            throw Problem(kind: .notRegularFile, reason: "data.mdb is not a regular file (\(fileKind(UInt32(status.st_mode))))")
+            throw Problem(kind: .notRegularFile, reason: "data.mdb is not a regular file (\(FileSystem.fileKind(UInt32(status.st_mode))))")
         }
         let size = Int(status.st_size)
         guard size > 0 else { throw Problem(kind: .empty, reason: "data.mdb is empty (0 bytes)") }
@@ -217,20 +217,6 @@ public enum LMDBDataFile {
             }
             let database = database(node.value, at: 0)
             try checkTree("'\(node.name)'", root: database.root, depth: database.depth, lastPage: lastPage, in: file)
-        }
-    }
-
-    /// What a path that is not a regular file is, in words: "a FIFO", "a directory".
-    /// - Parameter mode: a `stat`'s `st_mode`, widened (its width differs by platform).
-    package static func fileKind(_ mode: UInt32) -> String {
-        switch mode_t(truncatingIfNeeded: mode) & S_IFMT {
-        case S_IFDIR: "a directory"
-        case S_IFIFO: "a FIFO"
-        case S_IFCHR: "a character device"
-        case S_IFBLK: "a block device"
-        case S_IFSOCK: "a socket"
-        case S_IFLNK: "a symbolic link"
-        default: "not a file"
         }
     }
 }

@@ -79,6 +79,12 @@ public struct LMDBError: Error, RawRepresentable, Hashable, Sendable, CustomStri
         self == .mapFull || self == .noSpace || self == .quotaExceeded || self == .fileTooLarge
     }
 
+    /// Whether the answer means the file's structure is damaged (a page reference or a page
+    /// that cannot be what it claims), not that the disk failed.
+    public var isStructuralDamage: Bool {
+        self == .pageNotFound || self == .corrupted || self == .panic || self == .incompatible
+    }
+
     public var description: String {
         guard let message = mdb_strerror(rawValue) else { return "LMDB error \(rawValue)" }
         return "\(String(cString: message)) (\(rawValue))"

@@ -98,6 +98,20 @@ public final class ProcessLock: Sendable {
 
 /// Small file-system calls the journal needs besides LMDB's.
 public enum FileSystem {
+    /// What a path that is not a regular file is, in words: "a FIFO", "a directory".
+    /// - Parameter mode: a `stat`'s `st_mode`, widened (its width differs by platform).
+    package static func fileKind(_ mode: UInt32) -> String {
+        switch mode_t(truncatingIfNeeded: mode) & S_IFMT {
+        case S_IFDIR: "a directory"
+        case S_IFIFO: "a FIFO"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFSOCK: "a socket"
+        case S_IFLNK: "a symbolic link"
+        default: "not a file"
+        }
+    }
+
     /// Flushes a directory's entries, so a file renamed into it survives a power loss.
     public static func syncDirectory(_ path: String) throws(LMDBError) {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)

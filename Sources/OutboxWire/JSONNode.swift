@@ -34,7 +34,7 @@ package indirect enum JSONNode: Equatable, Sendable {
     /// Reads one JSON text, white space around it allowed.
     /// - Throws: ``JSONReadError`` naming the path, the byte and what is wrong.
     package static func read(_ bytes: [UInt8]) throws(JSONReadError) -> JSONNode {
-        try read(bytes, spans: nil).node
+        try read(bytes, maxDepth: maxDepth)
     }
 
     /// Reads one JSON text as ``read(_:)`` does, nested at most `maxDepth` levels.

@@ -59,8 +59,8 @@ extension JournalSchema {
     }
 
     /// `state` with its entity label and summary opened for display: the plaintext when the key is
-    /// known, "(sealed)" when not.
-    /// Consuming: a state not sealed is handed back as it came, never copied.
+    /// known, "(sealed)" when not. A caller holding the state in a `var` opens it in place with
+    /// ``open(_:)``: passing it through here and back copies it.
     func opened(_ state: consuming OperationState) -> OperationState {
         open(&state)
         return state

@@ -80,18 +80,12 @@ extension OutboxError {
 }
 
 extension OutboxError {
-    /// LMDB's answers that mean the file's structure is damaged (a page reference or a page that
-    /// cannot be what it claims), not that the disk failed.
-    private static let structuralDamageCodes: Set<Int32> = [
-        LMDBError.pageNotFound.rawValue, LMDBError.corrupted.rawValue, LMDBError.panic.rawValue,
-        LMDBError.incompatible.rawValue,
-    ]
-
-    /// Whether this is a storage error saying the journal's file is damaged in its structure:
-    /// for the support tool, which names it so without speaking LMDB.
+    /// Whether this is a storage error saying the journal's file is damaged in its structure
+    /// (``LMDBError/isStructuralDamage``): for the support tool, which names it so without
+    /// speaking LMDB.
     package var isStructuralDamage: Bool {
         guard case .storage(let code, _) = self else { return false }
-        return Self.structuralDamageCodes.contains(code)
+        return LMDBError(rawValue: code).isStructuralDamage
     }
 
     /// The storage layer's name for a code of ``storage(code:message:)``: `MDB_CORRUPTED`, ...
@@ -101,8 +95,8 @@ extension OutboxError {
 }
 
 /// What a path that is not a regular file is, in words ("a FIFO", "a directory"), as the
-/// journal's own checks say it: for the support tool's messages about paths it is given.
-/// - Parameter mode: a `stat`'s `st_mode`, widened (its width differs by platform).
+/// journal's own checks say it (``FileSystem/fileKind(_:)``): for the support tool's messages
+/// about paths it is given, which link no storage layer of their own.
 package func describeFileKind(mode: UInt32) -> String {
-    LMDBDataFile.fileKind(mode)
+    FileSystem.fileKind(mode)
 }
