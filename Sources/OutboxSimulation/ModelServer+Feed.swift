@@ -1,6 +1,7 @@
 import Foundation
 import IdempotencyClaims
 import Outbox
+import OutboxTesting
 import OutboxWire
 
 /// The model server's change feed, over the same protocol as the test server (`Docs/server.md`,
@@ -28,9 +29,7 @@ extension ModelServer {
         case FeedSummary.path: response = FeedHandling.respondSummary(business: business, query: query, log: log)
         default: return nil
         }
-        var headers: [String: String] = [:]
-        for header in response.headers { headers[header.name] = header.value }
-        return TransportResponse(statusCode: response.status, headers: headers, body: response.body)
+        return TransportResponse(response)
     }
 
     /// The feed's end now.

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import IdempotencyClaims
 import Outbox
+import OutboxTesting
 import OutboxWire
 import Synchronization
 
@@ -388,8 +389,6 @@ final class ModelServer: Sendable {
             let body = #"{"code":"\#(WireErrorCode.revisionConflict)","message":"Changed elsewhere.","server_revision":"\#(conflict.item.revision)","current":\#(current)}"#
             return TransportResponse(statusCode: 412, headers: ["Content-Type": "application/json"], body: Data(body.utf8))
         }
-        var headers: [String: String] = [:]
-        for header in answer.response.headers { headers[header.name] = header.value }
-        return TransportResponse(statusCode: answer.response.status, headers: headers, body: answer.response.body)
+        return TransportResponse(answer.response)
     }
 }

@@ -220,9 +220,7 @@ public final class InMemoryServer: OutboxTransport {
             // only refusals, which the claims answer themselves.
             return .error(500, code: "internal_error", message: "the server failed to store the write: \(error)")
         }
-        var headers: [String: String] = [:]
-        for header in answer.response.headers { headers[header.name] = header.value }
-        return TransportResponse(statusCode: answer.response.status, headers: headers, body: answer.response.body)
+        return TransportResponse(answer.response)
     }
 
     /// The kind of write a claim is scoped by, as the loopback server names it: the collection
