@@ -23,6 +23,16 @@ public final class ScriptedTransport: OutboxTransport {
         case fail(TransportFailure)
         /// Compute the answer (a model server, a suspension point for a test).
         case handle(@Sendable (TransportRequest) async throws -> TransportResponse)
+        /// Hold the request, as a slow network does, until ``answerHeld(_:)`` gives it an
+        /// answer or the sending task is cancelled (then it throws `CancellationError`, as
+        /// `URLSession` does). ``waitUntilHolding(_:)`` returns once it is held.
+        case hold
+    }
+
+    /// A request held by a ``Step/hold`` step.
+    private struct Held {
+        var id: Int
+        var continuation: CheckedContinuation<Step, any Error>
     }
 
     private struct State {
@@ -30,6 +40,16 @@ public final class ScriptedTransport: OutboxTransport {
         var otherwise: Step
         var requests: [TransportRequest] = []
         var unscripted = 0
+        var held: [Held] = []
+        var nextHeld = 0
+        var holdWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+
+        /// Resumes the waiters whose count of held requests is reached.
+        mutating func readyWaiters() -> [CheckedContinuation<Void, Never>] {
+            let ready = holdWaiters.filter { $0.count <= held.count }.map(\.continuation)
+            holdWaiters.removeAll { $0.count <= held.count }
+            return ready
+        }
     }
 
     private let state: Mutex<State>
@@ -65,7 +85,73 @@ public final class ScriptedTransport: OutboxTransport {
         state.withLock { $0.unscripted }
     }
 
+    /// Requests held now by ``Step/hold`` steps.
+    public var heldRequests: Int {
+        state.withLock { $0.held.count }
+    }
+
+    /// Returns once at least `count` requests are held.
+    public func waitUntilHolding(_ count: Int = 1) async {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Bool in
+                guard state.held.count < count else { return true }
+                state.holdWaiters.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// Answers the request held longest with `step` (which must not hold it again).
+    /// - Returns: whether a request was held.
+    @discardableResult
+    public func answerHeld(_ step: Step) -> Bool {
+        let held = state.withLock { state -> Held? in state.held.isEmpty ? nil : state.held.removeFirst() }
+        held?.continuation.resume(returning: step)
+        return held != nil
+    }
+
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
+        var step = nextStep(for: request)
+        if case .hold = step { step = try await hold() }
+        switch step {
+        case .respond(let response):
+            return response
+        case .fail(let failure):
+            throw URLError(failure.urlErrorCode)
+        case .handle(let handler):
+            return try await handler(request)
+        case .hold:
+            preconditionFailure("a held request was answered with another hold")
+        }
+    }
+
+    /// Waits, held, for ``answerHeld(_:)`` or the task's cancellation.
+    private func hold() async throws -> Step {
+        let id = state.withLock { state -> Int in
+            state.nextHeld += 1
+            return state.nextHeld
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Step, any Error>) in
+                let (ready, cancelled) = state.withLock { state -> ([CheckedContinuation<Void, Never>], Bool) in
+                    if Task.isCancelled { return ([], true) }
+                    state.held.append(Held(id: id, continuation: continuation))
+                    return (state.readyWaiters(), false)
+                }
+                if cancelled { continuation.resume(throwing: CancellationError()) }
+                for waiter in ready { waiter.resume() }
+            }
+        } onCancel: {
+            let held = state.withLock { state -> Held? in
+                guard let index = state.held.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.held.remove(at: index)
+            }
+            held?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    private func nextStep(for request: TransportRequest) -> Step {
         let step = state.withLock { state -> Step in
             state.requests.append(request)
             guard !state.script.isEmpty else {
@@ -74,14 +160,7 @@ public final class ScriptedTransport: OutboxTransport {
             }
             return state.script.removeFirst()
         }
-        switch step {
-        case .respond(let response):
-            return response
-        case .fail(let failure):
-            throw URLError(failure.urlErrorCode)
-        case .handle(let handler):
-            return try await handler(request)
-        }
+        return step
     }
 }
 

@@ -90,6 +90,13 @@ public enum PullStop: Sendable, Equatable {
     case writesWaiting
     /// The pass pulled ``PullConfiguration/maxPagesPerPass`` pages: the next pass goes on.
     case pageLimit
+    /// A budgeted drain (``Outbox/drain(until:)``) had less time left than a page needs
+    /// (``OutboxConfiguration/attemptBudgetSeconds``): the next pass goes on from the cursor
+    /// reached (a resnapshot's staged pages are kept).
+    case budgetSpent
+    /// The system took its time back (``Outbox/expire()``, or the drain's task cancelled): a
+    /// page cut off applies nothing, and the next pass asks for it again.
+    case expired
     /// The journal could not be read or written: the feed backs off and asks again.
     case journalError(String)
 
@@ -106,6 +113,8 @@ public enum PullStop: Sendable, Equatable {
         case .storageFull: "storage_full"
         case .writesWaiting: "writes_waiting"
         case .pageLimit: "page_limit"
+        case .budgetSpent: "budget_spent"
+        case .expired: "expired"
         case .journalError: "journal_error"
         }
     }
@@ -114,7 +123,26 @@ public enum PullStop: Sendable, Equatable {
     var backsOff: Bool {
         switch self {
         case .offline, .backingOff, .refused, .invalidResponse, .storageFull, .journalError: true
-        case .unauthorized, .signedOut, .otherAccount, .writesWaiting, .pageLimit: false
+        case .unauthorized, .signedOut, .otherAccount, .writesWaiting, .pageLimit, .budgetSpent, .expired: false
+        }
+    }
+
+    /// A drain's budget as a feed's stop.
+    init(_ stop: DrainBudget.Stop) {
+        switch stop {
+        case .budgetSpent: self = .budgetSpent
+        case .expired: self = .expired
+        }
+    }
+}
+
+extension DrainBudget.Stop {
+    /// The drain's budget behind a feed's stop, if that is what stopped it.
+    init?(_ stop: PullStop) {
+        switch stop {
+        case .budgetSpent: self = .budgetSpent
+        case .expired: self = .expired
+        default: return nil
         }
     }
 }

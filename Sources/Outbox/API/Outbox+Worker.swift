@@ -46,6 +46,53 @@ extension Outbox {
         await worker.drain()
     }
 
+    /// Drains within the time the system gave the app in the background (`BGTaskScheduler`,
+    /// WorkManager), up to `deadline` of the configuration's clock, and says what it did.
+    ///
+    /// Passes run while rows are due and the time left covers a request
+    /// (``OutboxConfiguration/attemptBudgetSeconds``): no write's attempt, batch or feed page
+    /// starts with less, and a resnapshot stops between its pages (the staged pages are kept).
+    /// At the deadline, at ``expire()``, or when the task running this is cancelled, the requests
+    /// in flight are cancelled and each is recorded as no response of class `cancelled`, due
+    /// again at once and never nearer giving up (a request the server did take is replayed
+    /// under its key, so nothing applies twice). When it returns, nothing more starts until the
+    /// next ``wake(_:)``, ``drain()`` or enqueue: hand ``DrainReport/nextWake`` to the system's
+    /// scheduler (Docs/replay.md shows how).
+    ///
+    /// - Returns: the passes' attempts (and of them the cancelled ones), the last pull's report,
+    ///   why it ended, and when the engine next has work.
+    @discardableResult
+    public func drain(until deadline: Date) async -> DrainReport {
+        guard !isClosed else { return DrainReport(ending: .closed, attempts: 0, cancelledAttempts: 0, pull: nil, nextWake: nil) }
+        let worker = self.worker
+        let pass = self.replayPass
+        let tally = await withTaskCancellationHandler {
+            await worker.drain(until: deadline)
+        } onCancel: {
+            // Nothing more starts from this moment; the worker then cancels what is in flight.
+            pass.budget.withLock { $0.expired = true }
+            Task { await worker.expire() }
+        }
+        let ending: DrainReport.Ending = switch tally.cut {
+        case _ where isClosed: .closed
+        case .budgetSpent?: .budgetSpent
+        case .expired?: .expired
+        case nil: .finished
+        }
+        return DrainReport(ending: ending, attempts: tally.attempts, cancelledAttempts: tally.cancelled, pull: tally.pull, nextWake: nextWake)
+    }
+
+    /// The system takes the app's background time back (a `BGTask`'s expiration handler, a
+    /// WorkManager worker's `onStopped`): nothing more starts, the requests in flight are
+    /// cancelled and recorded (no response, `cancelled`), and the pass ends. A running
+    /// ``drain(until:)`` returns once they are recorded. The next wake, drain or enqueue goes on.
+    public func expire() {
+        guard !isClosed else { return }
+        replayPass.budget.withLock { $0.expired = true }
+        let worker = self.worker
+        Task { await worker.expire() }
+    }
+
     /// The session was refreshed after a 401: resumes the worker and drains what waited.
     /// - Throws: ``OutboxError/closed``, or a storage error recording the resumption.
     public func resumeSession() async throws {
@@ -59,8 +106,10 @@ extension Outbox {
         await worker.wake(.sessionResumed)
     }
 
-    /// The moment the worker's timer will next run a pass for a scheduled retry; `nil` when
-    /// nothing is scheduled (or the worker is paused, or was never woken).
+    /// The moment the worker next has work (a scheduled retry, a feed due); `nil` when nothing
+    /// is scheduled (or the worker is paused, or was never woken). While the app runs, the
+    /// worker's own timer runs the pass then; after a budgeted drain or an expiry, it is the
+    /// moment to hand the system's scheduler (it may be now: a cancelled attempt is due at once).
     public var nextWake: Date? {
         worker.armedTimer.withLock { $0 }
     }

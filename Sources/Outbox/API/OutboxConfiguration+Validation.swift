@@ -39,6 +39,9 @@ extension OutboxConfiguration {
         if !(Self.minimumInitialJournalBytes...Self.maximumJournalBytes).contains(initialJournalBytes) {
             throw refuse("initialJournalBytes", "must be within \(Self.minimumInitialJournalBytes)...\(Self.maximumJournalBytes) bytes (64 KiB to 1 TiB), not \(initialJournalBytes)")
         }
+        if !(attemptBudgetSeconds > 0 && attemptBudgetSeconds.isFinite) {
+            throw refuse("attemptBudgetSeconds", "must be a positive number of seconds (the transport's timeout), not \(attemptBudgetSeconds)")
+        }
         if let problem = retryPolicy.problems.first {
             throw refuse("retryPolicy.\(problem.field)", problem.problem)
         }

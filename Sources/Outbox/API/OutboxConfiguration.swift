@@ -80,6 +80,12 @@ public struct OutboxConfiguration: Sendable {
     /// "rolled back" notice) before compaction may take them, measured by the device's uptime:
     /// 30 days by default.
     public var rolledBackRetentionSeconds: TimeInterval = 30 * 86_400
+    /// The least time a request needs (a write's attempt, a batch, a feed's page), in seconds:
+    /// a budgeted drain (``Outbox/drain(until:)``) starts none when less than this is left.
+    /// Set it to the transport's timeout (``URLSessionTransport/timeoutSeconds``, 30 s by
+    /// default), so a request started always ends before the system takes its time back:
+    /// 30 seconds by default.
+    public var attemptBudgetSeconds: TimeInterval = 30
     /// How the engine pulls the server's change feeds; `nil` (the default): it never pulls, and
     /// ``Outbox/pull()`` throws ``OutboxError/invalidConfiguration(field:problem:)``.
     public var pull: PullConfiguration?

@@ -43,8 +43,10 @@ extension FeedPuller {
     /// - Parameter type: the one type to fetch again (its summary did not match): the other
     ///   types' bases are carried over into the staged generation before the swap, and the feed's
     ///   cursor stays. `nil`: every type, and the cursor becomes the snapshot's position.
+    /// - Parameter interruption: asked after each staged page; only a drain's budget or the
+    ///   expiry stops the staging there (the staged pages stay, and the next pull goes on from them).
     func resnapshot(business: String, type: String? = nil, reason: String, settings: PullConfiguration, limits: FeedLimits?,
-                    maxPages: Int) async -> Resnapshot {
+                    maxPages: Int, interruption: () -> PullStop? = { nil }) async -> Resnapshot {
         var done = Resnapshot()
         func stop(_ reason: PullStop) -> Resnapshot {
             done.stoppedBy = reason
@@ -77,7 +79,7 @@ extension FeedPuller {
             do {
                 response = try await transport.send(request)
             } catch {
-                return stop(.offline)
+                return stop(Self.noResponse())
             }
             guard response.statusCode == 200 else {
                 let (stopped, retryAfter) = await refusal(response, business: business)
@@ -116,7 +118,10 @@ extension FeedPuller {
                 done.pagesStaged += 1
                 done.recordsStaged += staged
                 done.skipped += skipped
-                guard !page.hasMore else { continue }
+                if page.hasMore {
+                    if let interrupted = interruption(), DrainBudget.Stop(interrupted) != nil { return stop(interrupted) }
+                    continue
+                }
                 if type != nil { try await carry(business: business) }
                 done.vanished = try await swap(business: business)
                 done.swapped = true

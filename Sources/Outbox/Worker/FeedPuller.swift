@@ -55,7 +55,7 @@ final class FeedPuller: Sendable {
         func resnapshot(_ reason: String, type: String? = nil) async -> PullStop? {
             log.log(.notice, "a feed is fetched again whole; it keeps its base until the swap", [EngineLog.Key.reason: .string(reason)])
             let done = await self.resnapshot(business: business, type: type, reason: reason, settings: settings, limits: pulled.limits,
-                                             maxPages: pagesLeft)
+                                             maxPages: pagesLeft, interruption: interruption)
             pagesLeft -= done.pagesStaged
             pulled.report.pagesStaged += done.pagesStaged
             pulled.report.recordsStaged += done.recordsStaged
@@ -102,7 +102,7 @@ final class FeedPuller: Sendable {
             do {
                 response = try await transport.send(request)
             } catch {
-                return stop(.offline)
+                return stop(Self.noResponse())
             }
             switch response.statusCode {
             case 200:
@@ -162,6 +162,12 @@ final class FeedPuller: Sendable {
             }
         }
         return stop(.pageLimit)
+    }
+
+    /// What a request that got no response stops a pull with: the expiry when the pass's task
+    /// was cancelled (the feed does not back off for it), else no network.
+    static func noResponse() -> PullStop {
+        Task.isCancelled ? .expired : .offline
     }
 
     /// What an answer other than 200 (or a feed's 409) does to a pull: a 401 pauses the worker,

@@ -199,7 +199,7 @@ final class PullStage: Sendable {
                 track.lastFailureAt = now.wall
                 track.retryAfter = pulled.retryAfter
                 if case .backingOff = stop { report.stoppedBy = .backingOff(until: due(track, business: business.string, now: now)) }
-            } else if report.stoppedBy == .writesWaiting || report.stoppedBy == .pageLimit {
+            } else if let stop = report.stoppedBy, [.writesWaiting, .pageLimit, .budgetSpent, .expired].contains(stop) {
                 // Cut short after progress: the feed goes on at once, its earlier failures forgotten.
                 track.owed = true
                 track.failures = 0

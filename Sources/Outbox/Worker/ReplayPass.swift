@@ -21,6 +21,8 @@ final class ReplayPass: Sendable {
     let pulls: PullStage?
     /// Set when a write became due while the pass runs: a pull gives way to it after its page.
     let writesWaiting = Atomic<Bool>(false)
+    /// The time a budgeted drain was given, and whether the system took it back.
+    let budget = Mutex(DrainBudget())
 
     init(store: JournalStore, room: JournalRoom, attempts: ReplayAttempt, configuration: OutboxConfiguration, log: EngineLog) {
         self.store = store
@@ -43,6 +45,14 @@ final class ReplayPass: Sendable {
         attempts.stop()
     }
 
+    /// Why no more requests may start now: the drain's budget is spent, or the system took its
+    /// time back (the pass's task cancelled counts as that); `nil` when they may.
+    func budgetStop() -> DrainBudget.Stop? {
+        if Task.isCancelled { return .expired }
+        let now = clock.now()
+        return budget.withLock { $0.stop(at: now, requestSeconds: configuration.attemptBudgetSeconds) }
+    }
+
     // MARK: A pass
 
     /// What a pass came to: when the next should run, and what its pull did (`nil` without a
@@ -50,6 +60,11 @@ final class ReplayPass: Sendable {
     struct Outcome: Sendable {
         var next: Date?
         var pull: PullReport?
+        /// Attempts that ran and were recorded, and of them those the expiry interrupted.
+        var attempts = 0
+        var cancelled = 0
+        /// What cut the pass short: the drain's budget, or the system taking its time back.
+        var cut: DrainBudget.Stop?
     }
 
     /// What a pass's sending came to.
@@ -61,6 +76,10 @@ final class ReplayPass: Sendable {
         /// The row whose attempt got no response: the pass stops there, and the timer follows
         /// that row's backoff.
         var offline: OperationID?
+        /// Attempts the expiry interrupted (recorded as no response, `cancelled`).
+        var cancelled = 0
+        /// What stopped the pass from starting more: the drain's budget, or the expiry.
+        var cut: DrainBudget.Stop?
     }
 
     /// Sends every queued row whose moment has come, in journal order, one at a time per lane
@@ -79,12 +98,22 @@ final class ReplayPass: Sendable {
         case nil: return Outcome(next: ended(trigger, Progress(), next: poll(), because: "unreadable"), pull: pulls.map { _ in PullReport(feeds: []) })
         case false?: break
         }
+        if let cut = budgetStop() {
+            // The system took its time back, or too little is left for a request: nothing starts.
+            var progress = Progress()
+            progress.cut = cut
+            return Outcome(next: nextPass(after: progress, pulls: nil, trigger: trigger), pull: pulls.map { _ in PullReport(feeds: []) }, cut: cut)
+        }
         log.log(.debug, "pass started", [EngineLog.Key.trigger: .string(trigger.rawValue)])
         await attempts.sessions.recordIfChanged()
         await abandonOrphans()
-        let progress = await sendDue(trigger: trigger)
+        var progress = await sendDue(trigger: trigger)
         let pulled = await pull(trigger: trigger)
-        return Outcome(next: nextPass(after: progress, pulls: pulled?.next, trigger: trigger), pull: pulled?.report)
+        if progress.cut == nil, let stop = pulled?.report.feeds.lazy.compactMap(\.stoppedBy).compactMap(DrainBudget.Stop.init).first {
+            progress.cut = stop
+        }
+        return Outcome(next: nextPass(after: progress, pulls: pulled?.next, trigger: trigger), pull: pulled?.report,
+                       attempts: progress.sent, cancelled: progress.cancelled, cut: progress.cut)
     }
 
     /// The pass's pull, after its sends: none once the worker stopped, none while a 401 (this
@@ -101,6 +130,7 @@ final class ReplayPass: Sendable {
             // Stopped (a sign-out): the pull ends after the page in hand, so the stop never
             // waits for a long first sync.
             if self.attempts.isStopped { return .signedOut }
+            if let stop = self.budgetStop() { return PullStop(stop) }
             return self.writesWaiting.load(ordering: .relaxed) ? .writesWaiting : nil
         }
     }
@@ -120,8 +150,14 @@ final class ReplayPass: Sendable {
             var inFlight = 0
             // Rows whose dependency is not synced yet: offered again when an attempt ends.
             var deferred: [PassPlan.Candidate] = []
-            while !Task.isCancelled {
+            while true {
                 if attempts.isStopped { progress.halted = true }
+                // Out of budget or expired: nothing more starts, and the attempts in flight (their
+                // requests cancelled by an expiry) are awaited, so each has its outcome recorded.
+                if progress.cut == nil, let cut = budgetStop() {
+                    progress.halted = true
+                    progress.cut = cut
+                }
                 while !progress.halted, inFlight < slots {
                     let ready = await takeReady(&plan, deferred: &deferred, carry: carry, upTo: batching?.maxOperations ?? 1)
                     guard !ready.isEmpty else { break }
@@ -197,6 +233,7 @@ final class ReplayPass: Sendable {
         plan.finished(lane: candidate.lane)
         if case .finished(let classification, _, _) = report {
             progress.sent += 1
+            if case .noResponse(.cancelled) = classification.outcome { progress.cancelled += 1 }
             if case .noResponse(let failure) = classification.outcome, failure != .missingFromBatch, progress.offline == nil {
                 progress.offline = candidate.id
                 progress.halted = true
@@ -229,6 +266,16 @@ final class ReplayPass: Sendable {
         case true?: return ended(trigger, progress, next: nil, because: "paused")
         case nil: return ended(trigger, progress, next: poll(), because: "unreadable")
         case false?: break
+        }
+        if progress.cut != nil {
+            // Cut short by the drain's budget or the expiry: the next pass is the system's to
+            // schedule (``Outbox/nextWake``): when the earliest row or feed is due, even now.
+            do {
+                return ended(trigger, progress, next: earliest(try nextDue()), because: "budget")
+            } catch {
+                log.problem(.journalRead, "could not read the schedule; the next pass runs one cap from now", error: error)
+                return ended(trigger, progress, next: poll(), because: "unreadable")
+            }
         }
         if let offline = progress.offline {
             // No network: the other due rows stay due, unattempted, and the timer follows the

@@ -11,6 +11,10 @@ actor ReplayWorker {
     private var passTask: Task<Void, Never>?
     private var timerTask: Task<Void, Never>?
     private var drainers: [Int: CheckedContinuation<Void, Never>] = [:]
+    /// What the passes did while each drain caller waited.
+    private var tallies: [Int: Tally] = [:]
+    /// The budgeted drain's deadline, firing the expiry when it passes.
+    private var deadlineTask: Task<Void, Never>?
     /// `pull()` callers, resumed like drainers with the report of the pass they waited for.
     private var pullers: [Int: CheckedContinuation<PullReport?, Never>] = [:]
     /// What the last pass's pull did.
@@ -26,7 +30,84 @@ actor ReplayWorker {
     }
 
     func wake(_ reason: WakeReason) {
+        resumeFromExpiry(reason)
         perform(machine.wake(reason))
+    }
+
+    /// The app's wakes and drains give the worker its time back after an expiry; its own timer
+    /// does not (the system decides when a suspended app runs).
+    private func resumeFromExpiry(_ reason: WakeReason) {
+        guard reason != .timer else { return }
+        let wasExpired = pass.budget.withLock { budget in
+            defer { budget.expired = false }
+            return budget.expired
+        }
+        // The timer the expiry left unarmed runs again.
+        if wasExpired, timerTask == nil, let deadline = machine.timerDeadline { perform([.armTimer(deadline, .timer)]) }
+    }
+
+    /// What the passes did while a drain caller waited.
+    struct Tally: Sendable {
+        var passes = 0
+        var attempts = 0
+        var cancelled = 0
+        var cut: DrainBudget.Stop?
+        var pull: PullReport?
+
+        mutating func add(_ outcome: ReplayPass.Outcome) {
+            passes += 1
+            attempts += outcome.attempts
+            cancelled += outcome.cancelled
+            cut = outcome.cut ?? cut
+            if let report = outcome.pull { pull = report }
+        }
+    }
+
+    /// Drains within the time the system gave, up to `deadline` of the clock: passes run while
+    /// rows are due and the time left covers a request; at the deadline, or at ``expire()``, the
+    /// requests in flight are cancelled and recorded, and nothing more starts until the next
+    /// wake or drain.
+    func drain(until deadline: Date) async -> Tally {
+        resumeFromExpiry(.drain)
+        pass.budget.withLock { $0.deadline = deadline }
+        deadlineTask?.cancel()
+        deadlineTask = Task { [clock] in
+            do {
+                try await clock.sleep(until: deadline)
+            } catch {
+                return
+            }
+            self.expire()
+        }
+        var total = Tally()
+        while !machine.isClosed {
+            let tally = await drainOnce()
+            total.passes += tally.passes
+            total.attempts += tally.attempts
+            total.cancelled += tally.cancelled
+            total.cut = tally.cut ?? total.cut
+            if let report = tally.pull { total.pull = report }
+            // Another pass only when this one ended with rows due now and time left.
+            guard tally.cut == nil, tally.attempts > 0, let next = machine.timerDeadline, next <= clock.now(),
+                  pass.budgetStop() == nil else { break }
+        }
+        deadlineTask?.cancel()
+        deadlineTask = nil
+        // The time given is over: the system is about to suspend the app.
+        pass.budget.withLock { $0 = DrainBudget(deadline: nil, expired: true) }
+        if let deadline = machine.timerDeadline { armedTimer.withLock { $0 = deadline } }
+        timerTask?.cancel()
+        timerTask = nil
+        return total
+    }
+
+    /// The system takes its time back: nothing more starts, the requests in flight are cancelled
+    /// (each recorded as no response, `cancelled`), and the pass ends once they are recorded.
+    func expire() {
+        pass.budget.withLock { $0.expired = true }
+        passTask?.cancel()
+        timerTask?.cancel()
+        timerTask = nil
     }
 
     /// Runs a pass that pulls every feed (or waits for the one running, then one such more) and
@@ -42,16 +123,26 @@ actor ReplayWorker {
 
     /// Runs a pass (or waits for the one running, then one more) and returns when it ends.
     func drain() async {
+        _ = await drainOnce()
+    }
+
+    /// A pass (or the one running, then one more), and what the passes did meanwhile.
+    private func drainOnce() async -> Tally {
+        resumeFromExpiry(.drain)
         let id = nextDrainerID
         nextDrainerID += 1
+        tallies[id] = Tally()
         await withCheckedContinuation { continuation in
             drainers[id] = continuation
             perform(machine.drain(waiter: id))
         }
+        return tallies.removeValue(forKey: id) ?? Tally()
     }
 
     /// An enqueue or a retry made a row due at `moment`.
     func becameDue(at moment: Date, because reason: WakeReason) {
+        // The member's own action (an enqueue, a retry) means the app runs again.
+        resumeFromExpiry(reason)
         if moment <= clock.now() { flagWrite() }
         perform(machine.becameDue(at: moment, because: reason))
     }
@@ -67,6 +158,7 @@ actor ReplayWorker {
         perform(machine.close())
         passTask?.cancel()
         timerTask?.cancel()
+        deadlineTask?.cancel()
     }
 
     /// Stops the worker for good and waits for the pass in progress to end, so every attempt in
@@ -75,6 +167,7 @@ actor ReplayWorker {
         pass.stop()
         perform(machine.close())
         timerTask?.cancel()
+        deadlineTask?.cancel()
         await passTask?.value
     }
 
@@ -87,6 +180,8 @@ actor ReplayWorker {
 
     private var isIdle: Bool {
         guard !machine.isPassRunning else { return false }
+        // Expired, no timer runs: what is due waits for the system to give time again.
+        if pass.budget.withLock({ $0.expired }) { return true }
         guard let deadline = machine.timerDeadline, !machine.isClosed else { return true }
         return deadline > clock.now()
     }
@@ -94,6 +189,10 @@ actor ReplayWorker {
     private func passFinished(_ outcome: ReplayPass.Outcome) {
         passTask = nil
         lastPull = outcome.pull
+        for id in tallies.keys { tallies[id]?.add(outcome) }
+        // A pass the budget or the expiry cut short: the time given is over, and what is due is
+        // the system's to schedule, not this process's timer.
+        if outcome.cut != nil { pass.budget.withLock { $0.expired = true } }
         perform(machine.passFinished(nextDue: outcome.next))
     }
 
@@ -116,7 +215,11 @@ actor ReplayWorker {
                 }
             case .armTimer(let deadline, _):
                 timerTask?.cancel()
+                timerTask = nil
                 armedTimer.withLock { $0 = deadline }
+                // Expired, the app is being suspended: the moment is the system's to schedule
+                // (``Outbox/nextWake``); no timer of this process runs it.
+                if pass.budget.withLock({ $0.expired }) { continue }
                 timerTask = Task { [clock] in
                     do {
                         try await clock.sleep(until: deadline)

@@ -41,9 +41,11 @@ package enum DispositionTable {
             return Classification(
                 outcome: .noResponse(failure),
                 disposition: .transientFailure,
-                errorCode: failure == .offline ? "offline" : "no_response",
+                errorCode: failure == .offline ? "offline" : failure == .cancelled ? "cancelled" : "no_response",
                 errorMessage: failure == .offline
                     ? "No connection. This change will be sent when the internet is back."
+                    : failure == .cancelled
+                    ? "Sending was interrupted before the server answered. This change will be sent again automatically."
                     : "The server did not answer (\(failure)). This change will be sent again automatically."
             )
         case .response(let value):

@@ -107,7 +107,8 @@ package enum OutcomePlanner {
             classification = DispositionTable.classify(transported, policy: facts.replay, now: facts.now)
         }
         let attemptsThisEpoch = facts.attempt.rawValue - facts.retryEpochAttempts
-        if classification.disposition == .transientFailure,
+        let interrupted = classification.outcome == .noResponse(.cancelled)
+        if classification.disposition == .transientFailure, !interrupted,
             facts.retryPolicy.givesUp(attempts: attemptsThisEpoch, ageSeconds: facts.retryEpochAgeSeconds)
         {
             // Past the policy's limits: a person decides (retry starts the limits over).
@@ -117,9 +118,11 @@ package enum OutcomePlanner {
             classification.errorCode = ErrorCode.gaveUp
             classification.retryAfter = nil
         }
-        let nextAttemptAt = classification.disposition == .transientFailure
-            ? facts.retryPolicy.nextAttempt(afterAttempt: facts.attempt, of: facts.operation, now: facts.now, retryAfter: classification.retryAfter)
-            : nil
+        // An attempt the app's expiry interrupted says nothing of the network or the server: it is
+        // due again at once (the next wake sends it), and never brings the row nearer giving up.
+        let nextAttemptAt = classification.disposition != .transientFailure ? nil
+            : interrupted ? facts.now
+            : facts.retryPolicy.nextAttempt(afterAttempt: facts.attempt, of: facts.operation, now: facts.now, retryAfter: classification.retryAfter)
         var finished = AttemptFinished(attempt: facts.attempt, classification, nextAttemptAt: nextAttemptAt)
         var storeWrites: [RecordStoreWrite] = []
         if case .transport(.response(let response)) = result, !facts.changes.isEmpty,
