@@ -490,7 +490,7 @@ struct HistoryAudit {
 
         switch event.body {
         case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped,
-            .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked:
+            .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked, .routeChanged:
             throw broken("an engine event under an operation")
 
         case .deletedOnServer(let deleted):

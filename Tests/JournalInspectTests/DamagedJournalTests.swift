@@ -10,40 +10,40 @@ import Testing
 struct DamagedJournalTests {
     let directory = TemporaryDirectory()
 
-    /// The journal of every status, with the `failed` operation's `attemptStarted` (seq 13) damaged.
+    /// The journal of every status, with the `failed` operation's `attemptStarted` (seq 14) damaged.
     private func damagedJournal() async throws -> EveryStatusJournal {
         let journal = try await EveryStatusJournal.write(into: directory.url)
-        try Tamper.flipByte(directory.url, seq: 13)
+        try Tamper.flipByte(directory.url, seq: 14)
         return journal
     }
 
     @Test func eventsPrintEveryReadableRecordAndMarkTheDamagedOne() async throws {
         let journal = try await damagedJournal()
-        let result = inspect([directory.url.path, "events", "--from", "12", "--to", "14"])
+        let result = inspect([directory.url.path, "events", "--from", "13", "--to", "15"])
         #expect(result.code == .damaged)
         let rows = result.output.split(separator: "\n").dropFirst()
         #expect(rows.count == 3)
         #expect(rows.dropFirst().first?.contains("DAMAGED           \(EventText.shortID(journal.failed))   checksum mismatch") == true)
-        #expect(result.errors.contains("warning: the record at seq 13 is damaged (checksum mismatch"))
+        #expect(result.errors.contains("warning: the record at seq 14 is damaged (checksum mismatch"))
         #expect(result.errors.contains("its header names operation \(journal.failed.idempotencyKey)"))
         #expect(result.errors.contains("verify"))
 
-        let json = inspect([directory.url.path, "events", "--from", "12", "--to", "14", "--json"])
+        let json = inspect([directory.url.path, "events", "--from", "13", "--to", "15", "--json"])
         #expect(json.code == .damaged)
         let document = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
-        #expect((document["events"] as? [[String: Any]])?.map { $0["seq"] as? Int } == [12, 14])
+        #expect((document["events"] as? [[String: Any]])?.map { $0["seq"] as? Int } == [13, 15])
         let damaged = try #require((document["damaged"] as? [[String: Any]])?.first)
-        #expect(damaged["seq"] as? Int == 13 && damaged["claimedOperationID"] as? String == journal.failed.idempotencyKey)
+        #expect(damaged["seq"] as? Int == 14 && damaged["claimedOperationID"] as? String == journal.failed.idempotencyKey)
 
         // A range that avoids the damage reads cleanly.
-        #expect(inspect([directory.url.path, "events", "--from", "20"]).code == .success)
+        #expect(inspect([directory.url.path, "events", "--from", "21"]).code == .success)
     }
 
     @Test func theTimelineOfTheDamagedOperationIsIncompleteAndOthersAreNot() async throws {
         let journal = try await damagedJournal()
         let damaged = inspect([directory.url.path, "timeline", journal.failed.idempotencyKey])
         #expect(damaged.code == .damaged)
-        #expect(damaged.output.contains(" 13  -                     DAMAGED"))
+        #expect(damaged.output.contains(" 14  -                     DAMAGED"))
         #expect(damaged.output.contains(#"Verdict: failed: 422 on attempt 1, the payload needs correcting (validation_failed: "Price must be positive")"#))
         #expect(damaged.output.contains("Incomplete: 1 of its records could not be read"))
 
@@ -51,7 +51,7 @@ struct DamagedJournalTests {
         #expect(json.code == .damaged)
         let document = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
         #expect(document["complete"] as? Bool == false)
-        #expect((document["damaged"] as? [[String: Any]])?.first?["seq"] as? Int == 13)
+        #expect((document["damaged"] as? [[String: Any]])?.first?["seq"] as? Int == 14)
 
         let other = inspect([directory.url.path, "timeline", journal.synced.idempotencyKey])
         #expect(other.code == .success && other.errors.isEmpty)
@@ -89,19 +89,19 @@ struct DamagedJournalTests {
 
     @Test func aDamagedLastRecordStillLeavesASummaryFromTheOneBefore() async throws {
         _ = try await EveryStatusJournal.write(into: directory.url)
-        try Tamper.flipByte(directory.url, seq: 34)
+        try Tamper.flipByte(directory.url, seq: 37)
         let result = inspect([directory.url.path, "summary"])
         #expect(result.code == .damaged)
-        #expect(result.output.contains("Last event      2027-01-15T09:11:06Z"), "seq 33, recorded at the same moment")
+        #expect(result.output.contains("Last event      2027-01-15T09:11:06Z"), "seq 36, recorded at the same moment")
         #expect(result.output.contains("total                      9"))
-        #expect(result.errors.contains("the record at seq 34 is damaged"))
+        #expect(result.errors.contains("the record at seq 37 is damaged"))
     }
 
     @Test func aFoldedJournalReportsTheRecordsItCouldNotFold() async throws {
         _ = try await damagedJournal()
         try Tamper.setMeta(directory.url, key: "projection-version", to: 0)
         let reader = try JournalReader(directory: directory.url)
-        #expect(reader.recordsSkippedByFold.map(\.seq) == [13])
+        #expect(reader.recordsSkippedByFold.map(\.seq) == [14])
         reader.close()
         let ops = inspect([directory.url.path, "ops"])
         #expect(ops.code == .damaged, "a fold past damage may miss operations")
@@ -113,12 +113,12 @@ struct DamagedJournalTests {
 
     @Test func anOperationWhoseEnqueueIsDamagedStillHasATimelineInAFoldedJournal() async throws {
         let journal = try await EveryStatusJournal.write(into: directory.url)
-        try Tamper.flipByte(directory.url, seq: 12)
+        try Tamper.flipByte(directory.url, seq: 13)
         try Tamper.setMeta(directory.url, key: "projection-version", to: 0)
         // The fold never saw its enqueue, so no prefix finds it: the whole id still does.
         let result = inspect([directory.url.path, "timeline", journal.failed.idempotencyKey])
         #expect(result.code == .damaged)
-        #expect(result.output.contains(" 12  -                     DAMAGED"))
+        #expect(result.output.contains(" 13  -                     DAMAGED"))
         #expect(result.output.contains("attemptStarted") && result.output.contains("attemptFinished"))
         #expect(result.output.contains("unreadable: the enqueued record is damaged"))
         let unknown = OperationID()

@@ -61,14 +61,14 @@ struct DeviceClockTests {
     @Test func aClockMovedBackIsSaidWhereItMovedAndTheGapIsMeasuredByTheUptime() async throws {
         let id = try await writeAcross { $0.set(to: $0.now().addingTimeInterval(-3 * 3600)) }
         let text = try timeline(id)
-        // Seqs: 2 enqueued, 3 and 4 the first attempt, 5 and 6 the second.
-        #expect(row(5, in: text).contains("  2  +5 min  sending (woken by timer)"))
-        #expect(row(5, in: text).contains("note: the device clock moved back 3 hours here: by its uptime, 5 min passed since seq 4"))
+        // Seqs: 2 enqueued, 3 and 5 the first attempt (4 the route its answer showed), 6 and 7 the second.
+        #expect(row(6, in: text).contains("  2  +5 min  sending (woken by timer)"))
+        #expect(row(6, in: text).contains("note: the device clock moved back 3 hours here: by its uptime, 5 min passed since seq 5"))
         #expect(text.contains("Verdict: synced on attempt 2, 5 min after it was saved\n"))
         expectNoNegativeSpan(text)
         let document = try #require(try JSONSerialization.jsonObject(with: Data(inspect([journal.path, "timeline", EventText.shortID(id),
                                                                                           "--json"]).output.utf8)) as? [String: Any])
-        #expect(document["clockNotes"] as? [String] == ["seq 5: the device clock moved back 3 hours here: by its uptime, 5 min passed since seq 4"])
+        #expect(document["clockNotes"] as? [String] == ["seq 6: the device clock moved back 3 hours here: by its uptime, 5 min passed since seq 5"])
         let events = try #require(document["events"] as? [[String: Any]])
         #expect(events.count == 5 && events.allSatisfy { $0["uptimeSeconds"] is Double && $0["bootID"] is String }, "each event's uptime")
         #expect(events.compactMap { $0["uptimeSeconds"] as? Double }.last == Double(3600 + 300))
@@ -80,8 +80,8 @@ struct DeviceClockTests {
             clock.advance(by: 2)
         }
         let text = try timeline(id)
-        #expect(row(5, in: text).contains("  2  +2 s  sending"))
-        #expect(row(5, in: text).contains("note: the device clock leapt forward 2 days here: by its uptime, only 2 s passed since seq 4"))
+        #expect(row(6, in: text).contains("  2  +2 s  sending"))
+        #expect(row(6, in: text).contains("note: the device clock leapt forward 2 days here: by its uptime, only 2 s passed since seq 5"))
         #expect(text.contains("Verdict: synced on attempt 2, 2 s after it was saved\n"))
     }
 
@@ -131,8 +131,8 @@ struct DeviceClockTests {
         outbox.close()
 
         let text = try timeline(id)
-        #expect(row(5, in: text).contains("  2  unknown (clock moved back)  sending"))
-        #expect(row(5, in: text).contains("note: the device clock reads 2 hours 55 minutes earlier here than at seq 4: it was moved back "
+        #expect(row(6, in: text).contains("  2  unknown (clock moved back)  sending"))
+        #expect(row(6, in: text).contains("note: the device clock reads 2 hours 55 minutes earlier here than at seq 5: it was moved back "
             + "(these records carry no uptime, so how long passed is unknown)"))
         #expect(text.contains("Gaps read the device clock: records before journal format 2 carry no uptime"))
         #expect(text.contains("Verdict: synced on attempt 2, how long after it was saved is unknown: the device clock was moved back in between\n"))

@@ -84,10 +84,10 @@ struct EncryptedJournalTests {
         let sealed = inspect([journal, "record", record.description])
         #expect(sealed.code == .success && sealed.errors.isEmpty)
         #expect(sealed.output.contains("Shows   sealed: the journal is encrypted at rest; --key-file opens it"))
-        #expect(sealed.output.contains("at seq 4: sealed: the journal is encrypted at rest"))
+        #expect(sealed.output.contains("at seq 5: sealed: the journal is encrypted at rest"))
         #expect(sealed.output.contains("Verdict: its values are sealed (the journal is encrypted at rest): --key-file opens them, and "
             + "the verdict needs them; its sync state without them: pending \(EventText.shortID(edit)) queued; the server last "
-            + "confirmed revision 3 (seq 4)"))
+            + "confirmed revision 3 (seq 5)"))
         #expect(!sealed.output.contains("deleted") && !sealed.output.contains("Insulin"))
         let document = try #require(try JSONSerialization.jsonObject(with: Data(inspect([journal, "record", record.description, "--json"]).output.utf8))
             as? [String: Any])

@@ -54,18 +54,18 @@ struct RecordCommandTests {
         let text = lines(output)
         #expect(text.first == "Record  pharmacy-7/product/p-pending")
         #expect(text.contains("Shows   41 bytes, SHA-256 \(hash(journal.pendingValue)); redacted (--payload shows it)"))
-        #expect(text.contains("Server  revision 2, learnt 2027-01-15T08:02:00Z (1 h 58 min ago) at seq 7: 41 bytes, SHA-256 "
+        #expect(text.contains("Server  revision 2, learnt 2027-01-15T08:02:00Z (1 h 58 min ago) at seq 8: 41 bytes, SHA-256 "
             + "\(hash(journal.pendingBaseValue)); redacted (--payload shows it)"))
         #expect(text.contains("Sync    pending: \(EventText.shortID(journal.pendingWrite)) queued: the member's change, not confirmed yet"))
         // Every event that made the value: the first write's save, send and confirmation, the second's save and its attempt.
-        #expect(text.contains { $0.hasPrefix("  7  2027-01-15T08:02:00Z  attemptFinished") && $0.contains("the server confirmed the value written")
+        #expect(text.contains { $0.hasPrefix("  8  2027-01-15T08:02:00Z  attemptFinished") && $0.contains("the server confirmed the value written")
             && $0.hasSuffix("2  \(short(journal.pendingBaseValue))") })
-        #expect(text.contains { $0.hasPrefix(" 26  2027-01-15T08:08:00Z  enqueued         \(EventText.shortID(journal.pendingWrite))")
+        #expect(text.contains { $0.hasPrefix(" 27  2027-01-15T08:08:00Z  enqueued         \(EventText.shortID(journal.pendingWrite))")
             && $0.hasSuffix(short(journal.pendingValue)) })
         #expect(text.contains { $0.contains("answered: transient_failure (offline)") })
         let verdict = try libraryVerdict(journal.pending)
         #expect(verdict == "shows the member's value \(short(journal.pendingValue)) from write \(EventText.shortID(journal.pendingWrite)), "
-            + "waiting for internet; the server last confirmed value \(short(journal.pendingBaseValue)) at revision 2 (seq 7)")
+            + "waiting for internet; the server last confirmed value \(short(journal.pendingBaseValue)) at revision 2 (seq 8)")
         #expect(text.last == "Verdict: " + verdict)
         #expect(!output.contains("13.5") && !output.contains("Antiseptic"), "values are the member's data: redacted")
     }
@@ -74,11 +74,11 @@ struct RecordCommandTests {
         let journal = try await fixture()
         let text = lines(try record(journal.synced))
         #expect(text.contains("Shows   45 bytes, SHA-256 \(hash(journal.syncedServerValue)); redacted (--payload shows it)"))
-        #expect(text.contains { $0.hasPrefix("Server  revision 3, learnt 2027-01-15T08:01:00Z") && $0.contains("at seq 4") })
+        #expect(text.contains { $0.hasPrefix("Server  revision 3, learnt 2027-01-15T08:01:00Z") && $0.contains("at seq 5") })
         #expect(text.contains("Sync    synced: the member sees the server's value"))
         #expect(text.contains { $0.contains("the server confirmed its record") && $0.hasSuffix("3  \(short(journal.syncedServerValue))") })
         #expect(text.last == "Verdict: shows value \(short(journal.syncedServerValue)), the server's; the server last confirmed "
-            + "value \(short(journal.syncedServerValue)) at revision 3 (seq 4)")
+            + "value \(short(journal.syncedServerValue)) at revision 3 (seq 5)")
     }
 
     @Test func aConfirmedChangeWhoseValueHasNotArrivedStaysTheMembers() async throws {
@@ -197,7 +197,7 @@ struct RecordCommandTests {
         let view = try #require(state["view"] as? [String: Any])
         #expect(view["bytes"] as? Int == 41 && view["sha256"] as? String == hash(journal.pendingValue) && view["content"] == nil)
         let server = try #require(state["server"] as? [String: Any])
-        #expect(server["revision"] as? Int == 2 && server["seq"] as? Int == 7 && server["deleted"] as? Bool == false)
+        #expect(server["revision"] as? Int == 2 && server["seq"] as? Int == 8 && server["deleted"] as? Bool == false)
         #expect(server["learntAt"] as? String == "2027-01-15T08:02:00Z")
         #expect((server["value"] as? [String: Any])?["sha256"] as? String == hash(journal.pendingBaseValue))
         let sync = try #require(state["sync"] as? [String: Any])
@@ -206,7 +206,7 @@ struct RecordCommandTests {
         #expect(waiting["operationID"] as? String == journal.pendingWrite.idempotencyKey && waiting["status"] as? String == "queued"
             && waiting["deletes"] as? Bool == false)
         let entries = try #require(pending["entries"] as? [[String: Any]])
-        #expect(entries.map { $0["seq"] as? Int } == [5, 6, 7, 26, 28, 29])
+        #expect(entries.map { $0["seq"] as? Int } == [6, 7, 8, 27, 29, 31])
         let confirmation = entries[2]
         #expect(confirmation["kind"] as? String == "attemptFinished" && confirmation["revision"] as? Int == 2
             && confirmation["sha256"] as? String == hash(journal.pendingBaseValue) && confirmation["recordedAt"] as? String == "2027-01-15T08:02:00Z")

@@ -139,7 +139,7 @@ struct WaitingVerdictTests {
                 "not due yet: nothing to say of the app")
 
         let folded = try run(["timeline", EventText.shortID(id)])
-        #expect(folded.contains("3-14  2027-01-15T08:00:00Z  6 attempts      1-6  +1 min  503 each, the last at 2027-01-15T08:05:00Z"))
+        #expect(folded.contains("3-15  2027-01-15T08:00:00Z  6 attempts      1-6  +1 min  503 each, the last at 2027-01-15T08:05:00Z"))
         #expect(folded.contains("note: attempts 1 to 6 met the same answer: 12 events in one row (--full shows each)"))
         let full = try run(["timeline", EventText.shortID(id), "--full"])
         #expect(full.split(separator: "\n").filter { $0.contains("attemptFinished") }.count == 6)

@@ -107,7 +107,7 @@ enum Samples {
             requestHash: SHA256Digest(of: Samples.request().payload), account: "member-42",
             changes: [RecordWrite(key: record, value: Data(#"{"price":13.5}"#.utf8), schemaVersion: 2),
                       RecordWrite(key: RecordKey(business: "pharmacy-7", type: "product", id: "p-2"), value: nil, schemaVersion: 1)],
-            basisRevision: 7
+            basisRevision: 7, connectedClock: 12_345.5
         )),
         // A change whose value is the payload itself: written as a reference to it.
         .enqueued(Enqueued(
@@ -120,6 +120,7 @@ enum Samples {
             finished.confirmations = [RecordConfirmation(key: record, revision: 8, valueHash: SHA256Digest(of: Data("{}".utf8)), source: .answer),
                                       RecordConfirmation(key: record, revision: 9, valueHash: nil, source: .written)]
             finished.visibleAt = FeedPosition(epoch: 3, major: 41, minor: 2)
+            finished.connectedAgeSeconds = 42.25
             return finished
         }()),
         .heldOnRollback(HeldOnRollback(builtOn: id)),
@@ -153,6 +154,8 @@ enum Samples {
                                        verdict: .mismatched)),
         .summaryChecked(SummaryChecked(business: "pharmacy-7", type: "product", position: FeedPosition(epoch: 3, major: 72), serverCount: 12,
                                        serverDigest: SHA256Digest(of: Data("server".utf8)), localCount: nil, localDigest: nil, verdict: .inconclusive)),
+        .routeChanged(RouteChanged(seen: true, at: Date(timeIntervalSince1970: 1_800_000_100.25))),
+        .routeChanged(RouteChanged(seen: false, at: Date(timeIntervalSince1970: 1_800_000_160))),
     ]
 
     static func events() -> [JournalEvent] {

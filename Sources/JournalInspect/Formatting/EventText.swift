@@ -152,6 +152,10 @@ package enum EventText {
             return "resnapshot of \(abandoned.business) abandoned (\(abandoned.code)): \(abandoned.detail); the member's base untouched, started again"
         case .deletedOnServer(let deleted):
             return "conflicted: \(deleted.key) was deleted on the server (revision \(deleted.revision)) while this change waited; a person decides"
+        case .routeChanged(let changed):
+            return changed.seen
+                ? "a route to the server was seen at \(absolute(changed.at)): waiting counts as connected"
+                : "no route to the server from \(absolute(changed.at)): waiting no longer counts as connected"
         case .sessionChanged(let changed):
             switch changed.observation {
             case .signedIn: return "the journal's account is signed in again: passes send"

@@ -189,7 +189,8 @@ package enum HelpText {
                               sessionChanged, journalOpened, compacted, recordsWritten,
                               recordBaseDropped, deletedOnServer, pageApplied,
                               pageRefused, resnapshotStarted, snapshotPageStaged,
-                              resnapshotFinished, resnapshotAbandoned, summaryChecked
+                              resnapshotFinished, resnapshotAbandoned, summaryChecked,
+                              routeChanged
           --type <t,...>      only events of operations of these types
           --operation <id>    only the events of this operation (a prefix is enough); for a
                               compacted one, the compacted event that removed them

@@ -152,7 +152,8 @@ extension Outbox {
                 sealed.sealedValue = sealing.sealRecordValue(value, id: id, key: write.key)
                 return sealed
             },
-            basisRevision: basis
+            basisRevision: basis,
+            connectedClock: attempts.routes.connectedClock(at: configuration.clock.now())
         )
     }
 

@@ -13,7 +13,7 @@ extension Outbox {
     /// journal's size, and the problems the engine met since it opened (``OutboxMetrics/problems``).
     public func metrics() throws -> OutboxMetrics {
         try ensureOpen()
-        var metrics = try store.queries.metrics(now: configuration.clock.now())
+        var metrics = try store.queries.metrics(now: configuration.clock.now(), objectiveSeconds: configuration.acknowledgementObjectiveSeconds)
         metrics.problems = log.problemCounts
         replayPass.pulls?.fill(&metrics)
         return metrics

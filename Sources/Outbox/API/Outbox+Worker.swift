@@ -73,6 +73,14 @@ extension Outbox {
             pass.budget.withLock { $0.expired = true }
             Task { await worker.expire() }
         }
+        // The system is about to suspend the app: the engine stops watching the route.
+        if !isClosed, let lost = attempts.routes.observe(responded: false, at: configuration.clock.now()) {
+            do {
+                _ = try await room.append([lost], whenFull: .reserve)
+            } catch {
+                log.problem(.factNotRecorded, "could not record that the route stopped being watched", error: error)
+            }
+        }
         let ending: DrainReport.Ending = switch tally.cut {
         case _ where isClosed: .closed
         case .budgetSpent?: .budgetSpent

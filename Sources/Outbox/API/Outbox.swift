@@ -90,12 +90,22 @@ public final class Outbox: Sendable {
         self.log = log
         let room = JournalRoom(store: store, writer: writer, budget: budget, log: log, retention: Compactor.Retention(configuration))
         self.room = room
-        let attempts = ReplayAttempt(store: store, room: room, transport: transport, configuration: configuration, log: log)
+        let route: (route: EngineState.Route, lost: JournalStore.Draft?)
+        do {
+            route = try store.routeAtOpening()
+        } catch {
+            writer.close()
+            store.close()
+            throw error
+        }
+        let attempts = ReplayAttempt(store: store, room: room, transport: transport, configuration: configuration, log: log,
+                                     routes: RouteWatch(route.route))
         self.attempts = attempts
         self.replayPass = ReplayPass(store: store, room: room, attempts: attempts, configuration: configuration, log: log)
         self.worker = ReplayWorker(pass: replayPass, clock: configuration.clock)
         do {
-            try Self.recordOpening(store: store, writer: writer, appVersion: configuration.appVersion, timeZone: configuration.clock.timeZone, log: log)
+            try Self.recordOpening(store: store, writer: writer, appVersion: configuration.appVersion, timeZone: configuration.clock.timeZone,
+                                   routeLost: route.lost, log: log)
         } catch {
             writer.close()
             store.close()
@@ -105,7 +115,8 @@ public final class Outbox: Sendable {
 
     /// Appends `journalOpened` and, for every attempt the last process started and never saw
     /// end, `attemptAbandoned`: those rows are due at once, replayed under the same key.
-    private static func recordOpening(store: JournalStore, writer: JournalWriter, appVersion: String?, timeZone: TimeZone, log: EngineLog) throws {
+    private static func recordOpening(store: JournalStore, writer: JournalWriter, appVersion: String?, timeZone: TimeZone,
+                                      routeLost: JournalStore.Draft?, log: EngineLog) throws {
         let opened = JournalStore.Draft(operationID: nil, body: .journalOpened(JournalOpened(
             formatVersion: RecordCodec.formatVersion, engineVersion: engineVersion, appVersion: appVersion,
             timeZone: timeZone.identifier
@@ -117,7 +128,7 @@ public final class Outbox: Sendable {
             EngineLog.Key.count: "\(abandoned.count)",
         ]
         do {
-            let events = try writer.appendNow([opened] + abandoned)
+            let events = try writer.appendNow([opened] + (routeLost.map { [$0] } ?? []) + abandoned)
             var recorded = metadata
             recorded[EngineLog.Key.seq] = .string(events.first.map { "\($0.seq)" } ?? "")
             log.log(.info, "journal opened", recorded)

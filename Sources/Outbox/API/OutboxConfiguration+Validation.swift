@@ -42,6 +42,9 @@ extension OutboxConfiguration {
         if !(attemptBudgetSeconds > 0 && attemptBudgetSeconds.isFinite) {
             throw refuse("attemptBudgetSeconds", "must be a positive number of seconds (the transport's timeout), not \(attemptBudgetSeconds)")
         }
+        if !AcknowledgementObjective.boundsSeconds.contains(acknowledgementObjectiveSeconds) {
+            throw refuse("acknowledgementObjectiveSeconds", "must be one of \(AcknowledgementObjective.boundsSeconds.map { "\(Int($0))" }.joined(separator: ", ")) seconds, not \(acknowledgementObjectiveSeconds)")
+        }
         if let problem = retryPolicy.problems.first {
             throw refuse("retryPolicy.\(problem.field)", problem.problem)
         }

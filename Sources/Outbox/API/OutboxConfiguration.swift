@@ -86,6 +86,11 @@ public struct OutboxConfiguration: Sendable {
     /// default), so a request started always ends before the system takes its time back:
     /// 30 seconds by default.
     public var attemptBudgetSeconds: TimeInterval = 30
+    /// The service objective's interval: a write counts as acknowledged in time when the server
+    /// took it (synced or pending approval) within this many seconds of connected age (time
+    /// waited while a route to the server was seen). One of
+    /// ``AcknowledgementObjective/boundsSeconds``: 60 seconds by default.
+    public var acknowledgementObjectiveSeconds: TimeInterval = 60
     /// How the engine pulls the server's change feeds; `nil` (the default): it never pulls, and
     /// ``Outbox/pull()`` throws ``OutboxError/invalidConfiguration(field:problem:)``.
     public var pull: PullConfiguration?

@@ -90,6 +90,13 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
     public var timeZone: String?
     /// Who the worker found signed in (`sessionChanged`).
     public var session: SessionObservation?
+    /// Whether a route to the server is seen from `routeAt` on (`routeChanged`).
+    public var routeSeen: Bool?
+    public var routeAt: Date?
+    /// The connected clock when a write was made (`enqueued`), and its connected age when
+    /// acknowledged (`attemptFinished`), in seconds.
+    public var connectedClock: Double?
+    public var connectedAgeSeconds: Double?
     public var firstSeq: JournalSequence?
     public var lastSeq: JournalSequence?
     public var removedCount: Int?
@@ -148,6 +155,7 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             supersedeReason = enqueued.supersedes?.reason
             if !enqueued.changes.isEmpty { records = enqueued.changes.map { ExportedRecordWrite($0, includeValue: includePayload) } }
             revisionFrom = request.revisionFrom?.description
+            connectedClock = enqueued.connectedClock
         case .attemptStarted(let started):
             attempt = started.attempt.rawValue
             trigger = started.trigger
@@ -163,6 +171,7 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             approvalRequestID = finished.approvalRequestID
             serverRevision = finished.serverRevision
             nextAttemptAt = finished.nextAttemptAt
+            connectedAgeSeconds = finished.connectedAgeSeconds
             let current = finished.serverCurrent.map { $0.count } ?? finished.sealedServerCurrent.map { $0.count - SealedRequest.overheadBytes }
             serverCurrentBytes = current
             if includePayload, let bytes = finished.serverCurrent { serverCurrent = String(decoding: bytes, as: UTF8.self) }
@@ -200,6 +209,9 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             dependencyStatus = ended.status
         case .sessionChanged(let changed):
             session = changed.observation
+        case .routeChanged(let changed):
+            routeSeen = changed.seen
+            routeAt = changed.at
         case .compacted(let compacted):
             firstSeq = compacted.firstSeq
             lastSeq = compacted.lastSeq

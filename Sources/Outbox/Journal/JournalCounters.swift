@@ -24,6 +24,11 @@ struct JournalCounters: Equatable, Sendable {
     var eventBytes: Int64 = 0
     /// The sum of every operation's attempt count.
     var attempts: Int64 = 0
+    /// Attempts abandoned at an open, and attempts an expiry cancelled, over the live operations.
+    var abandonedAttempts: Int64 = 0
+    var cancelledAttempts: Int64 = 0
+    /// Live operations acknowledged, by their connected age then (``AcknowledgementObjective/bucket(of:)``).
+    private(set) var acknowledged = [Int64](repeating: 0, count: AcknowledgementObjective.bucketCount)
     /// Operations by status, by the status's code (unused slots stay zero).
     private(set) var statuses = [Int64](repeating: 0, count: Self.codeSlots)
     /// Operations by latest outcome, by the outcome's code.
@@ -56,6 +61,16 @@ struct JournalCounters: Equatable, Sendable {
         return counts
     }
 
+    /// The service objective at `interval` (one of the bucket bounds), with `pendingPast` writes
+    /// waiting already past it.
+    func acknowledgement(within interval: Double, pendingPast: Int) -> AcknowledgementObjective {
+        let within = AcknowledgementObjective.bucket(of: interval)
+        return AcknowledgementObjective(
+            intervalSeconds: interval, acknowledged: Int(acknowledged.reduce(0, +)),
+            withinInterval: Int(acknowledged.prefix(within + 1).reduce(0, +)), pendingPastInterval: pendingPast
+        )
+    }
+
     /// Operations by type whose last answer was a key conflict (non-zero only).
     var conflictsByOperationType: [ExactString: Int64] {
         var counts: [ExactString: Int64] = [:]
@@ -79,6 +94,9 @@ struct JournalCounters: Equatable, Sendable {
         var names: [ExactString: Int64] = [
             ExactString(CounterName.events): events, ExactString(CounterName.eventBytes): eventBytes, ExactString(CounterName.attempts): attempts,
         ]
+        names[ExactString(CounterName.abandonedAttempts)] = abandonedAttempts
+        names[ExactString(CounterName.cancelledAttempts)] = cancelledAttempts
+        for (bucket, count) in acknowledged.enumerated() { names[ExactString(CounterName.acknowledged(bucket: bucket)), default: 0] += count }
         for status in OutboxStatus.allCases { names[ExactString(CounterName.status(status))] = count(of: status) }
         for outcome in OutcomeCategory.allCases { names[ExactString(CounterName.outcome(outcome))] = count(of: outcome) }
         for (counter, count) in named {
@@ -111,6 +129,9 @@ struct JournalCounters: Equatable, Sendable {
         events += other.events
         eventBytes += other.eventBytes
         attempts += other.attempts
+        abandonedAttempts += other.abandonedAttempts
+        cancelledAttempts += other.cancelledAttempts
+        for bucket in acknowledged.indices { acknowledged[bucket] += other.acknowledged[bucket] }
         for slot in 0..<Self.codeSlots {
             statuses[slot] += other.statuses[slot]
             outcomes[slot] += other.outcomes[slot]
@@ -127,6 +148,13 @@ struct JournalCounters: Equatable, Sendable {
                 add(1, to: after.status)
             }
             attempts += Int64(after.attemptCount - before.attemptCount)
+            abandonedAttempts += Int64(after.abandonedAttempts - before.abandonedAttempts)
+            cancelledAttempts += Int64(after.cancelledAttempts - before.cancelledAttempts)
+            let (oldBucket, newBucket) = (Self.acknowledgedBucket(before), Self.acknowledgedBucket(after))
+            if oldBucket != newBucket {
+                if let bucket = oldBucket { acknowledged[bucket] -= 1 }
+                if let bucket = newBucket { acknowledged[bucket] += 1 }
+            }
             if before.latestOutcome != after.latestOutcome {
                 if let outcome = before.latestOutcome { add(-1, to: outcome) }
                 if let outcome = after.latestOutcome { add(1, to: outcome) }
@@ -155,10 +183,20 @@ struct JournalCounters: Equatable, Sendable {
     mutating func add(_ state: OperationState, sign: Int64) {
         add(sign, to: state.status)
         attempts += sign * Int64(state.attemptCount)
+        abandonedAttempts += sign * Int64(state.abandonedAttempts)
+        cancelledAttempts += sign * Int64(state.cancelledAttempts)
+        if let bucket = Self.acknowledgedBucket(state) { acknowledged[bucket] += sign }
         if let outcome = state.latestOutcome { add(sign, to: outcome) }
         if let counter = Self.keyConflict(state) { add(sign, to: counter) }
         if let counter = Self.revisionConflict(state) { add(sign, to: counter) }
         if let counter = Self.tab(state) { add(sign, to: counter) }
+    }
+
+    /// The bucket of a live operation's connected age when acknowledged; `nil` when it was not,
+    /// or was made before the journal kept the connected clock. A compacted operation keeps none.
+    private static func acknowledgedBucket(_ state: OperationState) -> Int? {
+        guard state.compactedAt == nil, let age = state.acknowledgedConnectedAge else { return nil }
+        return AcknowledgementObjective.bucket(of: age)
     }
 
     /// Counters from states survive compaction: attempts, the latest outcome, a conflict met.
@@ -193,6 +231,10 @@ extension JournalCounters {
         case revisionConflicts = 7
         /// Then the group (1 byte) and the category (`string`).
         case tab = 8
+        case abandonedAttempts = 9
+        case cancelledAttempts = 10
+        /// Then the bucket (1 byte).
+        case acknowledged = 11
     }
 
     private static let form: UInt8 = 1
@@ -220,6 +262,9 @@ extension JournalCounters {
         entry(.events, events)
         entry(.eventBytes, eventBytes)
         entry(.attempts, attempts)
+        entry(.abandonedAttempts, abandonedAttempts)
+        entry(.cancelledAttempts, cancelledAttempts)
+        for (bucket, count) in acknowledged.enumerated() { entry(.acknowledged, count) { $0.write(UInt8(bucket)) } }
         for slot in 0..<Self.codeSlots { entry(.status, statuses[slot]) { $0.write(UInt8(slot)) } }
         for slot in 0..<Self.codeSlots { entry(.outcome, outcomes[slot]) { $0.write(UInt8(slot)) } }
         for (counter, count) in named.sorted(by: { Self.order($0.counter, $1.counter) }) {
@@ -263,7 +308,8 @@ extension JournalCounters {
         for _ in 0..<entries {
             var status: OutboxStatus?
             switch Kind(rawValue: bytes[try take(1)]) {
-            case .events?, .eventBytes?, .attempts?: break
+            case .events?, .eventBytes?, .attempts?, .abandonedAttempts?, .cancelledAttempts?: break
+            case .acknowledged?: _ = try take(1)
             case .status?:
                 guard let counted = OutboxStatus(code: bytes[try take(1)]) else { throw DecodingProblem("unknown counted status") }
                 status = counted
@@ -301,6 +347,14 @@ extension JournalCounters {
                 eventBytes = try readCount()
             case .attempts:
                 attempts = try readCount()
+            case .abandonedAttempts:
+                abandonedAttempts = try readCount()
+            case .cancelledAttempts:
+                cancelledAttempts = try readCount()
+            case .acknowledged:
+                let bucket = Int(try reader.readUInt8("acknowledged bucket"))
+                guard bucket < acknowledged.count else { throw DecodingProblem("unknown acknowledged bucket \(bucket)") }
+                acknowledged[bucket] = try readCount()
             case .status:
                 let status = try reader.readCode(OutboxStatus.self, "counted status")
                 add(try readCount(), to: status)

@@ -32,7 +32,7 @@ import Synchronization
 final class JournalSchema: Sendable {
     /// The layout version of the projections (`state`). A journal stored with another version
     /// has its projections rebuilt from the events at open.
-    static let projectionVersion: UInt32 = 9
+    static let projectionVersion: UInt32 = 10
 
     /// The first layout that keeps its projections in `state`: a rebuild from such a layout
     /// rewrites what it reads.
@@ -166,6 +166,9 @@ enum CounterName {
     static let events = "events"
     static let eventBytes = "event-bytes"
     static let attempts = "attempts"
+    static let abandonedAttempts = "attempts-abandoned"
+    static let cancelledAttempts = "attempts-cancelled"
+    static func acknowledged(bucket: Int) -> String { "acknowledged-within/\(AcknowledgementObjective.bucketName(bucket))" }
 
     static func status(_ status: OutboxStatus) -> String { "status/\(status.rawValue)" }
     static func outcome(_ outcome: OutcomeCategory) -> String { "outcome/\(outcome.rawValue)" }

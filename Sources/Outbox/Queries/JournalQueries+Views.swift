@@ -29,8 +29,8 @@ extension JournalQueries {
         return LedgerPage(entries: page.rows.map(LedgerEntry.init), nextAfter: page.nextAfter)
     }
 
-    /// The engine's numbers at `now`.
-    func metrics(now: Date) throws(OutboxError) -> OutboxMetrics {
+    /// The engine's numbers at `now`, the service objective at `objectiveSeconds`.
+    func metrics(now: Date, objectiveSeconds: Double = 60) throws(OutboxError) -> OutboxMetrics {
         let schema = self.schema
         let projections = self.projections
         let fileBytes = (try? environment.info().usedBytes) ?? 0
@@ -40,7 +40,8 @@ extension JournalQueries {
             let oldest = try projections.oldestPending(in: txn)
             let counters = try schema.counters(in: txn)
             func outcome(_ category: OutcomeCategory) -> Int { Int(counters.count(of: category)) }
-            return OutboxMetrics(
+            let waiting = try self.waiting(now: now, objectiveSeconds: objectiveSeconds, in: txn)
+            var metrics = OutboxMetrics(
                 queueDepth: depth,
                 oldestPendingAgeSeconds: oldest.map { now.timeIntervalSince($0.createdAt) },
                 oldestPendingOperation: oldest?.id,
@@ -59,6 +60,14 @@ extension JournalQueries {
                 journalLiveBytes: liveBytes,
                 journalBudgetBytes: options.limitBytes
             )
+            metrics.oldestPendingConnectedAgeSeconds = waiting.ages.first?.connectedAgeSeconds
+            metrics.oldestHealthyPending = waiting.oldestHealthy
+            metrics.pendingAges = waiting.ages
+            metrics.routeSeen = waiting.routeSeen
+            metrics.acknowledgement = counters.acknowledgement(within: objectiveSeconds, pendingPast: waiting.pastInterval)
+            metrics.abandonedAttempts = Int(counters.abandonedAttempts)
+            metrics.cancelledAttempts = Int(counters.cancelledAttempts)
+            return metrics
         }
     }
 }

@@ -24,6 +24,8 @@ protocol ProjectionReads: Sendable {
     func statusCounts(in txn: borrowing LMDBTransaction) throws -> [OutboxStatus: Int]
     /// The queued or syncing operation enqueued first: what has waited longest.
     func oldestPending(in txn: borrowing LMDBTransaction) throws -> OperationState?
+    /// The oldest queued or syncing operations, oldest first, at most `limit`.
+    func oldestPending(limit: Int, in txn: borrowing LMDBTransaction) throws -> [OperationState]
     /// The engine-level state folded from engine events.
     func engineState(in txn: borrowing LMDBTransaction) throws -> EngineState
     /// The bytes of the journal's events, as counted when they were written.
@@ -101,6 +103,16 @@ struct StoredProjections: ProjectionReads {
         return oldest
     }
 
+    func oldestPending(limit: Int, in txn: borrowing LMDBTransaction) throws -> [OperationState] {
+        var states: [OperationState] = []
+        for status in [OutboxStatus.queued, .syncing] {
+            for id in try schema.operationIDs(withStatus: status, limit: limit, in: txn) {
+                if let state = try schema.state(id, in: txn) { states.append(state) }
+            }
+        }
+        return Array(states.sorted { $0.firstSeq < $1.firstSeq }.prefix(limit))
+    }
+
     func engineState(in txn: borrowing LMDBTransaction) throws -> EngineState {
         try schema.engineState(in: txn)
     }
@@ -148,6 +160,10 @@ extension FoldedJournal: ProjectionReads {
 
     func oldestPending(in txn: borrowing LMDBTransaction) throws -> OperationState? {
         image.states.values.filter { $0.status == .queued || $0.status == .syncing }.min { $0.firstSeq < $1.firstSeq }
+    }
+
+    func oldestPending(limit: Int, in txn: borrowing LMDBTransaction) throws -> [OperationState] {
+        Array(image.states.values.filter { $0.status == .queued || $0.status == .syncing }.sorted { $0.firstSeq < $1.firstSeq }.prefix(limit))
     }
 
     func engineState(in txn: borrowing LMDBTransaction) throws -> EngineState {

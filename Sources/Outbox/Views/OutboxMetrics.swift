@@ -8,6 +8,26 @@ public struct OutboxMetrics: Sendable, Equatable, Codable {
     /// How long the oldest queued or syncing row has waited, by the clock now.
     public var oldestPendingAgeSeconds: Double?
     public var oldestPendingOperation: OperationID?
+    /// The oldest pending row's connected age: how long it waited while a route to the server
+    /// was seen (any HTTP response is a route; no response, the journal closed, or the app's
+    /// background time over is none). `nil` for a row made before the journal kept the clock.
+    public var oldestPendingConnectedAgeSeconds: Double? = nil
+    /// The oldest pending row that waits on the engine, not on a person (no failed, blocked,
+    /// conflicted or awaiting-approval row ahead of it, no sign-in needed): a stranded device
+    /// shows here. Looked for among the oldest 1,000 pending rows.
+    public var oldestHealthyPending: PendingAge? = nil
+    /// The oldest pending rows (at most ``PendingAge/reported``), oldest first, each with its
+    /// wall-clock and connected age.
+    public var pendingAges: [PendingAge] = []
+    /// Whether a route to the server is seen now, as the journal last recorded it.
+    public var routeSeen: Bool = false
+    /// The service objective (``AcknowledgementObjective``) at the configured interval.
+    public var acknowledgement = AcknowledgementObjective(intervalSeconds: 60, acknowledged: 0, withinInterval: 0, pendingPastInterval: 0)
+    /// Attempts the app's end interrupted (abandoned at the next open, replayed under their key),
+    /// and attempts an expiry of background time cancelled, over the operations whose events the
+    /// journal keeps (compaction takes them with the events).
+    public var abandonedAttempts: Int = 0
+    public var cancelledAttempts: Int = 0
     /// Attempts started, over every operation the journal knows (compacted ones included).
     public var totalAttempts: Int
     /// Operations by their latest outcome.
@@ -57,5 +77,28 @@ public struct OutboxMetrics: Sendable, Equatable, Codable {
     /// The share of the budget in use, 0...1.
     public var budgetUsed: Double {
         journalBudgetBytes > 0 ? Double(journalLiveBytes) / Double(journalBudgetBytes) : 0
+    }
+}
+
+/// How long one pending write has waited.
+public struct PendingAge: Sendable, Equatable, Codable {
+    public var operation: OperationID
+    /// Since it was made, by the clock now.
+    public var ageSeconds: Double
+    /// Of that, the time a route to the server was seen; `nil` for a write made before the
+    /// journal kept the connected clock.
+    public var connectedAgeSeconds: Double?
+    /// Whether it waits on a person (a row ahead of it failed, is blocked, conflicted or awaits
+    /// approval, or someone must sign in) rather than on the engine.
+    public var heldByPerson: Bool
+
+    /// How many of the oldest pending writes ``OutboxMetrics/pendingAges`` lists.
+    public static let reported = 20
+
+    public init(operation: OperationID, ageSeconds: Double, connectedAgeSeconds: Double?, heldByPerson: Bool) {
+        self.operation = operation
+        self.ageSeconds = ageSeconds
+        self.connectedAgeSeconds = connectedAgeSeconds
+        self.heldByPerson = heldByPerson
     }
 }

@@ -77,7 +77,7 @@ extension FeedPuller {
             let request = TransportRequest(method: "GET", endpoint: settings.snapshotEndpoint + query, headers: [WireHeader.businessID: business], body: Data())
             let response: TransportResponse
             do {
-                response = try await transport.send(request)
+                response = try await send(request)
             } catch {
                 return stop(Self.noResponse())
             }

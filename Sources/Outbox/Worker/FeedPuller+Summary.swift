@@ -30,7 +30,7 @@ extension FeedPuller {
                                        headers: [WireHeader.businessID: business], body: Data())
         let summary: FeedSummary
         do {
-            let response = try await transport.send(request)
+            let response = try await send(request)
             guard response.statusCode == 200 else {
                 done.stoppedBy = await refusal(response, business: business).0
                 return done

@@ -15,8 +15,12 @@ final class FeedPuller: Sendable {
     let sessions: SessionRecorder
     let log: EngineLog
 
+    /// Whether a route to the server is seen: each page's request shown to it.
+    let routes: RouteWatch
+
     init(store: JournalStore, room: JournalRoom, transport: any OutboxTransport, configuration: OutboxConfiguration,
-         sessions: SessionRecorder, log: EngineLog) {
+         sessions: SessionRecorder, routes: RouteWatch, log: EngineLog) {
+        self.routes = routes
         self.store = store
         self.room = room
         self.transport = transport
@@ -100,7 +104,7 @@ final class FeedPuller: Sendable {
             let request = TransportRequest(method: "GET", endpoint: settings.changesEndpoint + query, headers: [WireHeader.businessID: business], body: Data())
             let response: TransportResponse
             do {
-                response = try await transport.send(request)
+                response = try await send(request)
             } catch {
                 return stop(Self.noResponse())
             }
@@ -162,6 +166,28 @@ final class FeedPuller: Sendable {
             }
         }
         return stop(.pageLimit)
+    }
+
+    /// Sends a feed's request, recording whether a route was seen when that changes (with no
+    /// flush of its own: losing it to a crash loses nothing a member typed).
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        do {
+            let response = try await transport.send(request)
+            await recordRoute(responded: true)
+            return response
+        } catch {
+            if !Task.isCancelled, !(error is CancellationError) { await recordRoute(responded: false) }
+            throw error
+        }
+    }
+
+    private func recordRoute(responded: Bool) async {
+        guard let draft = routes.observe(responded: responded, at: configuration.clock.now()) else { return }
+        do {
+            _ = try await room.append([draft], whenFull: .reserve)
+        } catch {
+            log.problem(.factNotRecorded, "could not record whether a route to the server is seen", error: error)
+        }
     }
 
     /// What a request that got no response stops a pull with: the expiry when the pass's task

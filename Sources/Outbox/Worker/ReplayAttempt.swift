@@ -20,10 +20,14 @@ final class ReplayAttempt: Sendable {
     let inFlight = InFlightRows()
     let sessions: SessionRecorder
     let outcomes: OutcomeRecorder
+    /// Whether a route to the server is seen: each result shown to it, changes recorded.
+    let routes: RouteWatch
     /// Set once the worker is stopped (sign-out): no row is started after it.
     private let stopped = Atomic<Bool>(false)
 
-    init(store: JournalStore, room: JournalRoom, transport: any OutboxTransport, configuration: OutboxConfiguration, log: EngineLog) {
+    init(store: JournalStore, room: JournalRoom, transport: any OutboxTransport, configuration: OutboxConfiguration, log: EngineLog,
+         routes: RouteWatch) {
+        self.routes = routes
         self.store = store
         self.room = room
         self.transport = transport
@@ -241,9 +245,13 @@ final class ReplayAttempt: Sendable {
         facts.pausesWorker = pausesWorker
         facts.changes = prepared.changes
         facts.revisionFrom = prepared.state.revisionFrom
+        // The route changes with the outcome that showed it, in the same commit.
+        let now = clock.now()
+        let route = RouteWatch.responded(result).flatMap { routes.observe(responded: $0, at: now) }
+        facts.connectedAgeSeconds = prepared.state.connectedClockAtEnqueue.map { max(0, routes.connectedClock(at: now) - $0) }
         let plan = OutcomePlanner.plan(.transport(result), facts)
         let response: TransportResponse? = if case .response(let value) = result { value } else { nil }
-        return await record(plan, state: prepared.state, response: response, carry: carry)
+        return await record(plan, state: prepared.state, response: response, before: route.map { [$0] } ?? [], carry: carry)
     }
 
     /// What the planner reads of a row and of the engine's rules for its type.

@@ -32,7 +32,7 @@ final class ReplayPass: Sendable {
         self.log = log
         self.clamp = Mutex(ClockSkewClamp(policy: configuration.retryPolicy))
         let puller = FeedPuller(store: store, room: room, transport: attempts.transport, configuration: configuration,
-                                sessions: attempts.sessions, log: log)
+                                sessions: attempts.sessions, routes: attempts.routes, log: log)
         self.puller = puller
         self.pulls = configuration.pull.map { PullStage(puller: puller, settings: $0) }
     }

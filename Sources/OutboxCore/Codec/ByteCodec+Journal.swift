@@ -9,9 +9,19 @@ extension ByteWriter {
     package mutating func write(_ id: OperationID) {
         withUnsafeBytes(of: id.uuid.uuid) { write(raw: $0) }
     }
+
+    /// A duration in seconds, as its IEEE 754 bits: exact on the way back.
+    package mutating func write(seconds: Double) { write(seconds.bitPattern) }
 }
 
 extension ByteReader {
+    /// A duration in seconds: finite and not negative, else damage.
+    package mutating func readSeconds(_ what: StaticString = "seconds") throws(DecodingProblem) -> Double {
+        let seconds = Double(bitPattern: try readUInt64(what))
+        guard seconds.isFinite, seconds >= 0 else { throw DecodingProblem("\(what) is not a duration") }
+        return seconds
+    }
+
     package mutating func readDigest(_ what: StaticString = "digest") throws(DecodingProblem) -> SHA256Digest {
         // 32 bytes taken: the initializer cannot fail.
         try withRaw(SHA256Digest.byteCount, what) { SHA256Digest(raw: $0)! }

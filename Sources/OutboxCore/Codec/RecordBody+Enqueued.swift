@@ -39,6 +39,8 @@ extension Enqueued: RecordBody {
         writer.writeOptional(request.revisionFrom) { $0.write($1) }
         // Format 4: the revision the change was made on.
         writer.writeOptional(basisRevision) { $0.write($1) }
+        // Format 5: the connected clock when it was made.
+        writer.writeOptional(connectedClock) { $0.write(seconds: $1) }
     }
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
@@ -90,7 +92,8 @@ extension Enqueued: RecordBody {
             }
         }
         let basis = version >= 4 ? try reader.readOptional("basis revision") { (reader) throws(DecodingProblem) in try reader.readUInt64("basis revision") } : nil
+        let connectedClock = version >= 5 ? try reader.readOptional("connected clock") { (reader) throws(DecodingProblem) in try reader.readSeconds("connected clock") } : nil
         self.init(request: request, requestHash: hash, account: account, sealed: sealed, supersedes: supersedes, changes: changes,
-                  basisRevision: basis)
+                  basisRevision: basis, connectedClock: connectedClock)
     }
 }

@@ -52,6 +52,8 @@ extension AttemptFinished: RecordBody {
         for confirmation in confirmations { confirmation.write(to: &writer) }
         // Format 4: where the feed shows the write.
         writer.writeOptional(visibleAt) { $0.write(position: $1) }
+        // Format 5: its connected age when acknowledged.
+        writer.writeOptional(connectedAgeSeconds) { $0.write(seconds: $1) }
     }
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
@@ -84,6 +86,9 @@ extension AttemptFinished: RecordBody {
         }
         if version >= 4 {
             visibleAt = try reader.readOptional("visible at") { (reader) throws(DecodingProblem) in try reader.readPosition("visible at") }
+        }
+        if version >= 5 {
+            connectedAgeSeconds = try reader.readOptional("connected age") { (reader) throws(DecodingProblem) in try reader.readSeconds("connected age") }
         }
     }
 }
@@ -303,6 +308,17 @@ extension DependencyEnded: RecordBody {
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
         self.init(dependency: try reader.readOperationID("dependency"), status: try reader.readCode(OutboxStatus.self, "dependency status"))
+    }
+}
+
+extension RouteChanged: RecordBody {
+    func write(to writer: inout ByteWriter) {
+        writer.write(seen)
+        writer.write(at)
+    }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        self.init(seen: try reader.readBool("route seen"), at: try reader.readDate("route moment"))
     }
 }
 

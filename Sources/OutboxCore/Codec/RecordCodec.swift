@@ -27,7 +27,7 @@ import OutboxWire
 /// apart from one written by a newer engine before anything else is read.
 package enum RecordCodec {
     /// The format this engine writes and the newest it reads.
-    package static let formatVersion = 4
+    package static let formatVersion = 5
 
     /// The header's size in the format this engine writes.
     static let headerSize = 64
@@ -155,6 +155,7 @@ package enum RecordCodec {
         case .resnapshotFinished(let finished): finished.write(to: &writer)
         case .resnapshotAbandoned(let abandoned): abandoned.write(to: &writer)
         case .summaryChecked(let checked): checked.write(to: &writer)
+        case .routeChanged(let changed): changed.write(to: &writer)
         }
     }
 
@@ -372,6 +373,7 @@ package enum RecordCodec {
         case .resnapshotFinished: .resnapshotFinished(try ResnapshotFinished(reading: &reader, version: version))
         case .resnapshotAbandoned: .resnapshotAbandoned(try ResnapshotAbandoned(reading: &reader, version: version))
         case .summaryChecked: .summaryChecked(try SummaryChecked(reading: &reader, version: version))
+        case .routeChanged: .routeChanged(try RouteChanged(reading: &reader, version: version))
         }
     }
 

@@ -93,6 +93,11 @@ package enum StateCodec {
         writer.writeOptional(state.heldOn) { $0.write($1) }
         // Where the feed shows a synced write (layout 9).
         writer.writeOptional(state.visibleAt) { $0.write(position: $1) }
+        // What the service objective reads (layout 10).
+        writer.writeOptional(state.connectedClockAtEnqueue) { $0.write(seconds: $1) }
+        writer.writeOptional(state.acknowledgedConnectedAge) { $0.write(seconds: $1) }
+        writer.write(UInt32(state.abandonedAttempts))
+        writer.write(UInt32(state.cancelledAttempts))
         writer.write(UInt32(state.eventSeqs.count))
         for seq in state.eventSeqs { writer.write(seq.rawValue) }
     }
@@ -195,6 +200,10 @@ package enum StateCodec {
         state.rollbackAcknowledged = try reader.readBool("rollback acknowledged")
         state.heldOn = try reader.readOptional("held on") { (reader) throws(DecodingProblem) in try reader.readOperationID("held on") }
         state.visibleAt = try reader.readOptional("visible at") { (reader) throws(DecodingProblem) in try reader.readPosition("visible at") }
+        state.connectedClockAtEnqueue = try reader.readOptional("connected clock") { (reader) throws(DecodingProblem) in try reader.readSeconds("connected clock") }
+        state.acknowledgedConnectedAge = try reader.readOptional("connected age") { (reader) throws(DecodingProblem) in try reader.readSeconds("connected age") }
+        state.abandonedAttempts = Int(try reader.readUInt32("abandoned attempts"))
+        state.cancelledAttempts = Int(try reader.readUInt32("cancelled attempts"))
         let seqCount = Int(try reader.readUInt32("event count"))
         guard seqCount <= reader.remaining / 8 else { throw DecodingProblem("\(seqCount) event seqs in \(reader.remaining) bytes") }
         state.eventSeqs = []
@@ -240,6 +249,10 @@ package enum StateCodec {
         writer.writeOptional(engine.compactedThrough) { $0.write($1.rawValue) }
         writer.write(engine.session.code)
         writer.write(engine.sessionSince)
+        // The route (layout 10).
+        writer.write(engine.route.seen)
+        writer.write(engine.route.since)
+        writer.write(seconds: engine.route.connectedSeconds)
         return writer.bytes
     }
 
@@ -267,6 +280,9 @@ package enum StateCodec {
         }
         engine.session = try reader.readCode(SessionObservation.self, "session")
         engine.sessionSince = try reader.readOptionalDate("session since")
+        engine.route.seen = try reader.readBool("route seen")
+        engine.route.since = try reader.readOptionalDate("route since")
+        engine.route.connectedSeconds = try reader.readSeconds("connected seconds")
         try reader.expectEnd("the engine state")
         return engine
     }

@@ -145,6 +145,12 @@ public enum Disposition: String, Sendable, Codable, CustomStringConvertible, Jou
     /// The raw value, as the journal's readers print it.
     public var description: String { rawValue }
 
+    /// Whether the server took the write (synced, or waiting for a person's approval): what the
+    /// service objective counts as acknowledged.
+    package var acknowledges: Bool {
+        self == .accepted || self == .replayed || self == .pendingApproval
+    }
+
     /// 2xx with JSON: applied. The row is synced.
     case accepted
     /// The server had already applied this key (a replayed response, or a terminal transition's

@@ -14,6 +14,23 @@ public struct SessionChanged: Sendable, Equatable {
     }
 }
 
+/// Whether a route to the server was seen changed (format 5): any HTTP response is a route; a
+/// request that got none, the journal closing, or the app's background time ending is none.
+/// Recorded only on a change, never flushed on its own, so a day of a thousand requests costs a
+/// few records; the connected clock (``EngineState/connectedClock(at:)``) is folded from them.
+public struct RouteChanged: Sendable, Equatable {
+    /// Whether a route is seen from `at` on.
+    public var seen: Bool
+    /// When the change was observed (at an open, the moment the last process stopped watching:
+    /// its last event).
+    public var at: Date
+
+    public init(seen: Bool, at: Date) {
+        self.seen = seen
+        self.at = at
+    }
+}
+
 /// The worker paused: the server answered 401. Rows stay queued until the session is refreshed.
 public struct SessionPaused: Sendable, Equatable {
     /// The error code that paused it, e.g. `unauthorized`.

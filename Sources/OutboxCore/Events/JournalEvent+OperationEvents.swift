@@ -28,11 +28,16 @@ public struct Enqueued: Sendable, Equatable {
     /// device's revision beneath the write before it is sent leaves it sent against this one, so
     /// the server answers 412 instead of the write overwriting a change the member never saw.
     public var basisRevision: UInt64?
+    /// The journal's connected clock when the write was made (format 5): the seconds a route to
+    /// the server had been seen, over the journal's life (``EngineState/connectedClock(at:)``).
+    /// A write's connected age is the clock now less this. `nil` in older records.
+    public var connectedClock: Double?
 
     package init(
         request: OutboxRequest, requestHash: SHA256Digest, account: String, sealed: SealedRequest? = nil,
-        supersedes: Supersession? = nil, changes: [RecordWrite] = [], basisRevision: UInt64? = nil
+        supersedes: Supersession? = nil, changes: [RecordWrite] = [], basisRevision: UInt64? = nil, connectedClock: Double? = nil
     ) {
+        self.connectedClock = connectedClock
         self.request = request
         self.requestHash = requestHash
         self.account = account
@@ -124,6 +129,9 @@ public struct AttemptFinished: Sendable, Equatable {
     /// Where the server's change feed shows the write (format 4, `Outbox-Visible-At`): the
     /// member's change stays on screen until a pull reaches it. `nil`: the answer named none.
     public var visibleAt: FeedPosition?
+    /// For an acknowledgement (accepted, replayed, pending approval; format 5): how long the
+    /// write had waited while a route to the server was seen, its connected age, in seconds.
+    public var connectedAgeSeconds: Double?
 
     public subscript<Value>(dynamicMember field: WritableKeyPath<Classification, Value>) -> Value {
         get { classification[keyPath: field] }

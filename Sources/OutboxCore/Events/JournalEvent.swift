@@ -68,6 +68,7 @@ public enum JournalEventKind: String, Sendable, Codable, CustomStringConvertible
     case resnapshotFinished
     case resnapshotAbandoned
     case summaryChecked
+    case routeChanged
 
     /// The record format that introduced the kind: a record of an older version cannot hold it.
     public var formatVersion: Int {
@@ -76,6 +77,7 @@ public enum JournalEventKind: String, Sendable, Codable, CustomStringConvertible
         case .heldOnRollback, .rollbackAcknowledged, .recordsWritten, .recordBaseDropped: 3
         case .deletedOnServer, .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished,
             .resnapshotAbandoned, .summaryChecked: 4
+        case .routeChanged: 5
         default: 1
         }
     }
@@ -88,7 +90,8 @@ public enum JournalEventKind: String, Sendable, Codable, CustomStringConvertible
             .deletedOnServer:
             true
         case .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped,
-            .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked:
+            .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked,
+            .routeChanged:
             false
         }
     }
@@ -124,6 +127,7 @@ public enum JournalEventKind: String, Sendable, Codable, CustomStringConvertible
         case .resnapshotFinished: 75
         case .resnapshotAbandoned: 76
         case .summaryChecked: 77
+        case .routeChanged: 78
         }
     }
 
@@ -159,6 +163,7 @@ public enum JournalEventBody: Sendable, Equatable {
     case resnapshotFinished(ResnapshotFinished)
     case resnapshotAbandoned(ResnapshotAbandoned)
     case summaryChecked(SummaryChecked)
+    case routeChanged(RouteChanged)
 
     public var kind: JournalEventKind {
         switch self {
@@ -190,6 +195,7 @@ public enum JournalEventBody: Sendable, Equatable {
         case .resnapshotFinished: .resnapshotFinished
         case .resnapshotAbandoned: .resnapshotAbandoned
         case .summaryChecked: .summaryChecked
+        case .routeChanged: .routeChanged
         }
     }
 }

@@ -21,6 +21,37 @@ package struct EngineState: Sendable, Equatable {
     /// Who the worker last found signed in, and since when: recorded once per change.
     package var session: SessionObservation = .signedIn
     package var sessionSince: Date?
+    /// Whether a route to the server is seen, and the connected clock.
+    package var route = Route()
+
+    /// Whether a route to the server is seen, since when, and the seconds one was seen before
+    /// that: the connected clock, folded from ``RouteChanged`` events.
+    package struct Route: Sendable, Equatable {
+        package var seen = false
+        package var since: Date?
+        /// The seconds a route was seen before ``since``.
+        package var connectedSeconds: Double = 0
+
+        package init(seen: Bool = false, since: Date? = nil, connectedSeconds: Double = 0) {
+            self.seen = seen
+            self.since = since
+            self.connectedSeconds = connectedSeconds
+        }
+
+        /// The seconds a route was seen, over the journal's life, up to `moment`: a write's
+        /// connected age is this now less this when it was made. A moment before ``since`` (a
+        /// clock set back) counts nothing more.
+        package func connectedClock(at moment: Date) -> Double {
+            guard seen, let since else { return connectedSeconds }
+            return connectedSeconds + max(0, moment.timeIntervalSince(since))
+        }
+
+        /// The route after `change`: seen time is banked when a route is lost.
+        package func applying(_ change: RouteChanged) -> Route {
+            guard change.seen != seen else { return self }
+            return Route(seen: change.seen, since: change.at, connectedSeconds: connectedClock(at: change.at))
+        }
+    }
 
     package init() {}
 
@@ -47,6 +78,8 @@ package struct EngineState: Sendable, Equatable {
         case .sessionChanged(let changed):
             next.session = changed.observation
             next.sessionSince = event.recordedAt
+        case .routeChanged(let changed):
+            next.route = route.applying(changed)
         case .enqueued, .attemptStarted, .attemptFinished, .attemptAbandoned, .withdrawn, .requeued, .discarded,
             .approvalDecided, .superseded, .rebased, .dependencyEnded, .heldOnRollback, .rollbackAcknowledged,
             .recordsWritten, .recordBaseDropped, .deletedOnServer, .pageApplied, .pageRefused, .resnapshotStarted,

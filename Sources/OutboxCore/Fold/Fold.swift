@@ -92,7 +92,8 @@ package enum Fold {
 
         switch event.body {
         case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped,
-            .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked:
+            .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked,
+            .routeChanged:
             preconditionFailure("handled above or not an operation event")
 
         case .heldOnRollback(let held):
@@ -148,6 +149,10 @@ package enum Fold {
             next.nextAttemptAt = finished.disposition == .transientFailure ? finished.nextAttemptAt : nil
             next.serverCurrent = nil
             next.sealedServerCurrent = nil
+            if finished.outcome == .noResponse(.cancelled) { next.cancelledAttempts += 1 }
+            if finished.disposition.acknowledges, next.acknowledgedConnectedAge == nil {
+                next.acknowledgedConnectedAge = finished.connectedAgeSeconds
+            }
             switch finished.disposition {
             case .accepted, .replayed:
                 next.lastErrorCode = nil
@@ -180,6 +185,7 @@ package enum Fold {
             next.status = .queued
             next.nextAttemptAt = nil
             next.latestOutcome = .abandoned
+            next.abandonedAttempts += 1
 
         case .withdrawn(let withdrawn):
             guard next.status == .failed else { throw illegal("only a rejected inline save may be withdrawn") }

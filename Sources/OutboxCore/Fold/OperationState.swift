@@ -101,6 +101,15 @@ package struct OperationState: Sendable, Equatable {
     package var rollbackAcknowledged = false
     /// For a row held because it was built on a rolled-back write: that write.
     package var heldOn: OperationID?
+    /// The journal's connected clock when the write was made (``Enqueued/connectedClock``):
+    /// its connected age is the clock now less this. `nil` for writes made before format 5.
+    package var connectedClockAtEnqueue: Double?
+    /// Its connected age when first acknowledged (synced or pending approval), from the outcome.
+    package var acknowledgedConnectedAge: Double?
+    /// Its attempts the app's end interrupted (abandoned at the next open), and those an
+    /// expiry cancelled (no response, `cancelled`).
+    package var abandonedAttempts = 0
+    package var cancelledAttempts = 0
 
     /// The seq of the operation's `enqueued` event: its place in the queue.
     package var firstSeq: JournalSequence
@@ -174,6 +183,7 @@ package struct OperationState: Sendable, Equatable {
         self.appGaveID = request.operationID != nil
         self.records = enqueued.changes.map(\.key)
         self.revisionFrom = request.revisionFrom
+        self.connectedClockAtEnqueue = enqueued.connectedClock
         self.firstSeq = seq
         self.latestSeq = seq
         self.eventSeqs = [seq]

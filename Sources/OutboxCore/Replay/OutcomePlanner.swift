@@ -60,6 +60,8 @@ package enum OutcomePlanner {
         /// The records the write changes, values included, and the one its `If-Match` came from.
         package var changes: [RecordWrite] = []
         package var revisionFrom: RecordKey?
+        /// The write's connected age now: recorded with an acknowledgement.
+        package var connectedAgeSeconds: Double?
 
         package init(operation: OperationID, attempt: AttemptNumber, retryEpochAttempts: Int, retryEpochAgeSeconds: TimeInterval,
                      rebaseCount: Int, replay: OperationPolicy, conflictRule: ConflictRule, retryPolicy: RetryPolicy,
@@ -124,6 +126,7 @@ package enum OutcomePlanner {
             : interrupted ? facts.now
             : facts.retryPolicy.nextAttempt(afterAttempt: facts.attempt, of: facts.operation, now: facts.now, retryAfter: classification.retryAfter)
         var finished = AttemptFinished(attempt: facts.attempt, classification, nextAttemptAt: nextAttemptAt)
+        if classification.disposition.acknowledges { finished.connectedAgeSeconds = facts.connectedAgeSeconds }
         var storeWrites: [RecordStoreWrite] = []
         if case .transport(.response(let response)) = result, !facts.changes.isEmpty,
             let confirmed = confirmation(of: response, classification, facts)

@@ -1,0 +1,57 @@
+import Foundation
+import OutboxCore
+import OutboxStorage
+
+/// How long the writes waiting have waited, by the wall clock and by connected age (the time a
+/// route to the server was seen), and which of them wait on the engine rather than on a person:
+/// what ``OutboxMetrics`` and `journal-inspect summary` show of a stranded device.
+extension JournalQueries {
+    /// The most pending writes read for ``Waiting``: ages are reported for the oldest
+    /// ``PendingAge/reported`` of them, and the oldest healthy one is looked for among these.
+    static let pendingScanLimit = 1_000
+
+    struct Waiting: Sendable {
+        var ages: [PendingAge]
+        var oldestHealthy: PendingAge?
+        /// Healthy writes waiting whose connected age is past the objective's interval.
+        var pastInterval: Int
+        var routeSeen: Bool
+    }
+
+    /// The waiting writes at `now`, in one snapshot.
+    func waiting(now: Date, objectiveSeconds: Double, in txn: borrowing LMDBTransaction) throws -> Waiting {
+        let engine = try projections.engineState(in: txn)
+        let clock = engine.route.connectedClock(at: now)
+        var ages: [PendingAge] = []
+        var healthy: PendingAge?
+        var past = 0
+        for state in try projections.oldestPending(limit: Self.pendingScanLimit, in: txn) {
+            let held = try heldByPerson(state, engine: engine, now: now, in: txn)
+            let age = PendingAge(
+                operation: state.id, ageSeconds: max(0, now.timeIntervalSince(state.createdAt)),
+                connectedAgeSeconds: state.connectedClockAtEnqueue.map { max(0, clock - $0) }, heldByPerson: held
+            )
+            if ages.count < PendingAge.reported { ages.append(age) }
+            if !held {
+                if healthy == nil { healthy = age }
+                if let connected = age.connectedAgeSeconds, connected > objectiveSeconds { past += 1 }
+            }
+        }
+        return Waiting(ages: ages, oldestHealthy: healthy, pastInterval: past, routeSeen: engine.route.seen)
+    }
+
+    /// Whether a pending write waits on a person: a lane head, dependency or earlier write of
+    /// its record that failed, is blocked, conflicted or waits for approval, or a session a
+    /// member must sign in to. Unknown (false) when the projections are of another layout.
+    private func heldByPerson(_ state: OperationState, engine: EngineState, now: Date, in txn: borrowing LMDBTransaction) throws -> Bool {
+        guard projectionsAreCurrent, state.status == .queued else { return false }
+        switch try schema.waitingOn(state, engine: engine, now: now, in: txn) {
+        case .laneHead(_, let status)?, .dependency(_, let status)?, .recordWrite(_, let status)?:
+            return status.map { [.failed, .blocked, .conflicted, .pendingApproval].contains($0) } ?? false
+        case .sessionPaused?, .noSession?, .otherAccount?:
+            return true
+        case .scheduled?, nil:
+            return false
+        }
+    }
+}
