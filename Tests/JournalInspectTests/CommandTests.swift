@@ -46,6 +46,14 @@ struct CommandTests {
         #expect(text.contains("paused since 2027-01-15T09:10:06Z (49 min 54 s ago): token_expired, met by operation \(EventText.shortID(journal.paused))"))
         #expect(text.contains("Oldest pending  \(EventText.shortID(journal.queued)) \"Antiseptic 7\""))
         #expect(text.contains("by engine \(Outbox.engineVersion), app 2.3.1"))
+        // The synced write waited 4 s with a route (from the 503 to its 201); the approval's answer
+        // came at once. The queued writes wait behind the 401's pause, for a person to sign in; the
+        // syncing one waits on the engine. A route seen at the last event counts up to it: the
+        // oldest write, saved at 09:10:06 as the 401 came, has 1 min of connected age at 09:11:06.
+        #expect(text.contains("Objective       2 of 2 writes acknowledged within 1 min of connected age (100.0 %)"))
+        #expect(text.contains("Connected age   1 min of it with a route to the server; a route was seen at the last event"))
+        #expect(text.contains("Oldest healthy  \(EventText.shortID(journal.syncing)), waiting 48 min 54 s, less than 1 s of it connected"))
+        #expect(text.contains("Interrupted     0 attempts abandoned at an open, 0 cancelled by an expiry"))
         for (status, count) in [("queued", 2), ("syncing", 1), ("synced", 1), ("pending_approval", 1), ("failed", 1), ("blocked", 1),
                                 ("withdrawn", 1), ("discarded", 1), ("total", 9)] {
             #expect(lines(text).contains { $0.hasPrefix(status + " ") && $0.hasSuffix(" \(count)") }, "\(status)")
@@ -58,6 +66,8 @@ struct CommandTests {
         let document = try json(try run(["summary", "--json"]))
         #expect(document["formatVersion"] as? Int == RecordCodec.formatVersion)
         #expect(document["lastSeq"] as? Int == 37 && document["eventCount"] as? Int == 37)
+        let objective = try #require(document["acknowledgement"] as? [String: Any])
+        #expect(objective["acknowledged"] as? Int == 2 && objective["withinInterval"] as? Int == 2 && objective["intervalSeconds"] as? Double == 60)
         #expect(document["statusCounts"] as? [String: Int] == ["queued": 2, "syncing": 1, "synced": 1, "pending_approval": 1, "failed": 1,
                                                               "blocked": 1, "withdrawn": 1, "discarded": 1, "conflicted": 0, "superseded": 0])
         #expect(document["operationCount"] as? Int == 9)

@@ -59,6 +59,12 @@ struct SummaryDocument: Encodable {
     var statusCounts: [OutboxStatus: Int]
     var operationCount: Int
     var oldestPending: Pending?
+    var oldestPendingConnectedAgeSeconds: Double?
+    var oldestHealthyPending: PendingAge?
+    var routeSeen: Bool
+    var acknowledgement: AcknowledgementObjective
+    var abandonedAttempts: Int
+    var cancelledAttempts: Int
     var worker: Worker
     var lastOpened: LastOpened?
     var lastEventAt: Date?
@@ -85,6 +91,12 @@ struct SummaryDocument: Encodable {
             Pending(operationID: $0.id, status: $0.status, operationType: $0.operationType, entityLabel: $0.entityLabel,
                     createdAt: $0.createdAt, ageSeconds: now.timeIntervalSince($0.createdAt))
         }
+        oldestPendingConnectedAgeSeconds = summary.oldestPendingConnectedAgeSeconds
+        oldestHealthyPending = summary.oldestHealthyPending
+        routeSeen = summary.routeSeen
+        acknowledgement = summary.acknowledgement
+        abandonedAttempts = summary.abandonedAttempts
+        cancelledAttempts = summary.cancelledAttempts
         worker = Worker(paused: summary.engine.isPaused, pauseReason: summary.engine.pauseReason,
                         pausedAt: summary.engine.pausedAt, pausedBy: summary.engine.pausedBy, session: summary.engine.session,
                         sessionSince: summary.engine.sessionSince)

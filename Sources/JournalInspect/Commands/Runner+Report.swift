@@ -17,7 +17,7 @@ extension Runner {
                 if !ids.contains(id) { ids.append(id) }
             }
         }
-        let summary = try reader.summary()
+        let summary = try reader.summary(now: now)
         var timelines: [OperationTimeline] = []
         var damaged = summary.damaged + foldDamage
         var unreadable: [OperationID] = []

@@ -4,7 +4,7 @@ package import Outbox
 /// `summary`, `ops` and `ledger`: read from the projections (or the fold of an older layout).
 extension Runner {
     func summary() throws -> ExitCode {
-        let summary = try reader.summary()
+        let summary = try reader.summary(now: now)
         let damaged = summary.damaged + foldDamage
         if json {
             write(try encodeJSON(SummaryDocument(summary, now: now, damaged: damaged)))
@@ -156,6 +156,24 @@ package enum SummaryText {
         } else {
             fields.add("Oldest pending", "none: nothing is queued or syncing")
         }
+        if summary.oldestPending != nil {
+            let connected = summary.oldestPendingConnectedAgeSeconds.map { "\(Moments.duration($0)) of it with a route to the server" }
+                ?? "made before the journal kept the connected clock"
+            fields.add("Connected age", connected + (summary.routeSeen ? "; a route was seen at the last event" : "; no route seen at the last event"))
+            if let healthy = summary.oldestHealthyPending, healthy.operation != summary.oldestPending?.id {
+                fields.add("Oldest healthy", "\(EventText.shortID(healthy.operation)), waiting \(Moments.duration(healthy.ageSeconds))"
+                    + (healthy.connectedAgeSeconds.map { ", \(Moments.duration($0)) of it connected" } ?? "")
+                    + ": the oldest waiting on the engine, not on a person")
+            } else if summary.oldestHealthyPending == nil {
+                fields.add("Oldest healthy", "none: every waiting write waits on a person")
+            }
+        }
+        let objective = summary.acknowledgement
+        fields.add("Objective", "\(objective.withinInterval) of \(objective.acknowledged) writes acknowledged within "
+            + "\(Moments.duration(objective.intervalSeconds)) of connected age"
+            + (objective.share.map { String(format: " (%.1f %%)", $0 * 100) } ?? "")
+            + (objective.pendingPastInterval > 0 ? "; \(objective.pendingPastInterval) waiting already past it" : ""))
+        fields.add("Interrupted", "\(summary.abandonedAttempts) attempts abandoned at an open, \(summary.cancelledAttempts) cancelled by an expiry")
         for feed in summary.feeds {
             fields.add("Feed", "\(feed.business) at \(feed.cursor ?? "no cursor yet"), set by the event at seq \(feed.pageSeq)"
                 + (feed.pageAt.map { ", \(moments.absolute($0)) (\(Moments.duration(max(0, now.timeIntervalSince($0)))) before now)" } ?? "")

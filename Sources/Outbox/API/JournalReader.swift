@@ -186,8 +186,9 @@ public final class JournalReader: Sendable {
 
     /// The journal at a glance: versions, seq range, size, counts by status, the oldest pending
     /// operation, the worker's pause, the last event's moment.
-    public func summary() throws -> JournalSummary {
-        try queries.summary()
+    /// - Parameter now: the moment ages are measured at (the tool's `--now`).
+    public func summary(now: Date = Date()) throws -> JournalSummary {
+        try queries.summary(now: now)
     }
 
     /// The count of operations not yet terminal after each event, in journal order, thinned to

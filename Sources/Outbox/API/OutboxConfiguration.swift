@@ -90,7 +90,7 @@ public struct OutboxConfiguration: Sendable {
     /// took it (synced or pending approval) within this many seconds of connected age (time
     /// waited while a route to the server was seen). One of
     /// ``AcknowledgementObjective/boundsSeconds``: 60 seconds by default.
-    public var acknowledgementObjectiveSeconds: TimeInterval = 60
+    public var acknowledgementObjectiveSeconds: TimeInterval = AcknowledgementObjective.defaultIntervalSeconds
     /// How the engine pulls the server's change feeds; `nil` (the default): it never pulls, and
     /// ``Outbox/pull()`` throws ``OutboxError/invalidConfiguration(field:problem:)``.
     public var pull: PullConfiguration?

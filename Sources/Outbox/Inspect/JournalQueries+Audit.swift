@@ -105,7 +105,8 @@ extension JournalQueries {
         }
     }
 
-    func summary() throws(OutboxError) -> JournalSummary {
+    /// - Parameter now: the moment ages and the objective are measured at.
+    func summary(now: Date = Date()) throws(OutboxError) -> JournalSummary {
         let schema = self.schema
         let projections = self.projections
         let path = environment.path
@@ -155,6 +156,17 @@ extension JournalQueries {
                 damaged: damaged.reversed()
             )
             summary.feeds = feeds
+            let interval = AcknowledgementObjective.defaultIntervalSeconds
+            let waiting = try self.waiting(now: now, objectiveSeconds: interval, watchedUntil: lastEventAt, in: txn)
+            summary.oldestPendingConnectedAgeSeconds = waiting.ages.first?.connectedAgeSeconds
+            summary.oldestHealthyPending = waiting.oldestHealthy
+            summary.routeSeen = waiting.routeSeen
+            if current {
+                let counters = try schema.counters(in: txn)
+                summary.acknowledgement = counters.acknowledgement(within: interval, pendingPast: waiting.pastInterval)
+                summary.abandonedAttempts = Int(counters.abandonedAttempts)
+                summary.cancelledAttempts = Int(counters.cancelledAttempts)
+            }
             return summary
         }
     }

@@ -36,6 +36,18 @@ public struct JournalSummary: Sendable, Equatable {
     public var damaged: [DamagedRecord]
     /// Each business's change feed the journal pulled: its cursor and the page that set it.
     public var feeds: [Feed] = []
+    /// The waiting writes at the moment read as now: the oldest one's connected age (a route
+    /// seen at the last event counts up to that event: what came after is unknown), the oldest
+    /// one held by no person, whether a route was seen at the last event.
+    public var oldestPendingConnectedAgeSeconds: Double?
+    public var oldestHealthyPending: PendingAge?
+    public var routeSeen = false
+    /// The service objective at ``AcknowledgementObjective/defaultIntervalSeconds``, and the
+    /// attempts abandoned at an open and cancelled by an expiry.
+    public var acknowledgement = AcknowledgementObjective(intervalSeconds: AcknowledgementObjective.defaultIntervalSeconds, acknowledged: 0,
+                                                          withinInterval: 0, pendingPastInterval: 0)
+    public var abandonedAttempts = 0
+    public var cancelledAttempts = 0
 
     /// A business's change feed as the journal holds it.
     public struct Feed: Sendable, Equatable {

@@ -19,9 +19,11 @@ extension JournalQueries {
     }
 
     /// The waiting writes at `now`, in one snapshot.
-    func waiting(now: Date, objectiveSeconds: Double, in txn: borrowing LMDBTransaction) throws -> Waiting {
+    /// - Parameter watchedUntil: for a reader of a journal no engine has open, its last event:
+    ///   a route seen then counts as connected up to there, not up to `now`.
+    func waiting(now: Date, objectiveSeconds: Double, watchedUntil: Date? = nil, in txn: borrowing LMDBTransaction) throws -> Waiting {
         let engine = try projections.engineState(in: txn)
-        let clock = engine.route.connectedClock(at: now)
+        let clock = engine.route.connectedClock(at: watchedUntil.map { min($0, now) } ?? now)
         var ages: [PendingAge] = []
         var healthy: PendingAge?
         var past = 0
