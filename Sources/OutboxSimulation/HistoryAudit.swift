@@ -614,7 +614,11 @@ struct HistoryAudit {
             guard (finished.outcome == .response(statusCode: 412)) == (finished.disposition == .conflicted) else {
                 throw broken("\(finished.outcome) was classified \(finished.disposition)")
             }
-            if finished.disposition == .transientFailure || finished.disposition == .gaveUp {
+            if finished.outcome == .noResponse(.cancelled) {
+                // An attempt the expiry cut off never counts toward the policy's attempts.
+                guard finished.disposition == .transientFailure else { throw broken("a cancelled attempt was classified \(finished.disposition)") }
+                row.epochAttempts += 1
+            } else if finished.disposition == .transientFailure || finished.disposition == .gaveUp {
                 let attempts = row.attempts - row.epochAttempts
                 // Measured as the engine must: by the device's uptime within a boot, never by
                 // its wall clock, which the workload moves by hours.

@@ -96,6 +96,9 @@ final class SimulatedNetwork: OutboxTransport {
     /// Kills the engine in the middle of an attempt: set by the simulation for each engine it
     /// opens.
     private let crashHandler = Mutex<(@Sendable () -> Void)?>(nil)
+    /// The system taking the app's background time back while the next request is out: run as
+    /// it is sent, then the request is cut off as a cancelled task's is (before the server).
+    private let expiry = Mutex<(@Sendable () -> Void)?>(nil)
 
     init(seed: UInt64, server: ModelServer, faultPercent: Int) {
         self.server = server
@@ -120,6 +123,14 @@ final class SimulatedNetwork: OutboxTransport {
     func onCrash(_ handler: @escaping @Sendable () -> Void) {
         crashHandler.withLock { $0 = handler }
     }
+
+    /// Takes the background time back at the next request (`nil`: at none).
+    func expireAtNextRequest(_ handler: (@Sendable () -> Void)?) {
+        expiry.withLock { $0 = handler }
+    }
+
+    /// Whether an expiry set for the next request is still waiting for one.
+    var expiryPending: Bool { expiry.withLock { $0 != nil } }
 
     var faultsInjected: [NetworkFault: Int] { state.withLock { $0.faultsInjected } }
 
@@ -186,6 +197,11 @@ final class SimulatedNetwork: OutboxTransport {
         // boundary, not here: moving it mid-request would fire timers at moments only the thread
         // scheduler decides, and a seed would no longer replay exactly.
         state.withLock { $0.latencyOwed += latency }
+        if let expire = expiry.withLock({ handler in defer { handler = nil }; return handler }) {
+            expire()
+            record(request, .noResponse)
+            throw CancellationError()
+        }
         guard online else { throw unanswered(request, .notConnectedToInternet) }
         switch fault {
         case nil:

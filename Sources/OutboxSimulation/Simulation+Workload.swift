@@ -25,9 +25,10 @@ extension Simulation {
             // the server already there (a claim's lease run out or not).
             serverClock.advance(by: seconds)
             clock.advance(by: seconds)
-        case 56..<61:
+        case 56..<59:
             trace.append("drain()")
             await outbox.drain()
+        case 59..<61: try await backgroundTime()
         case 61..<66:
             let online = !network.isOnline
             trace.append(online ? "the signal returns" : "the signal drops")
@@ -82,6 +83,32 @@ extension Simulation {
         default: try await reviseSomething()
         }
         try await settle()
+    }
+
+    // MARK: Background time
+
+    /// The system gives the app a few seconds in the background, and sometimes takes them back
+    /// while a request is out: whatever happens, the drain leaves no attempt without its outcome.
+    private func backgroundTime() async throws {
+        let budget = Double(random.int(in: 0..<120))
+        let expires = random.chance(40)
+        trace.append("background time of \(Int(budget)) s" + (expires ? ", taken back at the next request" : ""))
+        let engine = outbox!
+        if expires { network.expireAtNextRequest { engine.expire() } }
+        let report = await outbox.drain(until: clock.now().addingTimeInterval(budget))
+        let expired = expires && !network.expiryPending
+        network.expireAtNextRequest(nil)
+        trace.append("  \(report.ending.rawValue): \(report.attempts) attempts, \(report.cancelledAttempts) cancelled")
+        backgroundDrains += 1
+        if report.ending == .expired { backgroundExpiries += 1 }
+        guard !outbox.isClosed else { return }
+        // The invariant: an expired or spent drain leaves every attempt with an outcome.
+        let inFlight = try outbox.metrics().queueDepth[.syncing] ?? 0
+        if inFlight > 0 { throw InvariantBroken("a background drain (\(report.ending.rawValue)) left \(inFlight) attempts without an outcome") }
+        if expired, report.ending != .expired { throw InvariantBroken("the time was taken back mid-request, yet the drain says \(report.ending.rawValue)") }
+        if budget < OutboxConfiguration(account: account).attemptBudgetSeconds, report.attempts > 0 {
+            throw InvariantBroken("\(report.attempts) attempts started with \(Int(budget)) s left, less than one request needs")
+        }
     }
 
     // MARK: Writes

@@ -164,6 +164,8 @@ public final class Simulation {
     let verbose = ProcessInfo.processInfo.environment["OUTBOX_SIM_VERBOSE"] != nil
     var crashes = 0
     var compactions = 0
+    var backgroundDrains = 0
+    var backgroundExpiries = 0
     var compactedOperations = 0
     var doubleTaps = 0
     var payloadNumber = 0
@@ -212,6 +214,8 @@ public final class Simulation {
         server.finishParked()
         var features = audit.tally
         features["double taps"] = doubleTaps
+        features["background drains"] = backgroundDrains
+        features["background drains expired"] = backgroundExpiries
         features["edits from another device"] = server.editsElsewhere
         features["records deleted by another device"] = server.deletesElsewhere
         features["feed requests"] = network.feedRequestCount

@@ -79,7 +79,7 @@ extension FeedPuller {
             do {
                 response = try await send(request)
             } catch {
-                return stop(Self.noResponse())
+                return stop(Self.noResponse(error))
             }
             guard response.statusCode == 200 else {
                 let (stopped, retryAfter) = await refusal(response, business: business)

@@ -42,7 +42,7 @@ extension FeedPuller {
             done.stoppedBy = .refused(refusal)
             return done
         } catch {
-            done.stoppedBy = Self.noResponse()
+            done.stoppedBy = Self.noResponse(error)
             return done
         }
         guard ExactString(summary.business) == ExactString(business), ExactString(summary.type) == ExactString(type) else {

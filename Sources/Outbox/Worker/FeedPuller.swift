@@ -106,7 +106,7 @@ final class FeedPuller: Sendable {
             do {
                 response = try await send(request)
             } catch {
-                return stop(Self.noResponse())
+                return stop(Self.noResponse(error))
             }
             switch response.statusCode {
             case 200:
@@ -176,7 +176,7 @@ final class FeedPuller: Sendable {
             await recordRoute(responded: true)
             return response
         } catch {
-            if !Task.isCancelled, !(error is CancellationError) { await recordRoute(responded: false) }
+            if Self.noResponse(error) == .offline { await recordRoute(responded: false) }
             throw error
         }
     }
@@ -191,9 +191,9 @@ final class FeedPuller: Sendable {
     }
 
     /// What a request that got no response stops a pull with: the expiry when the pass's task
-    /// was cancelled (the feed does not back off for it), else no network.
-    static func noResponse() -> PullStop {
-        Task.isCancelled ? .expired : .offline
+    /// was cancelled or the request itself was (the feed does not back off for it), else no network.
+    static func noResponse(_ error: any Error) -> PullStop {
+        Task.isCancelled || TransportFailure(error) == .cancelled ? .expired : .offline
     }
 
     /// What an answer other than 200 (or a feed's 409) does to a pull: a 401 pauses the worker,

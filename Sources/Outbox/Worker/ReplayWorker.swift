@@ -93,6 +93,8 @@ actor ReplayWorker {
         }
         deadlineTask?.cancel()
         deadlineTask = nil
+        // Taken back while a pass had nothing of its own to cut (a request cancelled as it ended).
+        if total.cut == nil, pass.budget.withLock({ $0.expired }) { total.cut = .expired }
         // The time given is over: the system is about to suspend the app.
         pass.budget.withLock { $0 = DrainBudget(deadline: nil, expired: true) }
         if let deadline = machine.timerDeadline { armedTimer.withLock { $0 = deadline } }

@@ -149,7 +149,12 @@ package enum Fold {
             next.nextAttemptAt = finished.disposition == .transientFailure ? finished.nextAttemptAt : nil
             next.serverCurrent = nil
             next.sealedServerCurrent = nil
-            if finished.outcome == .noResponse(.cancelled) { next.cancelledAttempts += 1 }
+            if finished.outcome == .noResponse(.cancelled) {
+                // Cut off by the app's end of background time: it says nothing of the network,
+                // and never counts toward the retry policy's attempts.
+                next.cancelledAttempts += 1
+                next.retryEpochAttempts += 1
+            }
             if finished.disposition.acknowledges, next.acknowledgedConnectedAge == nil {
                 next.acknowledgedConnectedAge = finished.connectedAgeSeconds
             }
