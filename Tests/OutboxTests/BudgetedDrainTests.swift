@@ -224,6 +224,48 @@ struct BudgetedDrainTests {
         #expect(feed.queries.count == 5)
     }
 
+    @Test func theBudgetStopsAResnapshotBetweenStagedPagesAndTheStagingSurvives() async throws {
+        let journal = TestJournal()
+        journal.clock.set(to: Self.t0)
+        let clock = journal.clock
+        // The feed's cursor means nothing to the server (409): the base is fetched again whole,
+        // three snapshot pages of one product each, every page taking 25 s of the clock.
+        let snapshotAsks = Mutex<[String]>([])
+        let transport = ScriptedTransport(otherwise: .handle { request in
+            if request.endpoint.hasPrefix("/sync/snapshot") {
+                snapshotAsks.withLock { $0.append(request.endpoint) }
+                clock.advance(by: 25)
+                let after = request.endpoint.contains("after_id=p2") ? 2 : request.endpoint.contains("after_id=p1") ? 1 : 0
+                let number = after + 1
+                return ResnapshotTests.snapshot(at: FeedPosition(epoch: 2, major: 3), more: number < 3,
+                                                [PullApplyTests.put("p\(number)", 1, Double(number))])
+            }
+            guard ScriptedFeed.isFeedRequest(request) else { return .json(201, #"{"id":"p"}"#) }
+            if request.endpoint.contains("cursor=") {
+                let page = FeedPage(business: PullTests.business, from: FeedPosition(epoch: 2, major: 3), cursor: FeedPosition(epoch: 2, major: 3),
+                                    hasMore: false, count: 0, digest: FeedDigest.page([]), changes: [])
+                return TransportResponse(statusCode: 200, headers: [:], body: page.encoded())
+            }
+            let required = FeedResnapshot(reason: .expired, message: "Too old", epoch: 2)
+            return TransportResponse(statusCode: FeedResnapshot.status, headers: ["Content-Type": "application/json"], body: required.body)
+        })
+        let outbox = try journal.open(server: transport) { PullTests.configured(&$0) }
+        defer { outbox.close() }
+        // 60 s: a page with 60 s left, one with 35 s, none with 10 s.
+        let report = await outbox.drain(until: Self.t0.addingTimeInterval(60))
+        #expect(report.ending == .budgetSpent)
+        let pulled = try #require(report.pull?.feed(PullTests.business))
+        #expect(pulled.pagesStaged == 2 && pulled.stoppedBy == .budgetSpent)
+        #expect(try outbox.feedState(business: PullTests.business)?.resnapshot?.pagesStaged == 2, "the staged pages are kept")
+        #expect(try outbox.record(ResnapshotTests.key("p1")) == nil, "the member sees the old base until the swap")
+        // The next background time goes on from the last page staged and swaps the snapshot in.
+        let next = await outbox.drain(until: journal.clock.now().addingTimeInterval(600))
+        #expect(next.ending == .finished)
+        #expect(try outbox.feedState(business: PullTests.business)?.resnapshot == nil)
+        #expect(try (1...3).allSatisfy { try outbox.record(ResnapshotTests.key("p\($0)")) != nil })
+        #expect(snapshotAsks.withLock { $0 }.count == 3, "no page fetched twice")
+    }
+
     @Test func anExpiryWithAPageInFlightAppliesNothingOfIt() async throws {
         let journal = TestJournal()
         journal.clock.set(to: Self.t0)
