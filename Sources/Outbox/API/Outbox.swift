@@ -44,6 +44,8 @@ public final class Outbox: Sendable {
     /// Whether an automatic compaction runs now.
     let compacting = Atomic<Bool>(false)
     private let closed = Atomic<Bool>(false)
+    /// How long each phase of this open took: for the benchmark's breakdown of a launch.
+    package let openPhases: OpenPhases
 
     /// Opens (or creates) the journal in `directory`.
     ///
@@ -61,12 +63,14 @@ public final class Outbox: Sendable {
     }
 
     init(directory: URL, transport: any OutboxTransport, configuration: OutboxConfiguration, faultHook: LMDBFaultHook?) throws {
+        let started = OpenPhases.now()
         try configuration.validate()
         self.directory = directory
         self.configuration = configuration
         self.transport = transport
         let log = EngineLog(logger: configuration.logger, clock: configuration.clock)
         let budget = StorageBudget(budgetBytes: configuration.maxJournalBytes)
+        var phases = OpenPhases()
         let store = try JournalStore.open(
             directory: directory,
             options: JournalStore.Options(
@@ -78,7 +82,8 @@ public final class Outbox: Sendable {
                 faultHook: faultHook,
                 sealingKey: configuration.encryptionKey,
                 account: configuration.account
-            )
+            ),
+            phases: &phases
         )
         let broadcaster = ChangeBroadcaster { [store] events in (try? store.recordsTouched(by: events)) ?? [] }
         self.store = store
@@ -95,17 +100,23 @@ public final class Outbox: Sendable {
         self.replayPass = ReplayPass(store: store, room: room, attempts: attempts, configuration: configuration, log: log)
         self.worker = ReplayWorker(pass: replayPass, clock: configuration.clock)
         do {
-            try Self.recordOpening(store: store, writer: writer, appVersion: configuration.appVersion, timeZone: configuration.clock.timeZone, log: log)
+            let recording = OpenPhases.now()
+            try Self.recordOpening(store: store, writer: writer, appVersion: configuration.appVersion, timeZone: configuration.clock.timeZone,
+                                   log: log, phases: &phases)
+            phases.recording += OpenPhases.now() - recording
         } catch {
             writer.close()
             store.close()
             throw error
         }
+        phases.total = OpenPhases.now() - started
+        openPhases = phases
     }
 
     /// Appends `journalOpened` and, for every attempt the last process started and never saw
     /// end, `attemptAbandoned`: those rows are due at once, replayed under the same key.
-    private static func recordOpening(store: JournalStore, writer: JournalWriter, appVersion: String?, timeZone: TimeZone, log: EngineLog) throws {
+    private static func recordOpening(store: JournalStore, writer: JournalWriter, appVersion: String?, timeZone: TimeZone, log: EngineLog,
+                                      phases: inout OpenPhases) throws {
         let opened = JournalStore.Draft(operationID: nil, body: .journalOpened(JournalOpened(
             formatVersion: RecordCodec.formatVersion, engineVersion: engineVersion, appVersion: appVersion,
             timeZone: timeZone.identifier
@@ -117,7 +128,7 @@ public final class Outbox: Sendable {
             EngineLog.Key.count: "\(abandoned.count)",
         ]
         do {
-            let events = try writer.appendNow([opened] + abandoned)
+            let events = try phases.time(\.commit) { try writer.appendNow([opened] + abandoned) }
             var recorded = metadata
             recorded[EngineLog.Key.seq] = .string(events.first.map { "\($0.seq)" } ?? "")
             log.log(.info, "journal opened", recorded)

@@ -104,9 +104,15 @@ final class JournalStore: Sendable {
     ///   ``OutboxError/permissionDenied(path:)``, ``OutboxError/storageFull(limitBytes:errno:)``,
     ///   ``OutboxError/journalCorrupt(seq:reason:)`` when a rebuild meets a damaged record.
     static func open(directory: URL, options: Options) throws(OutboxError) -> JournalStore {
+        var phases = OpenPhases()
+        return try open(directory: directory, options: options, phases: &phases)
+    }
+
+    /// Opens the journal as ``open(directory:options:)`` does, timing each phase into `phases`.
+    static func open(directory: URL, options: Options, phases: inout OpenPhases) throws(OutboxError) -> JournalStore {
         var options = options
         options.directoryPath = directory.path
-        return options.readOnly ? try openForReading(directory, options) : try openForWriting(directory, options)
+        return options.readOnly ? try openForReading(directory, options, &phases) : try openForWriting(directory, options, &phases)
     }
 
     /// The names a journal's directory holds besides LMDB's own files.
@@ -119,7 +125,7 @@ final class JournalStore: Sendable {
         static let staging = ".creating"
     }
 
-    private static func openForReading(_ directory: URL, _ options: Options) throws(OutboxError) -> JournalStore {
+    private static func openForReading(_ directory: URL, _ options: Options, _ phases: inout OpenPhases) throws(OutboxError) -> JournalStore {
         let path = directory.path
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
@@ -140,24 +146,37 @@ final class JournalStore: Sendable {
             throw .notAJournal(path: path, reason: "the directory holds no data.mdb")
         }
         let environmentOptions = options.environmentOptions
-        let environment: LMDBEnvironment
-        do {
-            environment = try openEnvironment(directory, environmentOptions, options)
-        } catch let error where error.isAccessProblem {
-            // Read-only media, or a lock file this user may not open: read without LMDB's lock.
-            var withoutLock = environmentOptions
-            withoutLock.withoutLockFile = true
-            environment = try openEnvironment(directory, withoutLock, options)
+        let environment: LMDBEnvironment = try phases.time(\.mapping) { () throws(OutboxError) in
+            do throws(OutboxError) {
+                return try openEnvironment(directory, environmentOptions, options)
+            } catch let error where error.isAccessProblem {
+                // Read-only media, or a lock file this user may not open: read without LMDB's lock.
+                var withoutLock = environmentOptions
+                withoutLock.withoutLockFile = true
+                return try openEnvironment(directory, withoutLock, options)
+            }
         }
         do {
-            return try JournalStore(environment: environment, options: options, writerLock: nil)
+            return try JournalStore(environment: environment, options: options, writerLock: nil, phases: &phases)
         } catch {
             environment.close()
             throw error
         }
     }
 
-    private static func openForWriting(_ directory: URL, _ options: Options) throws(OutboxError) -> JournalStore {
+    private static func openForWriting(_ directory: URL, _ options: Options, _ phases: inout OpenPhases) throws(OutboxError) -> JournalStore {
+        let lock = try phases.time(\.preparing) { () throws(OutboxError) in try prepareForWriting(directory, options) }
+        let environment = try phases.time(\.mapping) { () throws(OutboxError) in try openEnvironment(directory, options.environmentOptions, options) }
+        do {
+            return try JournalStore(environment: environment, options: options, writerLock: lock, phases: &phases)
+        } catch {
+            environment.close()
+            throw error
+        }
+    }
+
+    /// Takes the process lock of the journal in `directory`, creating the journal when it has none.
+    private static func prepareForWriting(_ directory: URL, _ options: Options) throws(OutboxError) -> ProcessLock {
         let path = directory.path
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -184,13 +203,7 @@ final class JournalStore: Sendable {
         if try !journalExists(in: directory, options: options) {
             try create(in: directory, options: options)
         }
-        let environment = try openEnvironment(directory, options.environmentOptions, options)
-        do {
-            return try JournalStore(environment: environment, options: options, writerLock: lock)
-        } catch {
-            environment.close()
-            throw error
-        }
+        return lock
     }
 
     /// Whether `directory` holds a journal to open; clears what an interrupted creation left.
@@ -217,7 +230,8 @@ final class JournalStore: Sendable {
         do throws(OutboxError) {
             let environment = try openEnvironment(staging, stagingOptions.environmentOptions, stagingOptions)
             do {
-                let store = try JournalStore(environment: environment, options: stagingOptions, writerLock: nil)
+                var phases = OpenPhases()
+                let store = try JournalStore(environment: environment, options: stagingOptions, writerLock: nil, phases: &phases)
                 store.close()
             } catch {
                 environment.close()
@@ -283,11 +297,12 @@ final class JournalStore: Sendable {
         return directory.path
     }
 
-    private init(environment: LMDBEnvironment, options: Options, writerLock: ProcessLock?) throws(OutboxError) {
+    private init(environment: LMDBEnvironment, options: Options, writerLock: ProcessLock?, phases: inout OpenPhases) throws(OutboxError) {
         self.environment = environment
         self.options = options
         self.writerLock = writerLock
         let path = environment.path
+        let started = OpenPhases.now()
         do {
             self.schema = try JournalSchema(environment: environment)
         } catch LMDBEnvironmentError.noSuchDatabase(let name) {
@@ -297,6 +312,8 @@ final class JournalStore: Sendable {
         } catch {
             throw OutboxError(storage: error, limitBytes: options.limitBytes)
         }
+        let databasesOpened = OpenPhases.now()
+        phases.databases += databasesOpened - started
         let stored: MetaCheck = try Self.run(options) { [schema] in
             // Read first: a journal that exists needs nothing written to open, even on a full disk.
             let stored = try environment.read { txn in try Self.checkMeta(schema: schema, path: path, options: options, in: txn) }
@@ -321,6 +338,7 @@ final class JournalStore: Sendable {
         }
         self.projectionsAreCurrent = current
         try adoptKey()
+        phases.meta += OpenPhases.now() - databasesOpened
     }
 
     /// Checks the configured key against the journal's, and seals a plaintext journal an engine
