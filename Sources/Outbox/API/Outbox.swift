@@ -115,6 +115,13 @@ public final class Outbox: Sendable {
 
     /// Appends `journalOpened` and, for every attempt the last process started and never saw
     /// end, `attemptAbandoned`: those rows are due at once, replayed under the same key.
+    ///
+    /// Committed without a flush, in ``Durability/full`` too: a launch does not wait for the
+    /// disk. A power loss before the next flush may lose this record, and with it nothing a member
+    /// typed: each row it abandons is still `syncing` on the disk, so the next open records its
+    /// abandonment again, and its own opening. No such row is sent before a flushing commit, its
+    /// attempt's start, has made the abandonment durable with it; the first enqueue or the flush
+    /// at ``close()`` makes it durable otherwise.
     private static func recordOpening(store: JournalStore, writer: JournalWriter, appVersion: String?, timeZone: TimeZone, log: EngineLog,
                                       phases: inout OpenPhases) throws {
         let opened = JournalStore.Draft(operationID: nil, body: .journalOpened(JournalOpened(
@@ -128,7 +135,7 @@ public final class Outbox: Sendable {
             EngineLog.Key.count: "\(abandoned.count)",
         ]
         do {
-            let events = try phases.time(\.commit) { try writer.appendNow([opened] + abandoned) }
+            let events = try phases.time(\.commit) { try writer.appendNow([opened] + abandoned, flush: false) }
             var recorded = metadata
             recorded[EngineLog.Key.seq] = .string(events.first.map { "\($0.seq)" } ?? "")
             log.log(.info, "journal opened", recorded)
@@ -160,10 +167,11 @@ public final class Outbox: Sendable {
         let worker = self.worker
         Task { await worker.shutdown() }
         writer.close()
-        if configuration.durability == .processCrash {
-            // The last commits are in the OS's cache: hand them to the disk before letting go.
-            // `close()` cannot throw: a failure is logged and counted, and the commits stay in
-            // the OS's cache, safe unless the device loses power.
+        if store.environment.hasUnflushedCommits {
+            // The last commits are in the OS's cache (every commit of `.processCrash`; in `.full`
+            // the opening's, when nothing flushed after it): hand them to the disk before letting
+            // go. `close()` cannot throw: a failure is logged and counted, and the commits stay
+            // in the OS's cache, safe unless the device loses power.
             do {
                 try store.environment.sync()
             } catch {
