@@ -118,7 +118,7 @@ public final class LMDBEnvironment: @unchecked Sendable {
     ///   ``LMDBError/noSuchFile`` when a read-only open finds no environment;
     ///   ``LMDBError/invalid`` or ``LMDBError/versionMismatch`` for a file LMDB cannot read.
     public static func open(directory: URL, options: Options = Options()) throws -> LMDBEnvironment {
-        if !options.readOnly {
+        if !options.readOnly, !FileSystem.isDirectory(directory.path) {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         }
         let path = directory.standardizedFileURL.resolvingSymlinksInPath().path

@@ -176,18 +176,23 @@ final class JournalStore: Sendable {
     }
 
     /// Takes the process lock of the journal in `directory`, creating the journal when it has none.
+    ///
+    /// The paths are joined as strings (``path(_:in:)``) and the directory is created only when
+    /// missing: a `URL`'s parse and the file manager's look-ups were most of an open's time here.
     private static func prepareForWriting(_ directory: URL, _ options: Options) throws(OutboxError) -> ProcessLock {
         let path = directory.path
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        } catch {
-            throw OutboxError(fileSystem: error, path: path, options: options)
+        if !FileSystem.isDirectory(path) {
+            do {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            } catch {
+                throw OutboxError(fileSystem: error, path: path, options: options)
+            }
         }
         let canonical = directory.standardizedFileURL.resolvingSymlinksInPath().path
         if LMDBEnvironment.isOpen(path: canonical) { throw .alreadyOpen(path: canonical) }
         let lock: ProcessLock
         // The canonical path: the lock is known in this process by it, however the directory is named.
-        let lockPath = URL(fileURLWithPath: canonical).appendingPathComponent(FileName.writerLock).path
+        let lockPath = Self.path(FileName.writerLock, in: canonical)
         do {
             lock = try ProcessLock.acquire(path: lockPath)
         } catch {
@@ -200,24 +205,29 @@ final class JournalStore: Sendable {
                 throw OutboxError(storage: LMDBError(rawValue: code), limitBytes: options.limitBytes, path: lockPath)
             }
         }
-        if try !journalExists(in: directory, options: options) {
+        if try !journalExists(in: path, options: options) {
             try create(in: directory, options: options)
         }
         return lock
     }
 
-    /// Whether `directory` holds a journal to open; clears what an interrupted creation left.
+    /// `name` in the directory at `directory`.
+    static func path(_ name: String, in directory: String) -> String {
+        directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
+
+    /// Whether the directory at `directory` holds a journal to open; clears what an interrupted
+    /// creation left.
     ///
     /// A data file of zero bytes is what an engine killed in its very first open leaves behind
     /// (before journals were created in a staging directory): it holds nothing, and goes.
-    private static func journalExists(in directory: URL, options: Options) throws(OutboxError) -> Bool {
-        let files = FileManager.default
-        let data = directory.appendingPathComponent(FileName.data).path
-        try remove(directory.appendingPathComponent(FileName.staging), options: options)
-        guard let attributes = try? files.attributesOfItem(atPath: data) else { return false }
-        guard (attributes[.size] as? Int) == 0, (attributes[.type] as? FileAttributeType) == .typeRegular else { return true }
-        try remove(URL(fileURLWithPath: data), options: options)
-        try remove(directory.appendingPathComponent(FileName.lock), options: options)
+    private static func journalExists(in directory: String, options: Options) throws(OutboxError) -> Bool {
+        let data = path(FileName.data, in: directory)
+        try remove(path(FileName.staging, in: directory), options: options)
+        guard let entry = FileSystem.entry(data) else { return false }
+        guard entry.sizeBytes == 0, entry.isRegularFile else { return true }
+        try remove(data, options: options)
+        try remove(path(FileName.lock, in: directory), options: options)
         return false
     }
 
@@ -248,15 +258,15 @@ final class JournalStore: Sendable {
             try? FileManager.default.removeItem(at: staging)
             throw error
         }
-        try remove(staging, options: options)
+        try remove(staging.path, options: options)
     }
 
-    private static func remove(_ url: URL, options: Options) throws(OutboxError) {
-        guard FileManager.default.fileExists(atPath: url.path) else { return }
+    private static func remove(_ path: String, options: Options) throws(OutboxError) {
+        guard FileManager.default.fileExists(atPath: path) else { return }
         do {
-            try FileManager.default.removeItem(at: url)
+            try FileManager.default.removeItem(atPath: path)
         } catch {
-            throw OutboxError(fileSystem: error, path: url.path, options: options)
+            throw OutboxError(fileSystem: error, path: path, options: options)
         }
     }
 
