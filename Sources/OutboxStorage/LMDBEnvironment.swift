@@ -88,6 +88,8 @@ public final class LMDBEnvironment: @unchecked Sendable {
     /// Serializes writers of this process; also held while closing.
     private let writer = NSLock()
     private let state: Mutex<State>
+    /// Set by a commit that was not flushed, cleared by a flush (``hasUnflushedCommits``).
+    private let unflushedCommits = Atomic<Bool>(false)
 
     private struct State {
         var mapSizeBytes: Int
@@ -116,7 +118,7 @@ public final class LMDBEnvironment: @unchecked Sendable {
     ///   ``LMDBError/noSuchFile`` when a read-only open finds no environment;
     ///   ``LMDBError/invalid`` or ``LMDBError/versionMismatch`` for a file LMDB cannot read.
     public static func open(directory: URL, options: Options = Options()) throws -> LMDBEnvironment {
-        if !options.readOnly {
+        if !options.readOnly, !FileSystem.isDirectory(directory.path) {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         }
         let path = directory.standardizedFileURL.resolvingSymlinksInPath().path
@@ -238,6 +240,7 @@ public final class LMDBEnvironment: @unchecked Sendable {
             }
             // Committing keeps the handle open for every later transaction.
             try LMDB.check(mdb_txn_commit(txn), "mdb_txn_commit")
+            if !options.syncOnCommit && creating { unflushedCommits.store(true, ordering: .releasing) }
             return LMDBDatabase(handle: dbi, name: name)
         }
     }
@@ -270,38 +273,79 @@ public final class LMDBEnvironment: @unchecked Sendable {
     /// nothing of the transaction is written.
     /// - Throws: whatever `body` throws (the transaction is aborted), or the commit's error.
     public func write<R>(_ body: (borrowing LMDBTransaction) throws -> R) throws -> R {
+        try write(flushing: true, body)
+    }
+
+    /// Runs `body` in the write transaction as ``write(_:)`` does; with `flushing: false` its
+    /// commit waits for one flush, of its pages, not for the second, of its meta page, even where
+    /// ``Options/syncOnCommit`` flushes both for every other.
+    ///
+    /// ```swift
+    /// try environment.write(flushing: false) { txn in try txn.put(events, key: key, value: record) }
+    /// ```
+    ///
+    /// Such a commit survives the process ending; a system crash before the next flushing commit
+    /// or ``sync()`` may undo it, and never damages the environment: its pages are on the disk
+    /// before its meta page is written (LMDB's `MDB_NOMETASYNC`: "maintains database integrity,
+    /// but a system crash may undo the last committed transaction"), whatever order the file
+    /// system writes in. The next flush writes out the whole file, the meta page with it.
+    /// ``hasUnflushedCommits`` says whether one is still waiting for it. LMDB's switch belongs to
+    /// the whole environment, so it is turned on and off while no other transaction of this
+    /// process can begin or commit: readers wait for this transaction as they wait for a map
+    /// resize. Without ``Options/syncOnCommit`` every commit is unflushed and this is ``write(_:)``.
+    /// - Warning: A thread holding a read transaction must not make such a commit: it would wait
+    ///   for itself.
+    /// - Throws: as ``write(_:)``; a fault hook is asked ``LMDBCall/commitWithoutFlush`` instead
+    ///   of ``LMDBCall/commit``.
+    public func write<R>(flushing: Bool, _ body: (borrowing LMDBTransaction) throws -> R) throws -> R {
         precondition(!options.readOnly, "write on a read-only environment")
+        let withoutFlush = !flushing && options.syncOnCommit
         writer.lock()
         defer { writer.unlock() }
+        func once() throws -> R? {
+            try ensureOpen()
+            guard let txn = try begin(readOnly: false) else { return nil }
+            let result: R
+            do {
+                result = try body(LMDBTransaction(pointer: txn, isReadOnly: false, faultHook: options.faultHook))
+            } catch {
+                mdb_txn_abort(txn)
+                throw error
+            }
+            try commit(txn, flushing: !withoutFlush)
+            return result
+        }
         while true {
-                do {
-                    let outcome: R? = try gate.withShared {
-                        try ensureOpen()
-                        guard let txn = try begin(readOnly: false) else { return nil }
-                        let result: R
-                        do {
-                            result = try body(LMDBTransaction(pointer: txn, isReadOnly: false, faultHook: options.faultHook))
-                        } catch {
-                            mdb_txn_abort(txn)
-                            throw error
-                        }
-                        try commit(txn)
-                        return result
-                    }
-                    if let outcome { return outcome }
-                    try adoptResizedMap()
-                } catch let error as LMDBError where error == .mapFull {
-                    try growMap()
-                }
+            do {
+                let outcome: R? = withoutFlush
+                    ? try gate.withExclusive { try unflushed(once) }
+                    : try gate.withShared(once)
+                if let outcome { return outcome }
+                try adoptResizedMap()
+            } catch let error as LMDBError where error == .mapFull {
+                try growMap()
+            }
         }
     }
+
+    /// Whether a commit since the last flush was not flushed: every commit without
+    /// ``Options/syncOnCommit``, those of ``write(flushing:_:)`` with it. ``sync()`` or the next
+    /// flushing commit writes them out.
+    public var hasUnflushedCommits: Bool { unflushedCommits.load(ordering: .acquiring) }
 
     /// Flushes committed data to disk: needed only when ``Options/syncOnCommit`` is off.
     public func sync() throws {
         try gate.withShared {
             try ensureOpen()
-            try LMDB.injected(options.faultHook, .sync)
-            try LMDB.check(mdb_env_sync(handle, 1), "mdb_env_sync")
+            // Cleared first: a commit that lands while the flush runs may miss it, and sets it again.
+            let had = unflushedCommits.exchange(false, ordering: .acquiringAndReleasing)
+            do {
+                try LMDB.injected(options.faultHook, .sync)
+                try LMDB.check(mdb_env_sync(handle, 1), "mdb_env_sync")
+            } catch {
+                if had { unflushedCommits.store(true, ordering: .releasing) }
+                throw error
+            }
         }
     }
 
@@ -359,25 +403,52 @@ public final class LMDBEnvironment: @unchecked Sendable {
         return txn
     }
 
-    private func commit(_ txn: OpaquePointer) throws(LMDBError) {
+    /// Commits `txn`, flushed when the environment flushes commits and `flushing` says so.
+    private func commit(_ txn: OpaquePointer, flushing: Bool) throws(LMDBError) {
+        let flushes = flushing && options.syncOnCommit
         do {
-            try LMDB.injected(options.faultHook, .commit)
+            try LMDB.injected(options.faultHook, options.syncOnCommit && !flushing ? .commitWithoutFlush : .commit)
         } catch {
             // A failed commit frees its transaction; a forced failure must leave the same state.
             mdb_txn_abort(txn)
             throw error
         }
         try LMDB.check(mdb_txn_commit(txn), "mdb_txn_commit")
+        guard flushes else {
+            unflushedCommits.store(true, ordering: .releasing)
+            return
+        }
         #if canImport(Darwin)
         // LMDB flushes with fsync on Apple platforms, which leaves data in the drive's cache;
         // only F_FULLFSYNC makes a commit survive power loss there.
-        if options.syncOnCommit {
-            var fd: Int32 = -1
-            if mdb_env_get_fd(handle, &fd) == MDB_SUCCESS, fcntl(fd, F_FULLFSYNC) == -1 {
-                throw LMDBError(rawValue: errno)
-            }
+        var fd: Int32 = -1
+        if mdb_env_get_fd(handle, &fd) == MDB_SUCCESS, fcntl(fd, F_FULLFSYNC) == -1 {
+            throw LMDBError(rawValue: errno)
         }
         #endif
+        // The flush wrote out the whole file: every unflushed commit before this one with it.
+        if unflushedCommits.load(ordering: .relaxed) { unflushedCommits.store(false, ordering: .releasing) }
+    }
+
+    /// Runs `body` with LMDB's `MDB_NOMETASYNC` on. The flag is the environment's, read by every
+    /// commit: the caller holds the gate exclusively, so no other transaction begins or commits
+    /// while it is on.
+    private func unflushed<R>(_ body: () throws -> R) throws -> R {
+        try ensureOpen()
+        try LMDB.check(mdb_env_set_flags(handle, UInt32(MDB_NOMETASYNC), 1), "mdb_env_set_flags")
+        defer {
+            // Clearing a flag LMDB lets change cannot fail.
+            _ = mdb_env_set_flags(handle, UInt32(MDB_NOMETASYNC), 0)
+            assert(!isWithoutMetaSync, "MDB_NOMETASYNC left on after an unflushed commit")
+        }
+        return try body()
+    }
+
+    /// Whether LMDB's `MDB_NOMETASYNC` is on.
+    private var isWithoutMetaSync: Bool {
+        var flags: UInt32 = 0
+        mdb_env_get_flags(handle, &flags)
+        return flags & UInt32(MDB_NOMETASYNC) != 0
     }
 
     /// Doubles the map, up to the maximum; past it rethrows ``LMDBError/mapFull``.

@@ -4,6 +4,9 @@ public enum LMDBCall: String, Sendable, CaseIterable {
     case put
     case delete
     case commit
+    /// The commit of ``LMDBEnvironment/write(flushing:_:)`` with `flushing: false` in an
+    /// environment that flushes every other commit: asked instead of ``commit``.
+    case commitWithoutFlush
     case sync
 }
 

@@ -117,6 +117,60 @@ struct ConcurrencyTests {
         #expect(try store.environment.info().lastTransactionID - before == 1, "they shared one commit")
     }
 
+    /// Units held back and released together, each needing a flush or not (`false`: by
+    /// `append(_:flush:)` and `appendWithoutWaiting` in turn) -> the one commit they share.
+    @Test(arguments: [
+        ([false, false, false], LMDBCall.commitWithoutFlush),
+        ([false, true, false], .commit),
+        ([true, true], .commit),
+    ])
+    func aTransactionFlushesWhenAnyOfItsUnitsNeedsAFlush(_ flushes: [Bool], _ commit: LMDBCall) async throws {
+        let journal = TestJournal()
+        let commits = Mutex<[LMDBCall]>([])
+        let hook = LMDBFaultHook { call in
+            if call == .commit || call == .commitWithoutFlush { commits.withLock { $0.append(call) } }
+            return nil
+        }
+        let outbox = try Outbox(directory: journal.directory, transport: journal.transport, configuration: journal.configuration(), faultHook: hook)
+        defer { outbox.close() }
+        let writer = outbox.writer
+        let before = try outbox.store.environment.info().lastTransactionID
+        commits.withLock { $0.removeAll() }
+        writer.hold()
+        let tasks = flushes.enumerated().map { number, flush in
+            let unit = [enqueueDraft(number)]
+            if !flush && number.isMultiple(of: 2) {
+                return Task { try await withCheckedThrowingContinuation { continuation in
+                    writer.appendWithoutWaiting(unit) { continuation.resume(with: $0) }
+                } }
+            }
+            return Task { try await writer.append(unit, flush: flush) }
+        }
+        while writer.pendingCount < flushes.count { await Task.yield() }
+        writer.release()
+        for task in tasks { #expect(try await task.value.map(\.kind) == [.enqueued]) }
+        #expect(commits.withLock { $0 } == [commit])
+        #expect(try outbox.store.environment.info().lastTransactionID - before == 1)
+        #expect(outbox.store.environment.hasUnflushedCommits == !flushes.contains(true))
+        #expect(try outbox.ledger().entries.count == flushes.count)
+    }
+
+    @Test func aUnitAppendedWithoutWaitingToAClosedWriterLandsNowhere() async throws {
+        let journal = TestJournal()
+        let outbox = try journal.open()
+        outbox.close()
+        let result = await withCheckedContinuation { continuation in
+            outbox.writer.appendWithoutWaiting([enqueueDraft(1)]) { continuation.resume(returning: $0) }
+        }
+        #expect(throws: OutboxError.closed) { try result.get() }
+    }
+
+    private func enqueueDraft(_ number: Int) -> JournalStore.Draft {
+        let request = productRequest(number)
+        return JournalStore.Draft(operationID: OperationID(), body: .enqueued(Enqueued(
+            request: request, requestHash: SHA256Digest(of: request.payload), account: "member-42")))
+    }
+
     /// When a durable transaction stops waiting for the callers the last commit resumed, from
     /// fixed instants: the wait is anchored at their resumption, not at the transaction's start.
     @Test(arguments: [

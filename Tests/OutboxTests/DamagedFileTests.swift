@@ -322,21 +322,13 @@ struct FullDiskTests {
     @Test func aFullDiskOpensServesReadsAndHoldsAnInterruptedAttemptUntilThereIsRoom() async throws {
         let journal = TestJournal()
         let server = InMemoryServer()
-        let outboxBox = Mutex<Outbox?>(nil)
         // The process ends while the attempt is in flight: the request never reached the server.
-        let dying = ScriptedTransport(otherwise: .handle { _ in
-            outboxBox.withLock { $0 }?.close()
-            throw URLError(.cancelled)
-        })
-        let first = try journal.open(server: dying)
-        outboxBox.withLock { $0 = first }
-        let id = try await first.enqueue(productRequest(1))
-        await first.drain()
+        let id = try await journal.interruptAnAttempt(on: server, applied: false)
 
-        // The disk is full now: every commit fails for want of room.
+        // The disk is full now: every commit fails for want of room, flushed or not.
         let counting = ScriptedTransport(otherwise: .handle { try await server.send($0) })
         let full = try Outbox(directory: journal.directory, transport: counting, configuration: journal.configuration(),
-                              faultHook: LMDBFaultHook { $0 == .commit ? .noSpace : nil })
+                              faultHook: LMDBFaultHook { $0 == .commit || $0 == .commitWithoutFlush ? .noSpace : nil })
         #expect(try full.operation(id)?.status == .syncing, "its abandonment is not recorded yet")
         #expect(try full.syncTab(isOnline: true).totalCount == 1)
         await full.drain()

@@ -90,7 +90,7 @@ struct FixtureTests {
                 try setMeta(copy, "projection-version", UInt32(0).bigEndianBytes)
                 let commits = Atomic<Int>(0)
                 let hook = LMDBFaultHook { call in
-                    call == .commit && commits.add(1, ordering: .relaxed).newValue == failingCommit ? LMDBError.io : nil
+                    (call == .commit || call == .commitWithoutFlush) && commits.add(1, ordering: .relaxed).newValue == failingCommit ? LMDBError.io : nil
                 }
                 let configuration = OutboxConfiguration(account: manifest.account, encryptionKey: manifest.key)
                 // The migration (or what follows it at open) dies at this commit...

@@ -346,17 +346,8 @@ struct ReplayTests {
     @Test func anAttemptCutOffByTheProcessEndingIsAbandonedAndReplayedOnce() async throws {
         let journal = TestJournal()
         let server = InMemoryServer()
-        let outboxBox = Mutex<Outbox?>(nil)
         // The server applies the write, then the process "dies" before the outcome is recorded.
-        let dying = ScriptedTransport(otherwise: .handle { request in
-            let response = try await server.send(request)
-            outboxBox.withLock { $0 }?.close()
-            return response
-        })
-        let outbox = try journal.open(server: dying)
-        outboxBox.withLock { $0 = outbox }
-        let id = try await outbox.enqueue(productRequest(1))
-        await outbox.drain()
+        let id = try await journal.interruptAnAttempt(on: server, applied: true)
         #expect(server.appliedCount(id.idempotencyKey) == 1)
 
         let reopened = try journal.open(server: server)

@@ -7,9 +7,9 @@ import TestHarness
 ///
 /// The parent runs this executable again with `--probe <kind> <path>`. The child resets its peak
 /// resident set (`/proc/self/clear_refs`), opens the store and reads what the Sync tab needs, then
-/// prints the time, how far its peak resident set (`VmHWM`) rose, and how much of the resident set
-/// added is anonymous memory (heap and stacks, `RssAnon`) rather than mapped journal pages, as one
-/// JSON line.
+/// prints the time, each step of it (``Steps``), how far its peak resident set (`VmHWM`) rose, and
+/// how much of the resident set added is anonymous memory (heap and stacks, `RssAnon`) rather than
+/// mapped journal pages, as one JSON line. Closing is timed apart: a launch does not wait for it.
 enum Probe {
     enum Kind: String, CaseIterable, Sendable {
         /// The engine: `Outbox` open, then `syncTab`.
@@ -31,9 +31,61 @@ enum Probe {
     }
 
     struct Measurement: Codable, Sendable {
+        /// The open and its first reads.
         var milliseconds: Double
         var peakKiB: Double
         var anonymousKiB: Double
+        var steps: Steps
+    }
+
+    /// One open's steps, in microseconds; `nil` for a step a contender has not or does not name.
+    struct Steps: Codable, Sendable {
+        /// The open alone, without its first reads.
+        var open: Double?
+        /// The directory and the engine's process lock.
+        var preparing: Double?
+        /// The data file's check and `mdb_env_open`.
+        var mapping: Double?
+        /// The databases opened (`mdb_dbi_open`).
+        var databases: Double?
+        /// The engine's checks of `meta`: format, projection version, account, key check.
+        var meta: Double?
+        /// The engine's record of its opening: the interrupted attempts read, the events drafted,
+        /// one commit, a log line.
+        var recording: Double?
+        /// Of the record, its commit.
+        var commit: Double?
+        /// The rest of the engine's open: its objects.
+        var rest: Double?
+        /// The first reads: the Sync tab, or the floor's one read.
+        var reads: Double?
+        /// Closing afterwards, apart from the open.
+        var close: Double?
+
+        /// The engine's steps: its open's phases, what the open took besides them, its first
+        /// reads and its close, each given in nanoseconds.
+        init(_ phases: OpenPhases, open: Double, reads: Double, close: Double) {
+            let named = phases.preparing + phases.mapping + phases.databases + phases.meta + phases.recording
+            self.open = open / 1e3
+            preparing = Double(phases.preparing) / 1e3
+            mapping = Double(phases.mapping) / 1e3
+            databases = Double(phases.databases) / 1e3
+            meta = Double(phases.meta) / 1e3
+            recording = Double(phases.recording) / 1e3
+            commit = Double(phases.commit) / 1e3
+            rest = max(0, open - Double(named)) / 1e3
+            self.reads = reads / 1e3
+            self.close = close / 1e3
+        }
+
+        /// Another contender's steps, each given in nanoseconds.
+        init(open: Double, mapping: Double? = nil, databases: Double? = nil, reads: Double, close: Double) {
+            self.open = open / 1e3
+            self.mapping = mapping.map { $0 / 1e3 }
+            self.databases = databases.map { $0 / 1e3 }
+            self.reads = reads / 1e3
+            self.close = close / 1e3
+        }
     }
 
     /// The child's side: measures, prints one JSON line, answers the exit status.
@@ -43,12 +95,13 @@ enum Probe {
             let url = URL(fileURLWithPath: path)
             let baseline = resetPeak()
             let anonymous = Double(status("RssAnon") ?? 0)
-            let nanoseconds = try Stopwatch.time { try open(kind, url) }
+            let (nanoseconds, steps) = try open(kind, url)
             let peak = Double(status("VmHWM") ?? 0)
             let measurement = Measurement(
                 milliseconds: nanoseconds / 1e6,
                 peakKiB: max(0, peak - baseline),
-                anonymousKiB: max(0, Double(status("RssAnon") ?? 0) - anonymous)
+                anonymousKiB: max(0, Double(status("RssAnon") ?? 0) - anonymous),
+                steps: steps
             )
             print(String(decoding: try JSONEncoder().encode(measurement), as: UTF8.self))
             return 0
@@ -73,21 +126,36 @@ enum Probe {
         return try JSONDecoder().decode(M.self, from: Data(finished.output))
     }
 
-    private static func open(_ kind: Kind, _ url: URL) throws {
+    /// Opens the store at `url` and reads what the Sync tab needs, then closes it: the open and
+    /// its reads in nanoseconds, and each step.
+    static func open(_ kind: Kind, _ url: URL) throws -> (nanoseconds: Double, steps: Steps) {
         switch kind {
         case .engine:
-            let outbox = try Workload.openOutbox(url)
-            _ = try outbox.syncTab(isOnline: false)
-            outbox.close()
+            var opened: Outbox?
+            let open = try Stopwatch.time { opened = try Workload.openOutbox(url) }
+            guard let outbox = opened else { throw BenchmarkFailure(description: "the engine did not open") }
+            let reads = try Stopwatch.time { _ = try outbox.syncTab(isOnline: false) }
+            let close = Stopwatch.time { outbox.close() }
+            return (open + reads, Steps(outbox.openPhases, open: open, reads: reads, close: close))
         case .sqlite:
-            let sqlite = try SQLiteOutbox(directory: url, durability: .full)
-            _ = try sqlite.syncTab()
+            var opened: SQLiteOutbox?
+            let open = try Stopwatch.time { opened = try SQLiteOutbox(directory: url, durability: .full) }
+            let reads = try Stopwatch.time { _ = try opened?.syncTab() }
+            // Its connections close when it goes.
+            let close = Stopwatch.time { opened = nil }
+            return (open + reads, Steps(open: open, reads: reads, close: close))
         case .pullEngine, .pullSQLite, .pullFloor, .pullEngineHTTP, .pullSQLiteHTTP, .pullResnapshot:
             preconditionFailure("a pull probe is run by PullProbe")
         case .floor:
-            try RawJournal.withEnvironment(url) { environment, events in
-                _ = try environment.read { txn in try txn.last(events) }
-            }
+            var opened: LMDBEnvironment?
+            let mapping = try Stopwatch.time { opened = try RawJournal.open(url) }
+            guard let environment = opened else { throw BenchmarkFailure(description: "the environment did not open") }
+            var database: LMDBDatabase?
+            let databases = try Stopwatch.time { database = try environment.openDatabase("events") }
+            guard let events = database else { throw BenchmarkFailure(description: "no events database") }
+            let reads = try Stopwatch.time { _ = try environment.read { txn in try txn.last(events) } }
+            let close = Stopwatch.time { environment.close() }
+            return (mapping + databases + reads, Steps(open: mapping + databases, mapping: mapping, databases: databases, reads: reads, close: close))
         }
     }
 
@@ -108,8 +176,13 @@ enum Probe {
 /// A journal opened with the LMDB layer alone, for floors and for marking projections stale.
 enum RawJournal {
     static func withEnvironment<R>(_ directory: URL, _ body: (LMDBEnvironment, LMDBDatabase) throws -> R) throws -> R {
-        let environment = try LMDBEnvironment.open(directory: directory, options: LMDBEnvironment.Options(maxMapSizeBytes: 8 << 30))
+        let environment = try open(directory)
         defer { environment.close() }
         return try body(environment, try environment.openDatabase("events"))
+    }
+
+    /// The journal's environment, as the engine maps it.
+    static func open(_ directory: URL) throws -> LMDBEnvironment {
+        try LMDBEnvironment.open(directory: directory, options: LMDBEnvironment.Options(maxMapSizeBytes: 8 << 30))
     }
 }

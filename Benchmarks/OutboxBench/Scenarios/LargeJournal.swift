@@ -15,11 +15,14 @@ extension Scenario {
             .size("memory-large", "peak memory added, fresh process", .kibibytes),
             .size("memory-small", "the same, 10,000-event journal", .kibibytes),
             .size("anonymous-large", "of the large's, heap and stacks (RssAnon)", .kibibytes),
-        ],
+        ] + OpenStep.allCases.flatMap { step in
+            [.time("warm-\(step.rawValue)", "large, warm: \(step.label)"), .time("fresh-\(step.rawValue)", "large, fresh: \(step.label)")]
+        },
         limit: { result in
             "open the LMDB environment and read one page: \(TextReport.format(result.floor("open-large"))) ms. "
-                + "Ours also opens its databases, checks meta, and records `journalOpened` in one durable commit "
-                + "(see scenario 0); nothing is proportional to the journal's length. Page cache warm"
+                + "Ours also opens its databases, checks meta, and records `journalOpened` in one commit without a flush "
+                + "(see scenario 0), then reads the Sync tab; nothing is proportional to the journal's length. Page cache warm. "
+                + "Each contender's open is timed with its first reads, its close apart"
         },
         targets: [
             Target(text: "open at 1,000,000 events under 20 ms") { result in
@@ -29,47 +32,46 @@ extension Scenario {
                 guard let large = result.ours("open-large"), let small = result.ours("open-small") else { return nil }
                 return (TextReport.ratioText(large / small), large / small <= 1.5)
             },
+            .withinOfSQLite(1.3, "open-large", "open + Sync tab warm within 1.3x of the SQLite outbox"),
+            .withinOfSQLite(1.5, "fresh-large", "fresh process within 1.5x of the SQLite outbox"),
         ],
         run: { context in
             let large = try await context.fixtures.journal(events: context.sizes.largeJournalEvents, context: context)
             let small = try await context.fixtures.journal(events: context.sizes.smallJournalEvents, context: context)
             let iterations = context.sizes.openIterations
-            func opens(_ built: JournalBuilder.Built) throws -> Trio {
-                let ours = try (0..<iterations).map { _ in
-                    var outbox: Outbox?
-                    let nanoseconds = try Stopwatch.time {
-                        outbox = try Workload.openOutbox(built.directory)
-                        _ = try outbox?.syncTab(isOnline: false)
-                    }
-                    outbox?.close()
-                    return nanoseconds / 1e6
+            /// Each contender's opens in this process, one after another: the median of each figure.
+            func opens(_ built: JournalBuilder.Built) throws -> [Probe.Kind: OpenFigures] {
+                var figures: [Probe.Kind: OpenFigures] = [:]
+                for kind in [Probe.Kind.engine, .sqlite, .floor] {
+                    let path = kind == .sqlite ? built.sqliteDirectory : built.directory
+                    let measured = try (0..<iterations).map { _ in try Probe.open(kind, path) }
+                    figures[kind] = OpenFigures(measured)
                 }
-                let sqlite = try (0..<iterations).map { _ in
-                    try Stopwatch.time { _ = try SQLiteOutbox(directory: built.sqliteDirectory, durability: .full).syncTab() } / 1e6
-                }
-                let floor = try (0..<iterations).map { _ in
-                    try Stopwatch.time {
-                        try RawJournal.withEnvironment(built.directory) { environment, events in
-                            _ = try environment.read { txn in try txn.last(events) }
-                        }
-                    } / 1e6
-                }
-                return Trio(ours: Statistics(ours).median, sqlite: Statistics(sqlite).median, floor: Statistics(floor).median)
+                return figures
             }
+            let warm = try opens(large)
+            let warmSmall = try opens(small)
             let ours = try Probe.measure(.engine, path: large.directory)
             let sqlite = try Probe.measure(.sqlite, path: large.sqliteDirectory)
             let floor = try Probe.measure(.floor, path: large.directory)
             let (oursSmall, sqliteSmall, floorSmall) = (try Probe.measure(.engine, path: small.directory),
                                                         try Probe.measure(.sqlite, path: small.sqliteDirectory),
                                                         try Probe.measure(.floor, path: small.directory))
-            return [
-                "open-large": try opens(large),
-                "open-small": try opens(small),
+            var sample: Sample = [
+                "open-large": Trio(ours: warm[.engine]?.milliseconds, sqlite: warm[.sqlite]?.milliseconds, floor: warm[.floor]?.milliseconds),
+                "open-small": Trio(ours: warmSmall[.engine]?.milliseconds, sqlite: warmSmall[.sqlite]?.milliseconds,
+                                   floor: warmSmall[.floor]?.milliseconds),
                 "fresh-large": Trio(ours: ours.milliseconds, sqlite: sqlite.milliseconds, floor: floor.milliseconds),
                 "memory-large": Trio(ours: ours.peakKiB, sqlite: sqlite.peakKiB, floor: floor.peakKiB),
                 "memory-small": Trio(ours: oursSmall.peakKiB, sqlite: sqliteSmall.peakKiB, floor: floorSmall.peakKiB),
                 "anonymous-large": Trio(ours: ours.anonymousKiB, sqlite: sqlite.anonymousKiB, floor: floor.anonymousKiB),
             ]
+            for step in OpenStep.allCases {
+                sample["warm-\(step.rawValue)"] = Trio(ours: warm[.engine]?.steps[step], sqlite: warm[.sqlite]?.steps[step],
+                                                      floor: warm[.floor]?.steps[step])
+                sample["fresh-\(step.rawValue)"] = Trio(ours: ours.steps[step], sqlite: sqlite.steps[step], floor: floor.steps[step])
+            }
+            return sample
         }
     )
 
@@ -180,6 +182,68 @@ extension Scenario {
         let meta = try environment.openDatabase("meta")
         try environment.write { txn in
             try txn.put(meta, key: Array("projection-version".utf8), value: UInt32(0).bigEndianByteArray)
+        }
+    }
+}
+
+/// The steps of an open that scenario 4 reports, each a metric for the warm and the fresh open.
+enum OpenStep: String, CaseIterable, Sendable {
+    case open, preparing, mapping, databases, meta, recording, commit, rest, reads, close
+
+    var label: String {
+        switch self {
+        case .open: "the open alone, without its reads"
+        case .preparing: "directory and process lock"
+        case .mapping: "data file check and mdb_env_open"
+        case .databases: "databases opened (mdb_dbi_open)"
+        case .meta: "meta checks (format, layout, account, key)"
+        case .recording: "the opening recorded, all told"
+        case .commit: "of which its commit"
+        case .rest: "the rest of the open (the engine's objects)"
+        case .reads: "first reads (the Sync tab)"
+        case .close: "close, apart from the open"
+        }
+    }
+}
+
+extension Probe.Steps {
+    /// One step, in microseconds.
+    subscript(step: OpenStep) -> Double? {
+        switch step {
+        case .open: open
+        case .preparing: preparing
+        case .mapping: mapping
+        case .databases: databases
+        case .meta: meta
+        case .recording: recording
+        case .commit: commit
+        case .rest: rest
+        case .reads: reads
+        case .close: close
+        }
+    }
+}
+
+/// One contender's opens in one repeat: the median of each figure over them.
+struct OpenFigures {
+    var milliseconds: Double
+    var steps: [OpenStep: Double] = [:]
+
+    init(_ opens: [(nanoseconds: Double, steps: Probe.Steps)]) {
+        milliseconds = Statistics(opens.map(\.nanoseconds)).median / 1e6
+        for step in OpenStep.allCases {
+            let values = opens.compactMap { $0.steps[step] }
+            if !values.isEmpty { steps[step] = Statistics(values).median }
+        }
+    }
+}
+
+extension Target {
+    /// Ours at `key` at most `factor` times the SQLite outbox's (the median of the ratios).
+    static func withinOfSQLite(_ factor: Double, _ key: String, _ text: String) -> Target {
+        Target(text: text) { result in
+            // `versusSQLite` reads theirs over ours: its inverse is ours over theirs.
+            result[key]?.versusSQLite.map { (TextReport.ratioText(1 / $0.median), 1 / $0.median <= factor) }
         }
     }
 }

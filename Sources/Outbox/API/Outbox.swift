@@ -44,6 +44,8 @@ public final class Outbox: Sendable {
     /// Whether an automatic compaction runs now.
     let compacting = Atomic<Bool>(false)
     private let closed = Atomic<Bool>(false)
+    /// How long each phase of this open took: for the benchmark's breakdown of a launch.
+    package let openPhases: OpenPhases
 
     /// Opens (or creates) the journal in `directory`.
     ///
@@ -61,12 +63,14 @@ public final class Outbox: Sendable {
     }
 
     init(directory: URL, transport: any OutboxTransport, configuration: OutboxConfiguration, faultHook: LMDBFaultHook?) throws {
+        let started = OpenPhases.now()
         try configuration.validate()
         self.directory = directory
         self.configuration = configuration
         self.transport = transport
         let log = EngineLog(logger: configuration.logger, clock: configuration.clock)
         let budget = StorageBudget(budgetBytes: configuration.maxJournalBytes)
+        var phases = OpenPhases()
         let store = try JournalStore.open(
             directory: directory,
             options: JournalStore.Options(
@@ -78,7 +82,8 @@ public final class Outbox: Sendable {
                 faultHook: faultHook,
                 sealingKey: configuration.encryptionKey,
                 account: configuration.account
-            )
+            ),
+            phases: &phases
         )
         let broadcaster = ChangeBroadcaster { [store] events in (try? store.recordsTouched(by: events)) ?? [] }
         self.store = store
@@ -104,19 +109,30 @@ public final class Outbox: Sendable {
         self.replayPass = ReplayPass(store: store, room: room, attempts: attempts, configuration: configuration, log: log)
         self.worker = ReplayWorker(pass: replayPass, clock: configuration.clock)
         do {
+            let recording = OpenPhases.now()
             try Self.recordOpening(store: store, writer: writer, appVersion: configuration.appVersion, timeZone: configuration.clock.timeZone,
-                                   routeLost: route.lost, log: log)
+                                   routeLost: route.lost, log: log, phases: &phases)
+            phases.recording += OpenPhases.now() - recording
         } catch {
             writer.close()
             store.close()
             throw error
         }
+        phases.total = OpenPhases.now() - started
+        openPhases = phases
     }
 
     /// Appends `journalOpened` and, for every attempt the last process started and never saw
     /// end, `attemptAbandoned`: those rows are due at once, replayed under the same key.
+    ///
+    /// Committed without its meta page's flush, in ``Durability/full`` too (one flush where a
+    /// durable commit makes two; the journal stays whole, Docs/durability.md). A power loss
+    /// before the next flush may lose this record, and with it nothing a member typed: each row it abandons is still `syncing` on the disk, so the next open records its
+    /// abandonment again, and its own opening. No such row is sent before a flushing commit, its
+    /// attempt's start, has made the abandonment durable with it; the first enqueue or the flush
+    /// at ``close()`` makes it durable otherwise.
     private static func recordOpening(store: JournalStore, writer: JournalWriter, appVersion: String?, timeZone: TimeZone,
-                                      routeLost: JournalStore.Draft?, log: EngineLog) throws {
+                                      routeLost: JournalStore.Draft?, log: EngineLog, phases: inout OpenPhases) throws {
         let opened = JournalStore.Draft(operationID: nil, body: .journalOpened(JournalOpened(
             formatVersion: RecordCodec.formatVersion, engineVersion: engineVersion, appVersion: appVersion,
             timeZone: timeZone.identifier
@@ -128,7 +144,7 @@ public final class Outbox: Sendable {
             EngineLog.Key.count: "\(abandoned.count)",
         ]
         do {
-            let events = try writer.appendNow([opened] + (routeLost.map { [$0] } ?? []) + abandoned)
+            let events = try phases.time(\.commit) { try writer.appendNow([opened] + (routeLost.map { [$0] } ?? []) + abandoned, flush: false) }
             var recorded = metadata
             recorded[EngineLog.Key.seq] = .string(events.first.map { "\($0.seq)" } ?? "")
             log.log(.info, "journal opened", recorded)
@@ -160,10 +176,11 @@ public final class Outbox: Sendable {
         let worker = self.worker
         Task { await worker.shutdown() }
         writer.close()
-        if configuration.durability == .processCrash {
-            // The last commits are in the OS's cache: hand them to the disk before letting go.
-            // `close()` cannot throw: a failure is logged and counted, and the commits stay in
-            // the OS's cache, safe unless the device loses power.
+        if store.environment.hasUnflushedCommits {
+            // The last commits are in the OS's cache (every commit of `.processCrash`; in `.full`
+            // the opening's, when nothing flushed after it): hand them to the disk before letting
+            // go. `close()` cannot throw: a failure is logged and counted, and the commits stay
+            // in the OS's cache, safe unless the device loses power.
             do {
                 try store.environment.sync()
             } catch {

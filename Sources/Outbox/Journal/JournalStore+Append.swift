@@ -16,6 +16,9 @@ extension JournalStore {
     /// is written straight into its page. Each operation's state is written once, with the index
     /// entries that changed, however many events of the transaction touch it, and the counters
     /// once for them all.
+    ///
+    /// With `flush: false` the commit is not flushed to disk (``LMDBEnvironment/write(flushing:_:)``):
+    /// it survives the app ending, not the device losing power, until the next flushing commit.
     /// - Returns: for each unit, the given ones and then those that joined, its events as
     ///   committed or the reason it was refused.
     /// - Throws: when the transaction itself fails (the map or disk is full, an I/O error):
@@ -23,6 +26,7 @@ extension JournalStore {
     func append(
         _ units: [[PreparedDraft]],
         joining: () -> [PreparedDraft]? = { nil },
+        flush: Bool = true,
         at now: Date,
         uptime: Uptime? = nil
     ) throws(OutboxError) -> [Result<[JournalEvent], OutboxError>] {
@@ -32,7 +36,7 @@ extension JournalStore {
         var all = units
         let remembered = committedCounters.withLock { $0 }
         let (results, counters) = try Self.run(options) { [schema] in
-            try environment.write { txn in
+            try environment.write(flushing: flush) { txn in
                 var batch = try AppendBatch(schema: schema, now: now, uptime: uptime, counters: remembered, in: txn)
                 var results: [Result<[JournalEvent], OutboxError>] = []
                 results.reserveCapacity(all.count)
@@ -55,8 +59,8 @@ extension JournalStore {
     }
 
     /// Appends units of drafts, encoded here: for code that is already on the writer's queue.
-    func append(_ units: [[Draft]], at now: Date, uptime: Uptime? = nil) throws(OutboxError) -> [Result<[JournalEvent], OutboxError>] {
-        try append(units.map { $0.map(PreparedDraft.init) }, at: now, uptime: uptime)
+    func append(_ units: [[Draft]], flush: Bool = true, at now: Date, uptime: Uptime? = nil) throws(OutboxError) -> [Result<[JournalEvent], OutboxError>] {
+        try append(units.map { $0.map(PreparedDraft.init) }, flush: flush, at: now, uptime: uptime)
     }
 }
 

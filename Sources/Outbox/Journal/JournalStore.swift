@@ -104,9 +104,15 @@ final class JournalStore: Sendable {
     ///   ``OutboxError/permissionDenied(path:)``, ``OutboxError/storageFull(limitBytes:errno:)``,
     ///   ``OutboxError/journalCorrupt(seq:reason:)`` when a rebuild meets a damaged record.
     static func open(directory: URL, options: Options) throws(OutboxError) -> JournalStore {
+        var phases = OpenPhases()
+        return try open(directory: directory, options: options, phases: &phases)
+    }
+
+    /// Opens the journal as ``open(directory:options:)`` does, timing each phase into `phases`.
+    static func open(directory: URL, options: Options, phases: inout OpenPhases) throws(OutboxError) -> JournalStore {
         var options = options
         options.directoryPath = directory.path
-        return options.readOnly ? try openForReading(directory, options) : try openForWriting(directory, options)
+        return options.readOnly ? try openForReading(directory, options, &phases) : try openForWriting(directory, options, &phases)
     }
 
     /// The names a journal's directory holds besides LMDB's own files.
@@ -119,7 +125,7 @@ final class JournalStore: Sendable {
         static let staging = ".creating"
     }
 
-    private static func openForReading(_ directory: URL, _ options: Options) throws(OutboxError) -> JournalStore {
+    private static func openForReading(_ directory: URL, _ options: Options, _ phases: inout OpenPhases) throws(OutboxError) -> JournalStore {
         let path = directory.path
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
@@ -140,35 +146,53 @@ final class JournalStore: Sendable {
             throw .notAJournal(path: path, reason: "the directory holds no data.mdb")
         }
         let environmentOptions = options.environmentOptions
-        let environment: LMDBEnvironment
-        do {
-            environment = try openEnvironment(directory, environmentOptions, options)
-        } catch let error where error.isAccessProblem {
-            // Read-only media, or a lock file this user may not open: read without LMDB's lock.
-            var withoutLock = environmentOptions
-            withoutLock.withoutLockFile = true
-            environment = try openEnvironment(directory, withoutLock, options)
+        let environment: LMDBEnvironment = try phases.time(\.mapping) { () throws(OutboxError) in
+            do throws(OutboxError) {
+                return try openEnvironment(directory, environmentOptions, options)
+            } catch let error where error.isAccessProblem {
+                // Read-only media, or a lock file this user may not open: read without LMDB's lock.
+                var withoutLock = environmentOptions
+                withoutLock.withoutLockFile = true
+                return try openEnvironment(directory, withoutLock, options)
+            }
         }
         do {
-            return try JournalStore(environment: environment, options: options, writerLock: nil)
+            return try JournalStore(environment: environment, options: options, writerLock: nil, phases: &phases)
         } catch {
             environment.close()
             throw error
         }
     }
 
-    private static func openForWriting(_ directory: URL, _ options: Options) throws(OutboxError) -> JournalStore {
-        let path = directory.path
+    private static func openForWriting(_ directory: URL, _ options: Options, _ phases: inout OpenPhases) throws(OutboxError) -> JournalStore {
+        let lock = try phases.time(\.preparing) { () throws(OutboxError) in try prepareForWriting(directory, options) }
+        let environment = try phases.time(\.mapping) { () throws(OutboxError) in try openEnvironment(directory, options.environmentOptions, options) }
         do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            return try JournalStore(environment: environment, options: options, writerLock: lock, phases: &phases)
         } catch {
-            throw OutboxError(fileSystem: error, path: path, options: options)
+            environment.close()
+            throw error
+        }
+    }
+
+    /// Takes the process lock of the journal in `directory`, creating the journal when it has none.
+    ///
+    /// The paths are joined as strings (``path(_:in:)``) and the directory is created only when
+    /// missing: a `URL`'s parse and the file manager's look-ups were most of an open's time here.
+    private static func prepareForWriting(_ directory: URL, _ options: Options) throws(OutboxError) -> ProcessLock {
+        let path = directory.path
+        if !FileSystem.isDirectory(path) {
+            do {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            } catch {
+                throw OutboxError(fileSystem: error, path: path, options: options)
+            }
         }
         let canonical = directory.standardizedFileURL.resolvingSymlinksInPath().path
         if LMDBEnvironment.isOpen(path: canonical) { throw .alreadyOpen(path: canonical) }
         let lock: ProcessLock
         // The canonical path: the lock is known in this process by it, however the directory is named.
-        let lockPath = URL(fileURLWithPath: canonical).appendingPathComponent(FileName.writerLock).path
+        let lockPath = Self.path(FileName.writerLock, in: canonical)
         do {
             lock = try ProcessLock.acquire(path: lockPath)
         } catch {
@@ -181,30 +205,29 @@ final class JournalStore: Sendable {
                 throw OutboxError(storage: LMDBError(rawValue: code), limitBytes: options.limitBytes, path: lockPath)
             }
         }
-        if try !journalExists(in: directory, options: options) {
+        if try !journalExists(in: path, options: options) {
             try create(in: directory, options: options)
         }
-        let environment = try openEnvironment(directory, options.environmentOptions, options)
-        do {
-            return try JournalStore(environment: environment, options: options, writerLock: lock)
-        } catch {
-            environment.close()
-            throw error
-        }
+        return lock
     }
 
-    /// Whether `directory` holds a journal to open; clears what an interrupted creation left.
+    /// `name` in the directory at `directory`.
+    static func path(_ name: String, in directory: String) -> String {
+        directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
+
+    /// Whether the directory at `directory` holds a journal to open; clears what an interrupted
+    /// creation left.
     ///
     /// A data file of zero bytes is what an engine killed in its very first open leaves behind
     /// (before journals were created in a staging directory): it holds nothing, and goes.
-    private static func journalExists(in directory: URL, options: Options) throws(OutboxError) -> Bool {
-        let files = FileManager.default
-        let data = directory.appendingPathComponent(FileName.data).path
-        try remove(directory.appendingPathComponent(FileName.staging), options: options)
-        guard let attributes = try? files.attributesOfItem(atPath: data) else { return false }
-        guard (attributes[.size] as? Int) == 0, (attributes[.type] as? FileAttributeType) == .typeRegular else { return true }
-        try remove(URL(fileURLWithPath: data), options: options)
-        try remove(directory.appendingPathComponent(FileName.lock), options: options)
+    private static func journalExists(in directory: String, options: Options) throws(OutboxError) -> Bool {
+        let data = path(FileName.data, in: directory)
+        try remove(path(FileName.staging, in: directory), options: options)
+        guard let entry = FileSystem.entry(data) else { return false }
+        guard entry.sizeBytes == 0, entry.isRegularFile else { return true }
+        try remove(data, options: options)
+        try remove(path(FileName.lock, in: directory), options: options)
         return false
     }
 
@@ -217,7 +240,8 @@ final class JournalStore: Sendable {
         do throws(OutboxError) {
             let environment = try openEnvironment(staging, stagingOptions.environmentOptions, stagingOptions)
             do {
-                let store = try JournalStore(environment: environment, options: stagingOptions, writerLock: nil)
+                var phases = OpenPhases()
+                let store = try JournalStore(environment: environment, options: stagingOptions, writerLock: nil, phases: &phases)
                 store.close()
             } catch {
                 environment.close()
@@ -234,15 +258,15 @@ final class JournalStore: Sendable {
             try? FileManager.default.removeItem(at: staging)
             throw error
         }
-        try remove(staging, options: options)
+        try remove(staging.path, options: options)
     }
 
-    private static func remove(_ url: URL, options: Options) throws(OutboxError) {
-        guard FileManager.default.fileExists(atPath: url.path) else { return }
+    private static func remove(_ path: String, options: Options) throws(OutboxError) {
+        guard FileManager.default.fileExists(atPath: path) else { return }
         do {
-            try FileManager.default.removeItem(at: url)
+            try FileManager.default.removeItem(atPath: path)
         } catch {
-            throw OutboxError(fileSystem: error, path: url.path, options: options)
+            throw OutboxError(fileSystem: error, path: path, options: options)
         }
     }
 
@@ -283,11 +307,12 @@ final class JournalStore: Sendable {
         return directory.path
     }
 
-    private init(environment: LMDBEnvironment, options: Options, writerLock: ProcessLock?) throws(OutboxError) {
+    private init(environment: LMDBEnvironment, options: Options, writerLock: ProcessLock?, phases: inout OpenPhases) throws(OutboxError) {
         self.environment = environment
         self.options = options
         self.writerLock = writerLock
         let path = environment.path
+        let started = OpenPhases.now()
         do {
             self.schema = try JournalSchema(environment: environment)
         } catch LMDBEnvironmentError.noSuchDatabase(let name) {
@@ -297,6 +322,8 @@ final class JournalStore: Sendable {
         } catch {
             throw OutboxError(storage: error, limitBytes: options.limitBytes)
         }
+        let databasesOpened = OpenPhases.now()
+        phases.databases += databasesOpened - started
         let stored: MetaCheck = try Self.run(options) { [schema] in
             // Read first: a journal that exists needs nothing written to open, even on a full disk.
             let stored = try environment.read { txn in try Self.checkMeta(schema: schema, path: path, options: options, in: txn) }
@@ -321,6 +348,7 @@ final class JournalStore: Sendable {
         }
         self.projectionsAreCurrent = current
         try adoptKey()
+        phases.meta += OpenPhases.now() - databasesOpened
     }
 
     /// Checks the configured key against the journal's, and seals a plaintext journal an engine

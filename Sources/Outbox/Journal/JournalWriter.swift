@@ -9,6 +9,10 @@ import Synchronization
 /// waiting at that moment and commits them in one write transaction, so many tasks enqueueing at
 /// once share one commit (and one flush to disk). Each caller resumes only after the commit that
 /// holds its own events, with those events or the reason its unit was refused.
+///
+/// A unit may be submitted as needing no flush (``append(_:flush:)``, ``appendWithoutWaiting(_:landed:)``):
+/// a transaction whose units all need none commits without flushing, and one holding any unit
+/// that needs a flush flushes, which covers the others.
 final class JournalWriter: Sendable {
     typealias Unit = [JournalStore.Draft]
     /// A unit as it waits: each record encoded on its producer's task.
@@ -24,6 +28,8 @@ final class JournalWriter: Sendable {
 
     private struct Submission {
         var unit: PreparedUnit
+        /// Whether the commit holding it must be flushed before its result is delivered.
+        var flush = true
         /// Whether delivering its result resumes a caller (1), or another unit of the same
         /// caller's does (0).
         var resumes: Int = 1
@@ -48,6 +54,13 @@ final class JournalWriter: Sendable {
         var lastCommit: TimeInterval = 0
         /// The writer waits in its transaction for a submission; the next one wakes it.
         var writerWaiting = false
+
+        /// The first submission waiting, when a transaction that is `flushing` (or not) may take
+        /// it: one without a flush takes none that needs one.
+        mutating func takeFirst(flushing: Bool) -> Submission? {
+            guard let first = pending.first, flushing || !first.flush else { return nil }
+            return pending.removeFirst()
+        }
     }
 
     private let store: JournalStore
@@ -66,15 +79,26 @@ final class JournalWriter: Sendable {
         self.onCommit = onCommit
     }
 
-    /// Appends one unit and returns once it is durable.
+    /// Appends one unit and returns once it is committed: durable, unless `flush` is `false`,
+    /// when it survives the app ending and becomes durable with the next flushing commit.
     /// - Throws: the unit's own refusal (an illegal transition), or the commit's failure
     ///   (``OutboxError/storageFull(limitBytes:)``, ``OutboxError/closed``): nothing was written.
-    func append(_ unit: Unit) async throws -> [JournalEvent] {
+    func append(_ unit: Unit, flush: Bool = true) async throws -> [JournalEvent] {
         // Encoded here, on the caller's task: the writer only gives each record its seq.
         let prepared = unit.map(JournalStore.PreparedDraft.init)
         return try await withCheckedThrowingContinuation { continuation in
-            submit([Submission(unit: prepared, deliver: { continuation.resume(with: $0) })])
+            submit([Submission(unit: prepared, flush: flush, deliver: { continuation.resume(with: $0) })])
         }
+    }
+
+    /// Appends one unit that needs no flush, without waiting for it: for events that may be lost
+    /// to a power loss because the engine would record them again. Logs nothing itself.
+    /// - Parameter landed: called once with the unit's events or the reason it was refused:
+    ///   after its commit, on the writer's queue, before the callers of that commit resume; at
+    ///   once when the writer is closed.
+    func appendWithoutWaiting(_ unit: Unit, landed: @escaping @Sendable (Result<[JournalEvent], any Error>) -> Void = { _ in }) {
+        // Nobody waits to submit again: it does not count as a caller the fill wait expects back.
+        submit([Submission(unit: unit.map(JournalStore.PreparedDraft.init), flush: false, resumes: 0, deliver: landed)])
     }
 
     /// Appends several units, each landing or refused on its own, submitted together so that
@@ -137,10 +161,11 @@ final class JournalWriter: Sendable {
         }
     }
 
-    /// Appends one unit from synchronous code (opening), on the writer's queue.
-    func appendNow(_ unit: Unit) throws -> [JournalEvent] {
+    /// Appends one unit from synchronous code (opening), on the writer's queue; with `flush`
+    /// `false` its commit is not flushed (``JournalStore/append(_:joining:flush:at:uptime:)``).
+    func appendNow(_ unit: Unit, flush: Bool = true) throws -> [JournalEvent] {
         try queue.sync {
-            let result = try store.append([unit], at: clock.now(), uptime: clock.uptime())[0]
+            let result = try store.append([unit], flush: flush, at: clock.now(), uptime: clock.uptime())[0]
             let events = try result.get()
             if !events.isEmpty { onCommit(events) }
             return events
@@ -187,6 +212,10 @@ final class JournalWriter: Sendable {
     /// commits, so that one flush serves them all (``fillDeadline(durable:started:lastResumedAt:lastCommit:)``).
     /// A lone producer never waits (it is the one that came back); nor does a commit that is not
     /// flushed.
+    ///
+    /// A transaction flushes when any unit it takes needs a flush. One of units that need none
+    /// commits without one, and is joined only by units that need none: the first that does
+    /// waits for the next transaction, so the order of units is kept; it never waits to fill.
     private func drain() {
         let stopwatch = Stopwatch(clock: clock)
         while true {
@@ -199,27 +228,30 @@ final class JournalWriter: Sendable {
             }
             if taken.isEmpty { return }
             var batch = taken
+            let flush = taken.contains(where: \.flush)
             let started = stopwatch.now
-            // Only a flush is worth waiting for: without one (`.processCrash`) a commit costs
-            // less than the wait, and the writer's time is what bounds the rate.
-            let waitUntil = Self.fillDeadline(durable: store.options.syncOnCommit, started: started,
+            // Only a flush is worth waiting for: without one (`.processCrash`, or units that need
+            // none) a commit costs less than the wait, and the writer's time is what bounds the rate.
+            let waitUntil = Self.fillDeadline(durable: flush && store.options.syncOnCommit, started: started,
                                               lastResumedAt: lastResumedAt, lastCommit: lastCommit)
             let results: [Result<[JournalEvent], OutboxError>]
             do {
                 results = try store.append(batch.map(\.unit), joining: {
-                    guard let next = self.nextJoining(until: waitUntil, clock: stopwatch) else { return nil }
+                    guard let next = self.nextJoining(until: waitUntil, flushing: flush, clock: stopwatch) else { return nil }
                     batch.append(next)
                     return next.unit
-                }, at: clock.now(), uptime: clock.uptime())
+                }, flush: flush, at: clock.now(), uptime: clock.uptime())
             } catch {
-                resumed(batch, at: stopwatch.now, commitTook: nil)
+                if flush { resumed(batch, at: stopwatch.now, commitTook: nil) }
                 for submission in batch { submission.deliver(.failure(error)) }
                 continue
             }
             let took = stopwatch.now - started
             let committed = results.flatMap { (try? $0.get()) ?? [] }
             if !committed.isEmpty { onCommit(committed) }
-            resumed(batch, at: stopwatch.now, commitTook: took)
+            // The fill wait is the flushing commits' affair: one without a flush leaves what
+            // the last flushing one resumed, and how long it took, as they were.
+            if flush { resumed(batch, at: stopwatch.now, commitTook: took) }
             for (submission, result) in zip(batch, results) {
                 submission.deliver(result.mapError { $0 as any Error })
             }
@@ -254,12 +286,13 @@ final class JournalWriter: Sendable {
     }
 
     /// The next submission to join the running transaction: one waiting now, or, while callers
-    /// the last commit resumed have not come back, the first to arrive before `deadline`.
-    private func nextJoining(until deadline: TimeInterval, clock: Stopwatch) -> Submission? {
+    /// the last commit resumed have not come back, the first to arrive before `deadline`. A
+    /// transaction that is not `flushing` takes none that needs a flush.
+    private func nextJoining(until deadline: TimeInterval, flushing: Bool, clock: Stopwatch) -> Submission? {
         while true {
             let (next, mayWait) = state.withLock { state -> (Submission?, Bool) in
-                if !state.pending.isEmpty { return (state.pending.removeFirst(), false) }
-                guard state.arrivedSinceResume < state.lastResumed, !state.closed, !state.held else { return (nil, false) }
+                if let next = state.takeFirst(flushing: flushing) { return (next, false) }
+                guard state.pending.isEmpty, state.arrivedSinceResume < state.lastResumed, !state.closed, !state.held else { return (nil, false) }
                 state.writerWaiting = true
                 return (nil, true)
             }
@@ -275,7 +308,7 @@ final class JournalWriter: Sendable {
                     return !state.writerWaiting
                 }
                 if signalled { arrival.wait() }
-                if clock.now >= deadline { return state.withLock { $0.pending.isEmpty ? nil : $0.pending.removeFirst() } }
+                if clock.now >= deadline { return state.withLock { $0.takeFirst(flushing: flushing) } }
             }
         }
     }

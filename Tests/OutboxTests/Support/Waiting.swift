@@ -1,5 +1,7 @@
 import Foundation
 @testable import Outbox
+import OutboxTesting
+import Synchronization
 
 /// Waits, without waiting on real time, until `condition` holds: it is checked now and after
 /// every commit of the outbox.
@@ -24,5 +26,24 @@ extension TestJournal {
         if let session { configuration.session = session }
         configure(&configuration)
         return try Outbox(directory: directory, transport: server, configuration: configuration)
+    }
+
+    /// Enqueues one write and drains it through a transport that closes the outbox in the middle
+    /// of its attempt, as the process ending would: after `server` applied the write when
+    /// `applied`, before the request reached it otherwise. The row is left `syncing`.
+    func interruptAnAttempt(on server: InMemoryServer, applied: Bool,
+                            _ configure: (inout OutboxConfiguration) -> Void = { _ in }) async throws -> OperationID {
+        let outboxBox = Mutex<Outbox?>(nil)
+        let dying = ScriptedTransport(otherwise: .handle { request in
+            let response = applied ? try await server.send(request) : nil
+            outboxBox.withLock { $0 }?.close()
+            guard let response else { throw URLError(.cancelled) }
+            return response
+        })
+        let outbox = try open(server: dying, configure)
+        outboxBox.withLock { $0 = outbox }
+        let id = try await outbox.enqueue(productRequest(1))
+        await outbox.drain()
+        return id
     }
 }
