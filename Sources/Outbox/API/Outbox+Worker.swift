@@ -76,7 +76,7 @@ extension Outbox {
         // The system is about to suspend the app: the engine stops watching the route.
         if !isClosed, let lost = attempts.routes.observe(responded: false, at: configuration.clock.now()) {
             do {
-                _ = try await room.append([lost], whenFull: .reserve)
+                _ = try await writer.append([lost], flush: false)
             } catch {
                 log.problem(.factNotRecorded, "could not record that the route stopped being watched", error: error)
             }

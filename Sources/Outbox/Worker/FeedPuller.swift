@@ -184,7 +184,8 @@ final class FeedPuller: Sendable {
     private func recordRoute(responded: Bool) async {
         guard let draft = routes.observe(responded: responded, at: configuration.clock.now()) else { return }
         do {
-            _ = try await room.append([draft], whenFull: .reserve)
+            // One flush, not two: a crash may undo it (the next open ends the route anyway).
+            _ = try await room.writer.append([draft], flush: false)
         } catch {
             log.problem(.factNotRecorded, "could not record whether a route to the server is seen", error: error)
         }
