@@ -20,7 +20,7 @@ extension Scenario {
         },
         limit: { result in
             "open the LMDB environment and read one page: \(TextReport.format(result.floor("open-large"))) ms. "
-                + "Ours also opens its databases, checks meta, and records `journalOpened` in one commit without a flush "
+                + "Ours also opens its databases, checks meta, and records `journalOpened` in one commit without its meta page's flush (one fdatasync, not two) "
                 + "(see scenario 0), then reads the Sync tab; nothing is proportional to the journal's length. Page cache warm. "
                 + "Each contender's open is timed with its first reads, its close apart"
         },
