@@ -158,6 +158,19 @@ struct BudgetedDrainTests {
         #expect(keys.count == 3 && keys[0] == keys[1], "the cancelled request is replayed under the same key")
     }
 
+    @Test func aPullAfterABudgetedDrainPullsWithoutAWake() async throws {
+        let journal = TestJournal()
+        journal.clock.set(to: Self.t0)
+        let (transport, _) = Self.feedServer(journal.clock, seconds: 0)
+        let outbox = try journal.open(server: transport) { PullTests.configured(&$0, PullConfiguration(pageSize: 5, businesses: [PullTests.business])) }
+        defer { outbox.close() }
+        _ = await outbox.drain(until: Self.t0.addingTimeInterval(10))
+        #expect(try outbox.feedCursor(business: PullTests.business) == nil, "10 s is less than a page needs")
+        let report = try await outbox.pull()
+        #expect(report.feed(PullTests.business)?.pagesApplied == 1)
+        #expect(try outbox.feedCursor(business: PullTests.business)?.text == "1-5-0")
+    }
+
     @Test func anEnqueueAfterAnExpiryIsSentWithoutAWake() async throws {
         let journal = TestJournal()
         journal.clock.set(to: Self.t0)

@@ -115,6 +115,7 @@ actor ReplayWorker {
     /// Runs a pass that pulls every feed (or waits for the one running, then one such more) and
     /// returns its pull's report; `nil` when the worker closed first.
     func pull() async -> PullReport? {
+        resumeFromExpiry(.pullRequested)
         let id = nextDrainerID
         nextDrainerID += 1
         return await withCheckedContinuation { continuation in
