@@ -13,7 +13,7 @@ struct SimulationTests {
         if let text = environment["OUTBOX_SEED"], let seed = UInt64(text) {
             return Array(repeating: seed, count: repeats)
         }
-        let count = environment["OUTBOX_SIM_SEEDS"].flatMap(Int.init) ?? 2000
+        let count = environment["OUTBOX_SIM_SEEDS"].flatMap(Int.init) ?? 1000
         let base = environment["OUTBOX_SIM_BASE"].flatMap(UInt64.init) ?? UInt64(Date().timeIntervalSince1970)
         return (0..<UInt64(count)).flatMap { Array(repeating: base &* 1_000_003 &+ $0, count: repeats) }
     }
