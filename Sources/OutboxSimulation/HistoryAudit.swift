@@ -490,7 +490,8 @@ struct HistoryAudit {
 
         switch event.body {
         case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped,
-            .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked, .routeChanged:
+            .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked, .routeChanged,
+            .installationAdopted:
             throw broken("an engine event under an operation")
 
         case .deletedOnServer(let deleted):
@@ -744,6 +745,11 @@ struct HistoryAudit {
             row.baseRevision = rebased.baseRevision
             row.rebases += 1
             row.undecidedConflict = nil
+
+        case .claimMayBeForgotten:
+            guard row.status == .queued, row.attempts > 0 else { throw broken("blocked for an old claim without ever being sent") }
+            tally["claims outlived", default: 0] += 1
+            row.status = .blocked
 
         case .dependencyEnded(let ended):
             guard row.status == .queued else { throw broken("only a queued row waits for its dependencies") }

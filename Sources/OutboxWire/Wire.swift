@@ -20,6 +20,9 @@ public enum WireHeader {
     /// (``FeedPosition``'s text), taken inside the writing transaction and stored with the claim,
     /// so a replay carries it too.
     public static let visibleAt = "Outbox-Visible-At"
+    /// On any answer: how long the server keeps an idempotency key's claim, in whole seconds. A
+    /// client replays a write under its key only while its first attempt is younger than that.
+    public static let claimRetention = "Outbox-Claim-Retention"
 }
 
 /// The `code` strings of error bodies (`{"code": ..., "message": ...}`) the contract names.

@@ -90,6 +90,7 @@ enum Samples {
         .discarded(Discarded(requestedBy: .rule, reason: .serverWon)),
         .sessionChanged(SessionChanged(observation: .otherAccount)),
         .journalOpened(JournalOpened(formatVersion: 2, engineVersion: "0.2.0", appVersion: nil, timeZone: "Europe/Berlin")),
+        .journalOpened(JournalOpened(formatVersion: 6, engineVersion: "0.2.0", appVersion: nil, timeZone: "Europe/Berlin", installation: "install-A")),
         .compacted(Compacted(firstSeq: 4, lastSeq: 9, removedCount: 5, digest: SHA256Digest(of: Data("y".utf8)), operations: [
             CompactedOperation(id: id, operationType: "product.update", status: .superseded, firstSeq: 4, createdAt: moment,
                                changedAt: moment, attemptCount: 1, latestOutcome: .conflicted, lastErrorCode: "revision_conflict",
@@ -156,6 +157,8 @@ enum Samples {
                                        serverDigest: SHA256Digest(of: Data("server".utf8)), localCount: nil, localDigest: nil, verdict: .inconclusive)),
         .routeChanged(RouteChanged(seen: true, at: Date(timeIntervalSince1970: 1_800_000_100.25))),
         .routeChanged(RouteChanged(seen: false, at: Date(timeIntervalSince1970: 1_800_000_160))),
+        .claimMayBeForgotten(ClaimMayBeForgotten(firstAttemptAt: Date(timeIntervalSince1970: 1_797_000_000.5), retentionSeconds: 2_505_600)),
+        .installationAdopted(InstallationAdopted(previous: "install-A", installation: "install-B")),
     ]
 
     static func events() -> [JournalEvent] {

@@ -51,6 +51,8 @@ struct KeyBoundsTests {
             state.latestSeq = JournalSequence(rawValue: .max)
             state.awaitingServerValue = [record]
             state.rolledBackSeq = JournalSequence(rawValue: .max)
+            state.decision = .serverKept
+            state.decidedAt = Date.distantFuture
             var indexesSeen = Set<String>()
             for status in OutboxStatus.allCases {
                 state.status = status

@@ -89,7 +89,7 @@ struct FactsReader {
             return Waiting(on: on, other: currentState(of: other))
         case .sessionPaused:
             return Waiting(on: on, other: engine.pausedBy.flatMap(currentState(of:)))
-        case .noSession, .otherAccount, .scheduled:
+        case .noSession, .otherAccount, .otherInstallation, .scheduled:
             return Waiting(on: on)
         }
     }
@@ -106,7 +106,7 @@ struct FactsReader {
     /// the Sync tab ask), over folded states: the facts are gathered here, the rule decides. Its
     /// schedule is judged by the caller against the output's now.
     private func foldedWaiting(for state: OperationState) throws -> WaitingOn? {
-        let recorded = Eligibility.Engine(isPaused: engine.isPaused, pausedAt: engine.pausedAt, session: engine.session)
+        let recorded = Eligibility.Engine(engine)
         var facts = Eligibility.Facts(id: state.id, status: state.status, dueAt: nil, engine: recorded, now: now)
         facts.dependencies = state.dependsOn.map { dependency in
             var current = currentState(of: dependency)

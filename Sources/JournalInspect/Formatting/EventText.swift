@@ -119,6 +119,9 @@ package enum EventText {
             return "rebased by its conflict rule onto the server's revision \(rebased.baseRevision); sent again under the same key"
         case .dependencyEnded(let ended):
             return "blocked: \(shortID(ended.dependency)), which it depends on, ended \(ended.status)"
+        case .claimMayBeForgotten(let claim):
+            return "blocked: first sent \(absolute(claim.firstAttemptAt)), longer ago than the server keeps claims "
+                + "(\(Int(claim.retentionSeconds)) s with the margin): sent again under its key it could apply twice; a person checks"
         case .heldOnRollback(let held):
             return "held: built on \(shortID(held.builtOn)), a change of the same record that was rolled back; a person decides"
         case .rollbackAcknowledged(let acknowledged):
@@ -169,6 +172,9 @@ package enum EventText {
         case .journalOpened(let opened):
             return "format \(opened.formatVersion), engine \(opened.engineVersion)" + (opened.appVersion.map { ", app \($0)" } ?? "")
                 + (opened.timeZone.map { ", device zone \($0)" } ?? "")
+                + (opened.installation.map { ", installation \($0)" } ?? "")
+        case .installationAdopted(let adopted):
+            return "the writes made on installation \(adopted.previous) adopted by \(adopted.installation): they are sent from here"
         case .compacted(let compacted):
             let writes = compacted.operations.count
             return "seqs \(compacted.firstSeq)...\(compacted.lastSeq) compacted: \(compacted.removedCount) events of \(writes) settled "

@@ -151,7 +151,7 @@ package enum Verdict {
         case .laneHead?, .dependency?, .recordWrite?:
             // Not due before what it waits for: said below.
             break
-        case .sessionPaused?, .noSession?, .otherAccount?:
+        case .sessionPaused?, .noSession?, .otherAccount?, .otherInstallation?:
             text += state.nextAttemptAt.map { ", next at \(moments.absolute($0))" } ?? ", due now"
         }
         if state.latestOutcome == .abandoned {
@@ -198,6 +198,9 @@ package enum Verdict {
             return "another account is signed in" + (engine.sessionSince.map { " since \(moments.absolute($0))" } ?? "")
                 + ": nothing is sent under it; it is sent once \(state.account.isEmpty ? "the journal's account" : state.account) "
                 + "signs in again"
+        case .otherInstallation(let madeOn):
+            return "the journal is open on installation \(engine.openedOn ?? "?"), not \(madeOn), where its writes were made "
+                + "(a backup restored onto another device): nothing is sent until the app revalidates them (adoptInstallation)"
         case .laneHead(let head, let status):
             let other = waiting.other
             let entity = state.entityID.map { " (\($0))" } ?? ""

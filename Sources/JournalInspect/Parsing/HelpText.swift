@@ -190,7 +190,7 @@ package enum HelpText {
                               recordBaseDropped, deletedOnServer, pageApplied,
                               pageRefused, resnapshotStarted, snapshotPageStaged,
                               resnapshotFinished, resnapshotAbandoned, summaryChecked,
-                              routeChanged
+                              routeChanged, claimMayBeForgotten, installationAdopted
           --type <t,...>      only events of operations of these types
           --operation <id>    only the events of this operation (a prefix is enough); for a
                               compacted one, the compacted event that removed them

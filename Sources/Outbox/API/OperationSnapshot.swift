@@ -51,6 +51,10 @@ public enum WaitingOn: Sendable, Equatable {
     case laneHead(OperationID, OutboxStatus?)
     /// A write it depends on (or what replaced it), not synced yet, with that write's status.
     case dependency(OperationID, OutboxStatus?)
+    /// The journal was opened on another installation than the one its writes were made on (a
+    /// backup restored onto another device): nothing is sent until the app revalidates them
+    /// (``Outbox/adoptInstallation()``).
+    case otherInstallation(madeOn: String)
     /// A 401 paused the worker; nothing is sent until the session is refreshed.
     case sessionPaused(since: Date?)
     /// Nobody is signed in.

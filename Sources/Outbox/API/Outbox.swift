@@ -110,7 +110,7 @@ public final class Outbox: Sendable {
         self.worker = ReplayWorker(pass: replayPass, clock: configuration.clock)
         do {
             let recording = OpenPhases.now()
-            try Self.recordOpening(store: store, writer: writer, appVersion: configuration.appVersion, timeZone: configuration.clock.timeZone,
+            try Self.recordOpening(store: store, writer: writer, appVersion: configuration.appVersion, installation: configuration.installation, timeZone: configuration.clock.timeZone,
                                    routeLost: route.lost, log: log, phases: &phases)
             phases.recording += OpenPhases.now() - recording
         } catch {
@@ -131,11 +131,11 @@ public final class Outbox: Sendable {
     /// abandonment again, and its own opening. No such row is sent before a flushing commit, its
     /// attempt's start, has made the abandonment durable with it; the first enqueue or the flush
     /// at ``close()`` makes it durable otherwise.
-    private static func recordOpening(store: JournalStore, writer: JournalWriter, appVersion: String?, timeZone: TimeZone,
+    private static func recordOpening(store: JournalStore, writer: JournalWriter, appVersion: String?, installation: String?, timeZone: TimeZone,
                                       routeLost: JournalStore.Draft?, log: EngineLog, phases: inout OpenPhases) throws {
         let opened = JournalStore.Draft(operationID: nil, body: .journalOpened(JournalOpened(
             formatVersion: RecordCodec.formatVersion, engineVersion: engineVersion, appVersion: appVersion,
-            timeZone: timeZone.identifier
+            timeZone: timeZone.identifier, installation: installation
         )))
         let abandoned = try store.interruptedAttempts()
         let metadata: OutboxLogger.Metadata = [

@@ -45,6 +45,18 @@ extension OutboxConfiguration {
         if !AcknowledgementObjective.boundsSeconds.contains(acknowledgementObjectiveSeconds) {
             throw refuse("acknowledgementObjectiveSeconds", "must be one of \(AcknowledgementObjective.boundsSeconds.map { "\(Int($0))" }.joined(separator: ", ")) seconds, not \(acknowledgementObjectiveSeconds)")
         }
+        if !(claimRetentionSeconds > 0 && claimRetentionSeconds.isFinite) {
+            throw refuse("claimRetentionSeconds", "must be a positive number of seconds (how long the server keeps idempotency claims), not \(claimRetentionSeconds)")
+        }
+        if !(claimRetentionMarginSeconds >= 0 && claimRetentionMarginSeconds < claimRetentionSeconds) {
+            throw refuse("claimRetentionMarginSeconds", "must be zero or more seconds and less than claimRetentionSeconds (\(claimRetentionSeconds)), not \(claimRetentionMarginSeconds)")
+        }
+        if !(decisionNoticeSeconds >= 0 && decisionNoticeSeconds.isFinite) {
+            throw refuse("decisionNoticeSeconds", "must be zero or more seconds, not \(decisionNoticeSeconds)")
+        }
+        if let installation, installation.isEmpty || installation.utf8.count > Self.maximumAccountBytes {
+            throw refuse("installation", "must be 1...\(Self.maximumAccountBytes) bytes of text (an identifier the app keeps outside backups), or nil")
+        }
         if let problem = retryPolicy.problems.first {
             throw refuse("retryPolicy.\(problem.field)", problem.problem)
         }

@@ -91,6 +91,30 @@ public struct OutboxConfiguration: Sendable {
     /// waited while a route to the server was seen). One of
     /// ``AcknowledgementObjective/boundsSeconds``: 60 seconds by default.
     public var acknowledgementObjectiveSeconds: TimeInterval = AcknowledgementObjective.defaultIntervalSeconds
+    /// How long the server keeps an idempotency key's claim (its answer to a replay), in
+    /// seconds: 30 days by default, as the reference server keeps them. A write whose first
+    /// attempt is older than this less ``claimRetentionMarginSeconds`` is not sent again under
+    /// its key, which the server may have forgotten: it is blocked (code
+    /// `claim_may_be_forgotten`) for a person to check. A server that announces a shorter
+    /// retention (`Outbox-Claim-Retention`) is judged by that.
+    public var claimRetentionSeconds: TimeInterval = 30 * 86_400
+    /// The margin kept below the claim retention: 1 day by default.
+    public var claimRetentionMarginSeconds: TimeInterval = 86_400
+    /// How long a decision the engine made for the member (the server's version kept, a write
+    /// sent again over a change made elsewhere, a write given up) stays on the Sync tab's notices:
+    /// 7 days by default. The ledger keeps it for good.
+    public var decisionNoticeSeconds: TimeInterval = 7 * 86_400
+    /// What the Sync tab calls one and several writes of a category ("Products": "product",
+    /// "products"), for sentences such as "1 product is waiting for approval"; a category listed
+    /// nowhere is counted in changes ("1 change in Products is waiting for approval").
+    public var categoryNouns: [String: CategoryNoun] = [:]
+    /// The installation the app runs on: an identifier it keeps outside backups (in the keychain
+    /// with a this-device-only accessibility, or a file excluded from backups), so a journal
+    /// restored from a backup onto another device is told apart. Recorded at each open; the
+    /// first one named is the one the journal's writes belong to. Opened on another, its
+    /// pending writes wait (``WaitingOn/otherInstallation(madeOn:)``) until the app revalidates
+    /// them with ``Outbox/adoptInstallation()``. `nil` (the default): no check.
+    public var installation: String?
     /// How the engine pulls the server's change feeds; `nil` (the default): it never pulls, and
     /// ``Outbox/pull()`` throws ``OutboxError/invalidConfiguration(field:problem:)``.
     public var pull: PullConfiguration?
@@ -283,4 +307,20 @@ public struct RecordTypePolicy: Sendable {
 
     /// A local-only type of version 1.
     public static let localOnly = RecordTypePolicy(isLocalOnly: true)
+}
+
+/// How the member's language names one and several writes of a category.
+public struct CategoryNoun: Sendable, Equatable {
+    /// "product".
+    public var one: String
+    /// "products".
+    public var other: String
+
+    public init(one: String, other: String) {
+        self.one = one
+        self.other = other
+    }
+
+    /// "1 product", "3 products".
+    public func counted(_ count: Int) -> String { count == 1 ? "1 \(one)" : "\(count) \(other)" }
 }

@@ -93,6 +93,14 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
     /// Whether a route to the server is seen from `routeAt` on (`routeChanged`).
     public var routeSeen: Bool?
     public var routeAt: Date?
+    /// The installation the engine was opened on (`journalOpened`), or that adopted the writes
+    /// made on `previousInstallation` (`installationAdopted`).
+    public var installation: String?
+    public var previousInstallation: String?
+    /// When a blocked write was first sent, and the claim retention it outlived
+    /// (`claimMayBeForgotten`), in seconds.
+    public var firstAttemptAt: Date?
+    public var claimRetentionSeconds: Double?
     /// The connected clock when a write was made (`enqueued`), and its connected age when
     /// acknowledged (`attemptFinished`), in seconds.
     public var connectedClock: Double?
@@ -199,6 +207,13 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             engineVersion = opened.engineVersion
             appVersion = opened.appVersion
             timeZone = opened.timeZone
+            installation = opened.installation
+        case .installationAdopted(let adopted):
+            installation = adopted.installation
+            previousInstallation = adopted.previous
+        case .claimMayBeForgotten(let claim):
+            firstAttemptAt = claim.firstAttemptAt
+            claimRetentionSeconds = claim.retentionSeconds
         case .superseded(let superseded):
             supersededBy = superseded.by
             supersedeReason = superseded.reason

@@ -117,7 +117,7 @@ extension JournalSchema {
     func verdict(on state: OperationState, engine: EngineState, now: Date, lookups: inout EligibilityLookups,
                  in txn: borrowing LMDBTransaction) throws -> Eligibility.Verdict {
         guard state.status == .queued else { return .notQueued }
-        let recorded = Eligibility.Engine(isPaused: engine.isPaused, pausedAt: engine.pausedAt, session: engine.session)
+        let recorded = Eligibility.Engine(engine)
         if let hold = Eligibility.engineHold(recorded) { return .waiting(hold) }
         return Eligibility.verdict(try eligibilityFacts(of: state, engine: recorded, now: now, lookups: &lookups, in: txn))
     }

@@ -32,7 +32,7 @@ import Synchronization
 final class JournalSchema: Sendable {
     /// The layout version of the projections (`state`). A journal stored with another version
     /// has its projections rebuilt from the events at open.
-    static let projectionVersion: UInt32 = 10
+    static let projectionVersion: UInt32 = 11
 
     /// The first layout that keeps its projections in `state`: a rebuild from such a layout
     /// rewrites what it reads.
@@ -65,6 +65,7 @@ final class JournalSchema: Sendable {
         static let recordWrites: UInt8 = 5
         static let recordOps: UInt8 = 6
         static let byStatus: UInt8 = 7
+        static let notices: UInt8 = 8
     }
 
     let meta: LMDBTable<NameCodec, RawBytes>
@@ -80,6 +81,8 @@ final class JournalSchema: Sendable {
     let syncTab: LMDBTable<JournalCodec.TabKey, JournalCodec.ID>
     let recordWrites: LMDBTable<JournalCodec.RecordWriteKey, JournalCodec.ID>
     let recordOps: LMDBTable<JournalCodec.RecordOpKey, JournalCodec.ID>
+    /// The decisions the engine made for the member, by when: the Sync tab's notices.
+    let notices: LMDBTable<JournalCodec.ScheduleKey, JournalCodec.ID>
     /// The record values' database, and its tables.
     let records: LMDBDatabase
     let base: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>
@@ -119,6 +122,7 @@ final class JournalSchema: Sendable {
         syncTab = LMDBTable(state, prefix: [Prefix.syncTab], name: "sync-tab")
         recordWrites = LMDBTable(state, prefix: [Prefix.recordWrites], name: "record-writes")
         recordOps = LMDBTable(state, prefix: [Prefix.recordOps], name: "record-ops")
+        notices = LMDBTable(state, prefix: [Prefix.notices], name: "notices")
         // A reader of a journal from before records finds none: it reads an empty table over `meta`.
         let records = environment.options.readOnly
             ? try environment.openExistingDatabase(Self.recordsDatabase) ?? metaDatabase

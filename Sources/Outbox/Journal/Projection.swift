@@ -20,6 +20,7 @@ enum Projection {
         case recordWrites
         case recordOps
         case byStatus
+        case notices
 
         /// Whether a state has at most one key in the index; the record indexes hold one per
         /// record the write changes.
@@ -49,6 +50,7 @@ enum Projection {
         func holds(_ state: OperationState) -> Bool {
             switch self {
             case .byStatus: true
+            case .notices: Projection.notice(of: state) != nil
             case .schedule: state.status == .queued
             case .lanes: !state.status.isTerminal
             case .syncTab: tabGroup(of: state.status) != nil
@@ -62,6 +64,8 @@ enum Projection {
             switch self {
             case .byStatus:
                 JournalCodec.StatusKey.encode((state.status, state.firstSeq), into: &bytes)
+            case .notices:
+                JournalCodec.ScheduleKey.encode((Projection.notice(of: state), state.firstSeq), into: &bytes)
             case .schedule:
                 JournalCodec.ScheduleKey.encode((state.nextAttemptAt, state.firstSeq), into: &bytes)
             case .lanes:
@@ -81,6 +85,7 @@ enum Projection {
         func sameKey(_ before: OperationState, _ after: OperationState) -> Bool {
             switch self {
             case .byStatus: before.status == after.status && before.firstSeq == after.firstSeq
+            case .notices: Projection.notice(of: before) == Projection.notice(of: after) && before.firstSeq == after.firstSeq
             case .schedule: before.nextAttemptAt == after.nextAttemptAt && before.firstSeq == after.firstSeq
             // A lane is its operation's business and entity (or its id), which never change.
             case .lanes: before.laneSeq == after.laneSeq
@@ -96,6 +101,7 @@ enum Projection {
         func table(in schema: JournalSchema) -> StoredTable {
             switch self {
             case .byStatus: StoredTable(schema.byStatus)
+            case .notices: StoredTable(schema.notices)
             case .schedule: StoredTable(schema.schedule)
             case .lanes: StoredTable(schema.lanes)
             case .syncTab: StoredTable(schema.syncTab)
@@ -112,6 +118,7 @@ enum Projection {
             try JournalCodec.ID.withEncoded(id) { value in
                 switch self {
                 case .byStatus: try txn.put(schema.byStatus, encodedKey: encodedKey, encodedValue: value, flags: flags)
+                case .notices: try txn.put(schema.notices, encodedKey: encodedKey, encodedValue: value, flags: flags)
                 case .schedule: try txn.put(schema.schedule, encodedKey: encodedKey, encodedValue: value, flags: flags)
                 case .lanes: try txn.put(schema.lanes, encodedKey: encodedKey, encodedValue: value, flags: flags)
                 case .syncTab: try txn.put(schema.syncTab, encodedKey: encodedKey, encodedValue: value, flags: flags)
@@ -161,6 +168,13 @@ enum Projection {
         case .discarded: state.rolledBackSeq != nil && !state.rollbackAcknowledged ? state.records : []
         case .withdrawn, .superseded: []
         }
+    }
+
+    /// When the engine made a decision the member is told of (``AutomaticDecision/isShownToMember``)
+    /// about `state`: its key in `notices`; `nil` for none, and once compacted.
+    static func notice(of state: OperationState) -> Date? {
+        guard state.compactedAt == nil, state.decision?.isShownToMember == true else { return nil }
+        return state.decidedAt
     }
 
     /// The index keys of a state (its counters are ``JournalCounters/add(_:sign:)``'s).

@@ -50,7 +50,7 @@ extension JournalQueries {
         switch try schema.waitingOn(state, engine: engine, now: now, in: txn) {
         case .laneHead(_, let status)?, .dependency(_, let status)?, .recordWrite(_, let status)?:
             return status.map { [.failed, .blocked, .conflicted, .pendingApproval].contains($0) } ?? false
-        case .sessionPaused?, .noSession?, .otherAccount?:
+        case .sessionPaused?, .noSession?, .otherAccount?, .otherInstallation?:
             return true
         case .scheduled?, nil:
             return false

@@ -5,11 +5,12 @@ import OutboxStorage
 /// The Sync tab and the badge, answered from counters and indexes: never a journal scan.
 extension JournalQueries {
     /// The Sync tab, each card holding at most `rowsPerCard` rows (its count covers them all).
-    func syncTab(isOnline: Bool, rowsPerCard: Int) throws(OutboxError) -> SyncTab {
+    func syncTab(isOnline: Bool, rowsPerCard: Int, wording: SyncTabWording) throws(OutboxError) -> SyncTab {
         let schema = self.schema
         return try read { txn in
             let counters = try schema.counters(in: txn)
-            var reading = TabReading(engine: try schema.engineState(in: txn))
+            let engine = try schema.engineState(in: txn)
+            var reading = TabReading(engine: engine)
             var cards: [SyncCard] = []
             for (category, count) in counters.tabCounts(.waiting) {
                 let rows = try schema.tabRows(.waiting, category: category.string, limit: rowsPerCard, reading: &reading, in: txn)
@@ -18,8 +19,9 @@ extension JournalQueries {
             }
             cards.sort { ($0.latestChangeAt, ExactString($1.category)) > ($1.latestChangeAt, ExactString($0.category)) }
 
-            let (approvalCard, approvalCount) = try schema.mergedCard(
+            var (approvalCard, approvalCount) = try schema.mergedCard(
                 .approval, named: SyncCard.approvalCategory, counters: counters, rowsPerCard: rowsPerCard, reading: &reading, in: txn)
+            approvalCard?.headline = wording.approvalHeadline(counters.tabCounts(.approval).map { ($0.key.string, Int($0.value)) })
             let (conflictCard, conflictCount) = try schema.mergedCard(
                 .conflicted, named: SyncCard.conflictCategory, counters: counters, rowsPerCard: rowsPerCard, reading: &reading, in: txn)
 
@@ -32,10 +34,21 @@ extension JournalQueries {
                 conflictCard: conflictCard,
                 totalCount: cards.reduce(0) { $0 + $1.count } + approvalCount + conflictCount,
                 banner: .make(isOnline: isOnline, waitingForNetwork: waitingForNetwork,
-                              needingAttention: needingAttention, waitingForApproval: approvalCount),
+                              needingAttention: needingAttention, waitingForApproval: approvalCount, hold: Self.bannerHold(engine)),
                 // The badge's statuses (``OutboxStatus/needsAttention``), from the same counters.
-                badgeCount: waitingForNetwork + needingAttention
+                badgeCount: waitingForNetwork + needingAttention,
+                notices: try schema.notices(since: wording.now.addingTimeInterval(-wording.noticeSeconds), limit: rowsPerCard, in: txn)
             )
+        }
+    }
+
+    /// What holds every waiting row at once, as the journal records the engine: the banner
+    /// then says so instead of promising they sync on their own.
+    static func bannerHold(_ engine: EngineState) -> SyncBanner.Hold? {
+        switch Eligibility.engineHold(Eligibility.Engine(engine)) {
+        case .otherInstallation?: .otherInstallation
+        case .sessionPaused?, .noSession?: .signIn
+        default: nil
         }
     }
 
@@ -46,5 +59,34 @@ extension JournalQueries {
         return try read { txn in
             try schema.count(ofStatuses: \.needsAttention, in: txn)
         }
+    }
+}
+
+/// What the Sync tab's words need beyond the journal: the moment, how long a notice is shown, and
+/// the member's nouns for each category.
+struct SyncTabWording {
+    var now: Date
+    var noticeSeconds: TimeInterval
+    var nouns: [String: CategoryNoun]
+
+    init(_ configuration: OutboxConfiguration) {
+        now = configuration.clock.now()
+        noticeSeconds = configuration.decisionNoticeSeconds
+        nouns = configuration.categoryNouns
+    }
+
+    /// "1 product is waiting for approval", "1 product and 2 employees are waiting for approval":
+    /// each category counted in its noun (in changes when it has none), the categories in byte
+    /// order; `nil` when nothing waits.
+    func approvalHeadline(_ counts: [(category: String, count: Int)]) -> String? {
+        let parts = counts.filter { $0.count > 0 }.sorted { ExactString($0.category) < ExactString($1.category) }
+        guard !parts.isEmpty else { return nil }
+        let phrases = parts.map { part in
+            nouns[part.category]?.counted(part.count)
+                ?? "\(CategoryNoun(one: "change", other: "changes").counted(part.count)) in \(part.category)"
+        }
+        let list = phrases.count == 1 ? phrases[0] : phrases.dropLast().joined(separator: ", ") + " and " + phrases.last!
+        let verb = parts.count == 1 && parts[0].count == 1 ? "is" : "are"
+        return "\(list) \(verb) waiting for approval"
     }
 }

@@ -43,6 +43,23 @@ extension JournalSchema {
     }
 }
 
+extension JournalSchema {
+    /// The decisions the engine made for the member since `moment`, newest first, at most
+    /// `limit`: read from the `notices` index backwards, stopping at the first older one.
+    func notices(since moment: Date, limit: Int, in txn: borrowing LMDBTransaction) throws -> [SyncNotice] {
+        var notices: [SyncNotice] = []
+        try txn.scan(self.notices, reverse: true) { entry in
+            guard notices.count < limit else { return .stop }
+            guard let decidedAt = try JournalCodec.ScheduleKey.dueAt(entry.keyBytes), decidedAt >= moment else { return .stop }
+            guard var state = try self.state(try entry.value(), in: txn), let decision = state.decision else { return .next }
+            open(&state)
+            notices.append(SyncNotice(state, decision: decision, decidedAt: decidedAt))
+            return .next
+        }
+        return notices
+    }
+}
+
 /// One read of the tab: the engine state every row's verdict takes, and what the rows read so
 /// far answered about the rows they wait on, so that the rows of one lane, or waiting on one
 /// write, read it and its label once. Valid only inside its transaction.

@@ -13,7 +13,7 @@ extension Outbox {
     /// - Parameter rowsPerCard: the most detail rows per card (each card's count covers all).
     public func syncTab(isOnline: Bool, rowsPerCard: Int = 50) throws -> SyncTab {
         try ensureOpen()
-        return try store.queries.syncTab(isOnline: isOnline, rowsPerCard: rowsPerCard)
+        return try store.queries.syncTab(isOnline: isOnline, rowsPerCard: rowsPerCard, wording: SyncTabWording(configuration))
     }
 
     /// Rows that need the network or a person: queued, syncing, failed, blocked and conflicted.
@@ -32,12 +32,13 @@ extension Outbox {
         let (stream, continuation) = AsyncStream.makeStream(of: SyncTab.self, bufferingPolicy: .bufferingNewest(1))
         let store = self.store
         let log = self.log
+        let configuration = self.configuration
         let task = Task {
             /// The tab now; `nil` when it cannot be read (logged and counted, unless the outbox
             /// closed): that update is skipped, and the next commit brings a fresh one.
             func tab() -> SyncTab? {
                 do {
-                    return try store.queries.syncTab(isOnline: isOnline(), rowsPerCard: rowsPerCard)
+                    return try store.queries.syncTab(isOnline: isOnline(), rowsPerCard: rowsPerCard, wording: SyncTabWording(configuration))
                 } catch {
                     log.problem(.viewUpdateFailed, "could not read the Sync tab for an update; skipping it", error: error)
                     return nil

@@ -5,6 +5,12 @@ public struct SyncBanner: Sendable, Equatable, Codable {
         case offline
         /// Online, with changes that will sync on their own.
         case willSync
+        /// Changes wait for the member to sign in: a 401 paused the worker, or nobody is signed
+        /// in. They do not sync on their own.
+        case signInRequired
+        /// The journal was restored onto this device from another: its changes wait until the
+        /// app confirms them (``Outbox/adoptInstallation()``).
+        case otherInstallation
         /// Nothing waits for the network, but failed or blocked changes need a person.
         case needsAttention
         /// Everything synced but changes waiting for approval.
@@ -17,8 +23,26 @@ public struct SyncBanner: Sendable, Equatable, Codable {
     /// What the member reads.
     public var text: String
 
+    /// What holds every waiting change at once, whatever the network does.
+    public enum Hold: Sendable, Equatable {
+        /// A 401 paused the worker, or nobody is signed in.
+        case signIn
+        /// The journal's changes were made on another installation.
+        case otherInstallation
+    }
+
     /// The banner for these counts.
-    public static func make(isOnline: Bool, waitingForNetwork: Int, needingAttention: Int, waitingForApproval: Int) -> SyncBanner {
+    /// - Parameter hold: what holds every waiting change at once; with one, the banner never
+    ///   says they will sync on their own.
+    public static func make(isOnline: Bool, waitingForNetwork: Int, needingAttention: Int, waitingForApproval: Int,
+                            hold: Hold? = nil) -> SyncBanner {
+        if waitingForNetwork > 0, let hold {
+            return switch hold {
+            case .signIn: SyncBanner(kind: .signInRequired, text: "Sign in to sync these changes")
+            case .otherInstallation:
+                SyncBanner(kind: .otherInstallation, text: "These changes were made on another device and wait to be confirmed")
+            }
+        }
         if waitingForNetwork > 0 {
             return isOnline
                 ? SyncBanner(kind: .willSync, text: "These changes will sync automatically")

@@ -17,15 +17,20 @@ public struct SyncTab: Sendable, Equatable, Codable {
     /// The badge (``Outbox/badgeCount()``) read in the same snapshot as the cards, so the two
     /// never disagree: queued, syncing, failed, blocked and conflicted.
     public var badgeCount: Int
+    /// What the engine decided for the member lately (the server's version kept, a change sent
+    /// again over one made elsewhere, a change given up), newest first, for
+    /// ``OutboxConfiguration/decisionNoticeSeconds``; never counted in the badge.
+    public var notices: [SyncNotice]
 
     public init(cards: [SyncCard], approvalCard: SyncCard?, conflictCard: SyncCard? = nil, totalCount: Int, banner: SyncBanner,
-                badgeCount: Int = 0) {
+                badgeCount: Int = 0, notices: [SyncNotice] = []) {
         self.cards = cards
         self.approvalCard = approvalCard
         self.conflictCard = conflictCard
         self.totalCount = totalCount
         self.banner = banner
         self.badgeCount = badgeCount
+        self.notices = notices
     }
 
     /// The card of `category`, if anything of it waits.
@@ -44,6 +49,10 @@ public struct SyncCard: Sendable, Equatable, Codable {
     public var latestChangeAt: Date
     /// Its rows, newest first, up to the tab's row limit.
     public var rows: [SyncRow]
+    /// The approval card's sentence, by category: "1 product is waiting for approval", "1
+    /// product and 2 employees are waiting for approval" (``OutboxConfiguration/categoryNouns``);
+    /// `nil` on the other cards, whose category and ``countText`` say it.
+    public var headline: String? = nil
 
     /// The approval card's category.
     public static let approvalCategory = "Waiting for approval"
@@ -87,5 +96,35 @@ public struct SyncRow: Sendable, Equatable, Codable {
         lastErrorMessage = state.lastErrorMessage
         serverValue = state.serverCurrent.map { String(decoding: $0, as: UTF8.self) }
         supersedes = state.supersedes?.operation
+    }
+}
+
+/// A decision the engine made for the member about one of their changes, told on the Sync tab
+/// for a while: nothing is asked of them, but nothing they typed is dropped in silence.
+public struct SyncNotice: Sendable, Equatable, Codable {
+    public var operationID: OperationID
+    public var category: String
+    public var entityLabel: String
+    public var summary: String
+    public var decision: AutomaticDecision
+    public var decidedAt: Date
+    /// What the member reads: "Resolved for you: the server's version of Antiseptic 500 ml was
+    /// kept".
+    public var text: String
+
+    package init(_ state: OperationState, decision: AutomaticDecision, decidedAt: Date) {
+        operationID = state.id
+        category = state.category
+        entityLabel = state.entityLabel
+        summary = state.summary
+        self.decision = decision
+        self.decidedAt = decidedAt
+        let label = state.entityLabel.isEmpty ? "a change" : state.entityLabel
+        text = switch decision {
+        case .serverKept: "Resolved for you: the server's version of \(label) was kept, and your change was not sent"
+        case .resentOverServer: "Resolved for you: your change to \(label) was sent over a change made elsewhere"
+        case .gaveUp: "Not sent: \(label) could not reach the server after \(state.attemptCount) tries"
+        case .coalesced: "Your newer change to \(label) was sent in its place"
+        }
     }
 }

@@ -38,6 +38,8 @@ extension JournalSchema {
             return "Waits for someone to sign in"
         case .otherAccount:
             return "Not sent while another account is signed in"
+        case .otherInstallation:
+            return "Made on another device: waits until this one is confirmed to send it"
         case .scheduled:
             return nil
         }

@@ -35,6 +35,10 @@ public struct LedgerEntry: Sendable, Equatable, Codable {
     public var supersedes: OperationID?
     public var supersededBy: OperationID?
     public var dependsOn: [OperationID]?
+    /// A decision the engine made for the member about it: the server's version kept, sent again
+    /// over a change made elsewhere, given up, or replaced by the member's newer change
+    /// (coalesced); `nil` when people decided everything.
+    public var decision: AutomaticDecision?
 
     package init(_ state: OperationState) {
         operationID = state.id
@@ -50,6 +54,7 @@ public struct LedgerEntry: Sendable, Equatable, Codable {
         supersedes = state.supersedes?.operation
         supersededBy = state.supersededBy
         dependsOn = state.dependsOn.isEmpty ? nil : state.dependsOn
+        decision = state.decision
     }
 }
 

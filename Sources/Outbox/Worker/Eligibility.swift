@@ -10,6 +10,7 @@ package import OutboxCore
 /// | facts | answer |
 /// |---|---|
 /// | the row is not queued | ``Verdict/notQueued`` |
+/// | the journal was opened on another installation than its writes were made on | waiting: ``WaitingOn/otherInstallation(madeOn:)`` |
 /// | a 401 paused the worker | waiting: ``WaitingOn/sessionPaused(since:)`` |
 /// | nobody signed in / another account | waiting: ``WaitingOn/noSession`` / ``WaitingOn/otherAccount`` |
 /// | the first dependency not synced is neither discarded nor withdrawn (or unknown) | waiting: ``WaitingOn/dependency(_:_:)`` |
@@ -17,6 +18,7 @@ package import OutboxCore
 /// | an earlier write of a record it changes is not settled | waiting: ``WaitingOn/recordWrite(_:_:)`` |
 /// | its due moment is after now | waiting: ``WaitingOn/scheduled(_:)`` |
 /// | the first dependency not synced was discarded or withdrawn | ``Verdict/dependencyEnded(_:_:)``: the worker blocks it |
+/// | its first attempt is older than the server's claims last (less a margin; the worker's facts only) | ``Verdict/claimMayBeForgotten(firstAttemptAt:window:)``: the worker blocks it |
 /// | otherwise | ``Verdict/ready`` |
 ///
 /// A dependency is judged by what stands for it now (itself, or the end of the chain of rows
@@ -34,16 +36,25 @@ package enum Eligibility {
         }
     }
 
-    /// The engine's side: the pause and who is signed in.
+    /// The engine's side: the installation, the pause and who is signed in.
     package struct Engine: Sendable, Equatable {
         package var isPaused: Bool
         package var pausedAt: Date?
         package var session: SessionObservation
+        /// The installation the writes were made on, when the journal is open on another.
+        package var foreignInstallation: String?
 
-        package init(isPaused: Bool, pausedAt: Date?, session: SessionObservation) {
+        package init(isPaused: Bool, pausedAt: Date?, session: SessionObservation, foreignInstallation: String? = nil) {
             self.isPaused = isPaused
             self.pausedAt = pausedAt
             self.session = session
+            self.foreignInstallation = foreignInstallation
+        }
+
+        /// The engine as the journal records it, with `session` as the caller sees it.
+        package init(_ engine: EngineState, session: SessionObservation? = nil) {
+            self.init(isPaused: engine.isPaused, pausedAt: engine.pausedAt, session: session ?? engine.session,
+                      foreignInstallation: engine.foreignInstallation?.madeOn)
         }
 
         /// Nothing holds the engine: what a caller that checks the session itself passes.
@@ -66,6 +77,11 @@ package enum Eligibility {
         package var recordHeads: [Row] = []
         package var engine: Engine = .free
         package var now: Date
+        /// When its first attempt since a person's last retry started.
+        package var firstAttemptAt: Date?
+        /// How old a first attempt may be before the server may have forgotten its key's claim:
+        /// the worker's facts carry it (``ClaimRetention/window``); a read's leave it `nil`.
+        package var claimWindow: Double?
 
         package init(id: OperationID, status: OutboxStatus, dueAt: Date?, dependencies: [Row] = [], laneHead: Row? = nil,
                      engine: Engine = .free, now: Date) {
@@ -86,6 +102,9 @@ package enum Eligibility {
         /// A write it depends on ended without being applied: it can never be sent as it is, and
         /// the worker blocks it (`dependencyEnded`).
         case dependencyEnded(OperationID, OutboxStatus)
+        /// Its first attempt is older than the server keeps claims (less a margin): sent again
+        /// under its key it could apply twice, and the worker blocks it (`claimMayBeForgotten`).
+        case claimMayBeForgotten(firstAttemptAt: Date, window: Double)
         /// Not queued: its status says what it waits for.
         case notQueued
 
@@ -105,6 +124,7 @@ package enum Eligibility {
 
     /// What holds every row at once: the 401 pause, then the session; `nil` when neither does.
     package static func engineHold(_ engine: Engine) -> WaitingOn? {
+        if let madeOn = engine.foreignInstallation { return .otherInstallation(madeOn: madeOn) }
         if engine.isPaused { return .sessionPaused(since: engine.pausedAt) }
         switch engine.session {
         case .signedOut: return .noSession
@@ -127,6 +147,9 @@ package enum Eligibility {
         if let head = facts.recordHeads.first(where: { $0.id != facts.id }) { return .waiting(.recordWrite(head.id, head.status)) }
         if let due = facts.dueAt, due > facts.now { return .waiting(.scheduled(due)) }
         if let ended { return .dependencyEnded(ended.0, ended.1) }
+        if let window = facts.claimWindow, let first = facts.firstAttemptAt, facts.now.timeIntervalSince(first) > window {
+            return .claimMayBeForgotten(firstAttemptAt: first, window: window)
+        }
         return .ready
     }
 }

@@ -22,6 +22,8 @@ final class ReplayAttempt: Sendable {
     let outcomes: OutcomeRecorder
     /// Whether a route to the server is seen: each result shown to it, changes recorded.
     let routes: RouteWatch
+    /// How long the server keeps claims: the configuration's, or shorter as a server announces.
+    let claimRetention: Mutex<ClaimRetention>
     /// Set once the worker is stopped (sign-out): no row is started after it.
     private let stopped = Atomic<Bool>(false)
 
@@ -33,6 +35,8 @@ final class ReplayAttempt: Sendable {
         self.transport = transport
         self.configuration = configuration
         self.log = log
+        claimRetention = Mutex(ClaimRetention(configuredSeconds: configuration.claimRetentionSeconds,
+                                              marginSeconds: configuration.claimRetentionMarginSeconds))
         sessions = SessionRecorder(store: store, room: room, configuration: configuration, log: log)
         outcomes = OutcomeRecorder(store: store, room: room, inFlight: inFlight, log: log)
     }
@@ -133,7 +137,7 @@ final class ReplayAttempt: Sendable {
         let observation = SessionObservation(signedIn: account, journalAccount: state.account)
         // Who is signed in is recorded once per change, so an audit can explain a delay.
         let sessionChange = recordsSessionChange ? sessions.change(to: observation, recorded: snapshot.engine.session) : []
-        let engine = Eligibility.Engine(isPaused: snapshot.engine.isPaused, pausedAt: snapshot.engine.pausedAt, session: observation)
+        let engine = Eligibility.Engine(snapshot.engine, session: observation)
         if Eligibility.engineHold(engine) != nil {
             if observation != .signedIn {
                 log.log(.info, "pass halted: no session for the journal's account", [
@@ -251,6 +255,9 @@ final class ReplayAttempt: Sendable {
         facts.connectedAgeSeconds = prepared.state.connectedClockAtEnqueue.map { max(0, routes.connectedClock(at: now) - $0) }
         let plan = OutcomePlanner.plan(.transport(result), facts)
         let response: TransportResponse? = if case .response(let value) = result { value } else { nil }
+        if let announced = response?.header(OutboxHeader.claimRetention) {
+            claimRetention.withLock { $0.observe(announced: announced) }
+        }
         return await record(plan, state: prepared.state, response: response, before: route.map { [$0] } ?? [], carry: carry)
     }
 

@@ -22,6 +22,24 @@ extension ReplayPass {
         }
     }
 
+    /// Blocks a row first sent longer ago than the server keeps claims: replayed under its key,
+    /// it could apply twice. A person checks whether it landed, then retries or corrects it.
+    func recordClaimMayBeForgotten(_ candidate: PassPlan.Candidate, firstAttemptAt: Date, window: Double) async {
+        do {
+            _ = try await room.append([JournalStore.Draft(
+                operationID: candidate.id,
+                body: .claimMayBeForgotten(ClaimMayBeForgotten(firstAttemptAt: firstAttemptAt, retentionSeconds: window))
+            )], whenFull: .reserve)
+            log.log(.notice, "row blocked: first sent longer ago than the server keeps claims", [
+                EngineLog.Key.operation: .string(candidate.id.description),
+            ])
+        } catch OutboxError.illegalTransition {
+            // A decision or another pass changed the row meanwhile: nothing to do.
+        } catch {
+            log.problem(.factNotRecorded, "could not block a row whose claim may be forgotten; the next pass tries again", error: error, operation: candidate.id)
+        }
+    }
+
     /// Records `attemptAbandoned` for syncing rows no attempt of this process holds: their
     /// outcome could not be recorded. They are due at once, replayed under the same key.
     func abandonOrphans() async {

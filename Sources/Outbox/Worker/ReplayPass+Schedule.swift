@@ -11,10 +11,15 @@ extension ReplayPass {
     func verdict(on candidate: PassPlan.Candidate) -> Eligibility.Verdict {
         let schema = store.schema
         let now = clock.now()
+        let window = attempts.claimRetention.withLock { $0.window }
         do {
             return try store.read { txn in
                 guard let state = try schema.state(candidate.id, in: txn) else { return .notQueued }
-                return Eligibility.rowVerdict(try schema.eligibilityFacts(of: state, dueAt: .some(nil), now: now, in: txn))
+                var facts = try schema.eligibilityFacts(of: state, dueAt: .some(nil), now: now, in: txn)
+                // Only a send asks how old its key's claim is: a read shows the row as it waits.
+                facts.firstAttemptAt = state.firstAttemptAt
+                facts.claimWindow = window
+                return Eligibility.rowVerdict(facts)
             }
         } catch {
             log.problem(.journalRead, "could not read the row's lane or dependencies; it waits for the next pass", error: error, operation: candidate.id)
@@ -49,7 +54,7 @@ extension ReplayPass {
                 guard let state = try schema.state(id, in: txn), let due = clamp.effectiveDue(stored, of: id, now: now) else { return .next }
                 // Its moment aside, would the rule let it go?
                 switch Eligibility.rowVerdict(try schema.eligibilityFacts(of: state, dueAt: .some(nil), now: now, in: txn)) {
-                case .ready, .dependencyEnded: earliest = min(earliest ?? due, due)
+                case .ready, .dependencyEnded, .claimMayBeForgotten: earliest = min(earliest ?? due, due)
                 case .waiting, .notQueued: break
                 }
                 return .next

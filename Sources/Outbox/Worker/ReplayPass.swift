@@ -203,6 +203,9 @@ final class ReplayPass: Sendable {
             case .dependencyEnded(let dependency, let status):
                 await recordDependencyEnded(candidate, dependency: dependency, status: status)
                 plan.dropLane(candidate.lane)
+            case .claimMayBeForgotten(let firstAttemptAt, let window):
+                await recordClaimMayBeForgotten(candidate, firstAttemptAt: firstAttemptAt, window: window)
+                plan.dropLane(candidate.lane)
             case .waiting, .notQueued:
                 plan.dropLane(candidate.lane)
             }

@@ -164,13 +164,38 @@ extension JournalOpened: RecordBody {
         writer.write(engineVersion)
         writer.write(appVersion)
         writer.write(timeZone)
+        // Format 6.
+        writer.write(installation)
     }
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
         self.init(formatVersion: Int(try reader.readUInt16("format version")),
                   engineVersion: try reader.readString("engine version"),
                   appVersion: try reader.readOptionalString("app version"),
-                  timeZone: version >= 2 ? try reader.readOptionalString("time zone") : nil)
+                  timeZone: version >= 2 ? try reader.readOptionalString("time zone") : nil,
+                  installation: version >= 6 ? try reader.readOptionalString("installation") : nil)
+    }
+}
+
+extension InstallationAdopted: RecordBody {
+    func write(to writer: inout ByteWriter) {
+        writer.write(previous)
+        writer.write(installation)
+    }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        self.init(previous: try reader.readString("previous installation"), installation: try reader.readString("installation"))
+    }
+}
+
+extension ClaimMayBeForgotten: RecordBody {
+    func write(to writer: inout ByteWriter) {
+        writer.write(firstAttemptAt)
+        writer.write(seconds: retentionSeconds)
+    }
+
+    init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
+        self.init(firstAttemptAt: try reader.readDate("first attempt"), retentionSeconds: try reader.readSeconds("claim retention"))
     }
 }
 
@@ -230,6 +255,8 @@ extension CompactedOperation: RecordBody {
         // Format 3: the records' trail its answers left.
         writer.write(UInt32(confirmations.count))
         for confirmation in confirmations { confirmation.write(to: &writer) }
+        // Format 6: a decision the engine made for the member.
+        writer.write(decision?.code ?? OutcomeCategory.noCode)
     }
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
@@ -278,6 +305,7 @@ extension CompactedOperation: RecordBody {
             changedAt: changedAt, attemptCount: attempts, latestOutcome: outcome,
             lastErrorCode: errorCode, serverRevision: revision, identity: identity, confirmations: confirmations
         )
+        if version >= 6 { decision = try reader.readOptionalCode(AutomaticDecision.self, "decision") }
     }
 }
 

@@ -27,7 +27,7 @@ import OutboxWire
 /// apart from one written by a newer engine before anything else is read.
 package enum RecordCodec {
     /// The format this engine writes and the newest it reads.
-    package static let formatVersion = 5
+    package static let formatVersion = 6
 
     /// The header's size in the format this engine writes.
     static let headerSize = 64
@@ -156,6 +156,8 @@ package enum RecordCodec {
         case .resnapshotAbandoned(let abandoned): abandoned.write(to: &writer)
         case .summaryChecked(let checked): checked.write(to: &writer)
         case .routeChanged(let changed): changed.write(to: &writer)
+        case .claimMayBeForgotten(let claim): claim.write(to: &writer)
+        case .installationAdopted(let adopted): adopted.write(to: &writer)
         }
     }
 
@@ -374,6 +376,8 @@ package enum RecordCodec {
         case .resnapshotAbandoned: .resnapshotAbandoned(try ResnapshotAbandoned(reading: &reader, version: version))
         case .summaryChecked: .summaryChecked(try SummaryChecked(reading: &reader, version: version))
         case .routeChanged: .routeChanged(try RouteChanged(reading: &reader, version: version))
+        case .claimMayBeForgotten: .claimMayBeForgotten(try ClaimMayBeForgotten(reading: &reader, version: version))
+        case .installationAdopted: .installationAdopted(try InstallationAdopted(reading: &reader, version: version))
         }
     }
 

@@ -98,6 +98,10 @@ package enum StateCodec {
         writer.writeOptional(state.acknowledgedConnectedAge) { $0.write(seconds: $1) }
         writer.write(UInt32(state.abandonedAttempts))
         writer.write(UInt32(state.cancelledAttempts))
+        // The claim's age and the engine's decision (layout 11).
+        writer.write(state.firstAttemptAt)
+        writer.write(state.decision?.code ?? OutcomeCategory.noCode)
+        writer.write(state.decidedAt)
         writer.write(UInt32(state.eventSeqs.count))
         for seq in state.eventSeqs { writer.write(seq.rawValue) }
     }
@@ -204,6 +208,9 @@ package enum StateCodec {
         state.acknowledgedConnectedAge = try reader.readOptional("connected age") { (reader) throws(DecodingProblem) in try reader.readSeconds("connected age") }
         state.abandonedAttempts = Int(try reader.readUInt32("abandoned attempts"))
         state.cancelledAttempts = Int(try reader.readUInt32("cancelled attempts"))
+        state.firstAttemptAt = try reader.readOptionalDate("first attempt")
+        state.decision = try reader.readOptionalCode(AutomaticDecision.self, "decision")
+        state.decidedAt = try reader.readOptionalDate("decided at")
         let seqCount = Int(try reader.readUInt32("event count"))
         guard seqCount <= reader.remaining / 8 else { throw DecodingProblem("\(seqCount) event seqs in \(reader.remaining) bytes") }
         state.eventSeqs = []
@@ -243,6 +250,7 @@ package enum StateCodec {
             writer.write(opened.engineVersion)
             writer.write(opened.appVersion)
             writer.write(opened.timeZone)
+            writer.write(opened.installation)
         }
         writer.write(UInt64(engine.openCount))
         writer.write(UInt64(engine.compactionCount))
@@ -253,6 +261,9 @@ package enum StateCodec {
         writer.write(engine.route.seen)
         writer.write(engine.route.since)
         writer.write(seconds: engine.route.connectedSeconds)
+        // The installations (layout 11).
+        writer.write(engine.installation)
+        writer.write(engine.openedOn)
         return writer.bytes
     }
 
@@ -270,7 +281,8 @@ package enum StateCodec {
                 formatVersion: Int(try reader.readUInt16("format version")),
                 engineVersion: try reader.readString("engine version"),
                 appVersion: try reader.readOptionalString("app version"),
-                timeZone: try reader.readOptionalString("time zone")
+                timeZone: try reader.readOptionalString("time zone"),
+                installation: try reader.readOptionalString("installation")
             )
         }
         engine.openCount = Int(try reader.readUInt64("open count"))
@@ -283,6 +295,8 @@ package enum StateCodec {
         engine.route.seen = try reader.readBool("route seen")
         engine.route.since = try reader.readOptionalDate("route since")
         engine.route.connectedSeconds = try reader.readSeconds("connected seconds")
+        engine.installation = try reader.readOptionalString("installation")
+        engine.openedOn = try reader.readOptionalString("opened on")
         try reader.expectEnd("the engine state")
         return engine
     }

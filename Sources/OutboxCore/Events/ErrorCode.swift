@@ -26,4 +26,7 @@ public enum ErrorCode {
     public static let builtOnRolledBack = "built_on_rolled_back"
     /// The record a waiting write changes was deleted on the server (a pulled tombstone).
     public static let deletedOnServer = "deleted_on_server"
+    /// A write first sent longer ago than the server keeps its idempotency claims: sent again
+    /// under its key, the server may have forgotten it and apply it a second time.
+    public static let claimMayBeForgotten = "claim_may_be_forgotten"
 }

@@ -343,3 +343,33 @@ public enum SessionObservation: String, Sendable, Codable, CustomStringConvertib
         self = account.utf8.elementsEqual(journalAccount.utf8) ? .signedIn : .otherAccount
     }
 }
+
+/// A decision the engine made for the member about one of their writes, folded from the event
+/// that made it: what the Sync tab tells the member for a while and the ledger keeps.
+public enum AutomaticDecision: String, Sendable, Codable, CustomStringConvertible, JournalCode {
+    /// The raw value, as the journal's readers print it.
+    public var description: String { rawValue }
+
+    /// The type's conflict rule kept the server's version: the member's write was discarded.
+    case serverKept = "server_kept"
+    /// The type's conflict rule sent the member's write again over a change made elsewhere.
+    case resentOverServer = "resent_over_server"
+    /// The retry policy gave up sending it: it failed without the server refusing it.
+    case gaveUp = "gave_up"
+    /// A newer write of the same entity replaced it before it was sent: the member's own latest
+    /// value goes instead, so it is in the ledger only.
+    case coalesced
+
+    /// Whether the member is told (on the Sync tab): every decision that drops or rewrites what
+    /// they typed, or leaves it unsent.
+    public var isShownToMember: Bool { self != .coalesced }
+
+    package var code: UInt8 {
+        switch self {
+        case .serverKept: 1
+        case .resentOverServer: 2
+        case .gaveUp: 3
+        case .coalesced: 4
+        }
+    }
+}

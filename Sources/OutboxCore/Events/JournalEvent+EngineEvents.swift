@@ -53,12 +53,32 @@ public struct JournalOpened: Sendable, Equatable {
     /// The device's time zone identifier when it opened the journal (`Europe/Berlin`): how the
     /// member's own clock read. `nil` in records written before journal format 2.
     public var timeZone: String?
+    /// The installation the app said it runs on (``OutboxConfiguration/installation``), an
+    /// identifier it keeps outside backups: a journal restored onto another installation is told
+    /// apart by it. `nil` when the app gave none, and before journal format 6.
+    public var installation: String?
 
-    public init(formatVersion: Int, engineVersion: String, appVersion: String?, timeZone: String? = nil) {
+    public init(formatVersion: Int, engineVersion: String, appVersion: String?, timeZone: String? = nil, installation: String? = nil) {
         self.formatVersion = formatVersion
         self.engineVersion = engineVersion
         self.appVersion = appVersion
         self.timeZone = timeZone
+        self.installation = installation
+    }
+}
+
+/// The app revalidated the writes of a journal opened on another installation than the one they
+/// were made on (``Outbox/adoptInstallation()``): they belong to this one from now on, and are
+/// sent.
+public struct InstallationAdopted: Sendable, Equatable {
+    /// The installation they were made on (or last adopted by).
+    public var previous: String
+    /// The installation that adopts them.
+    public var installation: String
+
+    public init(previous: String, installation: String) {
+        self.previous = previous
+        self.installation = installation
     }
 }
 
@@ -111,6 +131,8 @@ public struct CompactedOperation: Sendable, Equatable {
     /// What its answers confirmed of the member's records (format 3): the trail of the records'
     /// server base, kept when the events that carried it leave the journal.
     public var confirmations: [RecordConfirmation] = []
+    /// A decision the engine made for the member about it (format 6), kept for the ledger.
+    public var decision: AutomaticDecision?
 
     package init(
         id: OperationID, operationType: String, status: OutboxStatus, firstSeq: JournalSequence, createdAt: Date,
@@ -145,6 +167,7 @@ public struct CompactedOperation: Sendable, Equatable {
                 account: state.account
             )
         )
+        decision = state.decision
     }
 }
 

@@ -260,3 +260,19 @@ public struct DependencyEnded: Sendable, Equatable {
         self.status = status
     }
 }
+
+/// A queued write was not sent again: its first attempt is older than the server keeps its
+/// idempotency claims (less a margin), so the server may have forgotten the key and apply it a
+/// second time. It is blocked (code `claim_may_be_forgotten`) for a person to check whether it
+/// landed, then resend it (`retry`) or correct it under a new key (`revise`), or discard it.
+public struct ClaimMayBeForgotten: Sendable, Equatable {
+    /// When its first attempt started.
+    public var firstAttemptAt: Date
+    /// The retention the engine judged it by, in seconds (the server's, less the margin).
+    public var retentionSeconds: Double
+
+    public init(firstAttemptAt: Date, retentionSeconds: Double) {
+        self.firstAttemptAt = firstAttemptAt
+        self.retentionSeconds = retentionSeconds
+    }
+}

@@ -69,6 +69,8 @@ public enum JournalEventKind: String, Sendable, Codable, CustomStringConvertible
     case resnapshotAbandoned
     case summaryChecked
     case routeChanged
+    case claimMayBeForgotten
+    case installationAdopted
 
     /// The record format that introduced the kind: a record of an older version cannot hold it.
     public var formatVersion: Int {
@@ -78,6 +80,7 @@ public enum JournalEventKind: String, Sendable, Codable, CustomStringConvertible
         case .deletedOnServer, .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished,
             .resnapshotAbandoned, .summaryChecked: 4
         case .routeChanged: 5
+        case .claimMayBeForgotten, .installationAdopted: 6
         default: 1
         }
     }
@@ -87,11 +90,11 @@ public enum JournalEventKind: String, Sendable, Codable, CustomStringConvertible
         switch self {
         case .enqueued, .attemptStarted, .attemptFinished, .attemptAbandoned, .withdrawn, .requeued,
             .discarded, .approvalDecided, .superseded, .rebased, .dependencyEnded, .heldOnRollback, .rollbackAcknowledged,
-            .deletedOnServer:
+            .deletedOnServer, .claimMayBeForgotten:
             true
         case .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped,
             .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked,
-            .routeChanged:
+            .routeChanged, .installationAdopted:
             false
         }
     }
@@ -113,6 +116,7 @@ public enum JournalEventKind: String, Sendable, Codable, CustomStringConvertible
         case .heldOnRollback: 12
         case .rollbackAcknowledged: 13
         case .deletedOnServer: 14
+        case .claimMayBeForgotten: 15
         case .sessionPaused: 64
         case .sessionResumed: 65
         case .journalOpened: 66
@@ -128,6 +132,7 @@ public enum JournalEventKind: String, Sendable, Codable, CustomStringConvertible
         case .resnapshotAbandoned: 76
         case .summaryChecked: 77
         case .routeChanged: 78
+        case .installationAdopted: 79
         }
     }
 
@@ -164,6 +169,8 @@ public enum JournalEventBody: Sendable, Equatable {
     case resnapshotAbandoned(ResnapshotAbandoned)
     case summaryChecked(SummaryChecked)
     case routeChanged(RouteChanged)
+    case claimMayBeForgotten(ClaimMayBeForgotten)
+    case installationAdopted(InstallationAdopted)
 
     public var kind: JournalEventKind {
         switch self {
@@ -196,6 +203,8 @@ public enum JournalEventBody: Sendable, Equatable {
         case .resnapshotAbandoned: .resnapshotAbandoned
         case .summaryChecked: .summaryChecked
         case .routeChanged: .routeChanged
+        case .claimMayBeForgotten: .claimMayBeForgotten
+        case .installationAdopted: .installationAdopted
         }
     }
 }

@@ -23,6 +23,19 @@ package struct EngineState: Sendable, Equatable {
     package var sessionSince: Date?
     /// Whether a route to the server is seen, and the connected clock.
     package var route = Route()
+    /// The installation the journal's writes belong to: the first the app named at an open, or
+    /// the last that adopted them (``InstallationAdopted``).
+    package var installation: String?
+    /// The installation the journal was last opened on, when the app named one.
+    package var openedOn: String?
+
+    /// The installation the journal was opened on, when it is not the one its writes were made
+    /// on (a journal restored from a backup onto another device): the worker sends nothing
+    /// until the app revalidates them.
+    package var foreignInstallation: (madeOn: String, openedOn: String)? {
+        guard let installation, let openedOn, installation != openedOn else { return nil }
+        return (installation, openedOn)
+    }
 
     /// Whether a route to the server is seen, since when, and the seconds one was seen before
     /// that: the connected clock, folded from ``RouteChanged`` events.
@@ -72,6 +85,10 @@ package struct EngineState: Sendable, Equatable {
         case .journalOpened(let opened):
             next.lastOpened = opened
             next.openCount += 1
+            next.openedOn = opened.installation
+            if next.installation == nil { next.installation = opened.installation }
+        case .installationAdopted(let adopted):
+            next.installation = adopted.installation
         case .compacted(let compacted):
             next.compactionCount += 1
             next.compactedThrough = compacted.lastSeq
@@ -83,7 +100,7 @@ package struct EngineState: Sendable, Equatable {
         case .enqueued, .attemptStarted, .attemptFinished, .attemptAbandoned, .withdrawn, .requeued, .discarded,
             .approvalDecided, .superseded, .rebased, .dependencyEnded, .heldOnRollback, .rollbackAcknowledged,
             .recordsWritten, .recordBaseDropped, .deletedOnServer, .pageApplied, .pageRefused, .resnapshotStarted,
-            .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked:
+            .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked, .claimMayBeForgotten:
             break
         }
         return next

@@ -93,7 +93,7 @@ package enum Fold {
         switch event.body {
         case .enqueued, .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped,
             .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked,
-            .routeChanged:
+            .routeChanged, .installationAdopted:
             preconditionFailure("handled above or not an operation event")
 
         case .heldOnRollback(let held):
@@ -132,6 +132,7 @@ package enum Fold {
             next.attemptCount = started.attempt.rawValue
             next.sentRevision = started.sentRevision
             next.lastAttemptAt = event.recordedAt
+            if next.firstAttemptAt == nil { next.firstAttemptAt = event.recordedAt }
             if next.retryEpochStartedAt == nil {
                 next.retryEpochStartedAt = event.recordedAt
                 next.retryEpochStartedUptime = event.uptime
@@ -174,6 +175,7 @@ package enum Fold {
             case .transientFailure, .unauthorized, .rejected, .blocked, .gaveUp:
                 next.lastErrorCode = finished.errorCode
                 next.lastErrorMessage = finished.errorMessage
+                if finished.disposition == .gaveUp { next.decide(.gaveUp, at: event.recordedAt) }
             case .conflicted:
                 next.lastErrorCode = finished.errorCode
                 next.lastErrorMessage = finished.errorMessage
@@ -209,6 +211,11 @@ package enum Fold {
             next.retryEpochStartedAt = nil
             next.retryEpochStartedUptime = nil
             next.endedDependency = nil
+            // A person sends it again: the age of its key's claim starts over, and what the
+            // engine decided for the member is theirs again.
+            next.firstAttemptAt = nil
+            next.decision = nil
+            next.decidedAt = nil
             // Retried, its change shows again.
             next.rolledBackSeq = nil
             next.rollbackAcknowledged = false
@@ -222,6 +229,7 @@ package enum Fold {
             }
             next.status = .discarded
             next.nextAttemptAt = nil
+            if discarded.reason == .serverWon, discarded.requestedBy == .rule { next.decide(.serverKept, at: event.recordedAt) }
 
         case .approvalDecided(let decision):
             guard next.status == .pendingApproval else { throw illegal("the row is not waiting for approval") }
@@ -256,15 +264,26 @@ package enum Fold {
             next.supersededBy = superseded.by
             next.supersededReason = superseded.reason
             next.nextAttemptAt = nil
+            if superseded.reason == .coalesced { next.decide(.coalesced, at: event.recordedAt) }
 
         case .rebased(let rebased):
             guard next.status == .conflicted else { throw illegal("only a conflicted row may be rebased") }
             next.status = .queued
             next.baseRevision = rebased.baseRevision
             next.rebaseCount += 1
+            next.decide(.resentOverServer, at: event.recordedAt)
             next.nextAttemptAt = nil
             next.serverCurrent = nil
             next.sealedServerCurrent = nil
+
+        case .claimMayBeForgotten:
+            guard next.status == .queued, next.firstAttemptAt != nil else {
+                throw illegal("only a queued row sent before may outlive the server's claim on its key")
+            }
+            next.status = .blocked
+            next.nextAttemptAt = nil
+            next.lastErrorCode = ErrorCode.claimMayBeForgotten
+            next.lastErrorMessage = "This change was first sent so long ago that the server may have forgotten it. Check whether it went through, then send it again or discard it."
 
         case .dependencyEnded(let ended):
             guard next.status == .queued else { throw illegal("only a queued row waits for its dependencies") }

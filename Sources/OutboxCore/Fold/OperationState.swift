@@ -110,6 +110,13 @@ package struct OperationState: Sendable, Equatable {
     /// expiry cancelled (no response, `cancelled`).
     package var abandonedAttempts = 0
     package var cancelledAttempts = 0
+    /// When its first attempt since the last person's retry started: how old the server's claim
+    /// on its key may be (a retry by a person starts it over, their decision to send it again).
+    package var firstAttemptAt: Date?
+    /// The decision the engine last made for the member about it, and when; cleared when a
+    /// person retries it (they took it back).
+    package var decision: AutomaticDecision?
+    package var decidedAt: Date?
 
     /// The seq of the operation's `enqueued` event: its place in the queue.
     package var firstSeq: JournalSequence
@@ -214,6 +221,8 @@ package struct OperationState: Sendable, Equatable {
         latestOutcome = operation.latestOutcome
         lastErrorCode = operation.lastErrorCode
         serverRevision = operation.serverRevision
+        decision = operation.decision
+        decidedAt = operation.decision == nil ? nil : operation.changedAt
         latestSeq = seq
         eventSeqs = []
         changedAt = operation.changedAt
@@ -251,4 +260,12 @@ package struct OperationState: Sendable, Equatable {
 
     /// When its latest event was recorded, as the device recorded it.
     package var changed: DeviceMoment { DeviceMoment(wall: changedAt, uptime: changedUptime) }
+}
+
+extension OperationState {
+    /// Records a decision the engine made for the member, at the moment of its event.
+    mutating func decide(_ decision: AutomaticDecision, at moment: Date) {
+        self.decision = decision
+        decidedAt = moment
+    }
 }
