@@ -12,7 +12,8 @@ extension Outbox {
     /// sends nothing more. A row still `syncing` once the worker stopped is an attempt no process
     /// will finish (its outcome was never recorded): it is abandoned first, as opening the journal
     /// abandons one, then discarded. Afterwards the badge reads 0. Rows waiting for approval stay:
-    /// the server holds them.
+    /// the server holds them. To keep the waiting work across a wipe, ``exportPending(to:key:)``
+    /// first.
     /// - Throws: ``OutboxError/pendingWork(count:writes:)`` when rows wait and `discardPending`
     ///   is false.
     public func signOut(discardPending: Bool) async throws {
@@ -74,6 +75,7 @@ extension Outbox {
 }
 
 extension OutboxStatus {
-    /// The statuses the badge counts (``needsAttention``): what sign-out discards.
+    /// The statuses the badge counts (``needsAttention``): what sign-out discards and an export
+    /// carries.
     static let waitingToSync = allCases.filter(\.needsAttention)
 }
