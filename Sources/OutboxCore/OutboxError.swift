@@ -47,8 +47,19 @@ public enum OutboxError: Error, Equatable, Sendable, CustomStringConvertible, Lo
     case operationIDReused(OperationID)
     /// The event is not allowed for the operation's status.
     case illegalTransition(operation: OperationID, status: OutboxStatus?, event: JournalEventKind, reason: String)
-    /// Sign-out was refused: rows are still waiting to sync.
-    case pendingWork(count: Int)
+    /// Sign-out was refused: `count` rows are still waiting to sync (the badge's rows). `writes`
+    /// names them, oldest first, at most ``pendingWorkListLimit`` of them: what the member decides
+    /// about (sync them, export them with `exportPending(to:key:)`, or discard them).
+    case pendingWork(count: Int, writes: [PendingWrite])
+    /// The export at `path` is damaged, cut short or not an export of pending work: nothing of it
+    /// was imported.
+    case exportDamaged(path: String, reason: String)
+    /// The key given does not open the export at `path`: nothing of it was imported.
+    case exportWrongKey(path: String)
+    /// The export at `path` was written in a newer export format than this engine reads.
+    case exportNewerFormat(path: String, found: Int, supported: Int)
+    /// The export at `path` holds another account's writes than this journal's.
+    case exportOtherAccount(path: String, exported: String, configured: String)
     /// A page of a change feed started from another cursor than the one the journal holds now
     /// (another pull moved the feed since it was asked): nothing of it was written.
     case feedMoved(business: String, pageFrom: String?, stored: String?)
@@ -99,8 +110,16 @@ public enum OutboxError: Error, Equatable, Sendable, CustomStringConvertible, Lo
             "operation \(operation) is \(status.map(\.rawValue) ?? "unknown"): \(event) is not allowed (\(reason))"
         case .feedMoved(let business, let pageFrom, let stored):
             "the feed of business '\(business)' is at \(stored ?? "its start (never pulled)"), not at \(pageFrom ?? "its start") where the page started: another pull moved it; the page was not applied"
-        case .pendingWork(let count):
-            "\(count) change\(count == 1 ? " is" : "s are") still waiting to sync; sign out with discardPending: true to drop \(count == 1 ? "it" : "them")"
+        case .pendingWork(let count, let writes):
+            Self.pendingWorkText(count: count, writes: writes)
+        case .exportDamaged(let path, let reason):
+            "the export at \(path) cannot be imported: \(reason). Nothing was imported; export the pending work again from the device that wrote it"
+        case .exportWrongKey(let path):
+            "the key given does not open the export at \(path): use the key it was exported with. Nothing was imported"
+        case .exportNewerFormat(let path, let found, let supported):
+            "the export at \(path) is in export format version \(found); this engine reads up to version \(supported): update the app, then import it. Nothing was imported"
+        case .exportOtherAccount(let path, let exported, let configured):
+            "the export at \(path) holds the writes of account \"\(exported)\", not \"\(configured)\": import it into that account's journal. Nothing was imported"
         case .closed:
             "the outbox is closed"
         case .storage(let code, let message):
@@ -109,6 +128,21 @@ public enum OutboxError: Error, Equatable, Sendable, CustomStringConvertible, Lo
     }
 
     public var errorDescription: String? { description }
+
+    /// The most writes ``pendingWork(count:writes:)`` names: a refusal stays a message, not a dump
+    /// of the journal; `count` says how many there are in all.
+    public static let pendingWorkListLimit = 50
+    /// The most writes the refusal's text spells out before saying how many more there are.
+    static let pendingWorkTextLimit = 5
+
+    /// "2 changes have not synced: Products · Antiseptic 500 ml (price 4.20), …"
+    private static func pendingWorkText(count: Int, writes: [PendingWrite]) -> String {
+        let named = writes.prefix(pendingWorkTextLimit).map(\.description)
+        let more = count - named.count
+        let list = named.isEmpty ? "" : ": " + named.joined(separator: ", ") + (more > 0 ? ", and \(more) more" : "")
+        let them = count == 1 ? "it" : "them"
+        return "\(count) change\(count == 1 ? " has" : "s have") not synced\(list). Sync \(them) first, export \(them) (exportPending), or sign out with discardPending: true to drop \(them)"
+    }
 }
 
 /// The words for an `errno` that means "no room".

@@ -287,7 +287,9 @@ struct DecisionTests {
         server.setOnline(false)
         ids.append(try await outbox.enqueue(productRequest(3)))
         // synced, failed, pending approval, queued
-        await #expect(throws: OutboxError.pendingWork(count: 2)) { try await outbox.signOut(discardPending: false) }
+        let waiting = [PendingWrite(operationID: ids[1], category: "Products", entityLabel: "Antiseptic 1", summary: "New product", status: .failed),
+                       PendingWrite(operationID: ids[3], category: "Products", entityLabel: "Antiseptic 3", summary: "New product", status: .queued)]
+        await #expect(throws: OutboxError.pendingWork(count: 2, writes: waiting)) { try await outbox.signOut(discardPending: false) }
         #expect(try outbox.operation(ids[3])?.status == .queued, "a refused sign-out changes nothing")
 
         try await outbox.signOut(discardPending: true)
