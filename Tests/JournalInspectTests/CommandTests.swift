@@ -232,10 +232,10 @@ struct CommandTests {
 
         let csv = try run(["ledger", "--csv", "--status", "queued"])
         let csvRows = csv.output.components(separatedBy: "\r\n").filter { !$0.isEmpty }
-        #expect(csvRows.first == "operationID,operationType,entityType,seq,createdAt,attempts,latestOutcome,serverRevision,status,isTerminal")
+        #expect(csvRows.first == "operationID,operationType,entityType,seq,createdAt,attempts,latestOutcome,serverRevision,status,isTerminal,decision")
         #expect(csvRows.dropFirst() == [
-            "\(journal.queued.idempotencyKey),product.create,product,28,2027-01-15T09:10:06Z,1,transient_failure,,queued,false",
-            "\(journal.paused.idempotencyKey),product.create,product,31,2027-01-15T09:10:06Z,1,unauthorized,,queued,false",
+            "\(journal.queued.idempotencyKey),product.create,product,28,2027-01-15T09:10:06Z,1,transient_failure,,queued,false,",
+            "\(journal.paused.idempotencyKey),product.create,product,31,2027-01-15T09:10:06Z,1,unauthorized,,queued,false,",
         ])
 
         let document = try json(try run(["ledger", "--json"]))

@@ -224,6 +224,40 @@ struct PendingExportTests {
         #expect(late.alreadyInJournal.count == 2 && server.requests.count == sent, "an import after the sync sends nothing")
     }
 
+    /// The age of the server's claim travels with the write: imported, a write first sent 28 days
+    /// before is sent the day after, and blocked (not replayed blindly) two days after.
+    @Test(arguments: [(daysAfterImport: 0.5, blocked: false), (daysAfterImport: 2, blocked: true)])
+    func anImportedWriteKeepsItsClaimsAge(daysAfterImport: Double, blocked: Bool) async throws {
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
+        let before = TestJournal(transport: transport)
+        let outbox = try before.open()
+        let id = try await outbox.enqueue(pricedProduct(1))
+        await outbox.drain()
+        let firstSent = try #require(try outbox.operation(id)?.state.firstAttemptAt)
+        before.clock.advance(by: 28 * 86_400)
+        let url = exportURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let key = SealingKey.random()
+        try outbox.exportPending(to: url, key: key)
+        outbox.close()
+
+        let server = ScriptedTransport(otherwise: .respond(TransportResponse.json(201, #"{"id":"p"}"#)))
+        let after = TestJournal(transport: server)
+        after.clock.set(to: before.clock.now())
+        let fresh = try after.open()
+        defer { fresh.close() }
+        _ = try await fresh.importPending(from: url, key: key)
+        #expect(try fresh.operation(id)?.state.firstAttemptAt == firstSent, "the claim is as old as its first attempt")
+        after.clock.advance(by: daysAfterImport * 86_400)
+        await fresh.drain()
+        let row = try #require(try fresh.operation(id))
+        if blocked {
+            #expect(row.status == .blocked && row.lastErrorCode == ErrorCode.claimMayBeForgotten && server.requests.isEmpty)
+        } else {
+            #expect(row.status == .synced && server.requests.count == 1)
+        }
+    }
+
     @Test func aWriteThisAppNoLongerQueuesIsRefusedAloneAndTheWritesDependingOnItWithIt() async throws {
         let before = TestJournal()
         let outbox = try before.open()

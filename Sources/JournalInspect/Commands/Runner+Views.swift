@@ -257,7 +257,7 @@ package enum LedgerText {
     /// The CSV columns: the JSON field names, in the ledger's order.
     package static let csvColumns = [
         "operationID", "operationType", "entityType", "seq", "createdAt", "attempts", "latestOutcome", "serverRevision",
-        "status", "isTerminal",
+        "status", "isTerminal", "decision",
     ]
 
     /// - Parameter moments: the zone `createdAt` is written in (UTC unless `--tz` says otherwise).
@@ -267,6 +267,7 @@ package enum LedgerText {
             text += CSV.line([
                 row.operationID.idempotencyKey, row.operationType, row.entityType, "\(row.seq)", moments.absolute(row.createdAt),
                 "\(row.attempts)", row.latestOutcome, row.serverRevision ?? "", row.status.rawValue, row.isTerminal ? "true" : "false",
+                row.decision?.rawValue ?? "",
             ])
         }
         return text
@@ -285,7 +286,9 @@ package enum LedgerText {
                 TextTable.Cell("\(row.attempts)"),
                 TextTable.Cell(row.latestOutcome),
                 TextTable.Cell(row.serverRevision ?? "-"),
-                TextTable.Cell(row.status.rawValue + (row.isTerminal ? " (final)" : ""), Style.color(of: row.status)),
+                // A decision the engine made for the member beside the status it left.
+                TextTable.Cell(row.status.rawValue + (row.isTerminal ? " (final)" : "") + (row.decision.map { ", engine: \($0)" } ?? ""),
+                               Style.color(of: row.status)),
             ])
         }
         return table.render(style)

@@ -137,7 +137,8 @@ extension Outbox {
     }
 
     /// The `enqueued` body of `request` under `id`, sealed when the journal is encrypted.
-    func enqueuedBody(_ request: OutboxRequest, id: OperationID, supersedes: Supersession? = nil, changes: [RecordWrite] = []) -> Enqueued {
+    func enqueuedBody(_ request: OutboxRequest, id: OperationID, supersedes: Supersession? = nil, changes: [RecordWrite] = [],
+                      firstSentAt: Date? = nil) -> Enqueued {
         let sealing = store.schema.sealing.sealing
         // The revision the member's change is made on (a pull may move the base before it is sent).
         let basis = request.revisionFrom.flatMap { key in
@@ -153,7 +154,8 @@ extension Outbox {
                 return sealed
             },
             basisRevision: basis,
-            connectedClock: attempts.routes.connectedClock(at: configuration.clock.now())
+            connectedClock: attempts.routes.connectedClock(at: configuration.clock.now()),
+            firstSentAt: firstSentAt
         )
     }
 

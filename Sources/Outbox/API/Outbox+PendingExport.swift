@@ -91,7 +91,8 @@ extension Outbox {
             guard write.account.utf8.elementsEqual(export.contents.account.utf8) else {
                 throw OutboxError.exportDamaged(path: url.path, reason: "write \(write.operationID) names account \"\(write.account)\", the export \"\(export.contents.account)\"")
             }
-            return (named: write.named(request.operationID!), request: request, changes: write.recordChanges)
+            return (named: write.named(request.operationID!), request: request, changes: write.recordChanges,
+                    firstSentAt: write.firstAttemptAt)
         }
         var report = ImportReport(account: export.contents.account, exportedAt: export.contents.exportedAt)
         for write in writes {
@@ -101,7 +102,8 @@ extension Outbox {
             }
             do {
                 // Never coalesced: a row attempted before the export looks unattempted here.
-                switch try await appendIntent(write.request, changing: write.changes, coalescing: false) {
+                // Its claim's age comes with it: a write first sent long ago is not replayed blindly.
+                switch try await appendIntent(write.request, changing: write.changes, coalescing: false, firstSentAt: write.firstSentAt) {
                 case .new: report.imported.append(write.named)
                 case .existing: report.alreadyInJournal.append(write.named)
                 }
@@ -151,7 +153,7 @@ extension Outbox {
                     baseRevision: state.baseRevision, revisionFrom: request.revisionFrom.map(PendingExport.Key.init),
                     dependsOn: dependsOn,
                     changes: enqueued.changes.map { PendingExport.Change(key: PendingExport.Key($0.key), value: $0.value) },
-                    createdAt: state.createdAt, attempts: state.attemptCount
+                    createdAt: state.createdAt, attempts: state.attemptCount, firstAttemptAt: state.firstAttemptAt
                 )
             }
         }

@@ -74,12 +74,9 @@ extension Outbox {
             Task { await worker.expire() }
         }
         // The system is about to suspend the app: the engine stops watching the route.
-        if !isClosed, let lost = attempts.routes.observe(responded: false, at: configuration.clock.now()) {
-            do {
-                _ = try await writer.append([lost], flush: false)
-            } catch {
-                log.problem(.factNotRecorded, "could not record that the route stopped being watched", error: error)
-            }
+        if !isClosed {
+            await attempts.routes.recordAlone(responded: false, at: configuration.clock.now(), writer: writer, log: log,
+                                              failure: "could not record that the route stopped being watched")
         }
         let ending: DrainReport.Ending = switch tally.cut {
         case _ where isClosed: .closed

@@ -65,7 +65,10 @@ extension Outbox {
     /// Validates and appends the `enqueued` event; returns once durable. A request whose
     /// ``OutboxRequest/operationID`` was saved before is that operation, and nothing is written;
     /// a coalescing type replaces the entity lane's last row of its type when it was never sent.
-    func appendIntent(_ request: OutboxRequest, changing changes: [RecordChange] = [], coalescing: Bool = true) async throws -> EnqueueOutcome {
+    /// - Parameter firstSentAt: for a write imported from an export, when it was first sent from
+    ///   the journal it came from (the age of the server's claim on its key).
+    func appendIntent(_ request: OutboxRequest, changing changes: [RecordChange] = [], coalescing: Bool = true,
+                      firstSentAt: Date? = nil) async throws -> EnqueueOutcome {
         try ensureOpen()
         try checkPolicy(of: request.operationType)
         try request.validate(maxPayloadBytes: configuration.maxPayloadBytes)
@@ -84,7 +87,7 @@ extension Outbox {
             if writes.isEmpty { writes = try inheritedChanges(of: replaced) }
             unit.append(JournalStore.Draft(operationID: replaced.id, body: .superseded(Superseded(by: id, reason: .coalesced))))
         }
-        unit.append(JournalStore.Draft(operationID: id, body: .enqueued(enqueuedBody(request, id: id, supersedes: supersedes, changes: writes))))
+        unit.append(JournalStore.Draft(operationID: id, body: .enqueued(enqueuedBody(request, id: id, supersedes: supersedes, changes: writes, firstSentAt: firstSentAt))))
         let events: [JournalEvent]
         do {
             // A file found full (its free pages still held by readers) gets one compaction first.

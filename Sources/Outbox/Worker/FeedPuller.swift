@@ -182,13 +182,8 @@ final class FeedPuller: Sendable {
     }
 
     private func recordRoute(responded: Bool) async {
-        guard let draft = routes.observe(responded: responded, at: configuration.clock.now()) else { return }
-        do {
-            // One flush, not two: a crash may undo it (the next open ends the route anyway).
-            _ = try await room.writer.append([draft], flush: false)
-        } catch {
-            log.problem(.factNotRecorded, "could not record whether a route to the server is seen", error: error)
-        }
+        await routes.recordAlone(responded: responded, at: configuration.clock.now(), writer: room.writer, log: log,
+                                 failure: "could not record whether a route to the server is seen")
     }
 
     /// What a request that got no response stops a pull with: the expiry when the pass's task

@@ -61,6 +61,15 @@ actor ReplayWorker {
             cut = outcome.cut ?? cut
             if let report = outcome.pull { pull = report }
         }
+
+        /// Adds another drain's passes: the latest cut and pull win, as for one pass.
+        mutating func add(_ other: Tally) {
+            passes += other.passes
+            attempts += other.attempts
+            cancelled += other.cancelled
+            cut = other.cut ?? cut
+            if let report = other.pull { pull = report }
+        }
     }
 
     /// Drains within the time the system gave, up to `deadline` of the clock: passes run while
@@ -82,11 +91,7 @@ actor ReplayWorker {
         var total = Tally()
         while !machine.isClosed {
             let tally = await drainOnce()
-            total.passes += tally.passes
-            total.attempts += tally.attempts
-            total.cancelled += tally.cancelled
-            total.cut = tally.cut ?? total.cut
-            if let report = tally.pull { total.pull = report }
+            total.add(tally)
             // Another pass only when this one ended with rows due now and time left.
             guard tally.cut == nil, tally.attempts > 0, let next = machine.timerDeadline, next <= clock.now(),
                   pass.budgetStop() == nil else { break }

@@ -27,6 +27,19 @@ final class RouteWatch: Sendable {
         }
     }
 
+    /// Records a change no outcome carries (a feed request's result, the end of a budgeted drain)
+    /// on its own, with one flush, not two: a crash may undo it, and the next open ends a route
+    /// the last process saw anyway. A failure is logged: the route is a measure, not a fact a
+    /// member relies on.
+    func recordAlone(responded: Bool, at moment: Date, writer: JournalWriter, log: EngineLog, failure: String) async {
+        guard let draft = observe(responded: responded, at: moment) else { return }
+        do {
+            _ = try await writer.append([draft], flush: false)
+        } catch {
+            log.problem(.factNotRecorded, failure, error: error)
+        }
+    }
+
     /// What a transport result says of the route; `nil` for a request cancelled by the app's end
     /// of background time, which says nothing.
     static func responded(_ result: TransportResult) -> Bool? {

@@ -41,6 +41,8 @@ extension Enqueued: RecordBody {
         writer.writeOptional(basisRevision) { $0.write($1) }
         // Format 5: the connected clock when it was made.
         writer.writeOptional(connectedClock) { $0.write(seconds: $1) }
+        // Format 6: an imported write's first attempt where it was exported from.
+        writer.write(firstSentAt)
     }
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
@@ -93,7 +95,8 @@ extension Enqueued: RecordBody {
         }
         let basis = version >= 4 ? try reader.readOptional("basis revision") { (reader) throws(DecodingProblem) in try reader.readUInt64("basis revision") } : nil
         let connectedClock = version >= 5 ? try reader.readOptional("connected clock") { (reader) throws(DecodingProblem) in try reader.readSeconds("connected clock") } : nil
+        let firstSentAt = version >= 6 ? try reader.readOptionalDate("first sent") : nil
         self.init(request: request, requestHash: hash, account: account, sealed: sealed, supersedes: supersedes, changes: changes,
-                  basisRevision: basis, connectedClock: connectedClock)
+                  basisRevision: basis, connectedClock: connectedClock, firstSentAt: firstSentAt)
     }
 }

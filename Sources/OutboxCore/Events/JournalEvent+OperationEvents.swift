@@ -32,12 +32,18 @@ public struct Enqueued: Sendable, Equatable {
     /// the server had been seen, over the journal's life (``EngineState/connectedClock(at:)``).
     /// A write's connected age is the clock now less this. `nil` in older records.
     public var connectedClock: Double?
+    /// For a write imported from an export (format 6): when its first attempt started in the
+    /// journal it was exported from. The server's claim on its key is that old, so the claims
+    /// retention counts from it, not from the import. `nil` for every other write.
+    public var firstSentAt: Date?
 
     package init(
         request: OutboxRequest, requestHash: SHA256Digest, account: String, sealed: SealedRequest? = nil,
-        supersedes: Supersession? = nil, changes: [RecordWrite] = [], basisRevision: UInt64? = nil, connectedClock: Double? = nil
+        supersedes: Supersession? = nil, changes: [RecordWrite] = [], basisRevision: UInt64? = nil, connectedClock: Double? = nil,
+        firstSentAt: Date? = nil
     ) {
         self.connectedClock = connectedClock
+        self.firstSentAt = firstSentAt
         self.request = request
         self.requestHash = requestHash
         self.account = account

@@ -191,6 +191,7 @@ package struct OperationState: Sendable, Equatable {
         self.records = enqueued.changes.map(\.key)
         self.revisionFrom = request.revisionFrom
         self.connectedClockAtEnqueue = enqueued.connectedClock
+        self.firstAttemptAt = enqueued.firstSentAt
         self.firstSeq = seq
         self.latestSeq = seq
         self.eventSeqs = [seq]
