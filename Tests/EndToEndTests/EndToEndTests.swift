@@ -221,6 +221,28 @@ struct EndToEndTests {
         #expect(try rig.outbox.syncTab(isOnline: true).banner.text == "You're all synced")
     }
 
+    /// The server announces how long it keeps claims on every answer to a write; a write first
+    /// sent longer ago than that (less the margin) is blocked for a person, never replayed under
+    /// a key the server may have forgotten.
+    @Test(arguments: [(hoursLater: 12.0, blocked: false), (hoursLater: 36, blocked: true)])
+    func theServersAnnouncedRetentionBlocksAWriteItMayHaveForgotten(hoursLater: Double, blocked: Bool) async throws {
+        let rig = try Rig(server: { $0.claimPolicy.retention = 2 * 86_400 })
+        rig.server.addFaults([Fault(.unavailable, retryAfterSeconds: 0)])
+        let id = try await rig.outbox.enqueue(Self.product(1))
+        await rig.outbox.drain()
+        #expect(try rig.outbox.operation(id)?.state.lastOutcome == .response(statusCode: 503))
+        rig.clock.advance(by: hoursLater * 3_600)
+        await rig.outbox.drain()
+        let row = try #require(try rig.outbox.operation(id))
+        if blocked {
+            // 2 days announced, less the 1-day margin: past it, the second attempt never leaves.
+            #expect(row.status == .blocked && row.lastErrorCode == ErrorCode.claimMayBeForgotten)
+            #expect(row.attemptCount == 1)
+        } else {
+            #expect(row.status == .synced && row.attemptCount == 2)
+        }
+    }
+
     @Test func aSubmissionThatNeedsApprovalRestsWithItsRequestID() async throws {
         let rig = try Rig()
         rig.server.addFaults([Fault(.pendingApproval)])

@@ -107,6 +107,20 @@ struct Routes: Sendable {
     var feedLimits = FeedHandling.defaultLimits
     /// Numbers the batches in the order read, for the observer.
     let batchNumbers = BatchNumbers()
+    /// How long a claim is kept, in seconds, announced on every answer to a write
+    /// (`Outbox-Claim-Retention`); `nil`: not announced.
+    var claimRetentionSeconds: TimeInterval?
+
+    /// `reply` with the claim retention announced: a client replays a write under its key only
+    /// while its first attempt is younger than that (Docs/server.md).
+    private func announcingRetention(_ reply: Reply) -> Reply {
+        guard let retention = claimRetentionSeconds, var response = reply.response else { return reply }
+        // First: a replay's answer is then its first answer's bytes but `Idempotent-Replayed`.
+        response.headers.insert(.init(name: WireHeader.claimRetention, value: String(Int(retention.rounded(.down)))), at: 0)
+        var announced = reply
+        announced.response = response
+        return announced
+    }
 
     func reply(to request: HTTPRequest) -> Reply {
         if request.path == SnapshotPage.path || request.path == FeedSummary.path {
@@ -122,10 +136,10 @@ struct Routes: Sendable {
         }
         if request.path == BatchRequest.path {
             guard request.method == "POST" else { return refused(request, methodNotAllowed(allow: "POST")) }
-            return batch(request)
+            return announcingRetention(batch(request))
         }
         switch businessRoute(request) {
-        case .write(let endpoint, let action)?: return business(endpoint, action, request)
+        case .write(let endpoint, let action)?: return announcingRetention(business(endpoint, action, request))
         case .wrongMethod(let response)?: return refused(request, response)
         case nil: break
         }

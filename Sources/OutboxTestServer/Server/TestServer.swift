@@ -127,7 +127,8 @@ public final class TestServer: Sendable {
         }
         let routes = Routes(storage: storage, faults: FaultQueue(), holds: Holds(), slowHoldLimit: configuration.slowHoldLimit,
                             latency: configuration.latency, observer: configuration.observer,
-                            maxBatchOperations: configuration.maxBatchOperations, feedLimits: configuration.feedLimits)
+                            maxBatchOperations: configuration.maxBatchOperations, feedLimits: configuration.feedLimits,
+                            claimRetentionSeconds: configuration.claimPolicy.retention)
         do {
             core = try ServerCore(configuration: configuration, routes: routes)
         } catch {
