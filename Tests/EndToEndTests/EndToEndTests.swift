@@ -243,6 +243,24 @@ struct EndToEndTests {
         }
     }
 
+    /// Batched, the announcement is on the batch's envelope: learnt from one batch, it blocks a
+    /// write sent before it that comes due later.
+    @Test func aBatchsEnvelopeAnnouncesTheRetentionToo() async throws {
+        let rig = try Rig({ $0.batching = Batching() }, server: { $0.claimPolicy.retention = 2 * 86_400 })
+        let old = try await rig.outbox.enqueue(Self.product(1))
+        rig.network.setOnline(false)
+        await rig.outbox.drain()
+        #expect(try rig.outbox.operation(old)?.attemptCount == 1, "sent once, no answer; due again after its backoff")
+        rig.network.setOnline(true)
+        let fresh = try await rig.outbox.enqueue(Self.product(2))
+        await rig.outbox.drain()
+        #expect(try rig.outbox.operation(fresh)?.status == .synced, "its batch's envelope carried the retention")
+        rig.clock.advance(by: 36 * 3_600)
+        await rig.outbox.drain()
+        let row = try #require(try rig.outbox.operation(old))
+        #expect(row.status == .blocked && row.lastErrorCode == ErrorCode.claimMayBeForgotten && row.attemptCount == 1)
+    }
+
     @Test func aSubmissionThatNeedsApprovalRestsWithItsRequestID() async throws {
         let rig = try Rig()
         rig.server.addFaults([Fault(.pendingApproval)])

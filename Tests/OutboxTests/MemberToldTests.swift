@@ -91,6 +91,8 @@ struct DecisionNoticeTests {
         defer { outbox.close() }
         let entry = try #require(try outbox.ledger().entries.first { $0.operationID == id })
         #expect(entry.decision == decision.expected)
+        // The notices index, as appended, is what a rebuild from the events makes.
+        #expect(try outbox.store.compareProjectionsWithRebuild().isEmpty)
         let notices = try outbox.syncTab(isOnline: true).notices
         if let text = decision.text {
             #expect(notices.map(\.operationID) == [id])
@@ -127,7 +129,12 @@ struct DecisionNoticeTests {
     @Test func aDecisionSurvivesARebuildAndACompaction() async throws {
         let journal = TestJournal(transport: ScriptedTransport(otherwise: .fail(.offline)))
         let (outbox, id) = try await Self.decided(.serverWins, journal)
+        // Rebuilt from the events, the stored projections show the notice as appended.
+        let store = outbox.store
+        try JournalStore.rebuildProjections(environment: store.environment, schema: store.schema, options: store.options)
+        #expect(try outbox.syncTab(isOnline: true).notices.map(\.operationID) == [id])
         _ = try await outbox.compact(before: journal.clock.now().addingTimeInterval(1))
+        #expect(try store.compareProjectionsWithRebuild().isEmpty, "the compacted write's notice key is gone")
         let entry = try #require(try outbox.ledger().entries.first { $0.operationID == id })
         #expect(entry.decision == .serverKept && entry.status == .discarded)
         #expect(try outbox.operation(id)?.compactedAt != nil)
@@ -191,6 +198,35 @@ struct ClaimRetentionTests {
         } else {
             #expect(snapshot.status == .synced && transport.requests.count == 2)
         }
+    }
+
+    /// Only a person's retry of a claim block starts the claim's age over: a retry of a write the
+    /// retry policy gave up keeps it, since the server's claim (if the first attempt landed) is
+    /// as old as ever.
+    @Test func aRetryOfAWriteGivenUpKeepsItsClaimsAge() async throws {
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open { $0.retryPolicy = RetryPolicy.standard.givingUp(afterAttempts: 1) }
+        defer { outbox.close() }
+        let id = try await outbox.enqueue(productRequest(1))
+        await outbox.drain()
+        #expect(try outbox.operation(id)?.lastErrorCode == ErrorCode.gaveUp)
+        let first = try #require(try outbox.operation(id)?.state.firstAttemptAt)
+        journal.clock.advance(by: 28 * Self.day)
+        try await outbox.retry(id)
+        #expect(try outbox.operation(id)?.state.firstAttemptAt == first, "the member's retry of a write given up keeps its age")
+        await outbox.drain()
+        journal.clock.advance(by: 2 * Self.day)
+        transport.setOtherwise(created)
+        try await outbox.retry(id)
+        await outbox.drain()
+        let row = try #require(try outbox.operation(id))
+        #expect(row.status == .blocked && row.lastErrorCode == ErrorCode.claimMayBeForgotten, "30 days after its first attempt")
+        // The person checked the server: their retry of the claim block sends it.
+        try await outbox.retry(id)
+        #expect(try outbox.operation(id)?.state.firstAttemptAt == nil)
+        await outbox.drain()
+        #expect(try outbox.operation(id)?.status == .synced)
     }
 
     @Test func aWriteNeverSentIsSentHoweverOld() async throws {
@@ -282,7 +318,7 @@ struct InstallationTests {
         #expect(adopted == [InstallationAdopted(previous: "install-A", installation: "install-B")])
     }
 
-    @Test func theOriginalInstallationStillSendsAfterTheCopyWasAdoptedElsewhere() async throws {
+    @Test func theInstallationIsRecordedAtTheOpeningAndItsOwnJournalSends() async throws {
         let journal = TestJournal(transport: ScriptedTransport(otherwise: created))
         let outbox = try journal.open { $0.installation = "install-A" }
         defer { outbox.close() }

@@ -224,6 +224,73 @@ struct PendingExportTests {
         #expect(late.alreadyInJournal.count == 2 && server.requests.count == sent, "an import after the sync sends nothing")
     }
 
+    /// An inline save in flight when the member signs out is not discarded under it: its outcome
+    /// is recorded first, so a write that landed is never called discarded.
+    @Test func aSaveInFlightAtSignOutIsRecordedNotDiscarded() async throws {
+        let transport = ScriptedTransport(otherwise: .respond(TransportResponse.json(201, #"{"id":"p"}"#)))
+        transport.script(.hold)
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open()
+        defer { outbox.close() }
+        let saving = Task { try await outbox.save(pricedProduct(1)) }
+        await transport.waitUntilHolding()
+        let signingOut = Task { try await outbox.signOut(discardPending: true) }
+        // Sign-out waits for the save's outcome (a sign-out that did not would never wait here,
+        // and the suite's time limit fails it); then the server answers.
+        while outbox.attempts.inFlight.waiting == 0 { await Task.yield() }
+        #expect(transport.answerHeld(.respond(TransportResponse.json(201, #"{"id":"p"}"#))))
+        _ = try await saving.value
+        try await signingOut.value
+        let rows = try outbox.ledger().entries
+        #expect(rows.count == 1 && rows.first?.status == .synced, "landed, and recorded as landed")
+        #expect(try outbox.history(rows[0].operationID).map(\.kind) == [.enqueued, .attemptStarted, .attemptFinished])
+        #expect(try outbox.badgeCount() == 0)
+    }
+
+    /// The import into the journal that discarded the writes at sign-out (no wipe between) says
+    /// so for each, instead of passing them off as already imported.
+    @Test func anImportIntoTheJournalThatDiscardedTheWritesRefusesThemNamingTheWipe() async throws {
+        let journal = TestJournal()
+        let outbox = try journal.open()
+        defer { outbox.close() }
+        let ids = [try await outbox.enqueue(pricedProduct(1)), try await outbox.enqueue(pricedProduct(2))]
+        let url = exportURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let key = SealingKey.random()
+        try outbox.exportPending(to: url, key: key)
+        try await outbox.signOut(discardPending: true)
+        let report = try await outbox.importPending(from: url, key: key)
+        #expect(report.imported.isEmpty && report.alreadyInJournal.isEmpty)
+        #expect(report.refused.map(\.write.operationID) == ids)
+        for refused in report.refused {
+            guard case .invalidRequest(let field, let problem) = refused.error else { Issue.record("refused with \(refused.error)"); continue }
+            #expect(field == "operationID" && problem.contains("discarded") && problem.contains("wipeJournal"))
+        }
+    }
+
+    /// An imported write that was sent from the journal it came from is never coalesced away by
+    /// the member's next edit: it may have landed, and its key must be replayed.
+    @Test func anImportedWriteSentBeforeIsNeverCoalescedAway() async throws {
+        let before = TestJournal(transport: ScriptedTransport(otherwise: .fail(.offline)))
+        let outbox = try before.open()
+        let id = try await outbox.enqueue(pricedProduct(1))
+        await outbox.drain()
+        let url = exportURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let key = SealingKey.random()
+        try outbox.exportPending(to: url, key: key)
+        outbox.close()
+
+        let after = TestJournal()
+        let fresh = try after.open { $0.operationPolicies["product.create"] = .idempotent.coalescing() }
+        defer { fresh.close() }
+        _ = try await fresh.importPending(from: url, key: key)
+        #expect(try fresh.operation(id)?.attemptCount == 0 && fresh.operation(id)?.state.firstAttemptAt != nil)
+        let newer = try await fresh.enqueue(pricedProduct(1))
+        #expect(try fresh.operation(id)?.status == .queued, "not superseded")
+        #expect(try fresh.operation(newer)?.supersedes == nil)
+    }
+
     /// The age of the server's claim travels with the write: imported, a write first sent 28 days
     /// before is sent the day after, and blocked (not replayed blindly) two days after.
     @Test(arguments: [(daysAfterImport: 0.5, blocked: false), (daysAfterImport: 2, blocked: true)])
@@ -247,7 +314,9 @@ struct PendingExportTests {
         let fresh = try after.open()
         defer { fresh.close() }
         _ = try await fresh.importPending(from: url, key: key)
-        #expect(try fresh.operation(id)?.state.firstAttemptAt == firstSent, "the claim is as old as its first attempt")
+        // The export's JSON keeps whole seconds of ISO 8601: the age, not the instant, is what counts.
+        let imported = try #require(try fresh.operation(id)?.state.firstAttemptAt)
+        #expect(abs(imported.timeIntervalSince(firstSent)) < 1, "the claim is as old as its first attempt")
         after.clock.advance(by: daysAfterImport * 86_400)
         await fresh.drain()
         let row = try #require(try fresh.operation(id))

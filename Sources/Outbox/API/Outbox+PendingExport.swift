@@ -96,8 +96,17 @@ extension Outbox {
         }
         var report = ImportReport(account: export.contents.account, exportedAt: export.contents.exportedAt)
         for write in writes {
-            if try operationState(write.named.operationID) != nil {
-                report.alreadyInJournal.append(write.named)
+            if let existing = try operationState(write.named.operationID) {
+                // Discarded here (a sign-out without a wipe), it cannot come back under its id:
+                // said, not passed off as already imported.
+                if existing.status == .discarded || existing.status == .withdrawn {
+                    report.refused.append(RefusedImport(write: write.named, error: .invalidRequest(
+                        field: "operationID",
+                        problem: "\(write.named.operationID) is \(existing.status.rawValue) in this journal: import into a fresh journal (Outbox.wipeJournal(at:) after the sign-out, then open it again)"
+                    )))
+                } else {
+                    report.alreadyInJournal.append(write.named)
+                }
                 continue
             }
             do {

@@ -23,6 +23,9 @@ extension Outbox {
             throw OutboxError.pendingWork(count: waiting, writes: try pendingWrites(limit: OutboxError.pendingWorkListLimit))
         }
         await worker.stop()
+        // An inline save's attempt runs outside the worker's passes: its outcome is recorded
+        // before anything is discarded, so a write that landed is never called discarded.
+        await attempts.inFlight.untilNoneHeld()
         log.log(.info, "signed out: the worker is stopped", [EngineLog.Key.count: "\(waiting)"])
         guard waiting > 0 else { return }
         try await discardWaitingRows()

@@ -96,7 +96,9 @@ public struct OutboxConfiguration: Sendable {
     /// attempt is older than this less ``claimRetentionMarginSeconds`` is not sent again under
     /// its key, which the server may have forgotten: it is blocked (code
     /// `claim_may_be_forgotten`) for a person to check. A server that announces a shorter
-    /// retention (`Outbox-Claim-Retention`) is judged by that.
+    /// retention (`Outbox-Claim-Retention`) is judged by that, from its answer until the engine
+    /// closes: set this no longer than the server keeps claims, since a launch judges by it until
+    /// the first answer.
     public var claimRetentionSeconds: TimeInterval = 30 * 86_400
     /// The margin kept below the claim retention: 1 day by default.
     public var claimRetentionMarginSeconds: TimeInterval = 86_400

@@ -72,7 +72,7 @@ struct PendingExport: Sendable, Equatable {
         var createdAt: Date
         /// How many attempts it had had: display only; an import starts again from none.
         var attempts: Int
-        /// When its first attempt since a person's last retry started, if it was sent: the age
+        /// When its first attempt (since a person retried it after a `claim_may_be_forgotten` block) started, if it was sent: the age
         /// of the server's claim on its key, which the import keeps (absent: never sent).
         var firstAttemptAt: Date?
     }

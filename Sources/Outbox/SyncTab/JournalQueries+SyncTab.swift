@@ -47,7 +47,7 @@ extension JournalQueries {
     static func bannerHold(_ engine: EngineState) -> SyncBanner.Hold? {
         switch Eligibility.engineHold(Eligibility.Engine(engine)) {
         case .otherInstallation?: .otherInstallation
-        case .sessionPaused?, .noSession?: .signIn
+        case .sessionPaused?, .noSession?, .otherAccount?: .signIn
         default: nil
         }
     }

@@ -5,8 +5,8 @@ public struct SyncBanner: Sendable, Equatable, Codable {
         case offline
         /// Online, with changes that will sync on their own.
         case willSync
-        /// Changes wait for the member to sign in: a 401 paused the worker, or nobody is signed
-        /// in. They do not sync on their own.
+        /// Changes wait for the member to sign in: a 401 paused the worker, nobody is signed in,
+        /// or another account is. They do not sync on their own.
         case signInRequired
         /// The journal was restored onto this device from another: its changes wait until the
         /// app confirms them (``Outbox/adoptInstallation()``).
@@ -25,7 +25,7 @@ public struct SyncBanner: Sendable, Equatable, Codable {
 
     /// What holds every waiting change at once, whatever the network does.
     public enum Hold: Sendable, Equatable {
-        /// A 401 paused the worker, or nobody is signed in.
+        /// A 401 paused the worker, nobody is signed in, or another account is.
         case signIn
         /// The journal's changes were made on another installation.
         case otherInstallation

@@ -77,7 +77,7 @@ package enum Eligibility {
         package var recordHeads: [Row] = []
         package var engine: Engine = .free
         package var now: Date
-        /// When its first attempt since a person's last retry started.
+        /// When its first attempt started (``OperationState/firstAttemptAt``).
         package var firstAttemptAt: Date?
         /// How old a first attempt may be before the server may have forgotten its key's claim:
         /// the worker's facts carry it (``ClaimRetention/window``); a read's leave it `nil`.

@@ -211,9 +211,10 @@ package enum Fold {
             next.retryEpochStartedAt = nil
             next.retryEpochStartedUptime = nil
             next.endedDependency = nil
-            // A person sends it again: the age of its key's claim starts over, and what the
-            // engine decided for the member is theirs again.
-            next.firstAttemptAt = nil
+            // A person who checked a write the server may have forgotten sends it again: its key's
+            // age starts over. Any other retry keeps it: the server's claim is as old as ever.
+            if next.lastErrorCode == ErrorCode.claimMayBeForgotten { next.firstAttemptAt = nil }
+            // What the engine decided for the member is theirs again.
             next.decision = nil
             next.decidedAt = nil
             // Retried, its change shows again.
@@ -255,8 +256,8 @@ package enum Fold {
                     throw illegal("only a conflicted row may be resolved")
                 }
             case .coalesced:
-                guard next.status == .queued, next.attemptCount == 0 else {
-                    throw illegal("only a row never attempted may be coalesced")
+                guard next.status == .queued, next.attemptCount == 0, next.firstAttemptAt == nil else {
+                    throw illegal("only a row never attempted (here or in the journal it was imported from) may be coalesced")
                 }
             }
             guard superseded.by != id else { throw illegal("an operation cannot replace itself") }

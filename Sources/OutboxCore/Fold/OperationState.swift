@@ -110,8 +110,9 @@ package struct OperationState: Sendable, Equatable {
     /// expiry cancelled (no response, `cancelled`).
     package var abandonedAttempts = 0
     package var cancelledAttempts = 0
-    /// When its first attempt since the last person's retry started: how old the server's claim
-    /// on its key may be (a retry by a person starts it over, their decision to send it again).
+    /// When its first attempt started: how old the server's claim on its key may be. A person's
+    /// retry after a `claim_may_be_forgotten` block starts it over (they checked); an imported
+    /// write brings it from the journal it came from (``Enqueued/firstSentAt``).
     package var firstAttemptAt: Date?
     /// The decision the engine last made for the member about it, and when; cleared when a
     /// person retries it (they took it back).
