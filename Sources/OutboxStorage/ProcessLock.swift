@@ -170,6 +170,42 @@ public enum FileSystem {
         return UInt64(status.st_size) >= UInt64(limit.rlim_cur)
     }
 
+    /// Replaces the file at `path` whole with `bytes`: written to a new temporary file beside it,
+    /// flushed, renamed over it, and the directory flushed, so a reader finds the old file or the
+    /// whole new one, never a part, and nothing is left behind when a call fails.
+    /// - Throws: the failing call's errno (a full disk, a file-size limit, no permission).
+    public static func replaceWhole(_ path: String, with bytes: [UInt8]) throws(LMDBError) {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let temporary = (directory == "/" ? "" : directory) + "/." + name + "." + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+            + ".partial"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw LMDBError(rawValue: errno) }
+        func failed(_ code: Int32) -> LMDBError {
+            close(descriptor)
+            unlink(temporary)
+            return LMDBError(rawValue: code)
+        }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, bytes.count - written) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { throw failed(count < 0 ? errno : EIO) }
+            written += count
+        }
+        guard fsync(descriptor) == 0 else { throw failed(errno) }
+        close(descriptor)
+        do {
+            try rename(temporary, to: path)
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+        // The rename itself survives a power loss once the directory is flushed.
+        try? syncDirectory(directory)
+    }
+
     /// Renames `source` to `destination` (atomically, on one file system).
     public static func rename(_ source: String, to destination: String) throws(LMDBError) {
         #if canImport(Glibc)

@@ -2,13 +2,6 @@ public import Foundation
 public import OutboxCore
 public import OutboxCrypto
 import OutboxStorage
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// What ``Outbox/importPending(from:key:)`` did with each write of an export.
 public struct ImportReport: Sendable, Equatable {
@@ -57,7 +50,13 @@ extension Outbox {
         try ensureOpen()
         let contents = PendingExport.Contents(account: configuration.account, exportedAt: configuration.clock.now(),
                                               writes: try exportableWrites())
-        try WholeFile.save(try PendingExport(contents: contents).sealed(with: key), to: url, limitBytes: store.options.limitBytes)
+        let bytes = try PendingExport(contents: contents).sealed(with: key)
+        do {
+            try FileSystem.replaceWhole(url.path, with: bytes)
+        } catch {
+            throw OutboxError(storage: error, limitBytes: store.options.limitBytes, path: url.path,
+                              atFileSizeLimit: FileSystem.isAtFileSizeLimit)
+        }
         log.log(.info, "pending writes exported", [EngineLog.Key.count: "\(contents.writes.count)"])
         return contents.writes.compactMap { write in OperationID(write.operationID).map(write.named) }
     }
@@ -166,51 +165,6 @@ extension Outbox {
                 )
             }
         }
-    }
-}
-
-/// A file written whole or not at all.
-private enum WholeFile {
-    /// Writes `bytes` to a temporary file beside `url`, flushes it, and renames it over `url`:
-    /// a reader finds the old file or the whole new one, never a part.
-    static func save(_ bytes: [UInt8], to url: URL, limitBytes: Int) throws(OutboxError) {
-        let path = url.path
-        let temporary = url.deletingLastPathComponent()
-            .appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).partial").path
-        func failed(_ code: Int32) -> OutboxError {
-            unlink(temporary)
-            return switch code {
-            case EACCES, EPERM, EROFS: .permissionDenied(path: path)
-            case ENOSPC, EDQUOT, EFBIG: .storageFull(limitBytes: limitBytes, errno: code)
-            default: .storage(code: code, message: "\(path): \(String(cString: strerror(code)))")
-            }
-        }
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw failed(errno) }
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, bytes.count - written) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else {
-                let code = count < 0 ? errno : EIO
-                close(descriptor)
-                throw failed(code)
-            }
-            written += count
-        }
-        guard fsync(descriptor) == 0 else {
-            let code = errno
-            close(descriptor)
-            throw failed(code)
-        }
-        close(descriptor)
-        do {
-            try FileSystem.rename(temporary, to: path)
-        } catch {
-            throw failed(error.rawValue)
-        }
-        // The rename itself survives a power loss once the directory is flushed.
-        try? FileSystem.syncDirectory(url.deletingLastPathComponent().path)
     }
 }
 

@@ -147,9 +147,7 @@ extension Outbox {
         let schema = store.schema
         return try store.read { txn -> OperationState? in
             guard let tail = try schema.laneTail(lane, in: txn), let state = try schema.state(tail, in: txn),
-                state.operationType == request.operationType, state.status == .queued, state.attemptCount == 0,
-                // An imported write may have been sent from the journal it came from.
-                state.firstAttemptAt == nil
+                state.operationType == request.operationType, state.status == .queued, state.neverSent
             else { return nil }
             return state
         }

@@ -325,4 +325,7 @@ public struct CategoryNoun: Sendable, Equatable {
 
     /// "1 product", "3 products".
     public func counted(_ count: Int) -> String { count == 1 ? "1 \(one)" : "\(count) \(other)" }
+
+    /// What a category without a noun of its own is counted in.
+    public static let change = CategoryNoun(one: "change", other: "changes")
 }

@@ -83,7 +83,7 @@ struct SyncTabWording {
         guard !parts.isEmpty else { return nil }
         let phrases = parts.map { part in
             nouns[part.category]?.counted(part.count)
-                ?? "\(CategoryNoun(one: "change", other: "changes").counted(part.count)) in \(part.category)"
+                ?? "\(CategoryNoun.change.counted(part.count)) in \(part.category)"
         }
         let list = phrases.count == 1 ? phrases[0] : phrases.dropLast().joined(separator: ", ") + " and " + phrases.last!
         let verb = parts.count == 1 && parts[0].count == 1 ? "is" : "are"

@@ -60,7 +60,7 @@ public struct SyncCard: Sendable, Equatable, Codable {
     public static let conflictCategory = "Changed elsewhere"
 
     /// "1 change", "3 changes".
-    public var countText: String { count == 1 ? "1 change" : "\(count) changes" }
+    public var countText: String { CategoryNoun.change.counted(count) }
 }
 
 /// One waiting change as the member sees it. Failed and blocked rows carry their last error.

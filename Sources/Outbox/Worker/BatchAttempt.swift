@@ -100,9 +100,7 @@ struct BatchAttempt: Sendable {
             return Dictionary(uniqueKeysWithValues: chunk.map { ($0.state.id, TransportResult.noResponse(failure)) })
         }
         // The envelope says how long the server keeps claims; its per-write answers may not.
-        if let announced = response.header(OutboxHeader.claimRetention) {
-            attempts.claimRetention.withLock { $0.observe(announced: announced) }
-        }
+        attempts.learnClaimRetention(from: response)
         if response.statusCode == 413, chunk.count > 1 {
             // Too large for the server: each half again, down to single rows if need be.
             let half = chunk.count / 2

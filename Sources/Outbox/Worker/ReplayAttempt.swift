@@ -255,10 +255,15 @@ final class ReplayAttempt: Sendable {
         facts.connectedAgeSeconds = prepared.state.connectedClockAtEnqueue.map { max(0, routes.connectedClock(at: now) - $0) }
         let plan = OutcomePlanner.plan(.transport(result), facts)
         let response: TransportResponse? = if case .response(let value) = result { value } else { nil }
-        if let announced = response?.header(OutboxHeader.claimRetention) {
-            claimRetention.withLock { $0.observe(announced: announced) }
-        }
+        learnClaimRetention(from: response)
         return await record(plan, state: prepared.state, response: response, before: route.map { [$0] } ?? [], carry: carry)
+    }
+
+    /// Takes in how long the server keeps claims, when its answer (a write's, a batch's
+    /// envelope) says so.
+    func learnClaimRetention(from response: TransportResponse?) {
+        guard let announced = response?.header(OutboxHeader.claimRetention) else { return }
+        claimRetention.withLock { $0.observe(announced: announced) }
     }
 
     /// What the planner reads of a row and of the engine's rules for its type.

@@ -3,40 +3,35 @@ import OutboxCore
 import OutboxStorage
 
 /// The events a pass records on its own: an interrupted attempt abandoned, a row blocked when a
-/// write it depends on ended.
+/// write it depends on ended or its key's claim may be forgotten.
 extension ReplayPass {
-    /// Blocks a row whose dependency ended without being applied: a person decides.
-    func recordDependencyEnded(_ candidate: PassPlan.Candidate, dependency: OperationID, status: OutboxStatus) async {
-        do {
-            _ = try await room.append([JournalStore.Draft(
-                operationID: candidate.id, body: .dependencyEnded(DependencyEnded(dependency: dependency, status: status))
-            )], whenFull: .reserve)
-            log.log(.notice, "row blocked: a write it depends on ended \(status.rawValue)", [
-                EngineLog.Key.operation: .string(candidate.id.description),
-                EngineLog.Key.reason: .string(dependency.description),
-            ])
-        } catch OutboxError.illegalTransition {
-            // A decision or another pass changed the row meanwhile: nothing to do.
-        } catch {
-            log.problem(.factNotRecorded, "could not block a row whose dependency ended; the next pass tries again", error: error, operation: candidate.id)
+    /// Blocks a row the rule says cannot be sent as it is, a person to decide: one whose
+    /// dependency ended without being applied, or one first sent longer ago than the server keeps
+    /// claims (replayed under its key, it could apply twice).
+    func recordBlocked(_ candidate: PassPlan.Candidate, by verdict: Eligibility.Verdict) async {
+        let body: JournalEventBody
+        let why: String
+        var reason: String?
+        switch verdict {
+        case .dependencyEnded(let dependency, let status):
+            body = .dependencyEnded(DependencyEnded(dependency: dependency, status: status))
+            why = "a write it depends on ended \(status.rawValue)"
+            reason = dependency.description
+        case .claimMayBeForgotten(let firstAttemptAt, let window):
+            body = .claimMayBeForgotten(ClaimMayBeForgotten(firstAttemptAt: firstAttemptAt, retentionSeconds: window))
+            why = "first sent longer ago than the server keeps claims"
+        case .ready, .waiting, .notQueued:
+            return
         }
-    }
-
-    /// Blocks a row first sent longer ago than the server keeps claims: replayed under its key,
-    /// it could apply twice. A person checks whether it landed, then retries or corrects it.
-    func recordClaimMayBeForgotten(_ candidate: PassPlan.Candidate, firstAttemptAt: Date, window: Double) async {
         do {
-            _ = try await room.append([JournalStore.Draft(
-                operationID: candidate.id,
-                body: .claimMayBeForgotten(ClaimMayBeForgotten(firstAttemptAt: firstAttemptAt, retentionSeconds: window))
-            )], whenFull: .reserve)
-            log.log(.notice, "row blocked: first sent longer ago than the server keeps claims", [
-                EngineLog.Key.operation: .string(candidate.id.description),
-            ])
+            _ = try await room.append([JournalStore.Draft(operationID: candidate.id, body: body)], whenFull: .reserve)
+            var metadata: OutboxLogger.Metadata = [EngineLog.Key.operation: .string(candidate.id.description)]
+            if let reason { metadata[EngineLog.Key.reason] = .string(reason) }
+            log.log(.notice, "row blocked: \(why)", metadata)
         } catch OutboxError.illegalTransition {
             // A decision or another pass changed the row meanwhile: nothing to do.
         } catch {
-            log.problem(.factNotRecorded, "could not block a row whose claim may be forgotten; the next pass tries again", error: error, operation: candidate.id)
+            log.problem(.factNotRecorded, "could not block a row (\(why)); the next pass tries again", error: error, operation: candidate.id)
         }
     }
 

@@ -200,11 +200,8 @@ final class ReplayPass: Sendable {
                 // What it waits for may go in this pass: offered again when an attempt ends.
                 deferred.append(candidate)
                 plan.dropLane(candidate.lane)
-            case .dependencyEnded(let dependency, let status):
-                await recordDependencyEnded(candidate, dependency: dependency, status: status)
-                plan.dropLane(candidate.lane)
-            case .claimMayBeForgotten(let firstAttemptAt, let window):
-                await recordClaimMayBeForgotten(candidate, firstAttemptAt: firstAttemptAt, window: window)
+            case .dependencyEnded, .claimMayBeForgotten:
+                await recordBlocked(candidate, by: verdict)
                 plan.dropLane(candidate.lane)
             case .waiting, .notQueued:
                 plan.dropLane(candidate.lane)

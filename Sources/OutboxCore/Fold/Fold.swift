@@ -256,7 +256,7 @@ package enum Fold {
                     throw illegal("only a conflicted row may be resolved")
                 }
             case .coalesced:
-                guard next.status == .queued, next.attemptCount == 0, next.firstAttemptAt == nil else {
+                guard next.status == .queued, next.neverSent else {
                     throw illegal("only a row never attempted (here or in the journal it was imported from) may be coalesced")
                 }
             }

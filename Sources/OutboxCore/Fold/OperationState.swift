@@ -265,6 +265,10 @@ package struct OperationState: Sendable, Equatable {
 }
 
 extension OperationState {
+    /// Whether no attempt of it ever left, here or in the journal it was imported from: only
+    /// such a row may be coalesced away, since no server can hold its key.
+    package var neverSent: Bool { attemptCount == 0 && firstAttemptAt == nil }
+
     /// Records a decision the engine made for the member, at the moment of its event.
     mutating func decide(_ decision: AutomaticDecision, at moment: Date) {
         self.decision = decision
