@@ -245,6 +245,9 @@ public final class Simulation {
         configuration.recordTypes = SimulationScenario.recordTypes
         configuration.pull = pull
         let engine = try Outbox(directory: directory, transport: network, configuration: configuration)
+        // The opening lands on the writer's queue while the app goes on; the workload's reads
+        // compare the journal before and after each step, so they start once it has landed.
+        engine.untilWritesLanded()
         network.onCrash { engine.close() }
         outbox = engine
     }

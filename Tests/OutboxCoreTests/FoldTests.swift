@@ -1,5 +1,6 @@
 import Foundation
 import OutboxCore
+import OutboxWire
 import Testing
 
 /// The fold, table-driven: every status against every kind of event.
@@ -149,6 +150,26 @@ struct FoldTests {
         for (body, seq) in zip(bodies, seqs) { try Fold.apply(Self.event(body, seq: seq), to: &state) }
         #expect(state?.eventSeqs == seqs)
         #expect(state?.firstSeq == 3 && state?.latestSeq == 21)
+    }
+
+    /// A read that only shows a row leaves the event seqs unread: everything else decodes the
+    /// same, and a list that cannot fit is refused all the same.
+    @Test func aStateDecodedToShowIsTheWholeStateWithoutItsEventSeqs() throws {
+        var state: OperationState?
+        let bodies: [JournalEventBody] = [
+            .enqueued(Samples.enqueued()),
+            .attemptStarted(AttemptStarted(attempt: 1, trigger: .appLaunch)),
+            Self.finished(.transientFailure),
+        ]
+        for (body, seq) in zip(bodies, [3, 8, 9] as [JournalSequence]) { try Fold.apply(Self.event(body, seq: seq), to: &state) }
+        let whole = try #require(state)
+        let bytes = StateCodec.encode(whole)
+        var expected = whole
+        expected.eventSeqs = []
+        #expect(try StateCodec.decode(bytes) == whole)
+        #expect(try StateCodec.decode(bytes, eventSeqs: false) == expected)
+        #expect(throws: DecodingProblem.self) { try StateCodec.decode(Array(bytes.dropLast()), eventSeqs: false) }
+        #expect(throws: DecodingProblem.self) { try StateCodec.decode(bytes + [0], eventSeqs: false) }
     }
 
     @Test func aRefusedEventLeavesTheStateInPlaceUntouched() throws {

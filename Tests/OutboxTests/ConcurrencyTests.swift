@@ -132,6 +132,7 @@ struct ConcurrencyTests {
             return nil
         }
         let outbox = try Outbox(directory: journal.directory, transport: journal.transport, configuration: journal.configuration(), faultHook: hook)
+            .withOpeningRecorded()
         defer { outbox.close() }
         let writer = outbox.writer
         let before = try outbox.store.environment.info().lastTransactionID
@@ -141,7 +142,7 @@ struct ConcurrencyTests {
             let unit = [enqueueDraft(number)]
             if !flush && number.isMultiple(of: 2) {
                 return Task { try await withCheckedThrowingContinuation { continuation in
-                    writer.appendWithoutWaiting(unit) { continuation.resume(with: $0) }
+                    writer.appendWithoutWaiting(flush: false, making: { unit }, landed: { continuation.resume(with: $0) })
                 } }
             }
             return Task { try await writer.append(unit, flush: flush) }
@@ -160,7 +161,7 @@ struct ConcurrencyTests {
         let outbox = try journal.open()
         outbox.close()
         let result = await withCheckedContinuation { continuation in
-            outbox.writer.appendWithoutWaiting([enqueueDraft(1)]) { continuation.resume(returning: $0) }
+            outbox.writer.appendWithoutWaiting(flush: false, making: { [enqueueDraft(1)] }, landed: { continuation.resume(returning: $0) })
         }
         #expect(throws: OutboxError.closed) { try result.get() }
     }

@@ -13,7 +13,7 @@ private func open(
     var configuration = journal.configuration()
     configuration.logger = OutboxLogger(label: "outbox", handler: handler)
     configure(&configuration)
-    return try Outbox(directory: journal.directory, transport: server, configuration: configuration, faultHook: faultHook)
+    return try Outbox(directory: journal.directory, transport: server, configuration: configuration, faultHook: faultHook).withOpeningRecorded()
 }
 
 /// Fails the next storage call of one kind, once each time it is armed.

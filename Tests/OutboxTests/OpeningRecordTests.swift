@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 @testable import Outbox
 import OutboxStorage
@@ -26,6 +27,37 @@ private final class StorageCalls: Sendable {
             return calls
         }
     }
+}
+
+/// Holds the first commit the storage layer is asked for until released, counting every commit.
+private final class HeldCommit: Sendable {
+    private let reached = DispatchSemaphore(value: 0)
+    private let letGo = DispatchSemaphore(value: 0)
+    private let state = Mutex<(calls: [LMDBCall], held: Bool)>(([], false))
+
+    var hook: LMDBFaultHook {
+        LMDBFaultHook { [self] call in
+            guard call == .commit || call == .commitWithoutFlush else { return nil }
+            let first = state.withLock { state -> Bool in
+                state.calls.append(call)
+                defer { state.held = true }
+                return !state.held
+            }
+            if first {
+                reached.signal()
+                // Bounded only so that an open that waited for its commit fails the test instead of hanging it.
+                _ = letGo.wait(timeout: .now() + 120)
+            }
+            return nil
+        }
+    }
+
+    var calls: [LMDBCall] { state.withLock { $0.calls } }
+
+    /// Whether the first commit is held (false when none came within the bound).
+    func waitUntilHeld() -> Bool { reached.wait(timeout: .now() + 120) == .success }
+
+    func release() { letGo.signal() }
 }
 
 @Suite("The opening, recorded without a flush", .timeLimit(.minutes(5)))
@@ -71,9 +103,11 @@ struct OpeningRecordTests {
         #expect(!outbox.store.environment.hasUnflushedCommits)
     }
 
-    /// (tier, an enqueue before closing?) -> whether closing flushes.
+    /// (tier, an enqueue before closing?) -> whether closing flushes: in `.full` an opening
+    /// with nothing to abandon is committed durably, so only `.processCrash` leaves a commit
+    /// for the close to flush.
     @Test(arguments: [
-        (Durability.full, false, true),
+        (Durability.full, false, false),
         (.full, true, false),
         (.processCrash, false, true),
         (.processCrash, true, true),
@@ -82,12 +116,60 @@ struct OpeningRecordTests {
         let journal = TestJournal()
         try journal.open { $0.durability = durability }.close()
         let calls = StorageCalls()
-        let outbox = try open(journal, InMemoryServer(), durability, calls)
+        let outbox = try open(journal, InMemoryServer(), durability, calls).withOpeningRecorded()
         if enqueues { _ = try await outbox.enqueue(productRequest(1)) }
         _ = calls.take()
         outbox.close()
         #expect(calls.take() == (flushesAtClose ? [.sync] : []))
         #expect(!outbox.store.environment.hasUnflushedCommits)
+    }
+
+    /// An opening with nothing to abandon: the open returns while its commit is held on the
+    /// writer's queue, and the commit, durable, lands once let go.
+    @Test func anOpeningWithNothingToAbandonDoesNotMakeTheOpenWait() throws {
+        let journal = TestJournal()
+        try journal.open().close()
+        let gate = HeldCommit()
+        let outbox = try Outbox(directory: journal.directory, transport: InMemoryServer(), configuration: journal.configuration(), faultHook: gate.hook)
+        defer { outbox.close() }
+        #expect(gate.waitUntilHeld(), "the opening's commit reached the storage layer")
+        #expect(try outbox.events().filter { $0.kind == .journalOpened }.count == 1, "the open returned before its own opening landed")
+        gate.release()
+        outbox.untilWritesLanded()
+        #expect(try outbox.events().filter { $0.kind == .journalOpened }.count == 2)
+        #expect(gate.calls == [.commit], "one durable commit, not one without a flush")
+    }
+
+    /// A write handed over right after the open lands after the opening, whether the opening's
+    /// commit has run by then or not.
+    @Test func aWriteRightAfterTheOpenLandsAfterTheOpening() async throws {
+        let journal = TestJournal()
+        let outbox = try Outbox(directory: journal.directory, transport: InMemoryServer(), configuration: journal.configuration())
+        defer { outbox.close() }
+        let id = try await outbox.enqueue(productRequest(1))
+        let events = try outbox.events()
+        #expect(events.map(\.kind) == [.journalOpened, .enqueued])
+        #expect(events.last?.operationID == id)
+    }
+
+    /// (the failure) -> an opening with nothing to abandon whose commit fails still opens: the
+    /// journal stays readable and writable, the problem is counted, the next open records its own.
+    @Test(arguments: [LMDBError.noSpace, .io])
+    func anOpeningThatCannotBeRecordedInTheBackgroundLeavesTheJournalOpen(_ failure: LMDBError) async throws {
+        let journal = TestJournal()
+        try journal.open().close()
+        let calls = StorageCalls()
+        calls.failing.withLock { $0 = (.commit, failure) }
+        let outbox = try open(journal, InMemoryServer(), .full, calls)
+        outbox.untilWritesLanded()
+        calls.failing.withLock { $0 = nil }
+        #expect(try outbox.metrics().problems == [.openingNotRecorded: 1])
+        #expect(try outbox.events().map(\.kind) == [.journalOpened])
+        _ = try await outbox.enqueue(productRequest(1))
+        outbox.close()
+        let reopened = try journal.open()
+        defer { reopened.close() }
+        #expect(try reopened.events().map(\.kind) == [.journalOpened, .enqueued, .journalOpened])
     }
 
     /// A record of the opening that fails fails as before: a journal too full for it opens (its

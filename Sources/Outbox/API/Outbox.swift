@@ -110,7 +110,7 @@ public final class Outbox: Sendable {
         self.worker = ReplayWorker(pass: replayPass, clock: configuration.clock)
         do {
             let recording = OpenPhases.now()
-            try Self.recordOpening(store: store, writer: writer, appVersion: configuration.appVersion, installation: configuration.installation, timeZone: configuration.clock.timeZone,
+            try Self.recordOpening(store: store, writer: writer, appVersion: configuration.appVersion, installation: configuration.installation, clock: configuration.clock,
                                    routeLost: route.lost, log: log, phases: &phases)
             phases.recording += OpenPhases.now() - recording
         } catch {
@@ -122,32 +122,57 @@ public final class Outbox: Sendable {
         openPhases = phases
     }
 
-    /// Appends `journalOpened` and, for every attempt the last process started and never saw
+    /// Records `journalOpened` and, for every attempt the last process started and never saw
     /// end, `attemptAbandoned`: those rows are due at once, replayed under the same key.
     ///
-    /// Committed without its meta page's flush, in ``Durability/full`` too (one flush where a
-    /// durable commit makes two; the journal stays whole, Docs/durability.md). A power loss
-    /// before the next flush may lose this record, and with it nothing a member typed: each row it abandons is still `syncing` on the disk, so the next open records its
-    /// abandonment again, and its own opening. No such row is sent before a flushing commit, its
-    /// attempt's start, has made the abandonment durable with it; the first enqueue or the flush
-    /// at ``close()`` makes it durable otherwise.
-    private static func recordOpening(store: JournalStore, writer: JournalWriter, appVersion: String?, installation: String?, timeZone: TimeZone,
+    /// An opening with nothing to abandon (every launch but one after a crash mid-attempt) makes
+    /// the app wait for nothing: it is handed to the writer's queue, which builds its record there
+    /// (the time zone's name, the boot's id) and commits it durably while the app reads, and
+    /// every unit written after the open lands after it. A process ended before that commit
+    /// loses its opening and nothing else: the next open records its own.
+    ///
+    /// An opening that abandons attempts is committed before the open returns, so that no read
+    /// shows a write as sending that no process sends, without its meta page's flush in
+    /// ``Durability/full`` too (one flush where a durable commit makes two; the journal stays
+    /// whole, Docs/durability.md). A power loss before the next flush may lose this record, and
+    /// with it nothing a member typed: each row it abandons is still `syncing` on the disk, so
+    /// the next open records its abandonment again, and its own opening. No such row is sent
+    /// before a flushing commit, its attempt's start, has made the abandonment durable with it;
+    /// the first enqueue or the flush at ``close()`` makes it durable otherwise.
+    private static func recordOpening(store: JournalStore, writer: JournalWriter, appVersion: String?, installation: String?, clock: any OutboxClock,
                                       routeLost: JournalStore.Draft?, log: EngineLog, phases: inout OpenPhases) throws {
-        let opened = JournalStore.Draft(operationID: nil, body: .journalOpened(JournalOpened(
-            formatVersion: RecordCodec.formatVersion, engineVersion: engineVersion, appVersion: appVersion,
-            timeZone: timeZone.identifier, installation: installation
-        )))
+        @Sendable func opened() -> JournalStore.Draft {
+            JournalStore.Draft(operationID: nil, body: .journalOpened(JournalOpened(
+                formatVersion: RecordCodec.formatVersion, engineVersion: engineVersion, appVersion: appVersion,
+                timeZone: clock.timeZone.identifier, installation: installation
+            )))
+        }
         let abandoned = try store.interruptedAttempts()
         let metadata: OutboxLogger.Metadata = [
             EngineLog.Key.engineVersion: .string(engineVersion),
             EngineLog.Key.formatVersion: "\(RecordCodec.formatVersion)",
             EngineLog.Key.count: "\(abandoned.count)",
         ]
-        do {
-            let events = try phases.time(\.commit) { try writer.appendNow([opened] + (routeLost.map { [$0] } ?? []) + abandoned, flush: false) }
+        @Sendable func logOpened(_ events: [JournalEvent]) {
             var recorded = metadata
             recorded[EngineLog.Key.seq] = .string(events.first.map { "\($0.seq)" } ?? "")
             log.log(.info, "journal opened", recorded)
+        }
+        guard !abandoned.isEmpty else {
+            writer.appendWithoutWaiting(flush: true, making: { [opened()] + (routeLost.map { [$0] } ?? []) }, landed: { result in
+                switch result {
+                case .success(let events): logOpened(events)
+                case .failure(OutboxError.closed): break
+                case .failure(let error):
+                    // Nothing waits on it: the journal stays open and readable, and the next open
+                    // records its own opening.
+                    log.problem(.openingNotRecorded, "journal opened, but its opening could not be recorded", error: error, metadata)
+                }
+            })
+            return
+        }
+        do {
+            logOpened(try phases.time(\.commit) { try writer.appendNow([opened()] + (routeLost.map { [$0] } ?? []) + abandoned, flush: false) })
         } catch OutboxError.storageFull(let limitBytes, let code) {
             // A journal too full to record its opening still opens: everything in it stays
             // readable, and what is queued can still drain as space allows. A row whose
@@ -155,6 +180,12 @@ public final class Outbox: Sendable {
             // pass tries to record the abandonment first, and the row is due once that lands.
             log.problem(.openingNotRecorded, "journal opened, but too full to record its opening", error: OutboxError.storageFull(limitBytes: limitBytes, errno: code), metadata)
         }
+    }
+
+    /// Returns once the writer has committed (or refused) everything handed to it before this
+    /// call, the opening among it: for tests that read the journal right after opening it.
+    package func untilWritesLanded() {
+        writer.untilLanded()
     }
 
     deinit {

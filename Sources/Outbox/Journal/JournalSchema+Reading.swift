@@ -1,6 +1,7 @@
 import Foundation
 import OutboxCore
 import OutboxStorage
+import OutboxWire
 
 /// Typed reads of the journal, inside a transaction.
 extension JournalSchema {
@@ -25,6 +26,18 @@ extension JournalSchema {
         do {
             return try txn.get(operations, id)
         } catch let error as LMDBCodecError {
+            throw OutboxError.projectionCorrupt(reason: "the state of operation \(id): \(error)")
+        }
+    }
+
+    /// The folded state of one operation without its event seqs (``StateCodec/decode(_:eventSeqs:)``):
+    /// for a read that shows the operation, never for one whose state is written back.
+    func stateToShow(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState? {
+        do {
+            return try txn.withValue(operations.database, key: operations.keyBytes(id)) { bytes in
+                try bytes.map { bytes in try StateCodec.decode(Array(bytes), eventSeqs: false) }
+            }
+        } catch let error as DecodingProblem {
             throw OutboxError.projectionCorrupt(reason: "the state of operation \(id): \(error)")
         }
     }

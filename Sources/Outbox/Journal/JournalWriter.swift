@@ -28,6 +28,9 @@ final class JournalWriter: Sendable {
 
     private struct Submission {
         var unit: PreparedUnit
+        /// Builds the unit on the writer's queue when it is taken, for a unit whose making costs
+        /// what its caller should not wait for (``appendWithoutWaiting(flush:making:landed:)``).
+        var make: (@Sendable () -> PreparedUnit)?
         /// Whether the commit holding it must be flushed before its result is delivered.
         var flush = true
         /// Whether delivering its result resumes a caller (1), or another unit of the same
@@ -35,6 +38,14 @@ final class JournalWriter: Sendable {
         var resumes: Int = 1
         /// Hands the unit's result to whoever waits for it.
         var deliver: @Sendable (Result<[JournalEvent], any Error>) -> Void
+
+        /// The submission with its unit built: called on the writer's queue, outside the lock.
+        consuming func made() -> Submission {
+            guard let make else { return self }
+            unit = make()
+            self.make = nil
+            return self
+        }
     }
 
     private struct State {
@@ -91,14 +102,17 @@ final class JournalWriter: Sendable {
         }
     }
 
-    /// Appends one unit that needs no flush, without waiting for it: for events that may be lost
-    /// to a power loss because the engine would record them again. Logs nothing itself.
+    /// Appends one unit without waiting for it, built by `making` on the writer's queue: for
+    /// events nobody waits on, that the engine would record again if they were lost (the
+    /// opening). Its place among the units is this call's: every unit submitted after it lands
+    /// after it. Logs nothing itself.
     /// - Parameter landed: called once with the unit's events or the reason it was refused:
     ///   after its commit, on the writer's queue, before the callers of that commit resume; at
     ///   once when the writer is closed.
-    func appendWithoutWaiting(_ unit: Unit, landed: @escaping @Sendable (Result<[JournalEvent], any Error>) -> Void = { _ in }) {
+    func appendWithoutWaiting(flush: Bool, making: @escaping @Sendable () -> Unit,
+                              landed: @escaping @Sendable (Result<[JournalEvent], any Error>) -> Void) {
         // Nobody waits to submit again: it does not count as a caller the fill wait expects back.
-        submit([Submission(unit: unit.map(JournalStore.PreparedDraft.init), flush: false, resumes: 0, deliver: landed)])
+        submit([Submission(unit: [], make: { making().map(JournalStore.PreparedDraft.init) }, flush: flush, resumes: 0, deliver: landed)])
     }
 
     /// Appends several units, each landing or refused on its own, submitted together so that
@@ -172,6 +186,12 @@ final class JournalWriter: Sendable {
         }
     }
 
+    /// Returns once every unit submitted before this call is committed or refused (unless held):
+    /// a drain runs on the queue until nothing waits.
+    func untilLanded() {
+        queue.sync {}
+    }
+
     /// Holds submissions back until ``release()``: lets a test gather a known batch.
     func hold() {
         state.withLock { $0.held = true }
@@ -227,7 +247,7 @@ final class JournalWriter: Sendable {
                 return (batch, state.lastResumedAt, state.lastCommit)
             }
             if taken.isEmpty { return }
-            var batch = taken
+            var batch = taken.map { $0.made() }
             let flush = taken.contains(where: \.flush)
             let started = stopwatch.now
             // Only a flush is worth waiting for: without one (`.processCrash`, or units that need
@@ -237,7 +257,7 @@ final class JournalWriter: Sendable {
             let results: [Result<[JournalEvent], OutboxError>]
             do {
                 results = try store.append(batch.map(\.unit), joining: {
-                    guard let next = self.nextJoining(until: waitUntil, flushing: flush, clock: stopwatch) else { return nil }
+                    guard let next = self.nextJoining(until: waitUntil, flushing: flush, clock: stopwatch)?.made() else { return nil }
                     batch.append(next)
                     return next.unit
                 }, flush: flush, at: clock.now(), uptime: clock.uptime())

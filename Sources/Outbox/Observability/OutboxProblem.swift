@@ -27,7 +27,7 @@ public struct OutboxProblem: Sendable, Equatable {
         /// An interrupted attempt's `attemptAbandoned` could not be recorded: the next pass tries
         /// again.
         case abandonmentNotRecorded = "abandonment_not_recorded"
-        /// The journal was too full to record its opening.
+        /// The opening could not be recorded: the journal was too full, or its commit failed.
         case openingNotRecorded = "opening_not_recorded"
         /// A compaction failed: the journal keeps its settled rows for now.
         case compactionFailed = "compaction_failed"

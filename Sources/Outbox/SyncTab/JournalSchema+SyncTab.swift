@@ -28,7 +28,7 @@ extension JournalSchema {
         // Reversed: the highest latest seq comes first.
         try txn.scan(syncTab, leading: JournalCodec.TabKey.leading(group, category: category), reverse: true) { entry in
             guard rows.count < limit else { return .stop }
-            guard var state = try self.state(try entry.value(), in: txn) else { return .next }
+            guard var state = try self.stateToShow(try entry.value(), in: txn) else { return .next }
             // Its scheduled retry is not a hold: the banner already says it syncs on its own.
             let waiting = try verdict(on: state, engine: reading.engine, now: .distantPast, lookups: &reading.lookups, in: txn).waitingOn
             open(&state)
@@ -51,7 +51,7 @@ extension JournalSchema {
         try txn.scan(self.notices, reverse: true) { entry in
             guard notices.count < limit else { return .stop }
             guard let decidedAt = try JournalCodec.ScheduleKey.dueAt(entry.keyBytes), decidedAt >= moment else { return .stop }
-            guard var state = try self.state(try entry.value(), in: txn), let decision = state.decision else { return .next }
+            guard var state = try self.stateToShow(try entry.value(), in: txn), let decision = state.decision else { return .next }
             open(&state)
             notices.append(SyncNotice(state, decision: decision, decidedAt: decidedAt))
             return .next

@@ -113,7 +113,10 @@ package enum StateCodec {
         return OutboxStatus(code: bytes[17])
     }
 
-    package static func decode(_ bytes: [UInt8]) throws(DecodingProblem) -> OperationState {
+    /// - Parameter eventSeqs: whether to read the seqs of the operation's events (``OperationState/eventSeqs``),
+    ///   the one field that grows with its history: a read that shows a row and never writes it
+    ///   back (the Sync tab's) leaves them unread, checked only to fit, and the state's list empty.
+    package static func decode(_ bytes: [UInt8], eventSeqs: Bool = true) throws(DecodingProblem) -> OperationState {
         var reader = ByteReader(bytes)
         switch try reader.readUInt8("state form") {
         case Form.full.rawValue:
@@ -213,6 +216,11 @@ package enum StateCodec {
         state.decidedAt = try reader.readOptionalDate("decided at")
         let seqCount = Int(try reader.readUInt32("event count"))
         guard seqCount <= reader.remaining / 8 else { throw DecodingProblem("\(seqCount) event seqs in \(reader.remaining) bytes") }
+        guard eventSeqs else {
+            try reader.skip(seqCount * 8, "event seqs")
+            try reader.expectEnd("the operation state")
+            return state
+        }
         state.eventSeqs = []
         state.eventSeqs.reserveCapacity(seqCount)
         for _ in 0..<seqCount { state.eventSeqs.append(JournalSequence(rawValue: try reader.readUInt64("event seq"))) }

@@ -26,7 +26,7 @@ final class TestJournal: Sendable {
     func open(_ configure: (inout OutboxConfiguration) -> Void = { _ in }) throws -> Outbox {
         var configuration = configuration()
         configure(&configuration)
-        return try Outbox(directory: directory, transport: transport, configuration: configuration)
+        return try Outbox(directory: directory, transport: transport, configuration: configuration).withOpeningRecorded()
     }
 
     func remove() {
@@ -56,4 +56,14 @@ func productRequest(_ number: Int = 1, entityID: String? = nil, category: String
 func testSeed() -> UInt64 {
     if let text = ProcessInfo.processInfo.environment["OUTBOX_SEED"], let seed = UInt64(text) { return seed }
     return UInt64.random(in: 0...UInt64.max)
+}
+
+extension Outbox {
+    /// This engine once its opening is committed: an opening with nothing to abandon is recorded
+    /// on the writer's queue while the app goes on, and a test that reads the journal at once
+    /// reads it with its opening.
+    func withOpeningRecorded() -> Outbox {
+        untilWritesLanded()
+        return self
+    }
 }

@@ -25,7 +25,7 @@ extension TestJournal {
         var configuration = configuration()
         if let session { configuration.session = session }
         configure(&configuration)
-        return try Outbox(directory: directory, transport: server, configuration: configuration)
+        return try Outbox(directory: directory, transport: server, configuration: configuration).withOpeningRecorded()
     }
 
     /// Enqueues one write and drains it through a transport that closes the outbox in the middle
