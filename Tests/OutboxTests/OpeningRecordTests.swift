@@ -140,6 +140,34 @@ struct OpeningRecordTests {
         #expect(gate.calls == [.commit], "one durable commit, not one without a flush")
     }
 
+    /// (the installation the journal was last opened on, this open's) -> whether the open waits
+    /// for its opening: it does when the opening changes what a row's eligibility is judged by,
+    /// so a journal copied to another installation holds its writes from the open's return.
+    @Test(arguments: [
+        ("phone-a", "phone-a", false),
+        ("phone-a", "phone-b", true),
+        (nil, "phone-a", true),
+        ("phone-a", nil, false),
+    ] as [(String?, String?, Bool)])
+    func anOpeningOnAnotherInstallationIsCommittedBeforeTheOpenReturns(_ before: String?, _ now: String?, _ waits: Bool) async throws {
+        let journal = TestJournal()
+        let first = try journal.open { $0.installation = before }
+        _ = try await first.enqueue(productRequest(1))
+        first.close()
+        let gate = HeldCommit()
+        var configuration = journal.configuration()
+        configuration.installation = now
+        if waits { gate.release() }
+        let outbox = try Outbox(directory: journal.directory, transport: InMemoryServer(), configuration: configuration, faultHook: gate.hook)
+        defer { outbox.close() }
+        #expect(gate.waitUntilHeld())
+        let opened = try outbox.events().filter { $0.kind == .journalOpened }.count
+        #expect(opened == (waits ? 2 : 1))
+        if waits { #expect(gate.calls == [.commitWithoutFlush]) }
+        #expect((try outbox.engineState().foreignInstallation != nil) == (before != nil && now != nil && before != now))
+        if !waits { gate.release() }
+    }
+
     /// A write handed over right after the open lands after the opening, whether the opening's
     /// commit has run by then or not.
     @Test func aWriteRightAfterTheOpenLandsAfterTheOpening() async throws {

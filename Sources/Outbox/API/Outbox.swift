@@ -131,8 +131,10 @@ public final class Outbox: Sendable {
     /// every unit written after the open lands after it. A process ended before that commit
     /// loses its opening and nothing else: the next open records its own.
     ///
-    /// An opening that abandons attempts is committed before the open returns, so that no read
-    /// shows a write as sending that no process sends, without its meta page's flush in
+    /// An opening that abandons attempts, or names an installation the journal's last opening
+    /// did not, is committed before the open returns, so that no read and no pass judges a row
+    /// without it (a write shown as sending that no process sends, a copied journal's write sent
+    /// before it is held), without its meta page's flush in
     /// ``Durability/full`` too (one flush where a durable commit makes two; the journal stays
     /// whole, Docs/durability.md). A power loss before the next flush may lose this record, and
     /// with it nothing a member typed: each row it abandons is still `syncing` on the disk, so
@@ -148,6 +150,7 @@ public final class Outbox: Sendable {
             )))
         }
         let abandoned = try store.interruptedAttempts()
+        let lastOpenedOn = try store.read { txn in try store.schema.engineState(in: txn).openedOn }
         let metadata: OutboxLogger.Metadata = [
             EngineLog.Key.engineVersion: .string(engineVersion),
             EngineLog.Key.formatVersion: "\(RecordCodec.formatVersion)",
@@ -158,7 +161,11 @@ public final class Outbox: Sendable {
             recorded[EngineLog.Key.seq] = .string(events.first.map { "\($0.seq)" } ?? "")
             log.log(.info, "journal opened", recorded)
         }
-        guard !abandoned.isEmpty else {
+        // What the rows' eligibility is judged by must be in the journal before anything reads
+        // it: the abandonments, and the installation this process runs on when the journal last
+        // recorded another (a journal copied to this device holds its writes from the start).
+        let changesWhatIsJudged = !abandoned.isEmpty || (installation != nil && installation != lastOpenedOn)
+        guard changesWhatIsJudged else {
             writer.appendWithoutWaiting(flush: true, making: { [opened()] + (routeLost.map { [$0] } ?? []) }, landed: { result in
                 switch result {
                 case .success(let events): logOpened(events)
