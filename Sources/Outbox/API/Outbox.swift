@@ -95,23 +95,23 @@ public final class Outbox: Sendable {
         self.log = log
         let room = JournalRoom(store: store, writer: writer, budget: budget, log: log, retention: Compactor.Retention(configuration))
         self.room = room
-        let route: (route: EngineState.Route, lost: JournalStore.Draft?)
+        let opening: JournalStore.OpeningFacts
         do {
-            route = try store.routeAtOpening()
+            opening = try store.openingFacts()
         } catch {
             writer.close()
             store.close()
             throw error
         }
         let attempts = ReplayAttempt(store: store, room: room, transport: transport, configuration: configuration, log: log,
-                                     routes: RouteWatch(route.route))
+                                     routes: RouteWatch(opening.route))
         self.attempts = attempts
         self.replayPass = ReplayPass(store: store, room: room, attempts: attempts, configuration: configuration, log: log)
         self.worker = ReplayWorker(pass: replayPass, clock: configuration.clock)
         do {
             let recording = OpenPhases.now()
-            try Self.recordOpening(store: store, writer: writer, appVersion: configuration.appVersion, installation: configuration.installation, clock: configuration.clock,
-                                   routeLost: route.lost, log: log, phases: &phases)
+            try Self.recordOpening(opening, writer: writer, appVersion: configuration.appVersion, installation: configuration.installation, clock: configuration.clock,
+                                   log: log, phases: &phases)
             phases.recording += OpenPhases.now() - recording
         } catch {
             writer.close()
@@ -141,16 +141,15 @@ public final class Outbox: Sendable {
     /// the next open records its abandonment again, and its own opening. No such row is sent
     /// before a flushing commit, its attempt's start, has made the abandonment durable with it;
     /// the first enqueue or the flush at ``close()`` makes it durable otherwise.
-    private static func recordOpening(store: JournalStore, writer: JournalWriter, appVersion: String?, installation: String?, clock: any OutboxClock,
-                                      routeLost: JournalStore.Draft?, log: EngineLog, phases: inout OpenPhases) throws {
+    private static func recordOpening(_ opening: JournalStore.OpeningFacts, writer: JournalWriter, appVersion: String?, installation: String?,
+                                      clock: any OutboxClock, log: EngineLog, phases: inout OpenPhases) throws {
         @Sendable func opened() -> JournalStore.Draft {
             JournalStore.Draft(operationID: nil, body: .journalOpened(JournalOpened(
                 formatVersion: RecordCodec.formatVersion, engineVersion: engineVersion, appVersion: appVersion,
                 timeZone: clock.timeZone.identifier, installation: installation
             )))
         }
-        let abandoned = try store.interruptedAttempts()
-        let lastOpenedOn = try store.read { txn in try store.schema.engineState(in: txn).openedOn }
+        let (abandoned, routeLost) = (opening.abandoned, opening.lostRoute)
         let metadata: OutboxLogger.Metadata = [
             EngineLog.Key.engineVersion: .string(engineVersion),
             EngineLog.Key.formatVersion: "\(RecordCodec.formatVersion)",
@@ -164,7 +163,7 @@ public final class Outbox: Sendable {
         // What the rows' eligibility is judged by must be in the journal before anything reads
         // it: the abandonments, and the installation this process runs on when the journal last
         // recorded another (a journal copied to this device holds its writes from the start).
-        let changesWhatIsJudged = !abandoned.isEmpty || (installation != nil && installation != lastOpenedOn)
+        let changesWhatIsJudged = !abandoned.isEmpty || (installation != nil && installation != opening.lastOpenedOn)
         guard changesWhatIsJudged else {
             writer.appendWithoutWaiting(flush: true, making: { [opened()] + (routeLost.map { [$0] } ?? []) }, landed: { result in
                 switch result {

@@ -1,7 +1,6 @@
 import Foundation
 import OutboxCore
 import OutboxStorage
-import OutboxWire
 
 /// Typed reads of the journal, inside a transaction.
 extension JournalSchema {
@@ -23,22 +22,31 @@ extension JournalSchema {
 
     /// The folded state of one operation.
     func state(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState? {
+        try state(id, from: operations, in: txn)
+    }
+
+    /// The folded state of one operation without its event seqs: for a read that shows the
+    /// operation, never for one whose state is written back.
+    func stateToShow(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState? {
+        try state(id, from: operationsToShow, in: txn)
+    }
+
+    private func state<Codec: LMDBCodec>(_ id: OperationID, from table: LMDBTable<JournalCodec.ID, Codec>,
+                                         in txn: borrowing LMDBTransaction) throws -> OperationState? where Codec.Item == OperationState {
         do {
-            return try txn.get(operations, id)
+            return try txn.get(table, id)
         } catch let error as LMDBCodecError {
             throw OutboxError.projectionCorrupt(reason: "the state of operation \(id): \(error)")
         }
     }
 
-    /// The folded state of one operation without its event seqs (``StateCodec/decode(_:eventSeqs:)``):
-    /// for a read that shows the operation, never for one whose state is written back.
-    func stateToShow(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState? {
-        do {
-            return try txn.withValue(operations.database, key: operations.keyBytes(id)) { bytes in
-                try bytes.map { bytes in try StateCodec.decode(Array(bytes), eventSeqs: false) }
-            }
-        } catch let error as DecodingProblem {
-            throw OutboxError.projectionCorrupt(reason: "the state of operation \(id): \(error)")
+    /// `attemptAbandoned` drafts for every syncing row (``JournalStore/interruptedAttempts()``).
+    func interruptedAttempts(in txn: borrowing LMDBTransaction) throws -> [JournalStore.Draft] {
+        try operationIDs(withStatus: .syncing, in: txn).compactMap { id in
+            guard let state = try state(id, in: txn) else { return nil }
+            return JournalStore.Draft(operationID: id, body: .attemptAbandoned(AttemptAbandoned(
+                attempt: AttemptNumber(rawValue: state.attemptCount)
+            )))
         }
     }
 

@@ -75,6 +75,8 @@ final class JournalSchema: Sendable {
     /// The engine state and the counters: one value each.
     let singletons: LMDBTable<NameCodec, RawBytes>
     let operations: LMDBTable<JournalCodec.ID, JournalCodec.State>
+    /// The same entries, read to be shown: without their event seqs (``JournalCodec/StateToShow``).
+    let operationsToShow: LMDBTable<JournalCodec.ID, JournalCodec.StateToShow>
     let byStatus: LMDBTable<JournalCodec.StatusKey, JournalCodec.ID>
     let schedule: LMDBTable<JournalCodec.ScheduleKey, JournalCodec.ID>
     let lanes: LMDBTable<JournalCodec.LaneKey, JournalCodec.ID>
@@ -116,6 +118,7 @@ final class JournalSchema: Sendable {
         self.state = state
         singletons = LMDBTable(state, prefix: [Prefix.singletons], name: "singletons")
         operations = LMDBTable(state, prefix: [Prefix.operations], name: "operations")
+        operationsToShow = LMDBTable(state, prefix: [Prefix.operations], name: "operations")
         byStatus = LMDBTable(state, prefix: [Prefix.byStatus], name: "by-status")
         schedule = LMDBTable(state, prefix: [Prefix.schedule], name: "schedule")
         lanes = LMDBTable(state, prefix: [Prefix.lanes], name: "lanes")

@@ -440,14 +440,7 @@ final class JournalStore: Sendable {
     /// and never saw end.
     func interruptedAttempts() throws(OutboxError) -> [JournalStore.Draft] {
         let schema = self.schema
-        return try read { txn in
-            try schema.operationIDs(withStatus: .syncing, in: txn).compactMap { id in
-                guard let state = try schema.state(id, in: txn) else { return nil }
-                return JournalStore.Draft(operationID: id, body: .attemptAbandoned(AttemptAbandoned(
-                    attempt: AttemptNumber(rawValue: state.attemptCount)
-                )))
-            }
-        }
+        return try read { txn in try schema.interruptedAttempts(in: txn) }
     }
 
     /// Runs `body` in a read transaction: one consistent snapshot.

@@ -54,6 +54,17 @@ enum JournalCodec {
         }
     }
 
+    /// An operation's folded state without its event seqs, the one field that grows with its
+    /// history (``StateCodec/decode(_:eventSeqs:)``): for reads that show a row and never write
+    /// it back. Never stored through.
+    enum StateToShow: LMDBCodec {
+        static func encode(_ item: OperationState, into bytes: inout [UInt8]) { State.encode(item, into: &bytes) }
+
+        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> OperationState {
+            try StateCodec.decode(Array(bytes), eventSeqs: false)
+        }
+    }
+
     /// The engine's state (``StateCodec``).
     enum Engine: LMDBCodec {
         static func encode(_ item: EngineState, into bytes: inout [UInt8]) { bytes += StateCodec.encode(item) }
