@@ -1,6 +1,8 @@
 import Foundation
 @testable import Outbox
 import OutboxStorage
+import OutboxTesting
+import OutboxCore
 import Testing
 
 @Suite("Projections equal a rebuild from the events")
@@ -90,6 +92,77 @@ struct ProjectionTests {
             #expect(try rows(of: schema.lanes, in: txn) == 1)
             #expect(counters.events == 4)
         }
+    }
+
+    /// The Sync tab's entry holds its row's state to show (layout 12): the state the fold keeps,
+    /// without the seqs of its events, so that an attempt more rewrites it at the same size while
+    /// the `operations` entry grows by the attempt's two seqs.
+    @Test func aSyncTabEntryHoldsItsRowsStateWithoutItsHistory() async throws {
+        let journal = TestJournal()
+        let server = InMemoryServer()
+        let busy = TransportResponse.error(503, code: "unavailable", message: "Try again shortly")
+        server.inject(.respond(busy), .respond(busy), .respond(busy))
+        let outbox = try journal.open(server: server)
+        defer { outbox.close() }
+        let id = try await outbox.enqueue(productRequest(1))
+        let schema = outbox.store.schema
+        var tabSizes: [Int] = []
+        var stateSizes: [Int] = []
+        for attempt in 1...3 {
+            await outbox.drain()
+            let state = try #require(try outbox.operationState(id))
+            #expect(state.attemptCount == attempt && state.status == .queued)
+            try outbox.store.read { txn throws in
+                var entries: [(bytes: [UInt8], state: OperationState)] = []
+                try txn.scan(schema.syncTab) { entry in
+                    entries.append((Array(entry.valueBytes), try entry.value()))
+                    return .next
+                }
+                var shown = state
+                shown.eventSeqs = []
+                #expect(entries.map(\.state) == [shown], "attempt \(attempt): the entry is the state to show")
+                tabSizes += entries.map(\.bytes.count)
+                stateSizes.append(try #require(try txn.get(schema.state, key: schema.operations.prefix + JournalCodec.ID.bytes(id))).count)
+            }
+            journal.clock.advance(by: 3600)
+        }
+        #expect(Set(tabSizes).count == 1, "the tab's entry does not grow with the attempts: \(tabSizes)")
+        #expect(stateSizes == [stateSizes[0], stateSizes[0] + 16, stateSizes[0] + 32], "the state grows by two seqs an attempt")
+    }
+
+    /// A Sync tab entry that no longer holds what the fold says (a state changed under it) is
+    /// a mismatch `verify` names, and the tab shows what the rebuild writes back.
+    @Test func aStaleSyncTabEntryIsFoundAndRebuilt() async throws {
+        let journal = TestJournal()
+        let outbox = try journal.open()
+        let id = try await outbox.enqueue(productRequest(1))
+        let schema = outbox.store.schema
+        try outbox.store.environment.write { txn in
+            var key: [UInt8] = []
+            var stale: OperationState?
+            try txn.scan(schema.syncTab) { entry in
+                key = Array(entry.keyBytes)
+                stale = try entry.value()
+                return .stop
+            }
+            var changed = try #require(stale)
+            changed.entityLabel = "Something else"
+            try txn.put(schema.state, key: schema.syncTab.prefix + key, value: JournalCodec.StateToShow.bytes(changed))
+        }
+        #expect(try outbox.syncTab(isOnline: true).card("Products")?.rows.map(\.entityLabel) == ["Something else"])
+        let mismatches = try outbox.store.compareProjectionsWithRebuild()
+        #expect(mismatches.map(\.database) == ["sync-tab"], "\(mismatches)")
+        try outbox.store.environment.write { txn in
+            try txn.put(schema.meta, JournalSchema.MetaKey.projectionVersion, UInt32(0).bigEndianBytes)
+        }
+        outbox.close()
+
+        let reopened = try journal.open()
+        defer { reopened.close() }
+        #expect(try reopened.store.compareProjectionsWithRebuild().isEmpty)
+        let row = try #require(try reopened.syncTab(isOnline: true).card("Products")?.rows.first)
+        let label = try reopened.operationState(id)?.entityLabel
+        #expect(row.operationID == id && row.entityLabel == label && label == "Antiseptic 1")
     }
 
     /// The entries of one table of `state`.

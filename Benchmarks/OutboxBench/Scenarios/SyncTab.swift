@@ -17,7 +17,7 @@ extension Scenario {
         ],
         limit: { result in
             "one read transaction reading what the tab shows and nothing else: the counters, the engine state, each card's "
-                + "index entries of the rows shown (up to 250) and the state of each, by key: \(TextReport.format(result.floor("tab"))) µs; "
+                + "index entries of the rows shown (up to 250), each holding its row's state: \(TextReport.format(result.floor("tab"))) µs; "
                 + "the same with each state decoded by the engine's codec (the rows' only other cost that grows with them): "
                 + "\(TextReport.format(result.floor("tab-decoded"))) µs; "
                 + "the badge: the one value holding the counters, \(TextReport.format(result.floor("badge"))) µs. The SQLite outbox counts and "
@@ -72,11 +72,11 @@ extension Scenario {
         }
     )
 
-    /// The least the tab and the badge must read (projection layout 9, all in the `state`
+    /// The least the tab and the badge must read (projection layout 12, all in the `state`
     /// database): in one read transaction the counters (prefix 0), the engine state, and for each
     /// card its index entries (prefix 4, the waiting group 0, the category, 0, the latest seq)
-    /// newest first, as many as it shows, each with its operation's state by key (prefix 1, the
-    /// id the entry holds); again with each state decoded; and the counters alone in another.
+    /// newest first, as many as it shows, each holding its operation's state to show; again with
+    /// each state decoded; and the counters alone in another.
     private static func rawReads(_ directory: URL, cards: [(category: String, rows: Int)], iterations: Int)
         throws -> (tab: [Double], decoded: [Double], badge: [Double])
     {
@@ -92,16 +92,11 @@ extension Scenario {
             try environment.read { txn in
                 var found = try txn.withValue(state, key: countersKey) { $0 == nil ? 0 : 1 }
                 found += try txn.withValue(state, key: engineKey) { $0 == nil ? 0 : 1 }
-                var key = [UInt8](repeating: 1, count: 17)
                 for (end, rows) in ends {
                     var left = rows
-                    try txn.scan(state, from: end, reverse: true) { _, id in
-                        key.withUnsafeMutableBytes { UnsafeMutableRawBufferPointer(rebasing: $0[1...]).copyMemory(from: id) }
-                        found += try txn.withValue(state, key: key) { bytes in
-                            guard let bytes else { return 0 }
-                            try decode(bytes)
-                            return 1
-                        }
+                    try txn.scan(state, from: end, reverse: true) { _, shown in
+                        try decode(shown)
+                        found += 1
                         left -= 1
                         return left > 0 ? .next : .stop
                     }
@@ -113,13 +108,13 @@ extension Scenario {
         let tab = try (0..<iterations).map { _ in
             try Stopwatch.time {
                 let found = try read { _ in }
-                precondition(found == expected, "a state the tab shows is missing")
+                precondition(found == expected, "a row the tab shows is missing")
             }
         }
         let decoded = try (0..<iterations).map { _ in
             try Stopwatch.time {
                 let found = try read { _ = try StateCodec.decode(Array($0)) }
-                precondition(found == expected, "a state the tab shows is missing")
+                precondition(found == expected, "a row the tab shows is missing")
             }
         }
         let badge = try (0..<iterations).map { _ in

@@ -32,7 +32,7 @@ import Synchronization
 final class JournalSchema: Sendable {
     /// The layout version of the projections (`state`). A journal stored with another version
     /// has its projections rebuilt from the events at open.
-    static let projectionVersion: UInt32 = 11
+    static let projectionVersion: UInt32 = 12
 
     /// The first layout that keeps its projections in `state`: a rebuild from such a layout
     /// rewrites what it reads.
@@ -80,7 +80,10 @@ final class JournalSchema: Sendable {
     let byStatus: LMDBTable<JournalCodec.StatusKey, JournalCodec.ID>
     let schedule: LMDBTable<JournalCodec.ScheduleKey, JournalCodec.ID>
     let lanes: LMDBTable<JournalCodec.LaneKey, JournalCodec.ID>
-    let syncTab: LMDBTable<JournalCodec.TabKey, JournalCodec.ID>
+    /// The Sync tab's rows: each holds its operation's state to show (``JournalCodec/StateToShow``),
+    /// so that a card is read from its own few pages, not from one `operations` page per row
+    /// (layout 12).
+    let syncTab: LMDBTable<JournalCodec.TabKey, JournalCodec.StateToShow>
     let recordWrites: LMDBTable<JournalCodec.RecordWriteKey, JournalCodec.ID>
     let recordOps: LMDBTable<JournalCodec.RecordOpKey, JournalCodec.ID>
     /// The decisions the engine made for the member, by when: the Sync tab's notices.

@@ -96,12 +96,17 @@ private struct RebuildShard: Sendable {
         var id: OperationID
         /// Where its bytes (the state, or the index key) sit in the shard's buffer.
         var bytes: Range<Int>
+        /// An index row's value in ``indexValueBytes`` where the index holds a state
+        /// (``Projection/Index/holdsState``); `nil` for the id.
+        var value: Range<Int>? = nil
     }
 
     var states: [Row] = []
     var stateBytes: [UInt8]
     var indexRows: [Projection.Index: [Row]] = [:]
     var indexKeyBytes: [UInt8]
+    /// The values of the index rows that hold a state: the Sync tab's, a few per journal.
+    var indexValueBytes: [UInt8]
     var counters = JournalCounters()
     var eventCount: Int64
     var eventBytes: Int64
@@ -116,6 +121,7 @@ private struct RebuildShard: Sendable {
         var indexRuns = [[Row]](repeating: [], count: indexes.count)
         var stateWriter = ByteWriter(capacity: image.states.count * 256)
         var keys: [UInt8] = []
+        var values = ByteWriter(capacity: 0)
         var counters = JournalCounters()
         // The image is done with: its states are moved out one by one rather than copied (their
         // order does not matter, the rows are sorted below).
@@ -129,7 +135,13 @@ private struct RebuildShard: Sendable {
             let footprint = Projection.footprint(of: state)
             for (run, index) in indexes.enumerated() {
                 for key in footprint.keys(in: index) {
-                    indexRuns[run].append(Row(id: state.id, bytes: keys.count..<keys.count + key.count))
+                    var row = Row(id: state.id, bytes: keys.count..<keys.count + key.count)
+                    if index.holdsState {
+                        let start = values.bytes.count
+                        index.encodeState(of: state, into: &values)
+                        row.value = start..<values.bytes.count
+                    }
+                    indexRuns[run].append(row)
                     keys.append(contentsOf: key)
                 }
             }
@@ -138,6 +150,7 @@ private struct RebuildShard: Sendable {
         self.counters = counters
         stateBytes = stateWriter.bytes
         indexKeyBytes = keys
+        indexValueBytes = values.bytes
         states.sort { $0.id < $1.id }
         self.states = states
         keys.withUnsafeBytes { keys in
@@ -254,8 +267,16 @@ private struct RebuildPlan {
                 steps.append { txn in
                     for position in slice {
                         let row = runs[position.run][position.index]
-                        try shards[position.run].indexKeyBytes.withUnsafeBytes { keys in
-                            try index.put(UnsafeRawBufferPointer(rebasing: keys[row.bytes]), row.id, schema: schema, in: txn, flags: .append)
+                        let shard = shards[position.run]
+                        try shard.indexKeyBytes.withUnsafeBytes { keys in
+                            let key = UnsafeRawBufferPointer(rebasing: keys[row.bytes])
+                            if let value = row.value {
+                                try shard.indexValueBytes.withUnsafeBytes { values in
+                                    try index.put(key, UnsafeRawBufferPointer(rebasing: values[value]), schema: schema, in: txn, flags: .append)
+                                }
+                            } else {
+                                try JournalCodec.ID.withEncoded(row.id) { try index.put(key, $0, schema: schema, in: txn, flags: .append) }
+                            }
                         }
                     }
                 }

@@ -10,7 +10,8 @@ import OutboxWire
 /// rebuilds the projections in memory to compare.
 enum Projection {
     /// An index the projection keeps, apart from `operations` itself: each maps a key to an
-    /// operation id.
+    /// operation id, but the Sync tab's, which maps it to the operation's state to show
+    /// (``holdsState``).
     ///
     /// Its cases come in the order of their prefixes in `state`: the order a rebuild appends them.
     enum Index: CaseIterable {
@@ -25,6 +26,19 @@ enum Projection {
         /// Whether a state has at most one key in the index; the record indexes hold one per
         /// record the write changes.
         var isSingleKey: Bool { self != .recordWrites && self != .recordOps }
+
+        /// Whether an entry holds its operation's state to show rather than its id: the Sync
+        /// tab's, whose card is then read from the tab's own pages. Its rows are found by key and
+        /// shown as they are, one page fault per page of rows instead of one per row (the
+        /// `operations` entries of a card's rows lie far apart in a long journal).
+        var holdsState: Bool { self == .syncTab }
+
+        /// Appends the value of `state`'s entry to `value`, in an index that ``holdsState``: its
+        /// state to show. (Every other index's value is the id.)
+        func encodeState(of state: OperationState, into value: inout ByteWriter) {
+            precondition(holdsState, "\(self) holds operation ids")
+            StateCodec.encodeToShow(state, into: &value)
+        }
 
         /// Every key of `state` in a record index (without the table's prefix), through its codec.
         func recordKeys(of state: OperationState) -> [[UInt8]] {
@@ -80,8 +94,9 @@ enum Projection {
             }
         }
 
-        /// Whether two states that both have an entry have the same key: compared field by
-        /// field, so that an unchanged key is never encoded on the hot path.
+        /// Whether two states that both have an entry have the same key (and, where the index
+        /// ``holdsState``, the same value): compared field by field, so that an unchanged entry
+        /// is never encoded on the hot path.
         func sameKey(_ before: OperationState, _ after: OperationState) -> Bool {
             switch self {
             case .byStatus: before.status == after.status && before.firstSeq == after.firstSeq
@@ -89,8 +104,10 @@ enum Projection {
             case .schedule: before.nextAttemptAt == after.nextAttemptAt && before.firstSeq == after.firstSeq
             // A lane is its operation's business and entity (or its id), which never change.
             case .lanes: before.laneSeq == after.laneSeq
+            // Its entry holds the state to show, which any event changes: the state is compared
+            // only when the key is the same (when no event of the operation came in between).
             case .syncTab: tabGroup(of: before.status) == tabGroup(of: after.status) && before.category == after.category
-                && before.latestSeq == after.latestSeq
+                && before.latestSeq == after.latestSeq && Projection.sameToShow(before, after)
             case .recordWrites: before.laneSeq == after.laneSeq && Projection.shownRecords(of: before) == Projection.shownRecords(of: after)
             case .recordOps: before.records == after.records && (before.compactedAt == nil) == (after.compactedAt == nil)
                 && Projection.shownRecords(of: before) == Projection.shownRecords(of: after)
@@ -112,19 +129,18 @@ enum Projection {
 
         // MARK: Storing
 
-        /// Stores `id` under a key the index's codec encoded (without the table's prefix).
-        func put(_ encodedKey: UnsafeRawBufferPointer, _ id: OperationID, schema: JournalSchema, in txn: borrowing LMDBTransaction,
-                 flags: LMDBPutFlags = []) throws {
-            try JournalCodec.ID.withEncoded(id) { value in
-                switch self {
-                case .byStatus: try txn.put(schema.byStatus, encodedKey: encodedKey, encodedValue: value, flags: flags)
-                case .notices: try txn.put(schema.notices, encodedKey: encodedKey, encodedValue: value, flags: flags)
-                case .schedule: try txn.put(schema.schedule, encodedKey: encodedKey, encodedValue: value, flags: flags)
-                case .lanes: try txn.put(schema.lanes, encodedKey: encodedKey, encodedValue: value, flags: flags)
-                case .syncTab: try txn.put(schema.syncTab, encodedKey: encodedKey, encodedValue: value, flags: flags)
-                case .recordWrites: try txn.put(schema.recordWrites, encodedKey: encodedKey, encodedValue: value, flags: flags)
-                case .recordOps: try txn.put(schema.recordOps, encodedKey: encodedKey, encodedValue: value, flags: flags)
-                }
+        /// Stores an entry whose key and value the index's codecs encoded (the key without the
+        /// table's prefix).
+        func put(_ encodedKey: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, schema: JournalSchema,
+                 in txn: borrowing LMDBTransaction, flags: LMDBPutFlags = []) throws {
+            switch self {
+            case .byStatus: try txn.put(schema.byStatus, encodedKey: encodedKey, encodedValue: value, flags: flags)
+            case .notices: try txn.put(schema.notices, encodedKey: encodedKey, encodedValue: value, flags: flags)
+            case .schedule: try txn.put(schema.schedule, encodedKey: encodedKey, encodedValue: value, flags: flags)
+            case .lanes: try txn.put(schema.lanes, encodedKey: encodedKey, encodedValue: value, flags: flags)
+            case .syncTab: try txn.put(schema.syncTab, encodedKey: encodedKey, encodedValue: value, flags: flags)
+            case .recordWrites: try txn.put(schema.recordWrites, encodedKey: encodedKey, encodedValue: value, flags: flags)
+            case .recordOps: try txn.put(schema.recordOps, encodedKey: encodedKey, encodedValue: value, flags: flags)
             }
         }
 
@@ -168,6 +184,14 @@ enum Projection {
         case .discarded: state.rolledBackSeq != nil && !state.rollbackAcknowledged ? state.records : []
         case .withdrawn, .superseded: []
         }
+    }
+
+    /// Whether two states show the same: equal in every field but their event seqs, which the
+    /// Sync tab's entries leave out.
+    static func sameToShow(_ before: OperationState, _ after: OperationState) -> Bool {
+        var before = before
+        before.eventSeqs = after.eventSeqs
+        return before == after
     }
 
     /// When the engine made a decision the member is told of (``AutomaticDecision/isShownToMember``)
@@ -215,10 +239,12 @@ enum Projection {
         }
     }
 
-    /// Buffers a writer reuses for every row of a transaction: one state's bytes, one key's.
+    /// Buffers a writer reuses for every row of a transaction: one state's bytes, one key's, and
+    /// one entry's that holds a state to show (``Index/holdsState``).
     struct Scratch {
         var state = ByteWriter(capacity: 512)
         var key: [UInt8] = []
+        var shown = ByteWriter(capacity: 512)
 
         init() {
             key.reserveCapacity(64)
@@ -276,7 +302,15 @@ enum Projection {
                     scratch.key.removeAll(keepingCapacity: true)
                     scratch.key.append(contentsOf: prefix)
                     index.encodeKey(of: after, into: &scratch.key)
-                    try scratch.key.withUnsafeBytes { try txn.put(database, key: $0, value: id) }
+                    if index.holdsState {
+                        scratch.shown.removeAll()
+                        index.encodeState(of: after, into: &scratch.shown)
+                        try scratch.key.withUnsafeBytes { key in
+                            try scratch.shown.bytes.withUnsafeBytes { try txn.put(database, key: key, value: $0) }
+                        }
+                    } else {
+                        try scratch.key.withUnsafeBytes { try txn.put(database, key: $0, value: id) }
+                    }
                 }
             }
         }

@@ -137,7 +137,9 @@ struct ProjectionImage: Equatable, Sendable {
             operations[JournalCodec.ID.bytes(state.id)] = JournalCodec.State.bytes(state)
             let footprint = Projection.footprint(of: state)
             for index in Projection.Index.allCases {
-                for key in footprint.keys(in: index) { indexes[index, default: [:]][key] = state.id.bytes }
+                for key in footprint.keys(in: index) {
+                    indexes[index, default: [:]][key] = index.holdsState ? JournalCodec.StateToShow.bytes(state) : state.id.bytes
+                }
             }
         }
         tables[schema.storedOperations] = operations

@@ -25,10 +25,15 @@ extension JournalSchema {
     func tabRows(_ group: TabGroup, category: String, limit: Int, reading: inout TabReading,
                  in txn: borrowing LMDBTransaction) throws -> [SyncRow] {
         var rows: [SyncRow] = []
-        // Reversed: the highest latest seq comes first.
+        // Reversed: the highest latest seq comes first. Each entry holds its row's state.
         try txn.scan(syncTab, leading: JournalCodec.TabKey.leading(group, category: category), reverse: true) { entry in
             guard rows.count < limit else { return .stop }
-            guard var state = try self.stateToShow(try entry.value(), in: txn) else { return .next }
+            var state: OperationState
+            do {
+                state = try entry.value()
+            } catch let error as LMDBCodecError {
+                throw OutboxError.projectionCorrupt(reason: "a Sync tab row of \(category): \(error)")
+            }
             // Its scheduled retry is not a hold: the banner already says it syncs on its own.
             let waiting = try verdict(on: state, engine: reading.engine, now: .distantPast, lookups: &reading.lookups, in: txn).waitingOn
             open(&state)

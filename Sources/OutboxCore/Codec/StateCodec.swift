@@ -20,9 +20,20 @@ package enum StateCodec {
         return writer.bytes
     }
 
+    /// The stored form of `state` without its event seqs (an empty list in their place): a state
+    /// to show, as the Sync tab's index keeps its rows (``decode(_:eventSeqs:)`` reads it back
+    /// with no seqs). Its size does not grow with the operation's history.
+    package static func encodeToShow(_ state: OperationState, into writer: inout ByteWriter) {
+        encode(state, eventSeqs: false, into: &writer)
+    }
+
     /// Appends the stored form of `state` to `writer`: how a rebuild encodes many states into
     /// one buffer.
     package static func encode(_ state: OperationState, into writer: inout ByteWriter) {
+        encode(state, eventSeqs: true, into: &writer)
+    }
+
+    private static func encode(_ state: OperationState, eventSeqs: Bool, into writer: inout ByteWriter) {
         if let compactedAt = state.compactedAt {
             writer.write(Form.compacted.rawValue)
             CompactedOperation(state).write(to: &writer)
@@ -102,6 +113,10 @@ package enum StateCodec {
         writer.write(state.firstAttemptAt)
         writer.write(state.decision?.code ?? OutcomeCategory.noCode)
         writer.write(state.decidedAt)
+        guard eventSeqs else {
+            writer.write(UInt32(0))
+            return
+        }
         writer.write(UInt32(state.eventSeqs.count))
         for seq in state.eventSeqs { writer.write(seq.rawValue) }
     }
