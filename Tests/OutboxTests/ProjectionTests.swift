@@ -94,10 +94,10 @@ struct ProjectionTests {
         }
     }
 
-    /// The Sync tab's entry holds its row's state to show (layout 12): the state the fold keeps,
-    /// without the seqs of its events, so that an attempt more rewrites it at the same size while
-    /// the `operations` entry grows by the attempt's two seqs.
-    @Test func aSyncTabEntryHoldsItsRowsStateWithoutItsHistory() async throws {
+    /// The Sync tab's entry holds its row (layout 12): the fields of the folded state the tab
+    /// shows and judges it by, so that an attempt more rewrites it at the same size while the
+    /// `operations` entry grows by the attempt's two seqs.
+    @Test func aSyncTabEntryHoldsItsRowWithoutItsHistory() async throws {
         let journal = TestJournal()
         let server = InMemoryServer()
         let busy = TransportResponse.error(503, code: "unavailable", message: "Try again shortly")
@@ -113,21 +113,54 @@ struct ProjectionTests {
             let state = try #require(try outbox.operationState(id))
             #expect(state.attemptCount == attempt && state.status == .queued)
             try outbox.store.read { txn throws in
-                var entries: [(bytes: [UInt8], state: OperationState)] = []
+                var entries: [[UInt8]] = []
                 try txn.scan(schema.syncTab) { entry in
-                    entries.append((Array(entry.valueBytes), try entry.value()))
+                    entries.append(Array(entry.valueBytes))
                     return .next
                 }
-                var shown = state
-                shown.eventSeqs = []
-                #expect(entries.map(\.state) == [shown], "attempt \(attempt): the entry is the state to show")
-                tabSizes += entries.map(\.bytes.count)
+                #expect(entries == [StateCodec.tabRowBytes(state)], "attempt \(attempt): the entry is the state's row")
+                tabSizes += entries.map(\.count)
                 stateSizes.append(try #require(try txn.get(schema.state, key: schema.operations.prefix + JournalCodec.ID.bytes(id))).count)
             }
             journal.clock.advance(by: 3600)
         }
         #expect(Set(tabSizes).count == 1, "the tab's entry does not grow with the attempts: \(tabSizes)")
         #expect(stateSizes == [stateSizes[0], stateSizes[0] + 16, stateSizes[0] + 32], "the state grows by two seqs an attempt")
+        #expect(tabSizes[0] < stateSizes[0] / 2, "a row keeps less than half of a state: \(tabSizes[0]) of \(stateSizes[0]) bytes")
+    }
+
+    /// For every state a seeded random history leaves (every status, lanes, dependencies,
+    /// corrections, conflicts), its tab row shows the same `SyncRow` and gets the same verdict
+    /// as the whole state: the row keeps every field the tab reads.
+    @Test(arguments: 0..<2)
+    func aTabRowShowsAndIsJudgedAsItsWholeState(_ round: Int) async throws {
+        let seed = testSeed()
+        let journal = TestJournal()
+        let outbox = try journal.open()
+        defer { outbox.close() }
+        var history = RandomHistory(seed: seed)
+        for _ in 0..<1000 {
+            try await history.step(outbox, now: journal.clock.now())
+            journal.clock.advance(by: 1)
+        }
+        let schema = outbox.store.schema
+        var compared = 0
+        try outbox.store.read { txn throws in
+            let engine = try schema.engineState(in: txn)
+            for id in history.statuses.keys {
+                guard var whole = try schema.state(id, in: txn), whole.compactedAt == nil else { continue }
+                var row = try StateCodec.decodeTabRow(StateCodec.tabRowBytes(whole))
+                for now in [Date.distantPast, journal.clock.now()] {
+                    #expect(try schema.verdict(on: row, engine: engine, now: now, in: txn)
+                        == schema.verdict(on: whole, engine: engine, now: now, in: txn), "seed \(seed): \(id) at \(now)")
+                }
+                schema.open(&whole)
+                schema.open(&row)
+                #expect(SyncRow(row) == SyncRow(whole), "seed \(seed): \(id)")
+                compared += 1
+            }
+        }
+        #expect(compared > 50, "seed \(seed): only \(compared) states compared")
     }
 
     /// A Sync tab entry that no longer holds what the fold says (a state changed under it) is
@@ -147,7 +180,7 @@ struct ProjectionTests {
             }
             var changed = try #require(stale)
             changed.entityLabel = "Something else"
-            try txn.put(schema.state, key: schema.syncTab.prefix + key, value: JournalCodec.StateToShow.bytes(changed))
+            try txn.put(schema.state, key: schema.syncTab.prefix + key, value: StateCodec.tabRowBytes(changed))
         }
         #expect(try outbox.syncTab(isOnline: true).card("Products")?.rows.map(\.entityLabel) == ["Something else"])
         let mismatches = try outbox.store.compareProjectionsWithRebuild()

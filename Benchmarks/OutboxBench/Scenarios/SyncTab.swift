@@ -11,14 +11,14 @@ extension Scenario {
         title: "The Sync tab and the badge with 10,000 rows waiting",
         metrics: [
             .time("tab", "Sync tab (5 cards, up to 50 rows each), median"),
-            .time("tab-decoded", "the same against its reads with each state decoded"),
+            .time("tab-decoded", "the same against its reads with each row decoded"),
             .time("tab-p99", "Sync tab, p99"),
             .time("badge", "badge count, median"),
         ],
         limit: { result in
             "one read transaction reading what the tab shows and nothing else: the counters, the engine state, each card's "
-                + "index entries of the rows shown (up to 250), each holding its row's state: \(TextReport.format(result.floor("tab"))) µs; "
-                + "the same with each state decoded by the engine's codec (the rows' only other cost that grows with them): "
+                + "index entries of the rows shown (up to 250), each holding its row: \(TextReport.format(result.floor("tab"))) µs; "
+                + "the same with each row decoded by the engine's codec (the rows' only other cost that grows with them): "
                 + "\(TextReport.format(result.floor("tab-decoded"))) µs; "
                 + "the badge: the one value holding the counters, \(TextReport.format(result.floor("badge"))) µs. The SQLite outbox counts and "
                 + "sorts the waiting rows through its status index"
@@ -75,8 +75,8 @@ extension Scenario {
     /// The least the tab and the badge must read (projection layout 12, all in the `state`
     /// database): in one read transaction the counters (prefix 0), the engine state, and for each
     /// card its index entries (prefix 4, the waiting group 0, the category, 0, the latest seq)
-    /// newest first, as many as it shows, each holding its operation's state to show; again with
-    /// each state decoded; and the counters alone in another.
+    /// newest first, as many as it shows, each holding its row (`StateCodec.encodeTabRow`); again
+    /// with each row decoded; and the counters alone in another.
     private static func rawReads(_ directory: URL, cards: [(category: String, rows: Int)], iterations: Int)
         throws -> (tab: [Double], decoded: [Double], badge: [Double])
     {
@@ -113,7 +113,7 @@ extension Scenario {
         }
         let decoded = try (0..<iterations).map { _ in
             try Stopwatch.time {
-                let found = try read { _ = try StateCodec.decode(Array($0)) }
+                let found = try read { _ = try StateCodec.decodeTabRow(Array($0)) }
                 precondition(found == expected, "a row the tab shows is missing")
             }
         }

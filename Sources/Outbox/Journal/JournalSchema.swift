@@ -80,10 +80,10 @@ final class JournalSchema: Sendable {
     let byStatus: LMDBTable<JournalCodec.StatusKey, JournalCodec.ID>
     let schedule: LMDBTable<JournalCodec.ScheduleKey, JournalCodec.ID>
     let lanes: LMDBTable<JournalCodec.LaneKey, JournalCodec.ID>
-    /// The Sync tab's rows: each holds its operation's state to show (``JournalCodec/StateToShow``),
+    /// The Sync tab's rows: each holds what its row shows and is judged by (``JournalCodec/TabRow``),
     /// so that a card is read from its own few pages, not from one `operations` page per row
     /// (layout 12).
-    let syncTab: LMDBTable<JournalCodec.TabKey, JournalCodec.StateToShow>
+    let syncTab: LMDBTable<JournalCodec.TabKey, JournalCodec.TabRow>
     let recordWrites: LMDBTable<JournalCodec.RecordWriteKey, JournalCodec.ID>
     let recordOps: LMDBTable<JournalCodec.RecordOpKey, JournalCodec.ID>
     /// The decisions the engine made for the member, by when: the Sync tab's notices.

@@ -96,8 +96,8 @@ private struct RebuildShard: Sendable {
         var id: OperationID
         /// Where its bytes (the state, or the index key) sit in the shard's buffer.
         var bytes: Range<Int>
-        /// An index row's value in ``indexValueBytes`` where the index holds a state
-        /// (``Projection/Index/holdsState``); `nil` for the id.
+        /// An index row's value in ``indexValueBytes`` where the index holds a row
+        /// (``Projection/Index/holdsRow``); `nil` for the id.
         var value: Range<Int>? = nil
     }
 
@@ -105,7 +105,7 @@ private struct RebuildShard: Sendable {
     var stateBytes: [UInt8]
     var indexRows: [Projection.Index: [Row]] = [:]
     var indexKeyBytes: [UInt8]
-    /// The values of the index rows that hold a state: the Sync tab's, a few per journal.
+    /// The values of the index rows that hold more than an id: the Sync tab's rows, a few per journal.
     var indexValueBytes: [UInt8]
     var counters = JournalCounters()
     var eventCount: Int64
@@ -136,9 +136,9 @@ private struct RebuildShard: Sendable {
             for (run, index) in indexes.enumerated() {
                 for key in footprint.keys(in: index) {
                     var row = Row(id: state.id, bytes: keys.count..<keys.count + key.count)
-                    if index.holdsState {
+                    if index.holdsRow {
                         let start = values.bytes.count
-                        index.encodeState(of: state, into: &values)
+                        index.encodeRow(of: state, into: &values)
                         row.value = start..<values.bytes.count
                     }
                     indexRuns[run].append(row)

@@ -56,17 +56,22 @@ enum JournalCodec {
 
     /// An operation's folded state without its event seqs, the one field that grows with its
     /// history (``StateCodec/decode(_:eventSeqs:)``): for reads that show a row and never write
-    /// it back. Stored so only as the Sync tab's rows (``StateCodec/encodeToShow(_:into:)``);
-    /// read so from `operations` as well, which is never written through it.
+    /// it back. Never stored through.
     enum StateToShow: LMDBCodec {
-        static func encode(_ item: OperationState, into bytes: inout [UInt8]) {
-            var writer = ByteWriter(capacity: 256)
-            StateCodec.encodeToShow(item, into: &writer)
-            bytes += writer.bytes
-        }
+        static func encode(_ item: OperationState, into bytes: inout [UInt8]) { State.encode(item, into: &bytes) }
 
         static func decode(_ bytes: UnsafeRawBufferPointer) throws -> OperationState {
             try StateCodec.decode(Array(bytes), eventSeqs: false)
+        }
+    }
+
+    /// A Sync tab row: the fields of its operation's state the tab shows and judges it by
+    /// (``StateCodec/encodeTabRow(_:into:)``), read back as a state holding them.
+    enum TabRow: LMDBCodec {
+        static func encode(_ item: OperationState, into bytes: inout [UInt8]) { bytes += StateCodec.tabRowBytes(item) }
+
+        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> OperationState {
+            try StateCodec.decodeTabRow(Array(bytes))
         }
     }
 

@@ -10,8 +10,8 @@ import OutboxWire
 /// rebuilds the projections in memory to compare.
 enum Projection {
     /// An index the projection keeps, apart from `operations` itself: each maps a key to an
-    /// operation id, but the Sync tab's, which maps it to the operation's state to show
-    /// (``holdsState``).
+    /// operation id, but the Sync tab's, which maps it to the row its operation shows
+    /// (``holdsRow``).
     ///
     /// Its cases come in the order of their prefixes in `state`: the order a rebuild appends them.
     enum Index: CaseIterable {
@@ -27,17 +27,17 @@ enum Projection {
         /// record the write changes.
         var isSingleKey: Bool { self != .recordWrites && self != .recordOps }
 
-        /// Whether an entry holds its operation's state to show rather than its id: the Sync
-        /// tab's, whose card is then read from the tab's own pages. Its rows are found by key and
-        /// shown as they are, one page fault per page of rows instead of one per row (the
+        /// Whether an entry holds what its operation's row shows rather than its id: the Sync
+        /// tab's (``StateCodec/encodeTabRow(_:into:)``), whose cards are then read from the
+        /// tab's own pages, one page fault per page of rows instead of one per row (the
         /// `operations` entries of a card's rows lie far apart in a long journal).
-        var holdsState: Bool { self == .syncTab }
+        var holdsRow: Bool { self == .syncTab }
 
-        /// Appends the value of `state`'s entry to `value`, in an index that ``holdsState``: its
-        /// state to show. (Every other index's value is the id.)
-        func encodeState(of state: OperationState, into value: inout ByteWriter) {
-            precondition(holdsState, "\(self) holds operation ids")
-            StateCodec.encodeToShow(state, into: &value)
+        /// Appends the value of `state`'s entry to `value`, in an index that ``holdsRow``: its
+        /// tab row. (Every other index's value is the id.)
+        func encodeRow(of state: OperationState, into value: inout ByteWriter) {
+            precondition(holdsRow, "\(self) holds operation ids")
+            StateCodec.encodeTabRow(state, into: &value)
         }
 
         /// Every key of `state` in a record index (without the table's prefix), through its codec.
@@ -95,7 +95,7 @@ enum Projection {
         }
 
         /// Whether two states that both have an entry have the same key (and, where the index
-        /// ``holdsState``, the same value): compared field by field, so that an unchanged entry
+        /// ``holdsRow``, the same value): compared field by field, so that an unchanged entry
         /// is never encoded on the hot path.
         func sameKey(_ before: OperationState, _ after: OperationState) -> Bool {
             switch self {
@@ -104,10 +104,10 @@ enum Projection {
             case .schedule: before.nextAttemptAt == after.nextAttemptAt && before.firstSeq == after.firstSeq
             // A lane is its operation's business and entity (or its id), which never change.
             case .lanes: before.laneSeq == after.laneSeq
-            // Its entry holds the state to show, which any event changes: the state is compared
-            // only when the key is the same (when no event of the operation came in between).
+            // Its entry holds the row, which an event may change: the rows are compared only when
+            // the key is the same (when no event of the operation came in between).
             case .syncTab: tabGroup(of: before.status) == tabGroup(of: after.status) && before.category == after.category
-                && before.latestSeq == after.latestSeq && Projection.sameToShow(before, after)
+                && before.latestSeq == after.latestSeq && StateCodec.tabRowBytes(before) == StateCodec.tabRowBytes(after)
             case .recordWrites: before.laneSeq == after.laneSeq && Projection.shownRecords(of: before) == Projection.shownRecords(of: after)
             case .recordOps: before.records == after.records && (before.compactedAt == nil) == (after.compactedAt == nil)
                 && Projection.shownRecords(of: before) == Projection.shownRecords(of: after)
@@ -186,14 +186,6 @@ enum Projection {
         }
     }
 
-    /// Whether two states show the same: equal in every field but their event seqs, which the
-    /// Sync tab's entries leave out.
-    static func sameToShow(_ before: OperationState, _ after: OperationState) -> Bool {
-        var before = before
-        before.eventSeqs = after.eventSeqs
-        return before == after
-    }
-
     /// When the engine made a decision the member is told of (``AutomaticDecision/isShownToMember``)
     /// about `state`: its key in `notices`; `nil` for none, and once compacted.
     static func notice(of state: OperationState) -> Date? {
@@ -240,11 +232,11 @@ enum Projection {
     }
 
     /// Buffers a writer reuses for every row of a transaction: one state's bytes, one key's, and
-    /// one entry's that holds a state to show (``Index/holdsState``).
+    /// one tab row's (``Index/holdsRow``).
     struct Scratch {
         var state = ByteWriter(capacity: 512)
         var key: [UInt8] = []
-        var shown = ByteWriter(capacity: 512)
+        var row = ByteWriter(capacity: 256)
 
         init() {
             key.reserveCapacity(64)
@@ -302,11 +294,11 @@ enum Projection {
                     scratch.key.removeAll(keepingCapacity: true)
                     scratch.key.append(contentsOf: prefix)
                     index.encodeKey(of: after, into: &scratch.key)
-                    if index.holdsState {
-                        scratch.shown.removeAll()
-                        index.encodeState(of: after, into: &scratch.shown)
+                    if index.holdsRow {
+                        scratch.row.removeAll()
+                        index.encodeRow(of: after, into: &scratch.row)
                         try scratch.key.withUnsafeBytes { key in
-                            try scratch.shown.bytes.withUnsafeBytes { try txn.put(database, key: key, value: $0) }
+                            try scratch.row.bytes.withUnsafeBytes { try txn.put(database, key: key, value: $0) }
                         }
                     } else {
                         try scratch.key.withUnsafeBytes { try txn.put(database, key: $0, value: id) }

@@ -138,7 +138,7 @@ struct ProjectionImage: Equatable, Sendable {
             let footprint = Projection.footprint(of: state)
             for index in Projection.Index.allCases {
                 for key in footprint.keys(in: index) {
-                    indexes[index, default: [:]][key] = index.holdsState ? JournalCodec.StateToShow.bytes(state) : state.id.bytes
+                    indexes[index, default: [:]][key] = index.holdsRow ? StateCodec.tabRowBytes(state) : state.id.bytes
                 }
             }
         }

@@ -20,20 +20,9 @@ package enum StateCodec {
         return writer.bytes
     }
 
-    /// The stored form of `state` without its event seqs (an empty list in their place): a state
-    /// to show, as the Sync tab's index keeps its rows (``decode(_:eventSeqs:)`` reads it back
-    /// with no seqs). Its size does not grow with the operation's history.
-    package static func encodeToShow(_ state: OperationState, into writer: inout ByteWriter) {
-        encode(state, eventSeqs: false, into: &writer)
-    }
-
     /// Appends the stored form of `state` to `writer`: how a rebuild encodes many states into
     /// one buffer.
     package static func encode(_ state: OperationState, into writer: inout ByteWriter) {
-        encode(state, eventSeqs: true, into: &writer)
-    }
-
-    private static func encode(_ state: OperationState, eventSeqs: Bool, into writer: inout ByteWriter) {
         if let compactedAt = state.compactedAt {
             writer.write(Form.compacted.rawValue)
             CompactedOperation(state).write(to: &writer)
@@ -73,13 +62,8 @@ package enum StateCodec {
         // Intent (projection layout 4).
         writer.write(state.appGaveID)
         writer.write(state.baseRevision)
-        writer.write(UInt32(state.dependsOn.count))
-        for dependency in state.dependsOn { writer.write(dependency) }
-        writer.writeOptional(state.supersedes) { writer, supersedes in
-            writer.write(supersedes.operation)
-            writer.write(supersedes.reason.code)
-            writer.write(supersedes.laneSeq.rawValue)
-        }
+        writeDependencies(&writer, state.dependsOn)
+        writeSupersession(&writer, state.supersedes)
         writer.writeOptional(state.supersededBy) { $0.write($1) }
         writer.write(state.supersededReason?.code ?? 0)
         writer.write(state.laneSeq.rawValue)
@@ -113,10 +97,6 @@ package enum StateCodec {
         writer.write(state.firstAttemptAt)
         writer.write(state.decision?.code ?? OutcomeCategory.noCode)
         writer.write(state.decidedAt)
-        guard eventSeqs else {
-            writer.write(UInt32(0))
-            return
-        }
         writer.write(UInt32(state.eventSeqs.count))
         for seq in state.eventSeqs { writer.write(seq.rawValue) }
     }
@@ -183,16 +163,8 @@ package enum StateCodec {
         state.changedAt = try reader.readDate("changed at")
         state.appGaveID = try reader.readBool("app-given id")
         state.baseRevision = try reader.readOptionalString("base revision")
-        let dependencies = Int(try reader.readUInt32("dependency count"))
-        guard dependencies <= reader.remaining / 16 else { throw DecodingProblem("\(dependencies) dependencies cannot fit") }
-        for _ in 0..<dependencies { state.dependsOn.append(try reader.readOperationID("dependency")) }
-        state.supersedes = try reader.readOptional("supersedes") { (reader) throws(DecodingProblem) in
-            Supersession(
-                operation: try reader.readOperationID("superseded operation"),
-                reason: try reader.readCode(SupersedeReason.self, "supersede reason"),
-                laneSeq: JournalSequence(rawValue: try reader.readUInt64("lane seq"))
-            )
-        }
+        state.dependsOn = try readDependencies(&reader)
+        state.supersedes = try readSupersession(&reader)
         state.supersededBy = try reader.readOptional("superseded by") { (reader) throws(DecodingProblem) in
             try reader.readOperationID("superseded by")
         }
@@ -243,7 +215,39 @@ package enum StateCodec {
         return state
     }
 
-    private static func readKeys(_ reader: inout ByteReader, _ what: StaticString) throws(DecodingProblem) -> [RecordKey] {
+    static func writeDependencies(_ writer: inout ByteWriter, _ dependencies: [OperationID]) {
+        writer.write(UInt32(dependencies.count))
+        for dependency in dependencies { writer.write(dependency) }
+    }
+
+    static func readDependencies(_ reader: inout ByteReader) throws(DecodingProblem) -> [OperationID] {
+        let count = Int(try reader.readUInt32("dependency count"))
+        guard count <= reader.remaining / 16 else { throw DecodingProblem("\(count) dependencies cannot fit") }
+        var dependencies: [OperationID] = []
+        dependencies.reserveCapacity(count)
+        for _ in 0..<count { dependencies.append(try reader.readOperationID("dependency")) }
+        return dependencies
+    }
+
+    static func writeSupersession(_ writer: inout ByteWriter, _ supersedes: Supersession?) {
+        writer.writeOptional(supersedes) { writer, supersedes in
+            writer.write(supersedes.operation)
+            writer.write(supersedes.reason.code)
+            writer.write(supersedes.laneSeq.rawValue)
+        }
+    }
+
+    static func readSupersession(_ reader: inout ByteReader) throws(DecodingProblem) -> Supersession? {
+        try reader.readOptional("supersedes") { (reader) throws(DecodingProblem) in
+            Supersession(
+                operation: try reader.readOperationID("superseded operation"),
+                reason: try reader.readCode(SupersedeReason.self, "supersede reason"),
+                laneSeq: JournalSequence(rawValue: try reader.readUInt64("lane seq"))
+            )
+        }
+    }
+
+    static func readKeys(_ reader: inout ByteReader, _ what: StaticString) throws(DecodingProblem) -> [RecordKey] {
         let count = Int(try reader.readUInt32(what))
         guard count <= reader.remaining / 3 else { throw DecodingProblem("\(count) record keys cannot fit") }
         var keys: [RecordKey] = []
@@ -329,7 +333,7 @@ extension OperationState {
     /// A live state of the fields a stored state begins with, the rest at their first values for
     /// the decoder to overwrite: built in place, where going through an `Enqueued` copied each
     /// field of its request twice (a third of a state's decoding).
-    fileprivate init(
+    init(
         stored id: OperationID, status: OutboxStatus, businessID: String, operationType: String, method: String,
         endpoint: String, entityID: String?, category: String, entityLabel: String, summary: String,
         payloadVersion: Int, payloadByteCount: Int, requestHash: SHA256Digest, account: String,
