@@ -220,6 +220,8 @@ struct JournalQueryTests {
         let outbox = try Outbox(directory: directory.url, transport: ScriptedTransport(otherwise: .fail(.offline)),
                                 configuration: OutboxConfiguration(account: "member-42", clock: ManualClock(now: fixtureStart)))
         defer { outbox.close() }
+        // The opening, and the abandonment of the journal's syncing row, land on the writer's queue.
+        outbox.untilWritesLanded()
         let report = try outbox.verify()
         #expect(report.isClean, "\(report.findings)")
         #expect(report.projectionsCompared)

@@ -44,6 +44,8 @@ struct FixtureTests {
             configuration.claimRetentionSeconds = 100 * 365 * 86_400
             let outbox = try Outbox(directory: copy, transport: server, configuration: configuration)
             defer { outbox.close() }
+            // The opening, and the abandonment of a fixture's syncing rows, land on the writer's queue.
+            outbox.untilWritesLanded()
             let name = fixture.lastPathComponent
             #expect(try outbox.verify().isClean, "\(name)")
             #expect(try outbox.ledger(LedgerQuery(limit: .max)).entries.count == manifest.operations.count, "\(name)")

@@ -78,29 +78,58 @@ struct OpeningRecordTests {
         return try Outbox(directory: journal.directory, transport: server, configuration: configuration, faultHook: calls.hook)
     }
 
-    /// (tier) -> the commits an open asks for: `journalOpened` and the abandonment share one.
-    @Test(arguments: [(Durability.full, [LMDBCall.commitWithoutFlush]), (.processCrash, [.commit])])
-    func anOpeningCommitsItsRecordWithoutAFlush(_ durability: Durability, _ commits: [LMDBCall]) async throws {
+    /// (tier) -> the commit an open with an attempt to abandon makes, on the writer's queue:
+    /// `journalOpened` and the abandonment share one durable commit (`.processCrash` flushes
+    /// none, and leaves it for the close).
+    @Test(arguments: [(Durability.full, false), (.processCrash, true)])
+    func anOpeningThatAbandonsCommitsItsRecordWithTheAbandonment(_ durability: Durability, _ unflushed: Bool) async throws {
         let (journal, server, id) = try await journalWithAnInterruptedAttempt(durability)
         let calls = StorageCalls()
         let outbox = try open(journal, server, durability, calls)
         defer { outbox.close() }
-        #expect(calls.take() == commits)
+        outbox.untilWritesLanded()
+        #expect(calls.take() == [.commit])
         #expect(try outbox.history(id).map(\.kind) == [.enqueued, .attemptStarted, .attemptAbandoned])
         #expect(try outbox.operation(id)?.status == .queued)
         #expect(try outbox.events().filter { $0.kind == .journalOpened }.count == 2)
-        #expect(outbox.store.environment.hasUnflushedCommits)
+        #expect(outbox.store.environment.hasUnflushedCommits == unflushed)
     }
 
-    @Test func theFirstEnqueueAfterAnOpeningFlushesItWithItsOwn() async throws {
-        let (journal, server, _) = try await journalWithAnInterruptedAttempt(.full)
-        let calls = StorageCalls()
-        let outbox = try open(journal, server, .full, calls)
+    /// An opening with an attempt to abandon does not make the open wait either: the open
+    /// returns while its commit is held, the row reading as the last process left it (`syncing`,
+    /// which nothing sends); once let go, the abandonment lands with the opening in one durable
+    /// commit and the row is sent once, under its key.
+    @Test func anOpeningThatAbandonsDoesNotMakeTheOpenWait() async throws {
+        let (journal, server, id) = try await journalWithAnInterruptedAttempt(.full)
+        let gate = HeldCommit()
+        let outbox = try Outbox(directory: journal.directory, transport: server, configuration: journal.configuration(), faultHook: gate.hook)
         defer { outbox.close() }
-        _ = calls.take()
-        _ = try await outbox.enqueue(productRequest(2))
-        #expect(calls.take() == [.commit])
-        #expect(!outbox.store.environment.hasUnflushedCommits)
+        #expect(gate.waitUntilHeld(), "the opening's commit reached the storage layer")
+        #expect(try outbox.operation(id)?.status == .syncing, "the open returned before its abandonment landed")
+        #expect(try outbox.events().filter { $0.kind == .journalOpened }.count == 1)
+        gate.release()
+        outbox.untilWritesLanded()
+        #expect(try outbox.history(id).map(\.kind) == [.enqueued, .attemptStarted, .attemptAbandoned])
+        #expect(gate.calls.first == .commit, "one durable commit, not one without a flush")
+        await outbox.drain()
+        #expect(try outbox.operation(id)?.status == .synced)
+        #expect(try outbox.history(id).filter { $0.kind == .attemptAbandoned }.count == 1)
+        #expect(server.appliedCount(id.idempotencyKey) == 1)
+    }
+
+    /// A sign-out right after an open, before its abandonment landed: the row the last process
+    /// left `syncing` is abandoned once and discarded, not abandoned twice.
+    @Test func aSignOutBeforeTheOpeningLandedAbandonsTheRowOnce() async throws {
+        let (journal, server, id) = try await journalWithAnInterruptedAttempt(.full)
+        let gate = HeldCommit()
+        let outbox = try Outbox(directory: journal.directory, transport: server, configuration: journal.configuration(), faultHook: gate.hook)
+        defer { outbox.close() }
+        #expect(gate.waitUntilHeld())
+        let signedOut = Task { try await outbox.signOut(discardPending: true) }
+        gate.release()
+        try await signedOut.value
+        #expect(try outbox.history(id).map(\.kind) == [.enqueued, .attemptStarted, .attemptAbandoned, .discarded])
+        #expect(try outbox.operation(id)?.status == .discarded)
     }
 
     /// (tier, an enqueue before closing?) -> whether closing flushes: in `.full` an opening
@@ -200,25 +229,22 @@ struct OpeningRecordTests {
         #expect(try reopened.events().map(\.kind) == [.journalOpened, .enqueued, .journalOpened])
     }
 
-    /// A record of the opening that fails fails as before: a journal too full for it opens (its
-    /// row held `syncing` until its abandonment lands), any other failure fails the open.
-    @Test(arguments: [(LMDBError.noSpace, true), (.io, false)])
-    func aFailedRecordOfTheOpeningIsToleratedOnlyWhenTheJournalIsFull(_ failure: LMDBError, _ opens: Bool) async throws {
+    /// (the failure) -> an opening with an attempt to abandon whose commit fails still opens:
+    /// its row stays `syncing` (nothing sends it) until an abandonment lands, the problem is
+    /// counted, and the next open records the abandonment; the row is sent once.
+    @Test(arguments: [LMDBError.noSpace, .io])
+    func anOpeningThatAbandonsButCannotBeRecordedLeavesTheRowUnsent(_ failure: LMDBError) async throws {
         let (journal, server, id) = try await journalWithAnInterruptedAttempt(.full)
         let calls = StorageCalls()
-        calls.failing.withLock { $0 = (.commitWithoutFlush, failure) }
-        if opens {
-            let outbox = try open(journal, server, .full, calls)
-            #expect(try outbox.operation(id)?.status == .syncing)
-            #expect(try outbox.metrics().problems == [.openingNotRecorded: 1])
-            #expect(try outbox.events().filter { $0.kind == .journalOpened }.count == 1)
-            outbox.close()
-        } else {
-            #expect(throws: OutboxError.storage(code: failure.rawValue, message: failure.description)) {
-                _ = try open(journal, server, .full, calls)
-            }
-        }
-        #expect(calls.take().first == .commitWithoutFlush)
+        calls.failing.withLock { $0 = (.commit, failure) }
+        let outbox = try Outbox(directory: journal.directory, transport: server, configuration: journal.configuration(), faultHook: calls.hook)
+        outbox.untilWritesLanded()
+        #expect(try outbox.operation(id)?.status == .syncing)
+        #expect(try outbox.metrics().problems == [.openingNotRecorded: 1])
+        #expect(try outbox.events().filter { $0.kind == .journalOpened }.count == 1)
+        outbox.close()
+        calls.failing.withLock { $0 = nil }
+        #expect(server.appliedCount(id.idempotencyKey) == 1, "nothing was sent again")
 
         // With the storage well again, the next open records the abandonment, and the row is sent once.
         let reopened = try journal.open(server: server)
@@ -229,17 +255,16 @@ struct OpeningRecordTests {
         #expect(server.appliedCount(id.idempotencyKey) == 1)
     }
 
-    /// A power loss before anything flushed the opening: the disk holds the journal as it was
-    /// before it (the data file put back as it was). Each open records the abandonment again,
-    /// until one lands for good; the row is sent once.
-    @Test func anOpeningLostBeforeItsFlushIsRecordedAgainAtTheNextOpen() async throws {
+    /// A process ended, or the power lost, before the opening reached the disk: the disk holds
+    /// the journal as it was before it (the data file put back as it was). Each open records
+    /// the abandonment again, until one lands for good; the row is sent once.
+    @Test func anOpeningLostBeforeItReachedTheDiskIsRecordedAgainAtTheNextOpen() async throws {
         let (journal, server, id) = try await journalWithAnInterruptedAttempt(.full)
         let data = journal.directory.appendingPathComponent(JournalStore.FileName.data)
         let flushed = try Data(contentsOf: data)
         for _ in 0..<2 {
             let outbox = try journal.open(server: server)
             #expect(try outbox.history(id).map(\.kind) == [.enqueued, .attemptStarted, .attemptAbandoned])
-            #expect(outbox.store.environment.hasUnflushedCommits)
             outbox.close()
             // What reached the disk: nothing of that open.
             try flushed.write(to: data)

@@ -21,8 +21,8 @@ extension Scenario {
         limit: { result in
             "open the LMDB environment and read one page: \(TextReport.format(result.floor("open-large"))) ms. "
                 + "Ours also opens its databases, checks meta, and hands `journalOpened` to its writer's queue, which commits it durably "
-                + "while the Sync tab is read (an open with attempts to abandon would wait for that commit, without its meta page's flush: "
-                + "not this journal's); nothing is proportional to the journal's length. Page cache warm. "
+                + "with any attempts to abandon, while the Sync tab is read (only an open on another installation waits for that commit, "
+                + "without its meta page's flush); nothing is proportional to the journal's length. Page cache warm. "
                 + "Each contender's open is timed with its first reads, its close apart"
         },
         targets: [

@@ -49,6 +49,9 @@ extension Outbox {
     /// abandonment and its discard land in one commit.
     private func discardWaitingRows() async throws {
         let schema = store.schema
+        // The opening's abandonments first: read before they land, a row the last process left
+        // `syncing` would be abandoned twice.
+        await writer.landed()
         // A syncing row is found, with its attempt number, by the abandonment's own reading below.
         let ids = try store.read { txn in
             try OutboxStatus.waitingToSync.filter { $0 != .syncing }.flatMap { try schema.operationIDs(withStatus: $0, in: txn) }

@@ -125,22 +125,22 @@ public final class Outbox: Sendable {
     /// Records `journalOpened` and, for every attempt the last process started and never saw
     /// end, `attemptAbandoned`: those rows are due at once, replayed under the same key.
     ///
-    /// An opening with nothing to abandon (every launch but one after a crash mid-attempt) makes
-    /// the app wait for nothing: it is handed to the writer's queue, which builds its record there
-    /// (the time zone's name, the boot's id) and commits it durably while the app reads, and
-    /// every unit written after the open lands after it. A process ended before that commit
-    /// loses its opening and nothing else: the next open records its own.
+    /// The opening makes the app wait for nothing, its abandonments with it (every launch but
+    /// the first on another installation): it is handed to the writer's queue, which builds its
+    /// record there (the time zone's name, the boot's id) and commits it durably while the app
+    /// reads, and every unit written after the open lands after it. Until it lands, a row it
+    /// abandons reads as the last process left it, `syncing`, and no pass sends it (a syncing row
+    /// is not due; a pass's own look for orphans finds the abandonment recorded first). A process
+    /// ended before that commit loses the opening and nothing else: each row it abandons is still
+    /// `syncing` on the disk, so the next open records the abandonment again, and its own opening.
     ///
-    /// An opening that abandons attempts, or names an installation the journal's last opening
-    /// did not, is committed before the open returns, so that no read and no pass judges a row
-    /// without it (a write shown as sending that no process sends, a copied journal's write sent
-    /// before it is held), without its meta page's flush in
+    /// An opening that names an installation the journal's last opening did not is committed
+    /// before the open returns, so that no read and no pass judges a row without it (a copied
+    /// journal's write sent before it is held), without its meta page's flush in
     /// ``Durability/full`` too (one flush where a durable commit makes two; the journal stays
     /// whole, Docs/durability.md). A power loss before the next flush may lose this record, and
-    /// with it nothing a member typed: each row it abandons is still `syncing` on the disk, so
-    /// the next open records its abandonment again, and its own opening. No such row is sent
-    /// before a flushing commit, its attempt's start, has made the abandonment durable with it;
-    /// the first enqueue or the flush at ``close()`` makes it durable otherwise.
+    /// with it nothing a member typed; the first enqueue or the flush at ``close()`` makes it
+    /// durable otherwise.
     private static func recordOpening(_ opening: JournalStore.OpeningFacts, writer: JournalWriter, appVersion: String?, installation: String?,
                                       clock: any OutboxClock, log: EngineLog, phases: inout OpenPhases) throws {
         @Sendable func opened() -> JournalStore.Draft {
@@ -161,17 +161,19 @@ public final class Outbox: Sendable {
             log.log(.info, "journal opened", recorded)
         }
         // What the rows' eligibility is judged by must be in the journal before anything reads
-        // it: the abandonments, and the installation this process runs on when the journal last
-        // recorded another (a journal copied to this device holds its writes from the start).
-        let changesWhatIsJudged = !abandoned.isEmpty || (installation != nil && installation != opening.lastOpenedOn)
+        // it: the installation this process runs on when the journal last recorded another (a
+        // journal copied to this device holds its writes from the start). An abandonment need
+        // not be: until it lands its row is `syncing`, which nothing sends.
+        let changesWhatIsJudged = installation != nil && installation != opening.lastOpenedOn
         guard changesWhatIsJudged else {
-            writer.appendWithoutWaiting(flush: true, making: { [opened()] + (routeLost.map { [$0] } ?? []) }, landed: { result in
+            writer.appendWithoutWaiting(flush: true, making: { [opened()] + (routeLost.map { [$0] } ?? []) + abandoned }, landed: { result in
                 switch result {
                 case .success(let events): logOpened(events)
                 case .failure(OutboxError.closed): break
                 case .failure(let error):
-                    // Nothing waits on it: the journal stays open and readable, and the next open
-                    // records its own opening.
+                    // Nothing waits on it: the journal stays open and readable, a row it would
+                    // have abandoned stays `syncing` until a pass records that (each pass looks
+                    // for orphans first), and the next open records its own opening.
                     log.problem(.openingNotRecorded, "journal opened, but its opening could not be recorded", error: error, metadata)
                 }
             })

@@ -192,6 +192,12 @@ final class JournalWriter: Sendable {
         queue.sync {}
     }
 
+    /// The same for a task: resumes once every unit submitted before this call is committed or
+    /// refused (the opening among them), without blocking a thread.
+    func landed() async {
+        await withCheckedContinuation { continuation in queue.async { continuation.resume() } }
+    }
+
     /// Holds submissions back until ``release()``: lets a test gather a known batch.
     func hold() {
         state.withLock { $0.held = true }
