@@ -225,10 +225,11 @@ struct ConcurrencyTests {
             for number in 2...10 {
                 let id = OperationID()
                 let request = productRequest(number)
-                _ = try outbox.writer.appendNow([
+                // Straight to the store, from inside the read: the writer's queue is idle.
+                _ = try outbox.store.append([[
                     JournalStore.Draft(operationID: id, body: .enqueued(Enqueued(
                         request: request, requestHash: SHA256Digest(of: request.payload), account: journal.account)))
-                ])
+                ]], at: journal.clock.now())[0].get()
             }
             #expect(try txn.count(schema.events.database) == before)
             #expect(try schema.operationIDs(withStatus: .queued, in: txn).count == 1)

@@ -50,11 +50,8 @@ enum Probe {
         var databases: Double?
         /// The engine's checks of `meta`: format, projection version, account, key check.
         var meta: Double?
-        /// The engine's record of its opening: the interrupted attempts read, the events drafted,
-        /// one commit, a log line.
+        /// The engine's record of its opening: handed to its writer's queue.
         var recording: Double?
-        /// Of the record, its commit.
-        var commit: Double?
         /// The rest of the engine's open: its objects.
         var rest: Double?
         /// The first reads: the Sync tab, or the floor's one read.
@@ -72,7 +69,6 @@ enum Probe {
             databases = Double(phases.databases) / 1e3
             meta = Double(phases.meta) / 1e3
             recording = Double(phases.recording) / 1e3
-            commit = Double(phases.commit) / 1e3
             rest = max(0, open - Double(named)) / 1e3
             self.reads = reads / 1e3
             self.close = close / 1e3

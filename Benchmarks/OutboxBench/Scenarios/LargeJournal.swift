@@ -21,8 +21,8 @@ extension Scenario {
         limit: { result in
             "open the LMDB environment and read one page: \(TextReport.format(result.floor("open-large"))) ms. "
                 + "Ours also opens its databases, checks meta, and hands `journalOpened` to its writer's queue, which commits it durably "
-                + "with any attempts to abandon, while the Sync tab is read (only an open on another installation waits for that commit, "
-                + "without its meta page's flush); nothing is proportional to the journal's length. Page cache warm. "
+                + "with any attempts to abandon, while the Sync tab is read (no open waits for that commit); nothing is proportional "
+                + "to the journal's length. Page cache warm. "
                 + "Each contender's open is timed with its first reads, its close apart"
         },
         targets: [
@@ -189,7 +189,7 @@ extension Scenario {
 
 /// The steps of an open that scenario 4 reports, each a metric for the warm and the fresh open.
 enum OpenStep: String, CaseIterable, Sendable {
-    case open, preparing, mapping, databases, meta, recording, commit, rest, reads, close
+    case open, preparing, mapping, databases, meta, recording, rest, reads, close
 
     var label: String {
         switch self {
@@ -199,7 +199,6 @@ enum OpenStep: String, CaseIterable, Sendable {
         case .databases: "databases opened (mdb_dbi_open)"
         case .meta: "meta checks (format, layout, account, key)"
         case .recording: "the opening recorded, all told"
-        case .commit: "of which a commit the open waits for"
         case .rest: "the rest of the open (the engine's objects)"
         case .reads: "first reads (the Sync tab)"
         case .close: "close, apart from the open"
@@ -217,7 +216,6 @@ extension Probe.Steps {
         case .databases: databases
         case .meta: meta
         case .recording: recording
-        case .commit: commit
         case .rest: rest
         case .reads: reads
         case .close: close

@@ -81,7 +81,8 @@ public final class Outbox: Sendable {
                 budgetBytes: budget.budgetBytes,
                 faultHook: faultHook,
                 sealingKey: configuration.encryptionKey,
-                account: configuration.account
+                account: configuration.account,
+                runningOn: .some(configuration.installation)
             ),
             phases: &phases
         )
@@ -108,16 +109,10 @@ public final class Outbox: Sendable {
         self.attempts = attempts
         self.replayPass = ReplayPass(store: store, room: room, attempts: attempts, configuration: configuration, log: log)
         self.worker = ReplayWorker(pass: replayPass, clock: configuration.clock)
-        do {
-            let recording = OpenPhases.now()
-            try Self.recordOpening(opening, writer: writer, appVersion: configuration.appVersion, installation: configuration.installation, clock: configuration.clock,
-                                   log: log, phases: &phases)
-            phases.recording += OpenPhases.now() - recording
-        } catch {
-            writer.close()
-            store.close()
-            throw error
-        }
+        let recording = OpenPhases.now()
+        Self.recordOpening(opening, writer: writer, appVersion: configuration.appVersion, installation: configuration.installation,
+                           clock: configuration.clock, log: log)
+        phases.recording += OpenPhases.now() - recording
         phases.total = OpenPhases.now() - started
         openPhases = phases
     }
@@ -125,24 +120,18 @@ public final class Outbox: Sendable {
     /// Records `journalOpened` and, for every attempt the last process started and never saw
     /// end, `attemptAbandoned`: those rows are due at once, replayed under the same key.
     ///
-    /// The opening makes the app wait for nothing, its abandonments with it (every launch but
-    /// the first on another installation): it is handed to the writer's queue, which builds its
-    /// record there (the time zone's name, the boot's id) and commits it durably while the app
-    /// reads, and every unit written after the open lands after it. Until it lands, a row it
-    /// abandons reads as the last process left it, `syncing`, and no pass sends it (a syncing row
-    /// is not due; a pass's own look for orphans finds the abandonment recorded first). A process
-    /// ended before that commit loses the opening and nothing else: each row it abandons is still
-    /// `syncing` on the disk, so the next open records the abandonment again, and its own opening.
-    ///
-    /// An opening that names an installation the journal's last opening did not is committed
-    /// before the open returns, so that no read and no pass judges a row without it (a copied
-    /// journal's write sent before it is held), without its meta page's flush in
-    /// ``Durability/full`` too (one flush where a durable commit makes two; the journal stays
-    /// whole, Docs/durability.md). A power loss before the next flush may lose this record, and
-    /// with it nothing a member typed; the first enqueue or the flush at ``close()`` makes it
-    /// durable otherwise.
+    /// The opening makes the app wait for nothing, its abandonments with it: it is handed to the
+    /// writer's queue, which builds its record there (the time zone's name, the boot's id) and
+    /// commits it durably while the app reads, and every unit written after the open lands after
+    /// it. Until it lands, nothing is judged without it: the engine judges rows by the engine
+    /// state as its opening records it (``JournalSchema/engineStateAsJudged(in:)``), so a journal
+    /// copied to another installation holds its writes from the open's return; and a row it
+    /// abandons reads as the last process left it, `syncing`, which no pass sends (a pass's own
+    /// look for orphans finds the abandonment recorded first). A process ended before that commit
+    /// loses the opening and nothing else: each row it abandons is still `syncing` on the disk,
+    /// so the next open records the abandonment again, and its own opening.
     private static func recordOpening(_ opening: JournalStore.OpeningFacts, writer: JournalWriter, appVersion: String?, installation: String?,
-                                      clock: any OutboxClock, log: EngineLog, phases: inout OpenPhases) throws {
+                                      clock: any OutboxClock, log: EngineLog) {
         @Sendable func opened() -> JournalStore.Draft {
             JournalStore.Draft(operationID: nil, body: .journalOpened(JournalOpened(
                 formatVersion: RecordCodec.formatVersion, engineVersion: engineVersion, appVersion: appVersion,
@@ -155,39 +144,21 @@ public final class Outbox: Sendable {
             EngineLog.Key.formatVersion: "\(RecordCodec.formatVersion)",
             EngineLog.Key.count: "\(abandoned.count)",
         ]
-        @Sendable func logOpened(_ events: [JournalEvent]) {
-            var recorded = metadata
-            recorded[EngineLog.Key.seq] = .string(events.first.map { "\($0.seq)" } ?? "")
-            log.log(.info, "journal opened", recorded)
-        }
-        // What the rows' eligibility is judged by must be in the journal before anything reads
-        // it: the installation this process runs on when the journal last recorded another (a
-        // journal copied to this device holds its writes from the start). An abandonment need
-        // not be: until it lands its row is `syncing`, which nothing sends.
-        let changesWhatIsJudged = installation != nil && installation != opening.lastOpenedOn
-        guard changesWhatIsJudged else {
-            writer.appendWithoutWaiting(flush: true, making: { [opened()] + (routeLost.map { [$0] } ?? []) + abandoned }, landed: { result in
-                switch result {
-                case .success(let events): logOpened(events)
-                case .failure(OutboxError.closed): break
-                case .failure(let error):
-                    // Nothing waits on it: the journal stays open and readable, a row it would
-                    // have abandoned stays `syncing` until a pass records that (each pass looks
-                    // for orphans first), and the next open records its own opening.
-                    log.problem(.openingNotRecorded, "journal opened, but its opening could not be recorded", error: error, metadata)
-                }
-            })
-            return
-        }
-        do {
-            logOpened(try phases.time(\.commit) { try writer.appendNow([opened()] + (routeLost.map { [$0] } ?? []) + abandoned, flush: false) })
-        } catch OutboxError.storageFull(let limitBytes, let code) {
-            // A journal too full to record its opening still opens: everything in it stays
-            // readable, and what is queued can still drain as space allows. A row whose
-            // abandoned attempt cannot be recorded stays `syncing`, so no pass sends it: each
-            // pass tries to record the abandonment first, and the row is due once that lands.
-            log.problem(.openingNotRecorded, "journal opened, but too full to record its opening", error: OutboxError.storageFull(limitBytes: limitBytes, errno: code), metadata)
-        }
+        writer.appendWithoutWaiting(flush: true, making: { [opened()] + (routeLost.map { [$0] } ?? []) + abandoned }, landed: { result in
+            switch result {
+            case .success(let events):
+                var recorded = metadata
+                recorded[EngineLog.Key.seq] = .string(events.first.map { "\($0.seq)" } ?? "")
+                log.log(.info, "journal opened", recorded)
+            case .failure(OutboxError.closed):
+                break
+            case .failure(let error):
+                // Nothing waits on it: the journal stays open and readable, a row it would have
+                // abandoned stays `syncing` until a pass records that (each pass looks for
+                // orphans first), and the next open records its own opening.
+                log.problem(.openingNotRecorded, "journal opened, but its opening could not be recorded", error: error, metadata)
+            }
+        })
     }
 
     /// Returns once the writer has committed (or refused) everything handed to it before this

@@ -50,7 +50,19 @@ extension JournalSchema {
         }
     }
 
-    /// The engine-level state folded from engine events.
+    /// The engine state as the engine that opened the journal judges rows and shows them: the
+    /// stored one, as its own opening records it (``EngineState/open(on:)``) whether that has
+    /// landed yet or not. The opening is committed on the writer's queue while the app reads, so
+    /// a journal copied to another installation holds its writes from the open's return, never
+    /// judged by the last opening on the device it came from. A reader judges by the stored one.
+    func engineStateAsJudged(in txn: borrowing LMDBTransaction) throws -> EngineState {
+        var engine = try engineState(in: txn)
+        if let runningOn { engine.open(on: runningOn) }
+        return engine
+    }
+
+    /// The engine-level state folded from engine events, as stored: what the fold and `verify`
+    /// read, and what a reader of the journal sees.
     func engineState(in txn: borrowing LMDBTransaction) throws -> EngineState {
         guard let bytes = try txn.get(singletons, SingletonKey.engine) else { return EngineState() }
         do {

@@ -97,6 +97,8 @@ final class JournalSchema: Sendable {
     let feeds: LMDBTable<NameCodec, JournalCodec.Feed>
     /// The journal's key, when it is encrypted at rest and the key was given.
     let sealing = SealingBox()
+    /// The installation the engine that opened the journal runs on (``JournalStore/Options/runningOn``).
+    let runningOn: String??
 
     /// Every table of `state`, in key order.
     var tables: [StoredTable] {
@@ -111,7 +113,10 @@ final class JournalSchema: Sendable {
     /// A reader of a journal of an earlier layout finds no `state`: its tables are then read over
     /// `meta`, where no key starts with a table's prefix (every name there starts with a
     /// letter), so they read as empty; such a reader folds the events instead (``FoldedJournal``).
-    init(environment: LMDBEnvironment) throws {
+    /// - Parameter runningOn: the installation of the engine that opened the journal, for
+    ///   ``engineStateAsJudged(in:)``; `nil` for a reader.
+    init(environment: LMDBEnvironment, runningOn: String?? = nil) throws {
+        self.runningOn = runningOn
         let metaDatabase = try environment.openDatabase("meta")
         meta = LMDBTable(metaDatabase)
         events = LMDBTable(try environment.openDatabase("events"))

@@ -13,12 +13,9 @@ package struct OpenPhases: Sendable, Equatable, Codable {
     /// The checks of `meta`: format and projection versions, account, key check (and a rebuild,
     /// for projections of another layout).
     package var meta: UInt64 = 0
-    /// The opening recorded: the interrupted attempts read and the opening handed to the
-    /// writer's queue, or, with attempts to abandon, drafted (the time zone's name read),
-    /// committed and logged.
+    /// The opening recorded: handed, with its abandonments, to the writer's queue, which
+    /// commits it while the app reads (the open waits for no commit).
     package var recording: UInt64 = 0
-    /// Of ``recording``, the commit the open waits for: none without attempts to abandon.
-    package var commit: UInt64 = 0
     /// The whole open, from the configuration's check to the engine ready.
     package var total: UInt64 = 0
 

@@ -13,8 +13,6 @@ extension JournalStore {
         var lostRoute: JournalStore.Draft?
         /// The abandonment of every attempt the last process started and never saw end.
         var abandoned: [JournalStore.Draft]
-        /// The installation the journal's last opening named.
-        var lastOpenedOn: String?
     }
 
     func openingFacts() throws(OutboxError) -> OpeningFacts {
@@ -23,7 +21,7 @@ extension JournalStore {
             let engine = try schema.engineState(in: txn)
             let abandoned = try schema.interruptedAttempts(in: txn)
             guard engine.route.seen else {
-                return OpeningFacts(route: engine.route, lostRoute: nil, abandoned: abandoned, lastOpenedOn: engine.openedOn)
+                return OpeningFacts(route: engine.route, lostRoute: nil, abandoned: abandoned)
             }
             var lastAt = engine.route.since ?? Date.distantPast
             try txn.scan(schema.events, reverse: true) { entry in
@@ -35,7 +33,7 @@ extension JournalStore {
             }
             let change = RouteChanged(seen: false, at: lastAt)
             return OpeningFacts(route: engine.route.applying(change), lostRoute: JournalStore.Draft(operationID: nil, body: .routeChanged(change)),
-                                abandoned: abandoned, lastOpenedOn: engine.openedOn)
+                                abandoned: abandoned)
         }
     }
 }

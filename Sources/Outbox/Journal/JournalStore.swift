@@ -33,6 +33,10 @@ final class JournalStore: Sendable {
         var directoryPath: String?
         /// How a rebuild at open splits its work (tests shrink it).
         var rebuildTuning = RebuildTuning()
+        /// The installation the engine that opens the journal runs on (`.some(nil)` when the app
+        /// names none), which its opening records; `nil` for readers
+        /// (``JournalSchema/engineStateAsJudged(in:)``).
+        var runningOn: String?? = nil
 
         var environmentOptions: LMDBEnvironment.Options {
             LMDBEnvironment.Options(
@@ -314,7 +318,7 @@ final class JournalStore: Sendable {
         let path = environment.path
         let started = OpenPhases.now()
         do {
-            self.schema = try JournalSchema(environment: environment)
+            self.schema = try JournalSchema(environment: environment, runningOn: options.runningOn)
         } catch LMDBEnvironmentError.noSuchDatabase(let name) {
             throw .notAJournal(path: path, reason: "an LMDB environment without the journal's '\(name)' database")
         } catch let error as LMDBError where error == .incompatible {

@@ -175,17 +175,6 @@ final class JournalWriter: Sendable {
         }
     }
 
-    /// Appends one unit from synchronous code (opening), on the writer's queue; with `flush`
-    /// `false` its commit is not flushed (``JournalStore/append(_:joining:flush:at:uptime:)``).
-    func appendNow(_ unit: Unit, flush: Bool = true) throws -> [JournalEvent] {
-        try queue.sync {
-            let result = try store.append([unit], flush: flush, at: clock.now(), uptime: clock.uptime())[0]
-            let events = try result.get()
-            if !events.isEmpty { onCommit(events) }
-            return events
-        }
-    }
-
     /// Returns once every unit submitted before this call is committed or refused (unless held):
     /// a drain runs on the queue until nothing waits.
     func untilLanded() {

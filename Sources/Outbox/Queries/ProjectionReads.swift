@@ -114,7 +114,7 @@ struct StoredProjections: ProjectionReads {
     }
 
     func engineState(in txn: borrowing LMDBTransaction) throws -> EngineState {
-        try schema.engineState(in: txn)
+        try schema.engineStateAsJudged(in: txn)
     }
 
     func eventBytes(in txn: borrowing LMDBTransaction) throws -> Int {

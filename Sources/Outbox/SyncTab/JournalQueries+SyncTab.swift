@@ -9,7 +9,7 @@ extension JournalQueries {
         let schema = self.schema
         return try read { txn in
             let counters = try schema.counters(in: txn)
-            let engine = try schema.engineState(in: txn)
+            let engine = try schema.engineStateAsJudged(in: txn)
             var reading = TabReading(engine: engine)
             var cards: [SyncCard] = []
             for (category, count) in counters.tabCounts(.waiting) {

@@ -124,7 +124,7 @@ final class ReplayAttempt: Sendable {
                         revision = String(basis)
                     }
                 }
-                return (state, enqueued.map(\.request.payload), (try? enqueued.get())?.changes ?? [], revision, try schema.engineState(in: txn))
+                return (state, enqueued.map(\.request.payload), (try? enqueued.get())?.changes ?? [], revision, try schema.engineStateAsJudged(in: txn))
             }
         } catch {
             log.problem(.journalRead, "could not read the row to send; skipping it this pass", error: error, operation: id)

@@ -29,6 +29,14 @@ package struct EngineState: Sendable, Equatable {
     /// The installation the journal was last opened on, when the app named one.
     package var openedOn: String?
 
+    /// What an opening on `installation` records of it: the journal is open there, and its
+    /// writes belong there unless an earlier opening named where they do. Applying it again
+    /// changes nothing (an engine that has not yet recorded its opening judges by it).
+    package mutating func open(on installation: String?) {
+        openedOn = installation
+        if self.installation == nil { self.installation = installation }
+    }
+
     /// The installation the journal was opened on, when it is not the one its writes were made
     /// on (a journal restored from a backup onto another device): the worker sends nothing
     /// until the app revalidates them.
@@ -85,8 +93,7 @@ package struct EngineState: Sendable, Equatable {
         case .journalOpened(let opened):
             next.lastOpened = opened
             next.openCount += 1
-            next.openedOn = opened.installation
-            if next.installation == nil { next.installation = opened.installation }
+            next.open(on: opened.installation)
         case .installationAdopted(let adopted):
             next.installation = adopted.installation
         case .compacted(let compacted):
