@@ -188,7 +188,7 @@ public final class Outbox: Sendable {
         writer.close()
         if store.environment.hasUnflushedCommits {
             // The last commits are in the OS's cache (every commit of `.processCrash`; in `.full`
-            // the opening's, when nothing flushed after it): hand them to the disk before letting
+            // a route change recorded alone, when nothing flushed after it): hand them to the disk before letting
             // go. `close()` cannot throw: a failure is logged and counted, and the commits stay
             // in the OS's cache, safe unless the device loses power.
             do {

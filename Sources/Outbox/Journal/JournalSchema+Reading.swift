@@ -51,10 +51,12 @@ extension JournalSchema {
     }
 
     /// The engine state as the engine that opened the journal judges rows and shows them: the
-    /// stored one, as its own opening records it (``EngineState/open(on:)``) whether that has
-    /// landed yet or not. The opening is committed on the writer's queue while the app reads, so
-    /// a journal copied to another installation holds its writes from the open's return, never
-    /// judged by the last opening on the device it came from. A reader judges by the stored one.
+    /// stored one, with the installation its own opening records (``EngineState/open(on:)``)
+    /// whether that has landed yet or not. The opening is committed on the writer's queue while
+    /// the app reads, so a journal copied to another installation holds its writes from the
+    /// open's return, never judged by the last opening on the device it came from. (The route
+    /// change an opening may carry is not laid over: until it lands, the connected clock still
+    /// counts from the last process's route.) A reader judges by the stored one.
     func engineStateAsJudged(in txn: borrowing LMDBTransaction) throws -> EngineState {
         var engine = try engineState(in: txn)
         if let runningOn { engine.open(on: runningOn) }
