@@ -267,11 +267,10 @@ private struct RebuildPlan {
                 steps.append { txn in
                     for position in slice {
                         let row = runs[position.run][position.index]
-                        let shard = shards[position.run]
-                        try shard.indexKeyBytes.withUnsafeBytes { keys in
+                        try shards[position.run].indexKeyBytes.withUnsafeBytes { keys in
                             let key = UnsafeRawBufferPointer(rebasing: keys[row.bytes])
                             if let value = row.value {
-                                try shard.indexValueBytes.withUnsafeBytes { values in
+                                try shards[position.run].indexValueBytes.withUnsafeBytes { values in
                                     try index.put(key, UnsafeRawBufferPointer(rebasing: values[value]), schema: schema, in: txn, flags: .append)
                                 }
                             } else {

@@ -35,8 +35,7 @@ extension StateCodec {
         writer.write(state.changedAt)
         writeDependencies(&writer, state.dependsOn)
         writeSupersession(&writer, state.supersedes)
-        writer.writeOptional(state.serverCurrent) { $0.write(bytes: $1) }
-        writer.writeOptional(state.sealedServerCurrent) { $0.write(bytes: $1) }
+        writeServerValue(&writer, of: state)
         writer.write(UInt32(state.records.count))
         for key in state.records { writer.write(key) }
     }
@@ -84,12 +83,7 @@ extension StateCodec {
         state.latestSeq = latestSeq
         state.dependsOn = try readDependencies(&reader)
         state.supersedes = try readSupersession(&reader)
-        state.serverCurrent = try reader.readOptional("server current") { (reader) throws(DecodingProblem) in
-            Data(try reader.readBytes("server current"))
-        }
-        state.sealedServerCurrent = try reader.readOptional("sealed server current") { (reader) throws(DecodingProblem) in
-            try reader.readBytes("sealed server current")
-        }
+        try readServerValue(&reader, into: &state)
         state.records = try readKeys(&reader, "record count")
         try reader.expectEnd("the tab row")
         return state

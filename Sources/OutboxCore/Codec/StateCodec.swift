@@ -68,8 +68,7 @@ package enum StateCodec {
         writer.write(state.supersededReason?.code ?? 0)
         writer.write(state.laneSeq.rawValue)
         writer.write(UInt32(state.rebaseCount))
-        writer.writeOptional(state.serverCurrent) { $0.write(bytes: $1) }
-        writer.writeOptional(state.sealedServerCurrent) { $0.write(bytes: $1) }
+        writeServerValue(&writer, of: state)
         writer.write(UInt32(state.retryEpochAttempts))
         writer.write(state.retryEpochStartedAt)
         writer.writeOptional(state.endedDependency) { $0.write($1) }
@@ -171,12 +170,7 @@ package enum StateCodec {
         state.supersededReason = try reader.readOptionalCode(SupersedeReason.self, "supersede reason")
         state.laneSeq = JournalSequence(rawValue: try reader.readUInt64("lane seq"))
         state.rebaseCount = Int(try reader.readUInt32("rebase count"))
-        state.serverCurrent = try reader.readOptional("server current") { (reader) throws(DecodingProblem) in
-            Data(try reader.readBytes("server current"))
-        }
-        state.sealedServerCurrent = try reader.readOptional("sealed server current") { (reader) throws(DecodingProblem) in
-            try reader.readBytes("sealed server current")
-        }
+        try readServerValue(&reader, into: &state)
         state.retryEpochAttempts = Int(try reader.readUInt32("retry epoch attempts"))
         state.retryEpochStartedAt = try reader.readOptionalDate("retry epoch start")
         state.endedDependency = try reader.readOptional("ended dependency") { (reader) throws(DecodingProblem) in
@@ -244,6 +238,21 @@ package enum StateCodec {
                 reason: try reader.readCode(SupersedeReason.self, "supersede reason"),
                 laneSeq: JournalSequence(rawValue: try reader.readUInt64("lane seq"))
             )
+        }
+    }
+
+    /// The server's version of a conflicted record, plain and sealed (each optional).
+    static func writeServerValue(_ writer: inout ByteWriter, of state: OperationState) {
+        writer.writeOptional(state.serverCurrent) { $0.write(bytes: $1) }
+        writer.writeOptional(state.sealedServerCurrent) { $0.write(bytes: $1) }
+    }
+
+    static func readServerValue(_ reader: inout ByteReader, into state: inout OperationState) throws(DecodingProblem) {
+        state.serverCurrent = try reader.readOptional("server current") { (reader) throws(DecodingProblem) in
+            Data(try reader.readBytes("server current"))
+        }
+        state.sealedServerCurrent = try reader.readOptional("sealed server current") { (reader) throws(DecodingProblem) in
+            try reader.readBytes("sealed server current")
         }
     }
 
