@@ -286,6 +286,9 @@ struct DecisionTests {
         await outbox.drain()
         server.setOnline(false)
         ids.append(try await outbox.enqueue(productRequest(3)))
+        // The worker, started by the drain, sends the new row at once and meets no signal: its
+        // attempt ends (queued again, retried later) before the sign-out is asked.
+        await outbox.settle()
         // synced, failed, pending approval, queued
         let waiting = [PendingWrite(operationID: ids[1], category: "Products", entityLabel: "Antiseptic 1", summary: "New product", status: .failed),
                        PendingWrite(operationID: ids[3], category: "Products", entityLabel: "Antiseptic 3", summary: "New product", status: .queued)]
