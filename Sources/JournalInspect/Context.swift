@@ -10,15 +10,36 @@ package protocol TextOutput: Sendable {
     func write(_ text: String)
 }
 
-/// A file descriptor written at once, unbuffered: `events --follow` lines appear as they come.
+/// A file descriptor written at once, unbuffered: `events --follow` lines appear as they come,
+/// and a follower ended by a signal has nothing left unwritten.
 package struct FileDescriptorOutput: TextOutput {
-    let handle: FileHandle
+    let descriptor: Int32
 
-    package static let standardOutput = FileDescriptorOutput(handle: .standardOutput)
-    package static let standardError = FileDescriptorOutput(handle: .standardError)
+    package static let standardOutput = FileDescriptorOutput(descriptor: STDOUT_FILENO)
+    package static let standardError = FileDescriptorOutput(descriptor: STDERR_FILENO)
 
+    /// Writes all of `text`. A reader that has gone (`journal-inspect ... | head`, with SIGPIPE
+    /// ignored by whoever started the tool) ends the tool quietly, as the signal would have; a
+    /// failed write (a full disk under a redirection) ends it with 74, saying so on standard
+    /// error when that is not the stream that failed.
     package func write(_ text: String) {
-        handle.write(Data(text.utf8))
+        var bytes = Array(text.utf8)
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { systemWrite(descriptor, $0.baseAddress! + written, $0.count - written) }
+            if count >= 0 {
+                written += count
+                continue
+            }
+            let failure = errno
+            if failure == EINTR { continue }
+            if failure == EPIPE { _exit(128 + SIGPIPE) }
+            if descriptor != STDERR_FILENO {
+                FileDescriptorOutput.standardError.write(
+                    "journal-inspect: error: writing the output failed (\(String(cString: strerror(failure)))); it is incomplete\n")
+            }
+            _exit(ExitCode.ioError.rawValue)
+        }
     }
 }
 
@@ -55,4 +76,9 @@ package struct InspectContext: Sendable {
                                                       environment: ProcessInfo.processInfo.environment))
         )
     }
+}
+
+/// `write(2)`, under a name the output's own `write` does not shadow.
+private func systemWrite(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+    write(descriptor, bytes, count)
 }

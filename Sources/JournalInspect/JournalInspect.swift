@@ -22,6 +22,7 @@ package enum JournalInspect {
             return status
         }
         // The reading child itself, or no child could be started: read in this process.
+        if ReadingProcess.isChild { Lifeline.hold(parentDeathSignal: !StepHook.pipeOnly) }
         return run(arguments, context: .process()).rawValue
     }
 

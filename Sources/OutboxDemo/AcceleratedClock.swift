@@ -21,6 +21,12 @@ public final class AcceleratedClock: OutboxClock {
         return virtualStart.addingTimeInterval(seconds * speed)
     }
 
+    /// The device's own: the demo runs on a real device, only its afternoon goes faster.
+    public func uptime() -> Uptime? { Uptime.system }
+
+    /// The device's own time zone.
+    public var timeZone: TimeZone { .current }
+
     public func sleep(until deadline: Date) async throws {
         let virtualSeconds = deadline.timeIntervalSince(now())
         if virtualSeconds > 0 {

@@ -83,7 +83,7 @@ struct HostileInputTests {
         let digest = try await setUp()
         let fifo = directory.path("key.fifo").path
         #expect(mkfifo(fifo, 0o600) == 0)
-        let result = try runBinary([journal.path, "summary", "--key-file", fifo], deadlineSeconds: 30)
+        let result = try runBinary([journal.path, "summary", "--key-file", fifo])
         #expect(!result.timedOut, "it blocked on the FIFO")
         #expect(result.status == ExitCode.usage.rawValue)
         #expect(result.errors == usage("cannot read the key file \(fifo): it is a FIFO, not a regular file; give the file that holds "
@@ -137,7 +137,7 @@ struct HostileInputTests {
     @Test func aFIFOAsTheJournalIsRefusedWithoutBlocking() async throws {
         let fifo = directory.path("journal.fifo").path
         #expect(mkfifo(fifo, 0o600) == 0)
-        let result = try runBinary([fifo, "summary"], deadlineSeconds: 30)
+        let result = try runBinary([fifo, "summary"])
         #expect(!result.timedOut)
         #expect(result.status == ExitCode.cannotOpen.rawValue)
         #expect(result.errors == "journal-inspect: error: \(fifo) is a FIFO, not a journal: give the journal's directory (the one "
@@ -191,7 +191,7 @@ struct HostileInputTests {
         let digest = try await setUp()
         let lock = journal.appendingPathComponent("lock.mdb").path
         #expect(unlink(lock) == 0 && mkfifo(lock, 0o644) == 0)
-        let result = try runBinary([journal.path, "summary"], deadlineSeconds: 30)
+        let result = try runBinary([journal.path, "summary"])
         #expect(!result.timedOut)
         #expect(result.status == ExitCode.cannotOpen.rawValue)
         #expect(result.errors == lockRefusal("a FIFO"), "\(result.errors)")

@@ -79,7 +79,7 @@ struct OpenErrorTests {
         #expect(mkfifo(data.path, 0o644) == 0)
         // Nothing ever writes to the FIFO: anything that opened it would block until the deadline.
         for arguments in [[journal.path], [data.path, "verify"], [journal.path, "events", "--follow"]] {
-            let result = try runBinary(arguments, deadlineSeconds: 30)
+            let result = try runBinary(arguments)
             #expect(!result.timedOut, "\(arguments) blocked on the FIFO")
             #expect(result.status == 66)
             #expect(result.errors == "journal-inspect: error: \(journal.path) is not an outbox journal: data.mdb is not a regular "

@@ -125,7 +125,7 @@ struct ReportOutputTests {
         let before = FileShape(fifo)
         // Nobody reads the FIFO: a tool that opened it to write would block until the deadline.
         for force in [false, true] {
-            let result = try runBinary(reportArguments(fifo, force: force), deadlineSeconds: 30)
+            let result = try runBinary(reportArguments(fifo, force: force))
             #expect(!result.timedOut, "it blocked on the FIFO")
             #expect(result.status == ExitCode.cannotCreate.rawValue)
             #expect(result.errors == refusal(fifo, "it is a FIFO, not a regular file; journal-inspect replaces only a regular "
@@ -144,7 +144,7 @@ struct ReportOutputTests {
         let before = FileShape(device)
         try #require(before?.type == S_IFCHR)
         for force in [false, true] {
-            let result = try runBinary(reportArguments(device, force: force), deadlineSeconds: 30)
+            let result = try runBinary(reportArguments(device, force: force))
             try #require(result.status == ExitCode.cannotCreate.rawValue, "\(result.errors)")
             #expect(result.errors == refusal(device, "it is a character device, not a regular file; journal-inspect replaces "
                 + "only a regular file, even with --force"), "\(result.errors)")

@@ -38,6 +38,7 @@ extension Runner {
         }
         let damaged = page.damaged.sorted { $0.seq < $1.seq }
         let seqWidth = max(3, String(snapshotEnd.rawValue).count)
+        if options.follow { StepHook.reached(.writing) }
         if options.follow && json {
             write(try events.map { try encodeJSON(ExportedEvent($0), pretty: false) }.joined())
         } else if json {
@@ -56,10 +57,11 @@ extension Runner {
             write(text)
         }
         guard options.follow else { return finish(damaged: damaged) }
+        if !damaged.isEmpty { FollowInterruption.sawDamage() }
         _ = finish(damaged: damaged)
         // A first page cut short by --limit is followed from where it stopped.
         let followAfter = (query.order == .oldestFirst ? page.nextAfter : nil) ?? snapshotEnd
-        return try follow(query, after: followAfter, seqWidth: seqWidth)
+        try follow(query, after: followAfter, seqWidth: seqWidth)
     }
 
     /// The `compacted` event that removed operation `id`'s history, when it was compacted and
@@ -79,45 +81,63 @@ extension Runner {
         return event
     }
 
-    /// Prints new events as they are committed, until interrupted (SIGINT or SIGTERM: exit 0).
-    private func follow(_ base: EventQuery, after start: JournalSequence, seqWidth: Int) throws -> ExitCode {
+    /// Prints new events as they are committed, until interrupted (SIGINT or SIGTERM: exit 0, or
+    /// 65 once it printed damage).
+    private func follow(_ base: EventQuery, after start: JournalSequence, seqWidth: Int) throws -> Never {
         var query = base
         query.order = .oldestFirst
         query.seqThrough = nil
         query.limit = 1000
         query.after = start
-        var sawDamage = false
-        while !FollowInterruption.requested {
+        // Interrupted, the follower ends in its signal handler (FollowInterruption): it loops
+        // until then, whatever step a signal finds it in.
+        while true {
+            StepHook.reached(.reading)
             let page = try reader.events(matching: query)
+            let text: String
             if json {
-                write(try page.events.map { try encodeJSON(ExportedEvent($0), pretty: false) }.joined())
+                text = try page.events.map { try encodeJSON(ExportedEvent($0), pretty: false) }.joined()
             } else if !page.events.isEmpty || !page.damaged.isEmpty {
-                write(EventsText.lines(page.events, damaged: page.damaged, seqWidth: seqWidth, moments: moments, style: style))
+                text = EventsText.lines(page.events, damaged: page.damaged, seqWidth: seqWidth, moments: moments, style: style)
+            } else {
+                text = ""
+            }
+            if !text.isEmpty {
+                StepHook.reached(.writing)
+                write(text)
             }
             if !page.damaged.isEmpty {
-                sawDamage = true
+                FollowInterruption.sawDamage()
                 _ = finish(damaged: page.damaged)
             }
             // Read on past everything looked at, matching or not.
             if let examined = page.lastExamined { query.after = examined }
             if page.nextAfter != nil { continue }
+            StepHook.reached(.waiting)
             FollowInterruption.pause(seconds: context.followPollSeconds)
         }
-        return sawDamage ? .damaged : .success
     }
 }
 
-/// Ctrl-C (or SIGTERM) ends `events --follow` cleanly: the loop notices between two looks.
+/// Ctrl-C (or SIGTERM) ends `events --follow` at once, whatever it is doing: waiting for the
+/// next commit, reading a page, or writing to a pipe nobody reads. The handler ends the process
+/// itself (`_exit`, safe in a handler): a flag the loop looks at would wait for a read or a
+/// write that may not return, and a signal may be delivered to any thread. What was written
+/// is already out (the output is written straight to its descriptor, nothing is buffered);
+/// the journal is opened read-only, so nothing is left half-done.
 enum FollowInterruption {
-    private static let flag = Atomic<Bool>(false)
-
-    static var requested: Bool { flag.load(ordering: .relaxed) }
+    /// The status the follower ends with: 0, or 65 once it printed damage.
+    private static let status = Atomic<Int32>(ExitCode.success.rawValue)
 
     static func install() {
-        // A C signal handler captures nothing: it may only touch this static atomic, which is
-        // lock-free and so safe in a handler.
-        signal(SIGINT) { _ in FollowInterruption.flag.store(true, ordering: .relaxed) }
-        signal(SIGTERM) { _ in FollowInterruption.flag.store(true, ordering: .relaxed) }
+        for number in [SIGINT, SIGTERM] {
+            var action = sigaction()
+            // A C handler captures nothing: it reads a lock-free static atomic and exits.
+            Forwarding.setHandler(&action) { _ in _exit(FollowInterruption.status.load(ordering: .relaxed)) }
+            sigemptyset(&action.sa_mask)
+            action.sa_flags = 0
+            sigaction(number, &action, nil)
+        }
         // A parent may start us with these blocked (a spawning process passes its thread's mask
         // on); a follower that cannot be interrupted would never end.
         var signals = sigset_t()
@@ -125,9 +145,15 @@ enum FollowInterruption {
         sigaddset(&signals, SIGINT)
         sigaddset(&signals, SIGTERM)
         pthread_sigmask(SIG_UNBLOCK, &signals, nil)
+        StepHook.reached(.following)
     }
 
-    /// Sleeps between looks; a signal cuts the sleep short.
+    /// The follower printed damage: an interruption from now on ends it with 65.
+    static func sawDamage() {
+        status.store(ExitCode.damaged.rawValue, ordering: .relaxed)
+    }
+
+    /// Sleeps between looks.
     static func pause(seconds: Double) {
         usleep(UInt32(max(0, min(seconds, 10)) * 1_000_000))
     }

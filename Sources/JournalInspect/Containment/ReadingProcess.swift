@@ -101,7 +101,12 @@ enum ReadingProcess {
         guard let executable = executablePath() else { return nil }
         let forwarded = Forwarding.install()
         defer { Forwarding.restore(forwarded) }
-        guard let child = spawn(executable: executable, arguments: arguments, childMask: forwarded.runningMask) else {
+        // Held by this process until it ends, however it ends: the child's sign to end too.
+        let lifeline = Lifeline.make()
+        let spawned = spawn(executable: executable, arguments: arguments, childMask: forwarded.runningMask, lifeline: lifeline)
+        lifeline?.closeChildEnd()
+        guard let child = spawned else {
+            if let lifeline { close(lifeline.parentEnd) }
             return nil
         }
         Forwarding.child.store(child, ordering: .sequentiallyConsistent)
@@ -136,10 +141,12 @@ enum ReadingProcess {
     }
 
     /// Starts the child: the same arguments, the same standard streams, the environment with
-    /// ``marker`` added and Swift's crash backtracer off (the parent reports the fault itself).
-    private static func spawn(executable: String, arguments: [String], childMask: sigset_t) -> pid_t? {
+    /// ``marker`` and the ``Lifeline`` added and Swift's crash backtracer off (the parent reports
+    /// the fault itself).
+    private static func spawn(executable: String, arguments: [String], childMask: sigset_t, lifeline: Lifeline.Pipe?) -> pid_t? {
         var environment = ProcessInfo.processInfo.environment
         environment[marker] = "1"
+        environment[Lifeline.variable] = lifeline?.environmentValue
         if environment["SWIFT_BACKTRACE"] == nil { environment["SWIFT_BACKTRACE"] = "enable=no" }
         let argv = [CommandLine.arguments.first ?? "journal-inspect"] + arguments
         let envp = environment.map { "\($0.key)=\($0.value)" }

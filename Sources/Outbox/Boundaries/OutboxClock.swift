@@ -12,17 +12,15 @@ public protocol OutboxClock: Sendable {
     /// - Throws: `CancellationError` when the waiting task is cancelled.
     func sleep(until deadline: Date) async throws
     /// The device's monotonic clock: seconds since boot and the boot, recorded with every event
-    /// so that a gap, a clock moved back and a restart can be told apart. By default the
-    /// system's; `nil` when it cannot be read.
+    /// so that a gap, a clock moved back and a restart can be told apart; `nil` when it cannot
+    /// be read. ``SystemClock`` reads the system's (``Uptime/system``).
+    ///
+    /// No default: a clock made for a test that forgot this member would read the real device
+    /// in silence, so every clock says where its uptime comes from.
     func uptime() -> Uptime?
     /// The device's time zone, recorded when the journal is opened: how the member's own clock
-    /// reads. By default the system's.
+    /// reads. ``SystemClock`` answers the system's (`TimeZone.current`); no default, as above.
     var timeZone: TimeZone { get }
-}
-
-extension OutboxClock {
-    public func uptime() -> Uptime? { Uptime.system }
-    public var timeZone: TimeZone { .current }
 }
 
 extension Uptime {
@@ -55,6 +53,10 @@ public struct SystemClock: OutboxClock {
     public init() {}
 
     public func now() -> Date { Date() }
+
+    public func uptime() -> Uptime? { Uptime.system }
+
+    public var timeZone: TimeZone { .current }
 
     public func sleep(until deadline: Date) async throws {
         let seconds = deadline.timeIntervalSinceNow

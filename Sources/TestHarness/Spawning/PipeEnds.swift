@@ -4,20 +4,34 @@ import Synchronization
 /// This process's end of a pipe a child writes to (its standard output or error); closed when
 /// the last reference goes.
 public final class ReadEnd: Sendable {
-    public let descriptor: Int32
+    /// -1 once closed.
+    private let open: Atomic<Int32>
+
+    /// The descriptor, -1 once closed.
+    public var descriptor: Int32 { open.load(ordering: .acquiring) }
 
     init(_ descriptor: Int32) {
-        self.descriptor = descriptor
+        open = Atomic(descriptor)
     }
 
     deinit {
-        close(descriptor)
+        close()
+    }
+
+    /// Closes this end: the child's next write to the pipe meets a reader that has gone
+    /// (SIGPIPE, or EPIPE where it ignores the signal). Closing twice does nothing; a read
+    /// after it reads the end. Not while another thread reads this end.
+    public func close() {
+        let descriptor = open.exchange(-1, ordering: .acquiringAndReleasing)
+        if descriptor >= 0 { _ = Foundation.close(descriptor) }
     }
 
     /// The next bytes written, waiting for some; empty once every writer has closed the pipe
     /// (the child and whatever it passed the pipe on to have ended).
     public func read() -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: 64 << 10)
+        let descriptor = descriptor
+        guard descriptor >= 0 else { return [] }
         while true {
             let count = bytes.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
             if count >= 0 { return Array(bytes.prefix(count)) }

@@ -53,14 +53,15 @@ struct ProcessResult {
 /// - Parameters:
 ///   - user: run as this other user (``OtherUser``), to meet the permission bits as a support
 ///     engineer's account does.
-///   - deadlineSeconds: past it the process is sent SIGTERM (which it passes on to its reading
-///     child), then SIGKILL, and the result says it timed out: a hang fails the test, never
-///     blocks it.
+///   - deadlineSeconds: a hang guard, never a timing: past it the process is sent SIGTERM
+///     (which it passes on to its reading child), then SIGKILL, and the result says it timed
+///     out, so a hang fails the test instead of blocking it. Minutes: on a loaded machine a
+///     command that takes a second alone may wait a minute for a core.
 ///   - keepOutput: `false` sends standard output to /dev/null (a fuzzer needs only the status).
 ///   - wrapper: a command the binary runs through, its path and arguments following it: a
 ///     shell that sets a limit or a umask first (`sh -c 'ulimit -f 16; exec "$0" "$@"'`).
 func runBinary(_ arguments: [String], environment: [String: String] = [:], user: OtherUser? = nil,
-               deadlineSeconds: Double = 60, keepOutput: Bool = true, through wrapper: [String] = []) throws -> ProcessResult {
+               deadlineSeconds: Double = hangGuardSeconds, keepOutput: Bool = true, through wrapper: [String] = []) throws -> ProcessResult {
     let scratch = TemporaryDirectory("journal-inspect-run")
     let outPath = scratch.path("stdout").path
     let errPath = scratch.path("stderr").path
@@ -106,19 +107,35 @@ struct OtherUser: Sendable {
     }()
 }
 
+/// How long a run of the binary may take before it is stopped as hung: a guard, never a timing.
+let hangGuardSeconds: Double = 300
+
 /// A running `journal-inspect`, read line by line as it prints.
+///
+/// A test signals it only once it is ready, on the follower's own word: a line it printed
+/// after installing its handler, or the step it announced (``StepHook``, through
+/// `JOURNAL_INSPECT_STEPS`). It ends because it handled the signal; the guard that kills it
+/// after ``hangGuardSeconds`` only turns a hang into a failure.
 final class RunningInspector {
     let process: SpawnedProcess
     private var lines: LineReader
-    private let watchdog: ScheduledSignal
+    private var errorLines: LineReader
+    private let hangGuard: ScheduledSignal
 
-    /// - Parameter deadlineSeconds: the process is killed after this long whatever happens, so a
-    ///   broken test fails instead of hanging.
-    init(_ arguments: [String], deadlineSeconds: Double = 30) throws {
-        process = try SpawnedProcess(try inspectExecutable().path, arguments, output: .pipe, errors: .null)
-        // Started with its standard output piped.
+    /// - Parameter steps: the value of `JOURNAL_INSPECT_STEPS` (`announce`, `hold:<step>`,
+    ///   with `,pipe-only`); `nil` sets none. Standard error is a pipe read by ``step(_:)``:
+    ///   announcing, the follower blocks once it fills, so a test that announces reads on.
+    /// - Parameter wrapper: a command the binary runs through, as ``runBinary(_:environment:user:deadlineSeconds:keepOutput:through:)``'s.
+    init(_ arguments: [String], steps: String? = nil, through wrapper: [String] = []) throws {
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: "NO_COLOR")
+        environment["JOURNAL_INSPECT_STEPS"] = steps
+        let command = wrapper + [try inspectExecutable().path] + arguments
+        process = try SpawnedProcess(command[0], Array(command.dropFirst()), environment: environment, output: .pipe, errors: .pipe)
+        // Started with both output streams piped.
         lines = LineReader(process.output!)
-        watchdog = process.signal(SIGKILL, after: deadlineSeconds)
+        errorLines = LineReader(process.errors!)
+        hangGuard = process.signal(SIGKILL, after: hangGuardSeconds)
     }
 
     /// The next line printed, waiting for it; `nil` once the process has ended.
@@ -126,19 +143,58 @@ final class RunningInspector {
         lines.next()
     }
 
+    /// Every line still to be printed, until no process holds the output any more: neither the
+    /// tool nor its reading child.
+    func remainingLines() -> [String] {
+        var rest: [String] = []
+        while let line = lines.next() { rest.append(line) }
+        return rest
+    }
+
+    /// Closes this end of the standard output pipe: the follower's next write meets a reader
+    /// that has gone.
+    func closeOutput() {
+        process.output?.close()
+    }
+
+    /// Waits until the follower announces `step` (or says it is held there) on standard error;
+    /// answers the pid that said so. Throws if standard error ends first.
+    @discardableResult
+    func step(_ step: String) throws -> pid_t {
+        while let line = errorLines.next() {
+            for prefix in ["journal-inspect: step \(step) (pid ", "journal-inspect: held at \(step) (pid "] where line.hasPrefix(prefix) {
+                if let pid = pid_t(line.dropFirst(prefix.count).dropLast()) { return pid }
+            }
+        }
+        throw FixtureError.unexpected("journal-inspect's standard error ended before it reached \(step): \(errorLines.rest)")
+    }
+
+    /// Every line still to come on standard error, until no process holds it any more.
+    func remainingErrors() -> [String] {
+        var rest: [String] = []
+        while let line = errorLines.next() { rest.append(line) }
+        return rest
+    }
+
     /// Interrupts the process (as Ctrl-C would, with SIGTERM here, or `signal`) and answers its
-    /// exit status, or the signal's number when one ended it (see ``endedBySignal``). One that
-    /// ignores the interruption is killed after a while, so the test fails, not hangs.
+    /// exit status, or the signal's number when one ended it (see ``endedBySignal``).
     func stop(with signal: Int32 = SIGTERM) -> Int32 {
-        watchdog.cancel()
-        let killer = process.signal(SIGKILL, after: 10)
         process.signal(signal)
+        return ending()
+    }
+
+    /// Waits for the process to end; answers its exit status, or the signal's number when one
+    /// ended it.
+    func ending() -> Int32 {
         let ending = process.wait()
-        killer.cancel()
+        hangGuard.cancel()
         switch ending {
         case .exited(let status), .signalled(let status): return status
         }
     }
+
+    /// Whether the hang guard killed the process.
+    var hung: Bool { hangGuard.fired }
 
     /// Whether the process ended of a signal rather than by exiting.
     var endedBySignal: Bool {
