@@ -106,8 +106,7 @@ extension Outbox {
     /// each record's view is its pending changes alone. Recorded as `recordBaseDropped`.
     public func dropRecordBase(business: String, type: String) async throws {
         try ensureOpen()
-        let probe = RecordKey(business: business, type: type, id: "x")
-        if let problem = probe.problem, problem.field != "id" { throw OutboxError.invalidRequest(field: problem.field, problem: problem.problem) }
+        try RecordKey.checkScope(business: business, type: type)
         let version = configuration.recordPolicy(for: type).schemaVersion
         var draft = JournalStore.Draft(operationID: nil, body: .recordBaseDropped(RecordBaseDropped(business: business, type: type, schemaVersion: version)))
         draft.dropsBase = (business, type)

@@ -31,6 +31,7 @@ extension JournalQueries {
 
     /// `business`'s feed row and the page that set it; `nil` when it was never pulled.
     func storedFeed(business: String) throws(OutboxError) -> StoredFeed? {
+        try RecordKey.checkScope(business: business, type: nil)
         let schema = self.schema
         return try read { txn in
             guard let row = try schema.feedRow(business: business, in: txn) else { return nil }

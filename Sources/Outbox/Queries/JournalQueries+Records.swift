@@ -5,11 +5,14 @@ import OutboxStorage
 /// The member's records, each read in one snapshot.
 extension JournalQueries {
     func record(_ key: RecordKey, policy: RecordTypePolicy) throws(OutboxError) -> LocalRecord? {
+        let key = try key.checked()
         let schema = self.schema
         return try read { txn in try schema.record(key, policy: policy, in: txn) }
     }
 
     func records(_ query: RecordQuery, policy: RecordTypePolicy) throws(OutboxError) -> RecordPage {
+        try RecordKey.checkScope(business: query.business, type: query.type)
+        if let after = query.after { try RecordKey.checkID(after, field: "after") }
         try Self.checkLimit(query.limit, within: 1...RecordQuery.maxLimit)
         let schema = self.schema
         let (records, more) = try read { txn in
@@ -21,6 +24,7 @@ extension JournalQueries {
 
 extension JournalQueries {
     func recordHistory(_ key: RecordKey, policy: RecordTypePolicy, showingValues: Bool) throws(OutboxError) -> RecordHistory {
+        let key = try key.checked()
         let schema = self.schema
         return try read { txn in try schema.recordHistory(key, policy: policy, showingValues: showingValues, in: txn) }
     }

@@ -104,11 +104,42 @@ public struct RecordKey: Hashable, Comparable, Sendable, CustomStringConvertible
 
     /// Why the key cannot be kept, naming the part; `nil` when it can.
     public var problem: (field: String, problem: String)? {
-        for (field, text, limit) in [("business", business, Self.maxBusinessBytes), ("type", type, Self.maxTypeBytes), ("id", id, Self.maxIDBytes)] {
-            if text.isEmpty { return (field, "must not be empty") }
-            if text.utf8.count > limit { return (field, "is \(text.utf8.count) bytes (UTF-8), over the limit of \(limit)") }
-            if OutboxRequest.containsControl(text) { return (field, "must not contain control characters") }
-        }
+        // Each part checked in turn, with no list built: a pulled page checks 500 keys.
+        Self.problem(of: business, field: "business", limit: Self.maxBusinessBytes)
+            ?? Self.problem(of: type, field: "type", limit: Self.maxTypeBytes)
+            ?? Self.problem(of: id, field: "id", limit: Self.maxIDBytes)
+    }
+
+    /// Why one part of a key cannot be kept; `nil` when it can.
+    private static func problem(of text: String, field: String, limit: Int) -> (field: String, problem: String)? {
+        let count = text.utf8.count
+        if count == 0 { return (field, "must not be empty") }
+        if count > limit { return (field, "is \(count) bytes (UTF-8), over the limit of \(limit)") }
+        if OutboxRequest.containsControl(text) { return (field, "must not contain control characters") }
         return nil
+    }
+
+    /// The key, checked as a read or a write takes it.
+    /// - Parameter field: what the caller calls the key: a part is named `<field>.business`.
+    /// - Throws: ``OutboxError/invalidRequest(field:problem:)`` naming the part that cannot be
+    ///   kept: a read refuses it as a write does, and never reaches a bound it would trap on.
+    public func checked(as field: String = "key") throws(OutboxError) -> RecordKey {
+        if let problem { throw .invalidRequest(field: "\(field).\(problem.field)", problem: problem.problem) }
+        return self
+    }
+
+    /// Checks the business and type of a scope (a query's, a feed's): each as a key's part.
+    /// - Parameter type: `nil` checks the business alone.
+    /// - Throws: ``OutboxError/invalidRequest(field:problem:)`` naming the part.
+    public static func checkScope(business: String, type: String?, field: String? = nil) throws(OutboxError) {
+        let prefix = field.map { "\($0)." } ?? ""
+        if let problem = problem(of: business, field: "business", limit: maxBusinessBytes) ?? type.flatMap({ problem(of: $0, field: "type", limit: maxTypeBytes) }) {
+            throw .invalidRequest(field: prefix + problem.field, problem: problem.problem)
+        }
+    }
+
+    /// Checks an id that bounds a page (`after:`): as a key's id.
+    public static func checkID(_ id: String, field: String) throws(OutboxError) {
+        if let problem = problem(of: id, field: "id", limit: maxIDBytes) { throw .invalidRequest(field: field, problem: problem.problem) }
     }
 }
