@@ -7,7 +7,7 @@
 //       Then prints "fresh <n>" from a new snapshot.
 //
 //   outbox-test-child crash-worker <journal-dir> <server-url> <first> <writers> <per-writer>
-//                                  <full|processCrash> <write|compact>
+//                                  <full|processCrash> <write|compact> <none|step:n>
 //       Opens the journal as the engine (printing "opening" before and "opened" after), sends to
 //       the server, and runs <writers> tasks at once, each enqueueing <per-writer> products
 //       numbered from <first> up, so their enqueues share the writer's commits. Each enqueue
@@ -16,8 +16,14 @@
 //       writers start, after each of their drains (one compaction at a time) and once after the
 //       last drain, printing "compacting" before each and "compacted <operations> <events>"
 //       after; the journal also compacts on its own past 300 events. Once every writer is done
-//       it prints "written", drains ("drained"), closes ("closed") and prints "done". The test
-//       kills it with SIGKILL at a moment of its choosing.
+//       it prints "written", drains ("drained"), closes ("closed") and prints "done". At
+//       <step>:<n> it prints "stop <step> <n>" and kills itself with SIGKILL at the n-th pass of
+//       that step (Steps.swift): "opening" (before the engine opens the journal), "opened" (the
+//       opening's commit), "enqueue" (an enqueue's commit, before it returns), "start"
+//       (attemptStarted durable, the request not yet sent), "answer" (the server's answer back,
+//       its outcome not yet committed), "outcome" (the outcome's commit), "compact" (a
+//       compaction's last commit, before it returns), "written" (after the last enqueue) and
+//       "closed" (after close). With `none` it runs to its end, unless the test kills it.
 //
 //   outbox-test-child settle <journal-dir> <server-url>
 //       Opens the journal as the engine and drains until nothing is queued or syncing, then
@@ -62,18 +68,25 @@ func say(_ line: String) {
 }
 
 /// The engine as the crash tests run it: short backoff, so retries happen within the test.
-func openEngine(_ path: String, _ serverURL: String, durability: Durability, compaction: CompactionPolicy? = nil) throws -> Outbox {
+/// With `steps`, its durable steps are passed (see Steps.swift): the opening's commit, each
+/// enqueue's, `attemptStarted`, the answer, each outcome's, each compaction's.
+func openEngine(
+    _ path: String, _ serverURL: String, durability: Durability, compaction: CompactionPolicy? = nil, steps: Steps? = nil
+) throws -> Outbox {
     guard let url = URL(string: serverURL) else { fail("not a URL: \(serverURL)") }
+    let http = URLSessionTransport(baseURL: url, timeoutSeconds: 5)
     return try Outbox(
         directory: URL(fileURLWithPath: path),
-        transport: URLSessionTransport(baseURL: url, timeoutSeconds: 5),
+        transport: steps.map { SteppingTransport(inner: http, steps: $0) } ?? http,
         configuration: OutboxConfiguration(
             account: "crash-member",
             retryPolicy: RetryPolicy(initialDelaySeconds: 0.01, multiplier: 2, maxDelaySeconds: 0.05),
             maxConcurrentLanes: 2,
             operationPolicies: productPolicies,
             durability: durability,
-            compaction: compaction
+            compaction: compaction,
+            logger: steps.map { OutboxLogger(label: "crash-worker", handler: StepLogHandler(steps: $0, openingAndCompaction: true)) }
+                ?? OutboxLogger()
         )
     )
 }
@@ -112,18 +125,20 @@ case "snapshot":
     }
 
 case "crash-worker":
-    guard arguments.count == 8, let first = Int(arguments[3]), let writers = Int(arguments[4]), writers > 0,
+    guard arguments.count == 9, let first = Int(arguments[3]), let writers = Int(arguments[4]), writers > 0,
         let perWriter = Int(arguments[5]), perWriter > 0, let durability = Durability(rawValue: arguments[6]),
         ["write", "compact"].contains(arguments[7])
     else {
-        fail("usage: crash-worker <journal-dir> <server-url> <first> <writers> <per-writer> <full|processCrash> <write|compact>")
+        fail("usage: crash-worker <journal-dir> <server-url> <first> <writers> <per-writer> <full|processCrash> <write|compact> <none|step:n>")
     }
     let compacting = arguments[7] == "compact"
+    let steps = Steps(stop: StopPoint(arguments[8]), printing: false)
     do {
         say("opening")
+        steps.pass("opening", "-")
         let outbox = try openEngine(
             path, arguments[2], durability: durability,
-            compaction: compacting ? CompactionPolicy(maxEvents: 300, keepSettledSeconds: 0) : nil
+            compaction: compacting ? CompactionPolicy(maxEvents: 300, keepSettledSeconds: 0) : nil, steps: steps
         )
         say("opened")
         outbox.wake(.appLaunch)
@@ -160,11 +175,13 @@ case "crash-worker":
         drained.finish()
         try await compactor.value
         say("written")
+        steps.pass("written", "-")
         await outbox.drain()
         say("drained")
         if compacting { try await compactSettled() }
         outbox.close()
         say("closed")
+        steps.pass("closed", "-")
     } catch {
         fail("\(error)")
     }

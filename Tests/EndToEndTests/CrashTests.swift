@@ -4,29 +4,33 @@ import TestHarness
 import OutboxTestServer
 import Testing
 
-/// Real processes killed at random moments, as SQLite's crash tests do. A child opens a journal,
-/// enqueues from up to eight writer tasks at once (so commits are shared) while draining to the
-/// loopback server, sometimes compacting, and a timer in this process kills it with SIGKILL after
-/// a delay drawn from the seed. Three journals in five start in a fresh directory, so that kills
-/// land in their very first open; the others start from a copy of one holding 400 synced
-/// operations, so that compactions are long enough for kills to land in. After each kill, every
-/// enqueue a child reported as returned is in the journal, the journal verifies, and the server
-/// has applied no key twice. At the end of each journal's life a child drains it: every write
-/// synced and was applied exactly once.
+/// Real processes killed at each durable step of the engine's work, as SQLite's crash tests do.
+/// A child opens a journal, enqueues from up to eight writer tasks at once (so commits are
+/// shared) while draining to the loopback server, sometimes compacting, and kills itself with
+/// SIGKILL at the step it was told: before the open, the opening's commit, an enqueue's commit,
+/// `attemptStarted`, the server's answer before its outcome, the outcome's commit, a
+/// compaction's last commit, after the last enqueue, after close. The steps are aimed at in turn,
+/// so a default run kills at every one of them three times, the same way on every machine. Three
+/// journals in five start in a fresh directory, so that kills land in their very first open; the
+/// others start from a copy of one holding 400 synced operations, so that compactions have work
+/// to do. After each kill, every enqueue a child reported as returned is in the journal, the
+/// journal verifies, and the server has applied no key twice. At the end of each journal's life
+/// a child drains it: every write synced and was applied exactly once. The soak
+/// (`OUTBOX_SOAK=1`) also kills one child in four by a timer at a random moment, after which the
+/// same checks hold wherever it landed.
 @Suite("Crash tests with real processes", .timeLimit(.minutes(10)))
 struct CrashTests {
-    /// The fewest kills a run makes; `OUTBOX_CRASH_KILLS` sets more.
-    static var kills: Int {
-        ProcessInfo.processInfo.environment["OUTBOX_CRASH_KILLS"].flatMap(Int.init) ?? 200
-    }
+    /// The kills a run makes: three at each step by default; the soak's 200, or
+    /// `OUTBOX_CRASH_KILLS`.
+    static var kills: Int { SoakSize.count("OUTBOX_CRASH_KILLS", quick: 3 * CrashRun.Step.allCases.count, soak: 200) }
 
-    /// `OUTBOX_CRASH_VERBOSE=1` prints every run: its shape, when it was killed, what it reached.
-    static let verbose = ProcessInfo.processInfo.environment["OUTBOX_CRASH_VERBOSE"] != nil
+    /// `OUTBOX_CRASH_VERBOSE=1` prints every run: its shape, how it was to end, what it reached.
+    static let verbose = SoakSize.verbose
 
     /// How many operations the journal copied into two lives in five holds.
     static let writtenOperations = (writers: 8, perWriter: 50)
 
-    @Test func killedAtRandomMomentsNothingIsLostOrAppliedTwice() throws {
+    @Test func killedAtEveryDurableStepNothingIsLostOrAppliedTwice() throws {
         let clock = ContinuousClock()
         let began = clock.now
         let setting = try CrashSetting(named: "outbox-crash")
@@ -35,20 +39,21 @@ struct CrashTests {
         var random = SeededRandom(seed: seed)
 
         var tally = CrashTally()
-        var pace = CrashPace()
+        var pace = RandomKillPace()
         var next = 0
         let written = try writeJournal(base.appendingPathComponent("written"), first: next, server: server, seed: seed)
         next += written.count
         tally.enqueuesReported += written.count
 
         let faultKinds: [Fault.Kind] = [.dropAfterCommit, .unavailable, .rateLimited, .serverError]
-        while tally.kills < Self.kills {
+        let kills = Self.kills
+        while tally.ended < kills {
             // A journal's life: a fresh directory or a copy of the written journal, a few
             // children killed in turn, then one that runs until everything is drained.
             var life = JournalLife(
                 directory: base.appendingPathComponent("journal-\(tally.journals)"), seed: seed, name: "journal \(tally.journals)")
             tally.journals += 1
-            if Int.random(in: 0..<5, using: &random) < 2 {
+            if random.int(in: 0..<5) < 2 {
                 try FileManager.default.createDirectory(at: life.directory, withIntermediateDirectories: true)
                 try FileManager.default.copyItem(
                     at: base.appendingPathComponent("written/data.mdb"), to: life.directory.appendingPathComponent("data.mdb"))
@@ -57,48 +62,51 @@ struct CrashTests {
                 life.opened = true
                 tally.copiedJournals += 1
             }
-            for _ in 0..<Int.random(in: 2...8, using: &random) where tally.kills < Self.kills {
+            for _ in 0..<random.int(in: 2..<9) where tally.ended < kills {
                 // Now and then the server misbehaves for the child's next requests.
-                if Int.random(in: 0..<3, using: &random) == 0 {
-                    server.addFaults((0..<Int.random(in: 1...3, using: &random)).map { _ in
-                        Fault(faultKinds.randomElement(using: &random)!, retryAfterSeconds: 0)
+                if random.chance(33) {
+                    server.addFaults((0..<random.int(in: 1..<4)).map { _ in
+                        Fault(random.pick(faultKinds)!, retryAfterSeconds: 0)
                     })
                 }
                 let firstOpen = !life.opened
-                // The first three children of a fresh directory aim at its first open, until one
-                // has opened it.
-                let aimAtFirstOpen = firstOpen && life.runs < 3
-                let run = CrashRun(first: next, backlog: life.backlog, aimedAtFirstOpen: aimAtFirstOpen, using: &random)
+                // The next step in turn; in the soak, one child in four at a random moment instead.
+                let atRandom = random.chance(25) && SoakSize.soaking
+                let step = atRandom ? nil : CrashRun.Step.allCases[tally.aimed % CrashRun.Step.allCases.count]
+                if step != nil { tally.aimed += 1 }
+                let run = CrashRun(first: next, backlog: life.backlog, step: step, pace: pace, using: &random)
                 next += run.enqueues
-                let (delay, aim) = pace.killDelay(
-                    run, aimAtFirstOpen: aimAtFirstOpen, firstOpen: firstOpen, backlog: life.backlog, using: &random)
                 life.runs += 1
                 let child = try ChildProcess("outbox-test-child", run.arguments(directory: life.directory, server: server.baseURL))
-                child.kill(after: delay)
+                if case .timer(let seconds) = run.ending { child.kill(after: seconds) } else { child.kill(after: SoakSize.hangGuardSeconds) }
                 let report = CrashRun.Report(child.readToEnd())
                 let ending = child.waitForEnding()
                 if Self.verbose {
                     let reached = report.milestones.sorted { $0.value < $1.value }.map { "\($0.key) \(Int($0.value * 1000))" }
                     let shape = "\(run.writers)x\(run.perWriter) \(run.durability.rawValue)\(run.compacting ? " compacting" : "")"
                     print(
-                        "crash-tests: \(life.context): \(shape), backlog \(life.backlog), aimed at \(aim.rawValue), "
-                            + "kill at \(Int(delay * 1000)) ms, ended \(ending) in \(report.phase.rawValue); \(reached.joined(separator: ", "))")
+                        "crash-tests: \(life.context): \(shape), backlog \(life.backlog), to end \(run.ending), "
+                            + "ended \(ending) in \(report.phase.rawValue)\(report.stopped.map { " at \($0.rawValue)" } ?? ""); "
+                            + reached.joined(separator: ", "))
                 }
-                pace.observe(report, of: run, firstOpen: firstOpen, backlog: life.backlog, endedAt: delay)
+                pace.observe(openedAt: report.milestones["opened"], doneAt: report.milestones["done"])
                 tally.count(run, report)
                 life.reported += report.enqueued
                 life.opened = life.opened || report.opened
                 if run.compacting && report.milestones["compacted"] != nil { life.backlog = 0 }
                 life.backlog += report.enqueued.count
                 #expect(report.unexpected.isEmpty, "\(life.context): unexpected lines \(report.unexpected)")
-                switch ending {
-                case .signalled(SIGKILL):
-                    tally.countKill(report.phase, firstOpen: firstOpen)
-                case .exited(0) where report.finished:
+                switch (ending, run.ending) {
+                case (.signalled(SIGKILL), .atStep(let step, _)) where report.stopped == step:
+                    tally.countKill(at: step, firstOpen: firstOpen)
+                case (.signalled(SIGKILL), .timer) where report.stopped == nil:
+                    tally.countRandomKill(report.phase)
+                case (.exited(0), .timer) where report.finished:
                     tally.completed += 1
                 default:
+                    // A child told a step reaches it: one that ends otherwise fails the test.
                     tally.failures += 1
-                    Issue.record("\(life.context): the child ended \(ending) in \(report.phase.rawValue): \(child.errorOutput)")
+                    Issue.record("\(life.context): to end \(run.ending), the child ended \(ending) in \(report.phase.rawValue): \(child.errorOutput)")
                 }
                 switch checkAfterKill(life, server: server) {
                 case .checked: break
@@ -113,6 +121,11 @@ struct CrashTests {
         let applied = try server.appliedCounts()
         #expect(applied.values.allSatisfy { $0 == 1 }, "seed \(seed): keys applied more than once: \(applied.filter { $0.value > 1 })")
         tally.keysApplied = applied.count
+        if tally.aimed >= CrashRun.Step.allCases.count {
+            let missed = CrashRun.Step.allCases.filter { tally.killsAtStep[$0, default: 0] == 0 }
+            #expect(missed.isEmpty, "seed \(seed): no kill at \(missed.map(\.rawValue))")
+        }
+        #expect(tally.failures == 0)
         print("crash-tests: seed \(seed), \(tally.summary), \(String(format: "%.1f", (clock.now - began) / .seconds(1))) s")
     }
 
@@ -123,6 +136,7 @@ struct CrashTests {
     private func writeJournal(_ directory: URL, first: Int, server: TestServer, seed: UInt64) throws -> [OperationID] {
         let run = CrashRun(first: first, writers: Self.writtenOperations.writers, perWriter: Self.writtenOperations.perWriter)
         let child = try ChildProcess("outbox-test-child", run.arguments(directory: directory, server: server.baseURL))
+        child.kill(after: SoakSize.hangGuardSeconds)
         let report = CrashRun.Report(child.readToEnd())
         let ending = child.waitForEnding()
         try #require(ending == .exited(0) && report.finished, "seed \(seed): writing the journal to copy: \(ending), \(child.errorOutput)")
@@ -168,8 +182,8 @@ struct CrashTests {
     /// synced, and was applied exactly once.
     private func settle(_ life: JournalLife, server: TestServer) throws {
         let settle = try ChildProcess("outbox-test-child", ["settle", life.directory.path, server.baseURL.absoluteString])
-        // Settling takes well under a second; a child still busy after a minute is stuck.
-        settle.kill(after: 60)
+        // Settling takes well under a second: the guard fires only on a child that is stuck.
+        settle.kill(after: SoakSize.hangGuardSeconds)
         let lines = settle.readToEnd().map(\.text)
         let ending = settle.waitForEnding()
         #expect(ending == .exited(0), "\(life.context): the settling child ended \(ending): \(settle.errorOutput)")
@@ -194,7 +208,7 @@ struct CrashTests {
     }
 }
 
-/// What every crash test runs in: a seed (`OUTBOX_SEED`'s, to replay a run, else a fresh one), the
+/// What every crash test runs in: a seed (``SoakSize/seed``: a fixed one, or `OUTBOX_SEED`'s), the
 /// loopback server its children send to, and a directory of its own for their journals.
 struct CrashSetting {
     let seed: UInt64
@@ -203,7 +217,7 @@ struct CrashSetting {
 
     /// - Parameter name: how the directory's name begins, to tell whose it is.
     init(named name: String) throws {
-        seed = ProcessInfo.processInfo.environment["OUTBOX_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0...UInt64.max)
+        seed = SoakSize.seed
         server = try TestServer(.init(readTimeout: 5))
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)")
     }
@@ -251,8 +265,11 @@ struct JournalLife {
 
 /// What the crash tests did, for the line they print.
 struct CrashTally {
-    var kills = 0
-    var killsByPhase: [CrashRun.Phase: Int] = [:]
+    /// Children told a step to stop at.
+    var aimed = 0
+    var killsAtStep: [CrashRun.Step: Int] = [:]
+    /// The soak's kills at random moments, by where they landed.
+    var randomKills: [CrashRun.Phase: Int] = [:]
     var killsInFirstOpen = 0
     var completed = 0
     var failures = 0
@@ -265,22 +282,31 @@ struct CrashTally {
     var runsByWriters: [Int: Int] = [:]
     var compactingRuns = 0
 
+    var kills: Int { killsAtStep.values.reduce(0, +) + randomKills.values.reduce(0, +) }
+    /// Kills and failures: what a run counts up to its size (a child that fails is not retried).
+    var ended: Int { kills + failures }
+
     mutating func count(_ run: CrashRun, _ report: CrashRun.Report) {
         runsByWriters[run.writers, default: 0] += 1
         enqueuesReported += report.enqueued.count
         if run.compacting { compactingRuns += 1 }
     }
 
-    mutating func countKill(_ phase: CrashRun.Phase, firstOpen: Bool) {
-        kills += 1
-        killsByPhase[phase, default: 0] += 1
-        if phase == .opening && firstOpen { killsInFirstOpen += 1 }
+    /// A kill at the step the child was told, in a journal no child had opened yet or not.
+    mutating func countKill(at step: CrashRun.Step, firstOpen: Bool) {
+        killsAtStep[step, default: 0] += 1
+        if firstOpen && [.opening, .opened].contains(step) { killsInFirstOpen += 1 }
+    }
+
+    mutating func countRandomKill(_ phase: CrashRun.Phase) {
+        randomKills[phase, default: 0] += 1
     }
 
     var summary: String {
-        let phases = CrashRun.Phase.allCases.map { "\($0.rawValue) \(killsByPhase[$0, default: 0])" }.joined(separator: ", ")
+        let steps = CrashRun.Step.allCases.map { "\($0.rawValue) \(killsAtStep[$0, default: 0])" }.joined(separator: ", ")
+        let phases = CrashRun.Phase.allCases.map { "\($0.rawValue) \(randomKills[$0, default: 0])" }.joined(separator: ", ")
         let writers = runsByWriters.keys.sorted().map { "\($0):\(runsByWriters[$0]!)" }.joined(separator: " ")
-        return "\(kills) kills (\(phases); \(killsInFirstOpen) in a journal's first open), "
+        return "\(kills) kills (at a step: \(steps); \(killsInFirstOpen) in a journal's first open; at random: \(phases)), "
             + "\(completed) runs completed, \(failures) failed, "
             + "\(journals) journals (\(copiedJournals) copied; \(noJournalYet) checks found no journal yet, \(unreadable) could not read one), "
             + "\(compactingRuns) runs compacting, \(enqueuesReported) enqueues reported, \(keysApplied) keys applied once each, "

@@ -5,8 +5,8 @@ import TestHarness
 
 /// One run of `outbox-test-child record-worker`, drawn from the seed: the member's actions, the
 /// durability, the server's faults, and where the run ends: killed by the child itself at the
-/// n-th pass of a durable step (three runs in five), killed by this process's timer (three in
-/// ten), or left to finish.
+/// n-th pass of a durable step (nine runs in ten; the soak's three in five), by this process's
+/// timer at a random moment (the soak's three in ten), or left to finish (one in ten).
 struct RecordCrashRun {
     /// The durable steps of a record write, as the child names them.
     enum Step: String, CaseIterable {
@@ -28,11 +28,19 @@ struct RecordCrashRun {
         case acknowledge
     }
 
+    /// The steps aimed at in turn; the abandonment is aimed at when there is one to make.
+    static let aimedInTurn = Step.allCases.filter { $0 != .abandon }
+
+    /// Whether the run aims at the next step in turn (the abandonment is not in the turn).
+    var aimsInTurn: Bool {
+        if case .atStep(let step, _) = ending { step != .abandon } else { false }
+    }
+
     /// How the run is to end.
     enum Ending: Equatable {
         /// The child kills itself with SIGKILL inside the `occurrence`-th pass of `step`.
         case atStep(Step, occurrence: Int)
-        /// This process kills it with SIGKILL `seconds` after its start.
+        /// This process kills it with SIGKILL `seconds` after its start (the soak's random kills).
         case timer(seconds: Double)
         /// It runs to its end.
         case none
@@ -62,27 +70,28 @@ struct RecordCrashRun {
 
     /// - Parameters:
     ///   - keys: how many products the journal's life edits.
-    ///   - interrupted: whether the last child may have left an attempt interrupted (for the
-    ///     abandonment at open to be aimed at).
-    ///   - pace: the moments runs reached so far, for the timer's aim.
-    init(tag: String, first: Int, keys: Int, interrupted: Bool, pace: RecordCrashPace, using random: inout SeededRandom) {
+    ///   - interrupted: whether the last child may have left an attempt interrupted: then the
+    ///     run aims at the abandonment at open.
+    ///   - aimed: how many runs were killed at the step they aimed at in turn so far: this one
+    ///     aims at the next of those steps (the same again when the last child did not reach it).
+    ///   - pace: the moments runs reached so far, for the soak's timer.
+    init(tag: String, first: Int, keys: Int, interrupted: Bool, aimed: Int, pace: RandomKillPace, using random: inout SeededRandom) {
         self.tag = tag
         self.first = first
         durability = random.chance(50) ? .full : .processCrash
         let pick = random.int(in: 0..<100)
-        // A step other than the abandonment and how often to pass it, and whether to aim at the
-        // abandonment instead, all drawn every time: a seed makes the same draws whatever the
-        // children did (and so whether the last one left an attempt to abandon).
-        let others = Step.allCases.filter { $0 != .abandon }
-        let other = others[random.int(in: 0..<others.count)]
+        // The step and how often to pass it, and the timer's moment, all drawn every time: a
+        // seed makes the same draws whatever the children did.
+        let others = Self.aimedInTurn
+        let other = others[aimed % others.count]
         let occurrence = random.int(in: 1..<([.enqueue, .start, .answer, .outcome].contains(other) ? 4 : 3))
-        let aimAtAbandon = random.chance(40)
-        if pick < 60 {
-            // The abandonment at open two times in five when the last child left an attempt to
-            // abandon, else every other step alike.
-            ending = interrupted && aimAtAbandon ? .atStep(.abandon, occurrence: 1) : .atStep(other, occurrence: occurrence)
+        let delay = pace.killDelay(using: &random)
+        let stepped = pick < (SoakSize.soaking ? 60 : 90)
+        if stepped {
+            // The abandonment at open whenever the last child left an attempt to abandon.
+            ending = interrupted ? .atStep(.abandon, occurrence: 1) : .atStep(other, occurrence: occurrence)
         } else if pick < 90 {
-            ending = .timer(seconds: pace.killDelay(using: &random))
+            ending = .timer(seconds: delay)
         } else {
             ending = .none
         }
@@ -105,7 +114,7 @@ struct RecordCrashRun {
         // write; for a revision or an acknowledgement, an edit the server refuses or finds
         // changed elsewhere, a drain, then the decision.
         var faults: [Fault] = []
-        if pick < 60 {
+        if stepped {
             for _ in 0..<occurrence {
                 let place = random.int(in: 0..<(script.count + 1))
                 switch other {
@@ -227,26 +236,10 @@ struct RecordCrashRun {
     }
 }
 
-/// When the timer kills a child: anywhere from a little before it has opened the journal to a
-/// little past its usual end, both learnt from the runs (first guesses of 0.05 and 0.3 s, blended
-/// with each run's moments), so that the kills spread over the whole run on a faster or a busier
-/// machine.
-struct RecordCrashPace {
-    private(set) var opened = 0.05
-    private(set) var done = 0.3
-
-    func killDelay(using random: inout SeededRandom) -> Double {
-        random.double(in: (opened * 0.7)...(done * 1.1))
-    }
-
-    mutating func observe(_ report: RecordCrashRun.Report) {
-        if let openedAt = report.openedAt { opened = 0.8 * opened + 0.2 * openedAt }
-        if let doneAt = report.doneAt { done = 0.8 * done + 0.2 * doneAt }
-    }
-}
-
 /// What a record crash run did, for the line it prints.
 struct RecordCrashTally {
+    /// Runs killed at the step they aimed at in turn.
+    var aimed = 0
     var killsAtStep: [RecordCrashRun.Step: Int] = [:]
     var timerKills: [RecordCrashRun.Phase: Int] = [:]
     var completed = 0

@@ -8,22 +8,24 @@ import Testing
 /// write. A child (`outbox-test-child record-worker`) edits a few products with their writes,
 /// writes local drafts, revises and resolves what the server refused or found changed elsewhere,
 /// and acknowledges rollbacks, while the worker sends to the loopback server, which misbehaves at
-/// random. It ends by SIGKILL inside a durable step it was told to stop at (the enqueue's commit,
-/// `attemptStarted`, the answer back before its outcome, the outcome's commit, a revision's
-/// commit, an abandonment at open, a local write, an acknowledgement), by this process's timer at
-/// a random moment, or not at all. After every child the journal is reopened and checked: every
+/// random. Nine children in ten end by SIGKILL inside a durable step they were told to stop at,
+/// the steps aimed at in turn, each until a child reached it (the enqueue's commit, `attemptStarted`, the answer back before its
+/// outcome, the outcome's commit, a revision's commit, a local write, an acknowledgement), and
+/// the abandonment at open whenever the last child left an attempt in flight; the tenth runs to
+/// its end. A default run kills at every step, the same way on every machine; the soak
+/// (`OUTBOX_SOAK=1`) also kills three in ten by a timer at a random moment, after which the same
+/// checks hold wherever it landed. After every child the journal is reopened and checked: every
 /// reported write is there with its change and every change with its write, each record shows
 /// what its writes and base say, the base never moves back and always has its trail, every
 /// reported local write is durable, and the journal verifies.
 @Suite("Record writes killed between their durable steps", .timeLimit(.minutes(5)))
 struct RecordCrashTests {
-    /// The fewest kills a run makes; `OUTBOX_RECORD_CRASH_KILLS` sets more.
-    static var kills: Int {
-        ProcessInfo.processInfo.environment["OUTBOX_RECORD_CRASH_KILLS"].flatMap(Int.init) ?? 100
-    }
+    /// The kills a run makes: 32 by default (four at each step in turn); the soak's 100, or
+    /// `OUTBOX_RECORD_CRASH_KILLS`.
+    static var kills: Int { SoakSize.count("OUTBOX_RECORD_CRASH_KILLS", quick: 32, soak: 100) }
 
     /// `OUTBOX_CRASH_VERBOSE=1` prints every run: its script, how it was to end, how it ended.
-    static let verbose = ProcessInfo.processInfo.environment["OUTBOX_CRASH_VERBOSE"] != nil
+    static let verbose = SoakSize.verbose
 
     @Test func killedBetweenTheDurableStepsOfRecordWritesEveryChangeStaysWithItsWrite() throws {
         let clock = ContinuousClock()
@@ -34,14 +36,16 @@ struct RecordCrashTests {
         var random = SeededRandom(seed: seed)
 
         var tally = RecordCrashTally()
-        var pace = RecordCrashPace()
+        var pace = RandomKillPace()
         var next = 0
-        while tally.kills < Self.kills {
+        let kills = Self.kills
+        // Bounded, should the children stop reaching a step at all: the check of every step fails then.
+        while tally.kills < kills && tally.checks < 4 * kills {
             var life = RecordLife(
                 directory: base.appendingPathComponent("journal-\(tally.journals)"), tag: "j\(tally.journals)",
                 keys: random.int(in: 2..<5), seed: seed)
             tally.journals += 1
-            for _ in 0..<random.int(in: 3..<9) where tally.kills < Self.kills {
+            for _ in 0..<random.int(in: 3..<9) where tally.kills < kills && tally.checks < 4 * kills {
                 // Now and then another device changes a product the server holds (both drawn every
                 // time: a seed makes the same draws whatever the children did).
                 let (changeElsewhere, which) = (random.chance(20), random.int(in: 0..<1000))
@@ -51,13 +55,14 @@ struct RecordCrashTests {
                         type: "product", id: held[which % held.count].id, businessID: RecordCrashRun.business,
                         patch: Data(#"{"name":"Changed elsewhere"}"#.utf8))
                 }
-                let run = RecordCrashRun(tag: life.tag, first: next, keys: life.keys, interrupted: life.interrupted, pace: pace, using: &random)
+                let run = RecordCrashRun(
+                    tag: life.tag, first: next, keys: life.keys, interrupted: life.interrupted, aimed: tally.aimed, pace: pace, using: &random)
                 next += run.numbers
                 server.addFaults(run.faults)
                 life.runs += 1
                 let started = clock.now
                 let child = try ChildProcess("outbox-test-child", run.arguments(directory: life.directory, server: server.baseURL))
-                if case .timer(let seconds) = run.ending { child.kill(after: seconds) }
+                if case .timer(let seconds) = run.ending { child.kill(after: seconds) } else { child.kill(after: SoakSize.hangGuardSeconds) }
                 let report = RecordCrashRun.Report(child.readToEnd())
                 let ending = child.waitForEnding()
                 tally.childSeconds += (clock.now - started) / .seconds(1)
@@ -66,13 +71,17 @@ struct RecordCrashTests {
                         + "to end \(run.ending), ended \(ending) in \(report.phase.rawValue)\(report.stopped.map { " at \($0.rawValue)" } ?? ""), "
                         + "\(report.steps.count) steps")
                 }
-                pace.observe(report)
+                pace.observe(openedAt: report.openedAt, doneAt: report.doneAt)
                 tally.count(report)
                 life.absorb(report)
                 #expect(report.unexpected.isEmpty, "\(life.context): unexpected lines \(report.unexpected)")
                 switch (ending, run.ending) {
                 case (.signalled(SIGKILL), .atStep(let step, _)) where report.stopped == step:
                     tally.killsAtStep[step, default: 0] += 1
+                    // The turn moves on once its step was reached; a child that ended before
+                    // reaching it (the worker held its writes, a fault went elsewhere) leaves the
+                    // step to the next child.
+                    if run.aimsInTurn { tally.aimed += 1 }
                 case (.signalled(SIGKILL), .timer) where report.stopped == nil:
                     tally.timerKills[report.phase, default: 0] += 1
                 case (.exited(0), _) where report.finished:
@@ -83,8 +92,9 @@ struct RecordCrashTests {
                     Issue.record("\(life.context): the child ended \(ending) in \(report.phase.rawValue): \(child.errorOutput)")
                 }
                 // A run that stopped at or after a start without its outcome left an attempt to
-                // abandon; one killed before it opened the journal left what it found.
-                life.interrupted = report.leftAttemptInterrupted || (life.interrupted && report.openedAt == nil)
+                // abandon; one killed before it opened the journal left what it found, unless it
+                // was killed right after the opening's commit abandoned it.
+                life.interrupted = report.leftAttemptInterrupted || (life.interrupted && report.openedAt == nil && report.stopped != .abandon)
                 tally.checks += 1
                 let checking = clock.now
                 if check(&life, server: server) == .noJournalYet { tally.noJournalYet += 1 }
@@ -97,6 +107,10 @@ struct RecordCrashTests {
         let twice = try server.appliedCounts().filter { $0.value > 1 }
         #expect(twice.isEmpty, "seed \(seed): keys applied more than once: \(twice)")
         #expect(tally.failures == 0)
+        if kills >= 4 * RecordCrashRun.Step.allCases.count {
+            let missed = RecordCrashRun.Step.allCases.filter { tally.killsAtStep[$0, default: 0] == 0 }
+            #expect(missed.isEmpty, "seed \(seed): no kill at \(missed.map(\.rawValue))")
+        }
         print("record-crash-tests: seed \(seed), \(tally.summary), \(String(format: "%.1f", (clock.now - began) / .seconds(1))) s")
     }
 
@@ -314,8 +328,8 @@ struct RecordCrashTests {
     /// journal still checks, with nothing pending.
     private func settle(_ life: inout RecordLife, server: TestServer) throws {
         let settle = try ChildProcess("outbox-test-child", ["record-settle", life.directory.path, server.baseURL.absoluteString])
-        // Settling takes well under a second; a child still busy after a minute is stuck.
-        settle.kill(after: 60)
+        // Settling takes well under a second: the guard fires only on a child that is stuck.
+        settle.kill(after: SoakSize.hangGuardSeconds)
         let lines = settle.readToEnd().map(\.text)
         let ending = settle.waitForEnding()
         #expect(ending == .exited(0), "\(life.context): the settling child ended \(ending): \(settle.errorOutput)")
