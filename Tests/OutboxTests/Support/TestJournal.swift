@@ -52,11 +52,17 @@ func productRequest(_ number: Int = 1, entityID: String? = nil, category: String
     )
 }
 
-/// The seed of a randomized test: `OUTBOX_SEED` when set (to replay a failure), else fresh.
+/// The seed of a randomized test: `OUTBOX_SEED` when set (to try another history, or replay a
+/// failure), else always the same one. A seed drawn afresh each run made `swift test` answer
+/// differently on unchanged code whenever a rare history broke something; a hunt for new
+/// histories sets `OUTBOX_SEED` to seed after seed.
 func testSeed() -> UInt64 {
     if let text = ProcessInfo.processInfo.environment["OUTBOX_SEED"], let seed = UInt64(text) { return seed }
-    return UInt64.random(in: 0...UInt64.max)
+    return defaultTestSeed
 }
+
+/// The seed every randomized test of this target uses by default.
+let defaultTestSeed: UInt64 = 20_261_206
 
 extension Outbox {
     /// This engine once its opening is committed: an opening with nothing to abandon is recorded
