@@ -209,7 +209,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OutboxSimulationTests",
-            dependencies: ["OutboxSimulation", "Outbox", "OutboxTesting"],
+            dependencies: ["OutboxSimulation", "Outbox", "OutboxTesting", "TestHarness"],
             swiftSettings: testSettings
         ),
         .testTarget(
@@ -229,7 +229,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OutboxCoreTests",
-            dependencies: ["OutboxCore", "OutboxCrypto", "OutboxWire"],
+            dependencies: ["OutboxCore", "OutboxCrypto", "OutboxWire", "TestHarness"],
             swiftSettings: testSettings
         ),
         .testTarget(

@@ -62,6 +62,9 @@ public struct DemoOutcome: Sendable {
 /// while her antiseptic price still waits, shown as she typed it; it is then sent and confirmed,
 /// never flickering back. Every line printed comes from the engine or the server as they ran.
 public enum PharmacyAfternoon {
+    /// How long, in real seconds, the loopback server and the demo's clients wait for each other.
+    static let patience: TimeInterval = 60
+
     /// Runs the afternoon; every line, finished, goes to `write`.
     /// - Throws: when the server cannot start or the journal cannot open; a broken promise is
     ///   not thrown but reported in the outcome.
@@ -72,18 +75,22 @@ public enum PharmacyAfternoon {
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("outbox-demo-\(UUID().uuidString)")
         let labels = Labels()
         let wire = WireLog()
-        let server = try TestServer(.init(readTimeout: 5, observer: { event in
+        // The loopback server and its clients wait a minute of real time for each other: a
+        // guard against a hang, never a timing. At 5 s a loaded machine (the demo runs in the
+        // package's tests, beside the others) could time a request out, and the engine would
+        // send it again: an attempt the afternoon never scripted.
+        let server = try TestServer(.init(readTimeout: Self.patience, observer: { event in
             wire.answered(event)
             narrator.say(.server, Self.describe(event, labels: labels, wire: wire))
         }))
         defer { server.stop() }
         // The shop's tablet at the counter: another device, its own requests, never the phone's signal.
-        let counter = Counter(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: 5), business: Self.business)
+        let counter = Counter(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: Self.patience), business: Self.business)
         let gauzeCreate = OperationID()
         labels[gauzeCreate] = "Gauze 10 cm"
         narrator.say(.scene, "This morning, at the counter, Ade added Gauze 10 cm at 2.00 on the shop's tablet.")
         let gauzeCreated = try await counter.create(Self.product("gauze-10", "Gauze 10 cm", price: 2), key: gauzeCreate)
-        let signal = Signal(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: 5), wire: wire)
+        let signal = Signal(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: Self.patience), wire: wire)
         var configuration = OutboxConfiguration(
             account: "folake", clock: clock,
             // Every type the pharmacy writes, each replayed under its Idempotency-Key; the engine

@@ -130,7 +130,9 @@ public final class TemporaryPostgresCluster: Sendable {
                 echo "full_page_writes = off"
             fi
         } >>"$data/postgresql.conf"
-        if ! "$bin/pg_ctl" -D "$data" -l "$sock/server.log" -w -t 60 start >/dev/null 2>&1; then
+        # -t: a guard against a server that never starts, never a timing: several clusters start
+        # at once beside the other tests, and on a loaded machine one may take over a minute.
+        if ! "$bin/pg_ctl" -D "$data" -l "$sock/server.log" -w -t 300 start >/dev/null 2>&1; then
             cat "$sock/server.log" >&2; cleanup; exit 1
         fi
         echo "ready $sock"

@@ -13,6 +13,13 @@ import Testing
 /// socket: exactly-once proven end to end, not only against test doubles.
 @Suite("End to end over loopback", .timeLimit(.minutes(10)))
 struct EndToEndTests {
+    /// How long a client here waits for the loopback server, and how long the server waits for a
+    /// request's bytes or keeps an idle connection: a hang guard, never a timing. A request the
+    /// transport gave up on is a no-response to the engine, which sends it again, and a test
+    /// that counts attempts would count one more whenever a loaded machine stalled the server
+    /// for the seconds these were before.
+    static let patience: TimeInterval = 120
+
     /// A journal, a manual clock and a server, torn down together.
     final class Rig: Sendable {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-e2e-\(UUID().uuidString)")
@@ -22,10 +29,10 @@ struct EndToEndTests {
         let outbox: Outbox
         private let events = EventLog()
 
-        init(timeoutSeconds: TimeInterval = 10, _ configure: (inout OutboxConfiguration) -> Void = { _ in },
+        init(timeoutSeconds: TimeInterval = EndToEndTests.patience, _ configure: (inout OutboxConfiguration) -> Void = { _ in },
              server configureServer: (inout TestServer.Configuration) -> Void = { _ in }) throws {
             let events = self.events
-            var serverConfiguration = TestServer.Configuration(readTimeout: 2, observer: { event in events.append(event) })
+            var serverConfiguration = TestServer.Configuration(readTimeout: EndToEndTests.patience, observer: { event in events.append(event) })
             configureServer(&serverConfiguration)
             server = try TestServer(serverConfiguration)
             network = SwitchableNetwork(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: timeoutSeconds) {
@@ -121,7 +128,7 @@ struct EndToEndTests {
     @Test func statusHeadersAndBodyPassThrough() async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let transport = URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: 5)
+        let transport = URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: Self.patience)
         let body = Data(#"{"id":"p-1","name":"Gauze"}"#.utf8)
         let response = try await transport.send(TransportRequest(
             method: "POST", endpoint: "/products",
@@ -275,7 +282,7 @@ struct EndToEndTests {
         #expect(try rig.outbox.badgeCount() == 0)
 
         // A replay of the same key returns the same 202 envelope.
-        let transport = URLSessionTransport(baseURL: rig.server.baseURL, timeoutSeconds: 5)
+        let transport = URLSessionTransport(baseURL: rig.server.baseURL, timeoutSeconds: Self.patience)
         let replay = try await transport.send(TransportRequest(
             method: "POST", endpoint: "/products",
             headers: ["Idempotency-Key": held.operationID.idempotencyKey, "Content-Type": "application/json",
@@ -294,7 +301,7 @@ struct EndToEndTests {
         let request = Self.product(8)
         let id = try await rig.outbox.enqueue(request)
         // Another body already went out under this operation's key.
-        let transport = URLSessionTransport(baseURL: rig.server.baseURL, timeoutSeconds: 5)
+        let transport = URLSessionTransport(baseURL: rig.server.baseURL, timeoutSeconds: Self.patience)
         let first = try await transport.send(TransportRequest(
             method: "POST", endpoint: "/products",
             headers: ["Idempotency-Key": id.idempotencyKey, "X-Business-ID": request.businessID],

@@ -30,8 +30,8 @@ struct EndpointBytesTests {
 
         init() throws {
             let log = self.log
-            server = try TestServer(.init(readTimeout: 5, observer: { event in log.received.withLock { $0.append(event) } }))
-            transport = URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: 10) {
+            server = try TestServer(.init(readTimeout: EndToEndTests.patience, observer: { event in log.received.withLock { $0.append(event) } }))
+            transport = URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: EndToEndTests.patience) {
                 log.authorizations.add(1, ordering: .relaxed)
                 return ["Authorization": "Bearer fresh-token"]
             }

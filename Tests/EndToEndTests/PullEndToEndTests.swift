@@ -20,7 +20,7 @@ struct PullEndToEndTests {
         let outbox: Outbox
 
         init(_ rig: Rig, pageSize: Int = 500) throws {
-            network = EndToEndTests.SwitchableNetwork(URLSessionTransport(baseURL: rig.server.baseURL, timeoutSeconds: 10) {
+            network = EndToEndTests.SwitchableNetwork(URLSessionTransport(baseURL: rig.server.baseURL, timeoutSeconds: EndToEndTests.patience) {
                 ["Authorization": "Bearer fresh-token"]
             })
             outbox = try Outbox(directory: directory, transport: network,

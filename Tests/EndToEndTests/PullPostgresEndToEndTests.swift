@@ -56,7 +56,7 @@ struct PullPostgresEndToEndTests {
                 throw ServerFailure(description: "outbox-test-server did not say its port: \(line) \(errors.text.suffix(2000))")
             }
             baseURL = URL(string: "http://127.0.0.1:\(port)")!
-            control = URLSessionTransport(baseURL: baseURL, timeoutSeconds: 10)
+            control = URLSessionTransport(baseURL: baseURL, timeoutSeconds: EndToEndTests.patience)
         }
 
         deinit {
@@ -123,7 +123,7 @@ struct PullPostgresEndToEndTests {
         let outbox: Outbox
 
         init(_ server: Server) throws {
-            network = EndToEndTests.SwitchableNetwork(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: 10) {
+            network = EndToEndTests.SwitchableNetwork(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: EndToEndTests.patience) {
                 ["Authorization": "Bearer fresh-token"]
             })
             var configuration = OutboxConfiguration(account: "folake", clock: clock, defaultPolicy: .idempotent)

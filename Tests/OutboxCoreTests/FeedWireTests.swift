@@ -1,6 +1,7 @@
 import Foundation
 import OutboxCrypto
 import OutboxWire
+import TestHarness
 import Testing
 
 @Suite("Feed positions and digests on the wire")
@@ -33,7 +34,11 @@ struct FeedWireTests {
             FeedPosition(epoch: 2, major: 0, minor: 5), FeedPosition(epoch: 2, major: 1, minor: 0),
             FeedPosition(epoch: 10, major: 0, minor: 0),
         ]
-        #expect(ordered.shuffled().sorted() == ordered)
+        var generator = SeededRandom(seed: 44)
+        for _ in 0..<20 {
+            let shuffled = ordered.shuffled(using: &generator)
+            #expect(shuffled.sorted() == ordered, "\(shuffled)")
+        }
         // Numbers, not text: "10-0-0" sorts after "2-..." although it is smaller as text.
         #expect(FeedPosition(epoch: 10, major: 0, minor: 0) > FeedPosition(epoch: 2, major: 99, minor: 0))
         #expect(FeedPosition.start(of: 4) < FeedPosition(epoch: 4, major: 0, minor: 1))

@@ -1,24 +1,37 @@
 import Foundation
 import OutboxSimulation
+import TestHarness
 import Testing
 
-/// The deterministic simulation, seed after seed. `OUTBOX_SIM_SEEDS` sets how many (a soak run
-/// sets thousands more); `OUTBOX_SEED` replays one; `OUTBOX_SEED_REPEAT` runs each seed that many
-/// times at once, and every run of a seed must go the same way.
-@Suite("Deterministic simulation", .timeLimit(.minutes(15)))
+/// The deterministic simulation, seed after seed. 100 seeds by default, the same ones every run
+/// (base 1: seeds 1000003 on); `OUTBOX_SOAK=1` runs 1,000, `OUTBOX_SIM_SEEDS` sets how many and
+/// `OUTBOX_SIM_BASE` which (a soak run sets thousands more, from a base of its own); `OUTBOX_SEED`
+/// replays one; `OUTBOX_SEED_REPEAT` runs each seed that many times at once, and every run of a
+/// seed must go the same way.
+@Suite("Deterministic simulation")
 struct SimulationTests {
+    /// The base when `OUTBOX_SIM_BASE` is not set. A base drawn from the clock gave every run of
+    /// `swift test` seeds of its own, so an engine bug one seed in thousands finds failed one run
+    /// in many on unchanged code; a soak run, not the default run, looks for new seeds.
+    static let defaultBase: UInt64 = 1
+
     static var seeds: [UInt64] {
         let environment = ProcessInfo.processInfo.environment
         let repeats = environment["OUTBOX_SEED_REPEAT"].flatMap(Int.init) ?? 1
         if let text = environment["OUTBOX_SEED"], let seed = UInt64(text) {
             return Array(repeating: seed, count: repeats)
         }
-        let count = environment["OUTBOX_SIM_SEEDS"].flatMap(Int.init) ?? 1000
-        let base = environment["OUTBOX_SIM_BASE"].flatMap(UInt64.init) ?? UInt64(Date().timeIntervalSince1970)
+        let count = Soak.size("OUTBOX_SIM_SEEDS", quick: 100, soak: 1000)
+        let base = environment["OUTBOX_SIM_BASE"].flatMap(UInt64.init) ?? defaultBase
         return (0..<UInt64(count)).flatMap { Array(repeating: base &* 1_000_003 &+ $0, count: repeats) }
     }
 
-    @Test func everyInvariantHoldsForEverySeed() async throws {
+    /// A hang guard, never a timing: two seconds a seed (a seed takes about 0.3 s on two idle
+    /// cores), at least fifteen minutes, so a soak run's thousands of seeds on a loaded machine
+    /// are never cut off for their number.
+    static let everySeedLimit: TimeLimitTrait = .timeLimit(.minutes(max(15, seeds.count * 2 / 60 + 1)))
+
+    @Test(SimulationTests.everySeedLimit) func everyInvariantHoldsForEverySeed() async throws {
         let seeds = Self.seeds
         let reports = await withTaskGroup(of: SimulationReport.self) { group in
             var reports: [SimulationReport] = []
@@ -71,7 +84,7 @@ struct SimulationTests {
     }
 
     /// Seeds that found engine bugs, run as they ran then.
-    @Test(arguments: [
+    @Test(.timeLimit(.minutes(10)), arguments: [
         1_000_040 as UInt64,  // an inline save sent a stock movement before its product's create was synced
         12_000_047,  // a conflict resolved for the server's version left the row behind it in its lane with no timer
         12_000_040,  // a row waiting for its dependency put the timer off by a cap, past a retry due in 32 s
@@ -93,7 +106,7 @@ struct SimulationTests {
     /// create and its claim's stored answer comes back): the engine writes the answer's record into
     /// the base although the feed's cursor is past its `Outbox-Visible-At`, and the deleted
     /// record came back in the base for good; the engine now leaves the base to the feed.
-    @Test func anAnswerOlderThanTheFeedsCursorLeavesTheBaseAsTheServers() async {
+    @Test(.timeLimit(.minutes(10))) func anAnswerOlderThanTheFeedsCursorLeavesTheBaseAsTheServers() async {
         let report = await Simulation(seed: 1_796_185_000_539_501).run()
         #expect(report.failure == nil, Comment(rawValue: report.failureDescription))
     }
@@ -103,7 +116,7 @@ struct SimulationTests {
     /// the record at the old epoch's revision 3, so the member's write creating it again at the new
     /// epoch's revision 3 is passed over and the base keeps a tombstone the server does not hold.
     /// A swap into a new epoch now deletes such a record at revision 0.
-    @Test func aRestoreLeavesTheBaseAsTheServers() async {
+    @Test(.timeLimit(.minutes(10))) func aRestoreLeavesTheBaseAsTheServers() async {
         let report = await Simulation(seed: 5_000_050, options: SimulationOptions(restores: true)).run()
         #expect(report.failure == nil, Comment(rawValue: report.failureDescription))
     }
@@ -113,12 +126,12 @@ struct SimulationTests {
     /// epoch 2's from its start): with no cursor, no epoch is compared, each change goes over the
     /// base only over an older revision, and the product the restore undid stays in the base.
     /// A first pull over a base answers built now fetches the base whole.
-    @Test func aFirstPullAfterARestoreLeavesTheBaseAsTheServers() async {
+    @Test(.timeLimit(.minutes(10))) func aFirstPullAfterARestoreLeavesTheBaseAsTheServers() async {
         let report = await Simulation(seed: 13_000_401, options: SimulationOptions(restores: true)).run()
         #expect(report.failure == nil, Comment(rawValue: report.failureDescription))
     }
 
-    @Test func aSeedReplaysExactly() async {
+    @Test(.timeLimit(.minutes(10))) func aSeedReplaysExactly() async {
         let seed: UInt64 = 20_261_129
         let first = await Simulation(seed: seed).run()
         let second = await Simulation(seed: seed).run()

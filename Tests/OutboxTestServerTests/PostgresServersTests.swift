@@ -26,7 +26,8 @@ struct PostgresServersTests {
             #expect(queued.status == 200)
         }
         // Every request goes to two servers at once: copies of one key race on different processes.
-        let transport = SpreadingTransport(servers.map { URLSessionTransport(baseURL: $0.baseURL, timeoutSeconds: 10) }, copies: 2)
+        // A client timeout is a hang guard (two minutes), never a timing a loaded machine trips.
+        let transport = SpreadingTransport(servers.map { URLSessionTransport(baseURL: $0.baseURL, timeoutSeconds: 120) }, copies: 2)
         let clock = ManualClock()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-pg-engine-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }

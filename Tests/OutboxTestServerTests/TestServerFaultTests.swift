@@ -154,7 +154,7 @@ struct TestServerFaultTests {
         defer { server.stop() }
         server.addFaults([Fault(.holdInTransaction, key: "op-1")])
         let held = Task { try await exchange(server.port, request(key: "op-1", body: body)) }
-        // Held first, with no clock: the control endpoint's own wait is bounded (30 s), and a
+        // Held first, with no clock: the control endpoint's own wait is bounded (5 min), and a
         // request that reaches the server late on a loaded machine must not fail the test.
         await server.waitUntilHeld(key: "op-1")
         let awaited = try await exchange(server.port, request("POST", "/_control/await-held", body: #"{"key":"op-1"}"#))

@@ -7,9 +7,9 @@ import Testing
 
 @Suite("Compaction", .timeLimit(.minutes(10)))
 struct CompactionTests {
-    @Test(arguments: 0..<3)
+    @Test(arguments: historyRounds(3))
     func aRandomHistoryCompactedAtRandomHorizonsLosesNothingItMustKeep(_ round: Int) async throws {
-        let seed = testSeed()
+        let seed = testSeed(round: round)
         var random = SeededRandom(seed: seed)
         let journal = TestJournal()
         let outbox = try journal.open()

@@ -98,7 +98,7 @@ struct FixtureTests {
                 let hook = LMDBFaultHook { call in
                     (call == .commit || call == .commitWithoutFlush) && commits.add(1, ordering: .relaxed).newValue == failingCommit ? LMDBError.io : nil
                 }
-                let configuration = OutboxConfiguration(account: manifest.account, encryptionKey: manifest.key)
+                let configuration = OutboxConfiguration(account: manifest.account, clock: Fixtures.openingClock(), encryptionKey: manifest.key)
                 // The migration (or what follows it at open) dies at this commit...
                 if let opened = try? Outbox(directory: copy, transport: InMemoryServer(), configuration: configuration, faultHook: hook) {
                     opened.close()
@@ -141,7 +141,7 @@ struct FixtureTests {
             defer { try? FileManager.default.removeItem(at: copy) }
             let before = try retiredRows(copy)
             let outbox = try Outbox(directory: copy, transport: InMemoryServer(), configuration: OutboxConfiguration(
-                account: manifest.account, encryptionKey: manifest.key
+                account: manifest.account, clock: Fixtures.openingClock(), encryptionKey: manifest.key
             ))
             // Each history is read from its state now, and still lists every event.
             for expected in manifest.operations where try outbox.operation(expected.id)?.compactedAt == nil {
@@ -174,7 +174,7 @@ struct FixtureTests {
         try setMeta(copy, "format-version", UInt32(RecordCodec.formatVersion + 1).bigEndianBytes)
         let refusal = OutboxError.newerFormat(found: RecordCodec.formatVersion + 1, supported: RecordCodec.formatVersion)
         #expect(throws: refusal) {
-            _ = try Outbox(directory: copy, transport: InMemoryServer(), configuration: OutboxConfiguration(account: manifest.account, encryptionKey: manifest.key))
+            _ = try Outbox(directory: copy, transport: InMemoryServer(), configuration: OutboxConfiguration(account: manifest.account, clock: Fixtures.openingClock(), encryptionKey: manifest.key))
         }
         #expect(throws: refusal) { _ = try JournalReader(directory: copy) }
         #expect(refusal.description.contains("format version \(RecordCodec.formatVersion + 1)")

@@ -47,7 +47,7 @@ struct KeyBoundsTests {
             let record = Self.keyAtTheBounds()
             let enqueued = Enqueued(request: sample, requestHash: SHA256Digest(of: sample.payload), account: "member-42",
                                     changes: [RecordWrite(key: record, value: Data("{}".utf8), schemaVersion: 1)])
-            var state = OperationState(id: OperationID(), seq: JournalSequence(rawValue: .max), recordedAt: Date(), enqueued: enqueued)
+            var state = OperationState(id: OperationID(), seq: JournalSequence(rawValue: .max), recordedAt: Date(timeIntervalSinceReferenceDate: 786_000_000), enqueued: enqueued)
             state.latestSeq = JournalSequence(rawValue: .max)
             state.awaitingServerValue = [record]
             state.rolledBackSeq = JournalSequence(rawValue: .max)

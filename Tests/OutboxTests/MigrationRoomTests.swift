@@ -78,7 +78,7 @@ struct MigrationRoomTests {
     /// Opens the journal as an engine with room does, and checks it migrated whole.
     private func expectItMigratesWithRoom(_ copy: URL, _ manifest: Fixtures.Manifest, _ fixture: URL) throws {
         let outbox = try Outbox(directory: copy, transport: InMemoryServer(), configuration: OutboxConfiguration(
-            account: manifest.account, encryptionKey: manifest.key))
+            account: manifest.account, clock: Fixtures.openingClock(), encryptionKey: manifest.key))
         #expect(try outbox.verify().isClean, "\(fixture.lastPathComponent)")
         for expected in manifest.operations {
             #expect(try outbox.operation(expected.id)?.attemptCount == expected.attemptCount, "\(fixture.lastPathComponent)")

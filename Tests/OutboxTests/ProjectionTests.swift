@@ -7,9 +7,9 @@ import Testing
 
 @Suite("Projections equal a rebuild from the events")
 struct ProjectionTests {
-    @Test(arguments: 0..<4)
+    @Test(arguments: historyRounds(4))
     func afterASeededRandomHistory(_ round: Int) async throws {
-        let seed = testSeed()
+        let seed = testSeed(round: round)
         let journal = TestJournal()
         let outbox = try journal.open()
         var history = RandomHistory(seed: seed)
@@ -132,9 +132,9 @@ struct ProjectionTests {
     /// For every state a seeded random history leaves (every status, lanes, dependencies,
     /// corrections, conflicts), its tab row shows the same `SyncRow` and gets the same verdict
     /// as the whole state: the row keeps every field the tab reads.
-    @Test(arguments: 0..<2)
+    @Test(arguments: historyRounds(2))
     func aTabRowShowsAndIsJudgedAsItsWholeState(_ round: Int) async throws {
-        let seed = testSeed()
+        let seed = testSeed(round: round)
         let journal = TestJournal()
         let outbox = try journal.open()
         defer { outbox.close() }

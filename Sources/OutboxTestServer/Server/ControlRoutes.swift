@@ -163,8 +163,9 @@ extension Routes {
         }
     }
 
-    /// The longest `POST /_control/await-held` waits, in seconds.
-    static let awaitHeldLimit: TimeInterval = 30
+    /// The longest `POST /_control/await-held` waits, in seconds: a guard for a request that
+    /// never comes, long enough that one a loaded machine delays is still awaited.
+    static let awaitHeldLimit: TimeInterval = 300
 
     private func json(_ value: some Encodable) throws -> HTTPResponse {
         let encoder = JSONEncoder()

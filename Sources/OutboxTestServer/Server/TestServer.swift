@@ -59,7 +59,9 @@ public final class TestServer: Sendable {
         /// The longest one write may wait for a peer that does not read, in seconds.
         public var writeTimeout: TimeInterval
         /// The longest the `slow` and `hold_in_transaction` faults hold a request when nothing
-        /// releases it, in seconds.
+        /// releases it, in seconds: five minutes by default, a guard against a forgotten hold and
+        /// never a timing, since a test that reads the hold on a loaded machine may be stalled for
+        /// seconds before it does.
         public var slowHoldLimit: TimeInterval
         /// Added before each business request is handled, in seconds: a slower server.
         public var latency: TimeInterval
@@ -84,7 +86,7 @@ public final class TestServer: Sendable {
             maxBatchOperations: Int = 100,
             readTimeout: TimeInterval = 10,
             writeTimeout: TimeInterval = 10,
-            slowHoldLimit: TimeInterval = 30,
+            slowHoldLimit: TimeInterval = 300,
             latency: TimeInterval = 0,
             observer: (@Sendable (ServerEvent) -> Void)? = nil
         ) {

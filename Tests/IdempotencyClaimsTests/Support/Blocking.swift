@@ -92,7 +92,7 @@ final class StartLine: Sendable {
 /// has not answered by then (it goes on, its answer dropped). For a test that must see an answer
 /// arrive while something is still held: work that waits for the held thing fails the test
 /// instead of hanging it (a deadline for a broken test, not a timing).
-func answerWithin<T: Sendable>(seconds: TimeInterval = 30, _ work: @escaping @Sendable () throws -> T) async throws -> T? {
+func answerWithin<T: Sendable>(seconds: TimeInterval = 300, _ work: @escaping @Sendable () throws -> T) async throws -> T? {
     try await onThread {
         let answer = Mutex<Result<T, any Error>?>(nil)
         let answered = DispatchSemaphore(value: 0)

@@ -50,9 +50,9 @@ final class RawConnection: @unchecked Sendable {
     private let descriptor: Int32
     private var buffer: [UInt8] = []
     /// The longest any read waits: a bound so a broken server fails the test instead of hanging it.
-    /// Longer than `POST /_control/await-held` may rightly wait (30 s), and long enough that a
+    /// Longer than `POST /_control/await-held` may rightly wait (5 min), and long enough that a
     /// loaded machine never trips it.
-    static let patienceMilliseconds: Int32 = 60_000
+    static let patienceMilliseconds: Int32 = 420_000
 
     init(port: UInt16) throws {
         #if canImport(Glibc)

@@ -12,6 +12,14 @@ enum Fixtures {
             .deletingLastPathComponent().appendingPathComponent("Fixtures")
     }
 
+    /// The clock a test opens a fixture on: a day after the moment the fixtures were written at
+    /// (1_800_000_000, see ``write(to:encrypted:)``), the same every run. The system clock, taken
+    /// by default, made what an opening judged (a device clock behind the journal's, claims past
+    /// their retention) depend on the day the tests ran.
+    static func openingClock() -> ManualClock {
+        ManualClock(now: Date(timeIntervalSince1970: 1_800_000_000 + 86_400))
+    }
+
     /// What a fixture holds, written beside it as `manifest.json`.
     struct Manifest: Codable, Equatable {
         struct Operation: Codable, Equatable {
