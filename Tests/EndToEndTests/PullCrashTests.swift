@@ -32,7 +32,7 @@ struct PullCrashTests {
     }
 
     /// The rounds a run makes: three at each step, or the soak's twelve.
-    static var rounds: Int { SoakSize.count(quick: 3 * Step.allCases.count, soak: 12 * Step.allCases.count) }
+    static var rounds: Int { SoakSize.count("OUTBOX_PULL_CRASH_ROUNDS", quick: 3 * Step.allCases.count, soak: 12 * Step.allCases.count) }
 
     /// Round `number`'s step, at which pass of it the child stops, how many products the counter
     /// changes before it, and whether the feed is purged.

@@ -18,13 +18,13 @@ enum SoakSize {
     /// `OUTBOX_SEED`'s, else ``defaultSeed``.
     static var seed: UInt64 { environment["OUTBOX_SEED"].flatMap(UInt64.init) ?? defaultSeed }
 
-    /// Whether `OUTBOX_SOAK` asks for the soak (set, and neither empty nor `0`).
-    static var soaking: Bool { environment["OUTBOX_SOAK"].map { !$0.isEmpty && $0 != "0" } ?? false }
+    /// Whether this is a soak run (`OUTBOX_SOAK=1`, read by ``Soak``).
+    static var soaking: Bool { Soak.isOn }
 
     /// How many of something a suite does: `variable`'s number when it is set, else `soak` while
-    /// soaking, else `quick`.
-    static func count(_ variable: String? = nil, quick: Int, soak: Int) -> Int {
-        variable.flatMap { environment[$0] }.flatMap(Int.init) ?? (soaking ? soak : quick)
+    /// soaking, else `quick` (``Soak/size(_:quick:soak:)``).
+    static func count(_ variable: String, quick: Int, soak: Int) -> Int {
+        Soak.size(variable, quick: quick, soak: soak)
     }
 
     /// `OUTBOX_CRASH_VERBOSE=1` prints every child of the crash suites.
