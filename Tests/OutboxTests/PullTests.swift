@@ -360,6 +360,21 @@ struct PullTests {
         #expect(metrics.cursorLagSeconds == [ExactString(Self.business): 60])
     }
 
+    @Test func aFirstPullOfAnEmptyFeedKeepsThePositionItWasGiven() async throws {
+        let feed = ScriptedFeed(count: 0)
+        let journal = TestJournal(transport: ScriptedTransport(otherwise: .handle { feed.answer($0) }))
+        journal.clock.set(to: Self.t0)
+        let outbox = try journal.open { Self.configured(&$0) }
+        defer { outbox.close() }
+        _ = try await outbox.pull()
+        let state = try #require(try outbox.feedState(business: Self.business))
+        #expect(state.cursor == "1-0-0" && state.caughtUpAt == Self.t0, "\(state)")
+        journal.clock.advance(by: 3_600)
+        _ = try await outbox.pull()
+        #expect(feed.queries.count == 2 && feed.queries[1].contains("cursor=1-0-0"), "the next pull asks from it: \(feed.queries)")
+        #expect(try outbox.events().filter { $0.kind == .pageApplied }.count == 1, "only the first empty page is recorded")
+    }
+
     @Test func afterARestartTheFeedsLastCatchUpIsReadFromTheJournal() async throws {
         let feed = ScriptedFeed(count: 1)
         let journal = TestJournal(transport: ScriptedTransport(otherwise: .handle { feed.answer($0) }))

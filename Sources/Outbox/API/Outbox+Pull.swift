@@ -6,7 +6,8 @@ package import OutboxWire
 package enum PageOutcome: Sendable, Equatable {
     /// Its changes and its cursor landed in one commit (this event).
     case applied(PageApplied)
-    /// An empty page at the cursor the feed already had: nothing to write.
+    /// An empty page at the cursor the feed already had: nothing to write. (A first pull's
+    /// empty page is applied: the position it gave is kept.)
     case unchanged
     /// The page is of another epoch of the server: the base must be fetched again whole.
     case resnapshot(epoch: UInt64)

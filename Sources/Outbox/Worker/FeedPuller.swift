@@ -263,7 +263,9 @@ final class FeedPuller: Sendable {
         case .resnapshot(let epoch): return .resnapshot(epoch: epoch)
         case .apply: break
         }
-        if page.changes.isEmpty, page.cursor == request.cursor { return .unchanged }
+        // A page that moves nothing is not recorded, but for the first: the position the feed
+        // gave is kept, so the next pull asks from it (and the feed says when it caught up).
+        if page.changes.isEmpty, page.cursor == request.cursor, requested != nil { return .unchanged }
 
         let (writes, confirmations, skipped) = taken(page.changes, digests: digests, business: page.business, source: .pulled)
         let applied = PageApplied(business: page.business, from: page.from, to: page.cursor, reachedEnd: !page.hasMore,
