@@ -767,6 +767,10 @@ struct HistoryAudit {
         rows[id] = row
         if !row.changes.isEmpty, !OperationState.rollsBack(before), OperationState.rollsBack(row.status) {
             try rolledBack(id, event: event)
+            // Kept the server's version by the member's choice: nothing to tell them.
+            if row.status == .discarded, row.discardedBy == .member, case .discarded(let discarded) = event.body, discarded.reason == .serverWon {
+                rows[id]?.rollbackAcknowledged = true
+            }
         }
     }
 

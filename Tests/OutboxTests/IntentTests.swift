@@ -189,6 +189,27 @@ struct CorrectionTests {
         #expect(discarded.requestedBy == .member && discarded.reason == .serverWon)
     }
 
+    @Test func keepingTheirsEndsTheRecordsConflictAsTheServerHasItWithNoRollbackToTell() async throws {
+        let journal = TestJournal(transport: ScriptedTransport(otherwise: preconditionFailed(revision: "2", current: #"{"price":13}"#)))
+        let outbox = try journal.open()
+        defer { outbox.close() }
+        let key = RecordKey(business: "pharmacy-7", type: "product", id: "product-1")
+        var edit = priceEdit(price: "12")
+        edit.baseRevision = nil
+        edit.revisionFrom = key
+        let id = try await outbox.enqueue(edit, changing: [.put(key, Data(#"{"price":12}"#.utf8))])
+        await outbox.drain()
+        #expect(try outbox.record(key)?.sync.conflict?.operation == id, "the member sees the conflict first")
+        try await outbox.resolveConflict(id, keeping: .theirs)
+        let record = try #require(try outbox.record(key))
+        #expect(record.value == Data(#"{"price":13}"#.utf8), "the server's value")
+        #expect(record.sync.rolledBack == nil && record.sync.conflict == nil && record.sync.pending.isEmpty,
+                "the member's own choice is no rollback to tell them of: \(record.sync)")
+        let history = try outbox.recordHistory(key)
+        #expect(history.entries.last?.kind == .discarded && history.entries.last?.operation == id, "the history keeps the choice")
+        await #expect(throws: OutboxError.self, "nothing to acknowledge") { try await outbox.acknowledgeRollback(of: key) }
+    }
+
     @Test func keepingMineReplacesTheRowInItsLanesPlaceAheadOfLaterWrites() async throws {
         let transport = ScriptedTransport(otherwise: created)
         transport.script(preconditionFailed())

@@ -231,6 +231,10 @@ package enum Fold {
             next.status = .discarded
             next.nextAttemptAt = nil
             if discarded.reason == .serverWon, discarded.requestedBy == .rule { next.decide(.serverKept, at: event.recordedAt) }
+            // The member chose the server's version: the conflict ends as the server has it, with
+            // no rollback to tell them of (the history keeps the choice). Later writes made on
+            // the discarded value are still held, as after any rollback.
+            if discarded.reason == .serverWon, discarded.requestedBy == .member { next.rollbackAcknowledged = true }
 
         case .approvalDecided(let decision):
             guard next.status == .pendingApproval else { throw illegal("the row is not waiting for approval") }
