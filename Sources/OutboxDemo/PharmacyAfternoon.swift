@@ -17,10 +17,16 @@ public struct DemoOptions: Sendable {
     /// One JSON object per line instead of text.
     public var json: Bool
 
-    public init(journal: URL? = nil, speed: Double = 60, json: Bool = false) {
+    /// How long, in real seconds, the loopback server, the demo's clients and its waits for a
+    /// scene to settle give each other: a guard against a hang, never a timing (a scene that
+    /// does not settle within it is reported as a broken promise).
+    public var patience: TimeInterval
+
+    public init(journal: URL? = nil, speed: Double = 60, json: Bool = false, patience: TimeInterval = 60) {
         self.journal = journal
         self.speed = speed
         self.json = json
+        self.patience = patience
     }
 }
 
@@ -62,35 +68,34 @@ public struct DemoOutcome: Sendable {
 /// while her antiseptic price still waits, shown as she typed it; it is then sent and confirmed,
 /// never flickering back. Every line printed comes from the engine or the server as they ran.
 public enum PharmacyAfternoon {
-    /// How long, in real seconds, the loopback server and the demo's clients wait for each other.
-    static let patience: TimeInterval = 60
 
     /// Runs the afternoon; every line, finished, goes to `write`.
     /// - Throws: when the server cannot start or the journal cannot open; a broken promise is
     ///   not thrown but reported in the outcome.
     public static func run(_ options: DemoOptions, write: @escaping @Sendable (String) -> Void) async throws -> DemoOutcome {
+        let patience = options.patience
         let clock = AcceleratedClock(start: Self.afternoon(), speed: options.speed)
         let narrator = Narrator(json: options.json, clock: { clock.now() }, write: write)
         let directory = options.journal
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("outbox-demo-\(UUID().uuidString)")
         let labels = Labels()
         let wire = WireLog()
-        // The loopback server and its clients wait a minute of real time for each other: a
+        // The loopback server and its clients wait `patience` of real time for each other: a
         // guard against a hang, never a timing. At 5 s a loaded machine (the demo runs in the
         // package's tests, beside the others) could time a request out, and the engine would
         // send it again: an attempt the afternoon never scripted.
-        let server = try TestServer(.init(readTimeout: Self.patience, observer: { event in
+        let server = try TestServer(.init(readTimeout: patience, observer: { event in
             wire.answered(event)
             narrator.say(.server, Self.describe(event, labels: labels, wire: wire))
         }))
         defer { server.stop() }
         // The shop's tablet at the counter: another device, its own requests, never the phone's signal.
-        let counter = Counter(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: Self.patience), business: Self.business)
+        let counter = Counter(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: patience), business: Self.business)
         let gauzeCreate = OperationID()
         labels[gauzeCreate] = "Gauze 10 cm"
         narrator.say(.scene, "This morning, at the counter, Ade added Gauze 10 cm at 2.00 on the shop's tablet.")
         let gauzeCreated = try await counter.create(Self.product("gauze-10", "Gauze 10 cm", price: 2), key: gauzeCreate)
-        let signal = Signal(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: Self.patience), wire: wire)
+        let signal = Signal(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: patience), wire: wire)
         var configuration = OutboxConfiguration(
             account: "folake", clock: clock,
             // Every type the pharmacy writes, each replayed under its Idempotency-Key; the engine
@@ -112,8 +117,8 @@ public enum PharmacyAfternoon {
                      ["journal": directory.path, "server": server.baseURL.absoluteString])
         narrator.say(.scene, "Folake opens the app; the phone pulls the shop's products.")
         outbox.wake(.appLaunch)
-        let launched = await waitUntil(outbox: outbox, seconds: 60) { (try? outbox.record(gauze))??.server != nil }
-        if !launched { narrator.say(.check, "The shop's products did not reach the phone within a minute of real time.") }
+        let launched = await waitUntil(outbox: outbox, seconds: patience) { (try? outbox.record(gauze))??.server != nil }
+        if !launched { narrator.say(.check, "The shop's products did not reach the phone within \(Int(patience)) s of real time.") }
         let launchGauze = try outbox.record(gauze)
         try screen.show(["product"])
 
@@ -139,7 +144,7 @@ public enum PharmacyAfternoon {
 
         signalReturns(signal, outbox, narrator: narrator)
         let ids = [created, chidi, amaka, tramadol]
-        await settle(ids, "The rows", outbox: outbox, narrator: narrator)
+        await settle(ids, "The rows", outbox: outbox, narrator: narrator, patience: patience)
 
         try showTab(outbox, online: true, narrator: narrator)
         try screen.show()
@@ -165,15 +170,15 @@ public enum PharmacyAfternoon {
         ])
         narrator.say(.scene, "Meanwhile the server is set to hold the first price a moment before answering, and to refuse the promotion.")
         signalReturns(signal, outbox, narrator: narrator)
-        let held = await within(seconds: 60) {
+        let held = await within(seconds: patience) {
             await server.waitUntilHeld(key: firstPrice.idempotencyKey)
             return true
         }
-        if !held { narrator.say(.check, "The first price did not reach the server within a minute of real time.") }
+        if !held { narrator.say(.check, "The first price did not reach the server within \(Int(patience)) s of real time.") }
         let whileSending = try outbox.record(antiseptic)
         try screen.show()
         server.release(key: firstPrice.idempotencyKey)
-        await settle([firstPrice, secondPrice, promotion], "The stock room's edits", outbox: outbox, narrator: narrator)
+        await settle([firstPrice, secondPrice, promotion], "The stock room's edits", outbox: outbox, narrator: narrator, patience: patience)
         let edited = try outbox.record(antiseptic)
         let refused = try outbox.record(Self.employeeKey("chidi"))
         let editsSent = wire.requests(keys: [firstPrice.idempotencyKey, secondPrice.idempotencyKey])
@@ -194,7 +199,7 @@ public enum PharmacyAfternoon {
         server.addFaults([Fault(.changeRecord, key: edit.idempotencyKey, patch: Data(#"{"price":14.0}"#.utf8))])
         narrator.say(.scene, "At the counter, Ade is setting the same antiseptic to 14.00 on the shop's tablet: his change reaches the server just before hers.")
         signalReturns(signal, outbox, narrator: narrator)
-        await settle([edit], "The evening's edit", outbox: outbox, narrator: narrator)
+        await settle([edit], "The evening's edit", outbox: outbox, narrator: narrator, patience: patience)
         let ades = try server.records().first { $0.type == "product" && $0.id == "antiseptic-500" }
         let adesRevision = ades?.revision ?? 0
         narrator.say(.server, "Ade's \(MemberScreen.shown(ades?.body, type: "product")) on the server: revision \(adesRevision), from the shop's tablet.",
@@ -208,7 +213,7 @@ public enum PharmacyAfternoon {
         let resolution = try await outbox.resolveConflict(edit, keeping: .mine(payload: Self.priceEdit("antiseptic-500", "Antiseptic 500 ml", price: 14.5).payload,
                                                                               baseRevision: theirs))
         outbox.wake(.foreground)
-        await settle(resolution.map { [$0] } ?? [], "The member's choice", outbox: outbox, narrator: narrator)
+        await settle(resolution.map { [$0] } ?? [], "The member's choice", outbox: outbox, narrator: narrator, patience: patience)
         let finalAntiseptic = try server.records().first { $0.type == "product" && $0.id == "antiseptic-500" }
         narrator.say(.server, "The antiseptic on the server: \(finalAntiseptic.map { String(decoding: $0.body, as: UTF8.self) } ?? "missing"), revision \(finalAntiseptic?.revision ?? 0)")
         let settledRecord = try outbox.record(antiseptic)
@@ -234,19 +239,19 @@ public enum PharmacyAfternoon {
         signalReturns(signal, outbox, narrator: narrator)
         // The worker sends (the server is busy) and pulls in the same pass; the price goes again a
         // minute later, and the server holds it: the list is read while it waits.
-        let closingHeld = await within(seconds: 60) {
+        let closingHeld = await within(seconds: patience) {
             await server.waitUntilHeld(key: closing.idempotencyKey)
             return true
         }
-        let gauzePulled = await waitUntil(outbox: outbox, seconds: 60) { (try? outbox.record(gauze))??.server?.revision == UInt64(gauzeRevision) }
-        if !closingHeld { narrator.say(.check, "The closing price did not reach the server again within a minute of real time.") }
-        if !gauzePulled { narrator.say(.check, "The counter's gauze price did not reach the phone within a minute of real time.") }
+        let gauzePulled = await waitUntil(outbox: outbox, seconds: patience) { (try? outbox.record(gauze))??.server?.revision == UInt64(gauzeRevision) }
+        if !closingHeld { narrator.say(.check, "The closing price did not reach the server again within \(Int(patience)) s of real time.") }
+        if !gauzePulled { narrator.say(.check, "The counter's gauze price did not reach the phone within \(Int(patience)) s of real time.") }
         let closingWaiting = try outbox.record(antiseptic)
         let gauzeReached = try outbox.record(gauze)
         narrator.say(.engine, "The phone pulled the counter's gauze price while Folake's 15.00 waits to be sent:")
         try screen.show(["product"])
         server.release(key: closing.idempotencyKey)
-        await settle([closing], "The closing price", outbox: outbox, narrator: narrator)
+        await settle([closing], "The closing price", outbox: outbox, narrator: narrator, patience: patience)
         let closingSettled = try outbox.record(antiseptic)
         let gauzeSettled = try outbox.record(gauze)
         try screen.show(["product"])
@@ -429,15 +434,15 @@ public enum PharmacyAfternoon {
 
     /// Waits until `ids` leave `queued` and `syncing`, then refreshes the lists (`pull()`): the
     /// feed brings back each saved change, and the screen stops saying "saved" for one it has
-    /// not seen come back. Says so when they do not settle within a minute of real time (a
+    /// not seen come back. Says so when they do not settle within `patience` of real time (a
     /// promise read afterwards then fails).
-    private static func settle(_ ids: [OperationID], _ what: String, outbox: Outbox, narrator: Narrator) async {
+    private static func settle(_ ids: [OperationID], _ what: String, outbox: Outbox, narrator: Narrator, patience: TimeInterval) async {
         guard !ids.isEmpty else {
             narrator.say(.check, "\(what) was not made.")
             return
         }
-        if !(await waitUntilSettled(ids, outbox: outbox, timeoutSeconds: 60)) {
-            narrator.say(.check, "\(what) did not settle within a minute of real time.")
+        if !(await waitUntilSettled(ids, outbox: outbox, timeoutSeconds: patience)) {
+            narrator.say(.check, "\(what) did not settle within \(Int(patience)) s of real time.")
         }
         do {
             let report = try await outbox.pull()

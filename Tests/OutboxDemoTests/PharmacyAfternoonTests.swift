@@ -15,7 +15,7 @@ struct PharmacyAfternoonTests {
 
     @Test func everyPromiseItPrintsHolds() async throws {
         let output = Output()
-        let outcome = try await PharmacyAfternoon.run(DemoOptions(speed: 120)) { output.write($0) }
+        let outcome = try await PharmacyAfternoon.run(DemoOptions(speed: 120, patience: 300)) { output.write($0) }
         #expect(outcome.promises.count == 14)
         for promise in outcome.promises {
             #expect(promise.held, "\(promise.text)\n\(output.all)")
@@ -121,7 +121,7 @@ struct PharmacyAfternoonTests {
         let output = Output()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-demo-test-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let outcome = try await PharmacyAfternoon.run(DemoOptions(journal: directory, speed: 120, json: true)) { output.write($0) }
+        let outcome = try await PharmacyAfternoon.run(DemoOptions(journal: directory, speed: 120, json: true, patience: 300)) { output.write($0) }
         #expect(outcome.allHeld)
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
