@@ -336,6 +336,31 @@ struct PullTests {
         #expect(try outbox.metrics().pulledChangesSkipped == 1)
     }
 
+    @Test func aPulledRecordOverTheConfiguredPayloadLimitIsPassedOverAndCounted() async throws {
+        let small = Data(#"{"price":1}"#.utf8)
+        let large = Data(("{\"note\":\"" + String(repeating: "x", count: 2_000) + "\"}").utf8)
+        let changes = [FeedChange(type: "product", id: "p1", revision: 1, record: small),
+                       FeedChange(type: "product", id: "p2", revision: 1, record: large)]
+        let page = FeedPage(business: Self.business, from: .start(of: 1), cursor: FeedPosition(epoch: 1, major: 2), hasMore: false, count: 2,
+                            digest: FeedDigest.page(changes.map(\.digestInput)), changes: changes)
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
+        transport.script(.respond(TransportResponse(statusCode: 200, headers: [:], body: page.encoded())))
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open {
+            Self.configured(&$0)
+            $0.maxPayloadBytes = 1_024
+        }
+        defer { outbox.close() }
+        let report = try #require(try await outbox.pull().feed(Self.business))
+        #expect(report.changesApplied == 1 && report.skipped == 1, "2,000 bytes is under 1 MiB but over the configured 1,024")
+        #expect(try outbox.record(RecordKey(business: Self.business, type: "product", id: "p2")) == nil)
+        let skipped = try outbox.events().compactMap { event -> [SkippedChange]? in
+            if case .pageApplied(let applied) = event.body { return applied.skipped }
+            return nil
+        }.flatMap { $0 }
+        #expect(skipped.map(\.id) == ["p2"] && skipped.first?.reason == .overLimit)
+    }
+
     // MARK: What an app reads
 
     @Test func feedStateAndMetricsSayWhereTheFeedIsAndHowFarBehind() async throws {

@@ -49,7 +49,7 @@ package enum EventText {
         let named = skipped.prefix(5).map { change in
             let why = switch change.reason {
             case .unknownType: "type not pulled"
-            case .overLimit: "over 1 MiB"
+            case .overLimit: "over the payload limit"
             case .localOnly: "local-only type"
             case .invalidKey: "not a record key"
             }

@@ -304,7 +304,8 @@ final class FeedPuller: Sendable {
         if key.problem != nil { return .invalidKey }
         if policy.isLocalOnly { return .localOnly }
         if !(configuration.pull?.pulls(type: key.type) ?? true) { return .unknownType }
-        if let record, record.count > RecordAnswer.maxRecordBytes { return .overLimit }
+        // Judged as a write's value is: by the configured payload limit.
+        if let record, record.count > configuration.maxPayloadBytes { return .overLimit }
         return nil
     }
 
