@@ -1,6 +1,7 @@
 import Foundation
 @testable import Outbox
 import OutboxTesting
+import Synchronization
 import Testing
 
 @Suite("A full journal")
@@ -96,5 +97,46 @@ struct StorageBudgetTests {
         #expect(server.maxAppliedCount == 1)
         let report = try outbox.verify()
         #expect(report.isClean, "\(report.findings.prefix(3))")
+    }
+}
+
+@Suite("A pull in a full journal", .timeLimit(.minutes(5)))
+struct PullInAFullJournalTests {
+    /// Pulled values never take the room kept back for the writes' outcomes: a journal filled
+    /// with queued writes to its budget refuses the feed's pages, and every write still sends
+    /// and records its answer.
+    @Test func pulledPagesNeverTakeTheWritesReserve() async throws {
+        let feed = ScriptedFeed(count: 400)
+        // Writes are refused as busy until the pull has run: they stay queued, filling the journal.
+        let writesAnswered = Mutex(false)
+        let transport = ScriptedTransport(otherwise: .handle { request in
+            if ScriptedFeed.isFeedRequest(request) { return feed.answer(request) }
+            return writesAnswered.withLock { $0 } ? .json(201, #"{"id":"product-1"}"#) : .json(503, "{}")
+        })
+        let journal = TestJournal(transport: transport)
+        let limit = 256 << 10
+        let outbox = try journal.open {
+            PullTests.configured(&$0)
+            $0.initialJournalBytes = 64 << 10
+            $0.maxJournalBytes = limit
+        }
+        defer { outbox.close() }
+        var saved: [OperationID] = []
+        while true {
+            do {
+                saved.append(try await outbox.enqueue(productRequest(saved.count)))
+            } catch OutboxError.storageFull {
+                break
+            }
+        }
+        let pulled = try #require(try await outbox.pull().feed(PullTests.business))
+        #expect(pulled.changesApplied == 0, "no page fits: \(pulled)")
+        #expect(try outbox.records(RecordQuery(business: PullTests.business, type: "product")).records.isEmpty)
+        writesAnswered.withLock { $0 = true }
+        journal.clock.advance(by: 3_600)
+        await outbox.drain()
+        for id in saved {
+            #expect(try outbox.operation(id)?.status == .synced, "every write's outcome found room")
+        }
     }
 }
