@@ -37,6 +37,34 @@ struct FeedSummaryTests {
         #expect(feeds[0]["ageSeconds"] as? Double == Date(timeIntervalSince1970: 1_800_000_000).distance(to: ISO8601DateFormatter().date(from: "2027-01-15T10:00:00Z")!))
     }
 
+    /// The lag counts from the last page that reached the feed's end: a later page of a pull
+    /// still under way leaves the feed as far behind as it was.
+    @Test func theLagCountsFromTheLastPageThatReachedTheEnd() async throws {
+        let clock = ManualClock(now: Self.pulledAt)
+        let outbox = try Outbox(directory: directory.url, transport: ScriptedTransport(otherwise: .fail(.offline)),
+                                configuration: OutboxConfiguration(account: "member-42", clock: clock, defaultPolicy: .idempotent))
+        func page(_ from: UInt64, _ to: UInt64, more: Bool) -> FeedPage {
+            let change = FeedChange(type: "product", id: "p\(to)", revision: 1, record: Data(#"{"price":1}"#.utf8))
+            return FeedPage(business: "pharmacy-7", from: FeedPosition(epoch: 3, major: from), cursor: FeedPosition(epoch: 3, major: to),
+                            hasMore: more, count: 1, digest: FeedDigest.page([change.digestInput]), changes: [change])
+        }
+        guard case .applied = try await outbox.apply(page(0, 1, more: false), requested: nil, limit: 500) else { Issue.record("first"); return }
+        clock.advance(by: 3_600)
+        guard case .applied = try await outbox.apply(page(1, 2, more: true), requested: FeedPosition(epoch: 3, major: 1), limit: 500) else {
+            Issue.record("second")
+            return
+        }
+        outbox.close()
+        let now = Self.pulledAt.addingTimeInterval(7_200)
+        let json = inspect([directory.url.path, "summary", "--json", "--now", ISO8601DateFormatter().string(from: now)])
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
+        let feed = try #require((document["feeds"] as? [[String: Any]])?.first)
+        #expect(feed["cursor"] as? String == "3-2-0")
+        #expect(feed["ageSeconds"] as? Double == 7_200, "from the page that reached the end, not the later one: \(feed)")
+        let text = inspect([directory.url.path, "summary", "--now", ISO8601DateFormatter().string(from: now)]).output
+        #expect(text.contains("caught up 2027-01-15T08:00:00Z (2 h behind now)"), "\(text)")
+    }
+
     @Test func aJournalThatNeverPulledSaysNothingOfFeeds() async throws {
         try await writeJournal(pulling: false)
         let text = inspect([directory.url.path, "summary"])

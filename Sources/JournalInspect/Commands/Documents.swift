@@ -41,6 +41,8 @@ struct SummaryDocument: Encodable {
         var cursor: String?
         var pageSeq: JournalSequence
         var pageAt: Date?
+        /// When the feed last reached its end; its lag (`ageSeconds`) counts from it.
+        var caughtUpAt: Date?
         var ageSeconds: Double?
         var staging: JournalSummary.Feed.Staging?
     }
@@ -107,8 +109,8 @@ struct SummaryDocument: Encodable {
         lastEventAt = summary.lastEventAt
         self.damaged = damaged
         feeds = summary.feeds.isEmpty ? nil : summary.feeds.map {
-            Feed(business: $0.business, cursor: $0.cursor, pageSeq: $0.pageSeq, pageAt: $0.pageAt,
-                 ageSeconds: $0.pageAt.map { max(0, now.timeIntervalSince($0)) }, staging: $0.staging)
+            Feed(business: $0.business, cursor: $0.cursor, pageSeq: $0.pageSeq, pageAt: $0.pageAt, caughtUpAt: $0.caughtUpAt,
+                 ageSeconds: $0.caughtUpAt.map { max(0, now.timeIntervalSince($0)) }, staging: $0.staging)
         }
         generatedAt = now
     }

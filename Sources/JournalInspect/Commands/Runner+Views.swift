@@ -176,7 +176,9 @@ package enum SummaryText {
         fields.add("Interrupted", "\(summary.abandonedAttempts) attempts abandoned at an open, \(summary.cancelledAttempts) cancelled by an expiry")
         for feed in summary.feeds {
             fields.add("Feed", "\(feed.business) at \(feed.cursor ?? "no cursor yet"), set by the event at seq \(feed.pageSeq)"
-                + (feed.pageAt.map { ", \(moments.absolute($0)) (\(Moments.duration(max(0, now.timeIntervalSince($0)))) before now)" } ?? "")
+                + (feed.pageAt.map { ", \(moments.absolute($0))" } ?? "")
+                + (feed.caughtUpAt.map { "; caught up \(moments.absolute($0)) (\(Moments.duration(max(0, now.timeIntervalSince($0)))) behind now)" }
+                    ?? "; never caught up in this journal")
                 + (feed.staging.map { "; resnapshot staging since seq \($0.startedSeq): \($0.records) records in \($0.pages) pages, read from \($0.position)" } ?? ""))
         }
         if let opened = engine.lastOpened {

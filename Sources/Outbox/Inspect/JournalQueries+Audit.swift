@@ -131,8 +131,10 @@ extension JournalQueries {
             var feeds: [JournalSummary.Feed] = []
             try txn.scan(schema.feeds) { entry in
                 let row = try entry.value()
-                feeds.append(JournalSummary.Feed(business: try entry.key(), cursor: row.cursor?.text, pageSeq: row.pageSeq,
+                let business = try entry.key()
+                feeds.append(JournalSummary.Feed(business: business, cursor: row.cursor?.text, pageSeq: row.pageSeq,
                                                  pageAt: try? schema.event(row.pageSeq, in: txn)?.recordedAt,
+                                                 caughtUpAt: try Self.lastCaughtUp(business, through: row.pageSeq, schema: schema, in: txn),
                                                  staging: row.staging.map { .init(position: $0.position.text, pages: $0.pages, records: $0.staged, startedSeq: $0.startedSeq) }))
                 return .next
             }
@@ -197,5 +199,24 @@ extension JournalQueries {
             }
             return QueueDepthSample.thinned(samples, to: maxSamples)
         }
+    }
+}
+
+extension JournalQueries {
+    /// When `business`'s feed last reached its end: the latest `pageApplied` of it that did, at
+    /// or before `seq` (the row's page), read backwards; `nil` when none did (a first pull still
+    /// under way, or its pages compacted away). A page that did not reach the end leaves the
+    /// feed as far behind as it was.
+    static func lastCaughtUp(_ business: String, through seq: JournalSequence, schema: JournalSchema,
+                             in txn: borrowing LMDBTransaction) throws -> Date? {
+        var caughtUp: Date?
+        try txn.scan(schema.events, from: JournalCodec.Seq.bytes(seq), reverse: true) { entry in
+            guard let event = try? schema.decode(Array(entry.valueBytes), seq: (try? entry.key()) ?? .zero),
+                case .pageApplied(let page) = event.body, ExactString(page.business) == ExactString(business), page.reachedEnd
+            else { return .next }
+            caughtUp = event.recordedAt
+            return .stop
+        }
+        return caughtUp
     }
 }

@@ -59,6 +59,9 @@ public struct JournalSummary: Sendable, Equatable {
         /// (`nil`: compacted away).
         public var pageSeq: JournalSequence
         public var pageAt: Date?
+        /// When the feed last reached its end (a page that did not leaves it as far behind as it
+        /// was): what its lag counts from; `nil` when no page that did is in the journal.
+        public var caughtUpAt: Date?
         /// A resnapshot under way: the snapshot's first position, the records and pages staged.
         public var staging: Staging? = nil
 
