@@ -375,6 +375,10 @@ struct HistoryAudit {
             guard let staged = staging.removeValue(forKey: finished.business) else { throw broken("a resnapshot swapped in with nothing staged") }
             guard staged.type == finished.type else { throw broken("swapped in type \(finished.type ?? "all"), staged \(staged.type ?? "all")") }
             let inScope = { (key: RecordKey) in key.business == finished.business && (finished.type.map { $0 == key.type } ?? true) }
+            // A first pull (no cursor yet): a base answers built, of an epoch the engine knows only
+            // when the answer that brought it named a position.
+            let firstPull = finished.type == nil && cursors[finished.business] == nil
+            let oldBases = records.filter { inScope($0.key) }.mapValues(\.base)
             // The member sees the staged generation from now on: a record it does not hold is
             // gone from the base, but one a pending write changes, deleted at its old revision.
             for key in Set(records.keys.filter(inScope)).union(staged.records.keys) {
@@ -386,8 +390,16 @@ struct HistoryAudit {
                 guard inScope(vanished.key), vanished.valueHash == nil, let before = records[vanished.key], !before.writes.isEmpty else {
                     throw broken("\(vanished.key) vanished, which no pending write of the business changes")
                 }
+                // Deleted at its old revision, or at 0 where the old revision means nothing against
+                // the snapshot's: into a new epoch, or at a first pull whose answer named no
+                // position of the snapshot's epoch.
+                let oldRevision = oldBases[vanished.key]??.revision
+                if firstPull, vanished.revision != 0, vanished.revision != oldRevision {
+                    throw broken("\(vanished.key) vanished at a first pull at revision \(vanished.revision), neither its old revision \(oldRevision.map { "\($0)" } ?? "none") nor 0")
+                }
                 records[vanished.key]?.base = RecordTrail.Base(revision: vanished.revision, valueHash: nil, seq: event.seq, byOperation: nil)
                 records[vanished.key]?.vanished = true
+                records[vanished.key]?.vanishedUnplaced = firstPull && vanished.revision == 0 && oldRevision != 0
                 tombstones.append((vanished.key, vanished.revision))
             }
             cursors[finished.business] = finished.cursor

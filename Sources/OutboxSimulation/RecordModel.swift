@@ -32,6 +32,10 @@ struct RecordTrail {
     /// Deleted at a swap at its old revision (the snapshot no longer held it and a pending write
     /// changes it): a tombstone of the engine's, not one the server sent.
     var vanished = false
+    /// Vanished at a first pull's swap at revision 0: the engine could not tell the epoch of the
+    /// base answers built (the answer that brought it named no position of the snapshot's epoch,
+    /// or compaction took it), so the base may go back to 0 within the server's epoch.
+    var vanishedUnplaced = false
     /// Brought by an answer older than the feed's cursor (its `Outbox-Visible-At` passed): what
     /// the server held before the changes the pulls since brought.
 
@@ -55,6 +59,7 @@ struct RecordTrail {
             base = Base(revision: confirmation.revision, valueHash: confirmation.valueHash, seq: seq, byOperation: id)
             swappedOut = false
             vanished = false
+            vanishedUnplaced = false
         }
     }
 
@@ -71,6 +76,7 @@ struct RecordTrail {
         if base != nil, staged == nil { swappedOut = true }
         base = staged
         vanished = false
+        vanishedUnplaced = false
     }
 }
 

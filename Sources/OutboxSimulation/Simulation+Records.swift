@@ -188,6 +188,8 @@ extension Simulation {
             if let highest = highestBase[key], highest.epoch == epoch {
                 if shown.base == nil, trail.swappedOut {
                     highestBase[key] = nil
+                } else if trail.vanishedUnplaced, shown.base?.revision == 0, shown.base?.valueHash == nil {
+                    // A first pull's swap that could not place the old base in an epoch.
                 } else {
                     guard let revision = shown.base?.revision, revision >= highest.revision else {
                         throw recordBroken(key, "its base moved back from revision \(highest.revision) to \(shown.base.map { "\($0.revision)" } ?? "none") within epoch \(epoch)")

@@ -94,6 +94,7 @@ struct SimulationTests {
         1_796_191_002_558_089,  // an answer older than where a snapshot began was staged: a deleted product came back
         1_796_191_002_558_608,  // the member's own delete, answered while a snapshot staged, was taken for a vanished record
         1_796_191_002_558_745,  // the audit took an answer staged during a resnapshot for a pulled change
+        1_000_449,  // a first pull's swap deleted a vanished record at an older epoch's revision: its re-creation was passed over
     ])
     func aSeedThatFoundAnEngineBugHolds(_ seed: UInt64) async {
         let report = await Simulation(seed: seed).run()

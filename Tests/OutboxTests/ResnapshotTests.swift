@@ -114,6 +114,71 @@ struct ResnapshotTests {
         #expect(record.sync.conflict == RecordSync.Conflict(operation: id, serverRevision: "5", serverValue: server))
     }
 
+    /// A first pull over a base answers built (seed 1000449 of the simulation): a 412 put p1 at
+    /// revision 3 in the base, then the server was restored from a backup holding p1 deleted at
+    /// revision 2 (epoch 2) before the phone ever pulled, so the snapshot does not hold p1. Of
+    /// which epoch the old base is the phone cannot tell: the swap deletes the vanished record at
+    /// revision 0, so the new epoch's re-creation of p1 at revision 3 is newer and reaches the
+    /// base. At the old revision 3 it was passed over, and the base kept a tombstone the server
+    /// does not hold.
+    @Test func aFirstPullDeletesAVanishedRecordAtRevisionZero() async throws {
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open()
+        defer { outbox.close() }
+        transport.script(.respond(.json(412, #"{"code":"revision_conflict","message":"moved","server_revision":"3","current":{"price":14}}"#)))
+        let id = try await outbox.enqueue(edit("p1", 1), changing: [.put(Self.key("p1"), Self.value(11))])
+        await outbox.drain()
+        #expect(try outbox.record(Self.key("p1"))?.server?.revision == 3, "the 412's record, in a base no pull made")
+        #expect(try outbox.feedCursor(business: Self.business) == nil)
+        let start = FeedPosition(epoch: 2, major: 4)
+        transport.script(.respond(Self.snapshot(at: start, more: false, [PullApplyTests.put("p2", 1, 20)])))
+        let swap = try await outbox.resnapshot(business: Self.business, reason: "first_pull")
+        #expect(swap.swapped && swap.vanished == 1)
+        let vanished = try #require(try outbox.record(Self.key("p1"))?.server)
+        #expect(vanished.value == nil && vanished.revision == 0, "\(vanished)")
+        #expect(try outbox.operation(id)?.status == .conflicted)
+        // The new epoch creates p1 again, at its own revision 3.
+        _ = try await outbox.apply(PullApplyTests.page(from: start, to: FeedPosition(epoch: 2, major: 5), [PullApplyTests.put("p1", 3, 15)]),
+                                   requested: start, limit: 500)
+        let base = try #require(try outbox.record(Self.key("p1"))?.server)
+        #expect(base.revision == 3 && base.value == Self.value(15), "\(base)")
+        let report = try outbox.verify()
+        #expect(report.isClean, "\(report.findings)")
+    }
+
+    /// At a first pull, a vanished record is deleted at its old revision only when the answer that
+    /// brought its base named a feed position of the snapshot's epoch; of an older epoch, or with
+    /// no position, at revision 0.
+    @Test(arguments: [
+        (visibleAt: "2-3-0" as String?, revision: 2 as UInt64),
+        (visibleAt: "1-7-0", revision: 0),
+        (visibleAt: nil, revision: 0),
+    ])
+    func aFirstPullKeepsAVanishedRecordsRevisionOnlyOfTheSnapshotsEpoch(visibleAt: String?, revision: UInt64) async throws {
+        let transport = ScriptedTransport(otherwise: .fail(.offline))
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open()
+        defer { outbox.close() }
+        var headers = ["Content-Type": "application/json"]
+        headers[WireHeader.visibleAt] = visibleAt
+        transport.script(.respond(TransportResponse(statusCode: 200, headers: headers,
+                                                    body: Data(#"{"revision":2,"record":{"name":"Antiseptic","price":12}}"#.utf8))))
+        let first = try await outbox.enqueue(edit("p1", 1), changing: [.put(Self.key("p1"), Self.value(12))])
+        await outbox.drain()
+        #expect(try outbox.operation(first)?.status == .synced)
+        let waiting = try await outbox.enqueue(edit("p1", 2), changing: [.put(Self.key("p1"), Self.value(13))])
+        await outbox.drain()
+        transport.script(.respond(Self.snapshot(at: FeedPosition(epoch: 2, major: 4), more: false, [PullApplyTests.put("p2", 1, 20)])))
+        let swap = try await outbox.resnapshot(business: Self.business, reason: "first_pull")
+        #expect(swap.swapped && swap.vanished == 1)
+        let vanished = try #require(try outbox.record(Self.key("p1"))?.server)
+        #expect(vanished.value == nil && vanished.revision == revision, "\(vanished)")
+        #expect(try outbox.operation(waiting)?.lastErrorCode == "deleted_on_server")
+        let report = try outbox.verify()
+        #expect(report.isClean, "\(report.findings)")
+    }
+
     @Test func anAnswerThatLandsWhileStagingGoesToBothBases() async throws {
         let transport = ScriptedTransport(otherwise: .fail(.offline))
         let outbox = try await Self.halfStaged(transport)

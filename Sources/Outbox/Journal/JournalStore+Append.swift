@@ -288,8 +288,10 @@ private struct AppendBatch {
     /// A resnapshot's swap, completed in its transaction: each record a pending write changes that
     /// the old base holds live and the staged one does not hold at all is deleted in the staged base at its
     /// old revision (so a write on its way settles against it, and a re-creation at a higher
-    /// revision still wins), named in the event, and each write still waiting on it is asked
-    /// about. Costs a read per record with pending writes, never one per record of the base.
+    /// revision still wins; at 0 into another epoch, or at a first pull when the answer that
+    /// brought it named no position of the snapshot's epoch), named in the event, and each write
+    /// still waiting on it is asked about. Costs a read per record with pending writes (and, at a
+    /// first pull, one of the event behind each vanished one), never one per record of the base.
     private func swapped(_ draft: JournalStore.Draft, from row: FeedRow, tombstoneSeq: JournalSequence,
                          in txn: borrowing LMDBTransaction) throws -> (JournalStore.Draft, [JournalStore.Draft]) {
         guard case .resnapshotFinished(var finished) = draft.body else { return (draft, []) }
@@ -306,19 +308,29 @@ private struct AppendBatch {
         var tombstones: [(key: RecordKey, revision: UInt64)] = []
         // Into a new epoch the old revisions mean nothing: a vanished record is deleted at 0, so
         // the new epoch's own revisions of it are all newer.
-        let sameEpoch = finished.type != nil || row.cursor.map { $0.epoch == finished.cursor.epoch } ?? true
+        let sameEpoch = finished.type != nil ? true : row.cursor.map { $0.epoch == finished.cursor.epoch }
         for key in keys {
             guard let before = try txn.get(old, key), before.valueHash != nil else { continue }
             // Staged at all, the new base knows the record: live from the snapshot, or deleted by
             // the member's own delete answered while it staged (nothing to ask anyone about).
             if try txn.get(staged, key) != nil { continue }
-            let revision = sameEpoch ? before.revision : 0
+            let revision = sameEpoch ?? answeredInEpoch(finished.cursor.epoch, seq: before.seq, in: txn) ? before.revision : 0
             finished.vanished.append(RecordConfirmation(key: key, revision: revision, valueHash: nil, source: .snapshot))
             swap.stagedWrites.append(RecordStoreWrite(table: .base, key: key, revision: revision, schemaVersion: before.schemaVersion, value: nil))
             tombstones.append((key, revision))
         }
         swap.body = .resnapshotFinished(finished)
         return (swap, try deletedOnServer(tombstones, tombstoneSeq: tombstoneSeq, in: txn))
+    }
+
+    /// At a first pull (no cursor), whether the answer that brought a base row (the event at
+    /// `seq`) was of `epoch`: only when it named a feed position of it. A base answers built is
+    /// otherwise of an epoch the phone cannot tell (a 412's `current` names no position, and
+    /// compaction may have taken the event), and deleted at its revision, a record a restored
+    /// server holds again at that revision or below would stay deleted for good (seed 1000449).
+    private func answeredInEpoch(_ epoch: UInt64, seq: JournalSequence, in txn: borrowing LMDBTransaction) -> Bool {
+        guard case .attemptFinished(let answer)? = try? schema.event(seq, in: txn)?.body, let position = answer.visibleAt else { return false }
+        return position.epoch == epoch
     }
 
     /// `heldOnRollback` for every queued write of `rolledBack`'s records made after it (in the
