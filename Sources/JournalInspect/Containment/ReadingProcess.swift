@@ -41,8 +41,10 @@ enum ReadingProcess {
 
     /// Signals that come from outside the child and mean "stop": passed on, not reported.
     static let interruptions: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGPIPE]
-    /// Signals a read of a damaged mapped file dies of.
-    static let faults: [Int32] = [SIGBUS, SIGSEGV]
+    /// Signals a read of a damaged mapped file dies of: a reference past the file's end
+    /// (SIGBUS, SIGSEGV), or LMDB's own check of a page finding it is not what its reference
+    /// says (its assertions are compiled in Debian's liblmdb: it prints the check and aborts).
+    static let faults: [Int32] = [SIGBUS, SIGSEGV, SIGABRT]
 
     /// The outcome of the child's end, for the journal at `journal`.
     static func outcome(of end: End, journal: String) -> Outcome {
@@ -66,9 +68,12 @@ enum ReadingProcess {
     }
 
     static func faultMessage(signal: Int32, journal: String) -> String {
-        "journal-inspect: error: \(journal): the journal is damaged: reading it failed at the operating-system level "
-            + "(\(name(of: signal))): a length or page reference inside the file points past its end, or the disk could not "
-            + "return a page. The checks made before reading see the file's outline, not every reference in it.\n"
+        let why = signal == SIGABRT
+            ? "LMDB stopped on a check of its own (SIGABRT): a page inside the file is not what the reference to it says"
+            : "reading it failed at the operating-system level (\(name(of: signal))): a length or page reference inside the "
+                + "file points past its end, or the disk could not return a page"
+        return "journal-inspect: error: \(journal): the journal is damaged: \(why). The checks made before reading see the "
+            + "file's outline, not every reference in it.\n"
             + "journal-inspect: what was printed before this still stands. 'journal-inspect \(journal) verify' shows which "
             + "records still read. " + OpenFailure.damageAdvice + ".\n"
     }
