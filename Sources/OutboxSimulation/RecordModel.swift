@@ -190,18 +190,11 @@ struct ExpectedRecord: Equatable, CustomStringConvertible {
     }
 
     /// Whether a synced write's change stopped showing (`Docs/records.md`, "The pull"): before
-    /// the business's first page, once a base arrived at or after its answer; after, at once when
-    /// the answer described the record at a revision the base holds, else once the feed's cursor
-    /// reached the answer's position (at once when of an older epoch), or, for an answer without
-    /// one, once a later base holds its revision.
+    /// the business's first page, once a base arrived at or after its answer; after, once the
+    /// feed's cursor reached the answer's position (at once when of an older epoch), or, for an
+    /// answer without one, once a later base holds its revision.
     static func isRetired(_ row: HistoryAudit.Row, synced: JournalSequence, base: RecordTrail.Base?, feed: FeedPosition?) -> Bool {
         guard let feed else { return base.map { $0.seq >= synced } ?? false }
-        // An answer that described the record at a revision: its base holds it, at once.
-        if let revision = row.answerRevision, let base, base.seq >= synced, base.revision >= revision,
-            row.visibleAt.map({ $0.epoch <= feed.epoch }) ?? true
-        {
-            return true
-        }
         if let visibleAt = row.visibleAt {
             return visibleAt.epoch == feed.epoch ? feed >= visibleAt : visibleAt.epoch < feed.epoch
         }

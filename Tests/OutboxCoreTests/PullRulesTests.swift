@@ -96,25 +96,18 @@ struct PullRulesTests {
         RetirementRow(name: "not pulled, no base", answer: answer(visibleAt: nil), base: nil, feed: nil, retired: false),
         RetirementRow(name: "not pulled, a base older than the answer", answer: answer(visibleAt: nil), base: base(seq: 90), feed: nil, retired: false),
         RetirementRow(name: "not pulled, the answer's own record", answer: answer(visibleAt: at(50)), base: base(seq: 100), feed: nil, retired: true),
-        // Pulled, the answer described the record: its base holds the revision, read your writes at once.
-        RetirementRow(name: "the answer's own base, the feed before the position", answer: answer(visibleAt: at(50)), base: base(seq: 100), feed: at(49), retired: true),
-        RetirementRow(name: "a later base past the answer's revision", answer: answer(visibleAt: at(50)), base: base(seq: 130, revision: 9), feed: at(49), retired: true),
-        RetirementRow(name: "a base before the answer, at a later revision", answer: answer(visibleAt: at(50)), base: base(seq: 80, revision: 9), feed: at(49), retired: false),
-        // Pulled, a position in the feed's epoch, the record not described: the feed's cursor decides.
-        RetirementRow(name: "the feed before the position, no revision", answer: answer(visibleAt: at(50), revision: nil), base: base(seq: 100), feed: at(49), retired: false),
-        RetirementRow(name: "the feed before the position, no base", answer: answer(visibleAt: at(50)), base: nil, feed: at(49), retired: false),
-        RetirementRow(name: "the feed at the position", answer: answer(visibleAt: at(50), revision: nil), base: base(seq: 100), feed: at(50), retired: true),
+        // Pulled, a position in the feed's epoch: the feed's cursor decides, whatever the base.
+        RetirementRow(name: "the feed before the position", answer: answer(visibleAt: at(50)), base: base(seq: 100), feed: at(49), retired: false),
+        RetirementRow(name: "the feed at the position", answer: answer(visibleAt: at(50)), base: base(seq: 100), feed: at(50), retired: true),
         RetirementRow(name: "the feed past the position", answer: answer(visibleAt: at(50)), base: nil, feed: at(80), retired: true),
         RetirementRow(name: "the same major, a later minor", answer: answer(visibleAt: FeedPosition(epoch: 3, major: 50, minor: 2)),
                       base: nil, feed: FeedPosition(epoch: 3, major: 50, minor: 1), retired: false),
         // Another epoch.
         RetirementRow(name: "a position of an older epoch", answer: answer(visibleAt: at(90, epoch: 2)), base: nil, feed: at(1), retired: true),
         RetirementRow(name: "a position of a newer epoch, the feed not there yet", answer: answer(visibleAt: at(1, epoch: 4)), base: nil, feed: at(90), retired: false),
-        RetirementRow(name: "a position of a newer epoch, its own base, the feed not there yet", answer: answer(visibleAt: at(1, epoch: 4)), base: base(seq: 100),
-                      feed: at(90), retired: false),
         RetirementRow(name: "a position of a newer epoch, the feed there", answer: answer(visibleAt: at(1, epoch: 4)), base: nil, feed: at(1, epoch: 4), retired: true),
         // Pulled, no position (a claim stored before positions): a pulled base after the answer.
-        RetirementRow(name: "no position, the answer's own base", answer: answer(visibleAt: nil), base: base(seq: 100), feed: at(90), retired: true),
+        RetirementRow(name: "no position, the answer's own base", answer: answer(visibleAt: nil), base: base(seq: 100), feed: at(90), retired: false),
         RetirementRow(name: "no position, a pulled base older than the answer's revision", answer: answer(visibleAt: nil), base: base(seq: 120, revision: 6), feed: at(90), retired: false),
         RetirementRow(name: "no position, a pulled base at the answer's revision", answer: answer(visibleAt: nil), base: base(seq: 120, revision: 7), feed: at(90), retired: true),
         RetirementRow(name: "no position, a pulled base before the answer", answer: answer(visibleAt: nil), base: base(seq: 80, revision: 9), feed: at(90), retired: false),

@@ -4,14 +4,13 @@ package import OutboxWire
 /// edit stay on screen until the server's own value has come back for it, so it never vanishes
 /// and returns (a "flicker"). A pure function of the write's answer, the base and the feed.
 ///
-/// | the record's business pulled | the answer | the change retires when |
+/// | the record's business pulled | the answer's position (`Outbox-Visible-At`) | the change retires when |
 /// |---|---|---|
 /// | no | - | a base learnt at or after the answer (the answer's own record counts) |
-/// | yes | described the record at a revision (its base written in the outcome's commit), a position in the feed's epoch or none | at once: the base holds that revision or a later one, and never moves back within an epoch |
-/// | yes | a position in the feed's epoch, the record not described | the feed's cursor is at or past the position |
-/// | yes | a position of an older epoch | at once: the new epoch's snapshot is the server's truth |
-/// | yes | a position of a newer epoch (answered while the base was fetched again) | when the feed reaches that epoch |
-/// | yes | no position (a claim stored before positions) | a base brought after the answer (by a pull, or a later write's answer) at the answer's revision or later (any such base when the answer had none) |
+/// | yes | in the feed's epoch | the feed's cursor is at or past the position |
+/// | yes | of an older epoch | at once: the new epoch's snapshot is the server's truth |
+/// | yes | of a newer epoch (answered while the base was fetched again) | when the feed reaches that epoch |
+/// | yes | none (a claim stored before positions) | a base brought after the answer (by a pull, or a later write's answer) at the answer's revision or later (any such base when the answer had none) |
 package enum OverlayRetirement {
     /// What the rule reads of a synced write.
     package struct Answer: Sendable, Equatable {
@@ -44,7 +43,6 @@ package enum OverlayRetirement {
     /// - Parameter feed: the cursor of the record's business feed; `nil` when it is not pulled.
     package static func isRetired(_ answer: Answer, base: Base?, feed: FeedPosition?) -> Bool {
         guard let feed else { return base.map { $0.seq >= answer.seq } ?? false }
-        if describedByItsAnswer(answer, base: base), answer.visibleAt.map({ $0.epoch <= feed.epoch }) ?? true { return true }
         if let visibleAt = answer.visibleAt {
             if visibleAt.epoch < feed.epoch { return true }
             if visibleAt.epoch > feed.epoch { return false }
@@ -52,13 +50,5 @@ package enum OverlayRetirement {
         }
         guard let base, base.seq > answer.seq else { return false }
         return answer.revision.map { base.revision >= $0 } ?? true
-    }
-
-    /// Whether the base holds what the answer said of the record: written at or after the
-    /// answer, at its revision or a later one. Read your writes: the member's change is the
-    /// server's value now, and the feed need not bring it back first.
-    package static func describedByItsAnswer(_ answer: Answer, base: Base?) -> Bool {
-        guard let revision = answer.revision, let base else { return false }
-        return base.seq >= answer.seq && base.revision >= revision
     }
 }
