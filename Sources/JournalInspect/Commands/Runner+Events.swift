@@ -38,7 +38,10 @@ extension Runner {
         }
         let damaged = page.damaged.sorted { $0.seq < $1.seq }
         let seqWidth = max(3, String(snapshotEnd.rawValue).count)
-        if options.follow { StepHook.reached(.writing) }
+        if options.follow {
+            if !damaged.isEmpty { FollowInterruption.sawDamage() }
+            StepHook.reached(.writing)
+        }
         if options.follow && json {
             write(try events.map { try encodeJSON(ExportedEvent($0), pretty: false) }.joined())
         } else if json {
@@ -57,7 +60,6 @@ extension Runner {
             write(text)
         }
         guard options.follow else { return finish(damaged: damaged) }
-        if !damaged.isEmpty { FollowInterruption.sawDamage() }
         _ = finish(damaged: damaged)
         // A first page cut short by --limit is followed from where it stopped.
         let followAfter = (query.order == .oldestFirst ? page.nextAfter : nil) ?? snapshotEnd
@@ -102,14 +104,13 @@ extension Runner {
             } else {
                 text = ""
             }
+            // Damage counts from before it is printed: an interruption mid-write still ends 65.
+            if !page.damaged.isEmpty { FollowInterruption.sawDamage() }
             if !text.isEmpty {
                 StepHook.reached(.writing)
                 write(text)
             }
-            if !page.damaged.isEmpty {
-                FollowInterruption.sawDamage()
-                _ = finish(damaged: page.damaged)
-            }
+            if !page.damaged.isEmpty { _ = finish(damaged: page.damaged) }
             // Read on past everything looked at, matching or not.
             if let examined = page.lastExamined { query.after = examined }
             if page.nextAfter != nil { continue }
@@ -130,6 +131,9 @@ enum FollowInterruption {
     private static let status = Atomic<Int32>(ExitCode.success.rawValue)
 
     static func install() {
+        // Touched here first: a static is initialised on its first use (swift_once), which is
+        // not safe in a signal handler.
+        _ = status.load(ordering: .relaxed)
         for number in [SIGINT, SIGTERM] {
             var action = sigaction()
             // A C handler captures nothing: it reads a lock-free static atomic and exits.

@@ -40,6 +40,17 @@ enum Lifeline {
     static func make() -> Pipe? {
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else { return nil }
+        // Started with a standard stream closed, the pipe may take its number: its ends move
+        // to 3 or above, so that no message of the tool's goes into the pipe.
+        for index in ends.indices where ends[index] < 3 {
+            let moved = fcntl(ends[index], F_DUPFD, 3)
+            guard moved >= 0 else {
+                ends.forEach { close($0) }
+                return nil
+            }
+            close(ends[index])
+            ends[index] = moved
+        }
         // Only the child's end crosses the spawn. The tool's main thread is its only spawner, so
         // no other spawn can carry the read end away between these calls.
         _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
