@@ -278,10 +278,11 @@ struct PullTests {
         defer { outbox.close() }
         let report = try #require(try await outbox.pull().feed(Self.business))
         #expect(report.stoppedBy == .pageLimit && report.pagesApplied == 2)
-        #expect(try outbox.feedCursor(business: Self.business)?.text == "1-2-0")
-        #expect(outbox.nextWake != nil && outbox.nextWake! <= journal.clock.now(), "the next pass goes on at once")
+        // The next pass goes on at once, on the worker: the clock never moves here, so only a
+        // pass due now reaches the feed's end. (The cursor and `nextWake` right after the pull
+        // are not asserted: that pass may already be under way, under load it often is.)
         await outbox.settle()
-        #expect(try outbox.feedCursor(business: Self.business)?.text == "1-5-0")
+        #expect(try outbox.feedCursor(business: Self.business)?.text == "1-5-0", "the next passes went on without the clock moving")
         #expect(feed.queries == ["limit=1", "limit=1&cursor=1-1-0", "limit=1&cursor=1-2-0", "limit=1&cursor=1-3-0", "limit=1&cursor=1-4-0"])
     }
 
