@@ -207,7 +207,7 @@ struct TestServerHTTPTests {
         // The two connections were closed with their thread's end; their slots free up. Awaited
         // as that (no connection served), not by a number of tries a loaded machine could use up
         // before the server's threads ran; the suite's time limit ends a server that never frees them.
-        while server.openConnectionCount > 0 { try await Task.sleep(for: .milliseconds(1)) }
+        await server.untilNoConnection()
         let status = try await exchange(server.port, request(key: "op-1", body: body)).status
         #expect(status == 201)
     }

@@ -31,6 +31,8 @@ final class ServerCore: Sendable {
         var open: Set<Int32> = []
         var isStopping = false
         var isStopped = false
+        /// Callers of ``untilNoConnection()``, resumed when the last connection ends.
+        var idleWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     init(configuration: TestServer.Configuration, routes: Routes) throws {
@@ -93,6 +95,18 @@ final class ServerCore: Sendable {
     /// How many connections are being served now.
     var openConnectionCount: Int {
         connections.withLock { $0.open.count }
+    }
+
+    /// Returns once no connection is being served (at once when none is).
+    func untilNoConnection() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let idle = connections.withLock { table in
+                if table.open.isEmpty { return true }
+                table.idleWaiters.append(continuation)
+                return false
+            }
+            if idle { continuation.resume() }
+        }
     }
 
     // MARK: Accepting
@@ -161,8 +175,14 @@ final class ServerCore: Sendable {
     private func serve(_ descriptor: Int32) {
         let ending = serveRequests(descriptor)
         if ending == .closeAfterAnswer { linger(descriptor) }
-        connections.withLock { _ = $0.open.remove(descriptor) }
+        let waiters = connections.withLock { table -> [CheckedContinuation<Void, Never>] in
+            table.open.remove(descriptor)
+            guard table.open.isEmpty else { return [] }
+            defer { table.idleWaiters = [] }
+            return table.idleWaiters
+        }
         Socket.close(descriptor)
+        waiters.forEach { $0.resume() }
     }
 
     private func serveRequests(_ descriptor: Int32) -> Ending {

@@ -259,6 +259,11 @@ public final class TestServer: Sendable {
     public var openConnectionCount: Int {
         core.openConnectionCount
     }
+
+    /// Returns once the server serves no connection: a test waits on the event, not on time.
+    public func untilNoConnection() async {
+        await core.untilNoConnection()
+    }
 }
 
 /// Why ``TestServer/changeRecord(type:id:businessID:patch:)`` changed nothing.
