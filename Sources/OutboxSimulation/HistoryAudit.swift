@@ -72,6 +72,8 @@ struct HistoryAudit {
         var baseRevision: String?
         var rebases = 0
         var attempts = 0
+        /// The seq of its latest `attemptStarted`.
+        var lastSentSeq: JournalSequence?
         /// The attempt count at the last retry a person asked for, and when the first attempt
         /// since then started: what the retry policy's limits count from.
         var epochAttempts = 0
@@ -158,6 +160,9 @@ struct HistoryAudit {
     private var askedLocal: [[RecordKey]] = []
     /// Each business's feed cursor, as the pulls' events set it.
     private(set) var cursors: [String: FeedPosition] = [:]
+    /// The seq of the latest page applied or resnapshot swapped in: a write sent after it may have
+    /// changed the server's record past what the feed brought.
+    private(set) var lastFeedSeq: JournalSequence = .zero
     /// A resnapshot staging, per business: its type, and each record staged (newest revision).
     private var staging: [String: (type: String?, position: FeedPosition, records: [RecordKey: RecordTrail.Base])] = [:]
     /// Queued writes a tombstone (pulled, or a swap's) owes `deletedOnServer`, each with the
@@ -347,6 +352,7 @@ struct HistoryAudit {
                 touchedRecords.insert(confirmation.key)
             }
             cursors[page.business] = page.to
+            lastFeedSeq = event.seq
             tally["pages pulled", default: 0] += 1
             tally["changes pulled", default: 0] += page.confirmations.count
             oweDeletions(tombstones, seq: event.seq, at: event)
@@ -403,6 +409,7 @@ struct HistoryAudit {
                 tombstones.append((vanished.key, vanished.revision))
             }
             cursors[finished.business] = finished.cursor
+            lastFeedSeq = event.seq
             tally["resnapshots", default: 0] += 1
             // Every pending write of the business stays (its overlay over the new base).
             tally["pending writes kept across a swap", default: 0] += rows.values.filter { row in
@@ -576,6 +583,7 @@ struct HistoryAudit {
             if row.attempts == 0, !row.dependsOn.isEmpty { tally["dependents sent", default: 0] += 1 }
             row.status = .syncing
             row.attempts += 1
+            row.lastSentSeq = event.seq
             if row.epochStartedAt == nil { row.epochStartedAt = DeviceMoment(wall: event.recordedAt, uptime: event.uptime) }
 
         case .attemptFinished(let finished):

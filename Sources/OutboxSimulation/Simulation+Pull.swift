@@ -63,6 +63,9 @@ extension Simulation {
         } catch OutboxError.closed {
             report = nil
         }
+        // A write the pull made due (a rebase, a held write let go) is sent by the pass that
+        // follows it, at once: the audit reads the journal once that pass ended too, never beside it.
+        await outbox.settle()
         guard let report, !outbox.isClosed else {
             // The process died holding a page (or a snapshot page): `settle` reopens it.
             trace.append("pull() -> the process died mid-pull")
@@ -85,15 +88,20 @@ extension Simulation {
     /// Every record's base is the server's now, value and revision (one the server deleted, or
     /// never held in this epoch, is deleted or absent), and the feed's cursor is the server's
     /// fence: what a pull that reached the feed's end leaves, with the worker at rest (a record a
-    /// write is still on its way for is passed over).
+    /// write was sent for after the feed's last page is passed over).
     func checkBaseIsServers(_ when: String) throws {
         let held = server.currentRecords
         let keys = Set(held.keys).union(audit.records.keys.filter { $0.type != SimulationScenario.draftType })
+        let feedSeq = audit.lastFeedSeq
         for key in keys.sorted() {
-            // A write still on its way (the pull's pass ran beside one that sent it) may have
-            // changed the server's record after the feed's last page: its answer brings it, not the
-            // feed, and the worker is not at rest for it yet.
-            if audit.records[key]?.writes.contains(where: { audit.standing($0)?.status == .syncing }) == true { continue }
+            // A write sent after the feed's last page (by the pass that followed the pull), or
+            // still on its way, may have changed the server's record past what the feed brought:
+            // its answer brings it, when one came, not the feed.
+            let sentSince = audit.records[key]?.writes.contains { id in
+                guard let row = audit.standing(id) else { return false }
+                return row.status == .syncing || (audit.rows[id]?.lastSentSeq ?? .zero) > feedSeq || (row.lastSentSeq ?? .zero) > feedSeq
+            } ?? false
+            if sentSince { continue }
             let base = try outbox.record(key)?.server
             if let (revision, json) = held[key], let json {
                 let hash = Self.reencoded(json).map { SHA256Digest(of: $0) }
