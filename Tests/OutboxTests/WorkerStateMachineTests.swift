@@ -42,6 +42,26 @@ struct WorkerStateMachineTests {
         #expect(machine.passFinished(nextDue: due) == [.armTimer(due, .timer), .resumeDrainers([1])])
     }
 
+    /// A wake that lands mid-pass runs one more pass at once, with no timer armed meanwhile;
+    /// `nextWake` still says when the finished pass left work for, until that pass says anew.
+    @Test func theNextWorkStaysWhileAPassAskedForMidPassRuns() {
+        var machine = WorkerStateMachine()
+        let due = t0.addingTimeInterval(30)
+        #expect(machine.drain(waiter: 1) == [.startPass(.drain)])
+        #expect(machine.wake(.appLaunch) == [])
+        #expect(machine.passFinished(nextDue: due) == [.startPass(.appLaunch), .resumeDrainers([1])])
+        #expect(machine.timerDeadline == nil, "no timer runs while the pass after it does")
+        #expect(machine.nextWork == due)
+        let sooner = t0.addingTimeInterval(5)
+        #expect(machine.becameDue(at: sooner, because: .enqueued) == [])
+        #expect(machine.nextWork == sooner, "an enqueue meanwhile makes it sooner")
+        #expect(machine.passFinished(nextDue: due) == [.startPass(.enqueued)])
+        #expect(machine.passFinished(nextDue: nil) == [])
+        #expect(machine.nextWork == nil, "the last pass left nothing scheduled")
+        _ = machine.close()
+        #expect(machine.nextWork == nil)
+    }
+
     @Test func theTimerIsArmedAfterAPassAndFiresAPass() {
         var machine = WorkerStateMachine()
         _ = machine.wake(.appLaunch)

@@ -40,7 +40,10 @@ extension ReplayPass {
     /// behind an earlier row of their lane, which is itself scheduled (or waits for a person),
     /// or for a dependency, itself scheduled (or waiting for a person); counting such a row as
     /// due now would put the timer off by a whole cap.
-    func nextDue() throws -> Date? {
+    ///
+    /// - Parameter after: passes over rows due at or before it (those a pass with no network
+    ///   left unattempted).
+    func nextDue(after: Date? = nil) throws -> Date? {
         let now = clock.now()
         let schema = store.schema
         let clamp = self.clamp.withLock { $0 }
@@ -49,6 +52,7 @@ extension ReplayPass {
             try txn.scan(schema.schedule) { entry in
                 // A row due now (no stored moment) counts as due at this moment.
                 let stored = try JournalCodec.ScheduleKey.dueAt(entry.keyBytes) ?? now
+                if let after, stored <= after { return .next }
                 if let earliest, stored >= earliest { return .stop }
                 let id = try entry.value()
                 guard let state = try schema.state(id, in: txn), let due = clamp.effectiveDue(stored, of: id, now: now) else { return .next }

@@ -279,10 +279,11 @@ final class ReplayPass: Sendable {
         }
         if let offline = progress.offline {
             // No network: the other due rows stay due, unattempted, and the timer follows the
-            // attempted row's backoff instead of spinning on them.
+            // attempted row's backoff instead of spinning on them (or a row scheduled before it).
             let next: Date
             do {
-                next = try store.queries.operationState(offline)?.nextAttemptAt ?? poll()
+                let backoff = try store.queries.operationState(offline)?.nextAttemptAt ?? poll()
+                next = min(backoff, try nextDue(after: clock.now()) ?? backoff)
             } catch {
                 log.problem(.journalRead, "could not read when the unanswered row is due; the next pass runs one cap from now", error: error, operation: offline)
                 next = poll()

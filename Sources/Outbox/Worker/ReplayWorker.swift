@@ -21,7 +21,7 @@ actor ReplayWorker {
     private var lastPull: PullReport?
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
     private var nextDrainerID = 0
-    /// The timer's moment, readable synchronously (`Outbox.nextWake`).
+    /// The moment the worker next has work, readable synchronously (`Outbox.nextWake`).
     nonisolated let armedTimer = Mutex<Date?>(nil)
 
     init(pass: ReplayPass, clock: any OutboxClock) {
@@ -93,7 +93,7 @@ actor ReplayWorker {
             let tally = await drainOnce()
             total.add(tally)
             // Another pass only when this one ended with rows due now and time left.
-            guard tally.cut == nil, tally.attempts > 0, let next = machine.timerDeadline, next <= clock.now(),
+            guard tally.cut == nil, tally.attempts > 0, let next = machine.nextWork, next <= clock.now(),
                   pass.budgetStop() == nil else { break }
         }
         deadlineTask?.cancel()
@@ -102,7 +102,7 @@ actor ReplayWorker {
         if total.cut == nil, pass.budget.withLock({ $0.expired }) { total.cut = .expired }
         // The time given is over: the system is about to suspend the app.
         pass.budget.withLock { $0 = DrainBudget(deadline: nil, expired: true) }
-        if let deadline = machine.timerDeadline { armedTimer.withLock { $0 = deadline } }
+        armedTimer.withLock { $0 = machine.nextWork }
         timerTask?.cancel()
         timerTask = nil
         return total
@@ -224,7 +224,6 @@ actor ReplayWorker {
             case .armTimer(let deadline, _):
                 timerTask?.cancel()
                 timerTask = nil
-                armedTimer.withLock { $0 = deadline }
                 // Expired, the app is being suspended: the moment is the system's to schedule
                 // (``Outbox/nextWake``); no timer of this process runs it.
                 if pass.budget.withLock({ $0.expired }) { continue }
@@ -239,10 +238,10 @@ actor ReplayWorker {
             case .cancelTimer:
                 timerTask?.cancel()
                 timerTask = nil
-                armedTimer.withLock { $0 = nil }
             }
         }
-        if machine.timerDeadline == nil { armedTimer.withLock { $0 = nil } }
+        // What `nextWake` reads: the machine's word, kept while a pass (a rerun too) runs.
+        armedTimer.withLock { $0 = machine.nextWork }
         if isIdle, !idleWaiters.isEmpty {
             let waiters = idleWaiters
             idleWaiters.removeAll()

@@ -22,6 +22,10 @@ struct WorkerStateMachine {
     private(set) var isClosed = false
     /// The moment the timer is armed for.
     private(set) var timerDeadline: Date?
+    /// The earliest moment the worker has work at, as the last pass left it (and enqueues and
+    /// retries since made sooner): what ``Outbox/nextWake`` says. Unlike the timer it stays while
+    /// a pass runs, the one after it included, until that pass says anew.
+    private(set) var nextWork: Date?
     private var timerReason: WakeReason = .timer
     /// A pass asked for while one runs, and why.
     private var rerun: WakeReason?
@@ -54,6 +58,7 @@ struct WorkerStateMachine {
         isPassRunning = false
         let done = drainers.filter { $0.pass <= passNumber }.map(\.id)
         drainers.removeAll { $0.pass <= passNumber }
+        if !isClosed { nextWork = nextDue }
         var actions = isClosed ? [] : timerOrRerun(nextDue: nextDue)
         if !done.isEmpty { actions.append(.resumeDrainers(done)) }
         return actions
@@ -79,6 +84,7 @@ struct WorkerStateMachine {
     /// An enqueue or a retry made a row due at `moment`: re-arm the timer if that is sooner.
     mutating func becameDue(at moment: Date, because reason: WakeReason) -> [Action] {
         guard isStarted, !isClosed else { return [] }
+        nextWork = nextWork.map { min($0, moment) } ?? moment
         if isPassRunning {
             rerun = Self.rerun(rerun, asked: reason)
             return []
@@ -110,6 +116,7 @@ struct WorkerStateMachine {
     mutating func close() -> [Action] {
         isClosed = true
         rerun = nil
+        nextWork = nil
         var actions: [Action] = []
         if !drainers.isEmpty { actions.append(.resumeDrainers(drainers.map(\.id))) }
         drainers.removeAll()
