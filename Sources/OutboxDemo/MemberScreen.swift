@@ -63,36 +63,21 @@ struct MemberScreen {
         }
     }
 
-    /// The record's sync state in the member's words: "waiting for internet", "sending...",
-    /// "saved, revision 3", "changed elsewhere: ...", "rolled back: <the server's message>".
+    /// The record's sync state in the member's words, the library's (``OutboxWords``): "waiting
+    /// for internet", "sending...", "saved", "changed elsewhere", "rolled back: <why>"; with what
+    /// the demo adds beside them: the server's value of a conflict, and the revision saved.
     static func state(_ record: LocalRecord, online: Bool) -> String {
-        let sync = record.sync
-        var parts: [String] = []
-        if let conflict = sync.conflict {
-            parts.append("changed elsewhere: \(shown(conflict.serverValue, type: record.key.type)) on the server"
-                + (conflict.serverRevision.map { " (revision \($0))" } ?? ""))
-        } else if let last = sync.pending.last {
-            switch last.status {
-            case .queued, .syncing:
-                // With no signal an attempt in flight fails at once: the member is told what she waits for.
-                parts.append(online ? "sending..." : "waiting for internet")
-            case .pendingApproval:
-                parts.append("waiting for the owner's approval")
-            default:
-                parts.append(last.status.rawValue)
-            }
-        } else if !sync.held.isEmpty {
-            parts.append("held: made on a change that was rolled back")
-        } else if !sync.confirmed.isEmpty {
-            parts.append("saved")
+        let words = OutboxWords.english
+        var text = words.recordState(record.sync, online: online)
+        if let conflict = record.sync.conflict, text.hasPrefix(words.waitingForDecision) {
+            let detail = ": \(shown(conflict.serverValue, type: record.key.type)) on the server"
+                + (conflict.serverRevision.map { " (revision \($0))" } ?? "")
+            text.insert(contentsOf: detail, at: text.index(text.startIndex, offsetBy: words.waitingForDecision.count))
         }
-        if let rolledBack = sync.rolledBack {
-            parts.append("rolled back: \(rolledBack.message)")
+        if text == words.saved, record.sync.confirmed.isEmpty, let server = record.server {
+            text += ", revision \(server.revision)"
         }
-        if parts.isEmpty {
-            parts.append("saved" + (record.server.map { ", revision \($0.revision)" } ?? ""))
-        }
-        return parts.joined(separator: "; ")
+        return text
     }
 
     static func fields(_ value: Data) -> [String: Any]? {

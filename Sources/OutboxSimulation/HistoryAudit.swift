@@ -104,6 +104,8 @@ struct HistoryAudit {
         /// When it was rolled back (failed, blocked, discarded, withdrawn); `nil` again once retried.
         var rolledBackSeq: JournalSequence?
         var rollbackAcknowledged = false
+        /// Whether its latest outcome was a conflict: a discard then keeps the server's version.
+        var lastConflicted = false
         /// The code the record says it was rolled back with.
         var rollbackCode: String?
         /// Once synced: the records its answer did not describe, and the seq it was synced at.
@@ -653,6 +655,7 @@ struct HistoryAudit {
             }
             row.status = finished.disposition.status
             row.rollbackCode = finished.errorCode
+            row.lastConflicted = finished.disposition == .conflicted
             if finished.disposition == .conflicted {
                 row.undecidedConflict = (event.seq, finished.serverRevision)
                 tally["conflicts", default: 0] += 1
@@ -682,6 +685,7 @@ struct HistoryAudit {
 
         case .attemptAbandoned(let abandoned):
             guard row.status == .syncing, abandoned.attempt.rawValue == row.attempts else { throw broken("no attempt \(abandoned.attempt) in flight") }
+            row.lastConflicted = false
             guard let exchange = takeExchange(for: id) else {
                 throw broken("an attempt is abandoned and no request under its key crossed the wire")
             }
@@ -723,10 +727,11 @@ struct HistoryAudit {
             row.status = .discarded
             row.discardedBy = discarded.requestedBy
             row.undecidedConflict = nil
-            row.rollbackCode = "discarded"
+            row.rollbackCode = row.lastConflicted ? ErrorCode.serverVersionKept : ErrorCode.discarded
 
         case .approvalDecided(let decision):
             guard row.status == .pendingApproval, take(.approvalDecision, for: id) else { throw broken("an approval decision nobody made") }
+            row.lastConflicted = false
             row.status = decision.approved ? .synced : .failed
             if decision.approved {
                 // A decision names no revision: each record waits for the server's value.

@@ -35,7 +35,7 @@ struct DispositionTableTests {
         ("offline", .noResponse(.offline), .transientFailure, "offline"),
         ("timeout", .noResponse(.timedOut), .transientFailure, "no_response"),
         ("reset", .noResponse(.connectionLost), .transientFailure, "no_response"),
-        ("500", response(500, json: #"{"code":"internal","message":"Oops"}"#), .transientFailure, "internal"),
+        ("500", response(500, json: #"{"code":"internal","message":"Oops"}"#), .transientFailure, "server_unavailable"),
         ("503 plain", response(503), .transientFailure, "server_unavailable"),
         ("429", response(429, headers: ["Retry-After": "30"]), .transientFailure, "rate_limited"),
         ("408", response(408), .transientFailure, "server_unavailable"),
@@ -53,7 +53,13 @@ struct DispositionTableTests {
         ("400 key required", response(400, json: #"{"code":"idempotency_key_required","message":"Key needed"}"#), .rejected, "idempotency_key_required"),
         ("404", response(404), .rejected, "not_found"),
         ("409 plain", response(409, json: #"{"code":"state_conflict","message":"Moved"}"#), .rejected, "state_conflict"),
-        ("410", response(410), .rejected, "validation_failed"),
+        ("410", response(410), .rejected, "gone"),
+        ("400 plain", response(400), .rejected, "bad_request"),
+        ("413 a proxy's page", response(413, html: "<html><body>413 Request Entity Too Large</body></html>"), .rejected, "payload_too_large"),
+        ("414", response(414), .rejected, "uri_too_long"),
+        ("431", response(431), .rejected, "headers_too_large"),
+        ("418", response(418), .rejected, "http_418"),
+        ("422 plain", response(422), .rejected, "validation_failed"),
         ("302 redirect", response(302, headers: ["Location": "http://portal"]), .transientFailure, "unexpected_status"),
         ("100", response(100), .transientFailure, "unexpected_status"),
     ]
@@ -63,15 +69,27 @@ struct DispositionTableTests {
             let classification = Self.classify(result)
             #expect(classification.disposition == disposition, "\(name)")
             #expect(classification.errorCode == code, "\(name)")
+            let words = OutboxWords.english.failure(code: classification.errorCode, serverMessage: classification.errorMessage)
             if classification.disposition.status == .synced || classification.disposition == .pendingApproval {
                 #expect(classification.errorMessage == nil, "\(name)")
+                #expect(words == nil, "\(name)")
             } else {
-                #expect(classification.errorMessage?.isEmpty == false, "\(name) has a message for the member")
+                #expect(words?.isEmpty == false, "\(name) has words for the member")
+                // Recorded: the body's message as sent, or none.
+                if case .response(let response) = result {
+                    let sent = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
+                    let message = sent?["message"] as? String
+                    // A retried failure's own code joins its message.
+                    let joined = (sent?["code"] as? String).flatMap { $0 == code ? nil : "\($0): \(message ?? "")" } ?? message
+                    #expect(classification.errorMessage == (classification.disposition == .transientFailure ? joined : message), "\(name)")
+                } else {
+                    #expect(classification.errorMessage == nil, "\(name)")
+                }
             }
         }
     }
 
-    @Test func theBodysMessageIsWhatTheMemberReads() {
+    @Test func theBodysMessageIsRecordedAsSent() {
         let classification = Self.classify(Self.response(422, json: #"{"code":"validation_failed","message":"Price must be positive"}"#))
         #expect(classification.errorMessage == "Price must be positive")
     }

@@ -51,7 +51,7 @@ struct MemberScreenTests {
 
     @Test func aRollbackSaysTheServersMessageOverTheServersValue() {
         let record = Self.record(Self.servers) {
-            $0.rolledBack = .init(operation: OperationID(), status: .failed, code: "validation_failed", message: "Price must be positive")
+            $0.rolledBack = .init(operation: OperationID(), status: .failed, code: "validation_failed", message: "Price must be positive", serverMessage: "Price must be positive")
         }
         #expect(MemberScreen.line(record, online: true) == "Antiseptic 500 ml: 12.50, rolled back: Price must be positive")
     }
@@ -59,7 +59,7 @@ struct MemberScreenTests {
     @Test func aChangeMadeAfterARollbackSaysBoth() {
         let record = Self.record(Self.typed) {
             $0.pending = [.init(operation: OperationID(), status: .queued, deletes: false)]
-            $0.rolledBack = .init(operation: OperationID(), status: .blocked, code: "forbidden", message: "Only the owner may change prices.")
+            $0.rolledBack = .init(operation: OperationID(), status: .blocked, code: "forbidden", message: "Only the owner may change prices.", serverMessage: "Only the owner may change prices.")
         }
         #expect(MemberScreen.state(record, online: false) == "waiting for internet; rolled back: Only the owner may change prices.")
     }
@@ -67,7 +67,7 @@ struct MemberScreenTests {
     @Test func aHeldChangeSaysItWasMadeOnARolledBackOne() {
         let record = Self.record(Self.servers) {
             $0.held = [OperationID()]
-            $0.rolledBack = .init(operation: OperationID(), status: .failed, code: "validation_failed", message: "Price must be positive")
+            $0.rolledBack = .init(operation: OperationID(), status: .failed, code: "validation_failed", message: "Price must be positive", serverMessage: "Price must be positive")
         }
         #expect(MemberScreen.state(record, online: true) == "held: made on a change that was rolled back; rolled back: Price must be positive")
     }

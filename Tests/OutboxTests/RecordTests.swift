@@ -104,7 +104,7 @@ struct RecordTests {
         await outbox.drain()
         var record = try #require(try outbox.record(Self.key))
         #expect(record.value == nil, "the rolled-back value never shows")
-        #expect(record.sync.rolledBack == RecordSync.RolledBack(operation: id, status: .failed, code: "validation_failed", message: "Price must be positive"))
+        #expect(record.sync.rolledBack == RecordSync.RolledBack(operation: id, status: .failed, code: "validation_failed", message: "Price must be positive", serverMessage: "Price must be positive"))
         try await outbox.retry(id)
         record = try #require(try outbox.record(Self.key))
         #expect(record.value == Self.value(-1) && record.sync.rolledBack == nil)

@@ -16,7 +16,15 @@ public struct OperationSnapshot: Sendable, Equatable {
     public var nextAttemptAt: Date? { state.nextAttemptAt }
     public var lastAttemptAt: Date? { state.lastAttemptAt }
     public var lastErrorCode: String? { state.lastErrorCode }
-    public var lastErrorMessage: String? { state.lastErrorMessage }
+    /// Why it failed or waits, in the member's words (``OutboxWords/english``; an app with words
+    /// of its own asks them with ``lastErrorCode``, ``latestOutcome`` and ``lastServerMessage``).
+    /// A failure the engine retries never shows the server's body here.
+    public var lastErrorMessage: String? {
+        OutboxWords.english.failure(code: state.lastErrorCode, serverMessage: state.lastErrorMessage)
+    }
+    /// The message recorded with the last failure, as the server's answer carried it (or the
+    /// engine's own words for an outcome it decided itself): what support reads.
+    public var lastServerMessage: String? { state.lastErrorMessage }
     public var approvalRequestID: String? { state.approvalRequestID }
     public var requestHash: SHA256Digest { state.requestHash }
     public var firstSeq: JournalSequence { state.firstSeq }

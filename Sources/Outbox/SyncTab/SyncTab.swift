@@ -73,8 +73,12 @@ public struct SyncRow: Sendable, Equatable, Codable {
     /// When it last changed.
     public var changedAt: Date
     public var lastErrorCode: String?
-    /// Why it waits, in words the member reads.
+    /// Why it waits, in words the member reads (``OutboxWords/english``): never a retried
+    /// failure's body.
     public var lastErrorMessage: String?
+    /// The message recorded with the last failure, as the server's answer carried it: what
+    /// support reads, and what an app's own ``OutboxWords`` are asked with.
+    public var lastServerMessage: String?
     /// For a conflicted row: the server's version of the record when it answered (its JSON
     /// text), to show beside the member's; `nil` when the server sent none or it is sealed and
     /// the key is not known.
@@ -93,7 +97,8 @@ public struct SyncRow: Sendable, Equatable, Codable {
         status = state.status
         changedAt = state.changedAt
         lastErrorCode = state.lastErrorCode
-        lastErrorMessage = state.lastErrorMessage
+        lastErrorMessage = OutboxWords.english.failure(code: state.lastErrorCode, serverMessage: state.lastErrorMessage)
+        lastServerMessage = state.lastErrorMessage
         serverValue = state.serverCurrent.map { String(decoding: $0, as: UTF8.self) }
         supersedes = state.supersedes?.operation
     }

@@ -5,7 +5,9 @@ public struct Classification: Sendable, Equatable {
     public var outcome: AttemptOutcome
     public var disposition: Disposition
     public var errorCode: String?
-    /// A message the member can read.
+    /// The message the answer's JSON body carried, as sent (or the engine's own words for an
+    /// outcome it decided itself): support reads it; the member reads ``OutboxWords``, which shows
+    /// it only for a refusal.
     public var errorMessage: String?
     public var retryAfter: Date?
     public var approvalRequestID: String?

@@ -29,4 +29,37 @@ public enum ErrorCode {
     /// A write first sent longer ago than the server keeps its idempotency claims: sent again
     /// under its key, the server may have forgotten it and apply it a second time.
     public static let claimMayBeForgotten = "claim_may_be_forgotten"
+    /// A discard by a person, and a discard keeping the server's version of a conflict.
+    public static let discarded = "discarded"
+    public static let serverVersionKept = "server_version_kept"
+
+    // The engine's codes for failures it sends again by itself.
+
+    public static let offline = "offline"
+    public static let cancelled = "cancelled"
+    public static let noResponse = "no_response"
+    /// 408 or a 5xx whose body carried no code.
+    public static let serverUnavailable = "server_unavailable"
+    public static let rateLimited = "rate_limited"
+    /// A 1xx or 3xx: never guessed synced.
+    public static let unexpectedStatus = "unexpected_status"
+
+    // The engine's codes for a 4xx whose body carried none (a proxy's page, say): one per status.
+
+    public static let badRequest = "bad_request"
+    public static let notFound = "not_found"
+    public static let gone = "gone"
+    public static let payloadTooLarge = "payload_too_large"
+
+    /// The code of a 4xx whose body carried none: its own per status, `http_<status>` for a
+    /// status not named here.
+    public static let statusCodes: [Int: String] = [
+        400: badRequest, 404: notFound, 405: "method_not_allowed", 406: "not_acceptable", 409: "conflict", 410: gone,
+        411: "length_required", 413: payloadTooLarge, 414: "uri_too_long", 415: "unsupported_media_type",
+        422: validationFailed, 431: "headers_too_large",
+    ]
+
+    public static func forStatus(_ status: Int) -> String {
+        statusCodes[status] ?? "http_\(status)"
+    }
 }

@@ -112,15 +112,20 @@ public struct RecordSync: Sendable, Equatable {
         public var operation: OperationID
         /// The write's status: failed, blocked or discarded.
         public var status: OutboxStatus
-        /// The server's code and message (or the engine's, for a discard).
+        /// The code recorded with it (the server's, or the engine's: `discarded`,
+        /// `server_version_kept`, `gave_up`, ...).
         public var code: String
+        /// Why, in the member's words (``OutboxWords/english``).
         public var message: String
+        /// The message recorded with it, as the server's answer carried it: what support reads.
+        public var serverMessage: String?
 
-        public init(operation: OperationID, status: OutboxStatus, code: String, message: String) {
+        public init(operation: OperationID, status: OutboxStatus, code: String, message: String, serverMessage: String? = nil) {
             self.operation = operation
             self.status = status
             self.code = code
             self.message = message
+            self.serverMessage = serverMessage
         }
     }
 

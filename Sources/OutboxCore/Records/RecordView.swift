@@ -165,13 +165,14 @@ package enum RecordView {
     }
 
     private static func rolledBack(_ state: Write) -> RecordSync.RolledBack {
+        let words = OutboxWords.english
         if state.status == .discarded {
-            let message = state.latestOutcome == .conflicted
-                ? "The server's version was kept: this change was discarded."
-                : "This change was discarded."
-            return RecordSync.RolledBack(operation: state.id, status: .discarded, code: "discarded", message: message)
+            let code = state.latestOutcome == .conflicted ? ErrorCode.serverVersionKept : ErrorCode.discarded
+            return RecordSync.RolledBack(operation: state.id, status: .discarded, code: code,
+                                         message: words.failure(code: code, serverMessage: nil) ?? words.discarded)
         }
         return RecordSync.RolledBack(operation: state.id, status: state.status, code: state.lastErrorCode ?? "refused",
-                                     message: state.lastErrorMessage ?? "The server refused this change.")
+                                     message: words.failure(code: state.lastErrorCode, serverMessage: state.lastErrorMessage) ?? words.refused,
+                                     serverMessage: state.lastErrorMessage)
     }
 }

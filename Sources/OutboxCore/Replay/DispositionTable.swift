@@ -23,8 +23,13 @@ package enum TransportResult: Sendable, Equatable {
 /// | 400, 404, 409, 422, other 4xx | rejected |
 /// | 1xx, 3xx, anything else | transient failure, `unexpected_status` (recorded as such, never guessed synced) |
 ///
-/// The body's `code` decides before the status. The body's `message` (else a message of the
-/// engine's own) is what the member reads.
+/// The body's `code` decides before the status; a 4xx whose body carried none gets the engine's
+/// code for its status (``ErrorCode/forStatus(_:)``: 413 `payload_too_large`). A failure the
+/// engine retries is recorded under the engine's code (`server_unavailable`, `rate_limited`,
+/// ...), the body's own code joining its message. The body's `message` is recorded as the server
+/// sent it, for support; what the member reads is
+/// ``OutboxWords/failure(code:serverMessage:)``: that message only for a refusal, never
+/// for a failure the engine retries.
 package enum DispositionTable {
     /// The opaque part of an entity tag (`W/"r7"` or `"r7"` -> `r7`), as a revision.
     static func entityTagValue(_ tag: String) -> String {
@@ -41,12 +46,7 @@ package enum DispositionTable {
             return Classification(
                 outcome: .noResponse(failure),
                 disposition: .transientFailure,
-                errorCode: failure == .offline ? "offline" : failure == .cancelled ? "cancelled" : "no_response",
-                errorMessage: failure == .offline
-                    ? "No connection. This change will be sent when the internet is back."
-                    : failure == .cancelled
-                    ? "Sending was interrupted before the server answered. This change will be sent again automatically."
-                    : "The server did not answer (\(failure)). This change will be sent again automatically."
+                errorCode: failure == .offline ? ErrorCode.offline : failure == .cancelled ? ErrorCode.cancelled : ErrorCode.noResponse
             )
         case .response(let value):
             response = value
@@ -57,15 +57,19 @@ package enum DispositionTable {
         func decided(
             _ disposition: Disposition,
             code: String? = nil,
-            message: String? = nil,
             approvalRequestID: String? = nil
         ) -> Classification {
             let isError = disposition != .accepted && disposition != .replayed && disposition != .pendingApproval
+            // A failure the engine retries keeps the engine's code, which is what the member's
+            // words are chosen by; the server's own code goes with its message, for support.
+            let engineCode = disposition == .transientFailure && code != nil
+            let serverCode = engineCode && body.code != code ? body.code : nil
+            let message = serverCode.map { code in body.message.map { "\(code): \($0)" } ?? code } ?? body.message
             return Classification(
                 outcome: .response(statusCode: status),
                 disposition: disposition,
-                errorCode: isError ? (body.code ?? code) : nil,
-                errorMessage: isError ? (body.message ?? message) : nil,
+                errorCode: isError ? (engineCode ? code : body.code ?? code) : nil,
+                errorMessage: isError ? message : nil,
                 retryAfter: disposition == .transientFailure ? retryAfter : nil,
                 approvalRequestID: approvalRequestID,
                 serverRevision: body.revision ?? response.header(WireHeader.eTag).map(Self.entityTagValue)
@@ -74,15 +78,14 @@ package enum DispositionTable {
 
         // The body's code decides before the status.
         if status >= 400, body.code == ErrorCode.idempotencyConflict {
-            return decided(.blocked, message: "A different change was already sent under this change's key. Someone needs to look at it.")
+            return decided(.blocked)
         }
         if status >= 400, body.code == ErrorCode.idempotencyInProgress {
-            return decided(.transientFailure, message: "The server is still finishing an earlier copy of this change. It will be checked again shortly.")
+            return decided(.transientFailure, code: ErrorCode.idempotencyInProgress)
         }
         // The record changed elsewhere since the edit began: a person (or the type's rule) decides.
         if status == 412 || (status == 409 && body.code == ErrorCode.revisionConflict) {
-            var conflict = decided(.conflicted, code: ErrorCode.preconditionFailed,
-                                   message: "This record was changed elsewhere since you started editing it. Choose which version to keep.")
+            var conflict = decided(.conflicted, code: ErrorCode.preconditionFailed)
             conflict.serverCurrent = body.current
             return conflict
         }
@@ -94,28 +97,22 @@ package enum DispositionTable {
             return decided(response.header(WireHeader.idempotentReplayed)?.lowercased() == "true" ? .replayed : .accepted)
         case 200..<300:
             guard body.isJSON else {
-                return decided(.transientFailure, code: ErrorCode.invalidResponse,
-                               message: "The network answered with a page that is not the server's (a Wi-Fi sign-in page?). This change will be sent again automatically.")
+                return decided(.transientFailure, code: ErrorCode.invalidResponse)
             }
             return decided(response.header(WireHeader.idempotentReplayed)?.lowercased() == "true" ? .replayed : .accepted)
         case 401:
-            return decided(.unauthorized, code: ErrorCode.unauthorized, message: "Your session expired. Sign in again to send your changes.")
+            return decided(.unauthorized, code: ErrorCode.unauthorized)
         case 403:
-            return decided(.blocked, code: ErrorCode.forbidden, message: "You are not allowed to make this change. Ask the business owner.")
+            return decided(.blocked, code: ErrorCode.forbidden)
         case 409 where policy == .terminalTransition:
             return Classification(outcome: .response(statusCode: status), disposition: .replayed,
                                   errorCode: body.code, errorMessage: nil, serverRevision: body.revision)
         case 408, 429, 500..<600:
-            return decided(.transientFailure, code: status == 429 ? "rate_limited" : "server_unavailable",
-                           message: status == 429
-                               ? "The server is busy. This change will be sent again automatically."
-                               : "The server is having trouble (HTTP \(status)). This change will be sent again automatically.")
+            return decided(.transientFailure, code: status == 429 ? ErrorCode.rateLimited : ErrorCode.serverUnavailable)
         case 400..<500:
-            return decided(.rejected, code: status == 404 ? "not_found" : ErrorCode.validationFailed,
-                           message: "The server refused this change (HTTP \(status)). It needs correcting.")
+            return decided(.rejected, code: ErrorCode.forStatus(status))
         default:
-            return decided(.transientFailure, code: "unexpected_status",
-                           message: "The server answered unexpectedly (HTTP \(status)). This change will be sent again automatically.")
+            return decided(.transientFailure, code: ErrorCode.unexpectedStatus)
         }
     }
 }

@@ -114,9 +114,12 @@ package enum OutcomePlanner {
             facts.retryPolicy.givesUp(attempts: attemptsThisEpoch, ageSeconds: facts.retryEpochAgeSeconds)
         {
             // Past the policy's limits: a person decides (retry starts the limits over).
+            // Recorded for support: how many, the last failure's class, and what the server said.
+            let last = OutboxWords.english.failure(code: classification.errorCode, serverMessage: nil) ?? "no answer"
+            let said = classification.errorMessage.map { "; the server said: \($0)" } ?? ""
             classification.disposition = .gaveUp
             classification.errorMessage = "This change could not be sent after \(attemptsThisEpoch) attempts"
-                + " (the last: \(classification.errorMessage ?? "no answer")). Try again, or discard it."
+                + " (the last: \(last)\(said)). Try again, or discard it."
             classification.errorCode = ErrorCode.gaveUp
             classification.retryAfter = nil
         }
@@ -143,7 +146,7 @@ package enum OutcomePlanner {
         if facts.withdrawOnRejection, classification.disposition == .rejected {
             events.append(.withdrawn(Withdrawn(
                 errorCode: classification.errorCode ?? ErrorCode.validationFailed,
-                errorMessage: classification.errorMessage ?? "The server refused this change."
+                errorMessage: classification.errorMessage ?? OutboxWords.english.failure(code: classification.errorCode, serverMessage: nil) ?? ""
             )))
         }
         if classification.disposition == .conflicted, let decision = conflictDecision(classification, facts) {
