@@ -398,12 +398,12 @@ struct PullPostgresEndToEndTests {
         try Self.expectClean(folake, "folake")
     }
 
-    /// The smallest case of the trail mismatch the test above meets: the phone's own create is
-    /// answered with its record, which the engine stores re-encoded (`"price":9.0` becomes
-    /// `"price":9`), and the feed then brings the same revision with the server's bytes verbatim
-    /// (`"price":9.0`). The base keeps the answer's bytes (only a newer revision replaces a base),
-    /// but `verify` takes the later event at an equal revision as the trail's latest and reports
-    /// `record_trail_mismatch`. Fails until the verifier and the store agree on a tie.
+    /// A tie in the base's trail: the phone's own create is answered with its record, which the
+    /// engine stores re-encoded (`"price":9.0` becomes `"price":9`), and the feed then brings the
+    /// same revision with the server's bytes verbatim (`"price":9.0`). The base keeps the answer's
+    /// bytes (only a newer revision replaces a base), and `verify` takes the first confirmation of
+    /// the highest revision as the trail's latest, as the store does: the record is synced at
+    /// revision 1 and the journal verifies clean (no `record_trail_mismatch`).
     @Test func aPhonesOwnCreatePulledBackAtItsRevisionLeavesItsJournalClean() async throws {
         let server = try await Self.onThread { try Server() }
         let phone = try Phone(server)
@@ -414,12 +414,12 @@ struct PullPostgresEndToEndTests {
         try Self.expectClean(phone, "the phone")
     }
 
-    /// The smallest case of the lost update the test above meets: an edit made offline on
-    /// revision 1 (`revisionFrom`), the counter's revision 2 pulled beneath it before it is sent.
-    /// Sent against the base as of the send, it carries `If-Match: "2"` and overwrites the
-    /// counter's price, which the member never saw; sent without a pull first, the same edit is
-    /// answered 412 (Folake's gauze above). Fails until the edit is sent against the revision it
-    /// was made on.
+    /// An edit is sent against the revision it was made on, not one pulled beneath it: made
+    /// offline on revision 1 (`revisionFrom`), with the counter's revision 2 pulled before it is
+    /// sent, it carries `If-Match: "1"` and is answered 412, as it is when sent without a pull
+    /// first (Folake's gauze above). The row is conflicted with the server at revision 2, and the
+    /// counter's price stands on the server until the member decides: sent against the base as of
+    /// the send (`If-Match: "2"`), it would have overwritten a price the member never saw.
     @Test func anOfflineEditIsNotSentAgainstARevisionPulledBeneathIt() async throws {
         let server = try await Self.onThread { try Server() }
         let phone = try Phone(server)

@@ -5,7 +5,7 @@ import Testing
 
 /// The deterministic simulation, seed after seed. 100 seeds by default, the same ones every run
 /// (base 1: seeds 1000003 on); `OUTBOX_SOAK=1` runs 1,000, `OUTBOX_SIM_SEEDS` sets how many and
-/// `OUTBOX_SIM_BASE` which (a soak run sets thousands more, from a base of its own); `OUTBOX_SEED`
+/// `OUTBOX_SIM_BASE` which (a longer soak sets thousands more, from another base); `OUTBOX_SEED`
 /// replays one; `OUTBOX_SEED_REPEAT` runs each seed that many times at once, and every run of a
 /// seed must go the same way.
 @Suite("Deterministic simulation")

@@ -3,7 +3,7 @@ import OutboxCore
 import OutboxStorage
 import Synchronization
 
-/// The journal's LMDB layout (projection layout 8): the events, the projections kept beside
+/// The journal's LMDB layout (projection layout ``projectionVersion``): the events, the projections kept beside
 /// them in one database, and the member's record values in another.
 ///
 /// | database | key | value |

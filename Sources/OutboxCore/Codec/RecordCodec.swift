@@ -1,12 +1,12 @@
 package import Foundation
 import OutboxWire
 
-/// The journal's binary record format, version 2 (documented in `Docs/journal-format.md`); it
-/// reads version 1 too.
+/// The journal's binary record format, version ``formatVersion`` (documented in
+/// `Docs/journal-format.md`); it reads every earlier version too.
 ///
 /// ```text
 /// offset  size  field
-///      0     2  format version (u16, big-endian): 2
+///      0     2  format version (u16, big-endian)
 ///      2     1  kind code
 ///      3     1  flags: bit 0 set when the event belongs to an operation
 ///      4     8  seq (u64), equal to the record's key
