@@ -255,10 +255,10 @@ public enum PharmacyAfternoon {
         let closingSettled = try outbox.record(antiseptic)
         let gauzeSettled = try outbox.record(gauze)
         try screen.show(["product"])
-        _ = watch.stop()
+        _ = await watch.stop()
         let antisepticSeen = watch.sightings(of: "antiseptic-500")
         let gauzeSeen = watch.sightings(of: "gauze-10").map(\.shown)
-        narrator.say(.engine, "What the list showed after each commit since her edit: the antiseptic "
+        narrator.say(.engine, "What the list showed, each list its observation yielded since her edit: the antiseptic "
                      + Self.distinctRuns(antisepticSeen.map { "\($0.shown) (\($0.state))" }).joined(separator: ", then ")
                      + "; the gauze " + Self.distinctRuns(gauzeSeen).joined(separator: ", then ") + ".")
 
@@ -354,7 +354,7 @@ public enum PharmacyAfternoon {
                                     && closingWaiting?.value == closingPrice && closingWaiting?.sync.pending.map(\.operation) == [closing]
                                     && closingWaiting?.server?.revision == settledRecord?.server?.revision
                                     && closingWaiting.map { MemberScreen.state($0, online: true) } == "sending..."),
-            DemoOutcome.Promise(text: "Folake's 15.00 was sent, applied once and confirmed by the feed at the next revision, and never flickered back: every list since her edit showed 15.00, and the gauze never went back to 2.00 once it showed 2.25",
+            DemoOutcome.Promise(text: "Folake's 15.00 was sent, applied once and confirmed by the feed at the next revision, and never flickered back: every list the observation yielded since her edit showed 15.00, and the gauze never went back to 2.00 once it showed 2.25",
                                 held: rows[closing]??.status == .synced && applied[closing.idempotencyKey] == 1
                                     && closingSettled?.value == closingSettled?.server?.value && closingSettled?.sync.isSynced == true
                                     && MemberScreen.shown(closingSettled?.value, type: "product") == "15.00"

@@ -2,56 +2,79 @@ import Foundation
 import Outbox
 import Synchronization
 
-/// What the phone's list showed of some records after every commit while it watched: each
-/// value as the list shows it, in order, so a value that went back (a flicker) is seen.
+/// What the phone's list showed of some records while it watched, from the engine's one
+/// observation (`Outbox.observe`): each yield is a list as the member saw it, so a value that went
+/// back (a flicker) is seen in the yields themselves.
 final class ScreenWatch: Sendable {
-    /// One record as the list showed it after a commit.
+    /// One record as the list showed it.
     struct Sighting: Sendable, Equatable {
         var id: String
         var shown: String
         var state: String
     }
 
-    private let seen = Mutex<[Sighting]>([])
+    private struct Seen {
+        var yields: [[Sighting]] = []
+        /// `stop()` waiting for the list to read as the journal does now.
+        var waiting: (target: [Sighting], continuation: CheckedContinuation<Void, Never>)?
+    }
+
+    private let seen = Mutex(Seen())
     private let outbox: Outbox
     private let keys: [RecordKey]
     private let signal: Signal
     private let task = Mutex<Task<Void, Never>?>(nil)
 
-    /// Starts watching `keys`: one sighting of each now, and after every commit.
+    /// Starts watching `keys`: the list now, then every list the observation yields.
     init(_ outbox: Outbox, keys: [RecordKey], signal: Signal) {
         self.outbox = outbox
         self.keys = keys
         self.signal = signal
-        let changes = outbox.changes()
-        look()
+        let lists = outbox.observe(OutboxObservation { [keys, signal] outbox in try Self.list(outbox, keys: keys, online: signal.isOnline) })
         let watching = Task { [weak self] in
-            for await _ in changes {
+            for await list in lists {
                 guard let self else { return }
-                self.look()
+                self.saw(list)
             }
         }
         task.withLock { $0 = watching }
     }
 
-    /// Stops watching, after one last look; answers every sighting of `id`, in order.
-    func stop() -> [Sighting] {
-        look()
+    private static func list(_ outbox: Outbox, keys: [RecordKey], online: Bool) throws -> [Sighting] {
+        try keys.compactMap { key -> Sighting? in
+            guard let record = try outbox.record(key) else { return nil }
+            return Sighting(id: key.id, shown: MemberScreen.shown(record.value, type: key.type), state: MemberScreen.state(record, online: online))
+        }
+    }
+
+    private func saw(_ list: [Sighting]) {
+        let done = seen.withLock { seen -> CheckedContinuation<Void, Never>? in
+            seen.yields.append(list)
+            guard let waiting = seen.waiting, waiting.target.map(\.shown) == list.map(\.shown) else { return nil }
+            seen.waiting = nil
+            return waiting.continuation
+        }
+        done?.resume()
+    }
+
+    /// Stops watching once the observation yielded the values the journal holds now; answers
+    /// every sighting, in order.
+    func stop() async -> [Sighting] {
+        let now = (try? Self.list(outbox, keys: keys, online: signal.isOnline)) ?? []
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let reached = seen.withLock { seen -> Bool in
+                if seen.yields.last?.map(\.shown) == now.map(\.shown) { return true }
+                seen.waiting = (now, continuation)
+                return false
+            }
+            if reached { continuation.resume() }
+        }
         task.withLock { $0?.cancel() }
-        return seen.withLock { $0 }
+        return seen.withLock { $0.yields.flatMap { $0 } }
     }
 
     /// The sightings of `id`, in order.
     func sightings(of id: String) -> [Sighting] {
-        seen.withLock { $0.filter { $0.id.utf8.elementsEqual(id.utf8) } }
-    }
-
-    private func look() {
-        let online = signal.isOnline
-        let now = keys.compactMap { key -> Sighting? in
-            guard let record = try? outbox.record(key) else { return nil }
-            return Sighting(id: key.id, shown: MemberScreen.shown(record.value, type: key.type), state: MemberScreen.state(record, online: online))
-        }
-        seen.withLock { $0 += now }
+        seen.withLock { $0.yields.flatMap { $0 }.filter { $0.id.utf8.elementsEqual(id.utf8) } }
     }
 }

@@ -90,6 +90,8 @@ public final class LMDBEnvironment: @unchecked Sendable {
     private let state: Mutex<State>
     /// Set by a commit that was not flushed, cleared by a flush (``hasUnflushedCommits``).
     private let unflushedCommits = Atomic<Bool>(false)
+    /// Told the region of every write transaction that commits, while it has a handler.
+    let writeWatch = LMDBWriteWatch()
 
     private struct State {
         var mapSizeBytes: Int
@@ -257,7 +259,7 @@ public final class LMDBEnvironment: @unchecked Sendable {
                 defer { mdb_txn_abort(txn) }
                 // Bound to a name first: passing the temporary straight to `body` crashes the
                 // Swift 6.3 optimizer when it specializes this function (`-c release`).
-                let transaction = LMDBTransaction(pointer: txn, isReadOnly: true, faultHook: options.faultHook)
+                let transaction = LMDBTransaction(pointer: txn, isReadOnly: true, faultHook: options.faultHook, recorder: LMDBRegionRecorder.current)
                 return try body(transaction)
             }
             if let outcome { return outcome }
@@ -305,14 +307,16 @@ public final class LMDBEnvironment: @unchecked Sendable {
         func once() throws -> R? {
             try ensureOpen()
             guard let txn = try begin(readOnly: false) else { return nil }
+            let recorder = writeWatch.isWatching ? LMDBRegionRecorder(.writes) : nil
             let result: R
             do {
-                result = try body(LMDBTransaction(pointer: txn, isReadOnly: false, faultHook: options.faultHook))
+                result = try body(LMDBTransaction(pointer: txn, isReadOnly: false, faultHook: options.faultHook, recorder: recorder))
             } catch {
                 mdb_txn_abort(txn)
                 throw error
             }
             try commit(txn, flushing: !withoutFlush)
+            if let recorder { writeWatch.committed(recorder.region) }
             return result
         }
         while true {
@@ -326,6 +330,16 @@ public final class LMDBEnvironment: @unchecked Sendable {
                 try growMap()
             }
         }
+    }
+
+    /// Has every write transaction that commits from now on tell `handler` the region it wrote
+    /// (`nil`: none, and no region is recorded). Set between two write transactions, so that a
+    /// read begun after this returns sees every commit it is not told of.
+    /// `handler` answers whether to go on (no: as if `nil` were set).
+    public func watchWrites(_ handler: (@Sendable (LMDBRegion) -> Bool)?) {
+        writer.lock()
+        defer { writer.unlock() }
+        writeWatch.setHandler(handler)
     }
 
     /// Whether a commit since the last flush was not flushed: every commit without

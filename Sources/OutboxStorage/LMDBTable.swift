@@ -221,7 +221,9 @@ extension LMDBTransaction {
         }
         let skip = table.prefix.count
         do {
-            try scan(table.database, from: first, reverse: reverse) { key, value in
+            // What a commit could change of this scan lies within the keys starting with `bound`.
+            let within = bound.isEmpty ? nil : LMDBRegion.KeyRange(lower: bound, upper: Self.successor(of: bound))
+            try scan(table.database, from: first, reverse: reverse, within: within) { key, value in
                 if let past = pastTheRange {
                     pastTheRange = nil
                     if key.elementsEqual(past) { return .next }

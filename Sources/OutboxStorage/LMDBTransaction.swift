@@ -11,6 +11,28 @@ public struct LMDBTransaction: ~Copyable {
     let pointer: OpaquePointer
     public let isReadOnly: Bool
     let faultHook: LMDBFaultHook?
+    /// Collects where the transaction reads (a read transaction) or writes (a write
+    /// transaction), when someone asked to know (``LMDBRegionRecorder``).
+    var recorder: LMDBRegionRecorder? = nil
+
+    init(pointer: OpaquePointer, isReadOnly: Bool, faultHook: LMDBFaultHook?, recorder: LMDBRegionRecorder? = nil) {
+        self.pointer = pointer
+        self.isReadOnly = isReadOnly
+        self.faultHook = faultHook
+        self.recorder = recorder
+    }
+
+    private func recordRead(_ database: LMDBDatabase, key: some ContiguousBytes) {
+        guard let recorder, recorder.mode == .reads else { return }
+        let bytes = key.withUnsafeBytes { Array($0) }
+        recorder.record { $0.insert(bytes, in: database.handle) }
+    }
+
+    private func recordWrite(_ database: LMDBDatabase, key: UnsafeRawBufferPointer) {
+        guard let recorder, recorder.mode == .writes else { return }
+        let bytes = Array(key)
+        recorder.record { $0.insert(bytes, in: database.handle) }
+    }
 
     // MARK: Reading
 
@@ -25,6 +47,7 @@ public struct LMDBTransaction: ~Copyable {
         key: some ContiguousBytes,
         _ body: (UnsafeRawBufferPointer?) throws -> R
     ) throws -> R {
+        recordRead(database, key: key)
         var value = MDB_val()
         let found = try key.withUnsafeBytes { (keyBytes) throws -> Bool in
             var keyValue = MDB_val(keyBytes)
@@ -40,6 +63,7 @@ public struct LMDBTransaction: ~Copyable {
 
     /// The number of entries in `database`.
     public func count(_ database: LMDBDatabase) throws -> Int {
+        if let recorder, recorder.mode == .reads { recorder.record { $0.insertWhole(database.handle) } }
         var stat = MDB_stat()
         try LMDB.check(mdb_stat(pointer, database.handle, &stat), "mdb_stat")
         return stat.ms_entries
@@ -48,10 +72,14 @@ public struct LMDBTransaction: ~Copyable {
     /// Visits entries in key order, starting at the first key `>= start` (or `<= start` when
     /// reversed); from the first (or last) key when `start` is `nil`. `body` answers whether to go
     /// on. The buffers are valid only during the call.
+    ///
+    /// - Parameter within: the keys the caller reads at most (a table's prefix): a region
+    ///   recorded for the scan reaches no further.
     public func scan(
         _ database: LMDBDatabase,
         from start: [UInt8]? = nil,
         reverse: Bool = false,
+        within: LMDBRegion.KeyRange? = nil,
         _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> LMDBScanStep
     ) throws {
         var cursor: OpaquePointer?
@@ -79,8 +107,21 @@ public struct LMDBTransaction: ~Copyable {
             let first = reverse ? MDB_LAST : MDB_FIRST
             positioned = try LMDB.found(mdb_cursor_get(cursor, &key, &value, first), "mdb_cursor_get")
         }
+        // The span the scan crossed, from where it began to where it stopped (open past the
+        // last key when it ran out): a key written anywhere in it could change what it saw.
+        var stoppedAt: [UInt8]?
+        defer {
+            if let recorder, recorder.mode == .reads {
+                var span = reverse ? LMDBRegion.KeyRange(lower: stoppedAt, upper: start) : LMDBRegion.KeyRange(lower: start, upper: stoppedAt)
+                if let within { span = span.clipped(to: within) }
+                recorder.record { $0.insert(span, in: database.handle) }
+            }
+        }
         while positioned {
-            if case .stop = try body(key.bytes, value.bytes) { return }
+            if case .stop = try body(key.bytes, value.bytes) {
+                if recorder != nil { stoppedAt = Array(key.bytes) }
+                return
+            }
             positioned = try LMDB.found(mdb_cursor_get(cursor, &key, &value, step), "mdb_cursor_get")
         }
     }
@@ -129,6 +170,7 @@ public struct LMDBTransaction: ~Copyable {
         precondition(!isReadOnly, "put in a read-only transaction")
         try LMDB.injected(faultHook, .put)
         try key.withUnsafeBytes { (keyBytes) throws in
+            recordWrite(database, key: keyBytes)
             try value.withUnsafeBytes { (valueBytes) throws in
                 var keyValue = MDB_val(keyBytes)
                 var dataValue = MDB_val(valueBytes)
@@ -142,6 +184,7 @@ public struct LMDBTransaction: ~Copyable {
     public func put(_ database: LMDBDatabase, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, flags: LMDBPutFlags = []) throws {
         precondition(!isReadOnly, "put in a read-only transaction")
         try LMDB.injected(faultHook, .put)
+        recordWrite(database, key: key)
         var keyValue = MDB_val(key)
         var dataValue = MDB_val(value)
         try LMDB.check(mdb_put(pointer, database.handle, &keyValue, &dataValue, flags.rawValue), "mdb_put")
@@ -152,12 +195,17 @@ public struct LMDBTransaction: ~Copyable {
     public func delete(_ database: LMDBDatabase, key: UnsafeRawBufferPointer) throws -> Bool {
         precondition(!isReadOnly, "delete in a read-only transaction")
         try LMDB.injected(faultHook, .delete)
+        recordWrite(database, key: key)
         var keyValue = MDB_val(key)
         return try LMDB.found(mdb_del(pointer, database.handle, &keyValue, nil), "mdb_del")
     }
 
     /// Lends the value stored under `key` (lent as bytes), or `nil`, to `body` without copying it.
     public func withValue<R>(_ database: LMDBDatabase, key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+        if let recorder, recorder.mode == .reads {
+            let bytes = Array(key)
+            recorder.record { $0.insert(bytes, in: database.handle) }
+        }
         var keyValue = MDB_val(key)
         var value = MDB_val()
         let found = try LMDB.found(mdb_get(pointer, database.handle, &keyValue, &value), "mdb_get")
@@ -176,6 +224,7 @@ public struct LMDBTransaction: ~Copyable {
     ) throws {
         precondition(!isReadOnly, "put in a read-only transaction")
         try LMDB.injected(faultHook, .put)
+        recordWrite(database, key: key)
         var keyValue = MDB_val(key)
         var dataValue = MDB_val(mv_size: count, mv_data: nil)
         try LMDB.check(mdb_put(pointer, database.handle, &keyValue, &dataValue, flags.rawValue | UInt32(MDB_RESERVE)), "mdb_put")
@@ -188,6 +237,7 @@ public struct LMDBTransaction: ~Copyable {
         precondition(!isReadOnly, "delete in a read-only transaction")
         try LMDB.injected(faultHook, .delete)
         return try key.withUnsafeBytes { (keyBytes) throws -> Bool in
+            recordWrite(database, key: keyBytes)
             var keyValue = MDB_val(keyBytes)
             return try LMDB.found(mdb_del(pointer, database.handle, &keyValue, nil), "mdb_del")
         }
@@ -196,6 +246,7 @@ public struct LMDBTransaction: ~Copyable {
     /// Removes every entry of `database`, keeping the database itself.
     public func removeAll(_ database: LMDBDatabase) throws {
         precondition(!isReadOnly, "removeAll in a read-only transaction")
+        if let recorder, recorder.mode == .writes { recorder.record { $0.insertWhole(database.handle) } }
         try LMDB.check(mdb_drop(pointer, database.handle, 0), "mdb_drop")
     }
 }

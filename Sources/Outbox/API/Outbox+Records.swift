@@ -35,28 +35,12 @@ extension Outbox {
                                freshnessSeconds: pull.types[ExactString(type)]?.freshnessSeconds ?? pull.freshnessSeconds)
     }
 
-    /// The first page of `query` now, then again after each commit that changed the member's view
-    /// of a record it shows (or could show): one snapshot per page, coalesced to the newest.
-    /// The stream ends when the outbox closes.
+    /// The first page of `query` now, then again after each commit that changed it (a write, an
+    /// answer, a pulled page, a resnapshot's swap, a dropped base...), and once when its freshness
+    /// turns stale: ``observe(_:)`` of ``OutboxObservation/records(_:)``. The stream ends when the
+    /// outbox closes.
     public func recordUpdates(_ query: RecordQuery) -> AsyncStream<RecordPage> {
-        let (stream, continuation) = AsyncStream.makeStream(of: RecordPage.self, bufferingPolicy: .bufferingNewest(1))
-        let changes = self.changes()
-        let task = Task { [weak self] in
-            var last: RecordPage?
-            func publish() {
-                guard let self, let page = try? self.records(query), page != last else { return }
-                last = page
-                continuation.yield(page)
-            }
-            publish()
-            for await change in changes {
-                guard change.touchesRecords(business: query.business, type: query.type) else { continue }
-                publish()
-            }
-            continuation.finish()
-        }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
+        observe(.records(query))
     }
 
     /// Why the record holds its value: every event that made it, with the revision and SHA-256

@@ -31,6 +31,8 @@ public final class Outbox: Sendable {
     let store: JournalStore
     let writer: JournalWriter
     let broadcaster: ChangeBroadcaster
+    /// Every live ``observe(_:)``: told the region of each commit.
+    let observations: ObservationHub
     /// The app's logger, and the problems counted and kept in memory.
     let log: EngineLog
     /// Where the storage budget is kept: every write that must make room goes through it.
@@ -89,6 +91,7 @@ public final class Outbox: Sendable {
         let broadcaster = ChangeBroadcaster { [store] events in (try? store.recordsTouched(by: events)) ?? [] }
         self.store = store
         self.broadcaster = broadcaster
+        self.observations = ObservationHub(environment: store.environment)
         let writer = JournalWriter(store: store, clock: configuration.clock) { events in
             broadcaster.publish(events)
         }
@@ -198,6 +201,7 @@ public final class Outbox: Sendable {
             }
         }
         broadcaster.finish()
+        observations.finish()
         store.close()
     }
 

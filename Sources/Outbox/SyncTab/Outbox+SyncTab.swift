@@ -23,34 +23,12 @@ extension Outbox {
         return try store.queries.badgeCount()
     }
 
-    /// A fresh Sync tab now and after every commit. A slow reader gets the newest tab, never a
-    /// backlog. The stream ends when the outbox closes. A tab that cannot be read is skipped
-    /// (and counted in ``OutboxMetrics/problems``); the next commit brings a fresh one.
+    /// The Sync tab now and after every commit that changed it: ``observe(_:)`` of a read of
+    /// ``syncTab(isOnline:rowsPerCard:)``. A slow reader gets the newest tab, never a backlog. The
+    /// stream ends when the outbox closes. A tab that cannot be read is skipped (and counted in
+    /// ``OutboxMetrics/problems``); the next commit that changes it brings a fresh one.
     /// - Parameter isOnline: asked each time a tab is built.
     public func syncTabUpdates(isOnline: @escaping @Sendable () -> Bool, rowsPerCard: Int = 50) -> AsyncStream<SyncTab> {
-        let changes = self.changes()
-        let (stream, continuation) = AsyncStream.makeStream(of: SyncTab.self, bufferingPolicy: .bufferingNewest(1))
-        let store = self.store
-        let log = self.log
-        let configuration = self.configuration
-        let task = Task {
-            /// The tab now; `nil` when it cannot be read (logged and counted, unless the outbox
-            /// closed): that update is skipped, and the next commit brings a fresh one.
-            func tab() -> SyncTab? {
-                do {
-                    return try store.queries.syncTab(isOnline: isOnline(), rowsPerCard: rowsPerCard, wording: SyncTabWording(configuration))
-                } catch {
-                    log.problem(.viewUpdateFailed, "could not read the Sync tab for an update; skipping it", error: error)
-                    return nil
-                }
-            }
-            if let tab = tab() { continuation.yield(tab) }
-            for await _ in changes {
-                if let tab = tab() { continuation.yield(tab) }
-            }
-            continuation.finish()
-        }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
+        observe(OutboxObservation { try $0.syncTab(isOnline: isOnline(), rowsPerCard: rowsPerCard) })
     }
 }

@@ -1,5 +1,6 @@
 public import Observation
 public import OutboxCore
+import Synchronization
 
 /// The Sync tab and the badge as an observable model a SwiftUI view can bind to.
 ///
@@ -9,7 +10,8 @@ public import OutboxCore
 /// Text(model.tab.banner.text).badge(model.badgeCount)
 /// ```
 ///
-/// It refreshes itself after every commit of the outbox, and when ``isOnline`` changes.
+/// It is an ``Outbox/observe(_:)`` of the tab: it refreshes itself after every commit that
+/// changes the tab, and when ``isOnline`` changes.
 @MainActor
 @Observable
 public final class SyncTabModel {
@@ -21,25 +23,32 @@ public final class SyncTabModel {
     public private(set) var lastError: OutboxError?
     /// Whether the device is online: decides the banner.
     public var isOnline: Bool {
-        didSet { refresh() }
+        didSet {
+            online.value.store(isOnline, ordering: .releasing)
+            refresh()
+        }
     }
 
     @ObservationIgnored private let outbox: Outbox
     @ObservationIgnored private let rowsPerCard: Int
+    /// ``isOnline`` for the observation's reads, off the main actor.
+    @ObservationIgnored private let online: OnlineFlag
 
     public init(outbox: Outbox, isOnline: Bool, rowsPerCard: Int = 50) {
         self.outbox = outbox
         self.isOnline = isOnline
         self.rowsPerCard = rowsPerCard
+        self.online = OnlineFlag(isOnline)
         self.tab = SyncTab(cards: [], approvalCard: nil, totalCount: 0, banner: .make(
             isOnline: isOnline, waitingForNetwork: 0, needingAttention: 0, waitingForApproval: 0))
         self.badgeCount = 0
         refresh()
-        let changes = outbox.changes()
+        let online = self.online
+        let tabs = outbox.observe(OutboxObservation { try $0.syncTab(isOnline: online.value.load(ordering: .acquiring), rowsPerCard: rowsPerCard) })
         Task { [weak self] in
-            for await _ in changes {
+            for await tab in tabs {
                 guard let self else { return }
-                self.refresh()
+                self.show(tab)
             }
         }
     }
@@ -47,13 +56,26 @@ public final class SyncTabModel {
     /// Reads the tab and the badge again, from one snapshot of the journal.
     public func refresh() {
         do {
-            tab = try outbox.syncTab(isOnline: isOnline, rowsPerCard: rowsPerCard)
-            badgeCount = tab.badgeCount
-            lastError = nil
+            show(try outbox.syncTab(isOnline: isOnline, rowsPerCard: rowsPerCard))
         } catch let error as OutboxError {
             lastError = error
         } catch {
             lastError = .storage(code: 0, message: "\(error)")
         }
+    }
+
+    private func show(_ tab: SyncTab) {
+        self.tab = tab
+        badgeCount = tab.badgeCount
+        lastError = nil
+    }
+}
+
+/// ``SyncTabModel/isOnline`` as the observation's reads see it, off the main actor.
+private final class OnlineFlag: Sendable {
+    let value: Atomic<Bool>
+
+    init(_ value: Bool) {
+        self.value = Atomic(value)
     }
 }

@@ -158,10 +158,21 @@ public struct RecordFreshness: Sendable, Equatable {
     public var ageSeconds: Double?
     /// Older than the type's freshness (``PulledType/freshnessSeconds``), or never caught up.
     public var isStale: Bool
+    /// The type's freshness, in seconds.
+    public var freshnessSeconds: Double
 
     public init(caughtUpAt: Date?, ageSeconds: Double?, freshnessSeconds: Double) {
         self.caughtUpAt = caughtUpAt
         self.ageSeconds = ageSeconds
+        self.freshnessSeconds = freshnessSeconds
         isStale = ageSeconds.map { $0 > freshnessSeconds } ?? true
+    }
+
+    /// When a fresh base turns stale, for freshness read at `readAt`: once its age passes the
+    /// type's freshness. `nil` when it is stale already.
+    public func staleAt(readAt: Date) -> Date? {
+        guard !isStale, let ageSeconds else { return nil }
+        // Just past the threshold: stale means older than it.
+        return readAt.addingTimeInterval(freshnessSeconds - ageSeconds + 0.001)
     }
 }
