@@ -666,9 +666,9 @@ struct HistoryAudit {
                 }
             }
             if finished.disposition == .accepted || finished.disposition == .replayed {
-                // With a feed position, every record keeps the member's change until a pull
-                // reaches it; without, those the answer did not describe until a base arrives.
-                let described = finished.visibleAt == nil ? Set(finished.confirmations.map(\.key)) : []
+                // A record the answer described is read at once from the base it wrote; the
+                // others keep the member's change until the server's value arrives.
+                let described = Set(finished.confirmations.map(\.key))
                 row.awaiting = row.changes.map(\.key).filter { !described.contains($0) }
                 row.syncedSeq = event.seq
                 row.visibleAt = finished.visibleAt

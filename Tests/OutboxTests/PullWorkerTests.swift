@@ -91,6 +91,44 @@ struct PullWorkerTests {
         #expect(try outbox.feedCursor(business: Self.business)?.text == "1-2-0", "the page in hand landed with its cursor")
     }
 
+    /// A write synced without its record described waits for the feed to bring the server's
+    /// value back: the same pass pulls that feed, not the freshness period's end. One whose
+    /// answer described it needs no pull.
+    @Test func aWriteSyncedWithoutItsRecordDescribedPullsItsFeedInTheSamePass() async throws {
+        let feed = ScriptedFeed(count: 1)
+        let describe = Mutex(false)
+        let transport = ScriptedTransport(otherwise: .handle { request in
+            if ScriptedFeed.isFeedRequest(request) { return feed.answer(request) }
+            return describe.withLock { $0 }
+                // Described at revision 5, and visible in the feed only at a position past the
+                // cursor: read at once all the same.
+                ? TransportResponse(statusCode: 200, headers: ["ETag": "\"5\"", "Outbox-Visible-At": "1-9-0", "Content-Type": "application/json"],
+                                    body: Data("{}".utf8))
+                : .json(200, "{}")
+        })
+        let journal = TestJournal(transport: transport)
+        journal.clock.set(to: Self.t0)
+        let outbox = try journal.open { PullTests.configured(&$0) }
+        defer { outbox.close() }
+        _ = try await outbox.pull()
+        #expect(feed.queries.count == 1, "caught up")
+        journal.clock.advance(by: 60)
+        let key = RecordKey(business: Self.business, type: "product", id: "p9")
+        let undescribed = try await outbox.enqueue(productRequest(9), changing: [.put(key, Data(#"{"price":9}"#.utf8))])
+        await outbox.drain()
+        #expect(try outbox.operation(undescribed)?.status == .synced)
+        #expect(feed.queries.count == 2, "the same pass pulled the feed, an hour before its freshness ran out: \(feed.queries)")
+        describe.withLock { $0 = true }
+        journal.clock.advance(by: 60)
+        let described = try await outbox.enqueue(productRequest(10), changing: [.put(key, Data(#"{"price":10}"#.utf8))])
+        await outbox.drain()
+        #expect(try outbox.operation(described)?.status == .synced)
+        let record = try outbox.record(key)
+        #expect(record?.sync.isSynced == true && record?.server?.revision == 5 && record?.value == Data(#"{"price":10}"#.utf8),
+                "read at once from the base its answer wrote, though the feed has not reached 1-9-0")
+        #expect(feed.queries.count == 2, "its answer described the record: no pull")
+    }
+
     @Test func aFeedIsNotPulledBeforeItsFreshnessAndIsOnTheTimerAfter() async throws {
         let feed = ScriptedFeed(count: 1)
         let transport = Self.server(feed)

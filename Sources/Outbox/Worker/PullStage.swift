@@ -245,6 +245,24 @@ final class PullStage: Sendable {
         return all.sorted()
     }
 
+    /// Makes each of `businesses`' feeds due at once, as a forced wake does: a write synced
+    /// without its record described waits for the feed to bring the server's value back.
+    /// A business not pulled is left alone.
+    func owe(_ businesses: Set<String>) {
+        guard !businesses.isEmpty else { return }
+        let pulled: [ExactString]
+        do {
+            pulled = try self.businesses()
+        } catch {
+            log.problem(.journalRead, "could not read which feeds to pull; a write's feed waits for its freshness", error: error)
+            return
+        }
+        let owed = Set(businesses.map { ExactString($0) }).intersection(pulled)
+        memory.withLock { memory in
+            for business in owed { memory.tracks[business, default: Track()].owed = true }
+        }
+    }
+
     /// A feed first seen since the journal opened: its last catch-up read from the page that
     /// set its cursor (when that page reached the end).
     private func seeded(_ business: ExactString) throws -> Track {

@@ -107,13 +107,50 @@ final class ReplayPass: Sendable {
         log.log(.debug, "pass started", [EngineLog.Key.trigger: .string(trigger.rawValue)])
         await attempts.sessions.recordIfChanged()
         await abandonOrphans()
+        let sentFrom = pulls == nil ? nil : lastSeq()
         var progress = await sendDue(trigger: trigger)
+        if let sentFrom, let pulls { pulls.owe(awaitingTheirValue(after: sentFrom)) }
         let pulled = await pull(trigger: trigger)
         if progress.cut == nil, let stop = pulled?.report.feeds.lazy.compactMap(\.stoppedBy).compactMap(DrainBudget.Stop.init).first {
             progress.cut = stop
         }
         return Outcome(next: nextPass(after: progress, pulls: pulled?.next, trigger: trigger), pull: pulled?.report,
                        attempts: progress.sent, cancelled: progress.cancelled, cut: progress.cut)
+    }
+
+    /// The journal's last seq, or `nil` (logged) when it cannot be read: then no feed is owed.
+    private func lastSeq() -> JournalSequence? {
+        do {
+            return try store.queries.lastSeq()
+        } catch {
+            log.problem(.journalRead, "could not read the journal's last seq; a write's feed waits for its freshness", error: error)
+            return nil
+        }
+    }
+
+    /// The businesses of the records whose writes this pass synced without the answer
+    /// describing them (`awaitingServerValue`): only their feed brings the server's value back,
+    /// so the same pass pulls it, rather than leaving the change "confirmed" until the feed's
+    /// freshness period passes. Read from the pass's own events.
+    private func awaitingTheirValue(after start: JournalSequence) -> Set<String> {
+        do {
+            var businesses: Set<String> = []
+            var from = start.next
+            while true {
+                let events = try store.queries.events(from: from, limit: 500)
+                for event in events {
+                    guard case .attemptFinished = event.body, let id = event.operationID,
+                        let state = try store.queries.operationState(id), state.status == .synced
+                    else { continue }
+                    for key in state.awaitingServerValue { businesses.insert(key.business) }
+                }
+                guard let last = events.last, events.count == 500 else { return businesses }
+                from = last.seq.next
+            }
+        } catch {
+            log.problem(.journalRead, "could not read the pass's outcomes; a write's feed waits for its freshness", error: error)
+            return []
+        }
     }
 
     /// The pass's pull, after its sends: none once the worker stopped, none while a 401 (this

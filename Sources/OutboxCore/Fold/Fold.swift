@@ -163,9 +163,11 @@ package enum Fold {
             case .accepted, .replayed:
                 next.lastErrorCode = nil
                 next.lastErrorMessage = nil
-                // A record the answer did not describe keeps the member's value until the server's
-                // arrives; with a feed position, every record keeps it until a pull reaches it.
-                let described = finished.visibleAt == nil ? Set(finished.confirmations.map(\.key)) : []
+                // Read your writes: a record the answer described at a revision has its base at
+                // that revision (or a newer one) from this commit on, and a base never moves back,
+                // so the member's value retires here. One it did not describe keeps the member's
+                // value until the server's arrives (a later answer, or the feed).
+                let described = Set(finished.confirmations.map(\.key))
                 next.awaitingServerValue = next.records.filter { !described.contains($0) }
                 next.visibleAt = finished.visibleAt
             case .pendingApproval:
