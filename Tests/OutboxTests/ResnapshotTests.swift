@@ -273,21 +273,34 @@ struct ResnapshotTests {
         #expect(try outbox.record(Self.key("p1"))?.server?.revision == 3)
     }
 
-    @Test func aTypeWhoseBaseWasDroppedIsFetchedAgainByTheNextPull() async throws {
-        let employee = FeedChange(type: "employee", id: "e1", revision: 3, record: Data(#"{"name":"Ngozi"}"#.utf8))
-        let asked = Mutex<[String]>([])
+    /// A server whose feed stands at 1-9-0 with nothing new, and whose snapshot of products holds
+    /// p1 at revision 4 (of any other type, nothing); each endpoint asked is kept in `asked`.
+    static func typeSnapshotServer() -> (ScriptedTransport, EndpointsAsked) {
+        let asked = EndpointsAsked()
         let transport = ScriptedTransport(otherwise: .handle { request in
-            asked.withLock { $0.append(request.endpoint) }
+            asked.list.withLock { $0.append(request.endpoint) }
             let json = ["Content-Type": "application/json"]
             if request.endpoint.hasPrefix(SnapshotPage.path) {
                 let records = request.endpoint.contains("type=product") ? [PullApplyTests.put("p1", 4, 15)] : []
-                let page = SnapshotPage(business: Self.business, position: PullApplyTests.at(9), hasMore: false, count: records.count,
+                let page = SnapshotPage(business: business, position: PullApplyTests.at(9), hasMore: false, count: records.count,
                                         digest: FeedDigest.page(records.map(\.digestInput)), records: records)
                 return TransportResponse(statusCode: 200, headers: json, body: page.encoded())
             }
             let page = PullApplyTests.page(from: PullApplyTests.at(9), to: PullApplyTests.at(9), [])
             return TransportResponse(statusCode: 200, headers: json, body: page.encoded())
         })
+        return (transport, asked)
+    }
+
+    /// The endpoints a test server was asked, in order.
+    final class EndpointsAsked: Sendable {
+        let list = Mutex<[String]>([])
+        var all: [String] { list.withLock { $0 } }
+    }
+
+    @Test func aTypeWhoseBaseWasDroppedIsFetchedAgainByTheNextPull() async throws {
+        let employee = FeedChange(type: "employee", id: "e1", revision: 3, record: Data(#"{"name":"Ngozi"}"#.utf8))
+        let (transport, asked) = Self.typeSnapshotServer()
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open { $0.pull = PullConfiguration(businesses: [Self.business], summaryIntervalSeconds: nil) }
         defer { outbox.close() }
@@ -298,14 +311,53 @@ struct ResnapshotTests {
         #expect(try outbox.record(Self.key("p1")) == nil)
         let report = try #require(try await outbox.pull().feed(Self.business))
         #expect(report.resnapshots == 1 && report.reachedEnd)
-        #expect(asked.withLock { $0 }.contains { $0.hasPrefix(SnapshotPage.path) && $0.contains("type=product") })
+        #expect(asked.all.contains { $0.hasPrefix(SnapshotPage.path) && $0.contains("type=product") })
         #expect(try outbox.record(Self.key("p1"))?.server?.revision == 4, "fetched again, not left behind the cursor")
         #expect(try outbox.record(RecordKey(business: Self.business, type: "employee", id: "e1"))?.server?.revision == 3)
         #expect(try outbox.feedCursor(business: Self.business) == PullApplyTests.at(9))
         #expect(try outbox.verify().isClean)
         // Once: the next pull asks no snapshot.
-        let before = asked.withLock { $0.count }
+        let before = asked.all.count
         _ = try await outbox.pull()
-        #expect(asked.withLock { $0.dropFirst(before) }.allSatisfy { !$0.hasPrefix(SnapshotPage.path) })
+        #expect(asked.all.dropFirst(before).allSatisfy { !$0.hasPrefix(SnapshotPage.path) })
+    }
+
+    /// The cursor's scope includes each pulled type's schema version: an upgrade that changes a
+    /// type with no adapter for its stored values fetches that type again whole at the first pull,
+    /// never a mix of versions; an upgrade with an adapter reads the stored values through it.
+    @Test func aTypeWhoseSchemaChangedWithoutAnAdapterIsFetchedAgainWhole() async throws {
+        let (transport, asked) = Self.typeSnapshotServer()
+        let journal = TestJournal(transport: transport)
+        func open(_ product: RecordTypePolicy) throws -> Outbox {
+            try journal.open {
+                $0.pull = PullConfiguration(businesses: [Self.business], summaryIntervalSeconds: nil)
+                $0.recordTypes = ["product": product]
+            }
+        }
+        var outbox = try open(RecordTypePolicy(schemaVersion: 1))
+        _ = try await outbox.apply(PullApplyTests.page(from: .start(of: 1), to: PullApplyTests.at(9), [PullApplyTests.put("p1", 3, 10)]),
+                                   requested: nil, limit: 500)
+        #expect(try outbox.record(Self.key("p1"))?.server?.revision == 3)
+        outbox.close()
+        // The app's next version changed products, with no adapter for the stored values.
+        outbox = try open(RecordTypePolicy(schemaVersion: 2))
+        let report = try #require(try await outbox.pull().feed(Self.business))
+        #expect(report.resnapshots == 1 && report.reachedEnd)
+        #expect(asked.all.contains { $0.hasPrefix(SnapshotPage.path) && $0.contains("type=product") }, "fetched again at the first pull")
+        let dropped = try outbox.events(from: .zero, limit: .max).compactMap { event -> RecordBaseDropped? in
+            if case .recordBaseDropped(let dropped) = event.body { dropped } else { nil }
+        }
+        #expect(dropped.map(\.schemaVersion) == [2] && dropped.map(\.type) == ["product"], "recorded, with the version")
+        let record = try #require(try outbox.record(Self.key("p1")))
+        #expect(record.server?.revision == 4 && record.schemaVersion == 2, "the base holds the new version alone")
+        #expect(try outbox.verify().isClean)
+        outbox.close()
+        // A later version with an adapter: the stored values are read through it, nothing fetched.
+        let before = asked.all.count
+        outbox = try open(RecordTypePolicy(schemaVersion: 3, upgrade: { value, _ in value }))
+        defer { outbox.close() }
+        _ = try await outbox.pull()
+        #expect(asked.all.dropFirst(before).allSatisfy { !$0.hasPrefix(SnapshotPage.path) }, "no snapshot asked")
+        #expect(try outbox.record(Self.key("p1"))?.server?.revision == 4)
     }
 }

@@ -68,6 +68,8 @@ final class PullStage: Sendable {
         var resnapshots = 0
         var summariesChecked = 0
         var summaryMismatches = 0
+        /// Businesses whose pulled types' schema versions were checked since the journal opened.
+        var schemasChecked: Set<ExactString> = []
     }
 
     /// What the stage came to.
@@ -95,6 +97,12 @@ final class PullStage: Sendable {
         } catch {
             log.problem(.journalRead, "could not read which feeds to pull; the next pass pulls them", error: error)
             return Result(report: PullReport(feeds: []), next: poll())
+        }
+        // Once a process: a type whose schema changed with no adapter is fetched again whole, in
+        // this pass.
+        let unchecked = memory.withLock { memory in businesses.filter { memory.schemasChecked.insert($0).inserted } }
+        for business in unchecked where !(await puller.dropBasesOfChangedSchemas(business: business.string)).isEmpty {
+            memory.withLock { $0.tracks[business, default: Track()].owed = true }
         }
         let forced = trigger.forcesPull
         let start = moment()
