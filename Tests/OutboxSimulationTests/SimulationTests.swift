@@ -144,3 +144,33 @@ struct SimulationTests {
         #expect(first.failure == nil && second.failure == nil)
     }
 }
+
+/// Two phones' engines against one model server (`TwoPhoneSimulation`): after the network heals,
+/// both drain and pull with nothing pending, and every record's view on each is the server's.
+/// 20 seeds by default, 200 under `OUTBOX_SOAK=1`; `OUTBOX_SEED` replays one.
+@Suite("Two phones, one server")
+struct TwoPhoneSimulationTests {
+    static var seeds: [UInt64] {
+        if let one = ProcessInfo.processInfo.environment["OUTBOX_SEED"].flatMap(UInt64.init) { return [one] }
+        return (0..<UInt64(Soak.size("OUTBOX_TWO_PHONE_SEEDS", quick: 20, soak: 200))).map { 2_000_011 + $0 }
+    }
+
+    @Test(.timeLimit(.minutes(10))) func bothPhonesShowTheServersRecordsOnceEverythingSettled() async throws {
+        var failures: [TwoPhoneSimulation.Report] = []
+        var edits = 0
+        var crashes = 0
+        for seed in Self.seeds {
+            let report = await TwoPhoneSimulation(seed: seed).run()
+            edits += report.edits
+            crashes += report.crashes
+            if let failure = report.failure {
+                failures.append(report)
+                let steps = report.trace.suffix(30).joined(separator: "\n  ")
+                Issue.record("seed \(seed): \(failure)\n  reproduce with OUTBOX_SEED=\(seed)\n  \(steps)")
+            }
+        }
+        print("two phones: \(Self.seeds.count) seeds, \(edits) edits, \(crashes) crashes, \(failures.count) failures")
+        #expect(failures.isEmpty)
+        #expect(edits > Self.seeds.count * 10, "the phones edited: the run tests something")
+    }
+}
