@@ -250,6 +250,8 @@ public enum PharmacyAfternoon {
         let gauzeReached = try outbox.record(gauze)
         narrator.say(.engine, "The phone pulled the counter's gauze price while Folake's 15.00 waits to be sent:")
         try screen.show(["product"])
+        // The list the member sees while the price is held is among the observation's own.
+        await watch.caughtUp()
         server.release(key: closing.idempotencyKey)
         await settle([closing], "The closing price", outbox: outbox, narrator: narrator, patience: patience)
         let closingSettled = try outbox.record(antiseptic)

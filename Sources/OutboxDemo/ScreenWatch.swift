@@ -25,7 +25,8 @@ final class ScreenWatch: Sendable {
     private let signal: Signal
     private let task = Mutex<Task<Void, Never>?>(nil)
 
-    /// Starts watching `keys`: the list now, then every list the observation yields.
+    /// Starts watching `keys`: the list now (the observation's first yield, read as it starts),
+    /// then every list the observation yields.
     init(_ outbox: Outbox, keys: [RecordKey], signal: Signal) {
         self.outbox = outbox
         self.keys = keys
@@ -50,25 +51,30 @@ final class ScreenWatch: Sendable {
     private func saw(_ list: [Sighting]) {
         let done = seen.withLock { seen -> CheckedContinuation<Void, Never>? in
             seen.yields.append(list)
-            guard let waiting = seen.waiting, waiting.target.map(\.shown) == list.map(\.shown) else { return nil }
+            guard let waiting = seen.waiting, waiting.target == list else { return nil }
             seen.waiting = nil
             return waiting.continuation
         }
         done?.resume()
     }
 
-    /// Stops watching once the observation yielded the values the journal holds now; answers
-    /// every sighting, in order.
-    func stop() async -> [Sighting] {
+    /// Returns once the observation has yielded the list the journal shows now: what the member
+    /// sees at this moment is among its yields.
+    func caughtUp() async {
         let now = (try? Self.list(outbox, keys: keys, online: signal.isOnline)) ?? []
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let reached = seen.withLock { seen -> Bool in
-                if seen.yields.last?.map(\.shown) == now.map(\.shown) { return true }
+                if seen.yields.last == now { return true }
                 seen.waiting = (now, continuation)
                 return false
             }
             if reached { continuation.resume() }
         }
+    }
+
+    /// Stops watching once the observation caught up; answers every sighting, in order.
+    func stop() async -> [Sighting] {
+        await caughtUp()
         task.withLock { $0?.cancel() }
         return seen.withLock { $0.yields.flatMap { $0 } }
     }

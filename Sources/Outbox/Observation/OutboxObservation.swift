@@ -69,7 +69,8 @@ extension OutboxObservation where Value == Int {
 }
 
 extension Outbox {
-    /// The result of `observation` now, then again after each commit that could change it (see
+    /// The result of `observation` now (read on the caller, before this returns), then again
+    /// after each commit that could change it (see
     /// ``OutboxObservation``), only when it changed: one snapshot per yield, coalesced to the
     /// newest when the reader falls behind. The stream ends when the outbox closes, or when the
     /// reading task is cancelled. A read that fails is skipped (logged, counted in
@@ -80,41 +81,51 @@ extension Outbox {
         let mailbox = observations.subscribe()
         let clock = configuration.clock
         let log = self.log
+        /// One read, with the region it read and the moment it read at; `nil` when it failed.
+        @Sendable func read(_ outbox: Outbox) -> (value: Value?, region: LMDBRegion, at: Date) {
+            let recorder = LMDBRegionRecorder(.reads)
+            let at = clock.now()
+            do {
+                let value = try LMDBRegionRecorder.$current.withValue(recorder) { try observation.fetch(outbox) }
+                return (value, recorder.region, at)
+            } catch {
+                if !outbox.isClosed { log.problem(.viewUpdateFailed, "could not read an observation; skipping this update", error: error) }
+                return (nil, recorder.region, at)
+            }
+        }
+        // The result now, on the caller: the stream's first element is what the journal holds as
+        // `observe` returns, whatever the reading task's scheduling.
+        let first = isClosed ? nil : read(self)
+        if let value = first?.value { continuation.yield(value) }
         let task = Task { [weak self] in
-            var last: Value?
+            var last = first?.value
+            var current = first
             var timer: Task<Void, Never>?
             defer { timer?.cancel() }
-            reading: while let outbox = self, !outbox.isClosed {
-                let recorder = LMDBRegionRecorder(.reads)
-                let readAt = clock.now()
-                var read: Value?
-                do {
-                    read = try LMDBRegionRecorder.$current.withValue(recorder) { try observation.fetch(outbox) }
-                } catch {
-                    if !outbox.isClosed { log.problem(.viewUpdateFailed, "could not read an observation; skipping this update", error: error) }
-                }
-                let region = recorder.region
-                if let read, read != last {
-                    last = read
-                    continuation.yield(read)
-                }
+            while let latest = current {
                 timer?.cancel()
                 timer = nil
-                if let read, let moment = observation.deadline(read, readAt) {
+                if let value = latest.value, let moment = observation.deadline(value, latest.at) {
                     timer = Task {
                         guard (try? await clock.sleep(until: moment)) != nil else { return }
                         mailbox.deliver { $0.deadlinePassed = true }
                     }
                 }
-                while let delivery = await mailbox.next() {
+                // Waits for a commit that wrote where the read read (a read that failed read
+                // nothing to compare: any commit), or the deadline.
+                var changed = false
+                while !changed, let delivery = await mailbox.next() {
                     switch delivery {
-                    case .deadline: continue reading
-                    case .written(let written):
-                        // A read that failed read nothing to compare: it reads again.
-                        if read == nil || region.isChanged(by: written) { continue reading }
+                    case .deadline: changed = true
+                    case .written(let written): changed = latest.value == nil || latest.region.isChanged(by: written)
                     }
                 }
-                break
+                guard changed, let outbox = self, !outbox.isClosed else { break }
+                current = read(outbox)
+                if let value = current?.value, value != last {
+                    last = value
+                    continuation.yield(value)
+                }
             }
             continuation.finish()
         }
@@ -122,6 +133,7 @@ extension Outbox {
             task.cancel()
             mailbox.finish()
         }
+        if first == nil { continuation.finish() }
         return stream
     }
 }
