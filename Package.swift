@@ -149,9 +149,12 @@ let package = Package(
         ),
         .target(
             name: "TestHarness",
-            dependencies: ["OutboxCore"],
+            dependencies: ["OutboxCore", "CTestProcess"],
             swiftSettings: strictSettings
         ),
+        // A test or benchmark process ignores SIGPIPE from its first instruction (a C constructor:
+        // Swift has none): see Sources/CTestProcess/test_process.c.
+        .target(name: "CTestProcess"),
         .target(
             name: "OutboxSimulation",
             dependencies: ["TestHarness", "Outbox", "OutboxTesting", "IdempotencyClaims", "OutboxWire"],

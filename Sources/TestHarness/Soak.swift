@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// How large a test's loop runs: small by default, so `swift test` is quick and gives the same
 /// answer every run, and large in a soak run.

@@ -115,3 +115,20 @@ private func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) a
         Thread { continuation.resume(with: Result { try work() }) }.start()
     }
 }
+
+/// The test process itself meets a reader that went away as an error, never as the signal that
+/// would end the whole run.
+@Suite("The test process")
+struct TestProcessTests {
+    @Test func aWriteToAPipeWhoseReaderIsGoneFailsWithEPIPE() {
+        #expect(TestProcess.ignoresBrokenPipes, "set as the process loaded")
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        close(ends[0])
+        var byte: UInt8 = 1
+        let written = write(ends[1], &byte, 1)
+        let failure = errno
+        close(ends[1])
+        #expect(written == -1 && failure == EPIPE, "the process is still here to see it")
+    }
+}
