@@ -178,12 +178,8 @@ enum Projection {
     /// rollback is acknowledged (so the record can say it was rolled back). None for a write
     /// withdrawn (its form showed the error) or superseded (its change moved to its replacement).
     static func shownRecords(of state: OperationState) -> [RecordKey] {
-        switch state.status {
-        case .queued, .syncing, .pendingApproval, .conflicted, .failed, .blocked: state.records
-        case .synced: state.awaitingServerValue
-        case .discarded: state.rolledBackSeq != nil && !state.rollbackAcknowledged ? state.records : []
-        case .withdrawn, .superseded: []
-        }
+        RecordRule.shownRecords(status: state.status, records: state.records, awaiting: state.awaitingServerValue,
+                                rolledBack: state.rolledBackSeq != nil && !state.rollbackAcknowledged)
     }
 
     /// When the engine made a decision the member is told of (``AutomaticDecision/isShownToMember``)

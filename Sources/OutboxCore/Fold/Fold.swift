@@ -167,8 +167,7 @@ package enum Fold {
                 // that revision (or a newer one) from this commit on, and a base never moves back,
                 // so the member's value retires here. One it did not describe keeps the member's
                 // value until the server's arrives (a later answer, or the feed).
-                let described = Set(finished.confirmations.map(\.key))
-                next.awaitingServerValue = next.records.filter { !described.contains($0) }
+                next.awaitingServerValue = RecordRule.awaitingServerValue(records: next.records, described: Set(finished.confirmations.map(\.key)))
                 next.visibleAt = finished.visibleAt
             case .pendingApproval:
                 next.lastErrorCode = nil
@@ -305,7 +304,7 @@ package enum Fold {
                 ? "A change this one needs was discarded, so it cannot be sent as it is."
                 : "A change this one needs was refused by the server, so it cannot be sent as it is."
         }
-        if !next.records.isEmpty, !OperationState.rollsBack(before), OperationState.rollsBack(next.status) {
+        if !next.records.isEmpty, RecordRule.rollsBack(from: before, to: next.status) {
             next.rolledBackSeq = event.seq
         }
         next.latestSeq = event.seq

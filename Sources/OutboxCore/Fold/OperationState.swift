@@ -248,7 +248,7 @@ package struct OperationState: Sendable, Equatable {
 
     /// Whether a row of this status, with records, hides its changes and says it was rolled back.
     package static func rollsBack(_ status: OutboxStatus) -> Bool {
-        status == .failed || status == .blocked || status == .discarded || status == .withdrawn
+        RecordRule.isRolledBackStatus(status)
     }
 
     /// The lane the row is sent in: its entity within its business, or a lane of its own when it

@@ -30,8 +30,8 @@ package struct RecordStoreWrite: Sendable, Equatable {
     /// Whether it replaces `stored`: a base only by a newer revision (it never moves back); a
     /// local record always.
     package func replaces(storedRevision: UInt64?) -> Bool {
-        guard table == .base, let storedRevision else { return true }
-        return revision > storedRevision
+        guard table == .base else { return true }
+        return RecordRule.baseTakes(incoming: revision, over: storedRevision)
     }
 }
 

@@ -105,12 +105,13 @@ package enum RecordView {
         var notice: RecordSync.RolledBack?
         for write in writes {
             let state = write
-            switch state.status {
-            case .queued, .syncing, .pendingApproval, .conflicted:
-                if state.heldOn != nil {
-                    sync.held.append(state.id)
-                    continue
-                }
+            // The records' status-change table (``RecordRule``) says how the write stands.
+            let retired = state.status == .synced && isRetired(state, base: stored.base, feed: feed)
+            switch RecordRule.overlay(status: state.status, held: state.heldOn != nil,
+                                      rolledBack: state.rolledBackSeq != nil && !state.rollbackAcknowledged, retired: retired) {
+            case .held:
+                sync.held.append(state.id)
+            case .pending, .conflicted:
                 apply(write.change, to: &value, hash: &hash, version: &version)
                 sync.pending.append(RecordSync.Pending(operation: state.id, status: state.status, deletes: write.change?.isDelete ?? false))
                 if state.status == .conflicted {
@@ -118,18 +119,14 @@ package enum RecordView {
                                                         serverValue: serverValue(of: state, base: stored.base))
                 }
                 notice = nil
-            case .synced:
+            case .confirmed:
                 // Until the server's own value is back, the member's stays.
-                if !isRetired(state, base: stored.base, feed: feed) {
-                    apply(write.change, to: &value, hash: &hash, version: &version)
-                    sync.confirmed.append(state.id)
-                    notice = nil
-                }
-            case .failed, .blocked, .discarded:
-                if state.rolledBackSeq != nil, !state.rollbackAcknowledged {
-                    notice = rolledBack(state)
-                }
-            case .withdrawn, .superseded:
+                apply(write.change, to: &value, hash: &hash, version: &version)
+                sync.confirmed.append(state.id)
+                notice = nil
+            case .rolledBack:
+                notice = rolledBack(state)
+            case .gone:
                 break
             }
         }
