@@ -152,4 +152,18 @@ struct SaveTests {
             return
         }
     }
+
+    /// A save the retry policy gives up on tells the member the engine's words, never the 5xx
+    /// body the journal keeps for support (behind a pooler it names the database's host and user).
+    @Test func aSaveGivenUpNeverShowsTheServersBody() async throws {
+        let leak = "could not connect to server: host=10.0.4.7 port=6432 user=outbox_app"
+        let transport = ScriptedTransport(otherwise: .respond(.json(503, #"{"code":"db_unavailable","message":"\#(leak)"}"#)))
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open { $0.retryPolicy = RetryPolicy.standard.givingUp(afterAttempts: 1) }
+        defer { outbox.close() }
+        let result = try await outbox.save(productRequest(1))
+        guard case .failed(let id, let code, let message) = result else { Issue.record("\(result)"); return }
+        #expect(code == ErrorCode.gaveUp && message == OutboxWords.english.gaveUp && !message.contains("10.0.4.7"))
+        #expect(try outbox.operation(id)?.lastServerMessage?.contains("10.0.4.7") == true, "support still reads it")
+    }
 }

@@ -62,6 +62,19 @@ struct WorkerStateMachineTests {
         #expect(machine.nextWork == nil)
     }
 
+    /// A row made due while a pass runs (after it read its schedule) is not lost from the next
+    /// work by what the pass says when it ends.
+    @Test func aRowMadeDueDuringAPassStaysInTheNextWork() {
+        var machine = WorkerStateMachine()
+        #expect(machine.drain(waiter: 1) == [.startPass(.drain)])
+        let soon = t0.addingTimeInterval(1)
+        #expect(machine.becameDue(at: soon, because: .enqueued) == [])
+        _ = machine.passFinished(nextDue: nil)
+        #expect(machine.nextWork == soon, "the pass's own schedule did not hold it")
+        _ = machine.passFinished(nextDue: nil)
+        #expect(machine.nextWork == nil)
+    }
+
     @Test func theTimerIsArmedAfterAPassAndFiresAPass() {
         var machine = WorkerStateMachine()
         _ = machine.wake(.appLaunch)

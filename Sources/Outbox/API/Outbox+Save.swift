@@ -95,20 +95,26 @@ extension Outbox {
             case .rejected:
                 return .rejected(
                     code: classification.errorCode ?? ErrorCode.validationFailed,
-                    message: classification.errorMessage ?? "The server refused this change."
+                    message: memberWords(classification) ?? "The server refused this change."
                 )
             case .blocked:
                 return .blocked(id, code: classification.errorCode ?? ErrorCode.forbidden,
-                                message: classification.errorMessage ?? "This change was refused.")
+                                message: memberWords(classification) ?? "This change was refused.")
             case .conflicted:
                 return .conflicted(id, serverRevision: classification.serverRevision)
             case .gaveUp:
                 return .failed(id, code: classification.errorCode ?? ErrorCode.gaveUp,
-                               message: classification.errorMessage ?? "This change could not be sent.")
+                               message: memberWords(classification) ?? "This change could not be sent.")
             }
         case .skipped, .halted, .unrecorded:
             await worker.becameDue(at: configuration.clock.now(), because: .enqueued)
             return .queued(id)
         }
     }
+}
+
+/// What the member reads of a save's outcome: the words table's, never a retried failure's body
+/// (a gave-up save's recorded message names the server's words for support).
+private func memberWords(_ classification: Classification) -> String? {
+    OutboxWords.english.failure(code: classification.errorCode, serverMessage: classification.errorMessage)
 }

@@ -50,9 +50,11 @@ extension ReplayPass {
         var earliest: Date?
         try store.read { txn in
             try txn.scan(schema.schedule) { entry in
-                // A row due now (no stored moment) counts as due at this moment.
-                let stored = try JournalCodec.ScheduleKey.dueAt(entry.keyBytes) ?? now
-                if let after, stored <= after { return .next }
+                // A row due now (no stored moment) counts as due at this moment; passed over, as
+                // one due at or before `after`, when asked for what comes after.
+                let moment = try JournalCodec.ScheduleKey.dueAt(entry.keyBytes)
+                if let after, moment.map({ $0 <= after }) ?? true { return .next }
+                let stored = moment ?? now
                 if let earliest, stored >= earliest { return .stop }
                 let id = try entry.value()
                 guard let state = try schema.state(id, in: txn), let due = clamp.effectiveDue(stored, of: id, now: now) else { return .next }

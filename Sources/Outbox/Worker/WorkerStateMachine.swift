@@ -26,6 +26,9 @@ struct WorkerStateMachine {
     /// retries since made sooner): what ``Outbox/nextWake`` says. Unlike the timer it stays while
     /// a pass runs, the one after it included, until that pass says anew.
     private(set) var nextWork: Date?
+    /// The earliest moment an enqueue or a retry made due while a pass ran: the pass read its
+    /// schedule before, so its own next moment may not hold it.
+    private var dueDuringPass: Date?
     private var timerReason: WakeReason = .timer
     /// A pass asked for while one runs, and why.
     private var rerun: WakeReason?
@@ -58,7 +61,8 @@ struct WorkerStateMachine {
         isPassRunning = false
         let done = drainers.filter { $0.pass <= passNumber }.map(\.id)
         drainers.removeAll { $0.pass <= passNumber }
-        if !isClosed { nextWork = nextDue }
+        if !isClosed { nextWork = [nextDue, dueDuringPass].compactMap { $0 }.min() }
+        dueDuringPass = nil
         var actions = isClosed ? [] : timerOrRerun(nextDue: nextDue)
         if !done.isEmpty { actions.append(.resumeDrainers(done)) }
         return actions
@@ -86,6 +90,7 @@ struct WorkerStateMachine {
         guard isStarted, !isClosed else { return [] }
         nextWork = nextWork.map { min($0, moment) } ?? moment
         if isPassRunning {
+            dueDuringPass = dueDuringPass.map { min($0, moment) } ?? moment
             rerun = Self.rerun(rerun, asked: reason)
             return []
         }
