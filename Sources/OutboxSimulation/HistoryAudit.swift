@@ -541,7 +541,7 @@ struct HistoryAudit {
             row.heldOn = held.builtOn
 
         case .rollbackAcknowledged(let acknowledged):
-            guard OperationState.rollsBack(row.status), row.rolledBackSeq != nil, !row.rollbackAcknowledged else {
+            guard RecordRule.isRolledBackStatus(row.status), row.rolledBackSeq != nil, !row.rollbackAcknowledged else {
                 throw broken("acknowledged a rollback the write does not have")
             }
             guard row.change(of: acknowledged.key) != nil else { throw broken("acknowledged for \(acknowledged.key), which it did not change") }
@@ -790,7 +790,7 @@ struct HistoryAudit {
         }
         row.latestSeq = event.seq
         rows[id] = row
-        if !row.changes.isEmpty, !OperationState.rollsBack(before), OperationState.rollsBack(row.status) {
+        if !row.changes.isEmpty, !RecordRule.isRolledBackStatus(before), RecordRule.isRolledBackStatus(row.status) {
             try rolledBack(id, event: event)
             // Kept the server's version by the member's choice: nothing to tell them.
             if row.status == .discarded, row.discardedBy == .member, case .discarded(let discarded) = event.body, discarded.reason == .serverWon {

@@ -441,7 +441,7 @@ extension Simulation {
     static func payload(_ payload: Data, changing changes: [String: Any]) -> Data {
         var object = (try? JSONSerialization.jsonObject(with: payload)) as? [String: Any] ?? [:]
         for (key, value) in changes { object[key] = value }
-        // Built from JSON values just read and strings: serialization cannot fail.
+        // Built from JSON values just read, strings and integers: serialization cannot fail.
         return try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
     }
 

@@ -21,7 +21,7 @@ struct RecordViewTests {
         var state = OperationState(id: OperationID(), seq: JournalSequence(rawValue: seq), recordedAt: Date(timeIntervalSince1970: 0), enqueued: enqueued)
         state.status = status
         state.latestSeq = JournalSequence(rawValue: seq + 1)
-        if OperationState.rollsBack(status) { state.rolledBackSeq = JournalSequence(rawValue: seq + 1) }
+        if RecordRule.isRolledBackStatus(status) { state.rolledBackSeq = JournalSequence(rawValue: seq + 1) }
         configure(&state)
         return RecordView.Write(state: state, change: change)
     }

@@ -66,18 +66,6 @@ extension JournalSchema {
         }
     }
 
-    /// The schema version of the first record of one business's type in the base the member
-    /// sees: what the type's records were fetched under (a pull writes a type's records under
-    /// one version); `nil` when the base holds none of the type.
-    func baseSchemaVersion(business: String, type: String, in txn: borrowing LMDBTransaction) throws -> Int? {
-        var version: Int?
-        try txn.scan(activeBase(business: business, in: txn), leading: RecordKey.scopeBytes(business: business, type: type)) { entry in
-            version = try entry.value().schemaVersion
-            return .stop
-        }
-        return version
-    }
-
     /// A record's server base (in the generation the member sees), its value opened when the
     /// journal is sealed and the key known.
     func serverBase(_ key: RecordKey, in txn: borrowing LMDBTransaction) throws -> RecordStoreEntry? {

@@ -34,3 +34,17 @@ extension FeedPuller {
         return dropped
     }
 }
+
+extension JournalSchema {
+    /// The schema version of the first record of one business's type in the base the member
+    /// sees: what the type's records were fetched under (a pull writes a type's records under
+    /// one version); `nil` when the base holds none of the type.
+    func baseSchemaVersion(business: String, type: String, in txn: borrowing LMDBTransaction) throws -> Int? {
+        var version: Int?
+        try txn.scan(activeBase(business: business, in: txn), leading: RecordKey.scopeBytes(business: business, type: type)) { entry in
+            version = try entry.value().schemaVersion
+            return .stop
+        }
+        return version
+    }
+}

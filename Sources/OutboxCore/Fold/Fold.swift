@@ -117,7 +117,7 @@ package enum Fold {
             next.lastErrorMessage = "This record was deleted on the server while your change waited. Keep your version to create it again, or discard your change."
 
         case .rollbackAcknowledged(let acknowledged):
-            guard OperationState.rollsBack(next.status), next.rolledBackSeq != nil else {
+            guard RecordRule.isRolledBackStatus(next.status), next.rolledBackSeq != nil else {
                 throw illegal("only a rolled-back write's rollback may be acknowledged")
             }
             guard next.records.contains(acknowledged.key) else { throw illegal("the write did not change \(acknowledged.key)") }

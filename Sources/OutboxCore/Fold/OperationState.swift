@@ -246,11 +246,6 @@ package struct OperationState: Sendable, Equatable {
         )
     }
 
-    /// Whether a row of this status, with records, hides its changes and says it was rolled back.
-    package static func rollsBack(_ status: OutboxStatus) -> Bool {
-        RecordRule.isRolledBackStatus(status)
-    }
-
     /// The lane the row is sent in: its entity within its business, or a lane of its own when it
     /// names no entity. Rows of one lane are sent one after another, in journal order.
     package var lane: Lane { Lane(businessID: businessID, entityID: entityID, operation: id) }
