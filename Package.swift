@@ -3,11 +3,11 @@
 // Outbox: an embedded engine that sends offline writes exactly once and proves what happened
 // to each of them. The targets show the architecture:
 //
-//   CLMDB, CSodium     system libraries (LMDB for the journal; libsodium for SHA-256 on Linux)
+//   CLMDB, CSodium     system libraries (LMDB for the journal; libsodium on Linux: SHA-256, HMAC)
 //   CLibPQ             the system libpq, for the PostgreSQL claim store only
 //   CCRC32C            a few lines of C: CRC-32C with the processor's instruction, where it has one
 //   OutboxStorage      the LMDB layer; the only module that imports CLMDB
-//   OutboxCrypto       SHA-256 (CryptoKit on Apple platforms, libsodium on Linux)
+//   OutboxCrypto       SHA-256 and HMAC-SHA256 (CryptoKit on Apple platforms, libsodium on Linux)
 //   OutboxWire         what both halves share: wire headers, error codes, body fields, the batch
 //                      protocol; the byte codec; the servers' If-Match and JSON merge patch
 //   OutboxCore         pure: identifiers, requests, events, the record codec, the fold
@@ -17,6 +17,7 @@
 //   LMDBClaimStore     the claims in the server's LMDB environment, committed with its records
 //   PostgresClaimStore the claims on PostgreSQL, for backends of many processes (links libpq)
 //   ThrowawayPostgres  a throwaway PostgreSQL cluster (or a given database) for tests and benchmarks
+//   ThrowawaySwiftStore a throwaway OpenStack Swift object store for tests, and TempURL signing
 //   OutboxTestServer   a loopback HTTP server with fault injection (and outbox-test-server)
 //   JournalInspect     the support tool's logic (and journal-inspect, its thin executable)
 //   OutboxSimulation   a seeded, deterministic simulation of the engine under faults
@@ -25,7 +26,8 @@
 //                      temporary directories, a port that refuses
 //
 // The test machinery is named by role: OutboxTesting is what an app tests with (a product);
-// TestHarness and ThrowawayPostgres serve this package's tests and benchmarks alone.
+// TestHarness, ThrowawayPostgres and ThrowawaySwiftStore serve this package's tests and benchmarks
+// alone.
 //   outbox-bench       the benchmarks, against a mutable SQLite outbox and the disk's floor
 //   OutboxDemo         the engine's main job, end to end (and outbox-demo, its executable)
 //   outbox-test-child  a process the tests drive and kill: reads a live journal, is killed mid-write
@@ -123,6 +125,11 @@ let package = Package(
         .target(
             name: "ThrowawayPostgres",
             dependencies: ["PostgresClaimStore", "TestHarness"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "ThrowawaySwiftStore",
+            dependencies: ["OutboxCrypto", "TestHarness"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -238,6 +245,11 @@ let package = Package(
         .testTarget(
             name: "TestHarnessTests",
             dependencies: ["TestHarness"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
+            name: "ThrowawaySwiftStoreTests",
+            dependencies: ["ThrowawaySwiftStore", "OutboxCrypto"],
             swiftSettings: testSettings
         ),
         .testTarget(
