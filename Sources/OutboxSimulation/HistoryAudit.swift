@@ -515,6 +515,9 @@ struct HistoryAudit {
             .installationAdopted:
             throw broken("an engine event under an operation")
 
+        case .attachmentGranted, .segmentLanded, .attachmentCompleted, .attachmentRefused:
+            throw broken("an upload event, in a workload that attaches no file")
+
         case .deletedOnServer(let deleted):
             guard row.status == .queued, owedDeletions[id]?.contains(deleted.key) == true else {
                 throw broken("deleted on the server (\(deleted.key) at \(deleted.revision)), which no pulled tombstone or swap of a record it puts a value in owes it")

@@ -96,14 +96,20 @@ public final class InMemoryServer: OutboxTransport {
     let claims: IdempotencyClaims<InMemoryClaimStore<Stored>>
     /// The most operations a batch may hold; more are answered 413 `batch_too_large`.
     public let maxBatchOperations: Int
+    /// The upload endpoints and the object store behind them (``InMemoryObjectStore``): grant
+    /// and completion requests meet this server's faults and offline switch like any request.
+    public let objectStore: InMemoryObjectStore
 
     /// - Parameters:
     ///   - maxBatchOperations: the most operations one `POST /sync/batch` may hold (100 by
     ///     default); a larger batch is answered 413 `batch_too_large` as a whole.
     ///   - claimClock: the clock the claims' retention and leases are measured by.
-    public init(maxBatchOperations: Int = 100, claimClock: any ClaimClock = SystemClaimClock()) {
+    ///   - objectStore: the store uploads land in (its clock is the one grants expire by).
+    public init(maxBatchOperations: Int = 100, claimClock: any ClaimClock = SystemClaimClock(),
+                objectStore: InMemoryObjectStore = InMemoryObjectStore()) {
         precondition(maxBatchOperations > 0, "maxBatchOperations must be positive")
         self.maxBatchOperations = maxBatchOperations
+        self.objectStore = objectStore
         claims = IdempotencyClaims(store: store, clock: claimClock)
     }
 
@@ -205,10 +211,17 @@ public final class InMemoryServer: OutboxTransport {
         return try outcome.get()
     }
 
+    /// A segment `PUT` to the object store: refused with no response while offline.
+    public func upload(_ segment: SegmentUpload) async throws -> TransportResponse {
+        guard state.withLock({ $0.online }) else { throw URLError(.notConnectedToInternet) }
+        return objectStore.put(segment)
+    }
+
     /// Answers one write through the claims: the first use of a key applies it and stores the
     /// response with it; a copy replays it, a key reused with another body conflicts. An update
     /// that is refused (404, 412) stores nothing, not even the claim.
     func apply(_ request: TransportRequest, approval: String?) -> TransportResponse {
+        if let answer = objectStore.handle(request) { return answer }
         let scope = ClaimScope(businessID: request.headers[OutboxHeader.businessID] ?? "", operationType: Self.operationType(of: request))
         let answer: ClaimAnswer
         do {

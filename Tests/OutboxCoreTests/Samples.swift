@@ -115,6 +115,14 @@ enum Samples {
             request: Samples.request(), requestHash: SHA256Digest(of: Samples.request().payload), account: "member-42",
             changes: [RecordWrite(key: record, value: Samples.request().payload, schemaVersion: 2)]
         )),
+        // Format 7: the files a write carries.
+        .enqueued(Enqueued(
+            request: Samples.request(), requestHash: SHA256Digest(of: Samples.request().payload), account: "member-42",
+            attachments: [AttachmentManifest(id: photo, name: "delivery note.jpg", contentType: "image/jpeg", size: 8_389_842,
+                                             sha256: SHA256Digest(of: Data("photo".utf8))),
+                          AttachmentManifest(id: AttachmentID(uuid: UUID(uuidString: "1C1A2B3C-4D5E-4F60-8172-839405A6B7C8")!), name: "sig.png",
+                                             contentType: "image/png", size: 0, sha256: SHA256Digest(of: Data()))]
+        )),
         .attemptStarted(AttemptStarted(attempt: AttemptNumber(rawValue: 2), trigger: .timer, sentRevision: "7")),
         .attemptFinished({
             var finished = AttemptFinished(attempt: AttemptNumber(rawValue: 2), Classification(outcome: .response(statusCode: 200), disposition: .accepted), nextAttemptAt: nil)
@@ -159,7 +167,16 @@ enum Samples {
         .routeChanged(RouteChanged(seen: false, at: Date(timeIntervalSince1970: 1_800_000_160))),
         .claimMayBeForgotten(ClaimMayBeForgotten(firstAttemptAt: Date(timeIntervalSince1970: 1_797_000_000.5), retentionSeconds: 2_505_600)),
         .installationAdopted(InstallationAdopted(previous: "install-A", installation: "install-B")),
+        .attachmentGranted(AttachmentGranted(attachment: photo, segmentSize: 8 << 20, segmentCount: 2, lifetimeSeconds: 900)),
+        .segmentLanded(SegmentLanded(attachment: photo, segment: LandedSegment(number: 2, size: 1_234, etag: "d41d8cd98f00b204e9800998ecf8427e"))),
+        .attachmentCompleted(AttachmentCompleted(attachment: photo, object: "objects/photo-1", size: 8_389_842,
+                                                 sha256: SHA256Digest(of: Data("photo".utf8)))),
+        .attachmentRefused(AttachmentRefused(attachment: photo, statusCode: 413, errorCode: "attachment_refused", message: "Photos may be at most 5 MB.")),
+        .attachmentRefused(AttachmentRefused(attachment: photo, statusCode: nil, errorCode: "attachment_damaged", message: "")),
     ]
+
+    /// The attachment the upload samples are about.
+    static let photo = AttachmentID(uuid: UUID(uuidString: "0C1A2B3C-4D5E-4F60-8172-839405A6B7C8")!)
 
     static func events() -> [JournalEvent] {
         bodies.enumerated().map { offset, body in

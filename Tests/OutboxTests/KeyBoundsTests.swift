@@ -45,8 +45,9 @@ struct KeyBoundsTests {
             sample.entityID = entityID
             // A write of a record at its bounds too: its key enters the record indexes.
             let record = Self.keyAtTheBounds()
+            let file = AttachmentManifest(id: AttachmentID(), name: "note.jpg", contentType: "image/jpeg", size: 1, sha256: SHA256Digest(of: Data()))
             let enqueued = Enqueued(request: sample, requestHash: SHA256Digest(of: sample.payload), account: "member-42",
-                                    changes: [RecordWrite(key: record, value: Data("{}".utf8), schemaVersion: 1)])
+                                    changes: [RecordWrite(key: record, value: Data("{}".utf8), schemaVersion: 1)], attachments: [file])
             var state = OperationState(id: OperationID(), seq: JournalSequence(rawValue: .max), recordedAt: Date(timeIntervalSinceReferenceDate: 786_000_000), enqueued: enqueued)
             state.latestSeq = JournalSequence(rawValue: .max)
             state.awaitingServerValue = [record]

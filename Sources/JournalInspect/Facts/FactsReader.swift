@@ -89,7 +89,7 @@ struct FactsReader {
             return Waiting(on: on, other: currentState(of: other))
         case .sessionPaused:
             return Waiting(on: on, other: engine.pausedBy.flatMap(currentState(of:)))
-        case .noSession, .otherAccount, .otherInstallation, .scheduled:
+        case .noSession, .otherAccount, .otherInstallation, .scheduled, .attachment:
             return Waiting(on: on)
         }
     }

@@ -78,6 +78,9 @@ package enum EventText {
                 }
             }
             if !enqueued.changes.isEmpty { text += ", changes " + recordList(enqueued.changes) }
+            for file in enqueued.attachments {
+                text += ", attaches \(file.name) (\(file.contentType), \(file.size) bytes, SHA-256 \(file.sha256.hex), id \(file.id))"
+            }
             if let key = request.revisionFrom { text += ", If-Match from \(key)'s server revision" }
             return text
         case .attemptStarted(let started):
@@ -173,6 +176,16 @@ package enum EventText {
             return "format \(opened.formatVersion), engine \(opened.engineVersion)" + (opened.appVersion.map { ", app \($0)" } ?? "")
                 + (opened.timeZone.map { ", device zone \($0)" } ?? "")
                 + (opened.installation.map { ", installation \($0)" } ?? "")
+        case .attachmentGranted(let granted):
+            return "upload of \(granted.attachment) granted: \(granted.segmentCount) segment\(granted.segmentCount == 1 ? "" : "s") of "
+                + "\(granted.segmentSize) bytes, URLs good for \(Int(granted.lifetimeSeconds)) s by the server (signatures not kept)"
+        case .segmentLanded(let landed):
+            return "segment \(landed.segment.number) of \(landed.attachment) landed: \(landed.segment.size) bytes, ETag \(landed.segment.etag)"
+        case .attachmentCompleted(let completed):
+            return "\(completed.attachment) completed as \(completed.object): \(completed.size) bytes, SHA-256 \(completed.sha256.hex) (the file's)"
+        case .attachmentRefused(let refused):
+            return "\(refused.attachment) refused: \(refused.errorCode)" + (refused.statusCode.map { " (HTTP \($0))" } ?? "")
+                + (refused.message.isEmpty ? "" : ": \(refused.message)") + "; the write is held, its file kept"
         case .installationAdopted(let adopted):
             return "the writes made on installation \(adopted.previous) adopted by \(adopted.installation): they are sent from here"
         case .compacted(let compacted):

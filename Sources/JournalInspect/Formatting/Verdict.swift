@@ -148,7 +148,7 @@ package enum Verdict {
                 text += ", due now"
                 due = state.changedAt
             }
-        case .laneHead?, .dependency?, .recordWrite?:
+        case .laneHead?, .dependency?, .recordWrite?, .attachment?:
             // Not due before what it waits for: said below.
             break
         case .sessionPaused?, .noSession?, .otherAccount?, .otherInstallation?:
@@ -180,6 +180,10 @@ package enum Verdict {
         switch waiting.on {
         case .scheduled:
             return nil
+        case .attachment(let id, let landed, let size):
+            let name = state.attachments.first { $0.id == id }?.manifest.name ?? "\(id)"
+            return "its file \(name) (\(id)) is not uploaded yet: \(landed) of \(size) bytes landed; the write is sent once the server "
+                + "completes the object"
         case .sessionPaused(let since):
             var text = "the worker is paused" + (since.map { " since \(moments.absolute($0))" } ?? "")
             let reason = engine.pauseReason ?? waiting.other?.lastErrorCode ?? ErrorCode.unauthorized

@@ -190,7 +190,9 @@ package enum HelpText {
                               recordBaseDropped, deletedOnServer, pageApplied,
                               pageRefused, resnapshotStarted, snapshotPageStaged,
                               resnapshotFinished, resnapshotAbandoned, summaryChecked,
-                              routeChanged, claimMayBeForgotten, installationAdopted
+                              routeChanged, claimMayBeForgotten, installationAdopted,
+                              attachmentGranted, segmentLanded, attachmentCompleted,
+                              attachmentRefused
           --type <t,...>      only events of operations of these types
           --operation <id>    only the events of this operation (a prefix is enough); for a
                               compacted one, the compacted event that removed them

@@ -74,6 +74,9 @@ public enum WaitingOn: Sendable, Equatable {
     /// An earlier write of a record it changes, not settled yet, with that write's status: a
     /// record's writes reach the server in the order the member made them.
     case recordWrite(OperationID, OutboxStatus?)
+    /// A file it carries is not uploaded and completed yet: the first such, with the bytes the
+    /// store holds of it and its size.
+    case attachment(AttachmentID, landed: Int64, of: Int64)
 }
 
 /// The server's side of a revision conflict.

@@ -138,7 +138,7 @@ extension Outbox {
 
     /// The `enqueued` body of `request` under `id`, sealed when the journal is encrypted.
     func enqueuedBody(_ request: OutboxRequest, id: OperationID, supersedes: Supersession? = nil, changes: [RecordWrite] = [],
-                      firstSentAt: Date? = nil) -> Enqueued {
+                      firstSentAt: Date? = nil, attachments: [AttachmentManifest] = []) -> Enqueued {
         let sealing = store.schema.sealing.sealing
         // The revision the member's change is made on (a pull may move the base before it is sent).
         let basis = request.revisionFrom.flatMap { key in
@@ -155,7 +155,8 @@ extension Outbox {
             },
             basisRevision: basis,
             connectedClock: attempts.routes.connectedClock(at: configuration.clock.now()),
-            firstSentAt: firstSentAt
+            firstSentAt: firstSentAt,
+            attachments: attachments
         )
     }
 

@@ -67,13 +67,16 @@ extension Outbox {
     /// a coalescing type replaces the entity lane's last row of its type when it was never sent.
     /// - Parameter firstSentAt: for a write imported from an export, when it was first sent from
     ///   the journal it came from (the age of the server's claim on its key).
+    /// - Parameter attachments: the manifests of the files it carries, each kept durably already.
     func appendIntent(_ request: OutboxRequest, changing changes: [RecordChange] = [], coalescing: Bool = true,
-                      firstSentAt: Date? = nil) async throws -> EnqueueOutcome {
+                      firstSentAt: Date? = nil, attachments: [AttachmentManifest] = []) async throws -> EnqueueOutcome {
         try ensureOpen()
         try checkPolicy(of: request.operationType)
         try request.validate(maxPayloadBytes: configuration.maxPayloadBytes)
         var writes = try recordWrites(changes, for: request)
-        if let id = request.operationID, let existing = try existingIntent(id, request, changes: writes) { return .existing(existing) }
+        if let id = request.operationID, let existing = try existingIntent(id, request, changes: writes, attachments: attachments) {
+            return .existing(existing)
+        }
         for dependency in request.dependsOn where try operationState(dependency) == nil {
             throw OutboxError.invalidRequest(field: "dependsOn", problem: "names \(dependency), which is not in this journal: enqueue the write it depends on first")
         }
@@ -81,13 +84,15 @@ extension Outbox {
         let id = request.operationID ?? configuration.operationIDSource?() ?? OperationID()
         var unit: [JournalStore.Draft] = []
         var supersedes: Supersession?
-        if coalescing, let replaced = try coalescedRow(for: request) {
+        // A write with files is never folded into another: each file is its own upload.
+        if coalescing, attachments.isEmpty, let replaced = try coalescedRow(for: request) {
             supersedes = Supersession(operation: replaced.id, reason: .coalesced, laneSeq: replaced.laneSeq)
             // The replaced row's changes move to the write that replaces it, unless it names its own.
             if writes.isEmpty { writes = try inheritedChanges(of: replaced) }
             unit.append(JournalStore.Draft(operationID: replaced.id, body: .superseded(Superseded(by: id, reason: .coalesced))))
         }
-        unit.append(JournalStore.Draft(operationID: id, body: .enqueued(enqueuedBody(request, id: id, supersedes: supersedes, changes: writes, firstSentAt: firstSentAt))))
+        unit.append(JournalStore.Draft(operationID: id, body: .enqueued(enqueuedBody(
+            request, id: id, supersedes: supersedes, changes: writes, firstSentAt: firstSentAt, attachments: attachments))))
         let events: [JournalEvent]
         do {
             // A file found full (its free pages still held by readers) gets one compaction first.
@@ -95,10 +100,10 @@ extension Outbox {
         } catch OutboxError.illegalTransition(let operation, _, .superseded, _) where operation != id {
             // The row to coalesce was started meanwhile (the worker got there first): once
             // attempted it is never replaced, so the write is queued after it instead.
-            return try await appendIntent(request, changing: changes, coalescing: false)
+            return try await appendIntent(request, changing: changes, coalescing: false, attachments: attachments)
         } catch OutboxError.illegalTransition(let operation, _, .enqueued, _) where operation == id {
             // Saved meanwhile by another call with the same id (a double tap on two threads).
-            if let existing = try existingIntent(id, request, changes: writes) { return .existing(existing) }
+            if let existing = try existingIntent(id, request, changes: writes, attachments: attachments) { return .existing(existing) }
             throw OutboxError.operationIDReused(id)
         }
         log.log(.debug, "enqueued", [
@@ -120,11 +125,14 @@ extension Outbox {
     /// The operation saved under the app's id `id`, when there is one: the same operation if
     /// saved from the same bytes.
     /// - Throws: ``OutboxError/operationIDReused(_:)`` when it was saved from other bytes.
-    private func existingIntent(_ id: OperationID, _ request: OutboxRequest, changes: [RecordWrite]) throws -> OperationSnapshot? {
+    private func existingIntent(_ id: OperationID, _ request: OutboxRequest, changes: [RecordWrite],
+                                attachments: [AttachmentManifest]) throws -> OperationSnapshot? {
         guard let existing = try operation(id) else { return nil }
-        // The same records too: a stable id saved again with other record changes is another intent.
-        let sameRecords = try existing.state.compactedAt != nil || sameChanges(existing.state, changes)
-        guard Self.isSameIntent(existing.state, as: request), sameRecords else {
+        // The same records and files too: a stable id saved again with others is another intent.
+        let compacted = existing.state.compactedAt != nil
+        let sameRecords = try compacted || sameChanges(existing.state, changes)
+        let sameFiles = compacted || existing.state.attachments.map(\.manifest) == attachments
+        guard Self.isSameIntent(existing.state, as: request), sameRecords, sameFiles else {
             throw OutboxError.operationIDReused(id)
         }
         return existing

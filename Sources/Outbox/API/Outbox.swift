@@ -35,6 +35,8 @@ public final class Outbox: Sendable {
     let observations: ObservationHub
     /// The app's logger, and the problems counted and kept in memory.
     let log: EngineLog
+    /// The attachments' bytes, beside the journal.
+    let files: AttachmentFiles
     /// Where the storage budget is kept: every write that must make room goes through it.
     let room: JournalRoom
     /// One attempt at one row: the worker's, and an inline save's.
@@ -70,6 +72,7 @@ public final class Outbox: Sendable {
         self.directory = directory
         self.configuration = configuration
         self.transport = transport
+        self.files = AttachmentFiles(journal: directory)
         let log = EngineLog(logger: configuration.logger, clock: configuration.clock)
         let budget = StorageBudget(budgetBytes: configuration.maxJournalBytes)
         var phases = OpenPhases()
@@ -110,7 +113,7 @@ public final class Outbox: Sendable {
         let attempts = ReplayAttempt(store: store, room: room, transport: transport, configuration: configuration, log: log,
                                      routes: RouteWatch(opening.route))
         self.attempts = attempts
-        self.replayPass = ReplayPass(store: store, room: room, attempts: attempts, configuration: configuration, log: log)
+        self.replayPass = ReplayPass(store: store, room: room, attempts: attempts, configuration: configuration, files: files, log: log)
         self.worker = ReplayWorker(pass: replayPass, clock: configuration.clock)
         let recording = OpenPhases.now()
         Self.recordOpening(opening, writer: writer, appVersion: configuration.appVersion, installation: configuration.installation,
@@ -118,6 +121,9 @@ public final class Outbox: Sendable {
         phases.recording += OpenPhases.now() - recording
         phases.total = OpenPhases.now() - started
         openPhases = phases
+        // A kill between keeping a file and committing its write left it unnamed: collected now,
+        // with the files of writes settled longer than the keep period.
+        collectAttachmentFiles(strays: true)
     }
 
     /// Records `journalOpened` and, for every attempt the last process started and never saw

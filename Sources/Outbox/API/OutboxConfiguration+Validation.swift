@@ -39,6 +39,17 @@ extension OutboxConfiguration {
         if !(Self.minimumInitialJournalBytes...Self.maximumJournalBytes).contains(initialJournalBytes) {
             throw refuse("initialJournalBytes", "must be within \(Self.minimumInitialJournalBytes)...\(Self.maximumJournalBytes) bytes (64 KiB to 1 TiB), not \(initialJournalBytes)")
         }
+        if attachments.maxFileBytes < 0 { throw refuse("attachments.maxFileBytes", "must not be negative, not \(attachments.maxFileBytes)") }
+        if attachments.maxPerWrite < 0 { throw refuse("attachments.maxPerWrite", "must not be negative, not \(attachments.maxPerWrite)") }
+        if attachments.budgetBytes < attachments.maxFileBytes {
+            throw refuse("attachments.budgetBytes", "is \(attachments.budgetBytes) bytes, below maxFileBytes (\(attachments.maxFileBytes)): raise it or lower maxFileBytes")
+        }
+        if !(attachments.keepSeconds >= 0 && attachments.keepSeconds.isFinite) {
+            throw refuse("attachments.keepSeconds", "must be a number of seconds, not \(attachments.keepSeconds)")
+        }
+        if !attachments.uploadsEndpoint.hasPrefix("/") {
+            throw refuse("attachments.uploadsEndpoint", "must be a path starting with /, not \"\(attachments.uploadsEndpoint)\"")
+        }
         if !(attemptBudgetSeconds > 0 && attemptBudgetSeconds.isFinite) {
             throw refuse("attemptBudgetSeconds", "must be a positive number of seconds (the transport's timeout), not \(attemptBudgetSeconds)")
         }

@@ -120,6 +120,8 @@ public struct OutboxConfiguration: Sendable {
     /// How the engine pulls the server's change feeds; `nil` (the default): it never pulls, and
     /// ``Outbox/pull()`` throws ``OutboxError/invalidConfiguration(field:problem:)``.
     public var pull: PullConfiguration?
+    /// How files a write carries are kept and uploaded (``Attachment``).
+    public var attachments = AttachmentSettings()
     /// Where operation ids come from: random UUIDs unless a deterministic simulation supplies
     /// its own.
     package var operationIDSource: (@Sendable () -> OperationID)?

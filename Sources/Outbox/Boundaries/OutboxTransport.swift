@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Sends one request to the server.
 ///
@@ -11,4 +11,51 @@ public protocol OutboxTransport: Sendable {
     /// - Throws: when no response arrived (offline, timeout, reset). `URLError`s are classified
     ///   by their code; any other error counts as a failure of class `other`.
     func send(_ request: TransportRequest) async throws -> TransportResponse
+    /// Uploads one segment of an attachment to the object store (see the extension's default).
+    func upload(_ segment: SegmentUpload) async throws -> TransportResponse
+}
+
+/// One segment of an attachment's file, to be PUT to a signed URL of the object store.
+///
+/// The URL is the credential: no authorization of the app's server goes with it.
+public struct SegmentUpload: Sendable, Equatable {
+    /// The signed URL, straight to the store.
+    public var url: URL
+    /// `Content-Length` is the transport's; these are the rest (none today).
+    public var headers: [String: String]
+    /// The attachment's file in the journal's directory, and the segment's place in it.
+    public var file: URL
+    public var offset: Int64
+    public var length: Int64
+
+    public init(url: URL, headers: [String: String] = [:], file: URL, offset: Int64, length: Int64) {
+        self.url = url
+        self.headers = headers
+        self.file = file
+        self.offset = offset
+        self.length = length
+    }
+
+    /// The segment's bytes, read from its file: for a transport that sends from memory.
+    public func bytes() throws -> Data {
+        let handle = try FileHandle(forReadingFrom: file)
+        defer { try? handle.close() }
+        try handle.seek(toOffset: UInt64(offset))
+        let data = try handle.read(upToCount: Int(length)) ?? Data()
+        guard data.count == Int(length) else { throw CocoaError(.fileReadCorruptFile) }
+        return data
+    }
+}
+
+extension OutboxTransport {
+    /// Uploads one segment of an attachment to the object store (a `PUT` of its bytes to its
+    /// signed URL) and answers the store's response, whose `ETag` names the segment.
+    ///
+    /// A transport that can upload from a file (an iOS background `URLSession`, which goes on
+    /// while the app is suspended) implements it; the default refuses, so the attachments of an
+    /// engine whose transport cannot upload wait, with their writes, and say so.
+    /// - Throws: when no response arrived, as ``send(_:)``.
+    public func upload(_ segment: SegmentUpload) async throws -> TransportResponse {
+        throw URLError(.unsupportedURL)
+    }
 }

@@ -131,6 +131,24 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
     public var pageTo: String?
     public var reachedEnd: Bool?
 
+    // attachments (format 7)
+    /// The files an `enqueued` write carries: id, name, type, size and SHA-256 each.
+    public var attachments: [ExportedAttachment]?
+    /// The attachment an upload event is about.
+    public var attachmentID: AttachmentID?
+    /// A grant's segment size and count, and its URLs' lifetime in seconds (never the URLs).
+    public var segmentSize: Int64?
+    public var segmentCount: Int?
+    public var grantLifetimeSeconds: Double?
+    /// A landed segment: its number, size and the store's ETag.
+    public var segmentNumber: Int?
+    public var segmentBytes: Int64?
+    public var etag: String?
+    /// A completed object: the server's reference, its size and SHA-256 (hex).
+    public var object: String?
+    public var objectBytes: Int64?
+    public var objectSha256: String?
+
     /// - Parameter includePayload: put the payload's text in ``payload``; otherwise only its size
     ///   and hash appear.
     public init(_ event: JournalEvent, includePayload: Bool = false) {
@@ -164,6 +182,27 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             if !enqueued.changes.isEmpty { records = enqueued.changes.map { ExportedRecordWrite($0, includeValue: includePayload) } }
             revisionFrom = request.revisionFrom?.description
             connectedClock = enqueued.connectedClock
+            if !enqueued.attachments.isEmpty { attachments = enqueued.attachments.map(ExportedAttachment.init) }
+        case .attachmentGranted(let granted):
+            attachmentID = granted.attachment
+            segmentSize = granted.segmentSize
+            segmentCount = granted.segmentCount
+            grantLifetimeSeconds = granted.lifetimeSeconds
+        case .segmentLanded(let landed):
+            attachmentID = landed.attachment
+            segmentNumber = landed.segment.number
+            segmentBytes = landed.segment.size
+            etag = landed.segment.etag
+        case .attachmentCompleted(let completed):
+            attachmentID = completed.attachment
+            object = completed.object
+            objectBytes = completed.size
+            objectSha256 = completed.sha256.hex
+        case .attachmentRefused(let refused):
+            attachmentID = refused.attachment
+            httpStatus = refused.statusCode
+            errorCode = refused.errorCode
+            errorMessage = refused.message
         case .attemptStarted(let started):
             attempt = started.attempt.rawValue
             trigger = started.trigger
@@ -283,6 +322,23 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             reason = "\(checked.verdict)"
             digest = checked.serverDigest.hex
         }
+    }
+}
+
+/// One attachment's manifest as exported.
+public struct ExportedAttachment: Sendable, Equatable, Codable {
+    public var id: AttachmentID
+    public var name: String
+    public var contentType: String
+    public var size: Int64
+    public var sha256: String
+
+    init(_ manifest: AttachmentManifest) {
+        id = manifest.id
+        name = manifest.name
+        contentType = manifest.contentType
+        size = manifest.size
+        sha256 = manifest.sha256.hex
     }
 }
 

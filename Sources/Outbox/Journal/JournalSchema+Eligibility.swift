@@ -48,6 +48,7 @@ extension JournalSchema {
     ) throws -> Eligibility.Facts {
         var facts = Eligibility.Facts(id: state.id, status: state.status, dueAt: dueAt ?? state.nextAttemptAt, engine: engine, now: now)
         guard state.status == .queued else { return facts }
+        facts.pendingAttachment = state.pendingAttachment
         for dependency in state.dependsOn {
             if let known = lookups.standing[dependency] {
                 facts.dependencies.append(known)

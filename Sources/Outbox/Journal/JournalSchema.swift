@@ -32,7 +32,7 @@ import Synchronization
 final class JournalSchema: Sendable {
     /// The layout version of the projections (`state`). A journal stored with another version
     /// has its projections rebuilt from the events at open.
-    static let projectionVersion: UInt32 = 13
+    static let projectionVersion: UInt32 = 14
 
     /// The first layout that keeps its projections in `state`: a rebuild from such a layout
     /// rewrites what it reads.
@@ -66,6 +66,7 @@ final class JournalSchema: Sendable {
         static let recordOps: UInt8 = 6
         static let byStatus: UInt8 = 7
         static let notices: UInt8 = 8
+        static let attachments: UInt8 = 9
     }
 
     let meta: LMDBTable<NameCodec, RawBytes>
@@ -88,6 +89,9 @@ final class JournalSchema: Sendable {
     let recordOps: LMDBTable<JournalCodec.RecordOpKey, JournalCodec.ID>
     /// The decisions the engine made for the member, by when: the Sync tab's notices.
     let notices: LMDBTable<JournalCodec.ScheduleKey, JournalCodec.ID>
+    /// The writes that carry attachments, by their first seq (layout 14): what the upload queue
+    /// works from, and which local files are still referenced.
+    let attachments: LMDBTable<JournalCodec.Seq, JournalCodec.ID>
     /// The record values' database, and its tables.
     let records: LMDBDatabase
     let base: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>
@@ -134,6 +138,7 @@ final class JournalSchema: Sendable {
         recordWrites = LMDBTable(state, prefix: [Prefix.recordWrites], name: "record-writes")
         recordOps = LMDBTable(state, prefix: [Prefix.recordOps], name: "record-ops")
         notices = LMDBTable(state, prefix: [Prefix.notices], name: "notices")
+        attachments = LMDBTable(state, prefix: [Prefix.attachments], name: "attachments")
         // A reader of a journal from before records finds none: it reads an empty table over `meta`.
         let records = environment.options.readOnly
             ? try environment.openExistingDatabase(Self.recordsDatabase) ?? metaDatabase

@@ -22,6 +22,7 @@ enum Projection {
         case recordOps
         case byStatus
         case notices
+        case attachments
 
         /// Whether a state has at most one key in the index; the record indexes hold one per
         /// record the write changes.
@@ -65,6 +66,7 @@ enum Projection {
             switch self {
             case .byStatus: true
             case .notices: Projection.notice(of: state) != nil
+            case .attachments: state.compactedAt == nil && !state.attachments.isEmpty
             case .schedule: state.status == .queued
             case .lanes: !state.status.isTerminal
             case .syncTab: tabGroup(of: state.status) != nil
@@ -80,6 +82,8 @@ enum Projection {
                 JournalCodec.StatusKey.encode((state.status, state.firstSeq), into: &bytes)
             case .notices:
                 JournalCodec.ScheduleKey.encode((Projection.notice(of: state), state.firstSeq), into: &bytes)
+            case .attachments:
+                JournalCodec.Seq.encode(state.firstSeq, into: &bytes)
             case .schedule:
                 JournalCodec.ScheduleKey.encode((state.nextAttemptAt, state.firstSeq), into: &bytes)
             case .lanes:
@@ -101,6 +105,7 @@ enum Projection {
             switch self {
             case .byStatus: before.status == after.status && before.firstSeq == after.firstSeq
             case .notices: Projection.notice(of: before) == Projection.notice(of: after) && before.firstSeq == after.firstSeq
+            case .attachments: before.firstSeq == after.firstSeq
             case .schedule: before.nextAttemptAt == after.nextAttemptAt && before.firstSeq == after.firstSeq
             // A lane is its operation's business and entity (or its id), which never change.
             case .lanes: before.laneSeq == after.laneSeq
@@ -119,6 +124,7 @@ enum Projection {
             switch self {
             case .byStatus: StoredTable(schema.byStatus)
             case .notices: StoredTable(schema.notices)
+            case .attachments: StoredTable(schema.attachments)
             case .schedule: StoredTable(schema.schedule)
             case .lanes: StoredTable(schema.lanes)
             case .syncTab: StoredTable(schema.syncTab)
@@ -136,6 +142,7 @@ enum Projection {
             switch self {
             case .byStatus: try txn.put(schema.byStatus, encodedKey: encodedKey, encodedValue: value, flags: flags)
             case .notices: try txn.put(schema.notices, encodedKey: encodedKey, encodedValue: value, flags: flags)
+            case .attachments: try txn.put(schema.attachments, encodedKey: encodedKey, encodedValue: value, flags: flags)
             case .schedule: try txn.put(schema.schedule, encodedKey: encodedKey, encodedValue: value, flags: flags)
             case .lanes: try txn.put(schema.lanes, encodedKey: encodedKey, encodedValue: value, flags: flags)
             case .syncTab: try txn.put(schema.syncTab, encodedKey: encodedKey, encodedValue: value, flags: flags)

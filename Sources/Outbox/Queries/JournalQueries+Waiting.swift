@@ -52,7 +52,7 @@ extension JournalQueries {
             return status.map { [.failed, .blocked, .conflicted, .pendingApproval].contains($0) } ?? false
         case .sessionPaused?, .noSession?, .otherAccount?, .otherInstallation?:
             return true
-        case .scheduled?, nil:
+        case .scheduled?, .attachment?, nil:
             return false
         }
     }

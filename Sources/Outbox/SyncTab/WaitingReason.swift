@@ -40,6 +40,8 @@ extension JournalSchema {
             return "Not sent while another account is signed in"
         case .otherInstallation:
             return "Made on another device: waits until this one is confirmed to send it"
+        case .attachment(_, let landed, let size):
+            return "Waits for its file to upload (\(OutboxWords.megabytes(landed, of: size)))"
         case .scheduled:
             return nil
         }

@@ -28,6 +28,9 @@ public final class URLSessionTransport: OutboxTransport {
     public let timeoutSeconds: TimeInterval
     private let authorize: @Sendable () async throws -> [String: String]
     private let session: URLSession
+    /// Segments' session: a segment of several MiB takes longer than a write on a slow link, so
+    /// only the wait for each packet is bounded, not the whole upload.
+    private let uploads: URLSession
 
     /// - Parameters:
     ///   - authorize: called before every send for fresh headers (authorization). Throwing
@@ -48,10 +51,18 @@ public final class URLSessionTransport: OutboxTransport {
         configuration.httpShouldSetCookies = false
         configuration.httpCookieAcceptPolicy = .never
         self.session = URLSession(configuration: configuration, delegate: NoRedirects(), delegateQueue: nil)
+        let uploading = URLSessionConfiguration.ephemeral
+        uploading.timeoutIntervalForRequest = timeoutSeconds
+        uploading.timeoutIntervalForResource = 24 * 3600
+        uploading.urlCache = nil
+        uploading.httpShouldSetCookies = false
+        uploading.httpCookieAcceptPolicy = .never
+        self.uploads = URLSession(configuration: uploading, delegate: NoRedirects(), delegateQueue: nil)
     }
 
     deinit {
         session.invalidateAndCancel()
+        uploads.invalidateAndCancel()
     }
 
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
@@ -83,6 +94,28 @@ public final class URLSessionTransport: OutboxTransport {
     /// endpoint than the journal holds. So the endpoint must pass the rule `enqueue` applies,
     /// and the URL is parsed without encoding and must print as the text it was made from.
     /// - Throws: ``UnsendableEndpoint`` otherwise; nothing is sent.
+    /// PUTs one segment of an attachment to its signed URL, without the app's authorization
+    /// (the URL is the credential; the store must never see the server's token). In the
+    /// foreground: the segment is read from its file (a few MiB) and sent from memory. An iOS app
+    /// that wants uploads to go on while it is suspended gives the engine a transport whose
+    /// `upload` hands the segment to a background `URLSession` (Docs/attachments.md).
+    public func upload(_ segment: SegmentUpload) async throws -> TransportResponse {
+        var urlRequest = URLRequest(url: segment.url, timeoutInterval: timeoutSeconds)
+        urlRequest.httpMethod = "PUT"
+        for (name, value) in segment.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        #if canImport(FoundationNetworking)
+        urlRequest.setValue("close", forHTTPHeaderField: "Connection")
+        #endif
+        let body = try segment.bytes()
+        let (data, response) = try await uploads.upload(for: urlRequest, from: body)
+        guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
+        var headers: [String: String] = [:]
+        for (name, value) in http.allHeaderFields {
+            if let name = name as? String, let value = value as? String { headers[name] = value }
+        }
+        return TransportResponse(statusCode: http.statusCode, headers: headers, body: data)
+    }
+
     func url(for endpoint: String) throws(UnsendableEndpoint) -> URL {
         if let problem = OutboxRequest.endpointProblem(endpoint) {
             throw UnsendableEndpoint(endpoint: endpoint, problem: problem)

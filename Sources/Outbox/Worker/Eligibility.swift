@@ -16,6 +16,7 @@ package import OutboxCore
 /// | the first dependency not synced is neither discarded nor withdrawn (or unknown) | waiting: ``WaitingOn/dependency(_:_:)`` |
 /// | another row heads its lane | waiting: ``WaitingOn/laneHead(_:_:)`` |
 /// | an earlier write of a record it changes is not settled | waiting: ``WaitingOn/recordWrite(_:_:)`` |
+/// | a file it carries is not completed on the server | waiting: ``WaitingOn/attachment(_:landed:of:)`` |
 /// | its due moment is after now | waiting: ``WaitingOn/scheduled(_:)`` |
 /// | the first dependency not synced was discarded or withdrawn | ``Verdict/dependencyEnded(_:_:)``: the worker blocks it |
 /// | its first attempt is older than the server's claims last (less a margin; the worker's facts only) | ``Verdict/claimMayBeForgotten(firstAttemptAt:window:)``: the worker blocks it |
@@ -79,6 +80,8 @@ package enum Eligibility {
         package var now: Date
         /// When its first attempt started (``OperationState/firstAttemptAt``).
         package var firstAttemptAt: Date?
+        /// The first file it carries that is not completed yet (``OperationState/pendingAttachment``).
+        package var pendingAttachment: AttachmentUpload?
         /// How old a first attempt may be before the server may have forgotten its key's claim:
         /// the worker's facts carry it (``ClaimRetention/window``); a read's leave it `nil`.
         package var claimWindow: Double?
@@ -145,6 +148,7 @@ package enum Eligibility {
         }
         if let head = facts.laneHead, head.id != facts.id { return .waiting(.laneHead(head.id, head.status)) }
         if let head = facts.recordHeads.first(where: { $0.id != facts.id }) { return .waiting(.recordWrite(head.id, head.status)) }
+        if let file = facts.pendingAttachment { return .waiting(.attachment(file.id, landed: file.landedBytes, of: file.manifest.size)) }
         if let due = facts.dueAt, due > facts.now { return .waiting(.scheduled(due)) }
         if let ended { return .dependencyEnded(ended.0, ended.1) }
         if let window = facts.claimWindow, let first = facts.firstAttemptAt, facts.now.timeIntervalSince(first) > window {

@@ -5,8 +5,8 @@ import Synchronization
 
 /// One pass of the worker: finds the queued rows whose moment has come, sends those the
 /// eligibility rule lets go (each through ``ReplayAttempt``, or several through
-/// ``BatchAttempt``), then pulls the change feeds due (``PullStage``), and says when the next
-/// pass should run.
+/// ``BatchAttempt``), uploads the queued writes' files beside them (``AttachmentUploader``),
+/// then pulls the change feeds due (``PullStage``), and says when the next pass should run.
 final class ReplayPass: Sendable {
     let store: JournalStore
     let room: JournalRoom
@@ -19,12 +19,15 @@ final class ReplayPass: Sendable {
     let puller: FeedPuller
     /// The pass's pull, after its sends; `nil` without a pull configuration.
     let pulls: PullStage?
+    /// The attachments' queue, run beside the sends.
+    let uploads: AttachmentUploader
     /// Set when a write became due while the pass runs: a pull gives way to it after its page.
     let writesWaiting = Atomic<Bool>(false)
     /// The time a budgeted drain was given, and whether the system took it back.
     let budget = Mutex(DrainBudget())
 
-    init(store: JournalStore, room: JournalRoom, attempts: ReplayAttempt, configuration: OutboxConfiguration, log: EngineLog) {
+    init(store: JournalStore, room: JournalRoom, attempts: ReplayAttempt, configuration: OutboxConfiguration, files: AttachmentFiles,
+         log: EngineLog) {
         self.store = store
         self.room = room
         self.attempts = attempts
@@ -35,6 +38,8 @@ final class ReplayPass: Sendable {
                                 sessions: attempts.sessions, routes: attempts.routes, log: log)
         self.puller = puller
         self.pulls = configuration.pull.map { PullStage(puller: puller, settings: $0) }
+        self.uploads = AttachmentUploader(store: store, room: room, transport: attempts.transport, configuration: configuration,
+                                          files: files, log: log)
     }
 
     var clock: any OutboxClock { configuration.clock }
@@ -80,6 +85,15 @@ final class ReplayPass: Sendable {
         var cancelled = 0
         /// What stopped the pass from starting more: the drain's budget, or the expiry.
         var cut: DrainBudget.Stop?
+
+        /// Takes in a second round of sending in the same pass.
+        mutating func absorb(_ more: Progress) {
+            sent += more.sent
+            halted = halted || more.halted
+            offline = offline ?? more.offline
+            cancelled += more.cancelled
+            cut = cut ?? more.cut
+        }
     }
 
     /// Sends every queued row whose moment has come, in journal order, one at a time per lane
@@ -108,13 +122,22 @@ final class ReplayPass: Sendable {
         await attempts.sessions.recordIfChanged()
         await abandonOrphans()
         let sentFrom = pulls == nil ? nil : lastSeq()
+        // The files upload beside the sends: a large photo never holds up another record's write.
+        async let uploaded = uploads.run { [attempts] in attempts.isStopped || self.budgetStop() != nil }
         var progress = await sendDue(trigger: trigger)
+        let upload = await uploaded
+        if upload.completed > 0, !progress.halted, progress.cut == nil {
+            // Writes whose files just completed may go now, in this pass.
+            let more = await sendDue(trigger: trigger)
+            progress.absorb(more)
+        }
         if let sentFrom, let pulls { pulls.owe(awaitingTheirValue(after: sentFrom)) }
         let pulled = await pull(trigger: trigger)
         if progress.cut == nil, let stop = pulled?.report.feeds.lazy.compactMap(\.stoppedBy).compactMap(DrainBudget.Stop.init).first {
             progress.cut = stop
         }
-        return Outcome(next: nextPass(after: progress, pulls: pulled?.next, trigger: trigger), pull: pulled?.report,
+        let following = [pulled?.next, upload.next].compactMap { $0 }.min()
+        return Outcome(next: nextPass(after: progress, pulls: following, trigger: trigger), pull: pulled?.report,
                        attempts: progress.sent, cancelled: progress.cancelled, cut: progress.cut)
     }
 

@@ -43,6 +43,9 @@ extension Enqueued: RecordBody {
         writer.writeOptional(connectedClock) { $0.write(seconds: $1) }
         // Format 6: an imported write's first attempt where it was exported from.
         writer.write(firstSentAt)
+        // Format 7: the attachments it carries.
+        writer.write(UInt32(attachments.count))
+        for manifest in attachments { manifest.write(to: &writer) }
     }
 
     init(reading reader: inout ByteReader, version: Int) throws(DecodingProblem) {
@@ -96,7 +99,13 @@ extension Enqueued: RecordBody {
         let basis = version >= 4 ? try reader.readOptional("basis revision") { (reader) throws(DecodingProblem) in try reader.readUInt64("basis revision") } : nil
         let connectedClock = version >= 5 ? try reader.readOptional("connected clock") { (reader) throws(DecodingProblem) in try reader.readSeconds("connected clock") } : nil
         let firstSentAt = version >= 6 ? try reader.readOptionalDate("first sent") : nil
+        var attachments: [AttachmentManifest] = []
+        if version >= 7 {
+            let count = Int(try reader.readUInt32("attachment count"))
+            guard count <= reader.remaining / 64 else { throw DecodingProblem("\(count) attachments cannot fit") }
+            for _ in 0..<count { attachments.append(try AttachmentManifest(reading: &reader)) }
+        }
         self.init(request: request, requestHash: hash, account: account, sealed: sealed, supersedes: supersedes, changes: changes,
-                  basisRevision: basis, connectedClock: connectedClock, firstSentAt: firstSentAt)
+                  basisRevision: basis, connectedClock: connectedClock, firstSentAt: firstSentAt, attachments: attachments)
     }
 }

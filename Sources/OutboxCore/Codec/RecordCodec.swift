@@ -27,7 +27,7 @@ import OutboxWire
 /// apart from one written by a newer engine before anything else is read.
 package enum RecordCodec {
     /// The format this engine writes and the newest it reads.
-    package static let formatVersion = 6
+    package static let formatVersion = 7
 
     /// The header's size in the format this engine writes.
     static let headerSize = 64
@@ -158,6 +158,10 @@ package enum RecordCodec {
         case .routeChanged(let changed): changed.write(to: &writer)
         case .claimMayBeForgotten(let claim): claim.write(to: &writer)
         case .installationAdopted(let adopted): adopted.write(to: &writer)
+        case .attachmentGranted(let granted): granted.write(to: &writer)
+        case .segmentLanded(let landed): landed.write(to: &writer)
+        case .attachmentCompleted(let completed): completed.write(to: &writer)
+        case .attachmentRefused(let refused): refused.write(to: &writer)
         }
     }
 
@@ -378,6 +382,10 @@ package enum RecordCodec {
         case .routeChanged: .routeChanged(try RouteChanged(reading: &reader, version: version))
         case .claimMayBeForgotten: .claimMayBeForgotten(try ClaimMayBeForgotten(reading: &reader, version: version))
         case .installationAdopted: .installationAdopted(try InstallationAdopted(reading: &reader, version: version))
+        case .attachmentGranted: .attachmentGranted(try AttachmentGranted(reading: &reader, version: version))
+        case .segmentLanded: .segmentLanded(try SegmentLanded(reading: &reader, version: version))
+        case .attachmentCompleted: .attachmentCompleted(try AttachmentCompleted(reading: &reader, version: version))
+        case .attachmentRefused: .attachmentRefused(try AttachmentRefused(reading: &reader, version: version))
         }
     }
 

@@ -96,6 +96,9 @@ package enum StateCodec {
         writer.write(state.firstAttemptAt)
         writer.write(state.decision?.code ?? OutcomeCategory.noCode)
         writer.write(state.decidedAt)
+        // Attachments and their uploads (layout 14).
+        writer.write(UInt32(state.attachments.count))
+        for upload in state.attachments { writeUpload(&writer, upload) }
         writer.write(UInt32(state.eventSeqs.count))
         for seq in state.eventSeqs { writer.write(seq.rawValue) }
     }
@@ -195,6 +198,10 @@ package enum StateCodec {
         state.firstAttemptAt = try reader.readOptionalDate("first attempt")
         state.decision = try reader.readOptionalCode(AutomaticDecision.self, "decision")
         state.decidedAt = try reader.readOptionalDate("decided at")
+        let attachmentCount = Int(try reader.readUInt32("attachment count"))
+        guard attachmentCount <= reader.remaining / 64 else { throw DecodingProblem("\(attachmentCount) attachments cannot fit") }
+        state.attachments = []
+        for _ in 0..<attachmentCount { state.attachments.append(try readUpload(&reader)) }
         let seqCount = Int(try reader.readUInt32("event count"))
         guard seqCount <= reader.remaining / 8 else { throw DecodingProblem("\(seqCount) event seqs in \(reader.remaining) bytes") }
         guard eventSeqs else {
@@ -375,5 +382,31 @@ extension OperationState {
         self.eventSeqs = []
         self.changedAt = createdAt
         self.form = .live
+    }
+}
+
+extension StateCodec {
+    fileprivate static func writeUpload(_ writer: inout ByteWriter, _ upload: AttachmentUpload) {
+        upload.manifest.write(to: &writer)
+        writer.writeOptional(upload.segmentSize) { $0.write(UInt64($1)) }
+        writer.write(UInt32(upload.grants))
+        writer.write(UInt32(upload.refusals))
+        writer.write(UInt32(upload.landed.count))
+        for segment in upload.landed { segment.write(to: &writer) }
+        writer.write(upload.completedObject)
+        writer.write(upload.refusedCode)
+    }
+
+    fileprivate static func readUpload(_ reader: inout ByteReader) throws(DecodingProblem) -> AttachmentUpload {
+        var upload = AttachmentUpload(manifest: try AttachmentManifest(reading: &reader))
+        upload.segmentSize = try reader.readOptional("segment size") { (reader) throws(DecodingProblem) in Int64(try reader.readUInt64("segment size")) }
+        upload.grants = Int(try reader.readUInt32("grants"))
+        upload.refusals = Int(try reader.readUInt32("refusals"))
+        let count = Int(try reader.readUInt32("landed segments"))
+        guard count <= reader.remaining / 12 else { throw DecodingProblem("\(count) segments cannot fit") }
+        for _ in 0..<count { upload.landed.append(try LandedSegment(reading: &reader)) }
+        upload.completedObject = try reader.readOptionalString("completed object")
+        upload.refusedCode = try reader.readOptionalString("refused code")
+        return upload
     }
 }

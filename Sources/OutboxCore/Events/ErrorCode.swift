@@ -29,6 +29,12 @@ public enum ErrorCode {
     /// A write first sent longer ago than the server keeps its idempotency claims: sent again
     /// under its key, the server may have forgotten it and apply it a second time.
     public static let claimMayBeForgotten = "claim_may_be_forgotten"
+    /// The server or the object store refused an attachment (not an expired grant).
+    public static let attachmentRefused = "attachment_refused"
+    /// An attachment's local file is missing or its bytes no longer hash to its manifest's.
+    public static let attachmentDamaged = "attachment_damaged"
+    /// The server completed an object whose size or SHA-256 is not the file's.
+    public static let attachmentMismatch = "attachment_mismatch"
     /// A discard by a person, and a discard keeping the server's version of a conflict.
     public static let discarded = "discarded"
     public static let serverVersionKept = "server_version_kept"

@@ -36,12 +36,16 @@ public struct Enqueued: Sendable, Equatable {
     /// journal it was exported from. The server's claim on its key is that old, so the claims
     /// retention counts from it, not from the import. `nil` for every other write.
     public var firstSentAt: Date?
+    /// The files the write carries (format 7), each durable in the journal's directory before
+    /// this event: the write is sent only once each is uploaded and completed.
+    public var attachments: [AttachmentManifest]
 
     package init(
         request: OutboxRequest, requestHash: SHA256Digest, account: String, sealed: SealedRequest? = nil,
         supersedes: Supersession? = nil, changes: [RecordWrite] = [], basisRevision: UInt64? = nil, connectedClock: Double? = nil,
-        firstSentAt: Date? = nil
+        firstSentAt: Date? = nil, attachments: [AttachmentManifest] = []
     ) {
+        self.attachments = attachments
         self.connectedClock = connectedClock
         self.firstSentAt = firstSentAt
         self.request = request

@@ -71,6 +71,10 @@ public enum JournalEventKind: String, Sendable, Codable, CustomStringConvertible
     case routeChanged
     case claimMayBeForgotten
     case installationAdopted
+    case attachmentGranted
+    case segmentLanded
+    case attachmentCompleted
+    case attachmentRefused
 
     /// The record format that introduced the kind: a record of an older version cannot hold it.
     public var formatVersion: Int {
@@ -81,6 +85,7 @@ public enum JournalEventKind: String, Sendable, Codable, CustomStringConvertible
             .resnapshotAbandoned, .summaryChecked: 4
         case .routeChanged: 5
         case .claimMayBeForgotten, .installationAdopted: 6
+        case .attachmentGranted, .segmentLanded, .attachmentCompleted, .attachmentRefused: 7
         default: 1
         }
     }
@@ -90,7 +95,7 @@ public enum JournalEventKind: String, Sendable, Codable, CustomStringConvertible
         switch self {
         case .enqueued, .attemptStarted, .attemptFinished, .attemptAbandoned, .withdrawn, .requeued,
             .discarded, .approvalDecided, .superseded, .rebased, .dependencyEnded, .heldOnRollback, .rollbackAcknowledged,
-            .deletedOnServer, .claimMayBeForgotten:
+            .deletedOnServer, .claimMayBeForgotten, .attachmentGranted, .segmentLanded, .attachmentCompleted, .attachmentRefused:
             true
         case .sessionPaused, .sessionResumed, .journalOpened, .compacted, .sessionChanged, .recordsWritten, .recordBaseDropped,
             .pageApplied, .pageRefused, .resnapshotStarted, .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked,
@@ -117,6 +122,10 @@ public enum JournalEventKind: String, Sendable, Codable, CustomStringConvertible
         case .rollbackAcknowledged: 13
         case .deletedOnServer: 14
         case .claimMayBeForgotten: 15
+        case .attachmentGranted: 16
+        case .segmentLanded: 17
+        case .attachmentCompleted: 18
+        case .attachmentRefused: 19
         case .sessionPaused: 64
         case .sessionResumed: 65
         case .journalOpened: 66
@@ -171,6 +180,10 @@ public enum JournalEventBody: Sendable, Equatable {
     case routeChanged(RouteChanged)
     case claimMayBeForgotten(ClaimMayBeForgotten)
     case installationAdopted(InstallationAdopted)
+    case attachmentGranted(AttachmentGranted)
+    case segmentLanded(SegmentLanded)
+    case attachmentCompleted(AttachmentCompleted)
+    case attachmentRefused(AttachmentRefused)
 
     public var kind: JournalEventKind {
         switch self {
@@ -205,6 +218,10 @@ public enum JournalEventBody: Sendable, Equatable {
         case .routeChanged: .routeChanged
         case .claimMayBeForgotten: .claimMayBeForgotten
         case .installationAdopted: .installationAdopted
+        case .attachmentGranted: .attachmentGranted
+        case .segmentLanded: .segmentLanded
+        case .attachmentCompleted: .attachmentCompleted
+        case .attachmentRefused: .attachmentRefused
         }
     }
 }

@@ -107,7 +107,8 @@ package struct EngineState: Sendable, Equatable {
         case .enqueued, .attemptStarted, .attemptFinished, .attemptAbandoned, .withdrawn, .requeued, .discarded,
             .approvalDecided, .superseded, .rebased, .dependencyEnded, .heldOnRollback, .rollbackAcknowledged,
             .recordsWritten, .recordBaseDropped, .deletedOnServer, .pageApplied, .pageRefused, .resnapshotStarted,
-            .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked, .claimMayBeForgotten:
+            .snapshotPageStaged, .resnapshotFinished, .resnapshotAbandoned, .summaryChecked, .claimMayBeForgotten,
+            .attachmentGranted, .segmentLanded, .attachmentCompleted, .attachmentRefused:
             break
         }
         return next

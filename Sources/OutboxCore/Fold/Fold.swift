@@ -96,6 +96,7 @@ package enum Fold {
             .routeChanged, .installationAdopted:
             preconditionFailure("handled above or not an operation event")
 
+
         case .heldOnRollback(let held):
             guard next.status == .queued else { throw illegal("only a queued row is held behind a rolled-back write") }
             guard !next.records.isEmpty else { throw illegal("only a write of records is built on another") }
@@ -218,6 +219,8 @@ package enum Fold {
             // What the engine decided for the member is theirs again.
             next.decision = nil
             next.decidedAt = nil
+            // Retried, a refused attachment is uploaded again.
+            for index in next.attachments.indices { next.attachments[index].refusedCode = nil }
             // Retried, its change shows again.
             next.rolledBackSeq = nil
             next.rollbackAcknowledged = false
@@ -291,6 +294,47 @@ package enum Fold {
             next.lastErrorCode = ErrorCode.claimMayBeForgotten
             next.lastErrorMessage = "This change was first sent so long ago that the server may have forgotten it. Check whether it went through, then send it again or discard it."
 
+        case .attachmentGranted(let granted):
+            let index = try queuedAttachment(granted.attachment, of: next, illegal)
+            guard granted.segmentSize > 0, granted.segmentCount == AttachmentUpload.segmentCount(
+                size: next.attachments[index].manifest.size, segmentSize: granted.segmentSize)
+            else { throw illegal("a grant of \(granted.segmentCount) segments of \(granted.segmentSize) bytes does not cover the file") }
+            // Segments landed under another segment size cannot be completed with these.
+            if next.attachments[index].segmentSize != granted.segmentSize { next.attachments[index].landed = [] }
+            next.attachments[index].segmentSize = granted.segmentSize
+            next.attachments[index].grants += 1
+
+        case .segmentLanded(let landed):
+            let index = try queuedAttachment(landed.attachment, of: next, illegal)
+            let upload = next.attachments[index]
+            guard let size = upload.segmentSize else { throw illegal("a segment landed before any grant") }
+            let count = AttachmentUpload.segmentCount(size: upload.manifest.size, segmentSize: size)
+            let number = landed.segment.number
+            let expected = number == count ? upload.manifest.size - Int64(count - 1) * size : size
+            guard (1...count).contains(number), landed.segment.size == expected else {
+                throw illegal("segment \(number) of \(landed.segment.size) bytes is not one of the grant's \(count)")
+            }
+            next.attachments[index].landed.removeAll { $0.number == number }
+            next.attachments[index].landed.append(landed.segment)
+            next.attachments[index].landed.sort { $0.number < $1.number }
+
+        case .attachmentCompleted(let completed):
+            let index = try queuedAttachment(completed.attachment, of: next, illegal)
+            let manifest = next.attachments[index].manifest
+            guard completed.size == manifest.size, completed.sha256 == manifest.sha256 else {
+                throw illegal("the completed object is not the file (\(completed.size) bytes, sha256 \(completed.sha256))")
+            }
+            next.attachments[index].completedObject = completed.object
+
+        case .attachmentRefused(let refused):
+            let index = try queuedAttachment(refused.attachment, of: next, illegal)
+            next.status = .failed
+            next.nextAttemptAt = nil
+            next.attachments[index].refusedCode = refused.errorCode
+            next.attachments[index].refusals += 1
+            next.lastErrorCode = refused.errorCode
+            next.lastErrorMessage = refused.message
+
         case .dependencyEnded(let ended):
             guard next.status == .queued else { throw illegal("only a queued row waits for its dependencies") }
             guard ended.status == .discarded || ended.status == .withdrawn else {
@@ -311,6 +355,15 @@ package enum Fold {
         next.eventSeqs.append(event.seq)
         next.changedAt = event.recordedAt
         next.changedUptime = event.uptime
+    }
+
+    /// The index of a queued row's attachment that is still being uploaded.
+    private static func queuedAttachment(_ id: AttachmentID, of state: OperationState,
+                                         _ illegal: (String) -> OutboxError) throws(OutboxError) -> Int {
+        guard state.status == .queued else { throw illegal("only a queued row's attachment is uploaded") }
+        guard let index = state.attachmentIndex(id) else { throw illegal("the write carries no attachment \(id)") }
+        guard !state.attachments[index].isCompleted else { throw illegal("attachment \(id) was completed") }
+        return index
     }
 
     /// The states a `compacted` event leaves: one stub per operation whose events it removed.

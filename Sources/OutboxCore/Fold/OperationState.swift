@@ -118,6 +118,9 @@ package struct OperationState: Sendable, Equatable {
     /// person retries it (they took it back).
     package var decision: AutomaticDecision?
     package var decidedAt: Date?
+    /// The files it carries and how far each upload got (layout 14): it is sent only once every
+    /// one is completed.
+    package var attachments: [AttachmentUpload] = []
 
     /// The seq of the operation's `enqueued` event: its place in the queue.
     package var firstSeq: JournalSequence
@@ -193,6 +196,7 @@ package struct OperationState: Sendable, Equatable {
         self.revisionFrom = request.revisionFrom
         self.connectedClockAtEnqueue = enqueued.connectedClock
         self.firstAttemptAt = enqueued.firstSentAt
+        self.attachments = enqueued.attachments.map(AttachmentUpload.init(manifest:))
         self.firstSeq = seq
         self.latestSeq = seq
         self.eventSeqs = [seq]
@@ -268,5 +272,17 @@ extension OperationState {
     mutating func decide(_ decision: AutomaticDecision, at moment: Date) {
         self.decision = decision
         decidedAt = moment
+    }
+}
+
+extension OperationState {
+    /// The first of its attachments not completed yet: what its send waits for.
+    package var pendingAttachment: AttachmentUpload? {
+        attachments.first { !$0.isCompleted }
+    }
+
+    /// The index of attachment `id` in ``attachments``.
+    package func attachmentIndex(_ id: AttachmentID) -> Int? {
+        attachments.firstIndex { $0.id == id }
     }
 }

@@ -49,6 +49,17 @@ public struct OutboxWords: Sendable, Equatable {
     public var mayAlreadyBeApplied = "This change waited so long the server may no longer recognise it. Check whether it was applied before sending it again."
     public var discarded = "This change was discarded."
     public var serverVersionKept = "The server's version was kept: this change was discarded."
+    // Attachments.
+
+    /// Before "<the server's message>" when it sent one.
+    public var attachmentRefused = "The server refused the attached file"
+    public var attachmentDamaged = "The attached file is damaged on this device and cannot be sent. Discard this change, or make it again with the file."
+    public var attachmentMismatch = "The attached file did not arrive intact. Try again, or discard this change."
+    /// "<name> waiting for internet".
+    public var fileWaiting = "waiting for internet"
+    /// "uploading <name>, <landed> of <size>".
+    public var uploading = "uploading"
+
     /// A code no line above covers, with no message.
     public var refused = "The server refused this change."
 
@@ -83,6 +94,7 @@ public struct OutboxWords: Sendable, Equatable {
         guard code != nil || message != nil else { return nil }
         if code == ErrorCode.gaveUp { return gaveUp }
         if let code, Self.retriedCodes.contains(code) { return retriedWords(code) }
+        if code == ErrorCode.attachmentRefused { return message.map { "\(attachmentRefused): \($0)" } ?? "\(attachmentRefused)." }
         if let code, let own = engineWords(code) { return own }
         if let message { return message }
         return code.map(refusalWords) ?? refused
@@ -113,6 +125,8 @@ public struct OutboxWords: Sendable, Equatable {
         case ErrorCode.claimMayBeForgotten: mayAlreadyBeApplied
         case ErrorCode.discarded: discarded
         case ErrorCode.serverVersionKept: serverVersionKept
+        case ErrorCode.attachmentDamaged: attachmentDamaged
+        case ErrorCode.attachmentMismatch: attachmentMismatch
         default: nil
         }
     }
@@ -155,5 +169,21 @@ public struct OutboxWords: Sendable, Equatable {
         }
         if parts.isEmpty { parts.append(saved) }
         return parts.joined(separator: "; ")
+    }
+
+    /// How far an attachment's upload got, in a few words: `"uploading note.jpg, 3.1 of 8 MB"`,
+    /// or `"note.jpg waiting for internet"` when nothing is moving (`online` false).
+    public func upload(name: String, landed: Int64, of size: Int64, online: Bool) -> String {
+        guard online else { return "\(name) \(fileWaiting)" }
+        return "\(uploading) \(name), \(Self.megabytes(landed, of: size))"
+    }
+
+    /// `"3.1 of 8 MB"`: decimal megabytes, one decimal where it says something.
+    package static func megabytes(_ landed: Int64, of size: Int64) -> String {
+        func text(_ bytes: Int64) -> String {
+            let tenths = (bytes * 10 + 500_000) / 1_000_000
+            return tenths % 10 == 0 ? "\(tenths / 10)" : "\(tenths / 10).\(tenths % 10)"
+        }
+        return size < 1_000_000 ? "\((landed + 999) / 1000) of \((size + 999) / 1000) KB" : "\(text(landed)) of \(text(size)) MB"
     }
 }

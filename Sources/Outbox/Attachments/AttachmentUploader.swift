@@ -1,0 +1,329 @@
+import Foundation
+import OutboxCore
+import OutboxCrypto
+import OutboxStorage
+import Synchronization
+
+/// The attachments' queue, beside the writes': each file of a queued write uploaded through the
+/// server's grant, a segment at a time, each landed segment journaled, then completed by the
+/// server, whose answered size and SHA-256 must be the file's. A pass runs it beside its sends,
+/// so a large photo never holds up another record's write.
+///
+/// What it knows lives in the journal (grants' shapes, landed segments, completions), but for
+/// the grants' signed URLs, kept in memory only: after a restart the next grant is asked for,
+/// and the segments the journal says landed are never sent again. A grant's age is measured by
+/// the device's uptime against the lifetime the server stated, never by the wall clock; one
+/// expired (by that measure, or the store's 401/403) is asked for again, never a failure.
+final class AttachmentUploader: Sendable {
+    let store: JournalStore
+    let room: JournalRoom
+    let transport: any OutboxTransport
+    let configuration: OutboxConfiguration
+    let files: AttachmentFiles
+    let log: EngineLog
+    private let memory = Mutex(Memory())
+
+    /// A grant in hand: its URLs, and until when (device uptime) they may be used.
+    struct ActiveGrant {
+        var urls: [Int: URL]
+        var segmentSize: Int64
+        var usableUntil: Uptime?
+    }
+
+    /// A file whose upload met no answer or a transient one: not tried again before `due`.
+    struct Backoff {
+        var failures: Int
+        var due: Date
+    }
+
+    struct Memory {
+        var grants: [AttachmentID: ActiveGrant] = [:]
+        var backoff: [AttachmentID: Backoff] = [:]
+    }
+
+    /// What a run came to.
+    struct Outcome: Sendable {
+        /// Files completed: their writes may be sendable now.
+        var completed = 0
+        /// When a file that met a transient failure is due again.
+        var next: Date?
+    }
+
+    /// The share of a grant's stated lifetime the engine uses before asking again: a segment
+    /// started near the end would meet an expired URL.
+    static let lifetimeShare = 0.8
+    /// Grants asked for in a row for one file in one run before it waits like a failure: a store
+    /// that refuses every fresh URL is not hammered.
+    static let regrantsPerRun = 3
+
+    init(store: JournalStore, room: JournalRoom, transport: any OutboxTransport, configuration: OutboxConfiguration,
+         files: AttachmentFiles, log: EngineLog) {
+        self.store = store
+        self.room = room
+        self.transport = transport
+        self.configuration = configuration
+        self.files = files
+        self.log = log
+    }
+
+    private var clock: any OutboxClock { configuration.clock }
+
+    /// Uploads every queued write's files not completed yet, one file at a time in journal
+    /// order, until each is completed, refused or waits; stops when `shouldStop` says so (the
+    /// worker stopped, the drain's time ran out) or the network is gone.
+    func run(shouldStop: @Sendable () -> Bool) async -> Outcome {
+        var outcome = Outcome()
+        let pending: [(OperationID, AttachmentUpload)]
+        do {
+            pending = try pendingUploads()
+        } catch {
+            log.problem(.journalRead, "could not read the attachments to upload; they wait for the next pass", error: error)
+            return outcome
+        }
+        for (operation, upload) in pending {
+            if shouldStop() { break }
+            let now = clock.now()
+            if let backoff = memory.withLock({ $0.backoff[upload.id] }), backoff.due > now { continue }
+            switch await uploadFile(upload, of: operation, shouldStop: shouldStop) {
+            case .completed:
+                outcome.completed += 1
+                memory.withLock { _ = $0.backoff.removeValue(forKey: upload.id) }
+            case .ended, .stopped:
+                memory.withLock { _ = $0.backoff.removeValue(forKey: upload.id) }
+            case .later(let offline):
+                let due = memory.withLock { memory -> Date in
+                    let failures = (memory.backoff[upload.id]?.failures ?? 0) + 1
+                    let due = configuration.retryPolicy.nextAttempt(
+                        afterAttempt: AttemptNumber(rawValue: failures), of: operation, now: clock.now())
+                    memory.backoff[upload.id] = Backoff(failures: failures, due: due)
+                    return due
+                }
+                outcome.next = min(outcome.next ?? due, due)
+                // No network: the other files would meet the same.
+                if offline { return outcome }
+            }
+        }
+        return outcome
+    }
+
+    /// The queued writes' files not completed yet, in journal order: nothing while the engine
+    /// is held (paused by a 401, nobody or another account signed in, another installation).
+    private func pendingUploads() throws -> [(OperationID, AttachmentUpload)] {
+        let schema = store.schema
+        return try store.read { txn in
+            let engine = try schema.engineStateAsJudged(in: txn)
+            guard Eligibility.engineHold(Eligibility.Engine(engine)) == nil else { return [] }
+            var pending: [(OperationID, AttachmentUpload)] = []
+            try txn.scan(schema.attachments) { entry in
+                guard let state = try schema.state(try entry.value(), in: txn), state.status == .queued else { return .next }
+                for upload in state.attachments where !upload.isCompleted { pending.append((state.id, upload)) }
+                return .next
+            }
+            return pending
+        }
+    }
+
+    /// How one file's turn ended.
+    enum FileOutcome: Equatable {
+        case completed
+        /// Refused (journaled), or its write left the queue meanwhile.
+        case ended
+        /// A transient failure; `offline`: no response at all.
+        case later(offline: Bool)
+        case stopped
+    }
+
+    /// One file: a grant when none usable is in hand, each segment not landed, the completion.
+    private func uploadFile(_ start: AttachmentUpload, of operation: OperationID, shouldStop: @Sendable () -> Bool) async -> FileOutcome {
+        var upload = start
+        let manifest = upload.manifest
+        // The file is checked before anything is asked of the server: a missing or cut file
+        // holds the write with the reason, never a crash.
+        if let problem = fileProblem(manifest) {
+            return await refuse(operation, manifest, status: nil, code: ErrorCode.attachmentDamaged, message: "\(manifest.name): \(problem)")
+        }
+        var regrants = 0
+        while true {
+            if shouldStop() { return .stopped }
+            guard let grant = usableGrant(for: manifest.id) else {
+                guard regrants < Self.regrantsPerRun else { return .later(offline: false) }
+                regrants += 1
+                switch await askGrant(&upload, of: operation) {
+                case .completed: continue
+                case let other: return other
+                }
+            }
+            let count = AttachmentUpload.segmentCount(size: manifest.size, segmentSize: grant.segmentSize)
+            let landed = Set(upload.landed.map(\.number))
+            guard let number = (1...count).first(where: { !landed.contains($0) }) else {
+                return await complete(upload, of: operation)
+            }
+            let offset = Int64(number - 1) * grant.segmentSize
+            let length = min(grant.segmentSize, manifest.size - offset)
+            let segment = SegmentUpload(url: grant.urls[number]!, file: files.url(of: manifest.sha256), offset: offset, length: length)
+            let response: TransportResponse
+            do {
+                response = try await transport.upload(segment)
+            } catch {
+                log.log(.info, "a segment met no response", [EngineLog.Key.operation: .string(operation.description)])
+                return .later(offline: true)
+            }
+            switch UploadProtocol.meaning(of: response.statusCode, fromStore: true) {
+            case .success:
+                guard let etag = UploadProtocol.etag(of: response) else { return .later(offline: false) }
+                let piece = LandedSegment(number: number, size: length, etag: etag)
+                guard await journal(operation, .segmentLanded(SegmentLanded(attachment: manifest.id, segment: piece))) else { return .ended }
+                upload.landed.append(piece)
+            case .grantExpired:
+                memory.withLock { _ = $0.grants.removeValue(forKey: manifest.id) }
+            case .later:
+                return .later(offline: false)
+            case .refused:
+                return await refuse(operation, manifest, status: response.statusCode, code: ErrorCode.attachmentRefused,
+                                    message: Self.message(of: response))
+            }
+        }
+    }
+
+    /// Asks the server for a grant (number `grants + 1`, keyed by ``AttachmentUpload/nextGrantPurpose``:
+    /// a request whose answer was lost is answered the same, one after an expiry is a new
+    /// grant) and journals its shape.
+    /// - Returns: `.completed` when a grant is in hand; otherwise how the turn ends.
+    private func askGrant(_ upload: inout AttachmentUpload, of operation: OperationID) async -> FileOutcome {
+        let manifest = upload.manifest
+        let number = upload.grants + 1
+        let request = TransportRequest(
+            method: "POST", endpoint: configuration.attachments.uploadsEndpoint,
+            headers: [OutboxHeader.idempotencyKey: manifest.id.requestKey(upload.nextGrantPurpose), "Content-Type": "application/json"],
+            body: UploadProtocol.body(UploadProtocol.GrantRequest(manifest))
+        )
+        let response: TransportResponse
+        switch await askServer(request, operation, manifest) {
+        case .success(let answer): response = answer
+        case .failure(let ended): return ended.outcome
+        }
+        guard let grant = try? JSONDecoder().decode(UploadProtocol.Grant.self, from: response.body) else {
+            log.log(.warning, "a grant answer could not be read; asked again later", [EngineLog.Key.operation: .string(operation.description)])
+            return .later(offline: false)
+        }
+        let urls: [Int: URL]
+        switch UploadProtocol.checked(grant, for: manifest) {
+        case .success(let checked): urls = checked
+        case .failure(let problem):
+            log.log(.warning, "a grant does not cover its file: \(problem)", [EngineLog.Key.operation: .string(operation.description)])
+            return .later(offline: false)
+        }
+        let granted = AttachmentGranted(attachment: manifest.id, segmentSize: grant.segment_size, segmentCount: urls.count,
+                                        lifetimeSeconds: grant.expires_in)
+        let startedAt = clock.uptime()
+        guard await journal(operation, .attachmentGranted(granted)) else { return .ended }
+        if upload.segmentSize != grant.segment_size { upload.landed = [] }
+        upload.segmentSize = grant.segment_size
+        upload.grants = number
+        let usableUntil = startedAt.map { Uptime(seconds: $0.seconds + grant.expires_in * Self.lifetimeShare, bootID: $0.bootID) }
+        memory.withLock { $0.grants[manifest.id] = ActiveGrant(urls: urls, segmentSize: grant.segment_size, usableUntil: usableUntil) }
+        return .completed
+    }
+
+    /// The grant in hand for a file, while its lifetime lasts by the device's uptime (a grant
+    /// whose age cannot be measured, a new boot or no uptime, is not used).
+    private func usableGrant(for id: AttachmentID) -> ActiveGrant? {
+        let now = clock.uptime()
+        return memory.withLock { memory -> ActiveGrant? in
+            guard let grant = memory.grants[id] else { return nil }
+            guard let until = grant.usableUntil, let now, now.bootID == until.bootID, now.seconds < until.seconds else {
+                memory.grants[id] = nil
+                return nil
+            }
+            return grant
+        }
+    }
+
+    /// Asks the server to complete the object from the landed segments; journals the completion
+    /// when its size and SHA-256 are the file's.
+    private func complete(_ upload: AttachmentUpload, of operation: OperationID) async -> FileOutcome {
+        let manifest = upload.manifest
+        let request = TransportRequest(
+            method: "POST", endpoint: "\(configuration.attachments.uploadsEndpoint)/\(manifest.id)/complete",
+            headers: [OutboxHeader.idempotencyKey: manifest.id.requestKey(upload.completionPurpose), "Content-Type": "application/json"],
+            body: UploadProtocol.body(UploadProtocol.CompleteRequest(upload.landed))
+        )
+        let response: TransportResponse
+        switch await askServer(request, operation, manifest) {
+        case .success(let answer): response = answer
+        case .failure(let ended): return ended.outcome
+        }
+        guard let completed = try? JSONDecoder().decode(UploadProtocol.Completed.self, from: response.body),
+            let digest = SHA256Digest(hex: completed.sha256)
+        else { return .later(offline: false) }
+        guard completed.size == manifest.size, digest == manifest.sha256 else {
+            return await refuse(operation, manifest, status: response.statusCode, code: ErrorCode.attachmentMismatch,
+                                message: "the server completed \(completed.size) bytes with SHA-256 \(completed.sha256); the file is \(manifest.size) bytes, \(manifest.sha256.hex)")
+        }
+        let event = AttachmentCompleted(attachment: manifest.id, object: completed.object, size: completed.size, sha256: digest)
+        guard await journal(operation, .attachmentCompleted(event)) else { return .ended }
+        memory.withLock { _ = $0.grants.removeValue(forKey: manifest.id) }
+        return .completed
+    }
+
+    /// A turn that ended at a server's answer.
+    struct Ended: Error {
+        var outcome: FileOutcome
+    }
+
+    /// Sends a grant or completion request to the server: its successful answer, or how the
+    /// file's turn ends (no response, a transient status, a refusal journaled).
+    private func askServer(_ request: TransportRequest, _ operation: OperationID,
+                           _ manifest: AttachmentManifest) async -> Result<TransportResponse, Ended> {
+        let response: TransportResponse
+        do {
+            response = try await transport.send(request)
+        } catch {
+            return .failure(Ended(outcome: .later(offline: true)))
+        }
+        switch UploadProtocol.meaning(of: response.statusCode, fromStore: false) {
+        case .success: return .success(response)
+        case .later, .grantExpired: return .failure(Ended(outcome: .later(offline: false)))
+        case .refused:
+            return .failure(Ended(outcome: await refuse(operation, manifest, status: response.statusCode, code: ErrorCode.attachmentRefused,
+                                                        message: Self.message(of: response))))
+        }
+    }
+
+    /// Holds the write with the attachment's refusal.
+    private func refuse(_ operation: OperationID, _ manifest: AttachmentManifest, status: Int?, code: String, message: String) async -> FileOutcome {
+        let refused = AttachmentRefused(attachment: manifest.id, statusCode: status, errorCode: code, message: message)
+        _ = await journal(operation, .attachmentRefused(refused))
+        memory.withLock { _ = $0.grants.removeValue(forKey: manifest.id) }
+        return .ended
+    }
+
+    /// Appends one event of the upload; `false` when it could not be (the write left the queue
+    /// meanwhile: discarded, say), logged.
+    private func journal(_ operation: OperationID, _ body: JournalEventBody) async -> Bool {
+        do {
+            _ = try await room.append([JournalStore.Draft(operationID: operation, body: body)], whenFull: .reserve)
+            return true
+        } catch {
+            log.log(.info, "an upload's event was not recorded: \(error)", [EngineLog.Key.operation: .string(operation.description)])
+            return false
+        }
+    }
+
+    /// What is wrong with a file before its upload: missing, or not its manifest's size (a hash
+    /// mismatch a cheaper check cannot see is the completion's to find).
+    private func fileProblem(_ manifest: AttachmentManifest) -> AttachmentFileProblem? {
+        let path = files.url(of: manifest.sha256).path
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { return .missing }
+        let size = (attributes[.size] as? NSNumber)?.int64Value ?? -1
+        return size == manifest.size ? nil : .damaged("it holds \(size) bytes, its manifest \(manifest.size)")
+    }
+
+    /// The refusal's message from its JSON body, else its status.
+    static func message(of response: TransportResponse) -> String {
+        if let refusal = try? JSONDecoder().decode(UploadProtocol.Refusal.self, from: response.body), let message = refusal.message, !message.isEmpty {
+            return message
+        }
+        return ""
+    }
+}
