@@ -25,6 +25,12 @@ final class Signal: OutboxTransport {
         wire.sent(request)
         return try await transport.send(request)
     }
+
+    /// A photo's segment, straight to the store: with no signal, it meets none either.
+    func upload(_ segment: SegmentUpload) async throws -> TransportResponse {
+        guard isOnline else { throw URLError(.notConnectedToInternet) }
+        return try await transport.upload(segment)
+    }
 }
 
 /// What reached the server, and how it answered: each request's `If-Match` as it went on the

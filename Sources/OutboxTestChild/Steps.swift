@@ -109,4 +109,11 @@ struct SteppingTransport: OutboxTransport {
             throw error
         }
     }
+
+    /// A segment to the store: `segment` once its answer is back, before its event is committed.
+    func upload(_ segment: SegmentUpload) async throws -> TransportResponse {
+        let response = try await inner.upload(segment)
+        steps.pass("segment", "\(segment.offset) \(response.statusCode)")
+        return response
+    }
 }

@@ -214,6 +214,9 @@ case "record-settle":
 case "pull-worker":
     await pullWorker(arguments)
 
+case "attach":
+    await attachWithNoSignal(arguments)
+
 case "hold":
     guard arguments.count == 3 else { fail("usage: hold <journal-dir> <account>") }
     holdJournal(path, account: arguments[2])

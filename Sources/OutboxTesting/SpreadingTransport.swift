@@ -35,6 +35,12 @@ public final class SpreadingTransport: OutboxTransport {
         sent.withLock { $0 }
     }
 
+    /// A segment goes to the object store behind the first backend: the store is one, whatever
+    /// server granted its URL.
+    public func upload(_ segment: SegmentUpload) async throws -> TransportResponse {
+        try await backends[0].upload(segment)
+    }
+
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
         let first = turn.wrappingAdd(1, ordering: .relaxed).oldValue
         let chosen = (0..<copies).map { (first + $0) % backends.count }

@@ -390,3 +390,76 @@ extension Outbox {
         _ = await replayPass.uploads.run { landed() - before >= segments }
     }
 }
+
+@Suite("Attachments at a sign-out and in an export", .timeLimit(.minutes(10)))
+struct AttachmentSignOutTests {
+    @Test func aRefusedSignOutNamesTheFilesItWouldDrop() async throws {
+        let journal = TestJournal()
+        let server = InMemoryServer()
+        server.setOnline(false)
+        let outbox = try journal.open(server: server)
+        defer { outbox.close() }
+        let photo = Attachment(bytes: AttachmentTests.photoBytes(20), contentType: "image/jpeg", name: "note.jpg")
+        _ = try await outbox.enqueue(AttachmentTests.request(naming: [photo]), attaching: [photo])
+        do {
+            try await outbox.signOut(discardPending: false)
+            Issue.record("the sign-out was not refused")
+        } catch OutboxError.pendingWork(_, let writes) {
+            #expect(writes.first?.attachments == ["note.jpg"])
+            #expect(writes.first?.description == "Products · Antiseptic 1 (New product, with note.jpg)")
+        }
+    }
+
+    @Test func anExportCarriesTheFilesAndAnImportUploadsThemOnce() async throws {
+        let journal = TestJournal()
+        let server = InMemoryServer()
+        server.setOnline(false)
+        let key = SealingKey.random()
+        let exportURL = journal.directory.deletingLastPathComponent().appendingPathComponent("export-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: exportURL) }
+        let bytes = AttachmentTests.photoBytes(3_000)
+        let photo = Attachment(bytes: bytes, contentType: "image/jpeg", name: "note.jpg")
+        var outbox = try journal.open(server: server)
+        let id = try await outbox.enqueue(AttachmentTests.request(naming: [photo]), attaching: [photo])
+        let exported = try outbox.exportPending(to: exportURL, key: key)
+        #expect(exported.first?.attachments == ["note.jpg"])
+        try await outbox.signOut(discardPending: true)
+        outbox.close()
+        try Outbox.wipeJournal(at: journal.directory)
+
+        outbox = try journal.open(server: server)
+        defer { outbox.close() }
+        let report = try await outbox.importPending(from: exportURL, key: key)
+        #expect(report.imported.map(\.operationID) == [id])
+        server.setOnline(true)
+        journal.clock.advance(by: 60)
+        await outbox.drain()
+        #expect(try outbox.operation(id)?.status == .synced)
+        #expect(server.objectStore.object(photo.id) == bytes)
+        #expect(server.appliedCount(id.idempotencyKey) == 1)
+    }
+}
+
+@Suite("A record whose write carries a file", .timeLimit(.minutes(10)))
+struct AttachmentRecordTests {
+    @Test func theRecordSaysHowFarItsFileGot() async throws {
+        let journal = TestJournal()
+        let server = InMemoryServer()
+        server.objectStore.segmentSize = 1_000_000
+        server.setOnline(false)
+        let outbox = try journal.open(server: server)
+        defer { outbox.close() }
+        let photo = Attachment(bytes: AttachmentTests.photoBytes(2_500_000), contentType: "image/jpeg", name: "note.jpg")
+        let key = RecordKey(business: "pharmacy-7", type: "product", id: "product-1")
+        let request = AttachmentTests.request(naming: [photo])
+        _ = try await outbox.enqueue(request, changing: [.put(key, request.payload)], attaching: [photo])
+        let sync = try #require(try outbox.record(key)).sync
+        #expect(sync.pending.first?.upload == RecordSync.Upload(attachment: photo.id, name: "note.jpg", landed: 0, size: 2_500_000))
+        #expect(OutboxWords.english.recordState(sync, online: false) == "note.jpg waiting for internet")
+
+        server.setOnline(true)
+        await outbox.uploadFilesForTest(stoppingAfterSegments: 1)
+        let moving = try #require(try outbox.record(key)).sync
+        #expect(OutboxWords.english.recordState(moving, online: true) == "uploading note.jpg, 1 of 2.5 MB")
+    }
+}

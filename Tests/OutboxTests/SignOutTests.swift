@@ -438,7 +438,7 @@ struct PendingExportTests {
         case .tamperedHeader: bytes[14] ^= 0x01
         case .cutShort: bytes.removeLast(bytes.count / 3)
         case .otherAccount: account = "member-7"
-        case .newerVersion: bytes[9] = 2
+        case .newerVersion: bytes[9] = UInt8(PendingExport.formatVersion + 1)
         case .notAnExport: bytes = Array(#"{"writes":[]}"#.utf8)
         }
         try Data(bytes).write(to: url)
@@ -458,7 +458,8 @@ struct PendingExportTests {
             case (.cutShort, .exportDamaged(path, _)): break
             case (.otherAccount, .exportOtherAccount(path, "member-42", "member-7")):
                 #expect(error.description.contains("\"member-42\"") && error.description.contains("\"member-7\""))
-            case (.newerVersion, .exportNewerFormat(path, 2, 1)): #expect(error.description.contains("version 2"))
+            case (.newerVersion, .exportNewerFormat(path, PendingExport.formatVersion + 1, PendingExport.formatVersion)):
+                #expect(error.description.contains("version \(PendingExport.formatVersion + 1)"))
             case (.notAnExport, .exportDamaged(path, let reason)): #expect(reason.contains("not an export"))
             default: Issue.record("\(refusal) refused with \(error)")
             }

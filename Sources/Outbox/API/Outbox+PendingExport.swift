@@ -91,7 +91,7 @@ extension Outbox {
                 throw OutboxError.exportDamaged(path: url.path, reason: "write \(write.operationID) names account \"\(write.account)\", the export \"\(export.contents.account)\"")
             }
             return (named: write.named(request.operationID!), request: request, changes: write.recordChanges,
-                    firstSentAt: write.firstAttemptAt)
+                    firstSentAt: write.firstAttemptAt, files: try write.files(path: url.path))
         }
         var report = ImportReport(account: export.contents.account, exportedAt: export.contents.exportedAt)
         for write in writes {
@@ -111,7 +111,12 @@ extension Outbox {
             do {
                 // Never coalesced: a row attempted before the export looks unattempted here.
                 // Its claim's age comes with it: a write first sent long ago is not replayed blindly.
-                switch try await appendIntent(write.request, changing: write.changes, coalescing: false, firstSentAt: write.firstSentAt) {
+                // Its files are kept first, as an enqueue keeps them.
+                let manifests = try write.files.enumerated().map { index, file in
+                    try files.keep(file, field: "attachments[\(index)]").manifest
+                }
+                switch try await appendIntent(write.request, changing: write.changes, coalescing: false, firstSentAt: write.firstSentAt,
+                                              attachments: manifests) {
                 case .new: report.imported.append(write.named)
                 case .existing: report.alreadyInJournal.append(write.named)
                 }
@@ -161,9 +166,26 @@ extension Outbox {
                     baseRevision: state.baseRevision, revisionFrom: request.revisionFrom.map(PendingExport.Key.init),
                     dependsOn: dependsOn,
                     changes: enqueued.changes.map { PendingExport.Change(key: PendingExport.Key($0.key), value: $0.value) },
-                    createdAt: state.createdAt, attempts: state.attemptCount, firstAttemptAt: state.firstAttemptAt
+                    createdAt: state.createdAt, attempts: state.attemptCount, firstAttemptAt: state.firstAttemptAt,
+                    attachments: try exportedFiles(of: enqueued)
                 )
             }
+        }
+    }
+}
+
+extension Outbox {
+    /// The files a write carries, read whole for the export: a file missing or damaged fails
+    /// the export, naming it, rather than exporting a write without its photo.
+    fileprivate func exportedFiles(of enqueued: Enqueued) throws -> [PendingExport.File]? {
+        guard !enqueued.attachments.isEmpty else { return nil }
+        return try enqueued.attachments.map { manifest in
+            if let problem = files.check(manifest) {
+                throw OutboxError.invalidRequest(field: "attachments", problem: "\(manifest.name) (\(manifest.id)) cannot be exported: \(problem)")
+            }
+            let bytes = try Data(contentsOf: files.url(of: manifest.sha256))
+            return PendingExport.File(id: manifest.id.description, name: manifest.name, contentType: manifest.contentType,
+                                      sha256: manifest.sha256.hex, bytes: bytes)
         }
     }
 }
@@ -191,7 +213,7 @@ extension PendingExport.Write {
     /// How the member and the report name it, under its parsed id.
     func named(_ id: OperationID) -> PendingWrite {
         PendingWrite(operationID: id, category: category, entityLabel: entityLabel, summary: summary,
-                     status: OutboxStatus(rawValue: status) ?? .queued)
+                     status: OutboxStatus(rawValue: status) ?? .queued, attachments: (attachments ?? []).map(\.name))
     }
 
     /// The request as it was enqueued, under its own operation id: checked against its hash.
@@ -210,6 +232,17 @@ extension PendingExport.Write {
             entityID: entityID, category: category, entityLabel: entityLabel, summary: summary, payloadVersion: payloadVersion,
             operationID: id, baseRevision: baseRevision, revisionFrom: revisionFrom?.recordKey, dependsOn: dependencies
         )
+    }
+
+    /// The files it carries, as attachments, each checked against its hash.
+    func files(path: String) throws(OutboxError) -> [Attachment] {
+        try (attachments ?? []).map { file throws(OutboxError) in
+            guard let id = AttachmentID(file.id) else { throw .exportDamaged(path: path, reason: "write \(operationID): an attachment id is not a UUID") }
+            guard SHA256Digest(of: file.bytes).hex == file.sha256 else {
+                throw .exportDamaged(path: path, reason: "write \(operationID): the bytes of \(file.name) do not match their hash")
+            }
+            return Attachment(id: id, bytes: file.bytes, contentType: file.contentType, name: file.name)
+        }
     }
 
     /// The record changes it carries, as ``Outbox/enqueue(_:changing:)`` takes them.

@@ -6,7 +6,7 @@ extension Outbox {
     /// Signs the journal's account out of the engine.
     ///
     /// With rows still waiting (every row the badge counts: queued, syncing, failed, blocked,
-    /// conflicted), it refuses, naming them, unless told to discard them: then the worker is
+    /// conflicted), it refuses, naming them and the files they carry, unless told to discard them: then the worker is
     /// stopped (an attempt in flight finishes and is recorded first), each waiting row gets a
     /// `discarded` event (reason: sign-out) with its payload kept in the history, and the worker
     /// sends nothing more. A row still `syncing` once the worker stopped is an attempt no process
@@ -41,7 +41,7 @@ extension Outbox {
         }.map { state in
             let text = schema.presentation(of: state)
             return PendingWrite(operationID: state.id, category: state.category, entityLabel: text?.label ?? "(sealed)",
-                                summary: text?.summary ?? "(sealed)", status: state.status)
+                                summary: text?.summary ?? "(sealed)", status: state.status, attachments: state.attachments.map(\.manifest.name))
         }
     }
 

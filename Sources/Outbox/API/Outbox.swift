@@ -66,13 +66,21 @@ public final class Outbox: Sendable {
         try self.init(directory: directory, transport: transport, configuration: configuration, faultHook: nil)
     }
 
-    init(directory: URL, transport: any OutboxTransport, configuration: OutboxConfiguration, faultHook: LMDBFaultHook?) throws {
+    /// Opens the journal telling `fileSteps` each durable step of keeping an attachment's file:
+    /// the crash tests' hook (``AttachmentFiles/step``).
+    package convenience init(directory: URL, transport: any OutboxTransport, configuration: OutboxConfiguration,
+                             fileSteps: @escaping @Sendable (String) -> Void) throws {
+        try self.init(directory: directory, transport: transport, configuration: configuration, faultHook: nil, fileSteps: fileSteps)
+    }
+
+    init(directory: URL, transport: any OutboxTransport, configuration: OutboxConfiguration, faultHook: LMDBFaultHook?,
+         fileSteps: @escaping @Sendable (String) -> Void = { _ in }) throws {
         let started = OpenPhases.now()
         try configuration.validate()
         self.directory = directory
         self.configuration = configuration
         self.transport = transport
-        self.files = AttachmentFiles(journal: directory)
+        self.files = AttachmentFiles(journal: directory, step: fileSteps)
         let log = EngineLog(logger: configuration.logger, clock: configuration.clock)
         let budget = StorageBudget(budgetBytes: configuration.maxJournalBytes)
         var phases = OpenPhases()

@@ -12,7 +12,7 @@ import OutboxStorage
 /// | bytes | field |
 /// |---|---|
 /// | 8 | magic `OUTBOXPW` |
-/// | 2 | export format version (1) |
+/// | 2 | export format version (2; 1 before attachments) |
 /// | 2 | the account's UTF-8 length, `n` (1...1024) |
 /// | n | the account, UTF-8 |
 /// | 28 | key check: nothing sealed with the key (12-byte nonce, 16-byte tag) |
@@ -25,7 +25,9 @@ import OutboxStorage
 struct PendingExport: Sendable, Equatable {
     static let magic = Array("OUTBOXPW".utf8)
     /// The export format this engine writes, and the newest it reads.
-    static let formatVersion = 1
+    /// Version 2 carries the files of writes with attachments: a version-1 reader would enqueue
+    /// such a write without them.
+    static let formatVersion = 2
     static let maxAccountBytes = 1024
     static let keyCheckCount = 28
 
@@ -75,6 +77,18 @@ struct PendingExport: Sendable, Equatable {
         /// When its first attempt (since a person retried it after a `claim_may_be_forgotten` block) started, if it was sent: the age
         /// of the server's claim on its key, which the import keeps (absent: never sent).
         var firstAttemptAt: Date?
+        /// The files it carries, bytes and all (format 2; absent: none).
+        var attachments: [File]?
+    }
+
+    /// One file a write carries: its manifest and its bytes (base64 in the JSON).
+    struct File: Codable, Sendable, Equatable {
+        var id: String
+        var name: String
+        var contentType: String
+        /// SHA-256 of `bytes`, lower-case hex: checked by the import.
+        var sha256: String
+        var bytes: Data
     }
 
     struct Key: Codable, Sendable, Equatable {

@@ -21,9 +21,13 @@ struct AttachmentFiles: Sendable {
     static let chunkBytes = 1 << 20
     /// Names a write in progress starts with: never a hash, so collected at open.
     static let incomingPrefix = ".incoming-"
+    /// Told each durable step of keeping a file as it is passed (`file-written`, `file-synced`,
+    /// `file-renamed`, `file-directory-synced`): what the crash tests aim their kills at.
+    let step: @Sendable (String) -> Void
 
-    init(journal: URL) {
+    init(journal: URL, step: @escaping @Sendable (String) -> Void = { _ in }) {
         directory = journal.appendingPathComponent("attachments", isDirectory: true)
+        self.step = step
     }
 
     /// Where the file of `sha256` lives.
@@ -80,15 +84,19 @@ struct AttachmentFiles: Sendable {
                 try buffer.withUnsafeBytes { try append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
             }
         }
+        step("file-written")
         guard fsync(output) == 0 else { throw Self.writeFailure(errno, temporary) }
         closed = true
         guard close(output) == 0 else { throw Self.writeFailure(errno, temporary) }
+        step("file-synced")
         let digest = hasher.finalize()
         let target = url(of: digest)
         let existed = FileManager.default.fileExists(atPath: target.path)
         if !existed {
             guard rename(temporary.path, target.path) == 0 else { throw Self.writeFailure(errno, target) }
+            step("file-renamed")
             try syncDirectory()
+            step("file-directory-synced")
         }
         if case .file(let url, moving: true) = attachment.source { unlink(url.path) }
         let manifest = AttachmentManifest(id: attachment.id, name: attachment.name, contentType: attachment.contentType, size: size, sha256: digest)

@@ -105,6 +105,11 @@ extension JournalSchema {
         }
         let change = try recordChange(key, operation: id, firstSeq: firstSeq, in: txn)
         if let status, RecordView.Write.readsStatusAlone(status) {
+            // A queued write that carries files says how far they got: its whole state, read only
+            // for a write in the `attachments` index.
+            if status == .queued, try txn.get(attachments, firstSeq) != nil, let state = try state(id, in: txn) {
+                return RecordView.Write(state: state, change: change)
+            }
             return RecordView.Write(pending: id, status: status, change: change)
         }
         guard let state = try state(id, in: txn) else {

@@ -84,11 +84,30 @@ public struct RecordSync: Sendable, Equatable {
         /// `queued`, `syncing`, `pending_approval` or `conflicted`.
         public var status: OutboxStatus
         public var deletes: Bool
+        /// A file the write carries that is not uploaded yet: its name, the bytes the store
+        /// holds of it and its size ("uploading note.jpg, 3.1 of 8 MB").
+        public var upload: Upload?
 
-        public init(operation: OperationID, status: OutboxStatus, deletes: Bool) {
+        public init(operation: OperationID, status: OutboxStatus, deletes: Bool, upload: Upload? = nil) {
             self.operation = operation
             self.status = status
             self.deletes = deletes
+            self.upload = upload
+        }
+    }
+
+    /// How far a pending write's file got.
+    public struct Upload: Sendable, Equatable {
+        public var attachment: AttachmentID
+        public var name: String
+        public var landed: Int64
+        public var size: Int64
+
+        public init(attachment: AttachmentID, name: String, landed: Int64, size: Int64) {
+            self.attachment = attachment
+            self.name = name
+            self.landed = landed
+            self.size = size
         }
     }
 

@@ -34,6 +34,8 @@ package enum RecordView {
         /// Where the feed shows a synced write.
         package var visibleAt: FeedPosition?
         package var change: RecordWrite?
+        /// The first of its files not uploaded yet, for a queued write that carries files.
+        package var upload: RecordSync.Upload?
 
         package init(state: OperationState, change: RecordWrite?) {
             id = state.id
@@ -49,6 +51,9 @@ package enum RecordView {
             latestOutcome = state.latestOutcome
             visibleAt = state.visibleAt
             self.change = change
+            upload = state.pendingAttachment.map {
+                RecordSync.Upload(attachment: $0.id, name: $0.manifest.name, landed: $0.landedBytes, size: $0.manifest.size)
+            }
         }
 
         /// A write queued, syncing or waiting for approval: its status and change are all the view
@@ -113,7 +118,8 @@ package enum RecordView {
                 sync.held.append(state.id)
             case .pending, .conflicted:
                 apply(write.change, to: &value, hash: &hash, version: &version)
-                sync.pending.append(RecordSync.Pending(operation: state.id, status: state.status, deletes: write.change?.isDelete ?? false))
+                sync.pending.append(RecordSync.Pending(operation: state.id, status: state.status, deletes: write.change?.isDelete ?? false,
+                                                       upload: state.upload))
                 if state.status == .conflicted {
                     sync.conflict = RecordSync.Conflict(operation: state.id, serverRevision: state.serverRevision,
                                                         serverValue: serverValue(of: state, base: stored.base))

@@ -17,17 +17,23 @@ public struct PendingWrite: Sendable, Equatable, Hashable, CustomStringConvertib
     public var summary: String
     /// Where it stood when it was listed: queued, syncing, failed, blocked or conflicted.
     public var status: OutboxStatus
+    /// The names of the files it carries (``Attachment``): a sign-out that would drop it drops
+    /// them too, so the refusal names them.
+    public var attachments: [String]
 
-    public init(operationID: OperationID, category: String, entityLabel: String, summary: String, status: OutboxStatus) {
+    public init(operationID: OperationID, category: String, entityLabel: String, summary: String, status: OutboxStatus,
+                attachments: [String] = []) {
         self.operationID = operationID
         self.category = category
         self.entityLabel = entityLabel
         self.summary = summary
         self.status = status
+        self.attachments = attachments
     }
 
     /// "Products · Antiseptic 500 ml (price 4.20)"; a row a person must decide about says why
-    /// ("…(price 4.20, conflicted)"): a queued or syncing one only waits for the network.
+    /// ("…(price 4.20, conflicted)"): a queued or syncing one only waits for the network. Its
+    /// files are named: "…(New product, with note.jpg)".
     public var description: String {
         let why: String? = switch status {
         case .failed: "refused by the server"
@@ -35,7 +41,8 @@ public struct PendingWrite: Sendable, Equatable, Hashable, CustomStringConvertib
         case .conflicted: "changed elsewhere meanwhile"
         default: nil
         }
-        let details = [summary.isEmpty ? nil : summary, why].compactMap { $0 }.joined(separator: ", ")
+        let files = attachments.isEmpty ? nil : "with " + attachments.joined(separator: ", ")
+        let details = [summary.isEmpty ? nil : summary, files, why].compactMap { $0 }.joined(separator: ", ")
         let name = category.isEmpty ? entityLabel : "\(category) · \(entityLabel)"
         return details.isEmpty ? name : "\(name) (\(details))"
     }

@@ -158,7 +158,13 @@ public struct OutboxWords: Sendable, Equatable {
         } else if let last = sync.pending.last {
             switch last.status {
             case .pendingApproval: parts.append(waitingForApproval)
-            default: parts.append(online ? sending : waitingForInternet)
+            default:
+                // A write waits for its file first: the file is what moves.
+                if let file = sync.pending.lazy.compactMap(\.upload).first {
+                    parts.append(upload(name: file.name, landed: file.landed, of: file.size, online: online))
+                } else {
+                    parts.append(online ? sending : waitingForInternet)
+                }
             }
         } else if !sync.held.isEmpty {
             parts.append(held)
