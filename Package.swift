@@ -134,7 +134,7 @@ let package = Package(
         ),
         .target(
             name: "OutboxTestServer",
-            dependencies: ["IdempotencyClaims", "LMDBClaimStore", "PostgresClaimStore", "OutboxStorage", "OutboxWire"],
+            dependencies: ["IdempotencyClaims", "LMDBClaimStore", "PostgresClaimStore", "OutboxStorage", "OutboxWire", "OutboxCrypto"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -224,7 +224,10 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["Outbox", "OutboxTesting", "OutboxTestServer", "outbox-test-child", "TestHarness", "ThrowawayPostgres", "outbox-test-server"],
+            dependencies: [
+                "Outbox", "OutboxTesting", "OutboxTestServer", "outbox-test-child", "TestHarness", "ThrowawayPostgres",
+                "ThrowawaySwiftStore", "OutboxCrypto", "outbox-test-server",
+            ],
             swiftSettings: testSettings
         ),
         .testTarget(

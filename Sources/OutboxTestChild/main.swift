@@ -51,6 +51,10 @@
 //       Drains, discarding what failed or was blocked and keeping the server's version of what
 //       conflicted, until every write has ended; prints "settled <synced> <not ended>".
 //
+//   outbox-test-child attach-worker <journal-dir> <server-url> <photo-file> <none|step:n>
+//       A photo attached with no signal, uploaded once the test sends "online", killed at a
+//       step of its upload: see AttachmentModes.swift.
+//
 //   outbox-test-child hold <journal-dir> <account>
 //   outbox-test-child fill-limited <journal-dir> <bytes>
 //       See StorageModes.swift: a second writer process, and a file-size limit met mid-write.
@@ -104,7 +108,7 @@ func product(_ number: Int) -> OutboxRequest {
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first, arguments.count >= 2 else {
-    fail("usage: outbox-test-child snapshot|crash-worker|settle|record-worker|record-settle|hold|fill-limited|open-reader <journal-dir> ...")
+    fail("usage: outbox-test-child snapshot|crash-worker|settle|record-worker|record-settle|pull-worker|attach-worker|hold|fill-limited|open-reader <journal-dir> ...")
 }
 let path = arguments[1]
 
@@ -216,6 +220,9 @@ case "pull-worker":
 
 case "attach":
     await attachWithNoSignal(arguments)
+
+case "attach-worker":
+    await attachWorker(arguments)
 
 case "hold":
     guard arguments.count == 3 else { fail("usage: hold <journal-dir> <account>") }

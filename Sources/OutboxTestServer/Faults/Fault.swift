@@ -151,6 +151,9 @@ public struct Fault: Hashable, Sendable, Codable {
         /// A `GET /sync/changes`: met only by faults that name its path, so a fault meant for the
         /// next write never stops a pull instead.
         case feed
+        /// An upload's grant or completion (`/uploads`, `/uploads/<id>/complete`): met only by
+        /// faults that name its path, so a fault meant for the next write never stops an upload.
+        case upload(path: String, key: String?)
     }
 
     /// Whether this fault applies to `target` (`change_record` applies to an update or a delete only).
@@ -168,6 +171,12 @@ public struct Fault: Hashable, Sendable, Codable {
         case .feed:
             // What a read can meet: an answer instead of its own, no answer, or half of one.
             key == nil && endpoint.map { $0.hasSameBytes(as: FeedPage.path) } == true && kind.stopsWholeRequest
+        case .upload(let path, let requestKey):
+            // What a grant or a completion can meet: an answer instead of its own, no answer or
+            // half of one after the claim committed, or a hold while it is claimed.
+            endpoint.map { $0.hasSameBytes(as: path) } == true
+                && (key.map { key in requestKey.map { key.hasSameBytes(as: $0) } ?? false } ?? true)
+                && (kind.stopsWholeRequest || kind == .slow)
         }
     }
 

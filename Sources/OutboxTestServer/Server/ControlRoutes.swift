@@ -30,11 +30,18 @@ enum ControlRoute: CaseIterable {
     /// there, as tombstones past their retention are forgotten, without a clock; answers
     /// `{"floor":"<position>","purged":n}`.
     case purgeFeed
+    /// `GET /_control/uploads`: `{"grant_lifetime_seconds":900,"refuse_grants":null}`, the upload
+    /// endpoints' settings on this process.
+    case uploadSettings
+    /// `POST /_control/uploads` with `{"grant_lifetime_seconds":1}` and/or
+    /// `{"refuse_grants":{"status":403,"message":"..."}}` (`null`: grant again): changes them
+    /// for the grants from now on and answers them.
+    case changeUploads
 
     var method: String {
         switch self {
-        case .applied, .records, .listFaults, .held: "GET"
-        case .addFaults, .reset, .release, .awaitHeld, .changeRecord, .purgeFeed: "POST"
+        case .applied, .records, .listFaults, .held, .uploadSettings: "GET"
+        case .addFaults, .reset, .release, .awaitHeld, .changeRecord, .purgeFeed, .changeUploads: "POST"
         }
     }
 
@@ -64,6 +71,7 @@ enum ControlRoute: CaseIterable {
         case .awaitHeld: "/_control/await-held"
         case .changeRecord: "/_control/records/{type}/{id}"
         case .purgeFeed: "/_control/feed/purge"
+        case .uploadSettings, .changeUploads: "/_control/uploads"
         }
     }
 }
@@ -102,6 +110,11 @@ extension Routes {
                 return try changeRecord(request)
             case .purgeFeed:
                 return try purgeFeed(request)
+            case .uploadSettings:
+                guard let uploads else { return Self.noUploads }
+                return try json(uploads.current)
+            case .changeUploads:
+                return try changeUploads(request)
             }
         } catch let error as FaultDecodingError {
             return .problem(400, code: "invalid_faults", message: error.message)
@@ -109,6 +122,7 @@ extension Routes {
             let expected = switch route {
             case .awaitHeld: #"a JSON object like {"key":"..."}"#
             case .purgeFeed: #"a JSON object like {"through":"1-5-0"}"#
+            case .changeUploads: #"a JSON object like {"grant_lifetime_seconds":1} or {"refuse_grants":{"status":403,"message":"..."}}"#
             default: #"a JSON object like {"key":"..."} or no body"#
             }
             return .problem(400, code: "invalid_body", message: "expected \(expected)")
@@ -162,6 +176,43 @@ extension Routes {
             return .problem(400, code: "invalid_body", message: refusal.message)
         }
     }
+
+    /// `POST /_control/uploads`: the members given change, the others stay.
+    private func changeUploads(_ request: HTTPRequest) throws -> HTTPResponse {
+        guard let uploads else { return Self.noUploads }
+        struct Body: Decodable {
+            var lifetime: Double?
+            /// Present (even `null`) or absent, apart.
+            var refusal: Uploads.Refusal??
+
+            enum CodingKeys: String, CodingKey {
+                case lifetime = "grant_lifetime_seconds"
+                case refusal = "refuse_grants"
+            }
+
+            init(from decoder: any Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                lifetime = try container.decodeIfPresent(Double.self, forKey: .lifetime)
+                refusal = container.contains(.refusal) ? .some(try container.decodeNil(forKey: .refusal) ? nil
+                    : try container.decode(Uploads.Refusal.self, forKey: .refusal)) : .none
+            }
+        }
+        let body = try JSONDecoder().decode(Body.self, from: request.body)
+        if let lifetime = body.lifetime, !(lifetime > 0 && lifetime <= 86_400 * 7) {
+            return .problem(400, code: "invalid_body", message: "grant_lifetime_seconds must be over 0 and at most 604800, not \(lifetime)")
+        }
+        if case .some(.some(let refusal)) = body.refusal, !(400...599).contains(refusal.status) {
+            return .problem(400, code: "invalid_body", message: "refuse_grants.status must be from 400 to 599, not \(refusal.status)")
+        }
+        return try json(uploads.change { settings in
+            if let lifetime = body.lifetime { settings.grantLifetimeSeconds = lifetime }
+            if case .some(let refusal) = body.refusal { settings.refuseGrants = refusal }
+        })
+    }
+
+    /// 501: the server was started without an object store.
+    static let noUploads = HTTPResponse.problem(
+        501, code: "uploads_unsupported", message: "this server was started without an object store (outbox-test-server --help: --swift-storage-url)")
 
     /// The longest `POST /_control/await-held` waits, in seconds: a guard for a request that
     /// never comes, long enough that one a loaded machine delays is still awaited.

@@ -110,6 +110,8 @@ struct Routes: Sendable {
     /// How long a claim is kept, in seconds, announced on every answer to a write
     /// (`Outbox-Claim-Retention`); `nil`: not announced.
     var claimRetentionSeconds: TimeInterval?
+    /// The upload endpoints' object store and settings; `nil`: `/uploads` answers 501.
+    var uploads: Uploads?
 
     /// `reply` with the claim retention announced: a client replays a write under its key only
     /// while its first attempt is younger than that (Docs/server.md).
@@ -137,6 +139,9 @@ struct Routes: Sendable {
         if request.path == BatchRequest.path {
             guard request.method == "POST" else { return refused(request, methodNotAllowed(allow: "POST")) }
             return announcingRetention(batch(request))
+        }
+        if let route = UploadRoute(path: request.path) {
+            return upload(route, request)
         }
         switch businessRoute(request) {
         case .write(let endpoint, let action)?: return announcingRetention(business(endpoint, action, request))

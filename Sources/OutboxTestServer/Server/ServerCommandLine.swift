@@ -7,6 +7,8 @@ import PostgresClaimStore
 /// outbox-test-server [--port N] [--data-dir PATH] [--max-body-bytes N] [--max-connections N]
 ///                    [--max-batch-operations N] [--read-timeout SECONDS] [--retention-days DAYS]
 ///                    [--postgres CONNINFO|env|env:VARIABLE] [--pool-size N] [--latency-ms MS]
+///                    [--swift-storage-url URL --swift-auth-token env:VAR --swift-temp-url-key env:VAR
+///                     --swift-container NAME [--segment-bytes N] [--grant-lifetime S] [--max-upload-bytes N]]
 /// ```
 ///
 /// Every number is range-checked here, so a value the server cannot hold (a timeout that
@@ -72,6 +74,21 @@ public enum ServerCommandLine {
           --tombstone-retention-days DAYS
                                    how long the feed keeps tombstones, as it publishes in each
                                    page, over 0 and at most 36500 (default: --retention-days)
+
+        the upload endpoints (POST /uploads, POST /uploads/ID/complete), on an OpenStack Swift
+        account; the token and the key come from the environment only:
+          --swift-storage-url URL  the account's storage URL (http://127.0.0.1:8080/v1/AUTH_test)
+          --swift-auth-token env:VARIABLE
+                                   the account's token, in that environment variable
+          --swift-temp-url-key env:VARIABLE
+                                   the account's Temp-URL-Key, which signs the segment URLs
+          --swift-container NAME   the container the objects go in (it must exist)
+          --segment-bytes N        every segment's size but the last, 1 to 5368709120
+                                   (default 8388608)
+          --grant-lifetime SECONDS how long a grant's URLs last, over 0 and at most 604800
+                                   (default 900; POST /_control/uploads changes it)
+          --max-upload-bytes N     the largest file granted, 0 to 1099511627776
+                                   (default 268435456; more is answered 413)
           -h, --help               show this help
         """
 
@@ -81,6 +98,7 @@ public enum ServerCommandLine {
         var postgres: PostgresConnectionSettings?
         var poolSize: Int?
         var tombstoneDays: Double?
+        var uploads = UploadOptions()
         var remaining = arguments[...]
         while let argument = remaining.popFirst() {
             // `--port 0` and `--port=0` alike; an option is known before its value is taken.
@@ -125,7 +143,7 @@ public enum ServerCommandLine {
                 case "--tombstone-retention-days":
                     tombstoneDays = try positiveNumber(option, value, atMost: Bounds.maxRetentionDays, unit: "days")
                 default:
-                    throw UsageError(message: "unknown option '\(option)'")
+                    guard try uploads.take(option, value) else { throw UsageError(message: "unknown option '\(option)'") }
                 }
             } catch {
                 return .failure(error)
@@ -134,6 +152,11 @@ public enum ServerCommandLine {
         // Tombstones live as long as claims unless told otherwise: a phone offline that long
         // still pulls without a snapshot.
         configuration.feedLimits.tombstoneRetentionSeconds = Int(((tombstoneDays ?? configuration.claimPolicy.retention / 86_400) * 86_400).rounded())
+        do throws(UsageError) {
+            configuration.uploads = try uploads.store()
+        } catch {
+            return .failure(error)
+        }
         if let postgres {
             if case .lmdb = configuration.storage {
                 return .failure(UsageError(message: "--postgres and --data-dir choose two storages; give one"))
@@ -146,10 +169,10 @@ public enum ServerCommandLine {
     }
 
     /// The options that take a value.
-    static let valueOptions: Set<String> = [
+    static let valueOptions = Set<String>([
         "--port", "--data-dir", "--max-body-bytes", "--max-connections", "--max-batch-operations", "--read-timeout",
         "--retention-days", "--postgres", "--pool-size", "--latency-ms", "--max-page-changes", "--tombstone-retention-days",
-    ]
+    ]).union(UploadOptions.names)
 
     /// `--name=value` as the option and its value; any other argument as itself and `nil`.
     private static func split(_ argument: String) -> (option: String, value: String?) {
@@ -158,7 +181,7 @@ public enum ServerCommandLine {
     }
 
     /// A decimal integer within `range`.
-    private static func wholeNumber(_ option: String, _ value: String, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+    static func wholeNumber(_ option: String, _ value: String, in range: ClosedRange<Int>) throws(UsageError) -> Int {
         guard let number = Int(value), range.contains(number) else {
             throw UsageError(message: "\(option) expects a whole number from \(range.lowerBound) to \(range.upperBound), not '\(value)'")
         }
@@ -166,7 +189,7 @@ public enum ServerCommandLine {
     }
 
     /// A number more than 0 and at most `upperBound` (never NaN or infinite).
-    private static func positiveNumber(_ option: String, _ value: String, atMost upperBound: Double, unit: String) throws(UsageError) -> Double {
+    static func positiveNumber(_ option: String, _ value: String, atMost upperBound: Double, unit: String) throws(UsageError) -> Double {
         guard let number = Double(value), number > 0, number <= upperBound else {
             throw UsageError(message: "\(option) expects \(unit) over 0 and at most \(Int(upperBound)), not '\(value)'")
         }

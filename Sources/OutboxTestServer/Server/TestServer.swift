@@ -18,7 +18,9 @@ public import OutboxWire
 /// ``IdempotencyClaims``), `PUT` and `PATCH /products/{id}` and `/employees/{id}` (updates,
 /// checked against `If-Match`), `DELETE` there (the record kept as a tombstone, checked against
 /// `If-Match` too), `POST /sync/batch` (several of those at once, each on its own),
-/// and the control API under `/_control/` (see `Docs/server.md`). It listens on 127.0.0.1 only.
+/// `POST /uploads` and `POST /uploads/{id}/complete` (an attachment's grant and completion, on
+/// the OpenStack Swift store ``Configuration/uploads`` names), and the control API under
+/// `/_control/` (see `Docs/server.md`). It listens on 127.0.0.1 only.
 /// Each connection is served by a thread of its own, up to ``Configuration/maxConnections``.
 public final class TestServer: Sendable {
     /// How the server is set up. The defaults suit a test; shorten the timeouts for tests of them.
@@ -73,6 +75,9 @@ public final class TestServer: Sendable {
         /// What `GET /sync/changes` publishes and holds to: the most changes and bytes a page
         /// holds, and how long tombstones are kept (`Docs/server.md`, "The change feed").
         public var feedLimits: FeedLimits = FeedHandling.defaultLimits
+        /// The object store behind `POST /uploads` and `POST /uploads/<id>/complete`; `nil` (the
+        /// default): those answer 501 `uploads_unsupported`.
+        public var uploads: UploadStore?
 
         public init(
             port: UInt16 = 0,
@@ -130,7 +135,8 @@ public final class TestServer: Sendable {
         let routes = Routes(storage: storage, faults: FaultQueue(), holds: Holds(), slowHoldLimit: configuration.slowHoldLimit,
                             latency: configuration.latency, observer: configuration.observer,
                             maxBatchOperations: configuration.maxBatchOperations, feedLimits: configuration.feedLimits,
-                            claimRetentionSeconds: configuration.claimPolicy.retention)
+                            claimRetentionSeconds: configuration.claimPolicy.retention,
+                            uploads: configuration.uploads.map(Uploads.init))
         do {
             core = try ServerCore(configuration: configuration, routes: routes)
         } catch {
