@@ -233,9 +233,8 @@ struct AttachmentEndToEndTests {
 
     /// A completion whose answer was lost is asked again under its key while the server still
     /// works on the first copy: the claim answers 409 `idempotency_in_progress` with
-    /// `Retry-After`, which a write's outcome takes as transient. The upload should wait and ask
-    /// again, and the write sync; the engine's upload table (`UploadProtocol.meaning`) takes every
-    /// 409 of the server as a refusal instead, and the write fails with `attachment_refused`.
+    /// `Retry-After`, which the upload takes as transient, as a write's outcome does: it waits and
+    /// asks again, and the write syncs.
     @Test func aCompletionAnsweredInProgressIsAskedAgainNotRefused() async throws {
         let server = try await Self.onThread { try UploadServer(segmentBytes: 256 << 10) }
         let photo = Attachment(bytes: seededBytes(300 << 10, seed: 7), contentType: "image/jpeg", name: "note.jpg")
@@ -266,9 +265,7 @@ struct AttachmentEndToEndTests {
         await transport.lostRequestAnswered()
         let history = try outbox.history(id)
         let status = try outbox.operation(id)?.status
-        withKnownIssue("UploadProtocol.meaning takes 409 idempotency_in_progress as a refusal") {
-            #expect(status == .synced)
-            #expect(!history.contains { $0.kind == .attachmentRefused }, "\(history.map(\.kind))")
-        }
+        #expect(status == .synced)
+        #expect(!history.contains { $0.kind == .attachmentRefused }, "\(history.map(\.kind))")
     }
 }

@@ -463,3 +463,14 @@ struct AttachmentRecordTests {
         #expect(OutboxWords.english.recordState(moving, online: true) == "uploading note.jpg, 1 of 2.5 MB")
     }
 }
+
+@Suite("What an upload's answer means", .timeLimit(.minutes(1)))
+struct UploadAnswerTests {
+    @Test func aServersInProgressAnswerIsAskedAgainAndAReusedKeyRefused() {
+        let inProgress = TransportResponse(statusCode: 409, body: Data(#"{"code":"idempotency_in_progress","message":"retry shortly"}"#.utf8))
+        let reused = TransportResponse(statusCode: 409, body: Data(#"{"code":"idempotency_conflict","message":"another body"}"#.utf8))
+        #expect(UploadProtocol.meaning(of: inProgress, fromStore: false) == .later)
+        #expect(UploadProtocol.meaning(of: reused, fromStore: false) == .refused)
+        #expect(UploadProtocol.meaning(of: inProgress, fromStore: true) == .refused, "the store speaks no claims")
+    }
+}

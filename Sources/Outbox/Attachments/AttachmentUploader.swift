@@ -168,7 +168,7 @@ final class AttachmentUploader: Sendable {
                 log.log(.info, "a segment met no response", [EngineLog.Key.operation: .string(operation.description)])
                 return .later(offline: true)
             }
-            switch UploadProtocol.meaning(of: response.statusCode, fromStore: true) {
+            switch UploadProtocol.meaning(of: response, fromStore: true) {
             case .success:
                 guard let etag = UploadProtocol.etag(of: response) else { return .later(offline: false) }
                 let piece = LandedSegment(number: number, size: length, etag: etag)
@@ -197,6 +197,8 @@ final class AttachmentUploader: Sendable {
             headers: [OutboxHeader.idempotencyKey: manifest.id.requestKey(upload.nextGrantPurpose), "Content-Type": "application/json"],
             body: UploadProtocol.body(UploadProtocol.GrantRequest(manifest))
         )
+        // The grant's age counts from the request: the server's lifetime started no earlier.
+        let askedAt = clock.uptime()
         let response: TransportResponse
         switch await askServer(request, operation, manifest) {
         case .success(let answer): response = answer
@@ -215,12 +217,11 @@ final class AttachmentUploader: Sendable {
         }
         let granted = AttachmentGranted(attachment: manifest.id, segmentSize: grant.segment_size, segmentCount: urls.count,
                                         lifetimeSeconds: grant.expires_in)
-        let startedAt = clock.uptime()
         guard await journal(operation, .attachmentGranted(granted)) else { return .ended }
         if upload.segmentSize != grant.segment_size { upload.landed = [] }
         upload.segmentSize = grant.segment_size
         upload.grants = number
-        let usableUntil = startedAt.map { Uptime(seconds: $0.seconds + grant.expires_in * Self.lifetimeShare, bootID: $0.bootID) }
+        let usableUntil = askedAt.map { Uptime(seconds: $0.seconds + grant.expires_in * Self.lifetimeShare, bootID: $0.bootID) }
         memory.withLock { $0.grants[manifest.id] = ActiveGrant(urls: urls, segmentSize: grant.segment_size, usableUntil: usableUntil) }
         return .completed
     }
@@ -281,7 +282,7 @@ final class AttachmentUploader: Sendable {
         } catch {
             return .failure(Ended(outcome: .later(offline: true)))
         }
-        switch UploadProtocol.meaning(of: response.statusCode, fromStore: false) {
+        switch UploadProtocol.meaning(of: response, fromStore: false) {
         case .success: return .success(response)
         case .later, .grantExpired: return .failure(Ended(outcome: .later(offline: false)))
         case .refused:

@@ -118,6 +118,18 @@ enum UploadProtocol {
         }
     }
 
+    /// The meaning of a server's or store's answer: as its status says, but for the server's
+    /// 409 `idempotency_in_progress` (a copy of the request is still being answered under its
+    /// key), which is asked again later, as a write's outcome takes it.
+    static func meaning(of response: TransportResponse, fromStore: Bool) -> Meaning {
+        if !fromStore, response.statusCode == 409,
+            (try? JSONDecoder().decode(Refusal.self, from: response.body))?.code == ErrorCode.idempotencyInProgress
+        {
+            return .later
+        }
+        return meaning(of: response.statusCode, fromStore: fromStore)
+    }
+
     /// The store's ETag of a segment, without its quotes.
     static func etag(of response: TransportResponse) -> String? {
         guard var tag = response.header("ETag"), !tag.isEmpty else { return nil }
