@@ -184,7 +184,7 @@ let package = Package(
         ),
         .target(
             name: "OutboxDemo",
-            dependencies: ["Outbox", "OutboxTestServer", "JournalInspect"],
+            dependencies: ["Outbox", "OutboxTestServer", "JournalInspect", "ThrowawaySwiftStore", "OutboxCrypto"],
             swiftSettings: strictSettings
         ),
         .executableTarget(

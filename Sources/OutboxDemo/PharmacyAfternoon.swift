@@ -4,8 +4,13 @@
 public import Foundation
 import Outbox
 import JournalInspect
+import OutboxCrypto
 import OutboxTestServer
 import Synchronization
+import ThrowawaySwiftStore
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// How the demo runs.
 public struct DemoOptions: Sendable {
@@ -84,10 +89,20 @@ public enum PharmacyAfternoon {
         // guard against a hang, never a timing. At 5 s a loaded machine (the demo runs in the
         // package's tests, beside the others) could time a request out, and the engine would
         // send it again: an attempt the afternoon never scripted.
-        let server = try TestServer(.init(readTimeout: patience, observer: { event in
+        // The shop's object store, where photos go: a throwaway OpenStack Swift on loopback, its
+        // uploads granted and completed by the server.
+        let photos = try TemporarySwiftStore.start()
+        defer { photos.stop() }
+        try photos.createContainer("pharmacy-photos")
+        let photoKey = UUID().uuidString
+        try photos.setTempURLKey(photoKey)
+        var serving = TestServer.Configuration(readTimeout: patience, observer: { event in
             wire.answered(event)
             narrator.say(.server, Self.describe(event, labels: labels, wire: wire))
-        }))
+        })
+        serving.uploads = UploadStore(storageURL: photos.storageURL, authToken: photos.authToken, tempURLKey: photoKey,
+                                      container: "pharmacy-photos", segmentBytes: 1 << 20)
+        let server = try TestServer(serving)
         defer { server.stop() }
         // The shop's tablet at the counter: another device, its own requests, never the phone's signal.
         let counter = Counter(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: patience), business: Self.business)
@@ -264,11 +279,33 @@ public enum PharmacyAfternoon {
                      + Self.distinctRuns(antisepticSeen.map { "\($0.shown) (\($0.state))" }).joined(separator: ", then ")
                      + "; the gauze " + Self.distinctRuns(gauzeSeen).joined(separator: ", then ") + ".")
 
+        // After closing: a delivery note photographed with no signal.
+        narrator.say(.scene, "After closing, a supplier drops off cotton wool at the stock room, where there is no signal. Folake photographs the delivery note and saves the product with it.")
+        signal.isOnline = false
+        let note = Attachment(bytes: Self.deliveryNotePhoto(), contentType: "image/jpeg", name: "delivery-note.jpg")
+        let cottonKey = Self.productKey("cotton-100")
+        let cottonRequest = Self.product("cotton-100", "Cotton wool 100 g", price: 3.5, deliveryNote: note.id)
+        labels[cottonKey] = cottonRequest.entityLabel
+        let cotton = try await outbox.enqueue(cottonRequest, changing: [.put(cottonKey, cottonRequest.payload)], attaching: [note])
+        labels[cotton] = cottonRequest.entityLabel
+        narrator.say(.engine, "Saved on this device with its photo (\(note.size ?? 0) bytes, kept whole before the save), waiting for internet: Cotton wool 100 g",
+                     ["operation": cotton.idempotencyKey, "attachment": note.id.description])
+        let cottonOffline = try outbox.record(cottonKey)
+        narrator.say(.engine, "Her phone: Cotton wool 100 g: \(cottonOffline.map { MemberScreen.state($0, online: false) } ?? "not on the list")")
+        signalReturns(signal, outbox, narrator: narrator)
+        await settle([cotton], "The cotton wool and its delivery note", outbox: outbox, narrator: narrator, patience: patience)
+        let cottonTrail = try outbox.history(cotton).map(\.kind)
+        let segments = cottonTrail.filter { $0 == .segmentLanded }.count
+        let stored = await Self.readBack(photos, container: "pharmacy-photos", object: note.id.description, patience: patience)
+        let noteDigest = SHA256Digest(of: Self.deliveryNotePhoto())
+        narrator.say(.server, "The delivery note in the object store: \(stored.map { "\($0.count) bytes, SHA-256 \(SHA256Digest(of: $0).hex.prefix(16))..." } ?? "missing"); "
+                     + "its \(segments) segments landed, then the server completed it, then the product was sent.")
+
         let metrics = try outbox.metrics()
         narrator.say(.engine, "Metrics: \(metrics.totalAttempts) attempts; accepted \(metrics.accepted), replayed \(metrics.replayed), "
                      + "blocked \(metrics.blocked); \(metrics.journalEvents) events, \(metrics.journalEventBytes) bytes in the journal",
                      ["attempts": String(metrics.totalAttempts), "events": String(metrics.journalEvents)])
-        let written = ids + [firstPrice, secondPrice, promotion, edit, closing] + (resolution.map { [$0] } ?? [])
+        let written = ids + [firstPrice, secondPrice, promotion, edit, closing, cotton] + (resolution.map { [$0] } ?? [])
         let rows = try Dictionary(uniqueKeysWithValues: written.map { ($0, try outbox.operation($0)) })
         let badge = try outbox.badgeCount()
         let tab = try outbox.syncTab(isOnline: true)
@@ -288,8 +325,13 @@ public enum PharmacyAfternoon {
             narrator.say(.server, "\(labels[id]): applied \(applied[id.idempotencyKey] ?? 0) time\(applied[id.idempotencyKey] == 1 ? "" : "s")",
                          ["key": id.idempotencyKey, "applied": String(applied[id.idempotencyKey] ?? 0)])
         }
-        let accepted = ([gauzeCreate, created, chidi, amaka, firstPrice, secondPrice, closing] + (resolution.map { [$0] } ?? []))
+        let accepted = ([gauzeCreate, created, chidi, amaka, firstPrice, secondPrice, closing, cotton] + (resolution.map { [$0] } ?? []))
             .map { ($0.idempotencyKey, 1) }
+        // The photo's grant and completion are claimed by the server too, each once.
+        let uploadKeys = Set(applied.keys).subtracting(accepted.map(\.0))
+        let uploadsOnce = uploadKeys.allSatisfy { applied[$0] == 1 }
+        narrator.say(.server, "The photo's grant and completion, claimed by the server: \(uploadKeys.count) requests, applied \(uploadKeys.map { String(applied[$0] ?? 0) }.joined(separator: ", ")) time(s)")
+        let writesApplied = AppliedCounts(applied.filter { !uploadKeys.contains($0.key) }.map { (key: $0.key, count: $0.value) })
         let closingPrice = Self.priceEdit("antiseptic-500", "Antiseptic 500 ml", price: 15).payload
         let firstTwoFifty = gauzeSeen.firstIndex(of: "2.25")
 
@@ -364,8 +406,14 @@ public enum PharmacyAfternoon {
                                     && MemberScreen.shown(gauzeSettled?.value, type: "product") == "2.25"
                                     && !antisepticSeen.isEmpty && antisepticSeen.allSatisfy { $0.shown == "15.00" }
                                     && firstTwoFifty.map { !gauzeSeen[$0...].contains("2.00") } == true),
+            DemoOutcome.Promise(text: "The delivery note photographed with no signal reached the object store whole (its SHA-256 the photo's), and only then was Cotton wool 100 g sent, applied once",
+                                held: cottonOffline.map { MemberScreen.state($0, online: false) } == "delivery-note.jpg waiting for internet"
+                                    && rows[cotton]??.status == .synced && stored.map { SHA256Digest(of: $0) } == noteDigest
+                                    && segments == 3 && uploadsOnce
+                                    && cottonTrail.firstIndex(of: .attachmentCompleted).map { done in
+                                        cottonTrail.firstIndex(of: .attemptStarted).map { done < $0 } ?? false } == true),
             DemoOutcome.Promise(text: "Every write the server accepted was applied exactly once",
-                                held: applied == Dictionary(uniqueKeysWithValues: accepted)),
+                                held: writesApplied == Dictionary(uniqueKeysWithValues: accepted)),
         ]
         for promise in promises {
             narrator.say(.check, (promise.held ? "✓ " : "✗ ") + promise.text, ["held": String(promise.held)])
@@ -375,6 +423,28 @@ public enum PharmacyAfternoon {
     }
 
     static let controlledSubstance = "Only the owner may add a controlled substance."
+
+    /// The delivery note's photo: 2.5 MB of bytes, the same every run (three segments of 1 MiB).
+    static func deliveryNotePhoto() -> Data {
+        Data((0..<2_500_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) })
+    }
+
+    /// A product whose payload names its delivery note's photo.
+    static func product(_ id: String, _ name: String, price: Double, deliveryNote: AttachmentID) -> OutboxRequest {
+        var request = product(id, name, price: price)
+        request.payload = Data(#"{"id":"\#(id)","name":"\#(name)","price":\#(price),"delivery_note":"\#(deliveryNote)"}"#.utf8)
+        return request
+    }
+
+    /// The object as the store holds it, read with the account's token; `nil` when it is not there.
+    static func readBack(_ store: TemporarySwiftStore, container: String, object: String, patience: TimeInterval) async -> Data? {
+        var request = URLRequest(url: store.objectURL(container: container, object: object), timeoutInterval: patience)
+        request.setValue(store.authToken, forHTTPHeaderField: "X-Auth-Token")
+        guard let (data, response) = try? await URLSession.shared.data(for: request),
+            (response as? HTTPURLResponse)?.statusCode == 200
+        else { return nil }
+        return data
+    }
 
     /// `values` with each run of equal neighbours told once: "15.00 (waiting for internet), then 15.00 (sending...)".
     static func distinctRuns(_ values: [String]) -> [String] {

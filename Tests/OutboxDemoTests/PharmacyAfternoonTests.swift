@@ -16,7 +16,7 @@ struct PharmacyAfternoonTests {
     @Test func everyPromiseItPrintsHolds() async throws {
         let output = Output()
         let outcome = try await PharmacyAfternoon.run(DemoOptions(speed: 120, patience: 300)) { output.write($0) }
-        #expect(outcome.promises.count == 14)
+        #expect(outcome.promises.count == 15)
         for promise in outcome.promises {
             #expect(promise.held, "\(promise.text)\n\(output.all)")
         }
@@ -85,6 +85,10 @@ struct PharmacyAfternoonTests {
         #expect(text.contains(#"PUT /products/antiseptic-500 for Antiseptic 500 ml, If-Match "5": applied, answered 200"#))
         #expect(text.contains("the antiseptic 15.00 (waiting for internet), then 15.00 (sending...)"))
         #expect(!text.contains("the antiseptic 14.50") && !text.contains("the gauze 2.25, then 2.00"), "nothing went back")
+        // The delivery note photographed with no signal, uploaded, then its product sent.
+        #expect(text.contains("Her phone: Cotton wool 100 g: delivery-note.jpg waiting for internet"))
+        #expect(text.contains("The delivery note in the object store: 2500000 bytes"))
+        #expect(text.contains("✓ The delivery note photographed with no signal reached the object store whole"))
         #expect(!text.contains("✗"))
         #expect(!FileManager.default.fileExists(atPath: outcome.journal.path), "a temporary journal is removed")
     }
