@@ -380,14 +380,10 @@ extension Attachment {
 }
 
 extension Outbox {
-    /// Runs the attachments' queue alone until `segments` segments landed in all (a kill in the
-    /// middle of an upload, without killing).
+    /// Runs the attachments' queue alone until `segments` segments landed (an upload cut off,
+    /// without killing).
     func uploadFilesForTest(stoppingAfterSegments segments: Int) async {
-        let landed: @Sendable () -> Int = { [store] in
-            (try? store.queries.events(from: JournalSequence(rawValue: 1), limit: 10_000).filter { $0.kind == .segmentLanded }.count) ?? 0
-        }
-        let before = landed()
-        _ = await replayPass.uploads.run { landed() - before >= segments }
+        await uploadSomeSegments(segments)
     }
 }
 

@@ -17,8 +17,8 @@ public struct Attachment: Sendable {
     /// Where the bytes come from.
     public enum Source: Sendable {
         /// A file on disk, copied into the journal's directory. `moving`: the engine takes the
-        /// file, removing the original once its copy is durable; otherwise the original is left
-        /// alone.
+        /// file, removing the original once the write that keeps its copy is saved (a save that
+        /// fails or is cut short leaves it); otherwise the original is left alone.
         case file(URL, moving: Bool)
         /// Bytes in memory (a signature drawn on screen).
         case bytes(Data)

@@ -98,9 +98,16 @@ struct AttachmentFiles: Sendable {
             try syncDirectory()
             step("file-directory-synced")
         }
-        if case .file(let url, moving: true) = attachment.source { unlink(url.path) }
         let manifest = AttachmentManifest(id: attachment.id, name: attachment.name, contentType: attachment.contentType, size: size, sha256: digest)
         return (manifest, !existed)
+    }
+
+    /// Removes the originals of the attachments given as files to be moved: called once the
+    /// write that keeps their copies is committed, so a failed or killed save never loses one.
+    func removeMovedOriginals(_ attachments: [Attachment]) {
+        for attachment in attachments {
+            if case .file(let url, moving: true) = attachment.source { unlink(url.path) }
+        }
     }
 
     /// Removes the file of `sha256` (one an enqueue kept and then did not commit, or one no

@@ -22,6 +22,8 @@ final class AttachmentUploader: Sendable {
     let files: AttachmentFiles
     let log: EngineLog
     private let memory = Mutex(Memory())
+    /// Whether a run is under way: one at a time, so no segment is ever sent by two at once.
+    private let running = Atomic<Bool>(false)
 
     /// A grant in hand: its URLs, and until when (device uptime) they may be used.
     struct ActiveGrant {
@@ -73,6 +75,9 @@ final class AttachmentUploader: Sendable {
     /// worker stopped, the drain's time ran out) or the network is gone.
     func run(shouldStop: @Sendable () -> Bool) async -> Outcome {
         var outcome = Outcome()
+        // Another run (a pass, or an app's drain beside it) has the files: it goes on with them.
+        guard running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return outcome }
+        defer { running.store(false, ordering: .releasing) }
         let pending: [(OperationID, AttachmentUpload)]
         do {
             pending = try pendingUploads()
@@ -258,6 +263,11 @@ final class AttachmentUploader: Sendable {
             let digest = SHA256Digest(hex: completed.sha256)
         else { return .later(offline: false) }
         guard completed.size == manifest.size, digest == manifest.sha256 else {
+            // The local file is checked whole before the server is blamed: bytes damaged on the
+            // device (of the right size) upload as they are and complete as another object.
+            if let problem = files.check(manifest) {
+                return await refuse(operation, manifest, status: nil, code: ErrorCode.attachmentDamaged, message: "\(manifest.name): \(problem)")
+            }
             return await refuse(operation, manifest, status: response.statusCode, code: ErrorCode.attachmentMismatch,
                                 message: "the server completed \(completed.size) bytes with SHA-256 \(completed.sha256); the file is \(manifest.size) bytes, \(manifest.sha256.hex)")
         }

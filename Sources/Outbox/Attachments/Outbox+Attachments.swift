@@ -42,6 +42,8 @@ extension Outbox {
                 if isNew { created.append(manifest.sha256) }
             }
             let outcome = try await appendIntent(request, changing: changes, attachments: kept)
+            // Committed: the journal's copies stand for the originals given to be moved.
+            files.removeMovedOriginals(attachments)
             switch outcome {
             case .new(let id):
                 await worker.becameDue(at: configuration.clock.now(), because: .enqueued)
@@ -53,7 +55,8 @@ extension Outbox {
         } catch {
             // Nothing was saved: the files this call made go with it (a file another write
             // keeps was there before, so it is not among them).
-            for digest in created where !(try fileIsReferenced(digest)) { files.remove(digest) }
+            // A read that fails here keeps the file (the next open collects it) and the save's error.
+            for digest in created where (try? fileIsReferenced(digest)) == false { files.remove(digest) }
             throw error
         }
     }
@@ -174,5 +177,40 @@ enum AttachmentKeeping {
         guard state.status.isTerminal else { return true }
         if state.status == .discarded { return false }
         return now.timeIntervalSince(state.changedAt) < keepSeconds
+    }
+}
+
+extension Outbox {
+    /// Runs the attachments' queue alone until `segments` more segments landed in all, then
+    /// stops: an app ended between two segments of an upload, for the tests and the simulation.
+    /// A pass under way finishes first (one run of the queue at a time).
+    package func uploadSomeSegments(_ segments: Int) async {
+        await worker.waitUntilIdle()
+        let landed: @Sendable () -> Int = { [store] in
+            (try? store.queries.events(from: JournalSequence(rawValue: 1), limit: .max).filter { $0.kind == .segmentLanded }.count) ?? 0
+        }
+        let before = landed()
+        _ = await replayPass.uploads.run { landed() - before >= segments }
+    }
+
+    /// What is wrong with the files of writes that still need them (``AttachmentKeeping``): each
+    /// a missing or damaged file, named; none when every one is there, whole.
+    package func attachmentFileProblems() throws -> [String] {
+        let schema = store.schema
+        let now = configuration.clock.now()
+        let keep = configuration.attachments.keepSeconds
+        let states = try store.read { txn in
+            var states: [OperationState] = []
+            try txn.scan(schema.attachments) { entry in
+                if let state = try schema.state(try entry.value(), in: txn), AttachmentKeeping.needsFiles(state, now: now, keepSeconds: keep) {
+                    states.append(state)
+                }
+                return .next
+            }
+            return states
+        }
+        return states.flatMap { state in
+            state.attachments.compactMap { upload in files.check(upload.manifest).map { "\(state.id) \(upload.manifest.name): \($0)" } }
+        }
     }
 }
