@@ -175,7 +175,12 @@ struct AttachmentCommandTests {
         #expect(run.code == .success, "\(run.errors)")
         let lines = Self.lines(run.output)
         #expect(lines.contains("Upload      2 of 5 segments of 100 bytes landed (200 of 450 bytes), 1 grant"), "\(run.output)")
-        #expect(lines.contains("Verdict: uploading: 2 of 5 segments landed (200 of 450 bytes); its write waits for it"))
+        #expect(lines.contains("Verdict: uploading: 2 of 5 segments landed (200 of 450 bytes); its write waits for it; nothing was "
+            + "journaled since 2027-01-15T08:00:00Z (2 h ago): the app has not run since, or had no connection; the upload goes on "
+            + "from segment 3 when it runs online (the landed ones are not sent again)"), "\(run.output)")
+        // Counted to a now just after the last event, the upload is simply under way.
+        let fresh = inspect([journal.path, "attachment", "8f1c2a3b"], now: fixtureStart.addingTimeInterval(30))
+        #expect(Self.lines(fresh.output).contains("Verdict: uploading: 2 of 5 segments landed (200 of 450 bytes); its write waits for it"))
         let json = try #require(try JSONSerialization.jsonObject(with: Data(inspect([journal.path, "attachment", "8f1c", "--json"]).output.utf8))
             as? [String: Any])
         #expect(json["state"] as? String == "uploading" && json["completion"] == nil && json["landedSegments"] as? Int == 2)

@@ -6,10 +6,11 @@ extension Runner {
     func attachment(_ options: AttachmentOptions) throws -> ExitCode {
         let id = try resolveAttachment(options.id)
         guard let proof = try reader.attachment(id) else { throw noAttachment(options.id) }
+        let last = try reader.events(matching: EventQuery(order: .newestFirst, limit: 1)).events.first
         if json {
-            write(try encodeJSON(AttachmentDocument(proof, moments: moments)))
+            write(try encodeJSON(AttachmentDocument(proof, journalLastEvent: last, moments: moments)))
         } else {
-            write(AttachmentText.render(proof, moments: moments, style: style))
+            write(AttachmentText.render(proof, journalLastEvent: last, moments: moments, style: style))
         }
         return finish(damaged: proof.damaged)
     }
@@ -125,7 +126,7 @@ struct AttachmentDocument: Encodable {
     var damaged: [DamagedRecord]
     var verdict: String
 
-    init(_ proof: AttachmentProof, moments: MomentFormat) {
+    init(_ proof: AttachmentProof, journalLastEvent: JournalEvent? = nil, moments: MomentFormat) {
         let manifest = proof.manifest
         attachmentID = manifest.id
         name = manifest.name
@@ -165,6 +166,6 @@ struct AttachmentDocument: Encodable {
         }
         self.state = AttachmentStanding(proof)
         damaged = proof.damaged
-        verdict = AttachmentText.verdict(proof, moments: moments)
+        verdict = AttachmentText.verdict(proof, journalLastEvent: journalLastEvent, moments: moments)
     }
 }

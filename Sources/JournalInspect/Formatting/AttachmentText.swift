@@ -38,7 +38,10 @@ package enum AttachmentStanding: String, Sendable, Encodable {
 /// One attachment's proof for people: its manifest and write, its file, its upload's events,
 /// the verdict.
 package enum AttachmentText {
-    package static func render(_ proof: AttachmentProof, moments: MomentFormat, style: Style) -> String {
+    /// - Parameter journalLastEvent: the journal's last event: an upload nothing was journaled
+    ///   of since, long before now, is said to wait for the app.
+    package static func render(_ proof: AttachmentProof, journalLastEvent: JournalEvent? = nil, moments: MomentFormat,
+                               style: Style) -> String {
         let manifest = proof.manifest
         var fields = FieldList()
         fields.add("Attachment", "\(manifest.id)")
@@ -61,7 +64,7 @@ package enum AttachmentText {
         }
         for (_, cells) in rows.sorted(by: { $0.0 < $1.0 }) { table.add(cells) }
         text += table.render(style)
-        text += "\n" + style.paint("Verdict:", .bold) + " " + verdict(proof, moments: moments) + "\n"
+        text += "\n" + style.paint("Verdict:", .bold) + " " + verdict(proof, journalLastEvent: journalLastEvent, moments: moments) + "\n"
         if !proof.damaged.isEmpty {
             text += style.paint("Incomplete:", .boldRed) + " \(proof.damaged.count) of its write's records could not be read; "
                 + "the verdict follows the state the journal holds for it.\n"
@@ -197,7 +200,7 @@ package enum AttachmentText {
 
     /// For example `completed as obj-7 on 2027-01-15T08:00:03Z; its write synced on attempt 1`,
     /// `uploading: 3 of 5 segments landed (2.4 of 4.0 MB)`, `refused: 413 attachment_refused: ...`.
-    package static func verdict(_ proof: AttachmentProof, moments: MomentFormat) -> String {
+    package static func verdict(_ proof: AttachmentProof, journalLastEvent: JournalEvent? = nil, moments: MomentFormat) -> String {
         switch AttachmentStanding(proof) {
         case .completed:
             let when = proof.completion.map { " on \(moments.absolute($0.recordedAt))" } ?? ""
@@ -212,14 +215,32 @@ package enum AttachmentText {
             let why = if case .damaged(let why) = proof.file { why } else { "" }
             return "cannot be uploaded: its file is damaged on the device (\(why))" + progress(proof) + "; \(writeClause(proof))"
         case .uploading:
+            let quiet = quietSince(journalLastEvent, now: moments.now, next: proof.upload, moments: moments).map { "; " + $0 } ?? ""
             guard let count = proof.segmentCount else {
-                return "uploading: not granted yet, nothing landed (\(sizes(0, of: proof.manifest.size))); its write waits for it"
+                return "uploading: not granted yet, nothing landed (\(sizes(0, of: proof.manifest.size))); its write waits for it" + quiet
             }
             return "uploading: \(proof.landedSegments.count) of \(count) segment\(count == 1 ? "" : "s") landed "
-                + "(\(sizes(proof.landedBytes, of: proof.manifest.size))); its write waits for it"
+                + "(\(sizes(proof.landedBytes, of: proof.manifest.size))); its write waits for it" + quiet
         case .notUploaded:
             return "not uploaded: \(writeClause(proof)) before the upload completed" + progress(proof)
         }
+    }
+
+    /// For an upload under way: when nothing was journaled for a while before now, that the app
+    /// has not run since or had no connection (a grant asked offline journals nothing, so which
+    /// of the two cannot be told), and where the upload goes on.
+    static func quietSince(_ last: JournalEvent?, now: Date?, next upload: AttachmentUpload?, moments: MomentFormat) -> String? {
+        guard let last, let now, now.timeIntervalSince(last.recordedAt) >= ClockChange.tolerance else { return nil }
+        var text = "nothing was journaled since \(moments.absolute(last.recordedAt)) (\(moments.relative(last.recordedAt))): the app "
+            + "has not run since, or had no connection"
+        if let upload, let size = upload.segmentSize {
+            let landed = Set(upload.landed.map(\.number))
+            let count = AttachmentUpload.segmentCount(size: upload.manifest.size, segmentSize: size)
+            if let next = (1...count).first(where: { !landed.contains($0) }), !landed.isEmpty {
+                text += "; the upload goes on from segment \(next) when it runs online (the landed ones are not sent again)"
+            }
+        }
+        return text
     }
 
     /// ` (2 of 5 segments had landed)`, or nothing before a grant.

@@ -196,6 +196,12 @@ package enum Verdict {
         }
         if let waiting = facts.waiting, let reason = waitingText(waiting, state: state, engine: facts.engine, moments: moments) {
             text += "; " + reason
+            if case .attachment(let id, _, _) = waiting.on,
+                let quiet = AttachmentText.quietSince(facts.journalLastEvent, now: facts.now, next: state.attachments.first { $0.id == id },
+                                                      moments: moments)
+            {
+                text += "; " + quiet
+            }
         } else if let due, let now, let last = facts.journalLastEvent, last.recordedAt <= max(due, state.changedAt),
             now.timeIntervalSince(last.recordedAt) >= ClockChange.tolerance
         {
@@ -213,8 +219,8 @@ package enum Verdict {
             return nil
         case .attachment(let id, let landed, let size):
             let name = state.attachments.first { $0.id == id }?.manifest.name ?? "\(id)"
-            return "its file \(name) (\(id)) is not uploaded yet: \(landed) of \(size) bytes landed; the write is sent once the server "
-                + "completes the object"
+            return "its file \(name) (\(id)) is not uploaded yet: \(AttachmentText.sizes(landed, of: size)) landed; the write is sent "
+                + "once the server completes the object"
         case .sessionPaused(let since):
             var text = "the worker is paused" + (since.map { " since \(moments.absolute($0))" } ?? "")
             let reason = engine.pauseReason ?? waiting.other?.lastErrorCode ?? ErrorCode.unauthorized
