@@ -71,6 +71,7 @@ struct ParserTests {
         let options: [CommandName: [String]] = [
             .ops: ["--status", "--category", "--type", "--since", "--until", "--search", "--limit", "--json"],
             .timeline: ["--payload", "--full", "--json"],
+            .attachment: ["--json"],
             .events: ["--from", "--to", "--kind", "--type", "--operation", "--since", "--until", "--limit", "--follow", "--json"],
             .ledger: ["--status", "--since", "--until", "--limit", "--csv", "--json"],
             .export: ["--all", "--payload"],

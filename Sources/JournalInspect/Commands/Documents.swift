@@ -213,6 +213,8 @@ struct VerifyDocument: Encodable {
     var projectionsCompared: Bool
     var projectionsNote: String?
     var findings: [VerificationFinding]
+    /// The attachments' files hashed: every one a write not settled still needs.
+    var attachmentFilesChecked: Int
 
     init(_ report: VerificationReport) {
         clean = report.isClean
@@ -221,6 +223,7 @@ struct VerifyDocument: Encodable {
         projectionsCompared = report.projectionsCompared
         projectionsNote = report.projectionsNote
         findings = report.findings
+        attachmentFilesChecked = report.attachmentFilesChecked
     }
 }
 

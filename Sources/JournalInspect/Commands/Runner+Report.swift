@@ -35,7 +35,8 @@ extension Runner {
             operations: try timelines.map(facts.facts(of:)),
             engine: facts.engine,
             moments: moments,
-            damaged: damaged.sorted { $0.seq < $1.seq }
+            damaged: damaged.sorted { $0.seq < $1.seq },
+            attachments: try reader.attachments()
         ))
         let data = Data(html.utf8)
         try output.write(data)

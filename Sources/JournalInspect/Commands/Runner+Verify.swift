@@ -21,8 +21,10 @@ extension Runner {
 /// Findings as aligned rows, then a count.
 package enum VerifyText {
     package static func render(_ report: VerificationReport, style: Style) -> String {
+        let files = report.attachmentFilesChecked
         let checked = "\(report.recordsChecked) record\(report.recordsChecked == 1 ? "" : "s") and "
             + "\(report.operationsChecked) operation\(report.operationsChecked == 1 ? "" : "s") checked"
+            + (files == 0 ? "" : ", and \(files) attachment file\(files == 1 ? "" : "s") hashed")
         let projections = report.projectionsCompared
             ? "the stored projections were compared with a rebuild from the events"
             : "the projections were not compared: \(report.projectionsNote ?? "no rebuild was possible")"

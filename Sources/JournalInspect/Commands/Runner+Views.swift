@@ -81,7 +81,10 @@ extension Runner {
             case .laneHead(let head, let status)?, .recordWrite(let head, let status)?:
                 held = "behind \(EventText.shortID(head))" + (status.map { " (\($0.rawValue))" } ?? "")
             case .dependency(let other, let status)?: held = "depends on \(EventText.shortID(other))" + (status.map { " (\($0.rawValue))" } ?? "")
-            default: continue
+            default:
+                // Not sent before its files are completed: the first one not yet says how far.
+                guard let file = state.attachments.first(where: { !$0.isCompleted }) else { continue }
+                held = "waits for its file \(file.manifest.name) (\(AttachmentText.sizes(file.landedBytes, of: file.manifest.size)) uploaded)"
             }
             let detail = OperationsText.detail(state, events: nil, moments: moments)
             details[state.id] = detail.isEmpty ? held : detail + "; " + held

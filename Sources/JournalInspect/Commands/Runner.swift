@@ -21,6 +21,7 @@ struct Runner {
         case .summary: try summary()
         case .ops(let options): try ops(options)
         case .timeline(let options): try timeline(options)
+        case .attachment(let options): try attachment(options)
         case .events(let options): try events(options)
         case .ledger(let options): try ledger(options)
         case .verify: try verify()

@@ -132,6 +132,7 @@ package enum TimelineText {
             case .event(let event, let gap, let notes):
                 table.add(cells(event, gap: gap, facts: facts, moments: moments))
                 for note in notes { table.addNote(note, .yellow) }
+                for note in attachmentNotes(event) { table.addNote(note) }
             case .damaged(let record):
                 table.add([TextTable.Cell("\(record.seq)"), "-", TextTable.Cell("DAMAGED", .boldRed), "", "", "", "", "",
                            TextTable.Cell(record.reason, .red)])
@@ -146,6 +147,16 @@ package enum TimelineText {
         return text
     }
 
+    /// Under an `enqueued` row, one line per file it carries: its manifest, readable, and the
+    /// command that proves its upload.
+    static func attachmentNotes(_ event: JournalEvent) -> [String] {
+        guard case .enqueued(let enqueued) = event.body else { return [] }
+        return enqueued.attachments.map { file in
+            "attaches \(file.name): \(file.contentType), \(AttachmentText.size(file.size)), SHA-256 \(file.sha256.hex); "
+                + "attachment \(file.id) ('attachment \(file.id.description.prefix(8))' proves its upload)"
+        }
+    }
+
     /// The cells of one event's row.
     private static func cells(_ event: JournalEvent, gap: String, facts: OperationFacts, moments: MomentFormat) -> [TextTable.Cell] {
         var attempt = ""
@@ -156,6 +167,8 @@ package enum TimelineText {
         switch event.body {
         case .enqueued(let enqueued):
             outcome = "saved, \(enqueued.request.payload.count) bytes"
+            let files = enqueued.attachments.count
+            if files > 0 { outcome += ", \(files) file\(files == 1 ? "" : "s") attached (below)" }
             if let supersedes = enqueued.supersedes { outcome += ", " + ChainText.replaces(supersedes) }
         case .attemptStarted(let started):
             attempt = "\(started.attempt)"
@@ -173,6 +186,19 @@ package enum TimelineText {
             next = "due at once"
         case .withdrawn(let withdrawn):
             error = EventText.error(code: withdrawn.errorCode, message: withdrawn.errorMessage)
+        case .attachmentGranted(let granted):
+            outcome = "\(fileName(granted.attachment, facts)): upload granted, \(granted.segmentCount) segment"
+                + "\(granted.segmentCount == 1 ? "" : "s") of \(granted.segmentSize) bytes for \(Moments.duration(granted.lifetimeSeconds))"
+        case .segmentLanded(let landed):
+            outcome = "\(fileName(landed.attachment, facts)): segment \(landed.segment.number) landed, \(landed.segment.size) bytes, "
+                + "ETag \(landed.segment.etag)"
+        case .attachmentCompleted(let completed):
+            outcome = "\(fileName(completed.attachment, facts)): completed as \(completed.object), \(completed.size) bytes, "
+                + "its SHA-256 the file's"
+        case .attachmentRefused(let refused):
+            outcome = "\(fileName(refused.attachment, facts)): refused" + (refused.statusCode.map { " (HTTP \($0))" } ?? " on the device")
+                + "; the write is held, its file kept"
+            error = EventText.error(code: refused.errorCode, message: refused.message.isEmpty ? nil : refused.message)
         case .journalOpened:
             outcome = facts.restarts.first { $0.opened.seq == event.seq }?.text ?? "the app started again"
         case .compacted(let compacted):
@@ -184,6 +210,13 @@ package enum TimelineText {
         return [TextTable.Cell("\(event.seq)"), TextTable.Cell(moments.absolute(event.recordedAt)), TextTable.Cell(event.kind.rawValue),
                 TextTable.Cell(attempt), TextTable.Cell(gap), TextTable.Cell(outcome), disposition, TextTable.Cell(next),
                 TextTable.Cell(error)]
+    }
+
+    /// An attachment of the write by its name (`attachment 'attachment <id>'` proves it), or
+    /// its id when the state does not know it.
+    private static func fileName(_ id: AttachmentID, _ facts: OperationFacts) -> String {
+        facts.state?.attachments.first { $0.id == id }.map { "\($0.manifest.name) (\(String($0.id.description.prefix(8))))" }
+            ?? "attachment \(id)"
     }
 
     /// The GAP of an attempt's start: the time since the previous attempt ended (or started,

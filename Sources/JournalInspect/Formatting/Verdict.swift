@@ -110,6 +110,11 @@ package enum Verdict {
             let note = approverNote(facts.timeline).map { " with the note \"\($0)\"" } ?? ""
             return "failed: the approver rejected it\(note), waiting for a correction (\(ErrorCode.approvalRejected))"
         }
+        if let code = state.lastErrorCode,
+            [ErrorCode.attachmentRefused, ErrorCode.attachmentDamaged, ErrorCode.attachmentMismatch].contains(code)
+        {
+            return attachmentRefusedText(facts, state: state, code: code)
+        }
         if state.lastErrorCode == ErrorCode.gaveUp {
             return "failed: gave up on attempt \(number), past its retry policy's limits (\(error)); retry starts over"
         }
@@ -118,6 +123,32 @@ package enum Verdict {
                 + "no correcting: find the server's record, then discard this write"
         }
         return "failed: \(answer) on attempt \(number), the payload needs correcting" + (error.isEmpty ? "" : " (\(error))")
+    }
+
+    /// A write held because one of its files was refused: which file, by whom, and what frees it.
+    /// The write itself was never sent: no attempt's outcome explains it.
+    private static func attachmentRefusedText(_ facts: OperationFacts, state: OperationState, code: String) -> String {
+        var refusal: AttachmentRefused?
+        for event in facts.timeline.events.reversed() {
+            if case .attachmentRefused(let refused) = event.body { refusal = refused; break }
+        }
+        let id = refusal?.attachment ?? state.attachments.first { $0.refusedCode != nil }?.id
+        let name = id.flatMap { id in state.attachments.first { $0.id == id }?.manifest.name } ?? "a file"
+        let file = id.map { "its file \(name) (\(String($0.description.prefix(8))))" } ?? "one of its files"
+        let answer = quoted(code: code, message: refusal?.message ?? state.lastErrorMessage)
+        let what: String
+        switch code {
+        case ErrorCode.attachmentDamaged:
+            what = "\(file) is missing or damaged on the device (\(answer)); a retry cannot upload it: discard the write, and the "
+                + "member attaches the file again"
+        case ErrorCode.attachmentMismatch:
+            what = "the server completed another object than \(file) (\(answer)); a retry uploads it again"
+        default:
+            let status = refusal?.statusCode.map { "\($0) " } ?? ""
+            what = "\(file) was refused: \(status)(\(answer)); the file is kept: a retry uploads it again, a discard drops the write"
+        }
+        let attempts = state.attemptCount == 0 ? "never sent" : "after \(state.attemptCount) attempt\(state.attemptCount == 1 ? "" : "s")"
+        return "failed, \(attempts): \(what)"
     }
 
     /// The approver's note on a rejection: the decision's reference.
@@ -165,6 +196,12 @@ package enum Verdict {
         }
         if let waiting = facts.waiting, let reason = waitingText(waiting, state: state, engine: facts.engine, moments: moments) {
             text += "; " + reason
+            if case .attachment(let id, _, _) = waiting.on,
+                let quiet = AttachmentText.quietSince(facts.journalLastEvent, now: facts.now, next: state.attachments.first { $0.id == id },
+                                                      moments: moments)
+            {
+                text += "; " + quiet
+            }
         } else if let due, let now, let last = facts.journalLastEvent, last.recordedAt <= max(due, state.changedAt),
             now.timeIntervalSince(last.recordedAt) >= ClockChange.tolerance
         {
@@ -182,8 +219,8 @@ package enum Verdict {
             return nil
         case .attachment(let id, let landed, let size):
             let name = state.attachments.first { $0.id == id }?.manifest.name ?? "\(id)"
-            return "its file \(name) (\(id)) is not uploaded yet: \(landed) of \(size) bytes landed; the write is sent once the server "
-                + "completes the object"
+            return "its file \(name) (\(id)) is not uploaded yet: \(AttachmentText.sizes(landed, of: size)) landed; the write is sent "
+                + "once the server completes the object"
         case .sessionPaused(let since):
             var text = "the worker is paused" + (since.map { " since \(moments.absolute($0))" } ?? "")
             let reason = engine.pauseReason ?? waiting.other?.lastErrorCode ?? ErrorCode.unauthorized

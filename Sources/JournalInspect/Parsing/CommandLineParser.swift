@@ -142,6 +142,19 @@ package enum CommandLineParser {
             options.includePayload = includePayload
             options.full = full
             return .timeline(options)
+        case .attachment:
+            var id: String?
+            while let token = tokens.next() {
+                switch try tokens.option(token, command: name) {
+                case (let positional, nil) where !positional.hasPrefix("-") && id == nil: id = positional
+                default: throw tokens.unexpected(token, command: name)
+                }
+            }
+            guard let id else {
+                throw UsageError("attachment needs an attachment id (its first characters are enough): the enqueued event of the "
+                    + "write that carries it names it", command: name)
+            }
+            return .attachment(AttachmentOptions(id: try attachmentPrefix(id, name)))
         case .events:
             var options = EventsOptions()
             while let token = tokens.next() {
@@ -317,6 +330,14 @@ package enum CommandLineParser {
     static func operationPrefix(_ text: String, _ command: CommandName) throws -> String {
         guard !text.isEmpty, text.allSatisfy({ $0.isHexDigit || $0 == "-" }), text.contains(where: \.isHexDigit) else {
             throw UsageError("'\(text)' is not an operation id or the start of one (hex digits, like 6C4EF3CA)", command: command)
+        }
+        return text
+    }
+
+    /// An attachment id prefix: hex digits and hyphens only.
+    static func attachmentPrefix(_ text: String, _ command: CommandName) throws -> String {
+        guard !text.isEmpty, text.allSatisfy({ $0.isHexDigit || $0 == "-" }), text.contains(where: \.isHexDigit) else {
+            throw UsageError("'\(shown(text))' is not an attachment id or the start of one (hex digits, like 8F1C2A3B)", command: command)
         }
         return text
     }

@@ -23,6 +23,8 @@ package enum HelpText {
           ops                 operations, newest first, filtered by status, category, type, age,
                               or found by what the member calls them (--search)
           timeline <id>       every event of one operation, then the verdict: the proof
+          attachment <id>     one attached file: its manifest, its write, its local file
+                              (hashed), its upload's grants, segments, completion or refusal
           events              the raw event stream; --follow keeps printing new events
           ledger              the reconciliation ledger (--csv too)
           verify              checksums, invariants, projections against a rebuild; exit 1 on a finding
@@ -54,7 +56,7 @@ package enum HelpText {
         EXIT CODES
           0   success
           1   verify found something
-          64  usage error (also: an id that matches no operation, or several)
+          64  usage error (also: an id that matches no operation or attachment, or several)
           65  the journal is damaged where the command had to read (what could be read is
               printed), or too damaged to open, or a read of it faulted (contained)
           66  the journal cannot be opened: missing, not a journal, a newer format, or not
@@ -84,6 +86,7 @@ package enum HelpText {
         case .summary: summary
         case .ops: ops
         case .timeline: timeline
+        case .attachment: attachment
         case .events: events
         case .ledger: ledger
         case .verify: verify
@@ -173,6 +176,35 @@ package enum HelpText {
 
         """
 
+    static let attachment = """
+        journal-inspect <journal-dir> attachment <id> [--json]
+
+        The proof of one attached file (a photo, a delivery note): its manifest (id, name,
+        media type, size, SHA-256), the write that carries it and its status, whether its
+        local file (attachments/<sha256> beside the journal) is there and still hashes to its
+        manifest (or went after its write settled, or is damaged: named), each grant the server
+        gave (segment size and count, lifetime; its signed URLs are never journaled), each
+        segment that landed (number, size, ETag), the completion (object, size, SHA-256) or
+        the refusal (status, code, message), then one verdict line, e.g.
+          completed as obj-7 on 2027-01-15T08:00:03Z; its write synced on attempt 1
+          uploading: 3 of 5 segments landed (2.4 of 4.0 MB)
+          refused: 413 attachment_refused: "Photos may be at most 5 MB."; its write is failed, ...
+        The file is read whole to hash it, a chunk at a time.
+
+        ARGUMENTS
+          <id>            the attachment id, or its first characters (an ambiguous prefix
+                          lists the candidates); the write's enqueued event names it
+
+        OPTIONS
+          --json          one JSON object: manifest, write, file, grants, segments,
+                          completion, refusals, state, verdict
+
+        EXAMPLES
+          journal-inspect ./journal attachment 8f1c2a3b
+          journal-inspect ./journal attachment 8F1C2A3B-1B2C-4D5E-8F90-0A1B2C3D4E5F --json
+
+        """
+
     static let events = """
         journal-inspect <journal-dir> events [options]
 
@@ -241,7 +273,9 @@ package enum HelpText {
             recorded SHA-256;
           - attempts numbered 1..n, each with one outcome or abandonment;
           - nothing after a terminal status; statuses only through legal transitions;
-          - the stored projections equal a rebuild from the events.
+          - the stored projections equal a rebuild from the events;
+          - the file of every attachment a write not settled still needs is there and
+            hashes to its manifest (attachment_file_missing, attachment_file_damaged).
         Exit 0 when clean, 1 when anything is found.
 
         OPTIONS

@@ -49,6 +49,7 @@ package enum CommandName: String, CaseIterable, Sendable {
     case summary
     case ops
     case timeline
+    case attachment
     case events
     case ledger
     case verify
@@ -63,6 +64,7 @@ package enum Command: Equatable, Sendable {
     case summary
     case ops(OpsOptions)
     case timeline(TimelineOptions)
+    case attachment(AttachmentOptions)
     case events(EventsOptions)
     case ledger(LedgerOptions)
     case verify
@@ -76,6 +78,7 @@ package enum Command: Equatable, Sendable {
         case .summary: .summary
         case .ops: .ops
         case .timeline: .timeline
+        case .attachment: .attachment
         case .events: .events
         case .ledger: .ledger
         case .verify: .verify
@@ -151,6 +154,15 @@ package struct TimelineOptions: Equatable, Sendable {
     package var includePayload = false
     /// Every row: a run of identical attempts is not folded into one.
     package var full = false
+
+    package init(id: String) {
+        self.id = id
+    }
+}
+
+package struct AttachmentOptions: Equatable, Sendable {
+    /// An attachment id or its first characters.
+    package var id: String
 
     package init(id: String) {
         self.id = id

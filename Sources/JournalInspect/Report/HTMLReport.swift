@@ -13,11 +13,15 @@ package struct HTMLReportInput: Sendable {
     package var moments: MomentFormat
     /// Damaged records the report met.
     package var damaged: [DamagedRecord]
+    /// Every attachment the journal holds a manifest of, in journal order (their files looked
+    /// at for presence and size).
+    package var attachments: [AttachmentProof]
 
     package var generatedAt: Date { moments.now }
 
     package init(summary: JournalSummary, depth: [QueueDepthSample], operations: [OperationFacts], engine: EngineState,
-                moments: MomentFormat, damaged: [DamagedRecord]) {
+                moments: MomentFormat, damaged: [DamagedRecord], attachments: [AttachmentProof] = []) {
+        self.attachments = attachments
         self.summary = summary
         self.depth = depth
         self.operations = operations
@@ -55,6 +59,7 @@ package enum HTMLReport {
         }
         html += summarySection(summary, engine: input.engine, moments: moments)
         html += depthSection(input.depth, moments: moments)
+        html += attachmentsSection(input.attachments, shown: Set(input.operations.map(\.id)), moments: moments)
         html += operationsSection(input.operations, moments: moments)
         html += "</body>\n</html>\n"
         return html
@@ -149,6 +154,50 @@ package enum HTMLReport {
         html += "</svg>\n<p class=\"note\">Operations not yet final (queued, syncing, waiting for approval, failed or blocked) "
             + "after each event, highest \(highest), now \(last.pending).</p>\n</section>\n"
         return html
+    }
+
+    /// The most attachments the section lists.
+    static let attachmentRows = 500
+
+    /// Every attached file: its name, size, write and where its upload stands; nothing when the
+    /// journal holds none.
+    static func attachmentsSection(_ attachments: [AttachmentProof], shown: Set<OperationID>, moments: MomentFormat) -> String {
+        guard !attachments.isEmpty else { return "" }
+        var html = "<section>\n<h2>Attachments</h2>\n<table class=\"attachments\">\n"
+            + "<tr><th>name</th><th>size</th><th>write</th><th>state</th><th>verdict</th></tr>\n"
+        for proof in attachments.suffix(attachmentRows) {
+            let write = EventText.shortID(proof.operationID)
+            let link = shown.contains(proof.operationID)
+                ? "<a href=\"#op-\(escape(proof.operationID.idempotencyKey))\"><code>\(escape(write))</code></a>"
+                : "<code>\(escape(write))</code>"
+            let standing = AttachmentStanding(proof)
+            html += "<tr><td title=\"\(escape("\(proof.manifest.id)"))\">\(escape(proof.manifest.name))</td>"
+                + "<td class=\"n\">\(escape(AttachmentText.size(proof.manifest.size)))</td>"
+                + "<td>\(link) <span class=\"status s-\(escape(proof.operationStatus.rawValue))\">\(escape(proof.operationStatus.rawValue))</span></td>"
+                + "<td><span class=\"a-\(escape(standing.rawValue))\">\(escape(stateText(proof, standing)))</span></td>"
+                + "<td>\(escape(AttachmentText.verdict(proof, moments: moments)))</td></tr>\n"
+        }
+        html += "</table>\n"
+        if attachments.count > attachmentRows {
+            html += "<p class=\"note\">The last \(attachmentRows) of \(attachments.count) attachments are listed.</p>\n"
+        }
+        html += "<p class=\"note\">Each file was looked at for its presence and size; <code>journal-inspect &lt;journal&gt; attachment "
+            + "&lt;id&gt;</code> hashes one, <code>verify</code> every one a write still needs.</p>\n</section>\n"
+        return html
+    }
+
+    /// `uploading 3 of 5 segments`, `completed`, `refused (attachment_refused)`, `file missing`.
+    static func stateText(_ proof: AttachmentProof, _ standing: AttachmentStanding) -> String {
+        switch standing {
+        case .completed: return "completed"
+        case .refused: return "refused (\(proof.refusedCode ?? "refused"))"
+        case .fileMissing: return "file missing"
+        case .fileDamaged: return "file damaged"
+        case .notUploaded: return "not uploaded"
+        case .uploading:
+            guard let count = proof.segmentCount else { return "uploading, not granted yet" }
+            return "uploading \(proof.landedSegments.count) of \(count) segment\(count == 1 ? "" : "s")"
+        }
     }
 
     static func operationsSection(_ operations: [OperationFacts], moments: MomentFormat) -> String {
@@ -287,5 +336,7 @@ package enum HTMLReport {
         .o-transient_failure{fill:#d69e2e}.o-unauthorized{fill:#805ad5}.o-rejected{fill:#d64545}.o-blocked{fill:#9b1c1c}
         .o-abandoned{fill:#a0aec0}.o-inflight{fill:#2b6cb0}.legend span{margin-right:1rem;white-space:nowrap}.legend svg{vertical-align:middle}
         .events td,.events th{font-size:.9em;border-bottom:1px solid #eef1f4}.damaged td{color:#d64545}
+        .attachments td,.attachments th{font-size:.9em;border-bottom:1px solid #eef1f4}.a-completed{color:#2e8540;font-weight:600}
+        .a-refused,.a-file_missing,.a-file_damaged{color:#d64545;font-weight:600}.a-uploading{color:#b7791f;font-weight:600}
         """
 }

@@ -199,9 +199,44 @@ public final class JournalReader: Sendable {
     }
 
     /// Checks every record's checksum and every operation's invariants, and compares the stored
-    /// projections with a rebuild from the events. Reads only.
+    /// projections with a rebuild from the events; then hashes the file of every attachment a
+    /// write not settled still needs, in the journal's directory (`attachments/<sha256>`), a
+    /// chunk at a time: a missing or damaged one is a finding. Reads only.
     public func verify() throws -> VerificationReport {
-        try queries.verify()
+        try queries.verify(files: attachmentFiles)
+    }
+
+    // MARK: Attachments
+
+    /// The attachments' files beside the journal.
+    private var attachmentFiles: AttachmentFiles {
+        AttachmentFiles(journal: URL(fileURLWithPath: path, isDirectory: true))
+    }
+
+    /// The attachments whose id starts with `prefix` (hyphens and case ignored), among the
+    /// writes whose details the journal holds (a compaction keeps no manifest).
+    /// - Returns: every match, sorted; empty when none.
+    public func attachmentIDs(matchingPrefix prefix: String) throws -> [AttachmentID] {
+        try queries.attachmentIDs(matchingPrefix: prefix)
+    }
+
+    /// The proof of one attachment: its manifest, its write, its upload's events and its local
+    /// file; `nil` when no write the journal holds carries it.
+    /// - Parameters:
+    ///   - hashingFile: read the whole file and hash it (a chunk at a time), or only look at its
+    ///     presence and size.
+    ///   - keepSeconds: how long the app keeps a settled write's files (a reader has no app
+    ///     configuration): what ``AttachmentProof/fileKeptUntil`` counts from.
+    public func attachment(_ id: AttachmentID, hashingFile: Bool = true,
+                           keepSeconds: TimeInterval = AttachmentSettings().keepSeconds) throws -> AttachmentProof? {
+        try queries.attachmentProof(id, files: attachmentFiles, hashing: hashingFile, keepSeconds: keepSeconds)
+    }
+
+    /// The proofs of every attachment the journal holds a manifest of, in journal order; their
+    /// files looked at for presence and size only, unless `hashingFiles`.
+    public func attachments(hashingFiles: Bool = false,
+                            keepSeconds: TimeInterval = AttachmentSettings().keepSeconds) throws -> [AttachmentProof] {
+        try queries.attachmentProofs(files: attachmentFiles, hashing: hashingFiles, keepSeconds: keepSeconds)
     }
 
     // MARK: For tools in this package

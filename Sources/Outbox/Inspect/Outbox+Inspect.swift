@@ -43,7 +43,8 @@ extension Outbox {
     }
 
     /// Checks every record's checksum and every operation's invariants, and compares the stored
-    /// projections with a rebuild from the events, in one snapshot.
+    /// projections with a rebuild from the events, in one snapshot; then hashes the file of every
+    /// attachment a write not settled still needs (a missing or damaged one is a finding).
     ///
     /// ```swift
     /// let report = try outbox.verify()
@@ -51,6 +52,30 @@ extension Outbox {
     /// ```
     public func verify() throws -> VerificationReport {
         try ensureOpen()
-        return try store.queries.verify()
+        return try store.queries.verify(files: files)
+    }
+
+    /// The attachments whose id starts with `prefix` (hyphens and case ignored), among the
+    /// writes whose details the journal holds.
+    public func attachmentIDs(matchingPrefix prefix: String) throws -> [AttachmentID] {
+        try ensureOpen()
+        return try store.queries.attachmentIDs(matchingPrefix: prefix)
+    }
+
+    /// The proof of one attachment: its manifest, its write, its upload's events and its local
+    /// file (hashed, streaming, unless `hashingFile` is `false`: then only its presence and
+    /// size); `nil` when no write the journal holds carries it.
+    public func attachment(_ id: AttachmentID, hashingFile: Bool = true) throws -> AttachmentProof? {
+        try ensureOpen()
+        return try store.queries.attachmentProof(id, files: files, hashing: hashingFile,
+                                                 keepSeconds: configuration.attachments.keepSeconds)
+    }
+
+    /// The proofs of every attachment the journal holds a manifest of, in journal order; their
+    /// files looked at for presence and size only, unless `hashingFiles`.
+    public func attachments(hashingFiles: Bool = false) throws -> [AttachmentProof] {
+        try ensureOpen()
+        return try store.queries.attachmentProofs(files: files, hashing: hashingFiles,
+                                                  keepSeconds: configuration.attachments.keepSeconds)
     }
 }

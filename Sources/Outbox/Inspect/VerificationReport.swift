@@ -11,19 +11,22 @@ public struct VerificationReport: Sendable, Equatable {
     public var projectionsCompared: Bool
     /// Why the projections were not compared, when they were not.
     public var projectionsNote: String?
-    /// Each problem, in journal order (projection mismatches last).
+    /// Each problem, in journal order (projection mismatches, then the attachments' files, last).
     public var findings: [VerificationFinding]
     /// Payloads of an encrypted journal whose hashes were not checked: the key was not given.
     public var sealedPayloadsUnchecked: Int
+    /// The attachments' files read and hashed: every one a write not settled still needs.
+    public var attachmentFilesChecked: Int
 
     public init(recordsChecked: Int, operationsChecked: Int, projectionsCompared: Bool, projectionsNote: String?,
-                findings: [VerificationFinding], sealedPayloadsUnchecked: Int = 0) {
+                findings: [VerificationFinding], sealedPayloadsUnchecked: Int = 0, attachmentFilesChecked: Int = 0) {
         self.recordsChecked = recordsChecked
         self.operationsChecked = operationsChecked
         self.projectionsCompared = projectionsCompared
         self.projectionsNote = projectionsNote
         self.findings = findings
         self.sealedPayloadsUnchecked = sealedPayloadsUnchecked
+        self.attachmentFilesChecked = attachmentFilesChecked
     }
 
     /// Nothing found.
@@ -55,6 +58,12 @@ public struct VerificationFinding: Sendable, Equatable, Codable {
         /// A record's server base (or local value) differs from the trail the journal keeps of
         /// it: its revision, value hash or the event that brought it.
         case recordTrailMismatch = "record_trail_mismatch"
+        /// The file of an attachment a write still needs (not settled) is not in the journal's
+        /// directory: it cannot be uploaded.
+        case attachmentFileMissing = "attachment_file_missing"
+        /// The file of an attachment a write still needs is there, but not its manifest's size
+        /// or bytes (it no longer hashes to the manifest's SHA-256), or cannot be read.
+        case attachmentFileDamaged = "attachment_file_damaged"
     }
 
     public var kind: Kind

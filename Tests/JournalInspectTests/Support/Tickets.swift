@@ -1,5 +1,6 @@
 import Foundation
 import JournalInspect
+import struct Outbox.Attachment
 @testable import Outbox
 import TestHarness
 import OutboxTesting
@@ -22,6 +23,7 @@ enum Ticket: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case unavailable = "ticket-4744"
     case words = "ticket-4760"
     case oldPrice = "ticket-4788"
+    case photo = "ticket-4801"
 
     var testDescription: String { rawValue }
 
@@ -41,6 +43,7 @@ enum Ticket: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case .unavailable: try await Self.unavailable(directory, number)
         case .words: try await Self.words(directory, number)
         case .oldPrice: try await Self.oldPrice(directory, number)
+        case .photo: try await Self.photo(directory, number)
         }
     }
 
@@ -294,6 +297,39 @@ enum Ticket: String, CaseIterable, Sendable, CustomTestStringConvertible {
         }
         clock.advance(by: max(0, due.timeIntervalSince(clock.now())))
         await outbox.settle()
+        outbox.close()
+    }
+
+    /// Monday morning: a delivery saved with the photo of its note; the upload had landed three
+    /// of its five segments when the app was swiped away, and it has not run since.
+    private static func photo(_ directory: URL, _ number: UInt64) async throws {
+        let clock = ManualClock(now: moment("2027-01-18T09:02:00Z"))
+        let store = InMemoryObjectStore(now: { clock.now() })
+        store.segmentSize = 800_000
+        let server = InMemoryServer(objectStore: store)
+        clock.setTimeZone(try zone("Africa/Lagos"))
+        var configuration = OutboxConfiguration(account: "amaka", clock: clock, defaultPolicy: .idempotent, durability: .processCrash,
+                                                appVersion: "3.8.0")
+        let ids = SeededIDs(seed: number)
+        configuration.operationIDSource = { ids.next() }
+        // No launch pass: the upload below is the only one, cut off as a swipe would.
+        let outbox = try Outbox(directory: directory, transport: server, configuration: configuration)
+        let bytes = Data((0..<4_000_000).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 13) })
+        let note = Attachment(id: AttachmentID("5E1D0C7A-9B3F-4C2E-8A61-2F4D7B9C0E13")!, bytes: bytes, contentType: "image/jpeg",
+                              name: "delivery-note.jpg")
+        let delivery = OutboxRequest(
+            businessID: "pharmacy-7", operationType: "delivery.create", endpoint: "/deliveries",
+            payload: Data(#"{"id":"delivery-118","supplier":"Emzor","cartons":12,"note_photo":"\#(note.id)"}"#.utf8),
+            entityID: "delivery-118", category: "Deliveries", entityLabel: "Delivery from Emzor, 12 cartons", summary: "New delivery")
+        _ = try await outbox.enqueue(delivery, attaching: [note])
+        clock.advance(by: 3)
+        let landed: @Sendable () -> Int = { [store = outbox.store] in
+            (try? store.queries.events(from: JournalSequence(rawValue: 1), limit: 10_000).filter { $0.kind == .segmentLanded }.count) ?? 0
+        }
+        _ = await outbox.replayPass.uploads.run {
+            clock.advance(by: 4)
+            return landed() >= 3
+        }
         outbox.close()
     }
 
