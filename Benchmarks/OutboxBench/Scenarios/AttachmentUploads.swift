@@ -130,7 +130,7 @@ enum AttachmentUploads {
 
     /// `curl -T file` to a TempURL of a new object in the same container: the wall time of the
     /// process (its start included) and curl's own `time_total`.
-    static func curl(file: URL, store: Store) throws -> (seconds: Double, curlSeconds: Double) {
+    static func curl(file: URL, store: Store) throws -> (seconds: Double, curlSeconds: Double, object: String) {
         let object = "curl-\(UUID().uuidString.lowercased())"
         let path = store.store.objectPath(container: store.container, object: object)
         let query = SwiftTempURL.query(method: "PUT", path: path, expiresUnixSeconds: Int64(Date().timeIntervalSince1970) + 3600, key: store.tempURLKey)
@@ -146,7 +146,20 @@ enum AttachmentUploads {
         guard words.first == "201", words.count == 2, let total = Double(words[1]) else {
             throw BenchmarkFailure(description: "curl -T was answered: \(finished.outputText)")
         }
-        return (nanoseconds / 1e9, total)
+        return (nanoseconds / 1e9, total, object)
+    }
+
+    /// `curl` reading `object` back from the store with the account's token, to /dev/null: what
+    /// a completion's read-back costs before its hash, in seconds (curl's own `time_total`).
+    static func curlRead(object: String, store: Store) throws -> Double {
+        let url = store.store.objectURL(container: store.container, object: object)
+        let finished = try SpawnedProcess.run("/usr/bin/curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code} %{time_total}",
+                                                                "-H", "X-Auth-Token: \(store.store.authToken)", url.absoluteString])
+        let words = finished.outputText.split(separator: " ")
+        guard finished.termination == .exited(0), words.first == "200", words.count == 2, let total = Double(words[1]) else {
+            throw BenchmarkFailure(description: "curl GET was answered: \(finished.outputText) \(finished.errorText)")
+        }
+        return total
     }
 
     /// The floor of keeping a file: read it, write a copy a megabyte at a time, fsync the copy and

@@ -18,6 +18,8 @@ extension Scenario {
             .time("completion", "of which the completion", .milliseconds),
             .time("grant", "of which grant and write", .milliseconds),
             .time("read", "segments read into memory, apart", .milliseconds),
+            .time("read-back", "the object read back (curl GET), apart", .milliseconds),
+            .time("sha", "SHA-256 of the file, apart", .milliseconds),
             .time("curl-own", "curl's own time_total", .milliseconds),
         ],
         contenders: Contenders(ours: "engine", sqlite: "curl -T", floor: "-", versusSQLite: "vs curl", versusFloor: "-"),
@@ -32,7 +34,8 @@ extension Scenario {
                 + "URLSessionTransport.upload (the segment read whole into memory first, SegmentUpload.bytes(): "
                 + "\(TextReport.format(result.ours("read"))) ms for the file measured apart, then handed to URLSession as Data), then "
                 + "the completion, where the test server (in process) HEADs each segment, writes the Static Large Object manifest and "
-                + "reads the whole object back to hash it. Segment PUTs \(share("segments")), completion \(share("completion")), "
+                + "reads the whole object back to hash it (measured apart: the same bytes read back by curl GET "
+                + "\(TextReport.format(result.ours("read-back"))) ms, their SHA-256 \(TextReport.format(result.ours("sha"))) ms). Segment PUTs \(share("segments")), completion \(share("completion")), "
                 + "grant and write \(share("grant")). curl's process, started per repeat, is timed whole; its own time_total "
                 + "\(TextReport.format(result.sqlite("curl-own"))) ms"
         },
@@ -56,6 +59,8 @@ extension Scenario {
             let engine = try await AttachmentUploads.upload(file: file, journal: journal, server: server.baseURL, number: number)
             let curl = try AttachmentUploads.curl(file: file, store: store)
             let read = try AttachmentUploads.segmentReadTime(file)
+            let readBack = try AttachmentUploads.curlRead(object: curl.object, store: store)
+            let sha = try AttachmentUploads.hashTime(file)
             let megabytes = Double(bytes) / 1e6
             return [
                 "time": Trio(ours: engine.seconds * 1000, sqlite: curl.seconds * 1000),
@@ -64,6 +69,8 @@ extension Scenario {
                 "completion": Trio(ours: engine.completionSeconds * 1000),
                 "grant": Trio(ours: (engine.grantSeconds + engine.writeSeconds) * 1000),
                 "read": Trio(ours: read / 1e6),
+                "read-back": Trio(ours: readBack * 1000),
+                "sha": Trio(ours: sha / 1e6),
                 "curl-own": Trio(sqlite: curl.curlSeconds * 1000),
             ]
         }
