@@ -177,7 +177,7 @@ let package = Package(
             name: "outbox-bench",
             dependencies: [
                 "Outbox", "OutboxCore", "OutboxStorage", "OutboxTesting", "TestHarness", "CSQLite",
-                "IdempotencyClaims", "LMDBClaimStore", "PostgresClaimStore", "ThrowawayPostgres", "OutboxTestServer",
+                "IdempotencyClaims", "LMDBClaimStore", "PostgresClaimStore", "ThrowawayPostgres", "ThrowawaySwiftStore", "OutboxTestServer",
             ],
             path: "Benchmarks/OutboxBench",
             swiftSettings: strictSettings

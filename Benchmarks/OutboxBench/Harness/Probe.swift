@@ -28,6 +28,8 @@ enum Probe {
         case pullSQLiteHTTP = "pull-sqlite-http"
         /// Scenario 14.3: a pulled journal with pending edits fetches its base again whole.
         case pullResnapshot = "pull-resnapshot"
+        /// Scenario 15.2 (``AttachmentProbe``): a file uploaded through the engine, `RssAnon` sampled.
+        case attachmentUpload = "attachment-upload"
     }
 
     struct Measurement: Codable, Sendable {
@@ -86,6 +88,7 @@ enum Probe {
 
     /// The child's side: measures, prints one JSON line, answers the exit status.
     static func run(_ kind: Kind, path: String) -> Int32 {
+        if kind == .attachmentUpload { return AttachmentProbe.run(directory: URL(fileURLWithPath: path)) }
         if let pull = PullProbe.Mode(kind) { return PullProbe.run(pull, directory: URL(fileURLWithPath: path)) }
         do {
             let url = URL(fileURLWithPath: path)
@@ -142,6 +145,8 @@ enum Probe {
             return (open + reads, Steps(open: open, reads: reads, close: close))
         case .pullEngine, .pullSQLite, .pullFloor, .pullEngineHTTP, .pullSQLiteHTTP, .pullResnapshot:
             preconditionFailure("a pull probe is run by PullProbe")
+        case .attachmentUpload:
+            preconditionFailure("an attachment probe is run by AttachmentProbe")
         case .floor:
             var opened: LMDBEnvironment?
             let mapping = try Stopwatch.time { opened = try RawJournal.open(url) }

@@ -33,7 +33,7 @@ enum PullProbe {
             case .pullEngineHTTP: self = .engineHTTP
             case .pullSQLiteHTTP: self = .sqliteHTTP
             case .pullResnapshot: self = .resnapshot
-            case .engine, .sqlite, .floor: return nil
+            case .engine, .sqlite, .floor, .attachmentUpload: return nil
             }
         }
     }

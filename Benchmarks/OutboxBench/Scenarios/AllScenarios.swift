@@ -25,5 +25,8 @@ extension Scenario {
         .pullPageApplied,
         .pullResnapshot,
         .pullFeedRead,
+        .attachmentUpload,
+        .attachmentUploadMemory,
+        .attachmentEnqueue,
     ]
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Outbox
 import ThrowawayPostgres
+import ThrowawaySwiftStore
 import Synchronization
 
 /// Journals too expensive to build per repeat, built once per run on first use and shared by the
@@ -20,6 +21,7 @@ final class Fixtures: Sendable {
     private let pullBases = Mutex<[Int: PullBase]>([:])
     private let pullResnapshots = Mutex<[Int: PullResnapshot]>([:])
     private let postgresFeeds = Mutex<PostgresFeedServer?>(nil)
+    private let swiftStore = Mutex<AttachmentUploads.Store?>(nil)
 
     /// A journal of `events` events (see ``JournalBuilder``).
     func journal(events: Int, context: Context) async throws -> JournalBuilder.Built {
@@ -133,5 +135,24 @@ final class Fixtures: Sendable {
         for feed in pullFeeds.withLock({ Array($0.values) }) { feed.server.stop() }
         for fixture in pullResnapshots.withLock({ Array($0.values) }) { fixture.feed.server.stop() }
         postgresFeeds.withLock { $0?.stop() }
+        swiftStore.withLock { $0?.store.stop() }
+    }
+
+    /// The run's throwaway OpenStack Swift store (one replica, on the run's disk) with its
+    /// TempURL key set and one container for the attachment scenarios' objects.
+    func swiftStore(context: Context) throws -> AttachmentUploads.Store {
+        try swiftStore.withLock { held in
+            if let held { return held }
+            context.progress("starting a throwaway OpenStack Swift store (one replica)")
+            let store = try TemporarySwiftStore.start()
+            let key = "outbox-bench-temp-url-key"
+            try store.setTempURLKey(key)
+            let container = "attachments-bench"
+            try store.createContainer(container)
+            context.progress("started in \(store.startDuration)")
+            let started = AttachmentUploads.Store(store: store, container: container, tempURLKey: key)
+            held = started
+            return started
+        }
     }
 }
