@@ -175,34 +175,3 @@ struct TwoPhoneSimulationTests {
     }
 }
 
-/// Writes with files under a seeded storm (`AttachmentSimulation`): kills mid-upload, grants
-/// expiring, store 503s, completions' answers lost, the clock jumping. 20 seeds by default, 200
-/// under `OUTBOX_SOAK=1` (`OUTBOX_ATTACHMENT_SEEDS` sets it).
-@Suite("Attachments under a storm", .timeLimit(.minutes(10)))
-struct AttachmentSimulationTests {
-    static var seeds: [UInt64] {
-        (0..<UInt64(Soak.size("OUTBOX_ATTACHMENT_SEEDS", quick: 20, soak: 200))).map { 3_000_017 + $0 }
-    }
-
-    @Test func everyFileArrivesWholeOnceAndBeforeItsWrite() async throws {
-        var totals = AttachmentSimulation.Report()
-        for seed in Self.seeds {
-            let report = try await AttachmentSimulation(seed: seed).run()
-            totals.writes += report.writes
-            totals.files += report.files
-            totals.restarts += report.restarts
-            totals.expiries += report.expiries
-            totals.segmentsStored += report.segmentsStored
-            totals.grants += report.grants
-        }
-        // The storm reached what it was for: files, restarts in the middle of uploads, expiries.
-        #expect(totals.files > 0 && totals.restarts > 0 && totals.expiries > 0 && totals.grants > totals.files / 2, "\(totals)")
-        if ProcessInfo.processInfo.environment["OUTBOX_SIM_VERBOSE"] != nil { print("attachment-sim: \(totals)") }
-    }
-
-    @Test func aSeedReplaysTheSameStorm() async throws {
-        let first = try await AttachmentSimulation(seed: 3_000_017).run()
-        let second = try await AttachmentSimulation(seed: 3_000_017).run()
-        #expect(first == second)
-    }
-}

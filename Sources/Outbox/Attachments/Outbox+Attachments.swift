@@ -182,35 +182,13 @@ enum AttachmentKeeping {
 
 extension Outbox {
     /// Runs the attachments' queue alone until `segments` more segments landed in all, then
-    /// stops: an app ended between two segments of an upload, for the tests and the simulation.
-    /// A pass under way finishes first (one run of the queue at a time).
+    /// stops: an app ended between two segments of an upload, for the tests.
+    /// While a pass runs the queue this run does nothing: one run of the queue at a time.
     package func uploadSomeSegments(_ segments: Int) async {
-        await worker.waitUntilIdle()
         let landed: @Sendable () -> Int = { [store] in
             (try? store.queries.events(from: JournalSequence(rawValue: 1), limit: .max).filter { $0.kind == .segmentLanded }.count) ?? 0
         }
         let before = landed()
         _ = await replayPass.uploads.run { landed() - before >= segments }
-    }
-
-    /// What is wrong with the files of writes that still need them (``AttachmentKeeping``): each
-    /// a missing or damaged file, named; none when every one is there, whole.
-    package func attachmentFileProblems() throws -> [String] {
-        let schema = store.schema
-        let now = configuration.clock.now()
-        let keep = configuration.attachments.keepSeconds
-        let states = try store.read { txn in
-            var states: [OperationState] = []
-            try txn.scan(schema.attachments) { entry in
-                if let state = try schema.state(try entry.value(), in: txn), AttachmentKeeping.needsFiles(state, now: now, keepSeconds: keep) {
-                    states.append(state)
-                }
-                return .next
-            }
-            return states
-        }
-        return states.flatMap { state in
-            state.attachments.compactMap { upload in files.check(upload.manifest).map { "\(state.id) \(upload.manifest.name): \($0)" } }
-        }
     }
 }
