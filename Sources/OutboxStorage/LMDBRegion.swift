@@ -47,7 +47,9 @@ public struct LMDBRegion: Sendable, Equatable {
 
     public var isEmpty: Bool { keys.isEmpty && ranges.isEmpty && wholeDatabases.isEmpty }
 
-    mutating func insert(_ key: [UInt8], in database: UInt32) {
+    /// Adds `key` of `database`: also a handle no LMDB database has, for state an engine keeps
+    /// in memory and observations watch like a table.
+    public mutating func insert(_ key: [UInt8], in database: UInt32) {
         keys[database, default: []].insert(key)
     }
 
@@ -111,6 +113,12 @@ public final class LMDBRegionRecorder: Sendable {
 
     func record(_ body: (inout LMDBRegion) -> Void) {
         collected.withLock { body(&$0) }
+    }
+
+    /// Records a read of `key` in `database` made outside LMDB (see ``LMDBRegion/insert(_:in:)``).
+    public func recordRead(_ key: [UInt8], in database: UInt32) {
+        guard mode == .reads else { return }
+        record { $0.insert(key, in: database) }
     }
 
     /// The recorder the reads of the current task hand their transactions: set around a read to

@@ -216,7 +216,7 @@ enum AttachmentUploads {
             var offset: Int64 = 0
             while offset < size {
                 let length = min(segmentBytes, size - offset)
-                _ = try SegmentUpload(url: url, file: file, offset: offset, length: length).bytes()
+                _ = try SegmentUpload(url: url, body: .file(file, offset: offset), offset: offset, length: length).bytes()
                 offset += length
             }
         }

@@ -141,12 +141,14 @@ struct AttachmentDocument: Encodable {
         switch proof.file {
         case .intact: fileState = "intact"
         case .presentNotHashed: fileState = "present_not_hashed"
+        case .intactSealed: fileState = "intact_sealed"
+        case .sealedNotOpened: fileState = "sealed_not_opened"
         case .missing: fileState = proof.needsFile ? "missing" : "gone"
         case .damaged(let why):
             fileState = "damaged"
             problem = why
         }
-        file = File(path: "attachments/\(manifest.sha256.hex)", state: fileState, problem: problem, needed: proof.needsFile,
+        file = File(path: "attachments/\(manifest.sha256.hex)\(proof.fileIsSealed ? ".sealed" : "")", state: fileState, problem: problem, needed: proof.needsFile,
                     keptUntil: proof.fileKeptUntil)
         grants = proof.grants.map {
             Grant(seq: $0.seq, recordedAt: $0.recordedAt, segmentSize: $0.segmentSize, segmentCount: $0.segmentCount,

@@ -85,10 +85,14 @@ package enum AttachmentText {
 
     /// What was found of the local file, and what it means for the write.
     static func file(_ proof: AttachmentProof, moments: MomentFormat, style: Style) -> String {
-        let path = "attachments/\(proof.manifest.sha256.hex): "
+        let path = "attachments/\(proof.manifest.sha256.hex)\(proof.fileIsSealed ? ".sealed" : ""): "
         switch proof.file {
         case .intact:
             return path + style.paint("present", .green) + ", \(proof.manifest.size) bytes, hashing to its manifest's SHA-256"
+        case .intactSealed:
+            return path + style.paint("present", .green) + ", sealed at rest; opened, its \(proof.manifest.size) bytes hash to its manifest's SHA-256"
+        case .sealedNotOpened:
+            return path + style.paint("present", .green) + ", sealed at rest, of the size its manifest's bytes seal to (not opened: no key, or not hashed)"
         case .presentNotHashed:
             return path + style.paint("present", .green) + ", of its manifest's size (its bytes not hashed)"
         case .damaged(let why):

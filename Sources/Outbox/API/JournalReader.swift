@@ -210,7 +210,7 @@ public final class JournalReader: Sendable {
 
     /// The attachments' files beside the journal.
     private var attachmentFiles: AttachmentFiles {
-        AttachmentFiles(journal: URL(fileURLWithPath: path, isDirectory: true))
+        AttachmentFiles(journal: URL(fileURLWithPath: path, isDirectory: true), keys: store.schema.sealing)
     }
 
     /// The attachments whose id starts with `prefix` (hyphens and case ignored), among the

@@ -78,7 +78,9 @@ extension Outbox {
 extension Outbox {
     /// Re-seals the journal under a new key (or, with `nil`, stores it in plaintext) in one
     /// transaction. Keep the new key before calling: from the moment this returns, only it
-    /// opens the journal.
+    /// opens the journal. The attachments' files are sealed with a key of their own, kept in
+    /// the journal sealed with its key: the rotation re-seals that one value, never the files
+    /// (with `nil` they stay sealed, their key kept in the clear).
     public func rotateEncryptionKey(to newKey: SealingKey?) async throws {
         try ensureOpen()
         let current = store.schema.sealing.sealing
@@ -87,5 +89,7 @@ extension Outbox {
             try store.reseal(from: current, to: next)
             return ((), [])
         }
+        // The files keep their key; a file kept before the journal had one is sealed now.
+        files.sealPlainFiles()
     }
 }

@@ -183,7 +183,9 @@ extension Outbox {
             if let problem = files.check(manifest) {
                 throw OutboxError.invalidRequest(field: "attachments", problem: "\(manifest.name) (\(manifest.id)) cannot be exported: \(problem)")
             }
-            let bytes = try Data(contentsOf: files.url(of: manifest.sha256))
+            // Opened when sealed at rest: the export is sealed whole with its own key.
+            var bytes = Data(capacity: Int(manifest.size))
+            try files.withPlaintextChunks(of: manifest.sha256) { bytes.append(contentsOf: $0) }
             return PendingExport.File(id: manifest.id.description, name: manifest.name, contentType: manifest.contentType,
                                       sha256: manifest.sha256.hex, bytes: bytes)
         }

@@ -80,7 +80,6 @@ public final class Outbox: Sendable {
         self.directory = directory
         self.configuration = configuration
         self.transport = transport
-        self.files = AttachmentFiles(journal: directory, step: fileSteps)
         let log = EngineLog(logger: configuration.logger, clock: configuration.clock)
         let budget = StorageBudget(budgetBytes: configuration.maxJournalBytes)
         var phases = OpenPhases()
@@ -101,8 +100,11 @@ public final class Outbox: Sendable {
         )
         let broadcaster = ChangeBroadcaster { [store] events in (try? store.recordsTouched(by: events)) ?? [] }
         self.store = store
+        self.files = AttachmentFiles(journal: directory, keys: store.schema.sealing, step: fileSteps)
         self.broadcaster = broadcaster
-        self.observations = ObservationHub(environment: store.environment)
+        let observations = ObservationHub(environment: store.environment)
+        self.observations = observations
+        store.schema.uploadProgress.onStep { [observations] region in observations.changed(region) }
         let writer = JournalWriter(store: store, clock: configuration.clock) { events in
             broadcaster.publish(events)
         }
@@ -130,8 +132,10 @@ public final class Outbox: Sendable {
         phases.total = OpenPhases.now() - started
         openPhases = phases
         // A kill between keeping a file and committing its write left it unnamed: collected now,
-        // with the files of writes settled longer than the keep period.
+        // with the files of writes settled longer than the keep period. A file kept before the
+        // journal was encrypted (or whose sealing a kill cut short) is sealed.
         collectAttachmentFiles(strays: true)
+        files.sealPlainFiles()
     }
 
     /// Records `journalOpened` and, for every attempt the last process started and never saw

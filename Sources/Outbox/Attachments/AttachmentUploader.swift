@@ -69,6 +69,7 @@ final class AttachmentUploader: Sendable {
     }
 
     private var clock: any OutboxClock { configuration.clock }
+    private var progress: UploadProgress { store.schema.uploadProgress }
 
     /// Uploads every queued write's files not completed yet, one file at a time in journal
     /// order, until each is completed, refused or waits; stops when `shouldStop` says so (the
@@ -116,14 +117,16 @@ final class AttachmentUploader: Sendable {
     private func pendingUploads() throws -> [(OperationID, AttachmentUpload)] {
         let schema = store.schema
         return try store.read { txn in
-            let engine = try schema.engineStateAsJudged(in: txn)
-            guard Eligibility.engineHold(Eligibility.Engine(engine)) == nil else { return [] }
             var pending: [(OperationID, AttachmentUpload)] = []
             try txn.scan(schema.attachments) { entry in
                 guard let state = try schema.state(try entry.value(), in: txn), state.status == .queued else { return .next }
                 for upload in state.attachments where !upload.isCompleted { pending.append((state.id, upload)) }
                 return .next
             }
+            // A journal whose writes carry no file (most passes of most apps) reads no more.
+            guard !pending.isEmpty else { return [] }
+            let engine = try schema.engineStateAsJudged(in: txn)
+            guard Eligibility.engineHold(Eligibility.Engine(engine)) == nil else { return [] }
             return pending
         }
     }
@@ -165,14 +168,22 @@ final class AttachmentUploader: Sendable {
             }
             let offset = Int64(number - 1) * grant.segmentSize
             let length = min(grant.segmentSize, manifest.size - offset)
-            let segment = SegmentUpload(url: grant.urls[number]!, file: files.url(of: manifest.sha256), offset: offset, length: length)
+            let segment: SegmentUpload
+            switch segmentUpload(manifest, number: number, offset: offset, length: length, url: grant.urls[number]!) {
+            case .success(let ready): segment = ready
+            case .failure(let problem):
+                return await refuse(operation, manifest, status: nil, code: ErrorCode.attachmentDamaged, message: "\(manifest.name): \(problem)")
+            }
             let response: TransportResponse
             do {
                 response = try await transport.upload(segment)
             } catch {
+                progress.ended(manifest.id)
                 log.log(.info, "a segment met no response", [EngineLog.Key.operation: .string(operation.description)])
                 return .later(offline: true)
             }
+            // Journaled below, or failed: either way no longer in flight once the event is in.
+            defer { progress.ended(manifest.id) }
             switch UploadProtocol.meaning(of: response, fromStore: true) {
             case .success:
                 guard let etag = UploadProtocol.etag(of: response) else { return .later(offline: false) }
@@ -187,6 +198,26 @@ final class AttachmentUploader: Sendable {
                 return await refuse(operation, manifest, status: response.statusCode, code: ErrorCode.attachmentRefused,
                                     message: Self.message(of: response))
             }
+        }
+    }
+
+    /// The segment `number` of `manifest`'s file as the transport takes it: a span of the file,
+    /// or, for a file sealed at rest, its bytes opened in memory. Its progress is told to
+    /// ``UploadProgress``.
+    private func segmentUpload(_ manifest: AttachmentManifest, number: Int, offset: Int64, length: Int64,
+                               url: URL) -> Result<SegmentUpload, AttachmentFileProblem> {
+        let progress = self.progress
+        let id = manifest.id
+        let report: @Sendable (Int64) -> Void = { sent in progress.sent(sent, of: number, length: length, attachment: id) }
+        guard let (file, sealed) = files.location(of: manifest.sha256) else { return .failure(.missing) }
+        guard sealed else {
+            return .success(SegmentUpload(url: url, body: .file(file, offset: offset), offset: offset, length: length, progress: report))
+        }
+        do {
+            let bytes = try files.read(manifest.sha256, offset: offset, length: Int(length))
+            return .success(SegmentUpload(url: url, body: .bytes(bytes), offset: offset, length: length, progress: report))
+        } catch {
+            return .failure(error)
         }
     }
 
@@ -324,10 +355,12 @@ final class AttachmentUploader: Sendable {
     /// What is wrong with a file before its upload: missing, or not its manifest's size (a hash
     /// mismatch a cheaper check cannot see is the completion's to find).
     private func fileProblem(_ manifest: AttachmentManifest) -> AttachmentFileProblem? {
-        let path = files.url(of: manifest.sha256).path
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { return .missing }
+        guard let (file, sealed) = files.location(of: manifest.sha256),
+            let attributes = try? FileManager.default.attributesOfItem(atPath: file.path)
+        else { return .missing }
         let size = (attributes[.size] as? NSNumber)?.int64Value ?? -1
-        return size == manifest.size ? nil : .damaged("it holds \(size) bytes, its manifest \(manifest.size)")
+        let expected = AttachmentFiles.storedSize(of: manifest, sealed: sealed)
+        return size == expected ? nil : .damaged("it holds \(size) bytes on the disk where its manifest's take \(expected)")
     }
 
     /// The refusal's message from its JSON body, else its status.

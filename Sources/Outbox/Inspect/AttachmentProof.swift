@@ -67,6 +67,8 @@ public struct AttachmentProof: Sendable, Equatable {
     public var fileURL: URL
     /// What was found there (``AttachmentFileCheck``).
     public var file: AttachmentFileCheck
+    /// Whether the local copy is kept sealed at rest (``fileURL`` ends in `.sealed`).
+    public var fileIsSealed: Bool { fileURL.lastPathComponent.hasSuffix(AttachmentFiles.sealedSuffix) }
     /// Whether the write still needs the file: every status but a settled one. A settled
     /// write's file may be gone (see ``fileKeptUntil``).
     public var needsFile: Bool { !operation.status.isTerminal }
@@ -109,6 +111,11 @@ public enum AttachmentFileCheck: Sendable, Equatable {
     case intact
     /// There and of its manifest's size; its bytes were not read (a quick look).
     case presentNotHashed
+    /// Sealed at rest, opened whole: its bytes hash to its manifest's SHA-256.
+    case intactSealed
+    /// Sealed at rest, of the size its manifest's bytes seal to; not opened (a quick look, or a
+    /// reader without the journal's key).
+    case sealedNotOpened
     /// Not there.
     case missing
     /// There, but not its manifest's bytes, or unreadable: why, in a sentence.
@@ -119,20 +126,26 @@ extension AttachmentFiles {
     /// Looks at the file of `manifest`: hashing its bytes (streaming, a chunk at a time), or
     /// only its presence and size.
     func inspect(_ manifest: AttachmentManifest, hashing: Bool) -> AttachmentFileCheck {
+        guard let (file, sealed) = location(of: manifest.sha256) else { return .missing }
         if hashing {
             switch check(manifest) {
-            case nil: return .intact
+            case nil: return sealed ? .intactSealed : .intact
             case .missing?: return .missing
+            case .sealedWithoutKey?: break
             case .damaged(let why)?: return .damaged(why)
             }
         }
-        let path = url(of: manifest.sha256).path
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return .missing }
+        guard FileManager.default.fileExists(atPath: file.path, isDirectory: &isDirectory) else { return .missing }
         guard !isDirectory.boolValue else { return .damaged("it is a directory, not a file") }
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
+        let size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.int64Value
         guard let size else { return .damaged("its size cannot be read") }
-        return size == manifest.size ? .presentNotHashed : .damaged("it holds \(size) bytes, its manifest \(manifest.size)")
+        let expected = Self.storedSize(of: manifest, sealed: sealed)
+        guard size == expected else {
+            return .damaged(sealed ? "it holds \(size) bytes sealed, where its manifest's bytes seal to \(expected)"
+                                   : "it holds \(size) bytes, its manifest \(manifest.size)")
+        }
+        return sealed ? .sealedNotOpened : .presentNotHashed
     }
 
     /// Whether the directory of attachments exists at all (a copy of a journal may leave it out).

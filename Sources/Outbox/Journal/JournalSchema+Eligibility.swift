@@ -49,6 +49,7 @@ extension JournalSchema {
         var facts = Eligibility.Facts(id: state.id, status: state.status, dueAt: dueAt ?? state.nextAttemptAt, engine: engine, now: now)
         guard state.status == .queued else { return facts }
         facts.pendingAttachment = state.pendingAttachment
+        facts.sendingBytes = state.pendingAttachment.map(uploadProgress.sending) ?? 0
         for dependency in state.dependsOn {
             if let known = lookups.standing[dependency] {
                 facts.dependencies.append(known)

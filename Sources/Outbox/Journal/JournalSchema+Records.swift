@@ -108,7 +108,11 @@ extension JournalSchema {
             // A queued write that carries files says how far they got: its whole state, read only
             // for a write in the `attachments` index.
             if status == .queued, try txn.get(attachments, firstSeq) != nil, let state = try state(id, in: txn) {
-                return RecordView.Write(state: state, change: change)
+                var write = RecordView.Write(state: state, change: change)
+                if let file = state.pendingAttachment, write.upload != nil {
+                    write.upload!.landed = min(file.manifest.size, write.upload!.landed + uploadProgress.sending(file))
+                }
+                return write
             }
             return RecordView.Write(pending: id, status: status, change: change)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import OutboxCrypto
 import OutboxCore
 import OutboxStorage
 import Synchronization
@@ -101,6 +102,8 @@ final class JournalSchema: Sendable {
     let feeds: LMDBTable<NameCodec, JournalCodec.Feed>
     /// The journal's key, when it is encrypted at rest and the key was given.
     let sealing = SealingBox()
+    /// The bytes of segments in flight, which reads add to the landed ones.
+    let uploadProgress = UploadProgress()
     /// The installation the engine that opened the journal runs on (``JournalStore/Options/runningOn``).
     let runningOn: String??
 
@@ -166,6 +169,9 @@ final class JournalSchema: Sendable {
         static let retiredEngineState = "engine-state"
         /// A constant sealed with the journal's key: present when it is encrypted at rest.
         static let keyCheck = "key-check"
+        /// The key the attachments' files are sealed with, itself sealed with the journal's key
+        /// (``AttachmentKeyRecord``): a rotation re-seals it, never the files.
+        static let attachmentKey = "attachment-key"
     }
 
     /// The names of the values under the singletons' prefix.
@@ -202,12 +208,21 @@ enum CounterName {
     static func tabPrefix(_ group: JournalSchema.TabGroup) -> String { "tab/\(group.rawValue)/" }
 }
 
-/// The journal's sealing, replaced when the key rotates.
+/// The journal's sealing, replaced when the key rotates, and the key its attachments' files
+/// are sealed with.
 final class SealingBox: Sendable {
     private let current = Mutex<JournalSealing?>(nil)
+    private let files = Mutex<SealingKey?>(nil)
 
     var sealing: JournalSealing? {
         get { current.withLock { $0 } }
         set { current.withLock { $0 = newValue } }
+    }
+
+    /// The attachments key: `nil` while the journal was never encrypted (or this reader has no
+    /// key). It does not change when the journal's key rotates.
+    var attachmentKey: SealingKey? {
+        get { files.withLock { $0 } }
+        set { files.withLock { $0 = newValue } }
     }
 }

@@ -69,6 +69,15 @@ struct JournalSealing: Sendable {
         Data(try self.key.open(sealed, authenticating: Array("record-store".utf8) + [table] + key.bytes))
     }
 
+    /// The attachments key as `meta` keeps it, sealed with this key.
+    func sealAttachmentKey(_ fileKey: SealingKey) -> [UInt8] {
+        fileKey.withUnsafeKeyBytes { key.seal($0, authenticating: Array("attachment-key".utf8)) }
+    }
+
+    func openAttachmentKey(_ sealed: [UInt8]) throws -> SealingKey {
+        try SealingKey(bytes: try key.open(sealed, authenticating: Array("attachment-key".utf8)))
+    }
+
     /// The value `meta` keeps to check keys with.
     func keyCheck() -> [UInt8] {
         key.seal(Self.checkPlaintext, authenticating: Self.checkAssociatedData)
@@ -88,3 +97,25 @@ struct JournalSealing: Sendable {
     }
 }
 
+
+/// The attachments key as `meta` keeps it: a kind byte, then the key sealed with the journal's
+/// (1), or, in a journal whose encryption was turned off, the key itself (0): its files stay
+/// sealed, and it opens them.
+enum AttachmentKeyRecord {
+    static func encode(_ fileKey: SealingKey, sealing: JournalSealing?) -> [UInt8] {
+        if let sealing { return [1] + sealing.sealAttachmentKey(fileKey) }
+        return [0] + fileKey.withUnsafeKeyBytes { Array($0) }
+    }
+
+    /// The key, or `nil` when it is sealed and `sealing` is `nil` (a reader without the key).
+    /// - Throws: when the record is damaged or does not open with `sealing`.
+    static func decode(_ record: [UInt8], sealing: JournalSealing?) throws -> SealingKey? {
+        switch record.first {
+        case 0?: return try SealingKey(bytes: record.dropFirst())
+        case 1?:
+            guard let sealing else { return nil }
+            return try sealing.openAttachmentKey(Array(record.dropFirst()))
+        default: throw SealingError.cannotOpen
+        }
+    }
+}

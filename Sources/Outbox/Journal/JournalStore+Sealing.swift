@@ -1,4 +1,5 @@
 import Foundation
+import OutboxCrypto
 import OutboxCore
 import OutboxStorage
 
@@ -13,6 +14,7 @@ extension JournalStore {
     func reseal(from old: JournalSealing?, to new: JournalSealing?) throws(OutboxError) {
         let schema = self.schema
         forgetCounters()
+        var fileKey: SealingKey?
         try Self.run(options) {
             try environment.write { txn in
                 var sealable: [(JournalSequence, [UInt8])] = []
@@ -39,6 +41,13 @@ extension JournalStore {
                 var counters = try schema.counters(in: txn)
                 counters.eventBytes += bytesDelta
                 try Projection.writeCounters(counters, schema: schema, in: txn)
+                // The attachments' files keep their key; only how it is kept changes. A journal
+                // sealed for the first time gets one.
+                let stored = try txn.get(schema.meta, JournalSchema.MetaKey.attachmentKey)
+                fileKey = try stored.flatMap { try AttachmentKeyRecord.decode($0, sealing: old) } ?? (new == nil ? nil : SealingKey.random())
+                if let fileKey {
+                    try txn.put(schema.meta, JournalSchema.MetaKey.attachmentKey, AttachmentKeyRecord.encode(fileKey, sealing: new))
+                }
                 if let new {
                     try txn.put(schema.meta, JournalSchema.MetaKey.keyCheck, new.keyCheck())
                 } else {
@@ -52,6 +61,30 @@ extension JournalStore {
         }
         try Self.rebuildProjections(environment: environment, schema: schema, options: options)
         schema.sealing.sealing = new
+        schema.sealing.attachmentKey = fileKey
+    }
+
+    /// Learns the key the attachments' files are sealed with; an engine opening a journal
+    /// encrypted before attachments were sealed makes one.
+    func adoptAttachmentKey() throws(OutboxError) {
+        let schema = self.schema
+        let sealing = schema.sealing.sealing
+        let stored = try read { txn in try txn.get(schema.meta, JournalSchema.MetaKey.attachmentKey) }
+        if let stored {
+            do {
+                schema.sealing.attachmentKey = try AttachmentKeyRecord.decode(stored, sealing: sealing)
+            } catch {
+                throw .journalDamaged(path: environment.path, reason: "the attachments key in meta does not open with the journal's key")
+            }
+        } else if let sealing, !options.readOnly {
+            let fileKey = SealingKey.random()
+            try Self.run(options) {
+                try environment.write { txn in
+                    try txn.put(schema.meta, JournalSchema.MetaKey.attachmentKey, AttachmentKeyRecord.encode(fileKey, sealing: sealing))
+                }
+            }
+            schema.sealing.attachmentKey = fileKey
+        }
     }
 
     /// Re-seals every value of one table of the record store.

@@ -374,6 +374,7 @@ final class JournalStore: Sendable {
             guard !options.readOnly else { break }
             try reseal(from: nil, to: sealing)
         }
+        try adoptAttachmentKey()
     }
 
     /// What `meta` says of a journal being opened.

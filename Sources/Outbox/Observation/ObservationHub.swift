@@ -69,6 +69,12 @@ final class ObservationHub: Sendable {
         return !live.isEmpty
     }
 
+    /// State kept outside the journal changed in `region` (``UploadProgress``): each live
+    /// observation hears it as it hears a commit.
+    func changed(_ region: LMDBRegion) {
+        _ = committed(region)
+    }
+
     /// The number of observations a reader still holds.
     var observationCount: Int { mailboxes.live.count }
 

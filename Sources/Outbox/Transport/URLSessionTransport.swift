@@ -107,7 +107,7 @@ public final class URLSessionTransport: OutboxTransport {
         urlRequest.setValue("close", forHTTPHeaderField: "Connection")
         #endif
         let body = try segment.bytes()
-        let (data, response) = try await uploads.upload(for: urlRequest, from: body)
+        let (data, response) = try await uploads.upload(for: urlRequest, from: body, delegate: NoRedirects(progress: segment.progress))
         guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
         var headers: [String: String] = [:]
         for (name, value) in http.allHeaderFields {
@@ -130,8 +130,15 @@ public final class URLSessionTransport: OutboxTransport {
     }
 }
 
-/// Refuses every redirect, so the 3xx itself is the answer.
+/// Refuses every redirect, so the 3xx itself is the answer; for a segment, tells its progress
+/// as its bytes are sent.
 private final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
+    let progress: (@Sendable (Int64) -> Void)?
+
+    init(progress: (@Sendable (Int64) -> Void)? = nil) {
+        self.progress = progress
+    }
+
     func urlSession(
         _ session: URLSession,
         task: URLSessionTask,
@@ -140,5 +147,10 @@ private final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
         completionHandler(nil)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+                    totalBytesExpectedToSend: Int64) {
+        progress?(totalBytesSent)
     }
 }

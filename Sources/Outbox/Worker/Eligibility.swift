@@ -82,6 +82,8 @@ package enum Eligibility {
         package var firstAttemptAt: Date?
         /// The first file it carries that is not completed yet (``OperationState/pendingAttachment``).
         package var pendingAttachment: AttachmentUpload?
+        /// The bytes of its segment in flight, beyond the landed ones (``UploadProgress``).
+        package var sendingBytes: Int64 = 0
         /// How old a first attempt may be before the server may have forgotten its key's claim:
         /// the worker's facts carry it (``ClaimRetention/window``); a read's leave it `nil`.
         package var claimWindow: Double?
@@ -148,7 +150,7 @@ package enum Eligibility {
         }
         if let head = facts.laneHead, head.id != facts.id { return .waiting(.laneHead(head.id, head.status)) }
         if let head = facts.recordHeads.first(where: { $0.id != facts.id }) { return .waiting(.recordWrite(head.id, head.status)) }
-        if let file = facts.pendingAttachment { return .waiting(.attachment(file.id, landed: file.landedBytes, of: file.manifest.size)) }
+        if let file = facts.pendingAttachment { return .waiting(.attachment(file.id, landed: min(file.manifest.size, file.landedBytes + facts.sendingBytes), of: file.manifest.size)) }
         if let due = facts.dueAt, due > facts.now { return .waiting(.scheduled(due)) }
         if let ended { return .dependencyEnded(ended.0, ended.1) }
         if let window = facts.claimWindow, let first = facts.firstAttemptAt, facts.now.timeIntervalSince(first) > window {
