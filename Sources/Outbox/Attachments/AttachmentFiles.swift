@@ -1,6 +1,7 @@
 import Foundation
 import OutboxCore
 import OutboxCrypto
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -30,6 +31,9 @@ struct AttachmentFiles: Sendable {
     static let sealedSuffix = ".sealed"
     /// The journal's keys: the attachments key, when the journal is encrypted at rest.
     let keys: SealingBox
+    /// The bytes the kept files take, counted once from the directory and moved by each keep;
+    /// counted again after a removal.
+    private let tally = KeptTally()
     /// Told each durable step of keeping a file as it is passed (`file-written`, `file-synced`,
     /// `file-renamed`, `file-directory-synced`): what the crash tests aim their kills at.
     let step: @Sendable (String) -> Void
@@ -152,7 +156,11 @@ struct AttachmentFiles: Sendable {
             try syncDirectory()
             step("file-directory-synced")
             // A plaintext copy kept before the key goes once its sealed copy is durable.
-            if format != nil { unlink(plainURL(of: digest).path) }
+            if format != nil, unlink(plainURL(of: digest).path) == 0 {
+                tally.forget()
+            } else {
+                tally.add(format == nil ? size : SealedFileFormat.sealedSize(ofPlaintext: size))
+            }
         }
         return (digest, size, !existed)
     }
@@ -181,7 +189,7 @@ struct AttachmentFiles: Sendable {
             if let kept, kept.digest == digest {
                 sealed += 1
             } else if let kept, kept.created {
-                unlink(sealedURL(of: kept.digest).path)
+                remove(kept.digest)
             }
         }
         return sealed
@@ -200,6 +208,7 @@ struct AttachmentFiles: Sendable {
     func remove(_ sha256: SHA256Digest) {
         unlink(sealedURL(of: sha256).path)
         unlink(plainURL(of: sha256).path)
+        tally.forget()
     }
 
     /// The files kept, by hash, with the bytes they take on the disk; those kept in plaintext;
@@ -223,9 +232,10 @@ struct AttachmentFiles: Sendable {
         return (files, plain, incoming)
     }
 
-    /// The bytes the kept files take.
+    /// The bytes the kept files take: the directory is listed only when the count is not known
+    /// (the first call, and the first after a file was removed).
     func keptBytes() -> Int64 {
-        listing().files.values.reduce(0, +)
+        tally.total { listing().files.values.reduce(0, +) }
     }
 
     /// Reads `length` bytes at `offset` of the file of `sha256`: one segment, opened from its
@@ -328,6 +338,28 @@ struct AttachmentFiles: Sendable {
     static func writeFailure(_ code: Int32, _ url: URL) -> OutboxError {
         if code == ENOSPC || code == EDQUOT { return .storageFull(limitBytes: 0, errno: code) }
         return .invalidRequest(field: "attachments", problem: "\(url.path) could not be written (\(String(cString: strerror(code))))")
+    }
+}
+
+/// The bytes the kept files take, when known.
+private final class KeptTally: Sendable {
+    private let bytes = Mutex<Int64?>(nil)
+
+    func total(counting: () -> Int64) -> Int64 {
+        bytes.withLock { known in
+            if let known { return known }
+            let counted = counting()
+            known = counted
+            return counted
+        }
+    }
+
+    func add(_ more: Int64) {
+        bytes.withLock { if let known = $0 { $0 = known + more } }
+    }
+
+    func forget() {
+        bytes.withLock { $0 = nil }
     }
 }
 
