@@ -173,6 +173,28 @@ struct AttachmentSealingTests {
     }
 }
 
+/// What the budget for kept files counts.
+@Suite("The attachments' budget", .timeLimit(.minutes(10)))
+struct AttachmentBudgetTests {
+    @Test func theSameWriteSavedAgainCountsItsFilesOnce() async throws {
+        let journal = TestJournal()
+        let outbox = try journal.open(server: InMemoryServer()) {
+            $0.attachments.budgetBytes = 15_000
+            $0.attachments.maxFileBytes = 12_000
+        }
+        defer { outbox.close() }
+        let photo = Attachment(bytes: AttachmentTests.photoBytes(10_000), contentType: "image/jpeg", name: "note.jpg")
+        var request = AttachmentTests.request(naming: [photo])
+        request.operationID = OperationID()
+        let first = try await outbox.enqueue(request, attaching: [photo])
+        #expect(!outbox.canKeep(attachmentBytes: 10_000), "a second photo would pass the budget")
+        #expect(try await outbox.enqueue(request, attaching: [photo]) == first, "the double tap is the same write, not storage full")
+        var another = AttachmentTests.request(naming: [photo], number: 2)
+        another.operationID = OperationID()
+        await #expect(throws: OutboxError.storageFull(limitBytes: 15_000)) { try await outbox.enqueue(another, attaching: [photo]) }
+    }
+}
+
 /// The sealed format read back whole and in any span, and its sizes.
 @Suite("The sealed file format")
 struct SealedFileFormatTests {

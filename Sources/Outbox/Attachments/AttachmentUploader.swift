@@ -186,7 +186,12 @@ final class AttachmentUploader: Sendable {
             defer { progress.ended(manifest.id) }
             switch UploadProtocol.meaning(of: response, fromStore: true) {
             case .success:
-                guard let etag = UploadProtocol.etag(of: response) else { return .later(offline: false) }
+                // A store that takes a segment without naming it cannot be completed from: held,
+                // said so, rather than sent again and again.
+                guard let etag = UploadProtocol.etag(of: response) else {
+                    return await refuse(operation, manifest, status: response.statusCode, code: ErrorCode.attachmentRefused,
+                                        message: "the store took segment \(number) of \(manifest.name) without an ETag to complete it from")
+                }
                 let piece = LandedSegment(number: number, size: length, etag: etag)
                 guard await journal(operation, .segmentLanded(SegmentLanded(attachment: manifest.id, segment: piece))) else { return .ended }
                 upload.landed.append(piece)
@@ -248,8 +253,9 @@ final class AttachmentUploader: Sendable {
         switch UploadProtocol.checked(grant, for: manifest) {
         case .success(let checked): urls = checked
         case .failure(let problem):
-            log.log(.warning, "a grant does not cover its file: \(problem)", [EngineLog.Key.operation: .string(operation.description)])
-            return .later(offline: false)
+            // The server's answer, not the network: asking again gets the same under the same key.
+            return await refuse(operation, manifest, status: response.statusCode, code: ErrorCode.attachmentRefused,
+                                message: "the server's grant does not cover \(manifest.name): \(problem)")
         }
         let granted = AttachmentGranted(attachment: manifest.id, segmentSize: grant.segment_size, segmentCount: urls.count,
                                         lifetimeSeconds: grant.expires_in)

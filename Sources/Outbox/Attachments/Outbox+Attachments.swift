@@ -29,7 +29,10 @@ extension Outbox {
         try checkPolicy(of: request.operationType)
         try request.validate(maxPayloadBytes: configuration.maxPayloadBytes)
         let sizes = try checkAttachments(attachments, for: request)
-        let total = sizes.reduce(0, +)
+        // The same write saved again (a double tap) keeps no more than it did: its files count
+        // against the budget once.
+        let keptBefore = try request.operationID.flatMap { try operationState($0) }.map { Set($0.attachments.map(\.id)) } ?? []
+        let total = zip(attachments, sizes).reduce(Int64(0)) { $0 + (keptBefore.contains($1.0.id) ? 0 : $1.1) }
         guard canKeep(attachmentBytes: total) else {
             throw OutboxError.storageFull(limitBytes: Int(clamping: configuration.attachments.budgetBytes))
         }
