@@ -28,30 +28,6 @@ private func listingOnly(_ policies: [ExactString: OperationTypePolicy]) -> (ino
     }
 }
 
-/// The earlier spelling of the per-type settings, reached through a protocol so that the suite
-/// calls the deprecated initializer and properties without a warning of its own.
-private protocol EarlierSpelling {
-    func configuration(account: String, clock: ManualClock) -> OutboxConfiguration
-    func earlierMaps(of configuration: OutboxConfiguration) -> (conflictRules: [String: ConflictRule], coalescing: Set<String>)
-}
-
-private struct ThreeMaps: EarlierSpelling {
-    @available(*, deprecated)
-    func configuration(account: String, clock: ManualClock) -> OutboxConfiguration {
-        OutboxConfiguration(
-            account: account, clock: clock,
-            operationPolicies: ["dispatch.deliver": .terminalTransition, "product.update": .idempotent],
-            conflictRules: ["product.update": .rebase(maxTimes: 3), "note.update": .serverWins],
-            coalescing: ["note.update", "draft.save"]
-        )
-    }
-
-    @available(*, deprecated)
-    func earlierMaps(of configuration: OutboxConfiguration) -> (conflictRules: [String: ConflictRule], coalescing: Set<String>) {
-        (configuration.conflictRules, configuration.coalescing)
-    }
-}
-
 @Suite("Per-type policies, fail-closed", .timeLimit(.minutes(10)))
 struct ConfigurationPolicyTests {
     @Test func anUnlistedTypeIsRefusedByEnqueueNamingTheConfigurationToAddAndNothingIsJournaled() async throws {
@@ -154,23 +130,6 @@ struct ConfigurationPolicyTests {
         #expect(try upgraded.operation(id)?.status == .synced)
         #expect(server.records.count == 1)
         #expect(server.appliedCount(id.idempotencyKey) == 1)
-    }
-
-    @Test func theDeprecatedInitializerFoldsTheThreeMapsIntoOne() {
-        let spelling: any EarlierSpelling = ThreeMaps()
-        let configuration = spelling.configuration(account: "member-42", clock: ManualClock())
-        #expect(configuration.operationPolicies == [
-            "dispatch.deliver": .terminalTransition,
-            "product.update": .idempotent.onConflict(.rebase(maxTimes: 3)),
-            "note.update": .idempotent.onConflict(.serverWins).coalescing(),
-            "draft.save": .idempotent.coalescing(),
-        ])
-        #expect(configuration.defaultPolicy == nil)
-        #expect(configuration.policy(for: "stock.move") == nil)
-        // Read back in the earlier spelling, the maps hold what was given.
-        let earlier = spelling.earlierMaps(of: configuration)
-        #expect(earlier.conflictRules == ["product.update": .rebase(maxTimes: 3), "note.update": .serverWins])
-        #expect(earlier.coalescing == ["note.update", "draft.save"])
     }
 
     @Test func typesAreComparedByteForByte() async throws {

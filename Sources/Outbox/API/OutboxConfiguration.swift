@@ -162,49 +162,6 @@ public struct OutboxConfiguration: Sendable {
         self.batching = batching
     }
 
-    /// The three per-type maps of earlier versions, folded into ``operationPolicies``: a type in
-    /// `conflictRules` or `coalescing` but not in `operationPolicies` is listed as
-    /// ``OperationTypePolicy/idempotent`` with its rule, as it behaved then. Types listed nowhere
-    /// are now refused at enqueue (fail-closed); set ``defaultPolicy`` to queue them.
-    @available(*, deprecated, message: "list every type in operationPolicies: [type: .idempotent.onConflict(...).coalescing()]; unlisted types are refused unless defaultPolicy is set")
-    public init(
-        account: String,
-        retryPolicy: RetryPolicy = .standard,
-        clock: any OutboxClock = SystemClock(),
-        session: (any OutboxSession)? = nil,
-        maxConcurrentLanes: Int = 1,
-        operationPolicies: [String: OperationPolicy] = [:],
-        conflictRules: [String: ConflictRule],
-        coalescing: Set<String>,
-        durability: Durability = .full,
-        maxPayloadBytes: Int = OutboxRequest.defaultMaxPayloadBytes,
-        maxJournalBytes: Int = 1 << 30,
-        initialJournalBytes: Int = 4 << 20,
-        appVersion: String? = nil,
-        encryptionKey: SealingKey? = nil,
-        compaction: CompactionPolicy? = nil,
-        logger: OutboxLogger = OutboxLogger(),
-        batching: Batching? = nil
-    ) {
-        self.init(
-            account: account, retryPolicy: retryPolicy, clock: clock, session: session, maxConcurrentLanes: maxConcurrentLanes,
-            operationPolicies: Self.merged(operationPolicies, conflictRules: conflictRules, coalescing: coalescing),
-            durability: durability, maxPayloadBytes: maxPayloadBytes, maxJournalBytes: maxJournalBytes,
-            initialJournalBytes: initialJournalBytes, appVersion: appVersion, encryptionKey: encryptionKey,
-            compaction: compaction, logger: logger, batching: batching
-        )
-    }
-
-    /// The one map the three earlier ones make.
-    static func merged(_ policies: [String: OperationPolicy], conflictRules: [String: ConflictRule],
-                       coalescing: Set<String>) -> [ExactString: OperationTypePolicy] {
-        var merged: [ExactString: OperationTypePolicy] = [:]
-        for (type, replay) in policies { merged[ExactString(type)] = OperationTypePolicy(replay: replay) }
-        for (type, rule) in conflictRules { merged[ExactString(type), default: .idempotent].conflictRule = rule }
-        for type in coalescing { merged[ExactString(type), default: .idempotent].coalesces = true }
-        return merged
-    }
-
     /// The policy of an operation type: its entry in ``operationPolicies``, else
     /// ``defaultPolicy``; `nil` when neither: a write of the type is refused at enqueue.
     public func policy(for operationType: String) -> OperationTypePolicy? {
@@ -226,28 +183,6 @@ public struct OutboxConfiguration: Sendable {
     /// The conflict rule a journaled row of an operation type is sent under.
     public func conflictRule(for operationType: String) -> ConflictRule {
         sendingPolicy(for: operationType).conflictRule
-    }
-
-    /// The revision-conflict rule of each listed type, as the earlier map spelled it.
-    @available(*, deprecated, message: "read operationPolicies[type]?.conflictRule")
-    public var conflictRules: [String: ConflictRule] {
-        get {
-            var rules: [String: ConflictRule] = [:]
-            for (type, policy) in operationPolicies where policy.conflictRule != .askMember { rules[type.string] = policy.conflictRule }
-            return rules
-        }
-        set {
-            for (type, rule) in newValue { operationPolicies[ExactString(type), default: .idempotent].conflictRule = rule }
-        }
-    }
-
-    /// The coalescing types, as the earlier set spelled them.
-    @available(*, deprecated, message: "read operationPolicies[type]?.coalesces")
-    public var coalescing: Set<String> {
-        get { Set(operationPolicies.filter(\.value.coalesces).map(\.key.string)) }
-        set {
-            for type in newValue { operationPolicies[ExactString(type), default: .idempotent].coalesces = true }
-        }
     }
 }
 
