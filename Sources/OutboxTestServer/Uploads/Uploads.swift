@@ -186,14 +186,8 @@ final class Uploads: Sendable {
                 throw Self.unavailable("the store answered HEAD \(object) with \(answer.status)")
             }
         }
-        let manifest = request.segments.map { segment -> [String: Any] in
-            ["path": client.manifestPath(of: UploadStore.segmentObject(id, segment.number)), "etag": Self.bareTag(segment.etag),
-             "size_bytes": segment.size]
-        }
-        // Strings and integers: always JSON.
-        let manifestBody = try! JSONSerialization.data(withJSONObject: manifest, options: [.sortedKeys, .withoutEscapingSlashes])
         let put = try ask("PUT", client.url(of: id, query: "multipart-manifest=put"),
-                          headers: ["Content-Type": "application/octet-stream"], body: manifestBody)
+                          headers: ["Content-Type": "application/octet-stream"], body: manifest(of: id, request.segments))
         switch put.status {
         case 200...299: break
         case 400, 409:
@@ -212,6 +206,17 @@ final class Uploads: Sendable {
             throw Self.unavailable("the object read back answered \(read.status) with \(read.size) bytes, not the segments' \(total)")
         }
         return Self.json(Completed(object: client.reference(of: id), size: read.size, sha256: read.sha256.hex))
+    }
+
+    /// The Static Large Object manifest of attachment `id`'s segments, in order:
+    /// `[{"etag":"<md5>","path":"/<container>/<id>/segments/<n>","size_bytes":n}, ...]`.
+    private func manifest(of id: String, _ segments: [CompleteRequest.Segment]) -> Data {
+        let entries = segments.map { segment in
+            "{" + JSONText.quoted("etag") + ":" + JSONText.quoted(Self.bareTag(segment.etag))
+                + "," + JSONText.quoted("path") + ":" + JSONText.quoted(client.manifestPath(of: UploadStore.segmentObject(id, segment.number)))
+                + "," + JSONText.quoted("size_bytes") + ":" + String(segment.size) + "}"
+        }
+        return Data(("[" + entries.joined(separator: ",") + "]").utf8)
     }
 
     /// One request to the store; no answer is a 503 of the server's.
