@@ -5,7 +5,7 @@ import Synchronization
 
 /// The upload endpoints' work, apart from their claims: a grant's signed URLs, a completion's
 /// checks, manifest and hash. What the control API changes at run time (the grants' lifetime, a
-/// refusal of grants) is this process's own, as faults are.
+/// refusal of grants, a grant signed already expired) is this process's own, as faults are.
 final class Uploads: Sendable {
     let client: SwiftStoreClient
     private let settings: Mutex<Settings>
@@ -15,10 +15,15 @@ final class Uploads: Sendable {
         var grantLifetimeSeconds: Double
         /// Grants are answered with this refusal while it is set.
         var refuseGrants: Refusal?
+        /// The next grant made signs its URLs to expire at a past instant (its `expires_in` still
+        /// states the lifetime), so the store refuses them (401) from the first request; making
+        /// it sets this back to `false`. A replay answers its claim's URLs as they were.
+        var nextGrantExpired = false
 
         enum CodingKeys: String, CodingKey {
             case grantLifetimeSeconds = "grant_lifetime_seconds"
             case refuseGrants = "refuse_grants"
+            case nextGrantExpired = "next_grant_expired"
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -26,6 +31,7 @@ final class Uploads: Sendable {
             try container.encode(grantLifetimeSeconds, forKey: .grantLifetimeSeconds)
             // Always present: `null` says grants are granted.
             try container.encode(refuseGrants, forKey: .refuseGrants)
+            try container.encode(nextGrantExpired, forKey: .nextGrantExpired)
         }
     }
 
@@ -82,8 +88,9 @@ final class Uploads: Sendable {
     }
 
     /// Answers a grant request at `now`: one signed `PUT` URL per segment object, valid for the
-    /// grant lifetime (rounded up to the second the store's signature names); 400 for a body that
-    /// is not one, 413 for a file over the largest, the control API's refusal while it is set.
+    /// grant lifetime (rounded up to the second the store's signature names), or expired a minute
+    /// before `now` when the control API said so of the next grant; 400 for a body that is not
+    /// one, 413 for a file over the largest, the control API's refusal while it is set.
     func grant(_ body: Data, now: Date) -> ClaimResponse {
         let request: GrantRequest
         do {
@@ -109,7 +116,13 @@ final class Uploads: Sendable {
         }
         let segmentBytes = store.segmentBytes
         let count = request.size == 0 ? 1 : Int((request.size + segmentBytes - 1) / segmentBytes)
-        let expires = Int64((now.timeIntervalSince1970 + lifetime).rounded(.up))
+        // Taken by the grant that signs URLs, and only by it.
+        let expired = settings.withLock { settings in
+            defer { settings.nextGrantExpired = false }
+            return settings.nextGrantExpired
+        }
+        let expires = expired ? Int64(now.timeIntervalSince1970.rounded(.down)) - Self.pastExpirySeconds
+            : Int64((now.timeIntervalSince1970 + lifetime).rounded(.up))
         let grant = Grant(
             segment_size: segmentBytes, expires_in: lifetime,
             segments: (1...count).map { number in
@@ -229,6 +242,10 @@ final class Uploads: Sendable {
     }
 
     // MARK: Pieces
+
+    /// How long before the grant a URL signed already expired expires: well past, whatever the
+    /// rounding of the store's clock.
+    static let pastExpirySeconds: Int64 = 60
 
     /// The canonical (upper-case) form of an attachment id; `nil` for a text that is no UUID.
     static func canonicalID(_ text: String) -> String? {
