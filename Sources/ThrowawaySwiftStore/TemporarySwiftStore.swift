@@ -17,11 +17,11 @@ import Darwin
 /// server is one process of Debian's packages (`swift-proxy-server` and its siblings, run in the
 /// foreground with `workers = 0`), run as the user the tests run as.
 ///
-/// Ports are chosen by the kernel and held until the server listens on them (``HeldPort``); a
-/// start whose server still met a clash (it exited) is started again on fresh ports. A small
-/// shell keeps the store, as `TemporaryPostgresCluster`'s does: it holds a pipe only this process
-/// writes to, and when the process ends, however it ends, it kills the servers and removes the
-/// directory. ``stop()`` does the same at once.
+/// Ports are chosen by the kernel and held until the server listens on them (a `RefusingPort`
+/// shared with the server that binds it); a start whose server still met a clash (it exited) is
+/// started again on fresh ports. A small shell keeps the store, as `TemporaryPostgresCluster`'s
+/// does: it holds a pipe only this process writes to, and when the process ends, however it
+/// ends, it kills the servers and removes the directory. ``stop()`` does the same at once.
 ///
 /// ```swift
 /// let store = try TemporarySwiftStore.start()
@@ -74,7 +74,7 @@ public final class TemporarySwiftStore: Sendable {
             throw StartError(description: "\(swiftConfigurationFile) is missing: Debian's swift package installs it (bash .ci/setup)")
         }
         // A clash is a server that exited before the store was ready: its port was taken after
-        // all (see HeldPort), or it failed for good, and then every start fails the same way.
+        // all (see RefusingPort), or it failed for good, and then every start fails the same way.
         var failures: [String] = []
         for _ in 1...3 {
             do {
@@ -157,8 +157,9 @@ public final class TemporarySwiftStore: Sendable {
         for subdirectory in ["devices/d1", "logs"] {
             try FileManager.default.createDirectory(atPath: "\(directory)/\(subdirectory)", withIntermediateDirectories: true)
         }
-        let held = try (0..<5).map { _ in try HeldPort() }
-        let ports = Ports(proxy: held[0].port, account: held[1].port, container: held[2].port, object: held[3].port, memcached: held[4].port)
+        let held = try (0..<5).map { _ in try RefusingPort(sharing: .withReusingServer) }
+        let ports = Ports(proxy: Int(held[0].port), account: Int(held[1].port), container: Int(held[2].port),
+                          object: Int(held[3].port), memcached: Int(held[4].port))
 
         let rings = try SpawnedProcess.run(
             programs.python[0], Array(programs.python.dropFirst()) + ["-c", ringsScript, directory, "\(ports.account)", "\(ports.container)", "\(ports.object)"],
@@ -189,8 +190,8 @@ public final class TemporarySwiftStore: Sendable {
 
         let proxyURL = URL(string: "http://127.0.0.1:\(ports.proxy)")!
         let readiness = StoreReadiness(proxyURL: proxyURL, storagePorts: [ports.account, ports.container, ports.object])
-        let ready = try readiness.wait(for: processes)
-        held.forEach { $0.release() }
+        // The ports are held until every server listens, then let go: the servers keep them.
+        let ready = try withExtendedLifetime(held) { try readiness.wait(for: processes) }
         return TemporarySwiftStore(
             proxyURL: proxyURL, storageURL: ready.storageURL, accountPath: ready.storageURL.path, authToken: ready.token,
             startDuration: ContinuousClock.now - started, processes: processes)

@@ -5,6 +5,7 @@ import FoundationNetworking
 @testable import Outbox
 import OutboxCore
 import OutboxCrypto
+import OutboxTesting
 import PostgresClaimStore
 import Synchronization
 import TestHarness
@@ -14,11 +15,11 @@ import Testing
 /// child process (`outbox-test-child attach-worker`) with `URLSessionTransport`, the loopback
 /// `outbox-test-server` on PostgreSQL claims, the tests' OpenStack Swift store behind it. The
 /// photo is kept while offline; the signal returns and the child is killed by its own hand once
-/// the store holds its third segment, before the engine records it; the grant it held expires
-/// at the store meanwhile (its lifetime short, waited for by asking the store, not by a sleep);
-/// the engine is opened again here, asks a new grant, sends only the segments the journal does
-/// not hold, completes, and sends the write: applied once, and the object the store holds is
-/// the file, by its SHA-256.
+/// the store holds its third segment, before the engine records it; the engine is opened again
+/// here, on a manual clock, and asks a new grant, which the server signs already expired
+/// (`next_grant_expired`): the store refuses it with its own 401 and the engine asks another;
+/// it sends only the segments the journal does not hold, completes, and sends the write:
+/// applied once, and the object the store holds is the file, by its SHA-256.
 @Suite("Attachments end to end", .timeLimit(.minutes(10)))
 struct AttachmentEndToEndTests {
     /// The child's journal, its photo and the reopened engine's transport, torn down together.
@@ -38,24 +39,39 @@ struct AttachmentEndToEndTests {
     }
 
     /// The reopened engine's network: the loopback server and the store, counting each segment
-    /// `PUT` by its segment object's number.
+    /// `PUT` by its segment object's number and the store's answer.
     final class CountingTransport: OutboxTransport {
+        /// A segment sent: its number, and the store's status (`nil`: no response).
+        struct Put: Equatable, CustomStringConvertible {
+            var number: Int
+            var status: Int?
+
+            var description: String { "\(number):\(status.map(String.init) ?? "none")" }
+        }
+
         let inner: URLSessionTransport
-        private let sent = Mutex<[Int]>([])
+        private let sent = Mutex<[Put]>([])
 
         init(_ inner: URLSessionTransport) {
             self.inner = inner
         }
 
-        var puts: [Int] { sent.withLock { $0 } }
+        var puts: [Put] { sent.withLock { $0 } }
 
         func send(_ request: TransportRequest) async throws -> TransportResponse {
             try await inner.send(request)
         }
 
         func upload(_ segment: SegmentUpload) async throws -> TransportResponse {
-            sent.withLock { $0.append(Int(segment.url.lastPathComponent) ?? -1) }
-            return try await inner.upload(segment)
+            let number = Int(segment.url.lastPathComponent) ?? -1
+            do {
+                let response = try await inner.upload(segment)
+                sent.withLock { $0.append(Put(number: number, status: response.statusCode)) }
+                return response
+            } catch {
+                sent.withLock { $0.append(Put(number: number, status: nil)) }
+                throw error
+            }
         }
     }
 
@@ -75,6 +91,22 @@ struct AttachmentEndToEndTests {
     /// The landed segments' numbers in `history`, one entry per `segmentLanded`.
     static func landed(_ history: [JournalEvent]) -> [Int] {
         history.compactMap { if case .segmentLanded(let landed) = $0.body { landed.segment.number } else { nil } }
+    }
+
+    /// The backoff the engines here retry with: 10 ms doubling, at most 50 ms.
+    static let retryPolicy = RetryPolicy(initialDelaySeconds: 0.01, multiplier: 2, maxDelaySeconds: 0.05)
+
+    /// Drains `outbox`, then moves `clock` past the longest backoff, until `done` says so (at
+    /// most `passes` passes); answers whether it did. A hang guard counted in passes, never in
+    /// time: nothing waits on the wall clock.
+    static func drain(_ outbox: Outbox, _ clock: ManualClock, passes: Int = 200, until done: () throws -> Bool) async throws -> Bool {
+        for _ in 0..<passes {
+            await outbox.drain()
+            await outbox.settle()
+            if try done() { return true }
+            clock.advance(by: retryPolicy.maxDelaySeconds)
+        }
+        return try done()
     }
 
     @Test func aPhotoTakenOfflineSurvivesAKillMidUploadAndAnExpiredGrantAndIsAppliedOnce() async throws {
@@ -102,9 +134,8 @@ struct AttachmentEndToEndTests {
         #expect(try await server.applied().isEmpty)
         #expect(try server.claims().isEmpty, "nothing reached the server")
 
-        // The signal returns, with grants that last 5 s; the child kills itself once the store
-        // answered its third segment, before the engine records it.
-        try await server.setUploads(#"{"grant_lifetime_seconds":5}"#)
+        // The signal returns; the child kills itself once the store answered its third segment,
+        // before the engine records it.
         held.child.send("online")
         let online = try await Self.onThread { () -> [String] in
             let lines = held.child.readToEnd().map(\.text)
@@ -125,50 +156,55 @@ struct AttachmentEndToEndTests {
         #expect(!killed.contains { $0.kind == .attachmentCompleted || $0.kind == .attemptStarted })
         #expect(try await server.applied().isEmpty, "the write was not sent")
 
-        // The grant the child held, asked again under its key: the claim answers its URLs.
-        let replay = try await server.server("POST", "/uploads", key: attachment.requestKey("grant-\(grantsBefore)-0"),
-                                             UploadServer.grantBody(id: attachment, bytes: bytes, name: "delivery-note.jpg"))
+        // The grant the child held, asked again under its key: the claim answers its URLs, which
+        // find the landed segment.
+        let grantBody = UploadServer.grantBody(id: attachment, bytes: bytes, name: "delivery-note.jpg")
+        let replay = try await server.server("POST", "/uploads", key: attachment.requestKey("grant-\(grantsBefore)-0"), grantBody)
         #expect(replay.status == 200 && replay.header("Idempotent-Replayed") == "true", "\(replay.status) \(replay.text)")
         let urls = AttachmentServerTests.urls(replay)
         #expect(urls.count == segments)
-        // It expires at the store while the engine is gone: waited for by asking the store.
         let first = try #require(landedBefore.first)
-        let before = try await server.untilExpired(urls[first - 1])
-        #expect(before.allSatisfy { $0 == 200 }, "a live URL found the landed segment: \(before)")
-        try await server.setUploads(#"{"grant_lifetime_seconds":900}"#)
+        #expect(try await server.request("HEAD", urls[first - 1]).status == 200, "a live URL finds the landed segment")
 
-        // The engine again, here: a new grant, only the segments the journal lacks, the
-        // completion, then the write.
+        // The next grant the server makes is signed already expired.
+        let settings = try await server.setUploads(#"{"next_grant_expired":true}"#)
+        #expect(settings["next_grant_expired"] as? Bool == true)
+
+        // The engine again, here, on a manual clock: a new grant, which the store refuses, another,
+        // only the segments the journal lacks, the completion, then the write.
+        let clock = ManualClock(now: Date())
         let transport = CountingTransport(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: EndToEndTests.patience))
         let outbox = try Outbox(
             directory: phone.journal, transport: transport,
             configuration: OutboxConfiguration(
-                account: "photo-member",
-                retryPolicy: RetryPolicy(initialDelaySeconds: 0.01, multiplier: 2, maxDelaySeconds: 0.05),
+                account: "photo-member", retryPolicy: Self.retryPolicy, clock: clock,
                 operationPolicies: ["product.create": .idempotent]))
         defer { outbox.close() }
         outbox.wake(.appLaunch)
-        // A hang guard, never a timing: the retries' backoff is at most 50 ms.
-        for _ in 0..<6_000 {
-            await outbox.drain()
-            if try outbox.operation(operation)?.status == .synced { break }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(try outbox.operation(operation)?.status == .synced)
+        #expect(try await Self.drain(outbox, clock) { try outbox.operation(operation)?.status == .synced })
 
         let history = try outbox.history(operation)
         let landed = Self.landed(history)
         #expect(landed.sorted() == Array(1...segments), "each segment recorded once: \(landed)")
-        #expect(history.filter { $0.kind == .attachmentGranted }.count == grantsBefore + 1, "a new grant after the kill")
+        #expect(history.filter { $0.kind == .attachmentGranted }.count == grantsBefore + 2, "two new grants after the kill")
+        // The grant signed expired, asked again under its key: the store refuses its URLs, at once.
+        let expired = try await server.server("POST", "/uploads", key: attachment.requestKey("grant-\(grantsBefore + 1)-0"), grantBody)
+        #expect(expired.status == 200 && expired.header("Idempotent-Replayed") == "true", "\(expired.status) \(expired.text)")
+        let expiredURL = try #require(AttachmentServerTests.urls(expired).first)
+        #expect(try await server.request("HEAD", expiredURL).status == 401, "the store judges the grant expired")
         let completions = history.compactMap { if case .attachmentCompleted(let completed) = $0.body { completed } else { nil } }
         #expect(completions.count == 1)
         #expect(completions.first?.object == "\(server.container)/\(attachment)")
         #expect(completions.first?.sha256 == digest)
-        // The segments the journal held were never sent again; the one the kill left
-        // unrecorded was sent once more, as every later one.
+        // The segments the journal held were never sent again. The first it lacked (the one the
+        // kill left unrecorded) met the store's 401 under the expired grant; then it was sent once
+        // more under the next, as every later one.
         let expectedPuts = (1...segments).filter { !landedBefore.contains($0) }
-        #expect(transport.puts.sorted() == expectedPuts, "\(transport.puts)")
-        #expect(Set(transport.puts).isDisjoint(with: landedBefore))
+        let puts = transport.puts
+        #expect(puts.first == CountingTransport.Put(number: expectedPuts[0], status: 401), "\(puts)")
+        #expect(puts.dropFirst().allSatisfy { $0.status == 201 }, "\(puts)")
+        #expect(puts.dropFirst().map(\.number).sorted() == expectedPuts, "\(puts)")
+        #expect(Set(puts.map(\.number)).isDisjoint(with: landedBefore))
         // The write happened once, after its file was completed.
         let kinds = history.map(\.kind)
         let completedAt = try #require(kinds.firstIndex(of: .attachmentCompleted))
@@ -184,7 +220,7 @@ struct AttachmentEndToEndTests {
         let claims = try server.claims()
         #expect(claims.contains("product.create \(writeKey) completed 201"), "\(claims)")
         #expect(claims.contains("upload.complete \(completeKey) completed 200"), "\(claims)")
-        #expect((1...grantsBefore + 1).allSatisfy { claims.contains("upload.grant \(attachment.requestKey("grant-\($0)-0")) completed 200") },
+        #expect((1...grantsBefore + 2).allSatisfy { claims.contains("upload.grant \(attachment.requestKey("grant-\($0)-0")) completed 200") },
                 "\(claims)")
         let records = try await server.server("GET", "/_control/records").json["records"] as? [[String: Any]] ?? []
         let record = try #require(records.first { $0["id"] as? String == "gauze-10" })
@@ -200,14 +236,22 @@ struct AttachmentEndToEndTests {
     }
 
     /// A network that loses the answer to the first completion: the request reaches the server
-    /// (which goes on with it), the engine sees no response.
+    /// (which goes on with it), the engine sees no response. The statuses of the completions
+    /// answered to the engine are kept.
     final class LosingTransport: OutboxTransport {
         let inner: URLSessionTransport
         private let lost = Mutex<Task<Void, Never>?>(nil)
+        private let answered = Mutex<[Int]>([])
 
         init(_ inner: URLSessionTransport) {
             self.inner = inner
         }
+
+        /// Whether the first completion was sent, its answer lost.
+        var lostRequestSent: Bool { lost.withLock { $0 != nil } }
+
+        /// The statuses the engine was answered to its completions, in order.
+        var completionStatuses: [Int] { answered.withLock { $0 } }
 
         /// The lost request, once its answer came back to nobody.
         func lostRequestAnswered() async {
@@ -223,7 +267,9 @@ struct AttachmentEndToEndTests {
                 return true
             }
             if first { throw URLError(.networkConnectionLost) }
-            return try await inner.send(request)
+            let response = try await inner.send(request)
+            answered.withLock { $0.append(response.statusCode) }
+            return response
         }
 
         func upload(_ segment: SegmentUpload) async throws -> TransportResponse {
@@ -243,12 +289,12 @@ struct AttachmentEndToEndTests {
         #expect(fault.status == 200)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-photo-409-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
+        let clock = ManualClock()
         let transport = LosingTransport(URLSessionTransport(baseURL: server.baseURL, timeoutSeconds: EndToEndTests.patience))
         let outbox = try Outbox(
             directory: directory, transport: transport,
             configuration: OutboxConfiguration(
-                account: "photo-member",
-                retryPolicy: RetryPolicy(initialDelaySeconds: 0.01, multiplier: 2, maxDelaySeconds: 0.05),
+                account: "photo-member", retryPolicy: Self.retryPolicy, clock: clock,
                 operationPolicies: ["product.create": .idempotent]))
         defer { outbox.close() }
         let request = OutboxRequest(
@@ -256,13 +302,19 @@ struct AttachmentEndToEndTests {
             payload: Data(#"{"id":"gauze-11","name":"Gauze","delivery_note":"\#(photo.id)"}"#.utf8),
             category: "Products", entityLabel: "Gauze", summary: "New product with its delivery note")
         let id = try await outbox.enqueue(request, attaching: [photo])
-        // A hang guard, never a timing: the retries' backoff is at most 50 ms.
-        for _ in 0..<6_000 {
-            await outbox.drain()
-            if let status = try outbox.operation(id)?.status, status == .synced || status == .failed { break }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        // The first completion is sent and its answer lost; it is at the server, claimed and held.
+        #expect(try await Self.drain(outbox, clock) { transport.lostRequestSent })
+        let held = try await server.server("POST", "/_control/await-held", #"{"key":"\#(photo.id.requestKey("complete-0"))"}"#)
+        #expect(held.json["held"] as? Bool == true, "\(held.text)")
+        // Asked again while the first is held: in progress. That answer lets the first go on,
+        // and the server finishes it, answering nobody.
+        #expect(try await Self.drain(outbox, clock) { transport.completionStatuses.contains(409) }, "\(transport.completionStatuses)")
         await transport.lostRequestAnswered()
+        // Asked again once more: the claim's answer, and the write goes.
+        #expect(try await Self.drain(outbox, clock) {
+            guard let status = try outbox.operation(id)?.status else { return false }
+            return status == .synced || status == .failed
+        })
         let history = try outbox.history(id)
         let status = try outbox.operation(id)?.status
         #expect(status == .synced)

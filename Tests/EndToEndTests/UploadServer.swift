@@ -157,22 +157,8 @@ final class UploadServer: Sendable {
         encoder.outputFormatting = [.sortedKeys]
         let body = Body(attachment_id: id.description, size: Int64(bytes.count), sha256: SHA256Digest(of: bytes).hex,
                         content_type: contentType, name: name)
+        // Strings and an integer: encoding them cannot throw.
         return String(decoding: try! encoder.encode(body), as: UTF8.self)
-    }
-
-    /// Waits until the store refuses `url` as expired (401 to a `HEAD`, which a `PUT` URL allows
-    /// too): polled, within a generous guard, never a fixed sleep.
-    /// - Returns: the statuses answered before the refusal, in order.
-    func untilExpired(_ url: URL) async throws -> [Int] {
-        var before: [Int] = []
-        let guardTime = ContinuousClock.now + .seconds(120)
-        while ContinuousClock.now < guardTime {
-            let status = try await request("HEAD", url).status
-            if status == 401 { return before }
-            before.append(status)
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        throw Failure(description: "the store still took \(url.path) after two minutes: \(before.suffix(5))")
     }
 }
 

@@ -30,12 +30,13 @@ enum ControlRoute: CaseIterable {
     /// there, as tombstones past their retention are forgotten, without a clock; answers
     /// `{"floor":"<position>","purged":n}`.
     case purgeFeed
-    /// `GET /_control/uploads`: `{"grant_lifetime_seconds":900,"refuse_grants":null}`, the upload
-    /// endpoints' settings on this process.
+    /// `GET /_control/uploads`: `{"grant_lifetime_seconds":900,"next_grant_expired":false,
+    /// "refuse_grants":null}`, the upload endpoints' settings on this process.
     case uploadSettings
-    /// `POST /_control/uploads` with `{"grant_lifetime_seconds":1}` and/or
-    /// `{"refuse_grants":{"status":403,"message":"..."}}` (`null`: grant again): changes them
-    /// for the grants from now on and answers them.
+    /// `POST /_control/uploads` with `{"grant_lifetime_seconds":1}`,
+    /// `{"refuse_grants":{"status":403,"message":"..."}}` (`null`: grant again) and/or
+    /// `{"next_grant_expired":true}` (the next grant made is signed already expired, so the store
+    /// answers its URLs 401 at once): changes them for the grants from now on and answers them.
     case changeUploads
 
     var method: String {
@@ -122,7 +123,8 @@ extension Routes {
             let expected = switch route {
             case .awaitHeld: #"a JSON object like {"key":"..."}"#
             case .purgeFeed: #"a JSON object like {"through":"1-5-0"}"#
-            case .changeUploads: #"a JSON object like {"grant_lifetime_seconds":1} or {"refuse_grants":{"status":403,"message":"..."}}"#
+            case .changeUploads:
+                #"a JSON object like {"grant_lifetime_seconds":1}, {"refuse_grants":{"status":403,"message":"..."}} or {"next_grant_expired":true}"#
             default: #"a JSON object like {"key":"..."} or no body"#
             }
             return .problem(400, code: "invalid_body", message: "expected \(expected)")
@@ -184,15 +186,18 @@ extension Routes {
             var lifetime: Double?
             /// Present (even `null`) or absent, apart.
             var refusal: Uploads.Refusal??
+            var nextGrantExpired: Bool?
 
             enum CodingKeys: String, CodingKey {
                 case lifetime = "grant_lifetime_seconds"
                 case refusal = "refuse_grants"
+                case nextGrantExpired = "next_grant_expired"
             }
 
             init(from decoder: any Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
                 lifetime = try container.decodeIfPresent(Double.self, forKey: .lifetime)
+                nextGrantExpired = try container.decodeIfPresent(Bool.self, forKey: .nextGrantExpired)
                 refusal = container.contains(.refusal) ? .some(try container.decodeNil(forKey: .refusal) ? nil
                     : try container.decode(Uploads.Refusal.self, forKey: .refusal)) : .none
             }
@@ -207,6 +212,7 @@ extension Routes {
         return try json(uploads.change { settings in
             if let lifetime = body.lifetime { settings.grantLifetimeSeconds = lifetime }
             if case .some(let refusal) = body.refusal { settings.refuseGrants = refusal }
+            if let expired = body.nextGrantExpired { settings.nextGrantExpired = expired }
         })
     }
 

@@ -5,7 +5,7 @@ import Synchronization
 
 /// The upload endpoints' work, apart from their claims: a grant's signed URLs, a completion's
 /// checks, manifest and hash. What the control API changes at run time (the grants' lifetime, a
-/// refusal of grants) is this process's own, as faults are.
+/// refusal of grants, a grant signed already expired) is this process's own, as faults are.
 final class Uploads: Sendable {
     let client: SwiftStoreClient
     private let settings: Mutex<Settings>
@@ -15,10 +15,15 @@ final class Uploads: Sendable {
         var grantLifetimeSeconds: Double
         /// Grants are answered with this refusal while it is set.
         var refuseGrants: Refusal?
+        /// The next grant made signs its URLs to expire at a past instant (its `expires_in` still
+        /// states the lifetime), so the store refuses them (401) from the first request; making
+        /// it sets this back to `false`. A replay answers its claim's URLs as they were.
+        var nextGrantExpired = false
 
         enum CodingKeys: String, CodingKey {
             case grantLifetimeSeconds = "grant_lifetime_seconds"
             case refuseGrants = "refuse_grants"
+            case nextGrantExpired = "next_grant_expired"
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -26,6 +31,7 @@ final class Uploads: Sendable {
             try container.encode(grantLifetimeSeconds, forKey: .grantLifetimeSeconds)
             // Always present: `null` says grants are granted.
             try container.encode(refuseGrants, forKey: .refuseGrants)
+            try container.encode(nextGrantExpired, forKey: .nextGrantExpired)
         }
     }
 
@@ -82,8 +88,9 @@ final class Uploads: Sendable {
     }
 
     /// Answers a grant request at `now`: one signed `PUT` URL per segment object, valid for the
-    /// grant lifetime (rounded up to the second the store's signature names); 400 for a body that
-    /// is not one, 413 for a file over the largest, the control API's refusal while it is set.
+    /// grant lifetime (rounded up to the second the store's signature names), or expired a minute
+    /// before `now` when the control API said so of the next grant; 400 for a body that is not
+    /// one, 413 for a file over the largest, the control API's refusal while it is set.
     func grant(_ body: Data, now: Date) -> ClaimResponse {
         let request: GrantRequest
         do {
@@ -109,7 +116,13 @@ final class Uploads: Sendable {
         }
         let segmentBytes = store.segmentBytes
         let count = request.size == 0 ? 1 : Int((request.size + segmentBytes - 1) / segmentBytes)
-        let expires = Int64((now.timeIntervalSince1970 + lifetime).rounded(.up))
+        // Taken by the grant that signs URLs, and only by it.
+        let expired = settings.withLock { settings in
+            defer { settings.nextGrantExpired = false }
+            return settings.nextGrantExpired
+        }
+        let expires = expired ? Int64(now.timeIntervalSince1970.rounded(.down)) - Self.pastExpirySeconds
+            : Int64((now.timeIntervalSince1970 + lifetime).rounded(.up))
         let grant = Grant(
             segment_size: segmentBytes, expires_in: lifetime,
             segments: (1...count).map { number in
@@ -186,14 +199,8 @@ final class Uploads: Sendable {
                 throw Self.unavailable("the store answered HEAD \(object) with \(answer.status)")
             }
         }
-        let manifest = request.segments.map { segment -> [String: Any] in
-            ["path": client.manifestPath(of: UploadStore.segmentObject(id, segment.number)), "etag": Self.bareTag(segment.etag),
-             "size_bytes": segment.size]
-        }
-        // Strings and integers: always JSON.
-        let manifestBody = try! JSONSerialization.data(withJSONObject: manifest, options: [.sortedKeys, .withoutEscapingSlashes])
         let put = try ask("PUT", client.url(of: id, query: "multipart-manifest=put"),
-                          headers: ["Content-Type": "application/octet-stream"], body: manifestBody)
+                          headers: ["Content-Type": "application/octet-stream"], body: manifest(of: id, request.segments))
         switch put.status {
         case 200...299: break
         case 400, 409:
@@ -214,6 +221,17 @@ final class Uploads: Sendable {
         return Self.json(Completed(object: client.reference(of: id), size: read.size, sha256: read.sha256.hex))
     }
 
+    /// The Static Large Object manifest of attachment `id`'s segments, in order:
+    /// `[{"etag":"<md5>","path":"/<container>/<id>/segments/<n>","size_bytes":n}, ...]`.
+    private func manifest(of id: String, _ segments: [CompleteRequest.Segment]) -> Data {
+        let entries = segments.map { segment in
+            "{" + JSONText.quoted("etag") + ":" + JSONText.quoted(Self.bareTag(segment.etag))
+                + "," + JSONText.quoted("path") + ":" + JSONText.quoted(client.manifestPath(of: UploadStore.segmentObject(id, segment.number)))
+                + "," + JSONText.quoted("size_bytes") + ":" + String(segment.size) + "}"
+        }
+        return Data(("[" + entries.joined(separator: ",") + "]").utf8)
+    }
+
     /// One request to the store; no answer is a 503 of the server's.
     private func ask(_ method: String, _ url: URL, headers: [String: String] = [:], body: Data? = nil) throws(Unavailable) -> SwiftStoreClient.Answer {
         do {
@@ -224,6 +242,10 @@ final class Uploads: Sendable {
     }
 
     // MARK: Pieces
+
+    /// How long before the grant a URL signed already expired expires: well past, whatever the
+    /// rounding of the store's clock.
+    static let pastExpirySeconds: Int64 = 60
 
     /// The canonical (upper-case) form of an attachment id; `nil` for a text that is no UUID.
     static func canonicalID(_ text: String) -> String? {
