@@ -19,7 +19,7 @@ public import Foundation
 ///
 /// This module ships ``InMemoryClaimStore`` and links no database; `LMDBClaimStore` and
 /// `PostgresClaimStore` (each its own product) implement the same requirements on LMDB and on
-/// PostgreSQL (see `Docs/server.md`).
+/// PostgreSQL (see `Docs/idempotency-claims.md`).
 public protocol ClaimStore: Sendable {
     /// The server's transaction, as handed to the write a claim protects. Valid only inside
     /// the closure of ``transaction(_:)``.

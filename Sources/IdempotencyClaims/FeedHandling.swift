@@ -2,7 +2,7 @@ import Foundation
 public import OutboxWire
 
 /// Answers `GET /sync/changes?cursor=&limit=[&until=]` over any backend's ``ChangeLog``: the
-/// protocol's rules in one place (`Docs/server.md`, "The change feed"), so every Swift backend
+/// protocol's rules in one place (`Docs/wire-feed.md`), so every Swift backend
 /// answers the same pages and the same refusals.
 ///
 /// ```swift

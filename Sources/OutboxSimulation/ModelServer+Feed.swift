@@ -4,8 +4,8 @@ import Outbox
 import OutboxTesting
 import OutboxWire
 
-/// The model server's change feed, over the same protocol as the test server (`Docs/server.md`,
-/// "The change feed"): every record it writes (the engine's writes, another device's) is a change
+/// The model server's change feed, over the same protocol as the test server (`Docs/wire-feed.md`):
+/// every record it writes (the engine's writes, another device's) is a change
 /// row in the write's transaction, and ``FeedHandling`` answers `GET /sync/changes`,
 /// `/sync/snapshot` and `/sync/summary` over it. The model forgets changes below a floor it
 /// raises (tombstone expiry) and goes back to a backup in a new epoch (a restore), so the phone

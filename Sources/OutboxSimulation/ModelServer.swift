@@ -50,7 +50,7 @@ final class ModelServer: Sendable {
         /// Changes another device made to them, and products it deleted.
         var editsElsewhere = 0
         var deletesElsewhere = 0
-        /// The change feed (`Docs/server.md`, "The change feed"): the epoch (one more after each
+        /// The change feed (`Docs/wire-feed.md`): the epoch (one more after each
         /// restore), the last change's number, the floor below which changes are forgotten, and
         /// every change of the epoch in order, each at `(epoch, n, 0)`.
         var epoch: UInt64 = 1
@@ -369,7 +369,7 @@ final class ModelServer: Sendable {
                         status = 201
                         json = #"{"revision":\#(txn.records.applied.count)}"#
                     }
-                    // A write held for approval has no position (`Docs/server.md`, "The visible-at header").
+                    // A write held for approval has no position (`Docs/wire-feed.md`, "The visible-at header").
                     if status != 202 { headers.append(ClaimResponse.Header(name: WireHeader.visibleAt, value: visibleAt.text)) }
                     txn.records.applied[txn.records.applied.count - 1].position = visibleAt
                     txn.records.applied[txn.records.applied.count - 1].afterClaimExpired = txn.records.claimsExpired.contains(key ?? "")

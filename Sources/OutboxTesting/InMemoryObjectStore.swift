@@ -4,7 +4,7 @@ import OutboxCrypto
 import Synchronization
 
 /// An object store and the server's upload endpoints in memory, speaking the protocol of
-/// Docs/server.md: `POST /uploads` grants signed segment URLs, a `PUT` of each segment lands it
+/// Docs/wire-attachments.md: `POST /uploads` grants signed segment URLs, a `PUT` of each segment lands it
 /// (its ETag back), `POST /uploads/<id>/complete` joins the landed segments into one object and
 /// answers its size and SHA-256. ``InMemoryServer`` routes its upload requests here, through
 /// its claims and faults, and its ``InMemoryServer/upload(_:)`` here.

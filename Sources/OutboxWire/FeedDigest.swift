@@ -2,8 +2,7 @@ public import OutboxCrypto
 
 /// The digests a change feed's pages and summaries carry, so the engine can check that it read
 /// what the server sent (a page) and that its copy of a type holds what the server holds (a
-/// summary). Both halves compute them from this one definition (`Docs/server.md`, "The change
-/// feed").
+/// summary). Both halves compute them from this one definition (`Docs/wire-feed.md`).
 ///
 /// Each is a SHA-256 over fields laid out as the journal lays them out: a text as its UTF-8
 /// length (u32, big-endian) then its bytes, a revision as a u64 big-endian. Lengths keep the

@@ -2,7 +2,7 @@ public import Foundation
 public import OutboxCrypto
 
 /// `GET /sync/snapshot?limit=[&type=][&after_type=&after_id=]`: a page of a business's current
-/// records, the answer to a 409 `resnapshot_required` (`Docs/server.md`, "The change feed").
+/// records, the answer to a 409 `resnapshot_required` (`Docs/wire-feed.md`).
 ///
 /// Records are live ones only, in the order of their type's bytes then their id's; the next page
 /// starts after the last record's type and id. `position` is the feed's fence when the page was

@@ -2,7 +2,7 @@ public import Foundation
 public import OutboxCrypto
 
 /// `GET /sync/changes?cursor=&limit=`: a page of a business's change feed, as both halves hold it
-/// (`Docs/server.md`, "The change feed"). The server answers it; the engine checks it
+/// (`Docs/wire-feed.md`). The server answers it; the engine checks it
 /// (`PageCheck`) and applies it in one commit with its cursor.
 ///
 /// The body is JSON:

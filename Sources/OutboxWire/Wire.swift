@@ -1,6 +1,6 @@
 /// What crosses the wire between the engine and a server, spelled once for both halves: the
 /// headers the engine sets and the server reads, the error codes a server answers with, and the
-/// fields of its JSON bodies. See `Docs/server.md` for the contract they make up.
+/// fields of its JSON bodies. See `Docs/wire.md` for the contract they make up.
 public enum WireHeader {
     /// The operation id: the same on every attempt, so the server applies the write once.
     public static let idempotencyKey = "Idempotency-Key"
@@ -72,7 +72,7 @@ public enum WireBodyField {
     public static let deleted = "deleted"
     public static let type = "type"
     public static let id = "id"
-    /// A feed page (`Docs/server.md`, "The change feed"): its business, the cursor it started
+    /// A feed page (`Docs/wire-feed.md`): its business, the cursor it started
     /// from and the one it ends at, whether more follow, how many changes it holds and their
     /// digest, the server's limits, and the changes.
     public static let business = "business"

@@ -68,7 +68,7 @@ public struct OutboxConfiguration: Sendable {
     /// anything global, and never logs a payload, an entity label, a summary or a credential.
     public var logger: OutboxLogger
     /// Whether a pass sends its due writes several to a request, to a server that answers the
-    /// batch protocol (`Docs/server.md`, "Batched pushes"); `nil` (the default): one request per
+    /// batch protocol (`Docs/wire-batches.md`); `nil` (the default): one request per
     /// write.
     public var batching: Batching?
     /// The member's record types the app declares: each one's schema version (and the adapter

@@ -14,7 +14,7 @@ public import OutboxWire
 ///
 /// `nil` on ``OutboxConfiguration/pull`` (the default): the engine never pulls.
 public struct PullConfiguration: Sendable {
-    /// The change feed's path (`GET`, `Docs/server.md`, "The change feed"), resolved by the
+    /// The change feed's path (`GET`, `Docs/wire-feed.md`), resolved by the
     /// transport against its base URL. No query: the engine adds `limit` and `cursor`.
     public var changesEndpoint: String
     /// The snapshot's path (a resnapshot's pages) and the summary's (the invariant check).

@@ -2,7 +2,7 @@ import Foundation
 import OutboxCore
 import OutboxCrypto
 
-/// The wire of an attachment's upload (Docs/server.md), as pure pieces: the bodies the engine
+/// The wire of an attachment's upload (Docs/wire-attachments.md), as pure pieces: the bodies the engine
 /// sends, the answers it reads, and what each status means. No I/O here.
 enum UploadProtocol {
     /// `POST <uploads>`: the grant request.

@@ -114,7 +114,7 @@ struct Routes: Sendable {
     var uploads: Uploads?
 
     /// `reply` with the claim retention announced: a client replays a write under its key only
-    /// while its first attempt is younger than that (Docs/server.md).
+    /// while its first attempt is younger than that (Docs/wire.md).
     private func announcingRetention(_ reply: Reply) -> Reply {
         guard let retention = claimRetentionSeconds, var response = reply.response else { return reply }
         // First: a replay's answer is then its first answer's bytes but `Idempotent-Replayed`.

@@ -20,7 +20,7 @@ public import OutboxWire
 /// `If-Match` too), `POST /sync/batch` (several of those at once, each on its own),
 /// `POST /uploads` and `POST /uploads/{id}/complete` (an attachment's grant and completion, on
 /// the OpenStack Swift store ``Configuration/uploads`` names), and the control API under
-/// `/_control/` (see `Docs/server.md`). It listens on 127.0.0.1 only.
+/// `/_control/` (see `Docs/test-server-control.md`). It listens on 127.0.0.1 only.
 /// Each connection is served by a thread of its own, up to ``Configuration/maxConnections``.
 public final class TestServer: Sendable {
     /// How the server is set up. The defaults suit a test; shorten the timeouts for tests of them.
@@ -73,7 +73,7 @@ public final class TestServer: Sendable {
         /// serves (404), on the server's own threads.
         public var observer: (@Sendable (ServerEvent) -> Void)?
         /// What `GET /sync/changes` publishes and holds to: the most changes and bytes a page
-        /// holds, and how long tombstones are kept (`Docs/server.md`, "The change feed").
+        /// holds, and how long tombstones are kept (`Docs/wire-feed.md`).
         public var feedLimits: FeedLimits = FeedHandling.defaultLimits
         /// The object store behind `POST /uploads` and `POST /uploads/<id>/complete`; `nil` (the
         /// default): those answer 501 `uploads_unsupported`.

@@ -2,7 +2,7 @@ import Foundation
 import IdempotencyClaims
 import OutboxWire
 
-/// An upload endpoint (Docs/server.md, "Attachments").
+/// An upload endpoint (Docs/wire-attachments.md).
 enum UploadRoute: Equatable {
     /// `POST /uploads`.
     case grant

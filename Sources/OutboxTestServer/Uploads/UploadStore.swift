@@ -1,7 +1,7 @@
 public import Foundation
 
 /// The OpenStack Swift account and container behind the server's upload endpoints
-/// (`POST /uploads`, `POST /uploads/<id>/complete`; Docs/server.md, "Attachments").
+/// (`POST /uploads`, `POST /uploads/<id>/complete`; Docs/wire-attachments.md).
 ///
 /// A grant hands out one TempURL per segment object (`PUT`, HMAC-SHA256 under ``tempURLKey``);
 /// a completion checks each segment with the server's ``authToken``, writes a Static Large Object
