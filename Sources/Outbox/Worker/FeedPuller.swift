@@ -83,7 +83,14 @@ final class FeedPuller: Sendable {
                 if let stopped = await resnapshot("resumed") { return stop(stopped) }
                 continue
             }
-            if row?.cursor == nil, (try? store.read({ txn in try store.schema.holdsBase(business: business, in: txn) })) == true {
+            let holdsBase: Bool
+            do {
+                holdsBase = try row?.cursor == nil && store.read { txn in try store.schema.holdsBase(business: business, in: txn) }
+            } catch {
+                log.problem(.journalRead, "could not read whether a feed's base is held; the feed is pulled again later", error: error)
+                return stop(.journalError("\(error)"))
+            }
+            if holdsBase {
                 // Never pulled, but answers built a base: of which epoch is unknown, so the first
                 // pull fetches the base whole rather than replaying the feed over it.
                 if let stopped = await resnapshot("first_pull") { return stop(stopped) }
@@ -157,8 +164,16 @@ final class FeedPuller: Sendable {
                     return stop(.refused(refusal))
                 }
             case FeedResnapshot.status:
-                let required = try? FeedResnapshot.decoded(from: response.body)
-                if let stopped = await resnapshot(required?.reason.rawValue ?? "unreadable") { return stop(stopped) }
+                // The status alone requires the resnapshot; its body only says why, and one that
+                // cannot be read is recorded as such.
+                let reason: String
+                do {
+                    reason = try FeedResnapshot.decoded(from: response.body).reason.rawValue
+                } catch {
+                    log.log(.warning, "a resnapshot answer's reason could not be read: \(error)", [:])
+                    reason = "unreadable"
+                }
+                if let stopped = await resnapshot(reason) { return stop(stopped) }
             default:
                 let (stopped, retryAfter) = await refusal(response, business: business)
                 pulled.retryAfter = retryAfter ?? pulled.retryAfter

@@ -233,7 +233,14 @@ final class PullStage: Sendable {
 
     /// The report of a pass the 401 pause kept from pulling: every feed stopped, nothing asked.
     func pausedReport() -> PullReport {
-        let businesses = (try? self.businesses()) ?? []
+        let businesses: [ExactString]
+        do {
+            businesses = try self.businesses()
+        } catch {
+            // The report then names only the configured feeds; the journal's own are paused all the same.
+            log.problem(.journalRead, "could not read the businesses the journal pulls; the report names the configured ones", error: error)
+            businesses = settings.businesses.map { ExactString($0) }
+        }
         return PullReport(feeds: businesses.map { FeedReport(business: $0.string, stoppedBy: .unauthorized) })
     }
 
@@ -360,7 +367,11 @@ final class PullStage: Sendable {
     /// The pull's numbers since the journal opened, into `metrics`.
     func fill(_ metrics: inout OutboxMetrics) {
         // Every feed's last catch-up read in, for a journal not pulled since it opened.
-        _ = try? businesses()
+        do {
+            _ = try businesses()
+        } catch {
+            log.problem(.journalRead, "could not read the businesses the journal pulls; the metrics count the feeds read so far", error: error)
+        }
         let now = moment()
         memory.withLock { memory in
             metrics.pulls = memory.pulls

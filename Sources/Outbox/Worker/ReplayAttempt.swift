@@ -119,12 +119,16 @@ final class ReplayAttempt: Sendable {
                     let base = try state.revisionFrom.flatMap { try schema.serverBase($0, in: txn) }
                     revision = base.flatMap { $0.isDeleted ? nil : String($0.revision) }
                     // (An answer's event compacted away was an operation's: only a pull's is kept.)
-                    if let base, base.seq > state.firstSeq, let basis = (try? enqueued.get())?.basisRevision,
+                    // (A failed read of `enqueued` is the payload's failure, handled below.)
+                    if let base, base.seq > state.firstSeq, case .success(let written) = enqueued, let basis = written.basisRevision,
                        let brought = try schema.event(base.seq, in: txn), brought.operationID == nil {
                         revision = String(basis)
                     }
                 }
-                return (state, enqueued.map(\.request.payload), (try? enqueued.get())?.changes ?? [], revision, try schema.engineStateAsJudged(in: txn))
+                // Unread: the payload's failure says why, and the row is not sent.
+                var changes: [RecordWrite] = []
+                if case .success(let written) = enqueued { changes = written.changes }
+                return (state, enqueued.map(\.request.payload), changes, revision, try schema.engineStateAsJudged(in: txn))
             }
         } catch {
             log.problem(.journalRead, "could not read the row to send; skipping it this pass", error: error, operation: id)
