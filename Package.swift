@@ -256,6 +256,11 @@ let package = Package(
             swiftSettings: testSettings
         ),
         .testTarget(
+            name: "ReadmeTests",
+            dependencies: ["Outbox", "OutboxTesting"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
             name: "OutboxTests",
             dependencies: ["Outbox", "OutboxTesting", "OutboxStorage", "outbox-test-child", "TestHarness", "OutboxWire"],
             swiftSettings: testSettings
