@@ -48,6 +48,12 @@ enum PersonAction: Hashable, Sendable {
 /// - a row given up on within the retry policy's limits, or not given up on past them;
 /// - a row blocked for a dependency that did not end, a coalesced row that was sent, and a stable
 ///   id enqueued twice;
+/// - for the files writes carry: an upload event of a file the write does not carry, of a write
+///   not queued or of a file completed already; a grant that does not cover the file; a segment
+///   landed before any grant, out of the grant's range, of the wrong size, or landed again (a
+///   segment the journal says landed was sent again); a completion before every segment landed
+///   or of another size or hash than the file's; and a write sent before each of its files was
+///   completed;
 /// - for the member's records: a write sent before an earlier write of one of its records settled,
 ///   an `If-Match` taken from anything but the record's base as the attempt started, a confirmation
 ///   that is not what the answer said, a write held that no rollback in the same commit holds (or
@@ -87,6 +93,8 @@ struct HistoryAudit {
         var undecidedConflict: (seq: JournalSequence, revision: String?)?
         var latestSeq: JournalSequence
         var compacted = false
+        /// The files it carries, as their upload events left them, by attachment.
+        var uploads: [AttachmentID: Upload] = [:]
 
         // The member's records.
 
@@ -128,6 +136,21 @@ struct HistoryAudit {
         var recordOrder: (JournalSequence, JournalSequence) { (laneSeq, firstSeq) }
 
         func change(of key: RecordKey) -> RecordWrite? { changes.first { $0.key == key } }
+    }
+
+    /// One file a write carries, as its upload events left it.
+    struct Upload {
+        var manifest: AttachmentManifest
+        /// The segment size of its latest grant; `nil` before the first.
+        var segmentSize: Int64?
+        /// The segments landed under that size.
+        var landed: Set<Int> = []
+        var completed = false
+
+        /// How many segments the file takes at the latest grant's size.
+        var segmentCount: Int? {
+            segmentSize.map { AttachmentUpload.segmentCount(size: manifest.size, segmentSize: $0) }
+        }
     }
 
     /// The rules the seed configured the engine with.
@@ -515,8 +538,48 @@ struct HistoryAudit {
             .installationAdopted:
             throw broken("an engine event under an operation")
 
-        case .attachmentGranted, .segmentLanded, .attachmentCompleted, .attachmentRefused:
-            throw broken("an upload event, in a workload that attaches no file")
+        case .attachmentGranted(let granted):
+            var upload = try pendingUpload(granted.attachment, of: row, broken)
+            guard granted.segmentSize > 0,
+                granted.segmentCount == AttachmentUpload.segmentCount(size: upload.manifest.size, segmentSize: granted.segmentSize)
+            else { throw broken("a grant of \(granted.segmentCount) segments of \(granted.segmentSize) bytes does not cover \(upload.manifest.size) bytes") }
+            // Segments landed under another size are not this grant's.
+            if upload.segmentSize != granted.segmentSize { upload.landed = [] }
+            upload.segmentSize = granted.segmentSize
+            row.uploads[granted.attachment] = upload
+            tally["grants", default: 0] += 1
+
+        case .segmentLanded(let landed):
+            var upload = try pendingUpload(landed.attachment, of: row, broken)
+            guard let size = upload.segmentSize, let count = upload.segmentCount else { throw broken("a segment landed before any grant") }
+            let number = landed.segment.number
+            guard (1...count).contains(number) else { throw broken("segment \(number) landed; the grant has \(count)") }
+            let expected = number == count ? upload.manifest.size - Int64(count - 1) * size : size
+            guard landed.segment.size == expected else { throw broken("segment \(number) landed with \(landed.segment.size) bytes, not \(expected)") }
+            guard upload.landed.insert(number).inserted else {
+                throw broken("segment \(number) of \(landed.attachment) landed again: a segment the journal says landed was sent again")
+            }
+            row.uploads[landed.attachment] = upload
+            tally["segments landed", default: 0] += 1
+
+        case .attachmentCompleted(let completed):
+            var upload = try pendingUpload(completed.attachment, of: row, broken)
+            guard let count = upload.segmentCount, upload.landed == Set(1...count) else {
+                throw broken("\(completed.attachment) completed with segments \(upload.landed.sorted()) of \(upload.segmentCount ?? 0) landed")
+            }
+            guard completed.size == upload.manifest.size, completed.sha256 == upload.manifest.sha256 else {
+                throw broken("\(completed.attachment) completed as \(completed.size) bytes, SHA-256 \(completed.sha256.hex.prefix(12)); the file is \(upload.manifest.size) bytes, \(upload.manifest.sha256.hex.prefix(12))")
+            }
+            upload.completed = true
+            row.uploads[completed.attachment] = upload
+            tally["attachments completed", default: 0] += 1
+
+        case .attachmentRefused(let refused):
+            _ = try pendingUpload(refused.attachment, of: row, broken)
+            // The write fails holding its files; a person's retry uploads on from what landed.
+            row.status = .failed
+            row.rollbackCode = refused.errorCode
+            tally["attachments refused (\(refused.errorCode))", default: 0] += 1
 
         case .deletedOnServer(let deleted):
             guard row.status == .queued, owedDeletions[id]?.contains(deleted.key) == true else {
@@ -554,6 +617,9 @@ struct HistoryAudit {
 
         case .attemptStarted(let started):
             guard row.status == .queued else { throw broken("only a queued row may be sent") }
+            if let pending = row.uploads.values.first(where: { !$0.completed }) {
+                throw broken("sent before its file \(pending.manifest.id) (\(pending.manifest.name)) was completed")
+            }
             guard started.attempt.rawValue == row.attempts + 1 else { throw broken("attempt \(started.attempt) after \(row.attempts)") }
             if let ahead = lanes[row.lane]?.first(where: { $0 != id && rows[$0].map { !$0.status.isTerminal && $0.laneSeq < row.laneSeq } ?? false }) {
                 throw broken("sent while \(label(ahead)), ahead of it in its lane, is \(rows[ahead]!.status)")
@@ -873,6 +939,12 @@ struct HistoryAudit {
         )
         row.changes = enqueued.changes
         row.revisionFrom = request.revisionFrom
+        for manifest in enqueued.attachments {
+            guard row.uploads.updateValue(Upload(manifest: manifest), forKey: manifest.id) == nil else {
+                throw InvariantBroken("\(label(id)) carries attachment \(manifest.id) twice")
+            }
+        }
+        if !enqueued.attachments.isEmpty { tally["writes with files", default: 0] += 1 }
         row.basisRevision = enqueued.basisRevision
         if let key = request.revisionFrom, !enqueued.changes.contains(where: { $0.key == key }) {
             throw InvariantBroken("\(label(id)) takes its revision from \(key), which it does not change")
@@ -884,6 +956,15 @@ struct HistoryAudit {
             touchedRecords.insert(change.key)
         }
         if !enqueued.changes.isEmpty { tally["record writes", default: 0] += 1 }
+    }
+
+    /// The file `attachment` of `row`, while it may upload: the write carries it, is queued, and
+    /// the file is not completed yet.
+    private func pendingUpload(_ attachment: AttachmentID, of row: Row, _ broken: (String) -> InvariantBroken) throws -> Upload {
+        guard let upload = row.uploads[attachment] else { throw broken("an upload event of \(attachment), which the write does not carry") }
+        guard row.status == .queued else { throw broken("an upload event of \(attachment) while the write is \(row.status): only a queued write's files upload") }
+        guard !upload.completed else { throw broken("an upload event of \(attachment), completed already") }
+        return upload
     }
 
     /// The next request sent under `id`'s key, which an attempt now accounts for; `nil` when

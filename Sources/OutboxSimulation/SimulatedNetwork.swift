@@ -43,6 +43,15 @@ struct WireExchange: Sendable, Equatable {
     var answer: Answer
 }
 
+extension WireExchange.Answer {
+    /// `response` as it reached the engine: its status, the revision its body names, its body.
+    init(_ response: TransportResponse) {
+        let body = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
+        let revision = (body?["server_revision"] ?? body?["revision"]).map { "\($0)" }
+        self = .response(status: response.statusCode, revision: revision, body: WireBody(response))
+    }
+}
+
 /// What a response's body said, as the engine reads it (`Docs/records.md`, "The wire"): the
 /// server's error code, and the record it answered with (`record`, or a 412's `current`),
 /// re-encoded with its members in key order and hashed, or that it was deleted.
@@ -76,8 +85,6 @@ struct WireBody: Sendable, Equatable {
 final class SimulatedNetwork: OutboxTransport {
     private struct State {
         var generator: SeededRandom
-        var online = true
-        var healthy = false
         var faultPercent: Int
         var latencySeconds: ClosedRange<Double>
         /// Virtual time requests spent on the wire, not yet added to the clock.
@@ -92,6 +99,9 @@ final class SimulatedNetwork: OutboxTransport {
     }
 
     let server: ModelServer
+    /// Whether the network is up, and whether it healed: from then on every request reaches the
+    /// server and its answer comes back.
+    let signal = NetworkSignal()
     private let state: Mutex<State>
     /// Kills the engine in the middle of an attempt: set by the simulation for each engine it
     /// opens.
@@ -103,20 +113,6 @@ final class SimulatedNetwork: OutboxTransport {
     init(seed: UInt64, server: ModelServer, faultPercent: Int) {
         self.server = server
         state = Mutex(State(generator: SeededRandom(seed: seed), faultPercent: faultPercent, latencySeconds: 0...2))
-    }
-
-    var isOnline: Bool { state.withLock { $0.online } }
-
-    func setOnline(_ online: Bool) {
-        state.withLock { $0.online = online }
-    }
-
-    /// From now on every request reaches the server and its answer comes back.
-    func heal() {
-        state.withLock {
-            $0.online = true
-            $0.healthy = true
-        }
     }
 
     /// What to run when a request kills the engine after the server applied it.
@@ -171,9 +167,7 @@ final class SimulatedNetwork: OutboxTransport {
 
     /// Records that `response` reached the engine, and hands it over.
     private func delivered(_ request: TransportRequest, _ response: TransportResponse) -> TransportResponse {
-        let body = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
-        let revision = (body?["server_revision"] ?? body?["revision"]).map { "\($0)" }
-        record(request, .response(status: response.statusCode, revision: revision, body: WireBody(response)))
+        record(request, WireExchange.Answer(response))
         return response
     }
 
@@ -184,11 +178,12 @@ final class SimulatedNetwork: OutboxTransport {
     }
 
     func send(_ request: TransportRequest) async throws -> TransportResponse {
+        let (isOnline, isHealed) = (signal.isOnline, signal.isHealed)
         let (online, fault, latency, retryAfter) = state.withLock { state -> (Bool, NetworkFault?, Double, Int) in
             state.requests += 1
             let latency = state.generator.double(in: state.latencySeconds)
-            guard state.online else { return (false, nil, latency, 0) }
-            guard !state.healthy, state.generator.int(in: 0..<100) < state.faultPercent else { return (true, nil, latency, 0) }
+            guard isOnline else { return (false, nil, latency, 0) }
+            guard !isHealed, state.generator.int(in: 0..<100) < state.faultPercent else { return (true, nil, latency, 0) }
             let fault = NetworkFault.allCases[state.generator.int(in: 0..<NetworkFault.allCases.count)]
             state.faultsInjected[fault, default: 0] += 1
             return (true, fault, latency, state.generator.int(in: 1..<120))

@@ -130,7 +130,7 @@ extension Simulation {
     /// The network heals and the session is valid: from here everything must settle, in time.
     func heal() async throws {
         trace.append("the network heals; the session is valid")
-        network.heal()
+        network.signal.heal()
         server.finishParked()
         session.signIn(account)
         try await outbox.resumeSession()

@@ -30,10 +30,7 @@ extension Simulation {
             await outbox.drain()
         case 59..<61: try await backgroundTime()
         case 61..<66:
-            let online = !network.isOnline
-            trace.append(online ? "the signal returns" : "the signal drops")
-            network.setOnline(online)
-            if online { outbox.wake(.connectivityRegained) }
+            trace.append(network.signal.flip(waking: outbox) ? "the signal returns" : "the signal drops")
         case 66..<69:
             if random.chance(50) {
                 trace.append("the member signs out")

@@ -65,6 +65,16 @@ struct SimulationScenario: Sendable, CustomStringConvertible {
         revisionFromPercent = [0, 40, 80][random.int(in: 0..<3)]
     }
 
+    /// The rules of the storm of uploads (``AttachmentSimulation``): its writes are creates
+    /// replayed under their keys, and `retryPolicy` never gives up, so every write settles once
+    /// the network heals.
+    init(uploads operationType: String, retryPolicy: RetryPolicy) {
+        operationPolicies = Self.fixedPolicies
+        operationPolicies[ExactString(operationType)] = .idempotent
+        self.retryPolicy = retryPolicy
+        revisionFromPercent = 0
+    }
+
     func conflictRule(for operationType: String) -> ConflictRule {
         operationPolicies[ExactString(operationType)]?.conflictRule ?? .askMember
     }

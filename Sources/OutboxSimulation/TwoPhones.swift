@@ -141,10 +141,8 @@ public final class TwoPhoneSimulation {
         case 45..<65:
             try await pullNow(phone)
         case 65..<75:
-            let online = !phone.network.isOnline
-            phone.network.setOnline(online)
+            let online = phone.network.signal.flip(waking: phone.outbox)
             trace.append("phone \(phone.name) \(online ? "finds the network" : "loses the network")")
-            if online { phone.outbox.wake(.connectivityRegained) }
             try await settle(phone)
         case 75..<85:
             let item = random.pick(ModelServer.itemNames)!
@@ -236,7 +234,7 @@ public final class TwoPhoneSimulation {
         trace.append("the network heals")
         server.finishParked()
         for phone in phones {
-            phone.network.heal()
+            phone.network.signal.heal()
             phone.outbox.wake(.connectivityRegained)
         }
         for round in 0..<60 {

@@ -35,6 +35,8 @@ public final class InMemoryObjectStore: Sendable {
         var grants: [String: Date] = [:]
         var nextGrant = 1
         var puts: [String: Int] = [:]
+        /// Segment `PUT`s that landed after their upload's object was completed, per upload.
+        var putsAfterCompletion: [String: Int] = [:]
         var grantRequests = 0
         var completions = 0
         var refuseGrants: (status: Int, message: String)?
@@ -104,6 +106,27 @@ public final class InMemoryObjectStore: Sendable {
     /// How many `PUT`s landed segment `number` of `id` (more than one: sent twice).
     public func puts(_ id: AttachmentID, segment number: Int) -> Int {
         state.withLock { $0.puts["\(id)/\(number)"] ?? 0 }
+    }
+
+    /// How many segment `PUT`s of `id` landed after its object was completed (none, when every
+    /// landing reached the journal before the completion was asked for).
+    public func putsAfterCompletion(_ id: AttachmentID) -> Int {
+        state.withLock { $0.putsAfterCompletion[id.description] ?? 0 }
+    }
+
+    /// The segments of `id` the store holds now, each with the ETag it answered.
+    public func etags(_ id: AttachmentID) -> [Int: String] {
+        state.withLock { ($0.uploads[id.description]?.segments ?? [:]).mapValues(\.etag) }
+    }
+
+    /// The attachment and segment number a signed URL of this store names; `nil` for a URL that
+    /// is not one.
+    public static func segment(of url: URL) -> (attachment: AttachmentID, number: Int)? {
+        let parts = url.path.split(separator: "/")
+        guard url.scheme == "memory", url.host == "store", parts.count == 2, let id = AttachmentID(String(parts[0])),
+            let number = Int(parts[1])
+        else { return nil }
+        return (id, number)
     }
 
     /// Every segment `PUT` that landed, in all.
@@ -186,6 +209,7 @@ public final class InMemoryObjectStore: Sendable {
             let etag = String(SHA256Digest(of: bytes).hex.prefix(32))
             state.uploads[id]!.segments[number] = (bytes, etag)
             state.puts["\(id)/\(number)", default: 0] += 1
+            if state.objects[id] != nil { state.putsAfterCompletion[id, default: 0] += 1 }
             return TransportResponse(statusCode: 201, headers: ["ETag": "\"\(etag)\""])
         }
     }

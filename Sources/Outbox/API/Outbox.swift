@@ -202,8 +202,15 @@ public final class Outbox: Sendable {
 
     /// Finishes the writes already accepted, ends every ``changes()`` stream and closes the
     /// journal. Later calls throw ``OutboxError/closed``. Closing twice does nothing.
+    ///
+    /// Nothing new starts from the call on, in a pass under way too: no write's attempt, no
+    /// grant, no segment (the attachments' queue stops between two). A request already out ends
+    /// with its pass, unrecorded.
     public func close() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        // At once, not when the worker gets to it: a pass would start the next file's segment
+        // meanwhile, its landing never journaled, and the next open would send it again.
+        replayPass.stop()
         let worker = self.worker
         Task { await worker.shutdown() }
         writer.close()
