@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 @testable import Outbox
 import struct Outbox.Attachment
 import OutboxCore
@@ -58,5 +59,48 @@ struct AttachmentRefusalTests {
         await outbox.drain()
         #expect(server.requests.count == asked, "a held write's file is not tried again until a person retries it")
         #expect(server.requests.allSatisfy { $0.endpoint != "/products" })
+    }
+}
+
+/// A run of the upload queue the app closes in the middle of: what it would send next could not
+/// be recorded, so it sends nothing more.
+@Suite("An upload run when the journal closes", .timeLimit(.minutes(10)))
+struct UploadRunClosingTests {
+    /// Closes the outbox while its first segment is out.
+    final class ClosingTransport: OutboxTransport {
+        let server: InMemoryServer
+        let outbox = Mutex<Outbox?>(nil)
+        let segments = Mutex(0)
+
+        init(server: InMemoryServer) {
+            self.server = server
+        }
+
+        func send(_ request: TransportRequest) async throws -> TransportResponse {
+            try await server.send(request)
+        }
+
+        func upload(_ segment: SegmentUpload) async throws -> TransportResponse {
+            if segments.withLock({ count in count += 1; return count }) == 1 { outbox.withLock { $0 }?.close() }
+            return try await server.upload(segment)
+        }
+    }
+
+    @Test func noSegmentIsSentAfterTheJournalClosed() async throws {
+        let journal = TestJournal()
+        let server = InMemoryServer()
+        server.objectStore.segmentSize = 1_000
+        server.setOnline(false)
+        let transport = ClosingTransport(server: server)
+        let outbox = try journal.open(server: transport)
+        let first = Attachment(bytes: AttachmentTests.photoBytes(3_000, seed: 1), contentType: "image/jpeg", name: "a.jpg")
+        let second = Attachment(bytes: AttachmentTests.photoBytes(3_000, seed: 2), contentType: "image/jpeg", name: "b.jpg")
+        _ = try await outbox.enqueue(AttachmentTests.request(naming: [first], number: 1), attaching: [first])
+        _ = try await outbox.enqueue(AttachmentTests.request(naming: [second], number: 2), attaching: [second])
+        server.setOnline(true)
+        transport.outbox.withLock { $0 = outbox }
+        await outbox.uploadFilesForTest(stoppingAfterSegments: 6)
+        #expect(transport.segments.withLock { $0 } == 1, "the segment out when the journal closed, and nothing after")
+        #expect(server.requests.filter { $0.endpoint == "/uploads" }.count == 1, "no grant asked for the next file")
     }
 }

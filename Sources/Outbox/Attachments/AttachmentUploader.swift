@@ -94,8 +94,11 @@ final class AttachmentUploader: Sendable {
             case .completed:
                 outcome.completed += 1
                 memory.withLock { _ = $0.backoff.removeValue(forKey: upload.id) }
-            case .ended, .stopped:
+            case .ended:
                 memory.withLock { _ = $0.backoff.removeValue(forKey: upload.id) }
+            case .stopped:
+                // Stopped, or the journal closed: no further file is started.
+                return outcome
             case .later(let offline):
                 let due = memory.withLock { memory -> Date in
                     let failures = (memory.backoff[upload.id]?.failures ?? 0) + 1
@@ -193,7 +196,7 @@ final class AttachmentUploader: Sendable {
                                         message: "the store took segment \(number) of \(manifest.name) without an ETag to complete it from")
                 }
                 let piece = LandedSegment(number: number, size: length, etag: etag)
-                guard await journal(operation, .segmentLanded(SegmentLanded(attachment: manifest.id, segment: piece))) else { return .ended }
+                if let ended = await journal(operation, .segmentLanded(SegmentLanded(attachment: manifest.id, segment: piece))) { return ended }
                 upload.landed.append(piece)
             case .grantExpired:
                 memory.withLock { _ = $0.grants.removeValue(forKey: manifest.id) }
@@ -259,7 +262,7 @@ final class AttachmentUploader: Sendable {
         }
         let granted = AttachmentGranted(attachment: manifest.id, segmentSize: grant.segment_size, segmentCount: urls.count,
                                         lifetimeSeconds: grant.expires_in)
-        guard await journal(operation, .attachmentGranted(granted)) else { return .ended }
+        if let ended = await journal(operation, .attachmentGranted(granted)) { return ended }
         if upload.segmentSize != grant.segment_size { upload.landed = [] }
         upload.segmentSize = grant.segment_size
         upload.grants = number
@@ -309,7 +312,7 @@ final class AttachmentUploader: Sendable {
                                 message: "the server completed \(completed.size) bytes with SHA-256 \(completed.sha256); the file is \(manifest.size) bytes, \(manifest.sha256.hex)")
         }
         let event = AttachmentCompleted(attachment: manifest.id, object: completed.object, size: completed.size, sha256: digest)
-        guard await journal(operation, .attachmentCompleted(event)) else { return .ended }
+        if let ended = await journal(operation, .attachmentCompleted(event)) { return ended }
         memory.withLock { _ = $0.grants.removeValue(forKey: manifest.id) }
         return .completed
     }
@@ -341,20 +344,24 @@ final class AttachmentUploader: Sendable {
     /// Holds the write with the attachment's refusal.
     private func refuse(_ operation: OperationID, _ manifest: AttachmentManifest, status: Int?, code: String, message: String) async -> FileOutcome {
         let refused = AttachmentRefused(attachment: manifest.id, statusCode: status, errorCode: code, message: message)
-        _ = await journal(operation, .attachmentRefused(refused))
+        let ended = await journal(operation, .attachmentRefused(refused))
         memory.withLock { _ = $0.grants.removeValue(forKey: manifest.id) }
-        return .ended
+        return ended ?? .ended
     }
 
-    /// Appends one event of the upload; `false` when it could not be (the write left the queue
-    /// meanwhile: discarded, say), logged.
-    private func journal(_ operation: OperationID, _ body: JournalEventBody) async -> Bool {
+    /// Appends one event of the upload: `nil` once it is in; else how the file's turn ends,
+    /// logged: `.stopped` when the journal closed (no further file is started: what it sends
+    /// could not be recorded), `.ended` otherwise (the write left the queue meanwhile:
+    /// discarded, say).
+    private func journal(_ operation: OperationID, _ body: JournalEventBody) async -> FileOutcome? {
         do {
             _ = try await room.append([JournalStore.Draft(operationID: operation, body: body)], whenFull: .reserve)
-            return true
+            return nil
+        } catch OutboxError.closed {
+            return .stopped
         } catch {
             log.log(.info, "an upload's event was not recorded: \(error)", [EngineLog.Key.operation: .string(operation.description)])
-            return false
+            return .ended
         }
     }
 
