@@ -48,7 +48,7 @@ struct JournalCountersTests {
 
     @Test func theBadgeReadFromTheStoredBytesEqualsTheDecodedCounts() throws {
         let bytes = sample.encoded()
-        let badge = try bytes.withUnsafeBytes { try JournalCounters.count(ofStatuses: \.needsAttention, in: $0) }
+        let badge = try bytes.withUnsafeBytes { try JournalCounters.count(ofStatuses: \.countsOnBadge, in: $0) }
         #expect(badge == 3 + 2 + 1)
         let unsettled = try bytes.withUnsafeBytes { try JournalCounters.count(ofStatuses: { !$0.isTerminal }, in: $0) }
         #expect(unsettled == 3 + 2 + 1)
@@ -57,7 +57,7 @@ struct JournalCountersTests {
     @Test func aCutOrLengthenedValueIsDamageNotACount() {
         let bytes = sample.encoded()
         for damaged in [Array(bytes.dropLast()), Array(bytes.prefix(9)), bytes + [0]] {
-            #expect(throws: DecodingProblem.self) { try damaged.withUnsafeBytes { try JournalCounters.count(ofStatuses: \.needsAttention, in: $0) } }
+            #expect(throws: DecodingProblem.self) { try damaged.withUnsafeBytes { try JournalCounters.count(ofStatuses: \.countsOnBadge, in: $0) } }
             #expect(throws: DecodingProblem.self) { try JournalCounters(decoding: damaged) }
         }
     }

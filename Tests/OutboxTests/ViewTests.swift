@@ -199,11 +199,11 @@ struct ViewTests {
         let schema = outbox.store.schema
         let image = try outbox.store.read { txn in try ProjectionImage.build(schema: schema, in: txn) }
         let folded = image.states.values
-        #expect(try outbox.badgeCount() == folded.filter(\.status.needsAttention).count, "seed \(seed)")
+        #expect(try outbox.badgeCount() == folded.filter(\.status.countsOnBadge).count, "seed \(seed)")
         #expect(try outbox.ledger(LedgerQuery(limit: .max)).entries == folded.sorted { $0.firstSeq < $1.firstSeq }.map(LedgerEntry.init), "seed \(seed)")
         let tab = try outbox.syncTab(isOnline: true, rowsPerCard: .max)
         // Conflicted rows wait on their own card, the rest by category.
-        let waitingByCategory = Dictionary(grouping: folded.filter { $0.status.needsAttention && $0.status != .conflicted }, by: \.category)
+        let waitingByCategory = Dictionary(grouping: folded.filter { $0.status.countsOnBadge && $0.status != .conflicted }, by: \.category)
         #expect(Dictionary(uniqueKeysWithValues: tab.cards.map { ($0.category, $0.count) }) == waitingByCategory.mapValues(\.count), "seed \(seed)")
         for card in tab.cards {
             let expected = waitingByCategory[card.category, default: []].sorted { $0.latestSeq > $1.latestSeq }.map(SyncRow.init)

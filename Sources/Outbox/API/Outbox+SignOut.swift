@@ -81,7 +81,7 @@ extension Outbox {
 }
 
 extension OutboxStatus {
-    /// The statuses the badge counts (``needsAttention``): what sign-out discards and an export
+    /// The statuses the badge counts (``countsOnBadge``): what sign-out discards and an export
     /// carries.
-    static let waitingToSync = allCases.filter(\.needsAttention)
+    static let waitingToSync = allCases.filter(\.countsOnBadge)
 }

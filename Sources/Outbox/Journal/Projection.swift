@@ -201,7 +201,7 @@ enum Projection {
 
     static func tabGroup(of status: OutboxStatus) -> JournalSchema.TabGroup? {
         if status == .conflicted { return .conflicted }
-        if status.needsAttention { return .waiting }
+        if status.countsOnBadge { return .waiting }
         if status == .pendingApproval { return .approval }
         return nil
     }

@@ -26,8 +26,9 @@ extension JournalQueries {
                 .conflicted, named: SyncCard.conflictCategory, counters: counters, rowsPerCard: rowsPerCard, reading: &reading, in: txn)
 
             let depth = JournalSchema.queueDepth(counters)
-            let waitingForNetwork = depth[.queued, default: 0] + depth[.syncing, default: 0]
-            let needingAttention = depth[.failed, default: 0] + depth[.blocked, default: 0] + depth[.conflicted, default: 0]
+            func rows(_ counted: (OutboxStatus) -> Bool) -> Int { depth.filter { counted($0.key) }.reduce(0) { $0 + $1.value } }
+            let waitingForNetwork = rows(\.waitsForNetwork)
+            let needingAttention = rows(\.needsAPerson)
             return SyncTab(
                 cards: cards,
                 approvalCard: approvalCard,
@@ -35,8 +36,8 @@ extension JournalQueries {
                 totalCount: cards.reduce(0) { $0 + $1.count } + approvalCount + conflictCount,
                 banner: .make(isOnline: isOnline, waitingForNetwork: waitingForNetwork,
                               needingAttention: needingAttention, waitingForApproval: approvalCount, hold: Self.bannerHold(engine)),
-                // The badge's statuses (``OutboxStatus/needsAttention``), from the same counters.
-                badgeCount: waitingForNetwork + needingAttention,
+                // The badge's statuses (``OutboxStatus/countsOnBadge``), from the same counters.
+                badgeCount: rows(\.countsOnBadge),
                 notices: try schema.notices(since: wording.now.addingTimeInterval(-wording.noticeSeconds), limit: rowsPerCard, in: txn)
             )
         }
@@ -52,12 +53,12 @@ extension JournalQueries {
         }
     }
 
-    /// Queued, syncing, failed, blocked and conflicted rows (``OutboxStatus/needsAttention``):
+    /// Queued, syncing, failed, blocked and conflicted rows (``OutboxStatus/countsOnBadge``):
     /// never pending approval, synced, withdrawn, discarded or superseded.
     func badgeCount() throws(OutboxError) -> Int {
         let schema = self.schema
         return try read { txn in
-            try schema.count(ofStatuses: \.needsAttention, in: txn)
+            try schema.count(ofStatuses: \.countsOnBadge, in: txn)
         }
     }
 }

@@ -41,16 +41,18 @@ public enum OutboxStatus: String, Sendable, Codable, CodingKeyRepresentable, Cus
         }
     }
 
-    /// Counted on the badge: the rows that need the network or a person.
-    public var needsAttention: Bool {
-        switch self {
-        case .queued, .syncing, .failed, .blocked, .conflicted: true
-        case .synced, .pendingApproval, .withdrawn, .discarded, .superseded: false
-        }
-    }
+    /// Waiting for the network: queued, or being sent.
+    public var waitsForNetwork: Bool { self == .queued || self == .syncing }
 
-    /// Shown on the Sync tab: waiting to sync, or waiting for approval.
-    public var isOnSyncTab: Bool { needsAttention || self == .pendingApproval }
+    /// Waiting for a person: failed, blocked or conflicted (the banner's "needs your attention").
+    public var needsAPerson: Bool { self == .failed || self == .blocked || self == .conflicted }
+
+    /// Counted on the badge: waiting for the network or a person. The one set the badge, the Sync
+    /// tab's count, a sign-out's refusal and the export of pending work all count.
+    public var countsOnBadge: Bool { waitsForNetwork || needsAPerson }
+
+    /// Shown on the Sync tab: counted on the badge, or waiting for approval.
+    public var isOnSyncTab: Bool { countsOnBadge || self == .pendingApproval }
 
     /// The one-byte code the journal's indexes store.
     package var code: UInt8 {
