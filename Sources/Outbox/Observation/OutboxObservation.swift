@@ -80,7 +80,6 @@ extension Outbox {
         // Subscribed before the first read: every commit after it is heard.
         let mailbox = observations.subscribe()
         let clock = configuration.clock
-        let log = self.log
         /// One read, with the region it read and the moment it read at; `nil` when it failed.
         @Sendable func read(_ outbox: Outbox) -> (value: Value?, region: LMDBRegion, at: Date) {
             let recorder = LMDBRegionRecorder(.reads)
@@ -89,7 +88,7 @@ extension Outbox {
                 let value = try LMDBRegionRecorder.$current.withValue(recorder) { try observation.fetch(outbox) }
                 return (value, recorder.region, at)
             } catch {
-                if !outbox.isClosed { log.problem(.viewUpdateFailed, "could not read an observation; skipping this update", error: error) }
+                outbox.viewReadFailed(error)
                 return (nil, recorder.region, at)
             }
         }
@@ -135,5 +134,16 @@ extension Outbox {
         }
         if first == nil { continuation.finish() }
         return stream
+    }
+}
+
+extension Outbox {
+    /// A live view's read failed (an observation's, the Sync tab model's): the one thing every
+    /// view does then. The view keeps what it showed; the failure is logged and counted in
+    /// ``OutboxMetrics/problems`` (unless the outbox closed meanwhile: a closed journal is no
+    /// problem), and the next commit that meets the view reads again.
+    func viewReadFailed(_ error: any Error) {
+        guard !isClosed else { return }
+        log.problem(.viewUpdateFailed, "could not read a live view; it keeps what it showed until the next commit", error: error)
     }
 }

@@ -57,10 +57,9 @@ public final class SyncTabModel {
     public func refresh() {
         do {
             show(try outbox.syncTab(isOnline: isOnline, rowsPerCard: rowsPerCard))
-        } catch let error as OutboxError {
-            lastError = error
         } catch {
-            lastError = .storage(code: 0, message: "\(error)")
+            lastError = error as? OutboxError ?? .storage(code: 0, message: "\(error)")
+            outbox.viewReadFailed(error)
         }
     }
 
