@@ -28,7 +28,7 @@ extension Outbox {
         guard let foreign = try engineState().foreignInstallation else { return false }
         let events = try await room.append([JournalStore.Draft(
             operationID: nil, body: .installationAdopted(InstallationAdopted(previous: foreign.madeOn, installation: foreign.openedOn))
-        )], whenFull: .reserve)
+        )])
         log.log(.notice, "installation adopted: the writes made on another installation are sent", [
             EngineLog.Key.seq: .string(events.first.map { "\($0.seq)" } ?? ""),
         ])

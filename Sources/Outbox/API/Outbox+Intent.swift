@@ -120,13 +120,12 @@ extension Outbox {
         try ensureOpen()
         try request.validate(maxPayloadBytes: configuration.maxPayloadBytes)
         let writes = try changing.map { try recordWrites($0, for: request) } ?? inheritedChanges(of: old)
-        try await room.ensureRoom(forPayloadBytes: request.payload.count + writes.reduce(0) { $0 + ($1.value?.count ?? 0) })
         let id = configuration.operationIDSource?() ?? OperationID()
         let supersedes = Supersession(operation: old.id, reason: reason, laneSeq: old.laneSeq)
-        _ = try await room.append([
+        _ = try await room.appendMakingRoom([
             JournalStore.Draft(operationID: old.id, body: .superseded(Superseded(by: id, reason: reason))),
             JournalStore.Draft(operationID: id, body: .enqueued(enqueuedBody(request, id: id, supersedes: supersedes, changes: writes))),
-        ], whenFull: .compactOnce)
+        ], payloadBytes: request.payload.count + writes.reduce(0) { $0 + ($1.value?.count ?? 0) })
         log.log(.info, "row superseded", [
             EngineLog.Key.operation: .string(old.id.description),
             EngineLog.Key.reason: .string(reason.rawValue),

@@ -63,12 +63,11 @@ extension Outbox {
         try ensureOpen()
         let writes = try checkedWrites(changes, business: nil, local: true)
         guard !writes.isEmpty else { return }
-        try await room.ensureRoom(forPayloadBytes: writes.reduce(0) { $0 + ($1.value?.count ?? 0) })
         var trail = writes
         for index in trail.indices { trail[index].value = nil }
         let stored = writes.map { RecordStoreWrite(table: .local, key: $0.key, revision: 0, schemaVersion: $0.schemaVersion, value: $0.value) }
-        _ = try await room.append([JournalStore.Draft(operationID: nil, body: .recordsWritten(RecordsWritten(writes: trail)), storeWrites: stored)],
-                                  whenFull: .compactOnce)
+        _ = try await room.appendMakingRoom([JournalStore.Draft(operationID: nil, body: .recordsWritten(RecordsWritten(writes: trail)), storeWrites: stored)],
+                                              payloadBytes: writes.reduce(0) { $0 + ($1.value?.count ?? 0) })
     }
 
     /// Says the member saw that a change of `key` was rolled back: the record stops saying so.
@@ -79,8 +78,7 @@ extension Outbox {
         guard let rolledBack = try record(key)?.sync.rolledBack else {
             throw OutboxError.invalidRequest(field: "key", problem: "\(key) shows no rollback to acknowledge")
         }
-        _ = try await room.append([JournalStore.Draft(operationID: rolledBack.operation, body: .rollbackAcknowledged(RollbackAcknowledged(key: key)))],
-                                  whenFull: .reserve)
+        _ = try await room.append([JournalStore.Draft(operationID: rolledBack.operation, body: .rollbackAcknowledged(RollbackAcknowledged(key: key)))])
     }
 
     /// Drops the server base of one business's records of `type`: an app upgrade that changed
@@ -94,7 +92,7 @@ extension Outbox {
         let version = configuration.recordPolicy(for: type).schemaVersion
         var draft = JournalStore.Draft(operationID: nil, body: .recordBaseDropped(RecordBaseDropped(business: business, type: type, schemaVersion: version)))
         draft.dropsBase = (business, type)
-        _ = try await room.append([draft], whenFull: .reserve)
+        _ = try await room.append([draft])
     }
 
     // MARK: Checks

@@ -63,7 +63,7 @@ extension Outbox {
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for unit in units {
-                group.addTask { _ = try await self.room.append(unit, whenFull: .reserve) }
+                group.addTask { _ = try await self.room.append(unit) }
             }
             try await group.waitForAll()
         }

@@ -103,7 +103,7 @@ extension Outbox {
     public func resumeSession() async throws {
         try ensureOpen()
         if try engineState().isPaused {
-            let events = try await room.append([JournalStore.Draft(operationID: nil, body: .sessionResumed)], whenFull: .reserve)
+            let events = try await room.append([JournalStore.Draft(operationID: nil, body: .sessionResumed)])
             log.log(.info, "session resumed: the worker drains what waited", [
                 EngineLog.Key.seq: .string(events.first.map { "\($0.seq)" } ?? ""),
             ])

@@ -80,7 +80,6 @@ extension Outbox {
         for dependency in request.dependsOn where try operationState(dependency) == nil {
             throw OutboxError.invalidRequest(field: "dependsOn", problem: "names \(dependency), which is not in this journal: enqueue the write it depends on first")
         }
-        try await room.ensureRoom(forPayloadBytes: request.payload.count + writes.reduce(0) { $0 + ($1.value?.count ?? 0) })
         let id = request.operationID ?? configuration.operationIDSource?() ?? OperationID()
         var unit: [JournalStore.Draft] = []
         var supersedes: Supersession?
@@ -96,7 +95,7 @@ extension Outbox {
         let events: [JournalEvent]
         do {
             // A file found full (its free pages still held by readers) gets one compaction first.
-            events = try await room.append(unit, whenFull: .compactOnce)
+            events = try await room.appendMakingRoom(unit, payloadBytes: request.payload.count + writes.reduce(0) { $0 + ($1.value?.count ?? 0) })
         } catch OutboxError.illegalTransition(let operation, _, .superseded, _) where operation != id {
             // The row to coalesce was started meanwhile (the worker got there first): once
             // attempted it is never replaced, so the write is queued after it instead.
@@ -196,7 +195,7 @@ extension Outbox {
     func appendDecision(_ id: OperationID, _ body: JournalEventBody) async throws -> [JournalEvent] {
         try ensureOpen()
         guard try operationState(id) != nil else { throw OutboxError.operationNotFound(id) }
-        let events = try await room.append([JournalStore.Draft(operationID: id, body: body)], whenFull: .reserve)
+        let events = try await room.append([JournalStore.Draft(operationID: id, body: body)])
         await worker.becameDue(at: configuration.clock.now(), because: .retryRequested)
         return events
     }

@@ -355,7 +355,7 @@ final class AttachmentUploader: Sendable {
     /// discarded, say).
     private func journal(_ operation: OperationID, _ body: JournalEventBody) async -> FileOutcome? {
         do {
-            _ = try await room.append([JournalStore.Draft(operationID: operation, body: body)], whenFull: .reserve)
+            _ = try await room.append([JournalStore.Draft(operationID: operation, body: body)])
             return nil
         } catch OutboxError.closed {
             return .stopped

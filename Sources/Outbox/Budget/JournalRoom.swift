@@ -17,7 +17,7 @@ struct JournalRoom: Sendable {
     /// reach into the worker's reserve.
     /// - Throws: ``OutboxError/storageFull(limitBytes:errno:)`` when nothing more can be freed; a
     ///   storage error when the journal cannot be measured.
-    func ensureRoom(forPayloadBytes payloadBytes: Int) async throws {
+    private func ensureRoom(forPayloadBytes payloadBytes: Int) async throws {
         var reading = StorageBudget.Reading(payloadBytes: payloadBytes)
         do {
             reading.usedBytes = try store.environment.info().usedBytes
@@ -46,30 +46,19 @@ struct JournalRoom: Sendable {
         }
     }
 
-    /// What an append does when the journal's file is full (its free pages still held by
-    /// readers, or the disk full): the one choice every caller of ``append(_:whenFull:)`` makes.
-    enum WhenFull: Sendable {
-        /// Compact every settled row once, then try again; after that the refusal stands. A
-        /// member's write: enqueue, save, revise, a resolution keeping the member's version.
-        case compactOnce
-        /// Refuse at once: the caller does not go on (an `attemptStarted` that is refused leaves
-        /// its row queued and unsent).
-        case refuse
-        /// Write into the room the budget keeps back for the engine's own events (outcomes, a
-        /// person's decisions, sign-out's discards, a pass's bookkeeping), and never compact:
-        /// no compaction runs in the middle of a pass. A file full even so refuses.
-        case reserve
-    }
-
-    /// Appends one unit, as one commit's part: its events land together or not at all.
-    /// - Throws: as ``JournalWriter/append(_:)``; ``OutboxError/storageFull(limitBytes:errno:)``
-    ///   when the file is full and `whenFull` gave up.
-    func append(_ unit: [JournalStore.Draft], whenFull: WhenFull) async throws -> [JournalEvent] {
+    /// Appends a unit that brings new data (a member's write: an enqueue, a save, a revision, a
+    /// resolution keeping the member's version, a local record; or a pulled page), making room
+    /// first: the budget's check before anything is written (``ensureRoom(forPayloadBytes:)``),
+    /// and, when the file is full (its free pages still held by readers, or the disk full), every
+    /// settled row compacted once before the refusal stands. The one call such a write makes.
+    /// - Throws: ``OutboxError/storageFull(limitBytes:errno:)``; as ``JournalWriter/append(_:)``.
+    func appendMakingRoom(_ unit: [JournalStore.Draft], payloadBytes: Int) async throws -> [JournalEvent] {
+        try await ensureRoom(forPayloadBytes: payloadBytes)
         var compacted = false
         while true {
             do {
                 return try await writer.append(unit)
-            } catch OutboxError.storageFull where whenFull == .compactOnce && budget.actionAfterFullFile(compacted: compacted) == .compactFirst {
+            } catch OutboxError.storageFull where budget.actionAfterFullFile(compacted: compacted) == .compactFirst {
                 log.log(.notice, "the journal's file is full: compacting settled rows, then trying once more")
                 await compactSettled(reason: "file_full")
                 compacted = true
@@ -77,12 +66,21 @@ struct JournalRoom: Sendable {
         }
     }
 
-    /// Appends several units, each landing whole or not at all, sharing commits; each unit's
-    /// result in order. Only the engine's own units go several at once, so nothing compacts
-    /// (`whenFull` is ``WhenFull/refuse`` or ``WhenFull/reserve``).
-    func appendEach(_ units: [[JournalStore.Draft]], whenFull: WhenFull) async -> [Result<[JournalEvent], any Error>] {
-        precondition(whenFull != .compactOnce, "a member's write is appended alone")
-        return await writer.appendEach(units)
+    /// Appends one unit of the engine's own events (outcomes, a person's decisions, sign-out's
+    /// discards, an attempt's start, a pass's bookkeeping), as one commit's part: its events land
+    /// together or not at all. It writes into the room the budget keeps back from members'
+    /// writes, and never compacts (no compaction runs in the middle of a pass): a file full even
+    /// so refuses, and the caller does not go on (an `attemptStarted` refused leaves its row
+    /// queued and unsent).
+    /// - Throws: as ``JournalWriter/append(_:)``.
+    func append(_ unit: [JournalStore.Draft]) async throws -> [JournalEvent] {
+        try await writer.append(unit)
+    }
+
+    /// Appends several units of the engine's own events, each landing whole or not at all,
+    /// sharing commits; each unit's result in order.
+    func appendEach(_ units: [[JournalStore.Draft]]) async -> [Result<[JournalEvent], any Error>] {
+        await writer.appendEach(units)
     }
 
     /// Compacts every settled operation; a failure is a problem, not an error: the write that

@@ -45,7 +45,7 @@ struct BatchAttempt: Sendable {
         let sent = await attempts.inFlight.holding(held) { () async -> [OperationID: ReplayAttempt.Report] in
             let startedAt = attempts.moment()
             // Every start is durable before the batch leaves; a row whose start fails stays out.
-            let results = await attempts.room.appendEach(ready.map(\.started), whenFull: .refuse)
+            let results = await attempts.room.appendEach(ready.map(\.started))
             var started: [ReplayAttempt.Prepared] = []
             var reports: [OperationID: ReplayAttempt.Report] = [:]
             for (prepared, result) in zip(ready, results) {

@@ -172,8 +172,7 @@ extension FeedPuller {
             pageDraft.feedWrite = .replace(business: page.business, expect: row, row: next)
             unit = [pageDraft]
         }
-        try await room.ensureRoom(forPayloadBytes: writes.reduce(0) { $0 + ($1.value?.count ?? 0) })
-        _ = try await room.append(unit, whenFull: .refuse)
+        _ = try await room.appendMakingRoom(unit, payloadBytes: writes.reduce(0) { $0 + ($1.value?.count ?? 0) })
         return (writes.count, skipped.count)
     }
 
@@ -196,7 +195,7 @@ extension FeedPuller {
             operationID: nil,
             body: .resnapshotFinished(ResnapshotFinished(business: business, type: staging.type, cursor: cursor, staged: staging.staged, vanished: [])),
             feedWrite: .replace(business: business, expect: row, row: next)
-        )], whenFull: .refuse)
+        )])
         for event in events {
             if case .resnapshotFinished(let finished) = event.body { return finished.vanished.count }
         }
@@ -212,7 +211,7 @@ extension FeedPuller {
         _ = try await room.append([JournalStore.Draft(
             operationID: nil, body: .resnapshotAbandoned(ResnapshotAbandoned(business: business, code: "epoch_changed", detail: detail)),
             feedWrite: .replace(business: business, expect: row, row: next)
-        )], whenFull: .refuse)
+        )])
         try await sweep(business: business)
     }
 

@@ -21,7 +21,7 @@ extension FeedPuller {
                 var draft = JournalStore.Draft(operationID: nil, body: .recordBaseDropped(
                     RecordBaseDropped(business: business, type: type.string, schemaVersion: policy.schemaVersion)))
                 draft.dropsBase = (business, type.string)
-                _ = try await room.append([draft], whenFull: .reserve)
+                _ = try await room.append([draft])
                 log.log(.info, "a pulled type's schema changed with no adapter for its stored values: its base is fetched again", [
                     EngineLog.Key.business: .string(business), EngineLog.Key.recordType: .string(type.string),
                     EngineLog.Key.schemaVersion: .string("\(stored) -> \(policy.schemaVersion)"),

@@ -67,7 +67,7 @@ extension FeedPuller {
             }
             let checked = SummaryChecked(business: business, type: type, position: summary.position, serverCount: summary.count,
                                          serverDigest: summary.digest, localCount: local?.count, localDigest: local?.digest, verdict: verdict)
-            _ = try await room.append([JournalStore.Draft(operationID: nil, body: .summaryChecked(checked))], whenFull: .refuse)
+            _ = try await room.append([JournalStore.Draft(operationID: nil, body: .summaryChecked(checked))])
             done.checked = checked
             log.log(verdict == .mismatched ? .warning : .info, "a type's summary was compared with the base", [
                 EngineLog.Key.reason: .string("\(verdict)"),

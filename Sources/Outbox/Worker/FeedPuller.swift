@@ -245,7 +245,7 @@ final class FeedPuller: Sendable {
         do {
             let events = try await room.append([JournalStore.Draft(
                 operationID: nil, body: .sessionPaused(SessionPaused(reason: ErrorCode.unauthorized, triggeredBy: nil))
-            )], whenFull: .reserve)
+            )])
             log.log(.notice, "worker paused: the server answered 401 to a pull; resumeSession() resumes it", [
                 EngineLog.Key.errorCode: .string(ErrorCode.unauthorized),
                 EngineLog.Key.seq: .string(events.first.map { "\($0.seq)" } ?? ""),
@@ -285,11 +285,10 @@ final class FeedPuller: Sendable {
         let (writes, confirmations, skipped) = taken(page.changes, digests: digests, business: page.business, source: .pulled)
         let applied = PageApplied(business: page.business, from: page.from, to: page.cursor, reachedEnd: !page.hasMore,
                                   digest: page.digest, confirmations: confirmations, skipped: skipped)
-        try await room.ensureRoom(forPayloadBytes: writes.reduce(0) { $0 + ($1.value?.count ?? 0) })
-        _ = try await room.append([JournalStore.Draft(
+        _ = try await room.appendMakingRoom([JournalStore.Draft(
             operationID: nil, body: .pageApplied(applied), storeWrites: writes,
             feedWrite: .move(business: page.business, expectFrom: requested, to: page.cursor)
-        )], whenFull: .refuse)
+        )], payloadBytes: writes.reduce(0) { $0 + ($1.value?.count ?? 0) })
         return .applied(applied)
     }
 
@@ -329,7 +328,7 @@ final class FeedPuller: Sendable {
     func journalRefusal(_ refusal: PageRefusal, business: String, from: FeedPosition?) async {
         let refused = PageRefused(business: business, from: from, code: refusal.code, detail: refusal.description)
         do {
-            _ = try await room.append([JournalStore.Draft(operationID: nil, body: .pageRefused(refused))], whenFull: .refuse)
+            _ = try await room.append([JournalStore.Draft(operationID: nil, body: .pageRefused(refused))])
         } catch {
             log.problem(.factNotRecorded, "could not journal a refused page", error: error)
         }

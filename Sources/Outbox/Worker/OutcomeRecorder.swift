@@ -78,7 +78,7 @@ struct OutcomeRecorder: Sendable {
     /// - Returns: whether it was recorded.
     func commit(_ draft: Draft) async -> Bool {
         do {
-            committed(draft, events: try await room.append(draft.unit, whenFull: .reserve))
+            committed(draft, events: try await room.append(draft.unit))
             return true
         } catch {
             log.problem(.outcomeNotRecorded, "the attempt's outcome could not be recorded; the row stays syncing until the attempt is abandoned and replayed under the same key",

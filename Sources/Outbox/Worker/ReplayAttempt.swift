@@ -220,10 +220,10 @@ final class ReplayAttempt: Sendable {
     private func start(_ prepared: Prepared, carrying: [OutcomeRecorder.Draft]) async throws {
         guard !carrying.isEmpty else {
             // A full file refuses the start: the row is not sent, and no compaction runs mid-pass.
-            _ = try await room.append(prepared.started, whenFull: .refuse)
+            _ = try await room.append(prepared.started)
             return
         }
-        let results = await room.appendEach(carrying.map(\.unit) + [prepared.started], whenFull: .reserve)
+        let results = await room.appendEach(carrying.map(\.unit) + [prepared.started])
         for (draft, result) in zip(carrying, results) {
             if case .success(let events) = result {
                 outcomes.committed(draft, events: events)
@@ -233,7 +233,7 @@ final class ReplayAttempt: Sendable {
             }
         }
         if case .failure = results[carrying.count] {
-            _ = try await room.append(prepared.started, whenFull: .refuse)
+            _ = try await room.append(prepared.started)
         }
     }
 

@@ -24,7 +24,7 @@ extension ReplayPass {
             return
         }
         do {
-            _ = try await room.append([JournalStore.Draft(operationID: candidate.id, body: body)], whenFull: .reserve)
+            _ = try await room.append([JournalStore.Draft(operationID: candidate.id, body: body)])
             var metadata: OutboxLogger.Metadata = [EngineLog.Key.operation: .string(candidate.id.description)]
             if let reason { metadata[EngineLog.Key.reason] = .string(reason) }
             log.log(.notice, "row blocked: \(why)", metadata)
@@ -52,7 +52,7 @@ extension ReplayPass {
         for draft in syncing {
             guard let id = draft.operationID, !holding.contains(id) else { continue }
             do {
-                let events = try await room.append([draft], whenFull: .reserve)
+                let events = try await room.append([draft])
                 log.log(.info, "interrupted attempt abandoned; the row is due at once, under the same key", [
                     EngineLog.Key.operation: .string(id.description),
                     EngineLog.Key.seq: .string(events.first.map { "\($0.seq)" } ?? ""),

@@ -35,7 +35,7 @@ struct SessionRecorder: Sendable {
     func record(_ change: [JournalStore.Draft]) async {
         guard !change.isEmpty else { return }
         do {
-            _ = try await room.append(change, whenFull: .reserve)
+            _ = try await room.append(change)
         } catch {
             log.problem(.factNotRecorded, "could not record who is signed in; the next pass tries again", error: error)
         }
