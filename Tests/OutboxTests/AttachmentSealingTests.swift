@@ -146,6 +146,27 @@ struct AttachmentSealingTests {
         #expect(server.objectStore.object(photo.id) == bytes)
     }
 
+    @Test func turningEncryptionOffAndOnAgainKeepsEveryFileOpenable() async throws {
+        let journal = TestJournal()
+        let server = InMemoryServer()
+        server.setOnline(false)
+        let first = SealingKey.random()
+        let outbox = try journal.open(server: server) { $0.encryptionKey = first }
+        defer { outbox.close() }
+        let before = Attachment(bytes: Self.markedBytes(20_000), contentType: "image/jpeg", name: "before.jpg")
+        _ = try await outbox.enqueue(AttachmentTests.request(naming: [before], number: 1), attaching: [before])
+        try await outbox.rotateEncryptionKey(to: nil)
+        // Off: the files keep their key, in the clear, and new ones are sealed with it.
+        let during = Attachment(bytes: Self.markedBytes(30_000), contentType: "image/jpeg", name: "during.jpg")
+        _ = try await outbox.enqueue(AttachmentTests.request(naming: [during], number: 2), attaching: [during])
+        #expect(try outbox.attachment(before.id)?.file == .intactSealed)
+        #expect(try outbox.attachment(during.id)?.file == .intactSealed)
+        try await outbox.rotateEncryptionKey(to: SealingKey.random())
+        #expect(try outbox.attachment(before.id)?.file == .intactSealed)
+        #expect(try outbox.attachment(during.id)?.file == .intactSealed)
+        #expect(try outbox.verify().isClean)
+    }
+
     @Test func anExportOfASealedJournalCarriesThePhotoItself() async throws {
         let journal = TestJournal()
         let server = InMemoryServer()

@@ -44,8 +44,9 @@ struct AttachmentFiles: Sendable {
         self.step = step
     }
 
-    /// The format files are sealed in now; `nil` when the journal is not encrypted at rest (or
-    /// this reader has no key).
+    /// The format files are sealed in now; `nil` when the journal has no attachments key (it was
+    /// never encrypted, or this reader has no key). A journal whose encryption was turned off
+    /// keeps its attachments key in the clear and goes on sealing with it.
     private var sealing: SealedFileFormat? { keys.attachmentKey.map(SealedFileFormat.init(key:)) }
 
     func plainURL(of sha256: SHA256Digest) -> URL {
@@ -153,7 +154,13 @@ struct AttachmentFiles: Sendable {
         if !FileManager.default.fileExists(atPath: target.path) {
             guard rename(temporary.path, target.path) == 0 else { throw Self.writeFailure(errno, target) }
             step("file-renamed")
-            try syncDirectory()
+            do {
+                try syncDirectory()
+            } catch {
+                // The file is in place, uncounted: counted again from the directory.
+                tally.forget()
+                throw error
+            }
             step("file-directory-synced")
             // A plaintext copy kept before the key goes once its sealed copy is durable.
             if format != nil, unlink(plainURL(of: digest).path) == 0 {
@@ -177,6 +184,7 @@ struct AttachmentFiles: Sendable {
         for digest in listing().plain {
             if FileManager.default.fileExists(atPath: sealedURL(of: digest).path) {
                 unlink(plainURL(of: digest).path)
+                tally.forget()
                 continue
             }
             let input = open(plainURL(of: digest).path, O_RDONLY)

@@ -368,9 +368,14 @@ final class AttachmentUploader: Sendable {
     /// What is wrong with a file before its upload: missing, or not its manifest's size (a hash
     /// mismatch a cheaper check cannot see is the completion's to find).
     private func fileProblem(_ manifest: AttachmentManifest) -> AttachmentFileProblem? {
-        guard let (file, sealed) = files.location(of: manifest.sha256),
-            let attributes = try? FileManager.default.attributesOfItem(atPath: file.path)
-        else { return .missing }
+        // Looked up twice: a plain file being sealed (a key just set) goes between the two looks.
+        let found = [0, 1].lazy.compactMap { _ -> (URL, Bool, [FileAttributeKey: Any])? in
+            guard let (file, sealed) = self.files.location(of: manifest.sha256),
+                let attributes = try? FileManager.default.attributesOfItem(atPath: file.path)
+            else { return nil }
+            return (file, sealed, attributes)
+        }.first
+        guard let (_, sealed, attributes) = found else { return .missing }
         let size = (attributes[.size] as? NSNumber)?.int64Value ?? -1
         let expected = AttachmentFiles.storedSize(of: manifest, sealed: sealed)
         return size == expected ? nil : .damaged("it holds \(size) bytes on the disk where its manifest's take \(expected)")

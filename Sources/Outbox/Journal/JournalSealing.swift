@@ -111,7 +111,10 @@ enum AttachmentKeyRecord {
     /// - Throws: when the record is damaged or does not open with `sealing`.
     static func decode(_ record: [UInt8], sealing: JournalSealing?) throws -> SealingKey? {
         switch record.first {
-        case 0?: return try SealingKey(bytes: record.dropFirst())
+        case 0?:
+            // Kept in the clear only in a journal without a key: one beside a key was planted.
+            guard sealing == nil else { throw SealingError.cannotOpen }
+            return try SealingKey(bytes: record.dropFirst())
         case 1?:
             guard let sealing else { return nil }
             return try sealing.openAttachmentKey(Array(record.dropFirst()))

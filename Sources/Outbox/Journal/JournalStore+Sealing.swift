@@ -15,6 +15,7 @@ extension JournalStore {
         let schema = self.schema
         forgetCounters()
         var fileKey: SealingKey?
+        var madeFileKey = false
         try Self.run(options) {
             try environment.write { txn in
                 var sealable: [(JournalSequence, [UInt8])] = []
@@ -43,8 +44,15 @@ extension JournalStore {
                 try Projection.writeCounters(counters, schema: schema, in: txn)
                 // The attachments' files keep their key; only how it is kept changes. A journal
                 // sealed for the first time gets one.
-                let stored = try txn.get(schema.meta, JournalSchema.MetaKey.attachmentKey)
-                fileKey = try stored.flatMap { try AttachmentKeyRecord.decode($0, sealing: old) } ?? (new == nil ? nil : SealingKey.random())
+                if let stored = try txn.get(schema.meta, JournalSchema.MetaKey.attachmentKey) {
+                    guard let kept = try AttachmentKeyRecord.decode(stored, sealing: old) else {
+                        throw OutboxError.journalDamaged(path: environment.path, reason: "the attachments key in meta is sealed, and the journal has no key to open it")
+                    }
+                    fileKey = kept
+                } else {
+                    fileKey = new == nil ? nil : SealingKey.random()
+                    madeFileKey = fileKey != nil
+                }
                 if let fileKey {
                     try txn.put(schema.meta, JournalSchema.MetaKey.attachmentKey, AttachmentKeyRecord.encode(fileKey, sealing: new))
                 }
@@ -59,6 +67,9 @@ extension JournalStore {
                 try txn.put(schema.meta, JournalSchema.MetaKey.projectionVersion, JournalCodec.Version.bytes(0))
             }
         }
+        // A new attachments key is on the disk before any file is sealed with it, whatever the
+        // durability: a key lost to a power cut would leave every sealed file unopenable.
+        if madeFileKey { try Self.run(options) { try environment.sync() } }
         try Self.rebuildProjections(environment: environment, schema: schema, options: options)
         schema.sealing.sealing = new
         schema.sealing.attachmentKey = fileKey
@@ -82,6 +93,8 @@ extension JournalStore {
                 try environment.write { txn in
                     try txn.put(schema.meta, JournalSchema.MetaKey.attachmentKey, AttachmentKeyRecord.encode(fileKey, sealing: sealing))
                 }
+                // On the disk before any file is sealed with it (see `reseal`).
+                try environment.sync()
             }
             schema.sealing.attachmentKey = fileKey
         }
