@@ -1,3 +1,6 @@
+// Kept in one file: the record view's reads of the journal (a record, a page, a write of it), which
+// share their lookups; the writes of records are in JournalSchema+RecordsLetGo and RecordStore.
+
 import Foundation
 import OutboxCore
 import OutboxWire
