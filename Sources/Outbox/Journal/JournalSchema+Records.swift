@@ -1,5 +1,6 @@
-// Kept in one file: the record view's reads of the journal (a record, a page, a write of it), which
-// share their lookups; the writes of records are in JournalSchema+RecordsLetGo and RecordStore.
+// Kept in one file: the record store's tables as the schema writes and reads them (a server base,
+// a local record, each record's writes, its view and history), which share their lookups and their
+// sealing; what a settled write lets go is in JournalSchema+RecordsLetGo.
 
 import Foundation
 import OutboxCore
