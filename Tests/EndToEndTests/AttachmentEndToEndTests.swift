@@ -147,7 +147,7 @@ struct AttachmentEndToEndTests {
 
         // What the journal holds after the kill: a grant, the segments recorded, no completion.
         let reader = try JournalReader(directory: phone.journal)
-        let killed = try reader.history(operation)
+        let killed = try reader.journalEvents(of: operation)
         reader.close()
         let landedBefore = Self.landed(killed)
         let grantsBefore = killed.filter { $0.kind == .attachmentGranted }.count
@@ -183,7 +183,7 @@ struct AttachmentEndToEndTests {
         outbox.wake(.appLaunch)
         #expect(try await Self.drain(outbox, clock) { try outbox.operation(operation)?.status == .synced })
 
-        let history = try outbox.history(operation)
+        let history = try outbox.journalEvents(of: operation)
         let landed = Self.landed(history)
         #expect(landed.sorted() == Array(1...segments), "each segment recorded once: \(landed)")
         #expect(history.filter { $0.kind == .attachmentGranted }.count == grantsBefore + 2, "two new grants after the kill")
@@ -315,7 +315,7 @@ struct AttachmentEndToEndTests {
             guard let status = try outbox.operation(id)?.status else { return false }
             return status == .synced || status == .failed
         })
-        let history = try outbox.history(id)
+        let history = try outbox.journalEvents(of: id)
         let status = try outbox.operation(id)?.status
         #expect(status == .synced)
         #expect(!history.contains { $0.kind == .attachmentRefused }, "\(history.map(\.kind))")

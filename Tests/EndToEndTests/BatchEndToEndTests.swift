@@ -42,7 +42,7 @@ struct BatchEndToEndTests {
         let dropped = try #require(try rig.outbox.operation(ids[2]))
         #expect(dropped.attemptCount == 2 && dropped.latestOutcome == .replayed, "unanswered, then replayed from the server's claim")
         #expect(try rig.server.appliedCounts()[ids[2].idempotencyKey] == 1)
-        #expect(try rig.outbox.history(ids[2]).contains { event in
+        #expect(try rig.outbox.journalEvents(of: ids[2]).contains { event in
             if case .attemptFinished(let finished) = event.body { return finished.outcome == .noResponse(.missingFromBatch) }
             return false
         })

@@ -92,7 +92,7 @@ struct IntentEndToEndTests {
         #expect(try await rig.outbox.resolveConflict(id, keeping: .theirs) == nil)
         try await rig.drainUntilSettled()
         #expect(try rig.outbox.operation(id)?.status == .discarded)
-        guard case .discarded(let discarded)? = try rig.outbox.history(id).last?.body else {
+        guard case .discarded(let discarded)? = try rig.outbox.journalEvents(of: id).last?.body else {
             Issue.record("no discard in the history")
             return
         }

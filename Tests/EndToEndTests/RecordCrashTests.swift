@@ -362,7 +362,7 @@ struct RecordJournal {
     init(_ reader: JournalReader) throws {
         for state in try reader.operationStates(matching: OperationQuery(limit: .max)).states {
             states[state.id] = state
-            let history = try reader.history(state.id)
+            let history = try reader.journalEvents(of: state.id)
             events[state.id] = history
             if case .enqueued(let body)? = history.first?.body { enqueued[state.id] = body }
         }

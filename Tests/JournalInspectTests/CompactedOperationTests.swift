@@ -78,7 +78,7 @@ struct CompactedOperationTests {
     private func compaction(of id: OperationID) throws -> Compacted {
         let reader = try JournalReader(directory: journal)
         defer { reader.close() }
-        guard case .compacted(let compacted)? = try reader.history(id).first?.body else {
+        guard case .compacted(let compacted)? = try reader.journalEvents(of: id).first?.body else {
             throw FixtureError.unexpected("no compacted event for \(id)")
         }
         return compacted

@@ -208,7 +208,7 @@ struct JournalQueryTests {
         #expect(summary.oldestPending == expected.summary.oldestPending)
         #expect(summary.eventBytes == expected.summary.eventBytes)
         #expect(summary.projectionVersion == 0)
-        #expect(try folded.history(journal.blocked) == (try folded.timeline(of: journal.blocked)).events)
+        #expect(try folded.journalEvents(of: journal.blocked) == (try folded.timeline(of: journal.blocked)).events)
         let report = try folded.verify()
         #expect(report.isClean && !report.projectionsCompared)
         #expect(try dataFileDigest(directory.url) == before, "the reader folded in memory and wrote nothing")
@@ -235,20 +235,20 @@ struct JournalQueryTests {
         let reader = try JournalReader(directory: directory.url)
         defer { reader.close() }
         let events = try reader.timeline(of: journal.synced).events
-        let enqueued = ExportedEvent(events[0])
+        let enqueued = HistoryEntry(events[0])
         #expect(enqueued.kind == .enqueued && enqueued.operationType == "product.create")
         #expect(enqueued.payload == nil && enqueued.payloadBytes == product(1, label: "Antiseptic 500 ml").payload.count)
         #expect(enqueued.payloadHashMatches == true)
-        #expect(ExportedEvent(events[0], includePayload: true).payload?.contains("Antiseptic 500 ml") == true)
-        let offline = ExportedEvent(events[2])
-        #expect(offline.outcome == "no_response" && offline.transportFailure == .offline && offline.httpStatus == nil)
-        #expect(offline.disposition == .transientFailure && offline.nextAttemptAt == fixtureStart.addingTimeInterval(2))
-        let accepted = ExportedEvent(events[6])
+        #expect(HistoryEntry(events[0], includePayload: true).payload?.contains("Antiseptic 500 ml") == true)
+        let offline = HistoryEntry(events[2])
+        #expect(offline.outcome == "no_response" && offline.transportFailure == TransportFailure.offline.rawValue && offline.httpStatus == nil)
+        #expect(offline.disposition == Disposition.transientFailure.rawValue && offline.nextAttemptAt == fixtureStart.addingTimeInterval(2))
+        let accepted = HistoryEntry(events[6])
         #expect(accepted.outcome == "response" && accepted.httpStatus == 201 && accepted.serverRevision == "1")
 
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let json = String(decoding: try encoder.encode(ExportedEvent(events[1])), as: UTF8.self)
+        let json = String(decoding: try encoder.encode(HistoryEntry(events[1])), as: UTF8.self)
         #expect(!json.contains("null"), "absent fields are left out, never null: \(json)")
         #expect(json.contains(#""trigger":"drain""#))
     }

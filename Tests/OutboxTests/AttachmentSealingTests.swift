@@ -328,7 +328,7 @@ struct UploadProgressTests {
         var reached = transport.reached.stream.makeAsyncIterator()
         _ = await reached.next()
         // Halfway through segment 1, nothing journaled yet.
-        #expect(try outbox.history(id).map(\.kind) == [.enqueued, .attachmentGranted])
+        #expect(try outbox.journalEvents(of: id).map(\.kind) == [.enqueued, .attachmentGranted])
         #expect(try outbox.operation(id)?.waitingOn == .attachment(photo.id, landed: 600_000, of: 2_500_000))
         let sync = try #require(try outbox.record(key)).sync
         #expect(OutboxWords.english.recordState(sync, online: true) == "uploading note.jpg, 0.6 of 2.5 MB")

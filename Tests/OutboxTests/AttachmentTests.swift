@@ -62,7 +62,7 @@ struct AttachmentTests {
         #expect(row.status == .synced)
         #expect(server.objectStore.object(photo.id) == bytes)
         #expect((1...4).allSatisfy { server.objectStore.puts(photo.id, segment: $0) == 1 }, "each segment sent once")
-        let kinds = try outbox.history(id).map(\.kind)
+        let kinds = try outbox.journalEvents(of: id).map(\.kind)
         #expect(kinds == [.enqueued, .attachmentGranted, .segmentLanded, .segmentLanded, .segmentLanded, .segmentLanded,
                           .attachmentCompleted, .attemptStarted, .attemptFinished])
         let products = server.requests.filter { $0.endpoint == "/products" }
@@ -80,7 +80,7 @@ struct AttachmentTests {
         let bytes = Self.photoBytes(10)
         let signature = Attachment(bytes: bytes, contentType: "image/png", name: "signature.png")
         let id = try await outbox.enqueue(Self.request(naming: [signature]), attaching: [signature])
-        guard case .enqueued(let enqueued) = try #require(try outbox.history(id).first).body else {
+        guard case .enqueued(let enqueued) = try #require(try outbox.journalEvents(of: id).first).body else {
             Issue.record("the first event is not enqueued")
             return
         }
@@ -189,7 +189,7 @@ struct AttachmentTests {
         #expect(row.status == .synced)
         #expect(store.object(photo.id) == bytes)
         #expect(store.puts(photo.id, segment: 1) == 1 && store.puts(photo.id, segment: 2) == 1, "landed segments are not sent again")
-        let grants = try outbox.history(id).filter { $0.kind == .attachmentGranted }.count
+        let grants = try outbox.journalEvents(of: id).filter { $0.kind == .attachmentGranted }.count
         #expect(grants == 2)
     }
 
@@ -209,7 +209,7 @@ struct AttachmentTests {
         journal.clock.set(to: journal.clock.now().addingTimeInterval(-3_600))
         await outbox.drain()
         #expect(try outbox.operation(id)?.status == .synced)
-        #expect(try outbox.history(id).filter { $0.kind == .attachmentGranted }.count == 2, "asked again by uptime, not by the wall clock")
+        #expect(try outbox.journalEvents(of: id).filter { $0.kind == .attachmentGranted }.count == 2, "asked again by uptime, not by the wall clock")
         #expect(store.puts(photo.id, segment: 2) == 1)
     }
 
@@ -264,7 +264,7 @@ struct AttachmentTests {
         #expect(try outbox.operation(id)?.status == .queued)
         journal.clock.advance(by: 3_600)
         await outbox.drain()
-        let trail = try outbox.history(id).map { "\($0.kind)" }
+        let trail = try outbox.journalEvents(of: id).map { "\($0.kind)" }
         #expect(try outbox.operation(id)?.status == .synced, "\(trail) \(server.requests.map(\.endpoint))")
         let completions = server.requests.filter { $0.endpoint.hasSuffix("/complete") }
         #expect(completions.count == 2 && Set(completions.map { $0.headers[OutboxHeader.idempotencyKey] }).count == 1)

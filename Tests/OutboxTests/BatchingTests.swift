@@ -84,7 +84,7 @@ struct BatchingTests {
         let retried = try #require(try outbox.operation(ids[2]))
         #expect(retried.status == .queued && retried.nextAttemptAt == journal.clock.now().addingTimeInterval(2))
         for id in ids {
-            #expect(try outbox.history(id).map(\.kind) == [.enqueued, .attemptStarted, .attemptFinished])
+            #expect(try outbox.journalEvents(of: id).map(\.kind) == [.enqueued, .attemptStarted, .attemptFinished])
         }
         // Every start is recorded before the batch leaves: the three starts precede the outcomes.
         let kinds = try outbox.events(from: 1, limit: 100).filter { $0.operationID != nil }.map(\.kind)

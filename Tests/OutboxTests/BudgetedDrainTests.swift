@@ -138,7 +138,7 @@ struct BudgetedDrainTests {
         #expect(interrupted.nextAttemptAt == journal.clock.now(), "due again at once")
         #expect(try outbox.store.queries.operationState(first)?.retryEpochAttempts == 1, "not counted toward the policy's attempts")
         #expect(try outbox.metrics().cancelledAttempts == 1)
-        let finished = try outbox.history(first).compactMap { event -> AttemptFinished? in
+        let finished = try outbox.journalEvents(of: first).compactMap { event -> AttemptFinished? in
             if case .attemptFinished(let finished) = event.body { return finished }
             return nil
         }

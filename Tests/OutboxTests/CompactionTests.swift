@@ -31,7 +31,7 @@ struct CompactionTests {
                 let after = try #require(try outbox.operationState(id), "seed \(seed): \(id) lost")
                 if state.status.isTerminal, state.changedAt < horizon {
                     #expect(after.compactedAt != nil, "seed \(seed)")
-                    #expect(try outbox.history(id).map(\.kind) == [.compacted], "seed \(seed)")
+                    #expect(try outbox.journalEvents(of: id).map(\.kind) == [.compacted], "seed \(seed)")
                 } else {
                     #expect(after == state, "seed \(seed): compaction touched a row it must not")
                 }
@@ -114,7 +114,7 @@ struct CompactionTests {
         let result = try await outbox.compact(before: journal.clock.now())
         #expect(result.compactedEvents == [last.next], "the compacted event follows every seq ever given")
         let id = try await outbox.enqueue(productRequest(9))
-        #expect(try outbox.history(id).first?.seq == last.next.next)
+        #expect(try outbox.journalEvents(of: id).first?.seq == last.next.next)
         #expect(try outbox.verify().isClean)
     }
 

@@ -60,7 +60,7 @@ struct ConcurrencyTests {
         await #expect(throws: OutboxError.self) { try await illegal.value }
         let second = try await legal.value
         #expect(try outbox.operation(second)?.status == .queued)
-        #expect(try outbox.history(id).map(\.kind) == [.enqueued])
+        #expect(try outbox.journalEvents(of: id).map(\.kind) == [.enqueued])
     }
 
     @Test func anOperationTouchedByEveryUnitOfACommitHasItsStateWrittenOnce() throws {

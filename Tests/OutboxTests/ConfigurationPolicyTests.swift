@@ -105,7 +105,7 @@ struct ConfigurationPolicyTests {
         let conflicted = try await outbox.enqueue(edit)
         await outbox.drain()
         #expect(try outbox.operation(conflicted)?.status == .discarded)
-        #expect(try outbox.history(conflicted).map(\.kind) == [.enqueued, .attemptStarted, .attemptFinished, .discarded])
+        #expect(try outbox.journalEvents(of: conflicted).map(\.kind) == [.enqueued, .attemptStarted, .attemptFinished, .discarded])
         let movement = try await outbox.enqueue(stockMovement(2))
         await outbox.drain()
         #expect(try outbox.operation(movement)?.status == .synced)

@@ -99,7 +99,7 @@ struct ConnectedAgeTests {
         // Dozens of answers, three changes journaled.
         #expect(try Self.routes(outbox) == [RouteChanged(seen: true, at: at(600)), RouteChanged(seen: false, at: at(730)),
                                             RouteChanged(seen: true, at: at(3_735))])
-        let finished = try outbox.history(first).compactMap { event -> AttemptFinished? in
+        let finished = try outbox.journalEvents(of: first).compactMap { event -> AttemptFinished? in
             if case .attemptFinished(let finished) = event.body, finished.disposition == .accepted { return finished }
             return nil
         }

@@ -72,7 +72,7 @@ struct EncryptionTests {
         let snapshot = try #require(try reader.operation(id))
         #expect(snapshot.status == .queued && snapshot.request.payload.isEmpty && snapshot.request.entityLabel.isEmpty)
         #expect(try reader.ledger().entries.first?.operationType == "product.create")
-        #expect(try reader.history(id).map(\.kind) == [.enqueued])
+        #expect(try reader.journalEvents(of: id).map(\.kind) == [.enqueued])
         let report = try reader.verify()
         #expect(report.isClean && report.sealedPayloadsUnchecked == 1)
         #expect(try reader.timeline(of: id).payload?.isSealed == true)

@@ -53,7 +53,7 @@ struct EngineLogTests {
 
         let id = try await outbox.enqueue(productRequest(1))
         await outbox.drain()
-        let finishedSeq = try #require(try outbox.history(id).last?.seq)
+        let finishedSeq = try #require(try outbox.journalEvents(of: id).last?.seq)
         let finished = try #require(handler.records.first { $0.message == "attempt finished" })
         #expect(finished.metadata["outbox.operation"] == .string(id.description))
         #expect(finished.metadata["outbox.operation_type"] == "product.create")
@@ -178,7 +178,7 @@ struct ProblemTests {
         // The next pass abandons the attempt and replays it under the same key: applied once.
         await outbox.drain()
         #expect(try outbox.operationState(id)?.status == .synced)
-        #expect(try outbox.history(id).map(\.kind).contains(.attemptAbandoned))
+        #expect(try outbox.journalEvents(of: id).map(\.kind).contains(.attemptAbandoned))
         #expect(server.appliedCount(id.idempotencyKey) == 1)
         #expect(handler.records.contains { $0.message.hasPrefix("interrupted attempt abandoned") })
     }

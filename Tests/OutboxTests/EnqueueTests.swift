@@ -22,7 +22,7 @@ struct EnqueueTests {
         #expect(row.firstSeq == row.latestSeq)
         #expect(row.state.account == "member-42")
 
-        let history = try outbox.history(id)
+        let history = try outbox.journalEvents(of: id)
         #expect(history.map(\.kind) == [.enqueued])
         #expect(history[0].seq == row.firstSeq)
         #expect(history[0].operationID == id)
@@ -85,7 +85,7 @@ struct EnqueueTests {
         defer { outbox.close() }
         let stranger = OperationID()
         #expect(try outbox.operation(stranger) == nil)
-        #expect(throws: OutboxError.operationNotFound(stranger)) { try outbox.history(stranger) }
+        #expect(throws: OutboxError.operationNotFound(stranger)) { try outbox.journalEvents(of: stranger) }
         await #expect(throws: OutboxError.operationNotFound(stranger)) { try await outbox.retry(stranger) }
     }
 
@@ -127,7 +127,7 @@ struct EnqueueTests {
         #expect(row.status == .discarded)
         // The payload stays readable after a discard.
         #expect(row.request.payload == productRequest().payload)
-        #expect(try outbox.history(id).map(\.kind) == [.enqueued, .discarded])
+        #expect(try outbox.journalEvents(of: id).map(\.kind) == [.enqueued, .discarded])
         await #expect(throws: OutboxError.self) { try await outbox.discard(id) }
     }
 

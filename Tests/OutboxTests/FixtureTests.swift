@@ -145,7 +145,7 @@ struct FixtureTests {
             ))
             // Each history is read from its state now, and still lists every event.
             for expected in manifest.operations where try outbox.operation(expected.id)?.compactedAt == nil {
-                #expect(try outbox.history(expected.id).first?.kind == .enqueued, "\(fixture.lastPathComponent)")
+                #expect(try outbox.journalEvents(of: expected.id).first?.kind == .enqueued, "\(fixture.lastPathComponent)")
             }
             outbox.close()
             #expect(try retiredRows(copy) == 0, "\(fixture.lastPathComponent)")

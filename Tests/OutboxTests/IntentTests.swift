@@ -70,7 +70,7 @@ struct StableIDTests {
         }
         #expect(results.allSatisfy { $0 == id } && results.count == 8)
         #expect(try outbox.ledger().entries.count == 1)
-        #expect(try outbox.history(id).filter { $0.kind == .enqueued }.count == 1)
+        #expect(try outbox.journalEvents(of: id).filter { $0.kind == .enqueued }.count == 1)
     }
 
     @Test func compactionKeepsWhatTheCheckNeeds() async throws {
@@ -128,7 +128,7 @@ struct ConflictTests {
         defer { outbox.close() }
         let id = try await outbox.enqueue(priceEdit(price: "12"))
         await outbox.drain()
-        let history = try outbox.history(id)
+        let history = try outbox.journalEvents(of: id)
         #expect(history.map(\.kind) == [.enqueued, .attemptStarted, .attemptFinished, .discarded])
         #expect(history[2].seq.next == history[3].seq)
         guard case .discarded(let discarded) = history[3].body else { Issue.record("no discard"); return }
@@ -148,7 +148,7 @@ struct ConflictTests {
         #expect(try outbox.operation(id)?.status == .synced)
         #expect(transport.requests.map { $0.headers["If-Match"] } == ["\"r1\"", "\"r2\""])
         #expect(Set(transport.requests.compactMap { $0.headers["Idempotency-Key"] }) == [id.idempotencyKey])
-        #expect(try outbox.history(id).map(\.kind).contains(.rebased))
+        #expect(try outbox.journalEvents(of: id).map(\.kind).contains(.rebased))
 
         // Past the limit, the member decides.
         let second = try await outbox.enqueue(priceEdit(2, price: "7", revision: "r1"))
@@ -185,7 +185,7 @@ struct CorrectionTests {
         let id = try await outbox.enqueue(priceEdit(price: "12"))
         await outbox.drain()
         #expect(try await outbox.resolveConflict(id, keeping: .theirs) == nil)
-        guard case .discarded(let discarded)? = try outbox.history(id).last?.body else { Issue.record("no discard"); return }
+        guard case .discarded(let discarded)? = try outbox.journalEvents(of: id).last?.body else { Issue.record("no discard"); return }
         #expect(discarded.requestedBy == .member && discarded.reason == .serverWon)
     }
 
@@ -234,7 +234,7 @@ struct CorrectionTests {
         #expect(transport.requests.map { String(decoding: $0.body, as: UTF8.self) } == [#"{"price":12}"#, #"{"price":12.5}"#, #"{"price":14}"#])
         #expect(transport.requests[1].headers["If-Match"] == "\"r2\"")
         #expect(transport.requests[1].headers["Idempotency-Key"] == resent.idempotencyKey, "a new body, a new key")
-        #expect(try outbox.history(edit).last?.kind == .superseded, "the old payload stays in its history")
+        #expect(try outbox.journalEvents(of: edit).last?.kind == .superseded, "the old payload stays in its history")
         #expect(try outbox.operation(edit)?.request.payload == Data(#"{"price":12}"#.utf8))
     }
 
@@ -358,7 +358,7 @@ struct DependencyTests {
         await outbox.drain()
         let fourth = try await outbox.enqueue(priceEdit(price: "13"))
         #expect(try outbox.operation(third)?.status == .queued && outbox.operation(fourth)?.supersedes == nil)
-        #expect(try outbox.history(first).map(\.kind) == [.enqueued, .superseded], "the replaced payload stays in the history")
+        #expect(try outbox.journalEvents(of: first).map(\.kind) == [.enqueued, .superseded], "the replaced payload stays in the history")
     }
 
     @Test func aRowStartedWhileItsReplacementWaitsIsQueuedBehindNotReplaced() async throws {

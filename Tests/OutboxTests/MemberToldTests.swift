@@ -189,7 +189,7 @@ struct ClaimRetentionTests {
         if row.blocked {
             #expect(snapshot.status == .blocked && snapshot.lastErrorCode == ErrorCode.claimMayBeForgotten)
             #expect(transport.requests.count == 1, "not sent again under a key the server may have forgotten")
-            #expect(try outbox.history(id).last?.kind == .claimMayBeForgotten)
+            #expect(try outbox.journalEvents(of: id).last?.kind == .claimMayBeForgotten)
             #expect(try outbox.syncTab(isOnline: true).cards.first?.rows.first?.lastErrorCode == ErrorCode.claimMayBeForgotten)
             // A person checked: their retry sends it, and its claim's age starts over.
             try await outbox.retry(id)

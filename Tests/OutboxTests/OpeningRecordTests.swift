@@ -89,7 +89,7 @@ struct OpeningRecordTests {
         defer { outbox.close() }
         outbox.untilWritesLanded()
         #expect(calls.take() == [.commit])
-        #expect(try outbox.history(id).map(\.kind) == [.enqueued, .attemptStarted, .attemptAbandoned])
+        #expect(try outbox.journalEvents(of: id).map(\.kind) == [.enqueued, .attemptStarted, .attemptAbandoned])
         #expect(try outbox.operation(id)?.status == .queued)
         #expect(try outbox.events().filter { $0.kind == .journalOpened }.count == 2)
         #expect(outbox.store.environment.hasUnflushedCommits == unflushed)
@@ -109,11 +109,11 @@ struct OpeningRecordTests {
         #expect(try outbox.events().filter { $0.kind == .journalOpened }.count == 1)
         gate.release()
         outbox.untilWritesLanded()
-        #expect(try outbox.history(id).map(\.kind) == [.enqueued, .attemptStarted, .attemptAbandoned])
+        #expect(try outbox.journalEvents(of: id).map(\.kind) == [.enqueued, .attemptStarted, .attemptAbandoned])
         #expect(gate.calls.first == .commit, "one durable commit, not one without a flush")
         await outbox.drain()
         #expect(try outbox.operation(id)?.status == .synced)
-        #expect(try outbox.history(id).filter { $0.kind == .attemptAbandoned }.count == 1)
+        #expect(try outbox.journalEvents(of: id).filter { $0.kind == .attemptAbandoned }.count == 1)
         #expect(server.appliedCount(id.idempotencyKey) == 1)
     }
 
@@ -128,7 +128,7 @@ struct OpeningRecordTests {
         let signedOut = Task { try await outbox.signOut(discardPending: true) }
         gate.release()
         try await signedOut.value
-        #expect(try outbox.history(id).map(\.kind) == [.enqueued, .attemptStarted, .attemptAbandoned, .discarded])
+        #expect(try outbox.journalEvents(of: id).map(\.kind) == [.enqueued, .attemptStarted, .attemptAbandoned, .discarded])
         #expect(try outbox.operation(id)?.status == .discarded)
     }
 
@@ -271,7 +271,7 @@ struct OpeningRecordTests {
         let flushed = try Data(contentsOf: data)
         for _ in 0..<2 {
             let outbox = try journal.open(server: server)
-            #expect(try outbox.history(id).map(\.kind) == [.enqueued, .attemptStarted, .attemptAbandoned])
+            #expect(try outbox.journalEvents(of: id).map(\.kind) == [.enqueued, .attemptStarted, .attemptAbandoned])
             outbox.close()
             // What reached the disk: nothing of that open.
             try flushed.write(to: data)
@@ -283,7 +283,7 @@ struct OpeningRecordTests {
         let row = try #require(try outbox.operation(id))
         #expect(row.status == .synced)
         #expect(row.latestOutcome == .replayed)
-        #expect(try outbox.history(id).map(\.kind) == [.enqueued, .attemptStarted, .attemptAbandoned, .attemptStarted, .attemptFinished])
+        #expect(try outbox.journalEvents(of: id).map(\.kind) == [.enqueued, .attemptStarted, .attemptAbandoned, .attemptStarted, .attemptFinished])
         #expect(server.appliedCount(id.idempotencyKey) == 1)
     }
 }

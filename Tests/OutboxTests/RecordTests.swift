@@ -54,7 +54,7 @@ struct RecordTests {
         #expect(record.value == expected, "the view is the server's now")
         #expect(record.sync.isSynced)
         // The trail: the outcome names the revision and the value's hash.
-        let finished = try outbox.history(id).compactMap { if case .attemptFinished(let f) = $0.body { f } else { nil } }.last
+        let finished = try outbox.journalEvents(of: id).compactMap { if case .attemptFinished(let f) = $0.body { f } else { nil } }.last
         #expect(finished?.confirmations.first?.revision == 3)
         #expect(finished?.confirmations.first?.valueHash == SHA256Digest(of: expected))
         #expect(try outbox.store.compareProjectionsWithRebuild().isEmpty)
@@ -130,8 +130,8 @@ struct RecordTests {
         #expect(record.sync.held == [second])
         #expect(record.sync.rolledBack?.operation == first)
         // The hold landed with the rollback: one commit, adjacent events.
-        let blocked = try outbox.history(first).last!.seq
-        #expect(try outbox.history(second).last!.seq == blocked.next)
+        let blocked = try outbox.journalEvents(of: first).last!.seq
+        #expect(try outbox.journalEvents(of: second).last!.seq == blocked.next)
         #expect(transport.requests.count == 1, "the held write was never sent")
     }
 
@@ -213,7 +213,7 @@ struct RecordTests {
         #expect(transport.requests.count == 2)
         #expect(transport.requests[0].headers["If-Match"] == nil, "no base yet: a create")
         #expect(transport.requests[1].headers["If-Match"] == "\"3\"")
-        let started = try outbox.history(second).compactMap { if case .attemptStarted(let s) = $0.body { s } else { nil } }
+        let started = try outbox.journalEvents(of: second).compactMap { if case .attemptStarted(let s) = $0.body { s } else { nil } }
         #expect(started.first?.sentRevision == "3", "the proof shows what was sent")
         #expect(try outbox.record(Self.key)?.server?.revision == 4)
     }

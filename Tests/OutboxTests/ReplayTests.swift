@@ -37,7 +37,7 @@ struct ReplayTests {
         #expect(sent.method == "POST" && sent.endpoint == "/products")
         #expect(sent.headers["Outbox-Payload-Version"] == "1")
         #expect(sent.headers["Authorization"] == nil, "no credentials are stored with a row")
-        #expect(try outbox.history(id).map(\.kind) == [.enqueued, .attemptStarted, .attemptFinished])
+        #expect(try outbox.journalEvents(of: id).map(\.kind) == [.enqueued, .attemptStarted, .attemptFinished])
     }
 
     @Test func aLostResponseIsRetriedUnderTheSameKeyAndAppliedOnce() async throws {
@@ -250,7 +250,7 @@ struct ReplayTests {
         // No wake signal at all: the server alone came back, and the timer finds it.
         journal.clock.advance(by: 2)
         try await eventually(outbox) { try outbox.operation(id)?.status == .synced }
-        let started = try outbox.history(id).compactMap { event -> WakeReason? in
+        let started = try outbox.journalEvents(of: id).compactMap { event -> WakeReason? in
             if case .attemptStarted(let started) = event.body { return started.trigger }
             return nil
         }
@@ -312,7 +312,7 @@ struct ReplayTests {
         let row = try #require(try outbox.operation(id))
         #expect(row.status == .synced)
         #expect(row.latestOutcome == .replayed)
-        guard case .attemptFinished(let finished) = try outbox.history(id).last?.body else {
+        guard case .attemptFinished(let finished) = try outbox.journalEvents(of: id).last?.body else {
             Issue.record("no outcome recorded")
             return
         }
@@ -358,7 +358,7 @@ struct ReplayTests {
         #expect(row.status == .synced)
         #expect(row.latestOutcome == .replayed)
         #expect(server.appliedCount(id.idempotencyKey) == 1)
-        #expect(try reopened.history(id).map(\.kind) == [.enqueued, .attemptStarted, .attemptAbandoned, .attemptStarted, .attemptFinished])
+        #expect(try reopened.journalEvents(of: id).map(\.kind) == [.enqueued, .attemptStarted, .attemptAbandoned, .attemptStarted, .attemptFinished])
     }
 
     @Test func lanesAreSentConcurrentlyUpToTheLimit() async throws {

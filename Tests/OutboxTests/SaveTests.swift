@@ -19,7 +19,7 @@ struct SaveTests {
         #expect(server.records.count == 1)
         let id = try #require(server.records.first.flatMap { OperationID($0.key) })
         #expect(try outbox.operation(id)?.status == .synced)
-        guard case .attemptStarted(let started) = try outbox.history(id)[1].body else { return }
+        guard case .attemptStarted(let started) = try outbox.journalEvents(of: id)[1].body else { return }
         #expect(started.trigger == .inlineSave)
     }
 
@@ -64,7 +64,7 @@ struct SaveTests {
         let id = try #require(server.requests.first?.headers["Idempotency-Key"].flatMap(OperationID.init))
         let row = try #require(try outbox.operation(id))
         #expect(row.status == .withdrawn)
-        #expect(try outbox.history(id).map(\.kind) == [.enqueued, .attemptStarted, .attemptFinished, .withdrawn])
+        #expect(try outbox.journalEvents(of: id).map(\.kind) == [.enqueued, .attemptStarted, .attemptFinished, .withdrawn])
     }
 
     @Test func aForbiddenSaveIsBlockedWithItsReason() async throws {

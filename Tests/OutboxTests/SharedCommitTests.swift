@@ -49,7 +49,7 @@ struct SharedCommitTests {
         #expect(after - before == 5, "4 rows sent one at a time took \(after - before) commits")
         // Each outcome is in the journal before the next row's start, seq by seq.
         let events = try ids.enumerated().flatMap { index, id in
-            try outbox.history(id).filter { $0.kind != .enqueued }.map { (seq: $0.seq, name: "\($0.kind)-\(index)") }
+            try outbox.journalEvents(of: id).filter { $0.kind != .enqueued }.map { (seq: $0.seq, name: "\($0.kind)-\(index)") }
         }
         #expect(events.sorted { $0.seq < $1.seq }.map(\.name) == [
             "attemptStarted-0", "attemptFinished-0", "attemptStarted-1", "attemptFinished-1",
@@ -101,7 +101,7 @@ struct SharedCommitTests {
 
         #expect(try outbox.operation(id)?.status == .synced)
         #expect(try outbox.store.environment.info().lastTransactionID - before == 2)
-        #expect(try outbox.history(id).map(\.kind) == [.enqueued, .attemptStarted, .attemptFinished])
+        #expect(try outbox.journalEvents(of: id).map(\.kind) == [.enqueued, .attemptStarted, .attemptFinished])
     }
 
     @Test func anOutcomeWhoseNextRowCannotStartIsStillRecorded() async throws {
@@ -122,7 +122,7 @@ struct SharedCommitTests {
 
         #expect(transport.requests.count == 1)
         #expect(try outbox.operation(first)?.status == .synced)
-        #expect(try outbox.history(first).map(\.kind) == [.enqueued, .attemptStarted, .attemptFinished])
-        #expect(try outbox.history(second).map(\.kind) == [.enqueued])
+        #expect(try outbox.journalEvents(of: first).map(\.kind) == [.enqueued, .attemptStarted, .attemptFinished])
+        #expect(try outbox.journalEvents(of: second).map(\.kind) == [.enqueued])
     }
 }

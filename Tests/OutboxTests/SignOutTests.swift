@@ -96,9 +96,9 @@ struct SignOutTests {
         #expect(try outbox.operation(id)?.status == status, "a refused sign-out changes nothing")
 
         try await outbox.signOut(discardPending: true)
-        let kinds = try outbox.history(id).map(\.kind)
+        let kinds = try outbox.journalEvents(of: id).map(\.kind)
         #expect(kinds.suffix(status == .syncing ? 2 : 1) == (status == .syncing ? [.attemptAbandoned, .discarded] : [.discarded]))
-        guard case .discarded(let discarded) = try outbox.history(id).last?.body else { Issue.record("no discard recorded"); return }
+        guard case .discarded(let discarded) = try outbox.journalEvents(of: id).last?.body else { Issue.record("no discard recorded"); return }
         #expect(discarded.reason == .signOut)
         #expect(try outbox.operation(id)?.status == .discarded)
         #expect(try outbox.badgeCount() == 0)
@@ -243,7 +243,7 @@ struct PendingExportTests {
         try await signingOut.value
         let rows = try outbox.ledger().entries
         #expect(rows.count == 1 && rows.first?.status == .synced, "landed, and recorded as landed")
-        #expect(try outbox.history(rows[0].operationID).map(\.kind) == [.enqueued, .attemptStarted, .attemptFinished])
+        #expect(try outbox.journalEvents(of: rows[0].operationID).map(\.kind) == [.enqueued, .attemptStarted, .attemptFinished])
         #expect(try outbox.badgeCount() == 0)
     }
 

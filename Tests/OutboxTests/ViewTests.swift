@@ -230,7 +230,7 @@ struct DecisionTests {
         // The owner granted the capability; the member retries. No drain: the retry wakes it.
         try await outbox.retry(id)
         try await eventually(outbox) { try outbox.operation(id)?.status == .synced }
-        #expect(try outbox.history(id).map(\.kind) == [.enqueued, .attemptStarted, .attemptFinished, .requeued, .attemptStarted, .attemptFinished])
+        #expect(try outbox.journalEvents(of: id).map(\.kind) == [.enqueued, .attemptStarted, .attemptFinished, .requeued, .attemptStarted, .attemptFinished])
         await #expect(throws: OutboxError.self) { try await outbox.retry(id) }
     }
 
@@ -245,12 +245,12 @@ struct DecisionTests {
         await outbox.drain()
         try await outbox.discard(id)
         #expect(try outbox.operation(id)?.status == .discarded)
-        let enqueued = try outbox.history(id).compactMap { event -> Enqueued? in
+        let enqueued = try outbox.journalEvents(of: id).compactMap { event -> Enqueued? in
             if case .enqueued(let enqueued) = event.body { return enqueued }
             return nil
         }
         #expect(enqueued.first?.request.payload == request.payload)
-        guard case .discarded(let discarded) = try outbox.history(id).last?.body else { return }
+        guard case .discarded(let discarded) = try outbox.journalEvents(of: id).last?.body else { return }
         #expect(discarded.requestedBy == .member && discarded.reason == .memberDiscarded)
     }
 
@@ -299,7 +299,7 @@ struct DecisionTests {
         let statuses = try ids.map { try outbox.operation($0)?.status }
         #expect(statuses == [.synced, .discarded, .pendingApproval, .discarded])
         for id in [ids[1], ids[3]] {
-            guard case .discarded(let discarded) = try outbox.history(id).last?.body else {
+            guard case .discarded(let discarded) = try outbox.journalEvents(of: id).last?.body else {
                 Issue.record("no discard recorded")
                 continue
             }

@@ -155,7 +155,7 @@ extension Scenario {
             let outbox = try Workload.openOutbox(large.directory)
             let ours = try (0..<iterations).map { _ in
                 try Stopwatch.time {
-                    let events = try outbox.history(large.sample)
+                    let events = try outbox.journalEvents(of: large.sample)
                     precondition(events.count == 5, "the sample has 5 events")
                 }
             }

@@ -125,7 +125,7 @@ struct LedgerDocument: Encodable {
 }
 
 struct EventsDocument: Encodable {
-    var events: [ExportedEvent]
+    var events: [HistoryEntry]
     var damaged: [DamagedRecord]
     /// Where the next page would start, when the limit cut the range short.
     var nextSeq: JournalSequence?
@@ -175,7 +175,7 @@ struct TimelineDocument: Encodable {
     var operation: OperationState?
     /// Its events, with the journal's `journalOpened` events between them and, for a compacted
     /// operation, the `compacted` event.
-    var events: [ExportedEvent]
+    var events: [HistoryEntry]
     var attempts: [AttemptSummary]
     var payload: PayloadDocument?
     var damaged: [DamagedRecord]
@@ -189,7 +189,7 @@ struct TimelineDocument: Encodable {
         let timeline = facts.timeline
         operationID = timeline.id
         operation = timeline.state
-        events = facts.events.map { ExportedEvent($0, includePayload: includePayload) }
+        events = facts.events.map { HistoryEntry($0, includePayload: includePayload) }
         attempts = timeline.attempts
         payload = timeline.payload.map { PayloadDocument($0, includeContent: includePayload) }
             ?? timeline.state.flatMap(PayloadDocument.init(compacted:))

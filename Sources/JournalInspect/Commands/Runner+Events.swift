@@ -43,10 +43,10 @@ extension Runner {
             StepHook.reached(.writing)
         }
         if options.follow && json {
-            write(try events.map { try encodeJSON(ExportedEvent($0), pretty: false) }.joined())
+            write(try events.map { try encodeJSON(HistoryEntry($0), pretty: false) }.joined())
         } else if json {
             let next = page.nextStart
-            write(try encodeJSON(EventsDocument(events: events.map { ExportedEvent($0) }, damaged: damaged, nextSeq: next)))
+            write(try encodeJSON(EventsDocument(events: events.map { HistoryEntry($0) }, damaged: damaged, nextSeq: next)))
         } else {
             var text = EventsText.header(seqWidth: seqWidth, moments: moments, style: style)
             text += EventsText.lines(events, damaged: damaged, seqWidth: seqWidth, moments: moments, style: style)
@@ -70,7 +70,7 @@ extension Runner {
     /// the event passes the query's other filters.
     private func compaction(of id: OperationID, matching query: EventQuery) throws -> JournalEvent? {
         guard let state = (try? reader.operation(id))?.state, state.compactedAt != nil,
-            let event = (try? reader.history(id))?.first(where: { $0.kind == .compacted })
+            let event = (try? reader.journalEvents(of: id))?.first(where: { $0.kind == .compacted })
         else { return nil }
         if let kinds = query.kinds, !kinds.contains(.compacted) { return nil }
         if let types = query.operationTypes, !types.contains(where: { $0.caseInsensitiveCompare(state.operationType) == .orderedSame }) {
@@ -98,7 +98,7 @@ extension Runner {
             let page = try reader.events(matching: query)
             let text: String
             if json {
-                text = try page.events.map { try encodeJSON(ExportedEvent($0), pretty: false) }.joined()
+                text = try page.events.map { try encodeJSON(HistoryEntry($0), pretty: false) }.joined()
             } else if !page.events.isEmpty || !page.damaged.isEmpty {
                 text = EventsText.lines(page.events, damaged: page.damaged, seqWidth: seqWidth, moments: moments, style: style)
             } else {

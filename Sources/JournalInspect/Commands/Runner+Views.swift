@@ -69,7 +69,7 @@ extension Runner {
         for state in operations where state.compactedAt == nil
             && (state.status == .discarded || state.lastErrorCode == ErrorCode.approvalRejected)
         {
-            guard let events = try? reader.history(state.id) else { continue }
+            guard let events = try? reader.journalEvents(of: state.id) else { continue }
             details[state.id] = OperationsText.detail(state, events: events, moments: moments)
         }
         let queued = operations.filter { $0.status == .queued }

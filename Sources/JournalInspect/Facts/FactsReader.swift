@@ -57,7 +57,7 @@ struct FactsReader {
         guard let state = timeline.state else { return facts }
         if state.compactedAt != nil {
             // A compacted operation's history is the `compacted` event that removed it.
-            facts.compaction = (try? reader.history(timeline.id))?.first { $0.kind == .compacted }
+            facts.compaction = (try? reader.journalEvents(of: timeline.id))?.first { $0.kind == .compacted }
         }
         if state.status == .queued {
             facts.waiting = try waiting(for: state)

@@ -90,10 +90,15 @@ public final class JournalReader: Sendable {
         try queries.operationSnapshot(id, now: clock.now())
     }
 
-    /// Every event of one operation, in journal order.
+    /// Every event of one operation, in journal order, as ``HistoryEntry`` values.
     /// - Throws: ``OutboxError/operationNotFound(_:)``; ``OutboxError/journalCorrupt(seq:reason:)``
     ///   for a damaged record (``timeline(of:)`` carries on past it instead).
-    public func history(_ id: OperationID) throws -> [JournalEvent] {
+    public func history(_ id: OperationID) throws -> [HistoryEntry] {
+        try journalEvents(of: id).map { HistoryEntry($0) }
+    }
+
+    /// Every event of one operation, in journal order, as the engine journaled it.
+    package func journalEvents(of id: OperationID) throws -> [JournalEvent] {
         try queries.history(id)
     }
 
@@ -140,7 +145,7 @@ public final class JournalReader: Sendable {
     /// Up to `limit` events from `start` on, in journal order.
     /// - Throws: ``OutboxError/journalCorrupt(seq:reason:)`` at the first damaged record
     ///   (``events(matching:)`` carries on past it instead).
-    public func events(from start: JournalSequence = 1, limit: Int = 1000) throws -> [JournalEvent] {
+    package func events(from start: JournalSequence = 1, limit: Int = 1000) throws -> [JournalEvent] {
         try queries.events(from: start, limit: limit)
     }
 

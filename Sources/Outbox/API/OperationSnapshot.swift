@@ -30,7 +30,7 @@ public struct OperationSnapshot: Sendable, Equatable {
     public var firstSeq: JournalSequence { state.firstSeq }
     public var latestSeq: JournalSequence { state.latestSeq }
     public var createdAt: Date { state.createdAt }
-    public var latestOutcome: OutcomeCategory? { state.latestOutcome }
+    package var latestOutcome: OutcomeCategory? { state.latestOutcome }
     public var serverRevision: String? { state.serverRevision }
     /// When a compaction removed its events (its request is then empty); `nil` otherwise.
     public var compactedAt: Date? { state.compactedAt }

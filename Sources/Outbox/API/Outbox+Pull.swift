@@ -52,7 +52,7 @@ public struct FeedReport: Sendable, Equatable {
     public var resnapshots = 0
     /// Each type whose summary was compared with the base after the feed reached its end, and
     /// the verdict (``SummaryChecked``); a mismatched type was fetched again.
-    public var summaries: [String: SummaryChecked.Verdict] = [:]
+    package var summaries: [String: SummaryChecked.Verdict] = [:]
 
     public init(business: String, pagesApplied: Int = 0, changesApplied: Int = 0, skipped: Int = 0, reachedEnd: Bool = false,
                 stoppedBy: PullStop? = nil) {

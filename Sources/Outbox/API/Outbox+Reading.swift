@@ -14,10 +14,16 @@ extension Outbox {
         return try store.queries.operationState(id)
     }
 
-    /// Every event of one operation, in journal order: the proof of what happened to it.
+    /// What happened to one write, in journal order: each event as a ``HistoryEntry`` (when,
+    /// what kind, in words, and its fields). The proof a support screen shows.
     /// - Throws: ``OutboxError/operationNotFound(_:)`` for an unknown id;
     ///   ``OutboxError/journalCorrupt(seq:reason:)`` when a record fails its checksum.
-    public func history(_ id: OperationID) throws -> [JournalEvent] {
+    public func history(_ id: OperationID) throws -> [HistoryEntry] {
+        try journalEvents(of: id).map { HistoryEntry($0) }
+    }
+
+    /// Every event of one operation, in journal order, as the engine journaled it.
+    package func journalEvents(of id: OperationID) throws -> [JournalEvent] {
         try ensureOpen()
         return try store.queries.history(id)
     }
@@ -54,7 +60,7 @@ extension Outbox {
     }
 
     /// Up to `limit` events from `start` on, in journal order.
-    public func events(from start: JournalSequence = 1, limit: Int = 1000) throws -> [JournalEvent] {
+    package func events(from start: JournalSequence = 1, limit: Int = 1000) throws -> [JournalEvent] {
         try ensureOpen()
         return try store.queries.events(from: start, limit: limit)
     }

@@ -84,7 +84,9 @@ public struct AttachmentProof: Sendable, Equatable {
     public var refusals: [Refusal]
     /// The events that tell its story, in journal order: the write's `enqueued`, this
     /// attachment's upload events, and the write's retries, discards and attempts.
-    public var events: [JournalEvent]
+    package var events: [JournalEvent]
+    /// The same events as the engine shows them (``HistoryEntry``), in the same order.
+    public var entries: [HistoryEntry] { events.map { HistoryEntry($0) } }
     /// The write's records that could not be read: the proof is incomplete when any is listed.
     public var damaged: [DamagedRecord]
 

@@ -97,7 +97,9 @@ public struct EventQuery: Sendable, Equatable {
 /// One page of events.
 public struct EventPage: Sendable, Equatable {
     /// The events that passed the filters, in the query's order.
-    public var events: [JournalEvent]
+    package var events: [JournalEvent]
+    /// The same events as the engine shows them (``HistoryEntry``), in the same order.
+    public var entries: [HistoryEntry] { events.map { HistoryEntry($0) } }
     /// Records in the range that could not be read: the page carries on past each one.
     public var damaged: [DamagedRecord]
     /// The seq to ask `after:` for the next page (the last one this page looked at); `nil` when
@@ -111,7 +113,7 @@ public struct EventPage: Sendable, Equatable {
     /// `--from` (or `--to`) journal-inspect prints, across a compaction's gap too.
     package var nextStart: JournalSequence?
 
-    public init(events: [JournalEvent] = [], damaged: [DamagedRecord] = [], nextAfter: JournalSequence? = nil,
+    package init(events: [JournalEvent] = [], damaged: [DamagedRecord] = [], nextAfter: JournalSequence? = nil,
                 lastExamined: JournalSequence? = nil) {
         self.events = events
         self.damaged = damaged

@@ -104,7 +104,7 @@ public struct JournalSummary: Sendable, Equatable {
     /// Why the worker sends nothing, when a 401 paused it.
     public var workerPause: WorkerPause? { engine.pause }
     /// The last `journalOpened` event: which engine and app opened the journal.
-    public var lastOpened: JournalOpened? { engine.lastOpened }
+    package var lastOpened: JournalOpened? { engine.lastOpened }
 }
 
 /// How many operations were waiting (not yet terminal) right after one event.

@@ -17,11 +17,13 @@ public struct OperationTimeline: Sendable, Equatable {
     /// The operation's status as the projections hold it; `nil` when they do not know it.
     public var status: OutboxStatus? { state?.status }
     /// Every readable event of the operation, in journal order.
-    public var events: [JournalEvent]
+    package var events: [JournalEvent]
+    /// The same events as the engine shows them (``HistoryEntry``), in the same order.
+    public var entries: [HistoryEntry] { events.map { HistoryEntry($0) } }
     /// Its records that could not be read. When any is listed, the timeline is incomplete.
     public var damaged: [DamagedRecord]
     /// One entry per attempt, in order, with its outcome and the gap before it.
-    public var attempts: [AttemptSummary]
+    package var attempts: [AttemptSummary]
     /// The payload and its hash check; `nil` when the `enqueued` record is unreadable.
     public var payload: PayloadCheck?
 
@@ -44,7 +46,7 @@ public struct OperationTimeline: Sendable, Equatable {
     }
 
     /// The attempt summaries of `events`, in order.
-    public static func attempts(of events: [JournalEvent]) -> [AttemptSummary] {
+    package static func attempts(of events: [JournalEvent]) -> [AttemptSummary] {
         var attempts: [AttemptSummary] = []
         for event in events {
             switch event.body {
@@ -82,24 +84,24 @@ public struct OperationTimeline: Sendable, Equatable {
 /// and every other field of the attempt's ``Classification`` read through it, so a field added
 /// to the event is here too.
 @dynamicMemberLookup
-public struct AttemptSummary: Sendable, Equatable {
-    public var number: AttemptNumber
-    public var startedSeq: JournalSequence
-    public var startedAt: Date
+package struct AttemptSummary: Sendable, Equatable {
+    package var number: AttemptNumber
+    package var startedSeq: JournalSequence
+    package var startedAt: Date
     /// What woke the worker for it.
-    public var trigger: WakeReason
+    package var trigger: WakeReason
     /// The seq of its `attemptFinished` or `attemptAbandoned`; `nil` while in flight.
-    public var endedSeq: JournalSequence?
-    public var endedAt: Date?
+    package var endedSeq: JournalSequence?
+    package var endedAt: Date?
     /// Its `attemptFinished`; `nil` while in flight or when abandoned.
-    public var finished: AttemptFinished?
+    package var finished: AttemptFinished?
     /// The process ended before the attempt had an outcome; it was replayed under the same key.
-    public var wasAbandoned: Bool
+    package var wasAbandoned: Bool
     /// Seconds from the end of the previous attempt (or its start, if it never ended) to this
     /// one's start; `nil` for the first. Negative when the device clock moved backwards.
-    public var secondsSincePreviousAttempt: Double?
+    package var secondsSincePreviousAttempt: Double?
 
-    public init(number: AttemptNumber, startedSeq: JournalSequence, startedAt: Date, trigger: WakeReason,
+    package init(number: AttemptNumber, startedSeq: JournalSequence, startedAt: Date, trigger: WakeReason,
                 endedSeq: JournalSequence? = nil, endedAt: Date? = nil, finished: AttemptFinished? = nil,
                 wasAbandoned: Bool = false, secondsSincePreviousAttempt: Double? = nil) {
         self.number = number
@@ -114,20 +116,20 @@ public struct AttemptSummary: Sendable, Equatable {
     }
 
     /// A field of the attempt's classification; `nil` while it has none.
-    public subscript<Value>(dynamicMember field: KeyPath<Classification, Value>) -> Value? {
+    package subscript<Value>(dynamicMember field: KeyPath<Classification, Value>) -> Value? {
         finished?.classification[keyPath: field]
     }
 
     /// An optional field of the attempt's classification, flattened.
-    public subscript<Value>(dynamicMember field: KeyPath<Classification, Value?>) -> Value? {
+    package subscript<Value>(dynamicMember field: KeyPath<Classification, Value?>) -> Value? {
         finished?.classification[keyPath: field] ?? nil
     }
 
     /// When the next attempt was scheduled, for a rescheduled row.
-    public var nextAttemptAt: Date? { finished?.nextAttemptAt }
+    package var nextAttemptAt: Date? { finished?.nextAttemptAt }
 
     /// Still in flight: started, with no outcome or abandonment yet.
-    public var isInFlight: Bool { endedSeq == nil }
+    package var isInFlight: Bool { endedSeq == nil }
 }
 
 /// An operation's payload and the check of its bytes against the SHA-256 recorded at enqueue.

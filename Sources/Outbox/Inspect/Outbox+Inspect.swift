@@ -9,7 +9,7 @@ extension Outbox {
     /// ```swift
     /// var query = EventQuery(operationTypes: ["product.create"], recordedFrom: lastExport)
     /// let page = try outbox.events(matching: query)
-    /// let json = try JSONEncoder().encode(page.events.map { ExportedEvent($0) })
+    /// let json = try JSONEncoder().encode(page.entries)
     /// ```
     public func events(matching query: EventQuery) throws -> EventPage {
         try ensureOpen()

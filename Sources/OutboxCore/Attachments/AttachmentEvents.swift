@@ -1,20 +1,20 @@
 // The bodies of the events of an attachment's upload (journal format 7). Each belongs to the
 // write that carries the attachment, so the write's timeline is the attachment's proof.
 
-public import Foundation
-public import OutboxCrypto
+package import Foundation
+package import OutboxCrypto
 
 /// The server granted an upload: the segment size, how many segments, and how long its signed
 /// URLs last in the server's terms. The URLs themselves (their signatures) are never kept.
-public struct AttachmentGranted: Sendable, Equatable {
-    public var attachment: AttachmentID
-    public var segmentSize: Int64
-    public var segmentCount: Int
+package struct AttachmentGranted: Sendable, Equatable {
+    package var attachment: AttachmentID
+    package var segmentSize: Int64
+    package var segmentCount: Int
     /// The URLs' lifetime the server stated, in seconds; the engine measures the grant's age by
     /// the device's uptime from this event, never by its wall clock.
-    public var lifetimeSeconds: Double
+    package var lifetimeSeconds: Double
 
-    public init(attachment: AttachmentID, segmentSize: Int64, segmentCount: Int, lifetimeSeconds: Double) {
+    package init(attachment: AttachmentID, segmentSize: Int64, segmentCount: Int, lifetimeSeconds: Double) {
         self.attachment = attachment
         self.segmentSize = segmentSize
         self.segmentCount = segmentCount
@@ -23,11 +23,11 @@ public struct AttachmentGranted: Sendable, Equatable {
 }
 
 /// One segment reached the object store (its ETag answered, or a HEAD found it there).
-public struct SegmentLanded: Sendable, Equatable {
-    public var attachment: AttachmentID
-    public var segment: LandedSegment
+package struct SegmentLanded: Sendable, Equatable {
+    package var attachment: AttachmentID
+    package var segment: LandedSegment
 
-    public init(attachment: AttachmentID, segment: LandedSegment) {
+    package init(attachment: AttachmentID, segment: LandedSegment) {
         self.attachment = attachment
         self.segment = segment
     }
@@ -35,14 +35,14 @@ public struct SegmentLanded: Sendable, Equatable {
 
 /// The server completed the object and answered its size and SHA-256, which matched the file's:
 /// from this commit the write that refers to the attachment may be sent.
-public struct AttachmentCompleted: Sendable, Equatable {
-    public var attachment: AttachmentID
+package struct AttachmentCompleted: Sendable, Equatable {
+    package var attachment: AttachmentID
     /// The server's reference to the object (what the write's endpoint resolves the id to).
-    public var object: String
-    public var size: Int64
-    public var sha256: SHA256Digest
+    package var object: String
+    package var size: Int64
+    package var sha256: SHA256Digest
 
-    public init(attachment: AttachmentID, object: String, size: Int64, sha256: SHA256Digest) {
+    package init(attachment: AttachmentID, object: String, size: Int64, sha256: SHA256Digest) {
         self.attachment = attachment
         self.object = object
         self.size = size
@@ -54,17 +54,17 @@ public struct AttachmentCompleted: Sendable, Equatable {
 /// store refused a segment for another reason than an expired grant, the completion answered
 /// another object, or the local file is missing or damaged. Its write is held, failed, with the
 /// file kept, until a person retries, exports or discards it.
-public struct AttachmentRefused: Sendable, Equatable {
-    public var attachment: AttachmentID
+package struct AttachmentRefused: Sendable, Equatable {
+    package var attachment: AttachmentID
     /// The HTTP status that refused it; `nil` for a refusal found on the device.
-    public var statusCode: Int?
+    package var statusCode: Int?
     /// ``ErrorCode/attachmentRefused``, ``ErrorCode/attachmentDamaged`` or
     /// ``ErrorCode/attachmentMismatch``.
-    public var errorCode: String
+    package var errorCode: String
     /// The server's message, or what the engine found.
-    public var message: String
+    package var message: String
 
-    public init(attachment: AttachmentID, statusCode: Int?, errorCode: String, message: String) {
+    package init(attachment: AttachmentID, statusCode: Int?, errorCode: String, message: String) {
         self.attachment = attachment
         self.statusCode = statusCode
         self.errorCode = errorCode

@@ -1,25 +1,25 @@
-public import Foundation
+package import Foundation
 
 /// The engine's decision about one attempt, ready to be recorded in `attemptFinished`.
-public struct Classification: Sendable, Equatable {
-    public var outcome: AttemptOutcome
-    public var disposition: Disposition
-    public var errorCode: String?
+package struct Classification: Sendable, Equatable {
+    package var outcome: AttemptOutcome
+    package var disposition: Disposition
+    package var errorCode: String?
     /// The message the answer's JSON body carried, as sent (or the engine's own words for an
     /// outcome it decided itself): support reads it; the member reads ``OutboxWords``, which shows
     /// it only for a refusal.
-    public var errorMessage: String?
-    public var retryAfter: Date?
-    public var approvalRequestID: String?
-    public var serverRevision: String?
+    package var errorMessage: String?
+    package var retryAfter: Date?
+    package var approvalRequestID: String?
+    package var serverRevision: String?
     /// For a conflict: the server's current record as its body sent it (`current`), capped at
     /// ``maxServerCurrentBytes``; shown beside the member's version to decide.
-    public var serverCurrent: Data?
+    package var serverCurrent: Data?
 
     /// The most of a server's current record kept with a conflict.
-    public static let maxServerCurrentBytes = 64 << 10
+    package static let maxServerCurrentBytes = 64 << 10
 
-    public init(
+    package init(
         outcome: AttemptOutcome,
         disposition: Disposition,
         errorCode: String? = nil,

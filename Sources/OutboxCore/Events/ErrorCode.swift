@@ -1,71 +1,71 @@
 import OutboxWire
 
 /// Error codes the engine itself records or recognizes in error bodies.
-public enum ErrorCode {
+package enum ErrorCode {
     // Sent by servers in error bodies (`{"code": ..., "message": ...}`).
-    public static let idempotencyConflict = WireErrorCode.idempotencyConflict
-    public static let idempotencyInProgress = WireErrorCode.idempotencyInProgress
-    public static let idempotencyKeyRequired = WireErrorCode.idempotencyKeyRequired
-    public static let validationFailed = WireErrorCode.validationFailed
-    public static let payloadCorrupt = "payload_corrupt"
+    package static let idempotencyConflict = WireErrorCode.idempotencyConflict
+    package static let idempotencyInProgress = WireErrorCode.idempotencyInProgress
+    package static let idempotencyKeyRequired = WireErrorCode.idempotencyKeyRequired
+    package static let validationFailed = WireErrorCode.validationFailed
+    package static let payloadCorrupt = "payload_corrupt"
     /// A stored endpoint the transport cannot send byte for byte (see `UnsendableEndpoint`).
-    public static let endpointUnsendable = "endpoint_unsendable"
-    public static let unauthorized = "unauthorized"
-    public static let forbidden = "forbidden"
-    public static let invalidResponse = "invalid_response"
-    public static let approvalRejected = "approval_rejected"
+    package static let endpointUnsendable = "endpoint_unsendable"
+    package static let unauthorized = "unauthorized"
+    package static let forbidden = "forbidden"
+    package static let invalidResponse = "invalid_response"
+    package static let approvalRejected = "approval_rejected"
     /// A 409 whose body says the record changed elsewhere (a 412 means the same).
-    public static let revisionConflict = "revision_conflict"
+    package static let revisionConflict = "revision_conflict"
     /// The engine's code for a precondition that failed (412 without a body code).
-    public static let preconditionFailed = "precondition_failed"
+    package static let preconditionFailed = "precondition_failed"
     /// A transient failure past the retry policy's limits.
-    public static let gaveUp = "gave_up"
+    package static let gaveUp = "gave_up"
     /// A write this one depends on ended discarded or withdrawn: it cannot be sent as it is.
-    public static let dependencyEnded = "dependency_ended"
+    package static let dependencyEnded = "dependency_ended"
     /// A write of a record made on top of an earlier one that was rolled back.
-    public static let builtOnRolledBack = "built_on_rolled_back"
+    package static let builtOnRolledBack = "built_on_rolled_back"
     /// The record a waiting write changes was deleted on the server (a pulled tombstone).
-    public static let deletedOnServer = "deleted_on_server"
+    package static let deletedOnServer = "deleted_on_server"
     /// A write first sent longer ago than the server keeps its idempotency claims: sent again
     /// under its key, the server may have forgotten it and apply it a second time.
-    public static let claimMayBeForgotten = "claim_may_be_forgotten"
+    package static let claimMayBeForgotten = "claim_may_be_forgotten"
     /// The server or the object store refused an attachment (not an expired grant).
-    public static let attachmentRefused = "attachment_refused"
+    package static let attachmentRefused = "attachment_refused"
     /// An attachment's local file is missing or its bytes no longer hash to its manifest's.
-    public static let attachmentDamaged = "attachment_damaged"
+    package static let attachmentDamaged = "attachment_damaged"
     /// The server completed an object whose size or SHA-256 is not the file's.
-    public static let attachmentMismatch = "attachment_mismatch"
+    package static let attachmentMismatch = "attachment_mismatch"
     /// A discard by a person, and a discard keeping the server's version of a conflict.
-    public static let discarded = "discarded"
-    public static let serverVersionKept = "server_version_kept"
+    package static let discarded = "discarded"
+    package static let serverVersionKept = "server_version_kept"
 
     // The engine's codes for failures it sends again by itself.
 
-    public static let offline = "offline"
-    public static let cancelled = "cancelled"
-    public static let noResponse = "no_response"
+    package static let offline = "offline"
+    package static let cancelled = "cancelled"
+    package static let noResponse = "no_response"
     /// 408 or a 5xx whose body carried no code.
-    public static let serverUnavailable = "server_unavailable"
-    public static let rateLimited = "rate_limited"
+    package static let serverUnavailable = "server_unavailable"
+    package static let rateLimited = "rate_limited"
     /// A 1xx or 3xx: never guessed synced.
-    public static let unexpectedStatus = "unexpected_status"
+    package static let unexpectedStatus = "unexpected_status"
 
     // The engine's codes for a 4xx whose body carried none (a proxy's page, say): one per status.
 
-    public static let badRequest = "bad_request"
-    public static let notFound = "not_found"
-    public static let gone = "gone"
-    public static let payloadTooLarge = "payload_too_large"
+    package static let badRequest = "bad_request"
+    package static let notFound = "not_found"
+    package static let gone = "gone"
+    package static let payloadTooLarge = "payload_too_large"
 
     /// The code of a 4xx whose body carried none: its own per status, `http_<status>` for a
     /// status not named here.
-    public static let statusCodes: [Int: String] = [
+    package static let statusCodes: [Int: String] = [
         400: badRequest, 404: notFound, 405: "method_not_allowed", 406: "not_acceptable", 409: "conflict", 410: gone,
         411: "length_required", 413: payloadTooLarge, 414: "uri_too_long", 415: "unsupported_media_type",
         422: validationFailed, 431: "headers_too_large",
     ]
 
-    public static func forStatus(_ status: Int) -> String {
+    package static func forStatus(_ status: Int) -> String {
         statusCodes[status] ?? "http_\(status)"
     }
 }

@@ -29,7 +29,7 @@ public enum AppWake: String, Sendable, CaseIterable {
     case clockChanged
 
     /// The reason the attempts it starts record.
-    public var reason: WakeReason {
+    package var reason: WakeReason {
         switch self {
         case .appLaunch: .appLaunch
         case .connectivityRegained: .connectivityRegained
@@ -40,9 +40,9 @@ public enum AppWake: String, Sendable, CaseIterable {
 }
 
 /// What woke the worker for a pass, recorded on each attempt it starts (``AttemptStarted/trigger``).
-public enum WakeReason: String, Sendable, Codable, CustomStringConvertible, JournalCode {
+package enum WakeReason: String, Sendable, Codable, CustomStringConvertible, JournalCode {
     /// The raw value, as the journal's readers print it.
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 
     /// The app started: a sweep of everything due.
     case appLaunch
@@ -106,7 +106,7 @@ public enum TransportFailure: String, Sendable, Codable, CustomStringConvertible
     /// The request was a batch whose answer did not name this operation: no response for it.
     case missingFromBatch
 
-    package var code: UInt8 {
+    public var code: UInt8 {
         switch self {
         case .offline: 1
         case .timedOut: 2
@@ -123,7 +123,7 @@ public enum TransportFailure: String, Sendable, Codable, CustomStringConvertible
 }
 
 /// What an attempt produced.
-public enum AttemptOutcome: Sendable, Equatable, CustomStringConvertible {
+package enum AttemptOutcome: Sendable, Equatable, CustomStringConvertible {
     /// The server answered with this HTTP status.
     case response(statusCode: Int)
     /// No response arrived: offline, a timeout, a reset connection.
@@ -131,7 +131,7 @@ public enum AttemptOutcome: Sendable, Equatable, CustomStringConvertible {
     /// The engine refused to send (the stored payload no longer matched its hash).
     case notSent
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .response(let statusCode): "HTTP \(statusCode)"
         case .noResponse(let failure): "no response (\(failure))"
@@ -141,9 +141,9 @@ public enum AttemptOutcome: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// What the engine decided from an attempt's outcome (the disposition table).
-public enum Disposition: String, Sendable, Codable, CustomStringConvertible, JournalCode {
+package enum Disposition: String, Sendable, Codable, CustomStringConvertible, JournalCode {
     /// The raw value, as the journal's readers print it.
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 
     /// Whether the server took the write (synced, or waiting for a person's approval): what the
     /// service objective counts as acknowledged.
@@ -172,7 +172,7 @@ public enum Disposition: String, Sendable, Codable, CustomStringConvertible, Jou
     case gaveUp = "gave_up"
 
     /// The status the row takes.
-    public var status: OutboxStatus {
+    package var status: OutboxStatus {
         switch self {
         case .accepted, .replayed: .synced
         case .pendingApproval: .pendingApproval
@@ -200,9 +200,9 @@ public enum Disposition: String, Sendable, Codable, CustomStringConvertible, Jou
 }
 
 /// The latest outcome of an operation, as the reconciliation ledger names it.
-public enum OutcomeCategory: String, Sendable, Codable, CustomStringConvertible, JournalCode {
+package enum OutcomeCategory: String, Sendable, Codable, CustomStringConvertible, JournalCode {
     /// The raw value, as the journal's readers print it.
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 
     case accepted
     case replayed
@@ -215,7 +215,7 @@ public enum OutcomeCategory: String, Sendable, Codable, CustomStringConvertible,
     case conflicted
     case gaveUp = "gave_up"
 
-    public init(_ disposition: Disposition) {
+    package init(_ disposition: Disposition) {
         switch disposition {
         case .accepted: self = .accepted
         case .replayed: self = .replayed
@@ -247,9 +247,9 @@ public enum OutcomeCategory: String, Sendable, Codable, CustomStringConvertible,
 }
 
 /// Who asked for a decision recorded in the journal.
-public enum Requester: String, Sendable, Codable, CustomStringConvertible, JournalCode {
+package enum Requester: String, Sendable, Codable, CustomStringConvertible, JournalCode {
     /// The raw value, as the journal's readers print it.
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 
     /// The member, from the app.
     case member
@@ -269,9 +269,9 @@ public enum Requester: String, Sendable, Codable, CustomStringConvertible, Journ
 }
 
 /// Why a row was discarded.
-public enum DiscardReason: String, Sendable, Codable, CustomStringConvertible, JournalCode {
+package enum DiscardReason: String, Sendable, Codable, CustomStringConvertible, JournalCode {
     /// The raw value, as the journal's readers print it.
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 
     /// The member chose to drop it.
     case memberDiscarded
@@ -292,9 +292,9 @@ public enum DiscardReason: String, Sendable, Codable, CustomStringConvertible, J
 }
 
 /// Why a row was replaced by another.
-public enum SupersedeReason: String, Sendable, Codable, CustomStringConvertible, JournalCode {
+package enum SupersedeReason: String, Sendable, Codable, CustomStringConvertible, JournalCode {
     /// The raw value, as the journal's readers print it.
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 
     /// The member corrected a failed, blocked or conflicted write (`revise`).
     case revised
@@ -313,9 +313,9 @@ public enum SupersedeReason: String, Sendable, Codable, CustomStringConvertible,
 }
 
 /// Who the worker found signed in, recorded when it changes and a pass stops or goes on for it.
-public enum SessionObservation: String, Sendable, Codable, CustomStringConvertible, JournalCode {
+package enum SessionObservation: String, Sendable, Codable, CustomStringConvertible, JournalCode {
     /// The raw value, as the journal's readers print it.
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 
     /// The journal's own account: passes send.
     case signedIn
@@ -335,7 +335,7 @@ public enum SessionObservation: String, Sendable, Codable, CustomStringConvertib
     /// What the worker finds when `account` is signed in (`nil`: nobody) on a journal of
     /// `journalAccount`. Accounts are compared byte for byte: the same name in NFC and in NFD is
     /// another account, never sent to.
-    public init(signedIn account: String?, journalAccount: String) {
+    package init(signedIn account: String?, journalAccount: String) {
         guard let account else {
             self = .signedOut
             return
@@ -364,7 +364,7 @@ public enum AutomaticDecision: String, Sendable, Codable, CustomStringConvertibl
     /// they typed, or leaves it unsent.
     public var isShownToMember: Bool { self != .coalesced }
 
-    package var code: UInt8 {
+    public var code: UInt8 {
         switch self {
         case .serverKept: 1
         case .resentOverServer: 2

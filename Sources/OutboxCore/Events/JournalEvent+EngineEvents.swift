@@ -1,15 +1,15 @@
 // The bodies of the engine's own events: sessions, openings and compactions.
 
-public import Foundation
-public import OutboxCrypto
+package import Foundation
+package import OutboxCrypto
 import OutboxWire
 
 /// The worker found someone else signed in than before, recorded once per change: why passes
 /// send nothing (nobody, another account), or that they send again.
-public struct SessionChanged: Sendable, Equatable {
-    public var observation: SessionObservation
+package struct SessionChanged: Sendable, Equatable {
+    package var observation: SessionObservation
 
-    public init(observation: SessionObservation) {
+    package init(observation: SessionObservation) {
         self.observation = observation
     }
 }
@@ -18,47 +18,47 @@ public struct SessionChanged: Sendable, Equatable {
 /// request that got none, the journal closing, or the app's background time ending is none.
 /// Recorded only on a change, never flushed on its own, so a day of a thousand requests costs a
 /// few records; the connected clock (``EngineState/connectedClock(at:)``) is folded from them.
-public struct RouteChanged: Sendable, Equatable {
+package struct RouteChanged: Sendable, Equatable {
     /// Whether a route is seen from `at` on.
-    public var seen: Bool
+    package var seen: Bool
     /// When the change was observed (at an open, the moment the last process stopped watching:
     /// its last event).
-    public var at: Date
+    package var at: Date
 
-    public init(seen: Bool, at: Date) {
+    package init(seen: Bool, at: Date) {
         self.seen = seen
         self.at = at
     }
 }
 
 /// The worker paused: the server answered 401. Rows stay queued until the session is refreshed.
-public struct SessionPaused: Sendable, Equatable {
+package struct SessionPaused: Sendable, Equatable {
     /// The error code that paused it, e.g. `unauthorized`.
-    public var reason: String
+    package var reason: String
     /// The operation whose attempt was answered 401.
-    public var triggeredBy: OperationID?
+    package var triggeredBy: OperationID?
 
-    public init(reason: String, triggeredBy: OperationID?) {
+    package init(reason: String, triggeredBy: OperationID?) {
         self.reason = reason
         self.triggeredBy = triggeredBy
     }
 }
 
 /// The journal was opened by an engine.
-public struct JournalOpened: Sendable, Equatable {
-    public var formatVersion: Int
-    public var engineVersion: String
+package struct JournalOpened: Sendable, Equatable {
+    package var formatVersion: Int
+    package var engineVersion: String
     /// The embedding app's version, when it gave one.
-    public var appVersion: String?
+    package var appVersion: String?
     /// The device's time zone identifier when it opened the journal (`Europe/Berlin`): how the
     /// member's own clock read. `nil` in records written before journal format 2.
-    public var timeZone: String?
+    package var timeZone: String?
     /// The installation the app said it runs on (``OutboxConfiguration/installation``), an
     /// identifier it keeps outside backups: a journal restored onto another installation is told
     /// apart by it. `nil` when the app gave none, and before journal format 6.
-    public var installation: String?
+    package var installation: String?
 
-    public init(formatVersion: Int, engineVersion: String, appVersion: String?, timeZone: String? = nil, installation: String? = nil) {
+    package init(formatVersion: Int, engineVersion: String, appVersion: String?, timeZone: String? = nil, installation: String? = nil) {
         self.formatVersion = formatVersion
         self.engineVersion = engineVersion
         self.appVersion = appVersion
@@ -70,31 +70,31 @@ public struct JournalOpened: Sendable, Equatable {
 /// The app revalidated the writes of a journal opened on another installation than the one they
 /// were made on (``Outbox/adoptInstallation()``): they belong to this one from now on, and are
 /// sent.
-public struct InstallationAdopted: Sendable, Equatable {
+package struct InstallationAdopted: Sendable, Equatable {
     /// The installation they were made on (or last adopted by).
-    public var previous: String
+    package var previous: String
     /// The installation that adopts them.
-    public var installation: String
+    package var installation: String
 
-    public init(previous: String, installation: String) {
+    package init(previous: String, installation: String) {
         self.previous = previous
         self.installation = installation
     }
 }
 
 /// The detailed events of settled operations were removed; what their ledger rows need stays.
-public struct Compacted: Sendable, Equatable {
+package struct Compacted: Sendable, Equatable {
     /// The lowest and highest seq removed.
-    public var firstSeq: JournalSequence
-    public var lastSeq: JournalSequence
+    package var firstSeq: JournalSequence
+    package var lastSeq: JournalSequence
     /// How many events were removed.
-    public var removedCount: Int
+    package var removedCount: Int
     /// SHA-256 over the removed records' bytes, in seq order.
-    public var digest: SHA256Digest
+    package var digest: SHA256Digest
     /// Each operation whose events were removed, as its ledger row needs it.
-    public var operations: [CompactedOperation]
+    package var operations: [CompactedOperation]
 
-    public init(
+    package init(
         firstSeq: JournalSequence,
         lastSeq: JournalSequence,
         removedCount: Int,
@@ -112,27 +112,27 @@ public struct Compacted: Sendable, Equatable {
 /// A settled operation after compaction: no payload and no history; what happened to it, when,
 /// and (since journal format 2) who and what it was, so an old write can still be found by
 /// what the member called it and an id reused with other bytes is still refused.
-public struct CompactedOperation: Sendable, Equatable {
-    public var id: OperationID
-    public var operationType: String
+package struct CompactedOperation: Sendable, Equatable {
+    package var id: OperationID
+    package var operationType: String
     /// Terminal: synced, withdrawn, discarded or superseded.
-    public var status: OutboxStatus
+    package var status: OutboxStatus
     /// The seq of its `enqueued` event, removed: its place in the ledger.
-    public var firstSeq: JournalSequence
-    public var createdAt: Date
+    package var firstSeq: JournalSequence
+    package var createdAt: Date
     /// When it last changed before compaction.
-    public var changedAt: Date
-    public var attemptCount: Int
-    public var latestOutcome: OutcomeCategory?
-    public var lastErrorCode: String?
-    public var serverRevision: String?
+    package var changedAt: Date
+    package var attemptCount: Int
+    package var latestOutcome: OutcomeCategory?
+    package var lastErrorCode: String?
+    package var serverRevision: String?
     /// Who and what: `nil` for an operation compacted before journal format 2, which kept none.
     package var identity: CompactedIdentity?
     /// What its answers confirmed of the member's records (format 3): the trail of the records'
     /// server base, kept when the events that carried it leave the journal.
-    public var confirmations: [RecordConfirmation] = []
+    package var confirmations: [RecordConfirmation] = []
     /// A decision the engine made for the member about it (format 6), kept for the ledger.
-    public var decision: AutomaticDecision?
+    package var decision: AutomaticDecision?
 
     package init(
         id: OperationID, operationType: String, status: OutboxStatus, firstSeq: JournalSequence, createdAt: Date,

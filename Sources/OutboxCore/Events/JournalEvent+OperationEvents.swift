@@ -2,43 +2,43 @@
 // and what a person or the engine decided about it.
 
 public import Foundation
-public import OutboxCrypto
-public import OutboxWire
+package import OutboxCrypto
+package import OutboxWire
 
 /// A write became durable on the device. Its operation id is the idempotency key.
-public struct Enqueued: Sendable, Equatable {
+package struct Enqueued: Sendable, Equatable {
     /// The request, payload included, exactly as it will be sent. In an encrypted journal read
     /// without its key, the payload, entity label and summary are empty. Its `operationID` is
     /// the event's; it is not stored twice.
-    public var request: OutboxRequest
+    package var request: OutboxRequest
     /// SHA-256 of ``OutboxRequest/payload``: checked before every send.
-    public var requestHash: SHA256Digest
+    package var requestHash: SHA256Digest
     /// The account the write was made under; it is never sent under another.
-    public var account: String
+    package var account: String
     /// The payload and presentation as stored when the journal is encrypted at rest.
     package var sealed: SealedRequest?
     /// The row this operation replaces, when it corrects, resolves or coalesces one: the other
     /// row's `superseded` event lands in the same commit.
-    public var supersedes: Supersession?
+    package var supersedes: Supersession?
     /// The member's records the write changes (format 3), in the order given: their overlays
     /// land in the same commit as this event.
-    public var changes: [RecordWrite]
+    package var changes: [RecordWrite]
     /// For a write whose `If-Match` comes from a record's base (``OutboxRequest/revisionFrom``):
     /// the base's revision when the member made the change (format 4). A pull that brings another
     /// device's revision beneath the write before it is sent leaves it sent against this one, so
     /// the server answers 412 instead of the write overwriting a change the member never saw.
-    public var basisRevision: UInt64?
+    package var basisRevision: UInt64?
     /// The journal's connected clock when the write was made (format 5): the seconds a route to
     /// the server had been seen, over the journal's life (``EngineState/connectedClock(at:)``).
     /// A write's connected age is the clock now less this. `nil` in older records.
-    public var connectedClock: Double?
+    package var connectedClock: Double?
     /// For a write imported from an export (format 6): when its first attempt started in the
     /// journal it was exported from. The server's claim on its key is that old, so the claims
     /// retention counts from it, not from the import. `nil` for every other write.
-    public var firstSentAt: Date?
+    package var firstSentAt: Date?
     /// The files the write carries (format 7), each durable in the journal's directory before
     /// this event: the write is sent only once each is uploaded and completed.
-    public var attachments: [AttachmentManifest]
+    package var attachments: [AttachmentManifest]
 
     package init(
         request: OutboxRequest, requestHash: SHA256Digest, account: String, sealed: SealedRequest? = nil,
@@ -59,15 +59,15 @@ public struct Enqueued: Sendable, Equatable {
 }
 
 /// What an operation that replaces another keeps of it.
-public struct Supersession: Sendable, Equatable {
+package struct Supersession: Sendable, Equatable {
     /// The row replaced.
-    public var operation: OperationID
-    public var reason: SupersedeReason
+    package var operation: OperationID
+    package var reason: SupersedeReason
     /// The replaced row's place in its lane, which the new operation takes: ahead of later
     /// writes to the same entity.
-    public var laneSeq: JournalSequence
+    package var laneSeq: JournalSequence
 
-    public init(operation: OperationID, reason: SupersedeReason, laneSeq: JournalSequence) {
+    package init(operation: OperationID, reason: SupersedeReason, laneSeq: JournalSequence) {
         self.operation = operation
         self.reason = reason
         self.laneSeq = laneSeq
@@ -103,15 +103,15 @@ package struct SealedRequest: Sendable, Equatable {
 }
 
 /// An attempt to send began. Durable before the request leaves the device.
-public struct AttemptStarted: Sendable, Equatable {
-    public var attempt: AttemptNumber
+package struct AttemptStarted: Sendable, Equatable {
+    package var attempt: AttemptNumber
     /// What woke the worker.
-    public var trigger: WakeReason
+    package var trigger: WakeReason
     /// The revision sent in `If-Match` when it was taken from a record's server base as the
     /// attempt started (``OutboxRequest/revisionFrom``; format 3): the proof of what was sent.
-    public var sentRevision: String?
+    package var sentRevision: String?
 
-    public init(attempt: AttemptNumber, trigger: WakeReason, sentRevision: String? = nil) {
+    package init(attempt: AttemptNumber, trigger: WakeReason, sentRevision: String? = nil) {
         self.attempt = attempt
         self.trigger = trigger
         self.sentRevision = sentRevision
@@ -124,39 +124,39 @@ public struct AttemptStarted: Sendable, Equatable {
 /// schedule that follows; each is declared once, on the classification, and read through here
 /// (`finished.errorCode`).
 @dynamicMemberLookup
-public struct AttemptFinished: Sendable, Equatable {
-    public var attempt: AttemptNumber
+package struct AttemptFinished: Sendable, Equatable {
+    package var attempt: AttemptNumber
     /// What came back and what the engine decided from it.
-    public var classification: Classification
+    package var classification: Classification
     /// When the next attempt is due, for a rescheduled row.
-    public var nextAttemptAt: Date?
+    package var nextAttemptAt: Date?
     /// The server's current record (``Classification/serverCurrent``) as stored when the journal
     /// is encrypted at rest: sealed, the plaintext field then empty.
-    public var sealedServerCurrent: [UInt8]?
+    package var sealedServerCurrent: [UInt8]?
     /// What the answer confirmed of the records the write changed (format 3): each revision and
     /// value hash, the trail of the records' server base, which holds the values.
-    public var confirmations: [RecordConfirmation] = []
+    package var confirmations: [RecordConfirmation] = []
     /// Where the server's change feed shows the write (format 4, `Outbox-Visible-At`): the
     /// member's change stays on screen until a pull reaches it. `nil`: the answer named none.
-    public var visibleAt: FeedPosition?
+    package var visibleAt: FeedPosition?
     /// For an acknowledgement (accepted, replayed, pending approval; format 5): how long the
     /// write had waited while a route to the server was seen, its connected age, in seconds.
-    public var connectedAgeSeconds: Double?
+    package var connectedAgeSeconds: Double?
 
-    public subscript<Value>(dynamicMember field: WritableKeyPath<Classification, Value>) -> Value {
+    package subscript<Value>(dynamicMember field: WritableKeyPath<Classification, Value>) -> Value {
         get { classification[keyPath: field] }
         set { classification[keyPath: field] = newValue }
     }
 
     /// The event recording attempt `attempt` as classified, due again at `nextAttemptAt`.
-    public init(attempt: AttemptNumber, _ classification: Classification, nextAttemptAt: Date?, sealedServerCurrent: [UInt8]? = nil) {
+    package init(attempt: AttemptNumber, _ classification: Classification, nextAttemptAt: Date?, sealedServerCurrent: [UInt8]? = nil) {
         self.attempt = attempt
         self.classification = classification
         self.nextAttemptAt = nextAttemptAt
         self.sealedServerCurrent = sealedServerCurrent
     }
 
-    public init(
+    package init(
         attempt: AttemptNumber,
         outcome: AttemptOutcome,
         disposition: Disposition,
@@ -180,53 +180,53 @@ public struct AttemptFinished: Sendable, Equatable {
 
 /// An attempt that started has no outcome because the process ended; written at the next open.
 /// The row is due at once and replayed under the same key.
-public struct AttemptAbandoned: Sendable, Equatable {
-    public var attempt: AttemptNumber
+package struct AttemptAbandoned: Sendable, Equatable {
+    package var attempt: AttemptNumber
 
-    public init(attempt: AttemptNumber) {
+    package init(attempt: AttemptNumber) {
         self.attempt = attempt
     }
 }
 
 /// An inline save the server rejected as invalid: the form shows the error, and the operation
 /// never existed for the member.
-public struct Withdrawn: Sendable, Equatable {
-    public var errorCode: String
-    public var errorMessage: String
+package struct Withdrawn: Sendable, Equatable {
+    package var errorCode: String
+    package var errorMessage: String
 
-    public init(errorCode: String, errorMessage: String) {
+    package init(errorCode: String, errorMessage: String) {
         self.errorCode = errorCode
         self.errorMessage = errorMessage
     }
 }
 
 /// A failed or blocked row was put back in the queue, due at once.
-public struct Requeued: Sendable, Equatable {
-    public var requestedBy: Requester
+package struct Requeued: Sendable, Equatable {
+    package var requestedBy: Requester
 
-    public init(requestedBy: Requester) {
+    package init(requestedBy: Requester) {
         self.requestedBy = requestedBy
     }
 }
 
 /// A row was dropped. Its payload stays readable in the history.
-public struct Discarded: Sendable, Equatable {
-    public var requestedBy: Requester
-    public var reason: DiscardReason
+package struct Discarded: Sendable, Equatable {
+    package var requestedBy: Requester
+    package var reason: DiscardReason
 
-    public init(requestedBy: Requester, reason: DiscardReason) {
+    package init(requestedBy: Requester, reason: DiscardReason) {
         self.requestedBy = requestedBy
         self.reason = reason
     }
 }
 
 /// Someone approved or rejected a write the server held for approval.
-public struct ApprovalDecided: Sendable, Equatable {
-    public var approved: Bool
+package struct ApprovalDecided: Sendable, Equatable {
+    package var approved: Bool
     /// The decision's reference, when the app has one.
-    public var reference: String?
+    package var reference: String?
 
-    public init(approved: Bool, reference: String?) {
+    package init(approved: Bool, reference: String?) {
         self.approved = approved
         self.reference = reference
     }
@@ -235,12 +235,12 @@ public struct ApprovalDecided: Sendable, Equatable {
 /// A row was replaced by another operation: a correction, a conflict resolved keeping the
 /// member's version, or a newer write coalescing it. Its payload stays in the history; the
 /// operation that replaces it names it back (`Enqueued/supersedes`). Both land in one commit.
-public struct Superseded: Sendable, Equatable {
+package struct Superseded: Sendable, Equatable {
     /// The operation that replaces it.
-    public var by: OperationID
-    public var reason: SupersedeReason
+    package var by: OperationID
+    package var reason: SupersedeReason
 
-    public init(by: OperationID, reason: SupersedeReason) {
+    package init(by: OperationID, reason: SupersedeReason) {
         self.by = by
         self.reason = reason
     }
@@ -248,24 +248,24 @@ public struct Superseded: Sendable, Equatable {
 
 /// A conflicted row is sent again under the same operation and key, against the server's
 /// revision: its type's conflict rule rebases it (for whole-record drafts one member owns).
-public struct Rebased: Sendable, Equatable {
+package struct Rebased: Sendable, Equatable {
     /// The revision the next attempt sends in `If-Match`.
-    public var baseRevision: String
+    package var baseRevision: String
 
-    public init(baseRevision: String) {
+    package init(baseRevision: String) {
         self.baseRevision = baseRevision
     }
 }
 
 /// A write this row depends on ended without being applied (discarded or withdrawn): the row
 /// cannot be sent as it is and waits for a person.
-public struct DependencyEnded: Sendable, Equatable {
+package struct DependencyEnded: Sendable, Equatable {
     /// The dependency, as the row names it (the end of its chain of replacements ended).
-    public var dependency: OperationID
+    package var dependency: OperationID
     /// How that chain ended.
-    public var status: OutboxStatus
+    package var status: OutboxStatus
 
-    public init(dependency: OperationID, status: OutboxStatus) {
+    package init(dependency: OperationID, status: OutboxStatus) {
         self.dependency = dependency
         self.status = status
     }
@@ -275,13 +275,13 @@ public struct DependencyEnded: Sendable, Equatable {
 /// idempotency claims (less a margin), so the server may have forgotten the key and apply it a
 /// second time. It is blocked (code `claim_may_be_forgotten`) for a person to check whether it
 /// landed, then resend it (`retry`) or correct it under a new key (`revise`), or discard it.
-public struct ClaimMayBeForgotten: Sendable, Equatable {
+package struct ClaimMayBeForgotten: Sendable, Equatable {
     /// When its first attempt started.
-    public var firstAttemptAt: Date
+    package var firstAttemptAt: Date
     /// The retention the engine judged it by, in seconds (the server's, less the margin).
-    public var retentionSeconds: Double
+    package var retentionSeconds: Double
 
-    public init(firstAttemptAt: Date, retentionSeconds: Double) {
+    package init(firstAttemptAt: Date, retentionSeconds: Double) {
         self.firstAttemptAt = firstAttemptAt
         self.retentionSeconds = retentionSeconds
     }

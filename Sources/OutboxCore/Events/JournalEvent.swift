@@ -9,21 +9,21 @@ import OutboxWire
 ///
 /// Everything the engine knows is folded from these: the status of each operation, the Sync
 /// tab, the ledger, the retry schedule and every audit answer.
-public struct JournalEvent: Sendable, Equatable {
+package struct JournalEvent: Sendable, Equatable {
     /// The event's position: the only order that counts.
-    public var seq: JournalSequence
+    package var seq: JournalSequence
     /// The operation it belongs to; `nil` for engine-level events.
-    public var operationID: OperationID?
+    package var operationID: OperationID?
     /// When it was recorded, by the device clock: for display only.
-    public var recordedAt: Date
+    package var recordedAt: Date
     /// The device's monotonic clock when it was recorded: time since boot, and the boot. Two
     /// events of one boot measure the time between them whatever the wall clock did; a new boot
     /// marks a restart. `nil` in records written before journal format 2.
-    public var uptime: Uptime?
+    package var uptime: Uptime?
     /// What happened, with its details.
-    public var body: JournalEventBody
+    package var body: JournalEventBody
 
-    public init(seq: JournalSequence, operationID: OperationID?, recordedAt: Date, uptime: Uptime? = nil, body: JournalEventBody) {
+    package init(seq: JournalSequence, operationID: OperationID?, recordedAt: Date, uptime: Uptime? = nil, body: JournalEventBody) {
         self.seq = seq
         self.operationID = operationID
         self.recordedAt = recordedAt
@@ -32,7 +32,7 @@ public struct JournalEvent: Sendable, Equatable {
     }
 
     /// The event's kind.
-    public var kind: JournalEventKind { body.kind }
+    package var kind: JournalEventKind { body.kind }
 }
 
 /// The kinds of event, version 1 of the catalogue.
@@ -148,7 +148,7 @@ public enum JournalEventKind: String, Sendable, Codable, CustomStringConvertible
 }
 
 /// An event's details, one case per kind.
-public enum JournalEventBody: Sendable, Equatable {
+package enum JournalEventBody: Sendable, Equatable {
     case enqueued(Enqueued)
     case attemptStarted(AttemptStarted)
     case attemptFinished(AttemptFinished)
@@ -185,7 +185,7 @@ public enum JournalEventBody: Sendable, Equatable {
     case attachmentCompleted(AttachmentCompleted)
     case attachmentRefused(AttachmentRefused)
 
-    public var kind: JournalEventKind {
+    package var kind: JournalEventKind {
         switch self {
         case .enqueued: .enqueued
         case .attemptStarted: .attemptStarted

@@ -1,6 +1,6 @@
 import Foundation
-public import OutboxCrypto
-public import OutboxWire
+package import OutboxCrypto
+package import OutboxWire
 
 // The events of a resnapshot (format 4): a business's server base fetched again whole, when its
 // feed's cursor means nothing to the server any more (409 `resnapshot_required`, another epoch).
@@ -9,20 +9,20 @@ public import OutboxWire
 
 /// A resnapshot began: the snapshot's first page was read at `position`, from which the feed is
 /// pulled once the snapshot is swapped in.
-public struct ResnapshotStarted: Sendable, Equatable {
-    public var business: String
+package struct ResnapshotStarted: Sendable, Equatable {
+    package var business: String
     /// The one type fetched again (after its summary did not match); `nil`: every type.
-    public var type: String?
+    package var type: String?
     /// Why: the 409's `reason` (`expired`, `unknown`, `foreign_epoch`, `ahead`), or
     /// `other_epoch` for a page of another epoch, `summary_mismatch` for a type whose summary did
     /// not match.
-    public var reason: String
+    package var reason: String
     /// The cursor the feed had; `nil`: never pulled.
-    public var from: FeedPosition?
+    package var from: FeedPosition?
     /// The first snapshot page's position.
-    public var position: FeedPosition
+    package var position: FeedPosition
 
-    public init(business: String, type: String? = nil, reason: String, from: FeedPosition?, position: FeedPosition) {
+    package init(business: String, type: String? = nil, reason: String, from: FeedPosition?, position: FeedPosition) {
         self.business = business
         self.type = type
         self.reason = reason
@@ -33,21 +33,21 @@ public struct ResnapshotStarted: Sendable, Equatable {
 
 /// A page of the snapshot staged beside the base the member sees: each record's revision and value
 /// hash (source `snapshot`), the values in the staged base.
-public struct SnapshotPageStaged: Sendable, Equatable {
-    public var business: String
+package struct SnapshotPageStaged: Sendable, Equatable {
+    package var business: String
     /// The page's number in its resnapshot, from 1.
-    public var page: Int
+    package var page: Int
     /// The position the server read the page at.
-    public var position: FeedPosition
+    package var position: FeedPosition
     /// The digest it carried, checked before anything was written.
-    public var digest: SHA256Digest
-    public var confirmations: [RecordConfirmation]
+    package var digest: SHA256Digest
+    package var confirmations: [RecordConfirmation]
     /// Records passed over, each named with why.
-    public var skipped: [SkippedChange]
+    package var skipped: [SkippedChange]
     /// Whether it was the last page.
-    public var reachedEnd: Bool
+    package var reachedEnd: Bool
 
-    public init(business: String, page: Int, position: FeedPosition, digest: SHA256Digest, confirmations: [RecordConfirmation],
+    package init(business: String, page: Int, position: FeedPosition, digest: SHA256Digest, confirmations: [RecordConfirmation],
                 skipped: [SkippedChange], reachedEnd: Bool) {
         self.business = business
         self.page = page
@@ -61,19 +61,19 @@ public struct SnapshotPageStaged: Sendable, Equatable {
 
 /// The staged snapshot swapped in, in this event's commit: the member sees it from now on, and the
 /// feed's cursor is the first page's position.
-public struct ResnapshotFinished: Sendable, Equatable {
-    public var business: String
+package struct ResnapshotFinished: Sendable, Equatable {
+    package var business: String
     /// The one type fetched again; `nil`: every type.
-    public var type: String?
-    public var cursor: FeedPosition
+    package var type: String?
+    package var cursor: FeedPosition
     /// Records staged, over all pages.
-    public var staged: Int
+    package var staged: Int
     /// Records a pending write changes that the old base held and the snapshot does not: deleted
     /// in the new base at their old revision (source `snapshot`, no value hash), so the writes
     /// waiting on them are asked about (``DeletedOnServer``) instead of vanishing.
-    public var vanished: [RecordConfirmation]
+    package var vanished: [RecordConfirmation]
 
-    public init(business: String, type: String? = nil, cursor: FeedPosition, staged: Int, vanished: [RecordConfirmation]) {
+    package init(business: String, type: String? = nil, cursor: FeedPosition, staged: Int, vanished: [RecordConfirmation]) {
         self.business = business
         self.type = type
         self.cursor = cursor
@@ -84,12 +84,12 @@ public struct ResnapshotFinished: Sendable, Equatable {
 
 /// A staged snapshot given up before its swap (the server moved to another epoch meanwhile): the
 /// member's base is untouched, the staged records are swept, and a new resnapshot starts.
-public struct ResnapshotAbandoned: Sendable, Equatable {
-    public var business: String
-    public var code: String
-    public var detail: String
+package struct ResnapshotAbandoned: Sendable, Equatable {
+    package var business: String
+    package var code: String
+    package var detail: String
 
-    public init(business: String, code: String, detail: String) {
+    package init(business: String, code: String, detail: String) {
         self.business = business
         self.code = code
         self.detail = detail
@@ -100,19 +100,19 @@ public struct ResnapshotAbandoned: Sendable, Equatable {
 /// compared with the base at the same position: the invariant check that finds a base gone wrong
 /// silently. A mismatch starts a resync of that type (``ResnapshotStarted``), never a repair in
 /// place; a comparison that could not be made at the same position says so.
-public struct SummaryChecked: Sendable, Equatable {
-    public var business: String
-    public var type: String
+package struct SummaryChecked: Sendable, Equatable {
+    package var business: String
+    package var type: String
     /// The position the server took its summary at (and the feed's cursor when compared).
-    public var position: FeedPosition
-    public var serverCount: Int
-    public var serverDigest: SHA256Digest
+    package var position: FeedPosition
+    package var serverCount: Int
+    package var serverDigest: SHA256Digest
     /// The base's live records of the type at that position; `nil` when inconclusive.
-    public var localCount: Int?
-    public var localDigest: SHA256Digest?
-    public var verdict: Verdict
+    package var localCount: Int?
+    package var localDigest: SHA256Digest?
+    package var verdict: Verdict
 
-    public enum Verdict: UInt8, Sendable, Equatable, CaseIterable {
+    package enum Verdict: UInt8, Sendable, Equatable, CaseIterable {
         case matched = 1
         case mismatched = 2
         /// Not compared: the feed did not stop at the summary's position, or an answer changed
@@ -120,7 +120,7 @@ public struct SummaryChecked: Sendable, Equatable {
         case inconclusive = 3
     }
 
-    public init(business: String, type: String, position: FeedPosition, serverCount: Int, serverDigest: SHA256Digest,
+    package init(business: String, type: String, position: FeedPosition, serverCount: Int, serverDigest: SHA256Digest,
                 localCount: Int?, localDigest: SHA256Digest?, verdict: Verdict) {
         self.business = business
         self.type = type

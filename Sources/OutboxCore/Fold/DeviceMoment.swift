@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 /// A moment as the device recorded it: its wall clock and, from journal format 2, its uptime
 /// and boot.
@@ -15,17 +15,17 @@ public import Foundation
 ///
 /// So a clock moved forward never ends a period early, and a clock moved back never makes one
 /// longer, within a boot; across a restart only the cap's worth of wall-clock time is believed.
-public struct DeviceMoment: Sendable, Equatable {
-    public var wall: Date
-    public var uptime: Uptime?
+package struct DeviceMoment: Sendable, Equatable {
+    package var wall: Date
+    package var uptime: Uptime?
 
-    public init(wall: Date, uptime: Uptime?) {
+    package init(wall: Date, uptime: Uptime?) {
         self.wall = wall
         self.uptime = uptime
     }
 
     /// Seconds from `start` to `end`, by the rule above.
-    public static func elapsed(from start: DeviceMoment, to end: DeviceMoment, bootGapCapSeconds: TimeInterval) -> TimeInterval {
+    package static func elapsed(from start: DeviceMoment, to end: DeviceMoment, bootGapCapSeconds: TimeInterval) -> TimeInterval {
         let wallGap = max(0, end.wall.timeIntervalSince(start.wall))
         guard let from = start.uptime, let to = end.uptime else { return wallGap }
         if from.bootID == to.bootID { return max(0, to.seconds - from.seconds) }

@@ -104,7 +104,7 @@ struct RandomHistory {
         }
         guard let body else { return }
         let events = try await outbox.writer.append([JournalStore.Draft(operationID: id, body: body)])
-        statuses[id] = try Fold.replay(try outbox.history(id)).map(\.status)
+        statuses[id] = try Fold.replay(try outbox.journalEvents(of: id)).map(\.status)
         precondition(events.count == 1)
     }
 

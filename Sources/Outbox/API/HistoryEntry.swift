@@ -1,23 +1,28 @@
 public import Foundation
 public import OutboxCore
 
-/// One journal event as a flat JSON object with stable field names: what `journal-inspect`
-/// prints with `--json`, and what an app exports for its own audit trail.
+/// One event of the journal as the engine shows it: when, what kind, what happened in words, and
+/// the fields of its kind under stable names. ``Outbox/history(_:)`` returns a write's entries;
+/// support tools encode them as JSON (what `journal-inspect` prints with `--json`):
 ///
 /// ```swift
 /// let encoder = JSONEncoder()
 /// encoder.outputFormatting = [.sortedKeys]
 /// encoder.dateEncodingStrategy = .iso8601
-/// let json = try encoder.encode(page.events.map { ExportedEvent($0) })
+/// let json = try encoder.encode(try outbox.history(id))
 /// ```
 ///
-/// Every event has `seq`, `recordedAt` and `kind`, and `operationID` unless it is an engine
-/// event; the other fields appear only for the kinds that carry them (absent, never `null`).
-/// The payload is redacted to its size and SHA-256 unless asked for.
-public struct ExportedEvent: Sendable, Equatable, Codable {
+/// Every entry has `seq`, `recordedAt`, `kind` and `words`, and `operationID` unless it is an
+/// engine event; the other fields appear only for the kinds that carry them (absent, never
+/// `null`). Vocabulary fields (`trigger`, `disposition`, `discardReason`...) are the journal's
+/// words as strings. The payload is redacted to its size and SHA-256 unless asked for.
+public struct HistoryEntry: Sendable, Equatable, Codable {
     public var seq: JournalSequence
     public var recordedAt: Date
     public var kind: JournalEventKind
+    /// What happened, in one line support reads (`attempt 2: 503 -> transientFailure, next at
+    /// 2027-01-15T08:00:04Z`): never the payload, only its size. Moments in UTC.
+    public var words: String
     public var operationID: OperationID?
     /// The device's uptime when it was recorded, and its boot (since journal format 2): two
     /// events of one boot measure the time between them whatever the wall clock did.
@@ -50,17 +55,17 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
     public var supersedes: OperationID?
     public var supersededBy: OperationID?
     /// Why: `revised`, `resolvedMine` or `coalesced`.
-    public var supersedeReason: SupersedeReason?
+    public var supersedeReason: String?
 
     // attempts
     public var attempt: Int?
     /// What woke the worker (`attemptStarted`).
-    public var trigger: WakeReason?
+    public var trigger: String?
     /// `response`, `no_response` or `not_sent` (`attemptFinished`).
     public var outcome: String?
     public var httpStatus: Int?
-    public var transportFailure: TransportFailure?
-    public var disposition: Disposition?
+    public var transportFailure: String?
+    public var disposition: String?
     public var errorCode: String?
     public var errorMessage: String?
     public var retryAfter: Date?
@@ -72,8 +77,8 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
     public var serverCurrent: String?
 
     // decisions
-    public var requestedBy: Requester?
-    public var discardReason: DiscardReason?
+    public var requestedBy: String?
+    public var discardReason: String?
     public var approved: Bool?
     public var reference: String?
     /// The dependency whose chain ended unapplied, and how (`dependencyEnded`).
@@ -89,7 +94,7 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
     /// The device's time zone when the journal was opened.
     public var timeZone: String?
     /// Who the worker found signed in (`sessionChanged`).
-    public var session: SessionObservation?
+    public var session: String?
     /// Whether a route to the server is seen from `routeAt` on (`routeChanged`).
     public var routeSeen: Bool?
     public var routeAt: Date?
@@ -112,13 +117,13 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
 
     // records (format 3)
     /// The records an `enqueued` write changes, or a `recordsWritten` event writes.
-    public var records: [ExportedRecordWrite]?
+    public var records: [HistoryEntry.WrittenRecord]?
     /// Where the write's `If-Match` comes from: a record's server revision.
     public var revisionFrom: String?
     /// The revision an attempt sent, taken from a record's base (`attemptStarted`).
     public var sentRevision: String?
     /// What an answer confirmed of the records (`attemptFinished`): revision and value hash each.
-    public var confirmations: [ExportedRecordConfirmation]?
+    public var confirmations: [HistoryEntry.ConfirmedRecord]?
     /// The rolled-back write a held row was built on (`heldOnRollback`).
     public var builtOn: OperationID?
     /// The record of `rollbackAcknowledged` and `deletedOnServer`, or the type of
@@ -133,7 +138,7 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
 
     // attachments (format 7)
     /// The files an `enqueued` write carries: id, name, type, size and SHA-256 each.
-    public var attachments: [ExportedAttachment]?
+    public var attachments: [HistoryEntry.Attachment]?
     /// The attachment an upload event is about.
     public var attachmentID: AttachmentID?
     /// A grant's segment size and count, and its URLs' lifetime in seconds (never the URLs).
@@ -151,10 +156,14 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
 
     /// - Parameter includePayload: put the payload's text in ``payload``; otherwise only its size
     ///   and hash appear.
-    public init(_ event: JournalEvent, includePayload: Bool = false) {
+    ///
+    /// The one function that turns a journal event into what the engine shows of it: the app's
+    /// ``Outbox/history(_:)``, `journal-inspect --json` and an exported audit trail all call it.
+    package init(_ event: JournalEvent, includePayload: Bool = false) {
         seq = event.seq
         recordedAt = event.recordedAt
         kind = event.kind
+        words = EventText.detail(event)
         operationID = event.operationID
         uptimeSeconds = event.uptime?.seconds
         bootID = event.uptime?.bootID
@@ -178,11 +187,11 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             baseRevision = request.baseRevision
             dependsOn = request.dependsOn.isEmpty ? nil : request.dependsOn
             supersedes = enqueued.supersedes?.operation
-            supersedeReason = enqueued.supersedes?.reason
-            if !enqueued.changes.isEmpty { records = enqueued.changes.map { ExportedRecordWrite($0, includeValue: includePayload) } }
+            supersedeReason = enqueued.supersedes?.reason.rawValue
+            if !enqueued.changes.isEmpty { records = enqueued.changes.map { HistoryEntry.WrittenRecord($0, includeValue: includePayload) } }
             revisionFrom = request.revisionFrom?.description
             connectedClock = enqueued.connectedClock
-            if !enqueued.attachments.isEmpty { attachments = enqueued.attachments.map(ExportedAttachment.init) }
+            if !enqueued.attachments.isEmpty { attachments = enqueued.attachments.map(HistoryEntry.Attachment.init) }
         case .attachmentGranted(let granted):
             attachmentID = granted.attachment
             segmentSize = granted.segmentSize
@@ -205,13 +214,13 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             errorMessage = refused.message
         case .attemptStarted(let started):
             attempt = started.attempt.rawValue
-            trigger = started.trigger
+            trigger = started.trigger.rawValue
             sentRevision = started.sentRevision
         case .attemptFinished(let finished):
             attempt = finished.attempt.rawValue
             let fields = OutcomeFields(finished.outcome)
-            (outcome, httpStatus, transportFailure) = (fields.outcome, fields.httpStatus, fields.transportFailure)
-            disposition = finished.disposition
+            (outcome, httpStatus, transportFailure) = (fields.outcome, fields.httpStatus, fields.transportFailure?.rawValue)
+            disposition = finished.disposition.rawValue
             errorCode = finished.errorCode
             errorMessage = finished.errorMessage
             retryAfter = finished.retryAfter
@@ -222,17 +231,17 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             let current = finished.serverCurrent.map { $0.count } ?? finished.sealedServerCurrent.map { $0.count - SealedRequest.overheadBytes }
             serverCurrentBytes = current
             if includePayload, let bytes = finished.serverCurrent { serverCurrent = String(decoding: bytes, as: UTF8.self) }
-            if !finished.confirmations.isEmpty { confirmations = finished.confirmations.map(ExportedRecordConfirmation.init) }
+            if !finished.confirmations.isEmpty { confirmations = finished.confirmations.map(HistoryEntry.ConfirmedRecord.init) }
         case .attemptAbandoned(let abandoned):
             attempt = abandoned.attempt.rawValue
         case .withdrawn(let withdrawn):
             errorCode = withdrawn.errorCode
             errorMessage = withdrawn.errorMessage
         case .requeued(let requeued):
-            requestedBy = requeued.requestedBy
+            requestedBy = requeued.requestedBy.rawValue
         case .discarded(let discarded):
-            requestedBy = discarded.requestedBy
-            discardReason = discarded.reason
+            requestedBy = discarded.requestedBy.rawValue
+            discardReason = discarded.reason.rawValue
         case .approvalDecided(let decision):
             approved = decision.approved
             reference = decision.reference
@@ -255,14 +264,14 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             claimRetentionSeconds = claim.retentionSeconds
         case .superseded(let superseded):
             supersededBy = superseded.by
-            supersedeReason = superseded.reason
+            supersedeReason = superseded.reason.rawValue
         case .rebased(let rebased):
             baseRevision = rebased.baseRevision
         case .dependencyEnded(let ended):
             dependency = ended.dependency
             dependencyStatus = ended.status
         case .sessionChanged(let changed):
-            session = changed.observation
+            session = changed.observation.rawValue
         case .routeChanged(let changed):
             routeSeen = changed.seen
             routeAt = changed.at
@@ -276,7 +285,7 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
         case .rollbackAcknowledged(let acknowledged):
             record = acknowledged.key.description
         case .recordsWritten(let written):
-            records = written.writes.map { ExportedRecordWrite($0, includeValue: includePayload) }
+            records = written.writes.map { HistoryEntry.WrittenRecord($0, includeValue: includePayload) }
         case .recordBaseDropped(let dropped):
             record = "\(dropped.business)/\(dropped.type)"
             formatVersion = dropped.schemaVersion
@@ -289,7 +298,7 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             pageTo = page.to.text
             reachedEnd = page.reachedEnd
             digest = page.digest.hex
-            confirmations = page.confirmations.map(ExportedRecordConfirmation.init)
+            confirmations = page.confirmations.map(HistoryEntry.ConfirmedRecord.init)
         case .pageRefused(let refused):
             businessID = refused.business
             pageFrom = refused.from?.text
@@ -306,11 +315,11 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
             pageTo = page.position.text
             reachedEnd = page.reachedEnd
             digest = page.digest.hex
-            confirmations = page.confirmations.map(ExportedRecordConfirmation.init)
+            confirmations = page.confirmations.map(HistoryEntry.ConfirmedRecord.init)
         case .resnapshotFinished(let finished):
             businessID = finished.business
             pageTo = finished.cursor.text
-            confirmations = finished.vanished.map(ExportedRecordConfirmation.init)
+            confirmations = finished.vanished.map(HistoryEntry.ConfirmedRecord.init)
         case .resnapshotAbandoned(let abandoned):
             businessID = abandoned.business
             errorCode = abandoned.code
@@ -325,53 +334,55 @@ public struct ExportedEvent: Sendable, Equatable, Codable {
     }
 }
 
-/// One attachment's manifest as exported.
-public struct ExportedAttachment: Sendable, Equatable, Codable {
-    public var id: AttachmentID
-    public var name: String
-    public var contentType: String
-    public var size: Int64
-    public var sha256: String
+extension HistoryEntry {
+    /// One attachment's manifest as exported.
+    public struct Attachment: Sendable, Equatable, Codable {
+        public var id: AttachmentID
+        public var name: String
+        public var contentType: String
+        public var size: Int64
+        public var sha256: String
 
-    init(_ manifest: AttachmentManifest) {
-        id = manifest.id
-        name = manifest.name
-        contentType = manifest.contentType
-        size = manifest.size
-        sha256 = manifest.sha256.hex
+        init(_ manifest: AttachmentManifest) {
+            id = manifest.id
+            name = manifest.name
+            contentType = manifest.contentType
+            size = manifest.size
+            sha256 = manifest.sha256.hex
+        }
     }
-}
 
-/// One record change as exported: the record, whether it was deleted, the value's SHA-256 and
-/// its type's schema version; the value's text only when asked for.
-public struct ExportedRecordWrite: Sendable, Equatable, Codable {
-    public var record: String
-    public var deleted: Bool
-    public var valueHash: String?
-    public var schemaVersion: Int
-    public var value: String?
+    /// One record change as exported: the record, whether it was deleted, the value's SHA-256 and
+    /// its type's schema version; the value's text only when asked for.
+    public struct WrittenRecord: Sendable, Equatable, Codable {
+        public var record: String
+        public var deleted: Bool
+        public var valueHash: String?
+        public var schemaVersion: Int
+        public var value: String?
 
-    init(_ write: RecordWrite, includeValue: Bool) {
-        record = write.key.description
-        deleted = write.isDelete
-        valueHash = write.valueHash?.hex
-        schemaVersion = write.schemaVersion
-        if includeValue, let bytes = write.value { value = String(decoding: bytes, as: UTF8.self) }
+        init(_ write: RecordWrite, includeValue: Bool) {
+            record = write.key.description
+            deleted = write.isDelete
+            valueHash = write.valueHash?.hex
+            schemaVersion = write.schemaVersion
+            if includeValue, let bytes = write.value { value = String(decoding: bytes, as: UTF8.self) }
+        }
     }
-}
 
-/// What an answer confirmed of one record: its revision, its value's SHA-256 (absent: deleted)
-/// and where the value came from (`answer`, `written`, `conflict`).
-public struct ExportedRecordConfirmation: Sendable, Equatable, Codable {
-    public var record: String
-    public var revision: UInt64
-    public var valueHash: String?
-    public var source: String
+    /// What an answer confirmed of one record: its revision, its value's SHA-256 (absent: deleted)
+    /// and where the value came from (`answer`, `written`, `conflict`).
+    public struct ConfirmedRecord: Sendable, Equatable, Codable {
+        public var record: String
+        public var revision: UInt64
+        public var valueHash: String?
+        public var source: String
 
-    init(_ confirmation: RecordConfirmation) {
-        record = confirmation.key.description
-        revision = confirmation.revision
-        valueHash = confirmation.valueHash?.hex
-        source = confirmation.source.description
+        init(_ confirmation: RecordConfirmation) {
+            record = confirmation.key.description
+            revision = confirmation.revision
+            valueHash = confirmation.valueHash?.hex
+            source = confirmation.source.description
+        }
     }
 }

@@ -1,8 +1,13 @@
-import Foundation
-package import Outbox
+package import Foundation
+package import OutboxCore
 
-/// Events and outcomes in a few words, for tables.
+/// Events and outcomes in a few words: the words of a ``HistoryEntry`` and `journal-inspect`'s tables.
 package enum EventText {
+    /// `2027-01-15T08:00:00Z`: whole seconds, UTC.
+    private static func utc(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(timeZone: TimeZone(identifier: "UTC")!))
+    }
+
     /// The first 8 characters of an id: enough to type it back as a prefix.
     package static func shortID(_ id: OperationID) -> String {
         String(id.idempotencyKey.prefix(8))
@@ -58,10 +63,11 @@ package enum EventText {
         return skipped.count > 5 ? named + " and \(skipped.count - 5) more" : named
     }
 
-    /// One line of details for the `events` stream. Never the payload: its size.
-    /// - Parameter moments: the zone moments in the details print in (UTC when not given).
-    package static func detail(_ event: JournalEvent, moments: MomentFormat? = nil) -> String {
-        let absolute = moments?.absolute ?? Moments.absolute
+    /// One line of details for the `events` stream and ``HistoryEntry/words``. Never the
+    /// payload: its size.
+    /// - Parameter absolute: how a moment in the details prints (ISO 8601 in UTC when not given).
+    package static func detail(_ event: JournalEvent, absolute: ((Date) -> String)? = nil) -> String {
+        let absolute = absolute ?? utc
         switch event.body {
         case .enqueued(let enqueued):
             let request = enqueued.request
