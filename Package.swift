@@ -13,12 +13,16 @@
 //   OutboxCore         pure: identifiers, requests, events, the record codec, the fold
 //   Outbox             the public engine: the journal, its projections, the API
 //   OutboxTesting      test doubles apps can use too: a manual clock, a scripted transport
-//   IdempotencyClaims  the server half: claims that make a replayed write apply once (links no database)
+//   IdempotencyClaims  the server half: claims that make a replayed write apply once (links no database);
+//                      its test clock, ManualClaimClock, is package access, shipped in no product
 //   LMDBClaimStore     the claims in the server's LMDB environment, committed with its records
+//                      (its product carries OutboxStorage, whose fault hook is package access)
 //   PostgresClaimStore the claims on PostgreSQL, for backends of many processes (links libpq)
 //   ThrowawayPostgres  a throwaway PostgreSQL cluster (or a given database) for tests and benchmarks
 //   ThrowawaySwiftStore a throwaway OpenStack Swift object store for tests, and TempURL signing
-//   OutboxTestServer   a loopback HTTP server with fault injection (and outbox-test-server)
+//   OutboxTestServer   a loopback HTTP server with fault injection, in memory or LMDB (links no libpq)
+//   OutboxTestServerPostgres the test server on PostgreSQL, and outbox-test-server's command line
+//                      (which offers --postgres): apart, so OutboxTestServer alone links no libpq
 //   JournalInspect     the support tool's logic (and journal-inspect, its thin executable)
 //   OutboxSimulation   a seeded, deterministic simulation of the engine under faults
 //   TestHarness        what the package's own tests share (never a product): a process launcher
@@ -51,11 +55,13 @@ let package = Package(
         .library(name: "Outbox", targets: ["Outbox"]),
         .library(name: "OutboxTesting", targets: ["OutboxTesting"]),
         .library(name: "IdempotencyClaims", targets: ["IdempotencyClaims"]),
-        // The LMDB claim store's initializer takes the server's LMDBEnvironment: the product
-        // carries the LMDB layer so a server can name it.
+        // The LMDB claim store's initializer takes the server's LMDBEnvironment, and its
+        // transaction lends the LMDBTransaction the server's own records commit in: the product
+        // carries the LMDB layer so a server can name them. Its fault hook is package access.
         .library(name: "LMDBClaimStore", targets: ["LMDBClaimStore", "OutboxStorage"]),
         .library(name: "PostgresClaimStore", targets: ["PostgresClaimStore"]),
         .library(name: "OutboxTestServer", targets: ["OutboxTestServer"]),
+        .library(name: "OutboxTestServerPostgres", targets: ["OutboxTestServerPostgres"]),
         .executable(name: "outbox-demo", targets: ["outbox-demo"]),
         .executable(name: "journal-inspect", targets: ["journal-inspect"]),
         .executable(name: "outbox-test-server", targets: ["outbox-test-server"]),
@@ -134,12 +140,19 @@ let package = Package(
         ),
         .target(
             name: "OutboxTestServer",
-            dependencies: ["IdempotencyClaims", "LMDBClaimStore", "PostgresClaimStore", "OutboxStorage", "OutboxWire", "OutboxCrypto"],
+            dependencies: ["IdempotencyClaims", "LMDBClaimStore", "OutboxStorage", "OutboxWire", "OutboxCrypto"],
+            swiftSettings: strictSettings
+        ),
+        // PostgreSQL storage for the test server, and outbox-test-server's command line (which
+        // offers it): apart, so that a server in memory or in LMDB links no libpq.
+        .target(
+            name: "OutboxTestServerPostgres",
+            dependencies: ["OutboxTestServer", "PostgresClaimStore", "IdempotencyClaims", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "outbox-test-server",
-            dependencies: ["OutboxTestServer"],
+            dependencies: ["OutboxTestServer", "OutboxTestServerPostgres"],
             path: "Sources/OutboxTestServerMain",
             swiftSettings: strictSettings
         ),
@@ -178,6 +191,7 @@ let package = Package(
             dependencies: [
                 "Outbox", "OutboxCore", "OutboxStorage", "OutboxTesting", "TestHarness", "CSQLite",
                 "IdempotencyClaims", "LMDBClaimStore", "PostgresClaimStore", "ThrowawayPostgres", "ThrowawaySwiftStore", "OutboxTestServer",
+                "OutboxTestServerPostgres",
             ],
             path: "Benchmarks/OutboxBench",
             swiftSettings: strictSettings
@@ -207,7 +221,7 @@ let package = Package(
         .testTarget(
             name: "OutboxTestServerTests",
             dependencies: [
-                "OutboxTestServer", "IdempotencyClaims", "outbox-test-server",
+                "OutboxTestServer", "OutboxTestServerPostgres", "IdempotencyClaims", "outbox-test-server",
                 "Outbox", "OutboxTesting", "PostgresClaimStore", "ThrowawayPostgres", "TestHarness", "OutboxWire",
             ],
             swiftSettings: testSettings

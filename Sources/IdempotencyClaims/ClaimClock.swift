@@ -19,31 +19,34 @@ public struct SystemClaimClock: ClaimClock {
 
 /// A clock that moves only when told, for tests of retention and leases.
 ///
+/// A test double, so `package`: this package's tests and its simulation use it, and a server
+/// links none of it. A server's own tests write theirs in a few lines over ``ClaimClock``.
+///
 /// ```swift
 /// let clock = ManualClaimClock()
 /// let claims = IdempotencyClaims(store: store, clock: clock)
 /// clock.advance(by: 31 * 86_400)   // past the default retention
 /// ```
-public final class ManualClaimClock: ClaimClock {
+package final class ManualClaimClock: ClaimClock {
     private let moment: Mutex<Date>
 
     /// - Parameter now: the starting moment (by default 2027-01-15 08:00 UTC).
-    public init(now: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
+    package init(now: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
         moment = Mutex(now)
     }
 
-    public func now() -> Date {
+    package func now() -> Date {
         moment.withLock { $0 }
     }
 
     /// Moves the clock forward by `seconds`.
-    public func advance(by seconds: TimeInterval) {
+    package func advance(by seconds: TimeInterval) {
         precondition(seconds >= 0, "advance(by:) moves forward; use set(to:) to move back")
         moment.withLock { $0 = $0.addingTimeInterval(seconds) }
     }
 
     /// Sets the clock to any moment, earlier ones included.
-    public func set(to date: Date) {
+    package func set(to date: Date) {
         moment.withLock { $0 = date }
     }
 }

@@ -1,8 +1,12 @@
 public import Foundation
 import Synchronization
 
-/// A ``ClaimStore`` in memory, with the server's records beside the claims: for tests and
-/// servers that keep their data in a Swift value.
+/// A ``ClaimStore`` in memory, with the server's records beside the claims: for a server of one
+/// process that keeps its data in a Swift value, and for tests.
+///
+/// A real store, not a test double: what it holds is gone when the process ends, and it serves
+/// one process only (several processes share claims through `PostgresClaimStore`). The test
+/// server's memory storage and `OutboxTesting`'s `InMemoryServer` run on it.
 ///
 /// `Records` is the server's own data. A transaction works on a copy of it and of the claims;
 /// returning from the closure commits both at once, throwing discards both. Transactions are

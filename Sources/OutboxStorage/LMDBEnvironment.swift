@@ -38,8 +38,8 @@ public final class LMDBEnvironment: @unchecked Sendable {
         public var maxDatabases: UInt32
         /// How many read transactions may be open at once across every process.
         public var maxReaders: UInt32
-        /// Forces failures for tests (see ``LMDBFaultHook``).
-        public var faultHook: LMDBFaultHook?
+        /// Forces failures for tests (see ``LMDBFaultHook``); `package`, never a product's API.
+        package var faultHook: LMDBFaultHook?
         /// Read without LMDB's lock file (`MDB_NOLOCK`), for a copy on read-only media where
         /// `lock.mdb` can be neither created nor opened. Read-only environments only: nothing
         /// then coordinates with a writer, so it suits a copy, not a live journal.
@@ -52,7 +52,23 @@ public final class LMDBEnvironment: @unchecked Sendable {
             maxMapSizeBytes: Int = 1 << 30,
             maxDatabases: UInt32 = 16,
             maxReaders: UInt32 = 126,
-            faultHook: LMDBFaultHook? = nil,
+            withoutLockFile: Bool = false
+        ) {
+            self.init(readOnly: readOnly, syncOnCommit: syncOnCommit, initialMapSizeBytes: initialMapSizeBytes,
+                      maxMapSizeBytes: maxMapSizeBytes, maxDatabases: maxDatabases, maxReaders: maxReaders,
+                      faultHook: nil, withoutLockFile: withoutLockFile)
+        }
+
+        /// The options with a fault hook: for this package's tests (and the engine that passes
+        /// theirs on).
+        package init(
+            readOnly: Bool = false,
+            syncOnCommit: Bool = true,
+            initialMapSizeBytes: Int = 4 << 20,
+            maxMapSizeBytes: Int = 1 << 30,
+            maxDatabases: UInt32 = 16,
+            maxReaders: UInt32 = 126,
+            faultHook: LMDBFaultHook?,
             withoutLockFile: Bool = false
         ) {
             self.readOnly = readOnly

@@ -1,5 +1,5 @@
 /// The LMDB calls a fault hook can fail on purpose.
-public enum LMDBCall: String, Sendable, CaseIterable {
+package enum LMDBCall: String, Sendable, CaseIterable {
     case beginTransaction
     case put
     case delete
@@ -16,11 +16,14 @@ public enum LMDBCall: String, Sendable, CaseIterable {
 /// as if LMDB had returned it, with LMDB's own cleanup (a forced commit failure aborts the
 /// transaction, as a real one frees it). Used to prove that a full map, a full reader table or an
 /// I/O error never loses acknowledged data.
-public struct LMDBFaultHook: Sendable {
+///
+/// `package`, as ``LMDBEnvironment/Options/faultHook`` is: a seam for this package's tests, never
+/// part of a product (`LMDBClaimStore` carries this module, so a public hook would ship to servers).
+package struct LMDBFaultHook: Sendable {
     let decide: @Sendable (LMDBCall) -> LMDBError?
 
     /// - Parameter decide: called before every hooked call; return an error to force it.
-    public init(_ decide: @escaping @Sendable (LMDBCall) -> LMDBError?) {
+    package init(_ decide: @escaping @Sendable (LMDBCall) -> LMDBError?) {
         self.decide = decide
     }
 }

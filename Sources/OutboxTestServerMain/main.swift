@@ -2,6 +2,7 @@
 import Dispatch
 import Foundation
 import OutboxTestServer
+import OutboxTestServerPostgres
 
 #if canImport(Glibc)
 import Glibc

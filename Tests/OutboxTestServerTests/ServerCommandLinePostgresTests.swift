@@ -1,5 +1,6 @@
 import Foundation
 import OutboxTestServer
+import OutboxTestServerPostgres
 import Testing
 
 /// The options of PostgreSQL storage and latency; the others are `ServerCommandLineTests`'.
@@ -9,7 +10,7 @@ struct ServerCommandLinePostgresTests {
         let parsed = try ServerCommandLine.parse([
             "--postgres", "host=/tmp/pg port=5433 dbname=claims sslmode=disable", "--pool-size", "3", "--latency-ms", "25",
         ]).get()
-        guard case .run(let configuration) = parsed, case .postgres(let settings, let poolSize) = configuration.storage else {
+        guard case .run(let configuration) = parsed, case let (settings, poolSize)? = configuration.storage.postgres else {
             Issue.record("expected run with postgres storage")
             return
         }
@@ -17,7 +18,7 @@ struct ServerCommandLinePostgresTests {
         #expect(poolSize == 3)
         #expect(configuration.latency == 0.025)
         guard case .run(let fromEnvironment) = try ServerCommandLine.parse(["--postgres", "env"]).get(),
-            case .postgres(let environment, let defaultSize) = fromEnvironment.storage
+            case let (environment, defaultSize)? = fromEnvironment.storage.postgres
         else {
             Issue.record("expected postgres storage from the environment")
             return
@@ -32,7 +33,7 @@ struct ServerCommandLinePostgresTests {
             (["--postgres", "env", "--pool-size", "1000", "--latency-ms", "60000"], 1000, 60.0),
         ] {
             guard case .run(let configuration) = try ServerCommandLine.parse(arguments).get(),
-                case .postgres(_, let size) = configuration.storage
+                case let (_, size)? = configuration.storage.postgres
             else {
                 Issue.record("expected postgres storage for \(arguments)")
                 continue

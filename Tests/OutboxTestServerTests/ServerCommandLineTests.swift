@@ -1,6 +1,7 @@
 import Foundation
 import TestHarness
 import OutboxTestServer
+import OutboxTestServerPostgres
 import Testing
 
 @Suite("The outbox-test-server command line", .timeLimit(.minutes(10)))

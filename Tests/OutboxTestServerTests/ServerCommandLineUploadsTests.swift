@@ -1,5 +1,6 @@
 import Foundation
 import OutboxTestServer
+import OutboxTestServerPostgres
 import Testing
 
 /// The upload endpoints' options (the store behind them is exercised by the end-to-end tests,

@@ -1,5 +1,6 @@
 import Foundation
 import OutboxTestServer
+import OutboxTestServerPostgres
 import OutboxWire
 import ThrowawayPostgres
 import Testing

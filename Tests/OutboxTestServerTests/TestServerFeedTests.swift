@@ -3,6 +3,7 @@ import TestHarness
 import IdempotencyClaims
 import OutboxCrypto
 import OutboxTestServer
+import OutboxTestServerPostgres
 import OutboxWire
 import Testing
 

@@ -3,6 +3,7 @@ import TestHarness
 import IdempotencyClaims
 import OutboxWire
 import OutboxTestServer
+import OutboxTestServerPostgres
 import ThrowawayPostgres
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import IdempotencyClaims
 import OutboxTestServer
+import OutboxTestServerPostgres
 import OutboxWire
 import PostgresClaimStore
 import ThrowawayPostgres

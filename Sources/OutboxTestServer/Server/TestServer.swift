@@ -1,6 +1,5 @@
 public import Foundation
 public import IdempotencyClaims
-public import PostgresClaimStore
 public import OutboxWire
 
 /// A loopback HTTP/1.1 server with idempotent create endpoints and scriptable faults: the other
@@ -32,9 +31,10 @@ public final class TestServer: Sendable {
             /// An LMDB environment in this directory: a server started again on it replays what
             /// it answered before.
             case lmdb(directory: URL)
-            /// A PostgreSQL database, through a pool of at most `poolSize` connections: several
-            /// servers on one database share their claims and records, and behave as one server.
-            case postgres(PostgresConnectionSettings, poolSize: Int)
+            /// A storage another module of this package opens: PostgreSQL's, as
+            /// `.postgres(_:poolSize:)` from `OutboxTestServerPostgres`. This module names no
+            /// database client, so a server in memory or in LMDB links no libpq.
+            case external(ExternalStorage)
         }
 
         /// The port on 127.0.0.1; 0 lets the system pick a free one (see ``TestServer/port``).
@@ -121,16 +121,16 @@ public final class TestServer: Sendable {
 
     /// Starts the server: it is listening when this returns.
     /// - Throws: ``SocketError`` when the port cannot be bound; storage errors for an LMDB
-    ///   directory that cannot be opened (or is open already in this process), or a PostgreSQL
-    ///   database that cannot be reached or migrated.
+    ///   directory that cannot be opened (or is open already in this process), or an external
+    ///   storage that cannot be opened (a PostgreSQL database that cannot be reached or migrated).
     public init(_ configuration: Configuration = Configuration()) throws {
         let storage: any ServerStorage = switch configuration.storage {
         case .memory:
             MemoryServerStorage(policy: configuration.claimPolicy, clock: configuration.clock)
         case .lmdb(let directory):
             try LMDBServerStorage(directory: directory, policy: configuration.claimPolicy, clock: configuration.clock)
-        case .postgres(let settings, let poolSize):
-            try PostgresServerStorage(settings: settings, poolSize: poolSize, policy: configuration.claimPolicy, clock: configuration.clock)
+        case .external(let external):
+            try external.opener.open(policy: configuration.claimPolicy, clock: configuration.clock)
         }
         let routes = Routes(storage: storage, faults: FaultQueue(), holds: Holds(), slowHoldLimit: configuration.slowHoldLimit,
                             latency: configuration.latency, observer: configuration.observer,

@@ -1,12 +1,12 @@
-import Foundation
+package import Foundation
 
 /// The directory LMDB storage lives in: an existing directory, or a missing one whose parent
 /// exists (then it is created, that one level only). A regular file, or a path whose parents
 /// are missing (a typo, most likely), is refused in words rather than created or dumped as a
 /// system error.
-enum DataDirectory {
+package enum DataDirectory {
     /// Why `directory` cannot hold the storage, completing "--data-dir ..."; `nil` when it can.
-    static func problem(_ directory: URL) -> String? {
+    package static func problem(_ directory: URL) -> String? {
         let path = directory.path
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {

@@ -1,5 +1,5 @@
-import IdempotencyClaims
-import OutboxWire
+package import IdempotencyClaims
+package import OutboxWire
 
 /// The feed of a storage with one writer at a time (memory, LMDB): each business's changes
 /// numbered 1, 2, ... in the order they commit, dense above the floor, at `(epoch, n, 0)`. The
@@ -68,18 +68,18 @@ extension Sequence<StoredRecord> {
 }
 
 /// A feed whose snapshot and summary read every record of a business and the fence at one moment.
-protocol RecordsAtFence {
+package protocol RecordsAtFence {
     /// The business's records (others' may come too) and its fence, seen at one moment.
     func recordsAndFence(business: String) throws -> (FeedPosition, [StoredRecord])
 }
 
 extension RecordsAtFence {
-    func snapshot(business: String, type: String?, after: SnapshotKey?, limit: Int) throws -> SnapshotRead {
+    package func snapshot(business: String, type: String?, after: SnapshotKey?, limit: Int) throws -> SnapshotRead {
         let (fence, stored) = try recordsAndFence(business: business)
         return stored.snapshot(business: business, type: type, after: after, limit: limit, position: fence)
     }
 
-    func summary(business: String, type: String) throws -> (position: FeedPosition, records: [(id: String, revision: UInt64)]) {
+    package func summary(business: String, type: String) throws -> (position: FeedPosition, records: [(id: String, revision: UInt64)]) {
         let (fence, stored) = try recordsAndFence(business: business)
         return stored.summary(business: business, type: type, position: fence)
     }

@@ -1,11 +1,11 @@
-import Foundation
-import IdempotencyClaims
-import OutboxWire
+package import Foundation
+package import IdempotencyClaims
+package import OutboxWire
 
 /// The server's writes, inside the transaction that completes a claim. Each is one atomic step,
 /// so that servers sharing one database (PostgreSQL) never hand out a revision or a request id
 /// twice.
-protocol ServerTransaction {
+package protocol ServerTransaction {
     /// Stores `body` as the next revision of the record (1 for the first create of its id; a
     /// tombstone's id is created again, at the revision after the delete's).
     /// - Returns: the revision stored.
@@ -31,7 +31,7 @@ protocol ServerTransaction {
 
 /// A storage's change feed: the one read ``FeedHandling`` answers pages from, and the controls
 /// a test drives it with.
-protocol ServerFeed: ChangeLog, Sendable {
+package protocol ServerFeed: ChangeLog, Sendable {
     /// Forgets `business`'s changes at or before `through` and raises its floor there, as
     /// tombstones past their retention are forgotten, without a clock: a cursor below is then
     /// answered 409 `expired`.
@@ -41,12 +41,16 @@ protocol ServerFeed: ChangeLog, Sendable {
 }
 
 /// Why a purge was refused: what to send instead.
-struct FeedPurgeRefusal: Error {
-    var message: String
+package struct FeedPurgeRefusal: Error {
+    package var message: String
+
+    package init(message: String) {
+        self.message = message
+    }
 }
 
 /// The server's database: claims and records together, in memory, in LMDB or in PostgreSQL.
-protocol ServerStorage: Sendable {
+package protocol ServerStorage: Sendable {
     /// Answers a business request through the claims (see ``IdempotencyClaims/handle(scope:key:body:whileClaimed:write:)``).
     func handle(
         scope: ClaimScope,
@@ -78,7 +82,7 @@ protocol ServerStorage: Sendable {
 extension IdempotencyClaims {
     /// ``ServerStorage/handle(scope:key:body:whileClaimed:write:)`` for a storage whose claims
     /// live in `Store`: the write sees the store's transaction as `wrap` presents it.
-    func handle(
+    package func handle(
         scope: ClaimScope,
         key: String?,
         body: Data,

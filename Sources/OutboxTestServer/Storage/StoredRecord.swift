@@ -1,5 +1,5 @@
 public import Foundation
-import OutboxWire
+package import OutboxWire
 
 /// A record of the test server: what `POST /products` creates, `PUT` or `PATCH
 /// /products/{id}` updates and `DELETE /products/{id}` turns into a tombstone (and the same for
@@ -63,7 +63,7 @@ public struct StoredRecord: Hashable, Sendable, Codable {
 
     /// The change of the feed this revision is: the record as an answer to its write shows it
     /// (the stored body with its revision added), or its tombstone.
-    var feedChange: FeedChange {
+    package var feedChange: FeedChange {
         FeedChange(type: type, id: id, revision: UInt64(revision), record: isDeleted ? nil : RecordBody.withRevision(body, revision))
     }
 
@@ -94,7 +94,7 @@ public struct PendingApproval: Hashable, Sendable, Codable {
     }
 
     /// The request id of the `number`th approval: `apr-1`, `apr-2`, ...
-    static func requestID(_ number: Int) -> String {
+    package static func requestID(_ number: Int) -> String {
         "apr-\(number)"
     }
 }

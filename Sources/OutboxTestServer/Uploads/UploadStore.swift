@@ -8,7 +8,7 @@ public import Foundation
 /// manifest, and reads the object back to hash it. The token and the key never leave the server.
 ///
 /// ```swift
-/// var configuration = TestServer.Configuration(storage: .postgres(settings, poolSize: 4))
+/// var configuration = TestServer.Configuration(storage: .lmdb(directory: dataDirectory))
 /// configuration.uploads = UploadStore(
 ///     storageURL: store.storageURL, authToken: store.authToken, tempURLKey: "secret", container: "photos",
 ///     segmentBytes: 256 << 10)

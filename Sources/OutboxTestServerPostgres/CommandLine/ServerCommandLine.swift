@@ -1,4 +1,5 @@
 import Foundation
+public import OutboxTestServer
 import PostgresClaimStore
 
 /// The `outbox-test-server` command line, parsed without running anything.

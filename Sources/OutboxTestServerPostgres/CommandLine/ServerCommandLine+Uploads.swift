@@ -1,4 +1,5 @@
 import Foundation
+import OutboxTestServer
 
 extension ServerCommandLine {
     /// The upload endpoints' options, gathered as they come, checked as a whole at the end.

@@ -1,5 +1,6 @@
 import Foundation
 import IdempotencyClaims
+import OutboxTestServer
 import OutboxWire
 import PostgresClaimStore
 
