@@ -12,6 +12,7 @@
 //                      protocol; the byte codec; the servers' If-Match and JSON merge patch
 //   OutboxCore         pure: identifiers, requests, events, the record codec, the fold
 //   Outbox             the public engine: the journal, its projections, the API
+//   OutboxAudit        the support and audit side: JournalReader, the ledger, timelines, verification
 //   OutboxTesting      test doubles apps can use too: a manual clock, a scripted transport
 //   IdempotencyClaims  the server half: claims that make a replayed write apply once (links no database);
 //                      its test clock, ManualClaimClock, is package access, shipped in no product
@@ -53,6 +54,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Outbox", targets: ["Outbox"]),
+        // Support and audit: JournalReader, verification, the ledger, timelines, proofs.
+        .library(name: "OutboxAudit", targets: ["OutboxAudit"]),
         .library(name: "OutboxTesting", targets: ["OutboxTesting"]),
         .library(name: "IdempotencyClaims", targets: ["IdempotencyClaims"]),
         // The LMDB claim store's initializer takes the server's LMDBEnvironment, and its
@@ -109,6 +112,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "OutboxAudit",
+            dependencies: ["Outbox", "OutboxCore", "OutboxStorage", "OutboxCrypto", "OutboxWire"],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "OutboxTesting",
             dependencies: ["Outbox", "IdempotencyClaims", "OutboxWire"],
             swiftSettings: strictSettings
@@ -158,7 +166,7 @@ let package = Package(
         ),
         .target(
             name: "JournalInspect",
-            dependencies: ["Outbox"],
+            dependencies: ["Outbox", "OutboxAudit"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -177,7 +185,7 @@ let package = Package(
         .target(name: "CTestProcess"),
         .target(
             name: "OutboxSimulation",
-            dependencies: ["TestHarness", "Outbox", "OutboxTesting", "IdempotencyClaims", "OutboxWire"],
+            dependencies: ["TestHarness", "Outbox", "OutboxAudit", "OutboxTesting", "IdempotencyClaims", "OutboxWire"],
             swiftSettings: strictSettings
         ),
         .systemLibrary(
@@ -189,7 +197,7 @@ let package = Package(
         .executableTarget(
             name: "outbox-bench",
             dependencies: [
-                "Outbox", "OutboxCore", "OutboxStorage", "OutboxTesting", "TestHarness", "CSQLite",
+                "Outbox", "OutboxAudit", "OutboxCore", "OutboxStorage", "OutboxTesting", "TestHarness", "CSQLite",
                 "IdempotencyClaims", "LMDBClaimStore", "PostgresClaimStore", "ThrowawayPostgres", "ThrowawaySwiftStore", "OutboxTestServer",
                 "OutboxTestServerPostgres",
             ],
@@ -198,7 +206,7 @@ let package = Package(
         ),
         .target(
             name: "OutboxDemo",
-            dependencies: ["Outbox", "OutboxTestServer", "JournalInspect", "ThrowawaySwiftStore", "OutboxCrypto"],
+            dependencies: ["Outbox", "OutboxAudit", "OutboxTestServer", "JournalInspect", "ThrowawaySwiftStore", "OutboxCrypto"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -209,7 +217,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "outbox-test-child",
-            dependencies: ["Outbox", "OutboxStorage"],
+            dependencies: ["Outbox", "OutboxAudit", "OutboxStorage"],
             path: "Sources/OutboxTestChild",
             swiftSettings: strictSettings
         ),
@@ -222,24 +230,24 @@ let package = Package(
             name: "OutboxTestServerTests",
             dependencies: [
                 "OutboxTestServer", "OutboxTestServerPostgres", "IdempotencyClaims", "outbox-test-server",
-                "Outbox", "OutboxTesting", "PostgresClaimStore", "ThrowawayPostgres", "TestHarness", "OutboxWire",
+                "Outbox", "OutboxAudit", "OutboxTesting", "PostgresClaimStore", "ThrowawayPostgres", "TestHarness", "OutboxWire",
             ],
             swiftSettings: testSettings
         ),
         .testTarget(
             name: "JournalInspectTests",
-            dependencies: ["JournalInspect", "Outbox", "OutboxTesting", "OutboxStorage", "journal-inspect", "TestHarness"],
+            dependencies: ["JournalInspect", "Outbox", "OutboxAudit", "OutboxTesting", "OutboxStorage", "journal-inspect", "TestHarness"],
             swiftSettings: testSettings
         ),
         .testTarget(
             name: "OutboxSimulationTests",
-            dependencies: ["OutboxSimulation", "Outbox", "OutboxTesting", "TestHarness"],
+            dependencies: ["OutboxSimulation", "Outbox", "OutboxAudit", "OutboxTesting", "TestHarness"],
             swiftSettings: testSettings
         ),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "Outbox", "OutboxTesting", "OutboxTestServer", "outbox-test-child", "TestHarness", "ThrowawayPostgres",
+                "Outbox", "OutboxAudit", "OutboxTesting", "OutboxTestServer", "outbox-test-child", "TestHarness", "ThrowawayPostgres",
                 "ThrowawaySwiftStore", "OutboxCrypto", "outbox-test-server",
             ],
             swiftSettings: testSettings
@@ -276,7 +284,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OutboxTests",
-            dependencies: ["Outbox", "OutboxTesting", "OutboxStorage", "outbox-test-child", "TestHarness", "OutboxWire"],
+            dependencies: ["Outbox", "OutboxAudit", "OutboxTesting", "OutboxStorage", "outbox-test-child", "TestHarness", "OutboxWire"],
             swiftSettings: testSettings
         ),
     ],

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// `journal-inspect`: the support engineer's tool, as a library the thin executable calls.
 ///

@@ -1,5 +1,6 @@
 public import Foundation
 public import Outbox
+public import OutboxAudit
 
 /// A clock that runs faster than real time: the demo's afternoon passes in seconds, and its
 /// retries (2 s, 4 s, ...) come at the moments the engine schedules, only sooner.

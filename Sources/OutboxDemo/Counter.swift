@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// The shop's tablet at the counter: another device writing the same business, straight to the
 /// server over its own connection (never the phone's signal). What it changes reaches the phone

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// What the member's phone shows of her records, read from the engine as an app reads it: the
 /// list of each type (`records(_:)`), each record's value as the member typed it, and its sync

@@ -3,6 +3,7 @@
 
 public import Foundation
 import Outbox
+import OutboxAudit
 import JournalInspect
 import OutboxCrypto
 import OutboxTestServer

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 import Synchronization
 
 /// What the phone's list showed of some records while it watched, from the engine's one

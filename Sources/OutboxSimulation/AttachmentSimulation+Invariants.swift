@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 import OutboxTesting
 
 /// What must hold after every step of the storm, after every open, and once the network heals.

@@ -1,6 +1,7 @@
 public import Foundation
 import IdempotencyClaims
 import Outbox
+import OutboxAudit
 import OutboxTesting
 import TestHarness
 

@@ -3,6 +3,7 @@
 
 import Foundation
 import Outbox
+import OutboxAudit
 import OutboxWire
 
 /// A broken invariant, in words.

@@ -1,6 +1,7 @@
 import Foundation
 import IdempotencyClaims
 import Outbox
+import OutboxAudit
 import OutboxTesting
 import OutboxWire
 

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import IdempotencyClaims
 import Outbox
+import OutboxAudit
 import OutboxTesting
 import OutboxWire
 import Synchronization

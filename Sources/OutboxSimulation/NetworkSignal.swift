@@ -1,4 +1,5 @@
 import Outbox
+import OutboxAudit
 import Synchronization
 
 /// Whether a simulated network is up, and whether it healed for good (every request through,

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 import OutboxWire
 
 /// One record as the audit folded it from the journal's events: the server base the

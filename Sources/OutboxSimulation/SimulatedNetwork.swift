@@ -1,6 +1,7 @@
 import Foundation
 import OutboxWire
 import Outbox
+import OutboxAudit
 import OutboxTesting
 import TestHarness
 import Synchronization

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// What must hold after every step, and once the network heals.
 extension Simulation {

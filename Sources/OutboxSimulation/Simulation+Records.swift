@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// The member's records: what the workload writes into them, and what must hold of them after
 /// every step (`Docs/records.md`).

@@ -3,6 +3,7 @@
 
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// The scripted member, the app around them, another device and the world: one action per step,
 /// drawn from the seed.

@@ -1,4 +1,5 @@
 import Outbox
+import OutboxAudit
 import TestHarness
 
 /// The rules one seed configures the engine with: what a revision conflict does for each edit

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 import Synchronization
 
 // `attach-worker`: a photo attached with no signal, then uploaded once the signal returns, for

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 // `attach`: a photo attached to a write with no signal, for the crash tests that kill between
 // the durable steps of keeping its file and the enqueue's commit (AttachmentCrashTests).

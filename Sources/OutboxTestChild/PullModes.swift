@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 import Synchronization
 
 // `pull-worker`: a phone pulling its business's feed page by page (and fetching the base again

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 // `record-worker` and `record-settle`: the member's records written with their writes, for the
 // crash tests that kill between the durable steps of a record write (RecordCrashTests).

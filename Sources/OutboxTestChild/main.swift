@@ -60,6 +60,7 @@
 //       See StorageModes.swift: a second writer process, and a file-size limit met mid-write.
 import Foundation
 import Outbox
+import OutboxAudit
 import OutboxStorage
 
 func fail(_ message: String) -> Never {

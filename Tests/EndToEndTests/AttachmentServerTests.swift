@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 import OutboxCrypto
 import PostgresClaimStore
 import TestHarness

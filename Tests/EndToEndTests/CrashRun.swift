@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 import TestHarness
 
 /// One run of `outbox-test-child crash-worker`, drawn from the seed: how many writer tasks

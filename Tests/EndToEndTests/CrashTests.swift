@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 import TestHarness
 import OutboxTestServer
 import Testing

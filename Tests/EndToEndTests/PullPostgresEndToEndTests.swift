@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 @testable import Outbox
+import OutboxAudit
 import OutboxTesting
 import TestHarness
 import OutboxWire

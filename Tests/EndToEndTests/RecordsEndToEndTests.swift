@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 @testable import Outbox
+import OutboxAudit
 import OutboxTestServer
 import OutboxTesting
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import JournalInspect
 @testable import Outbox
+import OutboxAudit
 import struct Outbox.Attachment
 import OutboxTesting
 import TestHarness

@@ -2,6 +2,7 @@ import Foundation
 import TestHarness
 @testable import JournalInspect
 import Outbox
+import OutboxAudit
 import OutboxStorage
 import Testing
 #if canImport(Glibc)

@@ -2,6 +2,7 @@ import Foundation
 import TestHarness
 import JournalInspect
 @testable import Outbox
+import OutboxAudit
 import Testing
 
 /// A damaged record is reported with its seq, and every command carries on with what it can

@@ -2,6 +2,7 @@ import Foundation
 import TestHarness
 import JournalInspect
 import Outbox
+import OutboxAudit
 import OutboxTesting
 import Synchronization
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import JournalInspect
 import Outbox
+import OutboxAudit
 import Testing
 
 @Suite("Formatting: pure functions from data to text")

@@ -1,6 +1,7 @@
 import Foundation
 import TestHarness
 @testable import Outbox
+import OutboxAudit
 import OutboxTesting
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import JournalInspect
 import Outbox
+import OutboxAudit
 import Testing
 
 @Suite("Parsing the command line, in-process")

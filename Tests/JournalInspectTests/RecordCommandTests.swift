@@ -2,6 +2,7 @@ import Foundation
 import TestHarness
 import JournalInspect
 @testable import Outbox
+import OutboxAudit
 import OutboxTesting
 import Testing
 

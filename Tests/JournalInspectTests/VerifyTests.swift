@@ -1,6 +1,7 @@
 import Foundation
 import TestHarness
 @testable import Outbox
+import OutboxAudit
 import Testing
 
 /// Each test plants one kind of damage in a journal the engine wrote, closed, and checks that

@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Outbox
+import OutboxAudit
 import OutboxTesting
 import OutboxTestServer
 import PostgresClaimStore

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 @testable import Outbox
+import OutboxAudit
 import struct Outbox.Attachment
 import OutboxCore
 import OutboxTesting

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 import OutboxTesting
 import OutboxWire
 import Testing

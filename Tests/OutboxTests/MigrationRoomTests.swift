@@ -1,5 +1,6 @@
 import Foundation
 @testable import Outbox
+import OutboxAudit
 import OutboxStorage
 import OutboxTesting
 import Synchronization

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Outbox
+import OutboxAudit
 import OutboxCore
 import OutboxStorage
 import OutboxTesting

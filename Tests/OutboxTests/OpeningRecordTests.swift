@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 @testable import Outbox
+import OutboxAudit
 import OutboxStorage
 import OutboxTesting
 import Synchronization

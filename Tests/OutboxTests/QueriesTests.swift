@@ -1,5 +1,6 @@
 import Foundation
 @testable import Outbox
+@testable import OutboxAudit
 import Testing
 
 /// Every read is written once, against ``ProjectionReads``: the stored projections an engine

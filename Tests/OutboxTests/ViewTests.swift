@@ -1,6 +1,7 @@
 import Foundation
 import Observation
 @testable import Outbox
+import OutboxAudit
 import OutboxTesting
 import Testing
 

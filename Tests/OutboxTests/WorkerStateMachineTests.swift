@@ -1,5 +1,6 @@
 import Foundation
 @testable import Outbox
+import OutboxAudit
 import Testing
 
 @Suite("The worker's state machine")

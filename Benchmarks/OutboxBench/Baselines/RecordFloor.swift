@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 import OutboxStorage
 
 /// The least a record's read must touch, read straight through `OutboxStorage` from a journal the

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// The app's own records beside the SQLite outbox, as a team keeps them: a table of the member's
 /// values (`products`), changed in the same transaction as the outbox row that sends the change,

@@ -2,6 +2,7 @@ import CSQLite
 import Dispatch
 import Foundation
 import Outbox
+import OutboxAudit
 import Synchronization
 
 /// The alternative a team would otherwise build: a mutable SQLite outbox.

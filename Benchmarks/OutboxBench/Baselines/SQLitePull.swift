@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 import OutboxWire
 
 /// The pull a team would build on SQLite: the app's table of the server's records and a row per

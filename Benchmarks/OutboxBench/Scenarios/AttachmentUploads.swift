@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Outbox
+import OutboxAudit
 import OutboxCrypto
 import OutboxTestServer
 import OutboxTesting

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 import OutboxTesting
 
 /// Scenarios 15.1 to 15.3: attachments. A file uploaded through the engine (grant, 8 MiB

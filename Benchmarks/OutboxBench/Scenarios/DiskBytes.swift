@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// Scenario 8: what the full lifecycle leaves on disk, per operation.
 extension Scenario {

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// Scenarios 1 and 2 (and 9.1, 9.2 for the `.processCrash` tier): enqueues that return once durable.
 extension Scenario {

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 import OutboxStorage
 
 /// Scenarios 4, 5 and 6: a journal of a million events, opened, rebuilt and queried.

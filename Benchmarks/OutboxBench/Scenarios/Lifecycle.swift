@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 import OutboxTesting
 
 /// How long one full lifecycle took: enqueue every operation, then drain them all.

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// Scenario 14.3: a journal that pulled a catalogue of 100,000 products, with 50 edits pending,
 /// finds its cursor forgotten by the server and fetches the base again whole over loopback:

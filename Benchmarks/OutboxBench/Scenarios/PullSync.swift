@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 import OutboxWire
 
 /// Scenarios 14.1 and 14.2: the pull's initial sync of a catalogue of 100,000 products, and one

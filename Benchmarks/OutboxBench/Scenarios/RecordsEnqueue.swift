@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// Scenarios 13.1 and 13.2: an enqueue that commits the member's record change with it, beside the
 /// same enqueue alone, in the durable and the `.processCrash` tier.

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// Scenarios 13.3 and 13.4: the member's records read, one by key and a page of them, from the
 /// journal of ``RecordJournal`` (1,000 products, 400 with pending writes).

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 import Synchronization
 
 /// Scenario 13.5: what the record stream costs each commit. Ten subscribers follow one page of

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 import OutboxTesting
 
 /// A journal of the member's products as a phone holds them after a while offline, and the same

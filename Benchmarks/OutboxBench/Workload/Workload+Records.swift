@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// The member's records the records scenarios write and read: a pharmacy's products, each
 /// created with its record, edited while offline.

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 import OutboxTesting
 
 /// The writes every contender is given: a pharmacy's new products and people, as a phone makes them.

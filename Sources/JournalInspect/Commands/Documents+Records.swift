@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 // The JSON documents of `record` and `records`. Their field names are part of the tool's
 // interface, documented in Docs/journal-inspect.md: add fields, never rename one.

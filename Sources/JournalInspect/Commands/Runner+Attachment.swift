@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// `attachment <id>`: the proof of one attached file.
 extension Runner {

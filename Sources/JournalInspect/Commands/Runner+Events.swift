@@ -1,5 +1,6 @@
 import Foundation
 package import Outbox
+package import OutboxAudit
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// `record` and `records`: the member's data, and why the phone holds it.
 ///

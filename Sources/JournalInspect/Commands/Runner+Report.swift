@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// `report --html <file>`: the one file a ticket needs.
 extension Runner {

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// `timeline` and `export`: the proof of what happened to operations.
 extension Runner {

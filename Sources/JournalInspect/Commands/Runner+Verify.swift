@@ -1,5 +1,6 @@
 import Foundation
 package import Outbox
+package import OutboxAudit
 
 /// `verify`: exit 1 on any finding.
 extension Runner {

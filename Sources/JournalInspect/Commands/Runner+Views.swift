@@ -1,5 +1,6 @@
 import Foundation
 package import Outbox
+package import OutboxAudit
 
 /// `summary`, `ops` and `ledger`: read from the projections (or the fold of an older layout).
 extension Runner {

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// Runs one parsed command on an open journal and writes its output.
 struct Runner {

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

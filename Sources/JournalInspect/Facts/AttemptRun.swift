@@ -1,5 +1,6 @@
 import Foundation
 package import Outbox
+package import OutboxAudit
 
 /// Consecutive attempts that met the same answer: 51 attempts answered 503 read as one line, not
 /// 102.

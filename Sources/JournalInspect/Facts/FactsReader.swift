@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// Reads an operation's facts from the journal: its timeline, and the journal's events around it
 /// that explain it. Only `JournalReader`'s reads: its public ones, and its list of states (which

@@ -1,5 +1,6 @@
 package import Foundation
 package import Outbox
+package import OutboxAudit
 
 /// Everything the tool says about one operation, read once: its timeline, and what around it in
 /// the journal explains it (the app restarting, a compaction, what a queued row waits for). The

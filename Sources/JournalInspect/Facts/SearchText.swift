@@ -1,5 +1,6 @@
 import Foundation
 package import Outbox
+package import OutboxAudit
 
 /// `ops --search`: what a member calls a write ("the crème", "Antiseptic"), matched against the
 /// words the journal keeps of it, case and accents ignored.

@@ -1,5 +1,6 @@
 import Foundation
 package import Outbox
+package import OutboxAudit
 
 /// Where an attachment stands, in one word: the verdict's first, the JSON's `state`, the
 /// report's STATE column.

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// The chains an operation is part of, in words: what it replaces, what replaced it, what it
 /// waits for.

@@ -1,5 +1,6 @@
 import Foundation
 package import Outbox
+package import OutboxAudit
 
 extension EventText {
     /// One line of details, its moments printed in the zone `journal-inspect` was asked for

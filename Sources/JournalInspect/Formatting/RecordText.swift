@@ -1,5 +1,6 @@
 package import Foundation
 package import Outbox
+package import OutboxAudit
 
 /// A record for people: why the member's phone holds its value (the events that made it), how
 /// it stands (the member's view, the server's base, the sync state) and the verdict; and a page

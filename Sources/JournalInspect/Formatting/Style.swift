@@ -1,5 +1,6 @@
 import Foundation
 package import Outbox
+package import OutboxAudit
 
 /// Colour for a terminal: ANSI escapes when enabled, plain text otherwise.
 package struct Style: Sendable {

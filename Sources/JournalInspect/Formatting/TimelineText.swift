@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// A timeline for people: the operation's fields, its events as aligned rows (with the restarts
 /// and the compaction that explain them, and notes where the device clock jumped), the verdict.

@@ -1,5 +1,6 @@
 import Foundation
 package import Outbox
+package import OutboxAudit
 
 /// The one line that answers "what happened to this write?", from its facts.
 package enum Verdict {

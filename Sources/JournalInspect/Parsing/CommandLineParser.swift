@@ -3,6 +3,7 @@
 
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// The pure parser: arguments in, an ``Invocation`` or a ``UsageError`` out. No I/O.
 ///

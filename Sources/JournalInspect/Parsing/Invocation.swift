@@ -1,5 +1,6 @@
 package import Foundation
 package import Outbox
+package import OutboxAudit
 
 /// What a command line asks for: the parser's whole output.
 package enum Invocation: Equatable, Sendable {

@@ -1,5 +1,6 @@
 package import Foundation
 package import Outbox
+package import OutboxAudit
 
 /// What a report shows.
 package struct HTMLReportInput: Sendable {

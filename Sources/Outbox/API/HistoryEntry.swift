@@ -181,7 +181,7 @@ public struct HistoryEntry: Sendable, Equatable, Codable {
             payloadVersion = request.payloadVersion
             payloadBytes = request.payload.count
             requestHash = enqueued.requestHash.hex
-            payloadHashMatches = PayloadCheck(payload: request.payload, recordedHash: enqueued.requestHash).matches
+            payloadHashMatches = SHA256Digest(of: request.payload) == enqueued.requestHash
             if includePayload { payload = String(decoding: request.payload, as: UTF8.self) }
             account = enqueued.account
             baseRevision = request.baseRevision
@@ -383,6 +383,27 @@ extension HistoryEntry {
             revision = confirmation.revision
             valueHash = confirmation.valueHash?.hex
             source = confirmation.source.description
+        }
+    }
+}
+
+/// The JSON fields of an attempt's outcome, shared by every export that shows one: `outcome`
+/// (`response`, `no_response` or `not_sent`), then `httpStatus` or `transportFailure`.
+package struct OutcomeFields {
+    package var outcome: String
+    package var httpStatus: Int?
+    package var transportFailure: TransportFailure?
+
+    package init(_ outcome: AttemptOutcome) {
+        switch outcome {
+        case .response(let statusCode):
+            self.outcome = "response"
+            httpStatus = statusCode
+        case .noResponse(let failure):
+            self.outcome = "no_response"
+            transportFailure = failure
+        case .notSent:
+            self.outcome = "not_sent"
         }
     }
 }

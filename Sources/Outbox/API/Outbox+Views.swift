@@ -2,13 +2,6 @@ import Foundation
 import OutboxCore
 
 extension Outbox {
-    /// A page of the reconciliation ledger: one row per operation, in journal order, without
-    /// payloads or field values (``LedgerQuery`` shows how to read on).
-    public func ledger(_ query: LedgerQuery = LedgerQuery()) throws -> LedgerPage {
-        try ensureOpen()
-        return try store.queries.ledger(query)
-    }
-
     /// Queue depth, the oldest pending row's age, attempts and outcomes, conflicts by type, the
     /// journal's size, and the problems the engine met since it opened (``OutboxMetrics/problems``).
     public func metrics() throws -> OutboxMetrics {

@@ -28,7 +28,7 @@ public final class Outbox: Sendable {
     public let configuration: OutboxConfiguration
     let transport: any OutboxTransport
 
-    let store: JournalStore
+    package let store: JournalStore
     let writer: JournalWriter
     let broadcaster: ChangeBroadcaster
     /// Every live ``observe(_:)``: told the region of each commit.
@@ -36,7 +36,7 @@ public final class Outbox: Sendable {
     /// The app's logger, and the problems counted and kept in memory.
     let log: EngineLog
     /// The attachments' bytes, beside the journal.
-    let files: AttachmentFiles
+    package let files: AttachmentFiles
     /// Where the storage budget is kept: every write that must make room goes through it.
     let room: JournalRoom
     /// One attempt at one row: the worker's, and an inline save's.
@@ -245,7 +245,7 @@ public final class Outbox: Sendable {
     /// Whether ``close()`` has run.
     public var isClosed: Bool { closed.load(ordering: .acquiring) }
 
-    func ensureOpen() throws(OutboxError) {
+    package func ensureOpen() throws(OutboxError) {
         if isClosed { throw .closed }
     }
 }

@@ -20,7 +20,7 @@ public struct WorkerPause: Sendable, Equatable {
 
 extension EngineState {
     /// The pause an app is shown; `nil` while the worker sends.
-    var pause: WorkerPause? {
+    package var pause: WorkerPause? {
         isPaused ? WorkerPause(reason: pauseReason, since: pausedAt, triggeredBy: pausedBy) : nil
     }
 }

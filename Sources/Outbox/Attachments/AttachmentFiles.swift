@@ -1,6 +1,6 @@
-import Foundation
-import OutboxCore
-import OutboxCrypto
+package import Foundation
+package import OutboxCore
+package import OutboxCrypto
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -20,25 +20,25 @@ import Darwin
 /// journal had a key is sealed at the next open or key rotation (``sealPlainFiles()``).
 ///
 /// Files are read a chunk at a time: memory never grows with a file.
-struct AttachmentFiles: Sendable {
+package struct AttachmentFiles: Sendable {
     /// The directory, `attachments` beside the journal.
-    let directory: URL
+    package let directory: URL
     /// The size of each read and write when copying and hashing.
-    static let chunkBytes = 1 << 20
+    package static let chunkBytes = 1 << 20
     /// Names a write in progress starts with: never a hash, so collected at open.
-    static let incomingPrefix = ".incoming-"
+    package static let incomingPrefix = ".incoming-"
     /// What a sealed file's name ends with.
-    static let sealedSuffix = ".sealed"
+    package static let sealedSuffix = ".sealed"
     /// The journal's keys: the attachments key, when the journal is encrypted at rest.
-    let keys: SealingBox
+    package let keys: SealingBox
     /// The bytes the kept files take, counted once from the directory and moved by each keep;
     /// counted again after a removal.
     private let tally = KeptTally()
     /// Told each durable step of keeping a file as it is passed (`file-written`, `file-synced`,
     /// `file-renamed`, `file-directory-synced`): what the crash tests aim their kills at.
-    let step: @Sendable (String) -> Void
+    package let step: @Sendable (String) -> Void
 
-    init(journal: URL, keys: SealingBox = SealingBox(), step: @escaping @Sendable (String) -> Void = { _ in }) {
+    package init(journal: URL, keys: SealingBox = SealingBox(), step: @escaping @Sendable (String) -> Void = { _ in }) {
         directory = journal.appendingPathComponent("attachments", isDirectory: true)
         self.keys = keys
         self.step = step
@@ -49,17 +49,17 @@ struct AttachmentFiles: Sendable {
     /// keeps its attachments key in the clear and goes on sealing with it.
     private var sealing: SealedFileFormat? { keys.attachmentKey.map(SealedFileFormat.init(key:)) }
 
-    func plainURL(of sha256: SHA256Digest) -> URL {
+    package func plainURL(of sha256: SHA256Digest) -> URL {
         directory.appendingPathComponent(sha256.hex)
     }
 
-    func sealedURL(of sha256: SHA256Digest) -> URL {
+    package func sealedURL(of sha256: SHA256Digest) -> URL {
         directory.appendingPathComponent(sha256.hex + Self.sealedSuffix)
     }
 
     /// Where the file of `sha256` is kept, and whether sealed: the sealed copy when there is
     /// one; `nil` when there is none.
-    func location(of sha256: SHA256Digest) -> (url: URL, sealed: Bool)? {
+    package func location(of sha256: SHA256Digest) -> (url: URL, sealed: Bool)? {
         let sealed = sealedURL(of: sha256)
         if FileManager.default.fileExists(atPath: sealed.path) { return (sealed, true) }
         let plain = plainURL(of: sha256)
@@ -68,12 +68,12 @@ struct AttachmentFiles: Sendable {
     }
 
     /// Where the file of `sha256` lives (or would, were it kept now).
-    func url(of sha256: SHA256Digest) -> URL {
+    package func url(of sha256: SHA256Digest) -> URL {
         location(of: sha256)?.url ?? (sealing == nil ? plainURL(of: sha256) : sealedURL(of: sha256))
     }
 
     /// The bytes the file of `manifest` takes on the disk as kept: its size, or what it seals to.
-    static func storedSize(of manifest: AttachmentManifest, sealed: Bool) -> Int64 {
+    package static func storedSize(of manifest: AttachmentManifest, sealed: Bool) -> Int64 {
         sealed ? SealedFileFormat.sealedSize(ofPlaintext: manifest.size) : manifest.size
     }
 
@@ -82,7 +82,7 @@ struct AttachmentFiles: Sendable {
     /// are the same file.
     /// - Throws: ``OutboxError/invalidRequest(field:problem:)`` for a file that cannot be read,
     ///   ``OutboxError/storageFull(limitBytes:errno:)`` when the disk is full (nothing is kept).
-    func keep(_ attachment: Attachment, field: String) throws -> (manifest: AttachmentManifest, created: Bool) {
+    package func keep(_ attachment: Attachment, field: String) throws -> (manifest: AttachmentManifest, created: Bool) {
         let (digest, size, created) = try keepFile(field: field) { consume in
             switch attachment.source {
             case .bytes(let data):
@@ -178,7 +178,7 @@ struct AttachmentFiles: Sendable {
     /// the plaintext. A file that cannot be read is left as it is (`verify` names it).
     /// - Returns: how many were sealed.
     @discardableResult
-    func sealPlainFiles() -> Int {
+    package func sealPlainFiles() -> Int {
         guard sealing != nil else { return 0 }
         var sealed = 0
         for digest in listing().plain {
@@ -205,7 +205,7 @@ struct AttachmentFiles: Sendable {
 
     /// Removes the originals of the attachments given as files to be moved: called once the
     /// write that keeps their copies is committed, so a failed or killed save never loses one.
-    func removeMovedOriginals(_ attachments: [Attachment]) {
+    package func removeMovedOriginals(_ attachments: [Attachment]) {
         for attachment in attachments {
             if case .file(let url, moving: true) = attachment.source { unlink(url.path) }
         }
@@ -213,7 +213,7 @@ struct AttachmentFiles: Sendable {
 
     /// Removes the file of `sha256` (one an enqueue kept and then did not commit, or one no
     /// write needs any longer), in whichever form it is kept.
-    func remove(_ sha256: SHA256Digest) {
+    package func remove(_ sha256: SHA256Digest) {
         unlink(sealedURL(of: sha256).path)
         unlink(plainURL(of: sha256).path)
         tally.forget()
@@ -221,7 +221,7 @@ struct AttachmentFiles: Sendable {
 
     /// The files kept, by hash, with the bytes they take on the disk; those kept in plaintext;
     /// and the temporary files a kill left, apart.
-    func listing() -> (files: [SHA256Digest: Int64], plain: Set<SHA256Digest>, incoming: [URL]) {
+    package func listing() -> (files: [SHA256Digest: Int64], plain: Set<SHA256Digest>, incoming: [URL]) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return ([:], [], []) }
         var files: [SHA256Digest: Int64] = [:]
         var plain: Set<SHA256Digest> = []
@@ -242,7 +242,7 @@ struct AttachmentFiles: Sendable {
 
     /// The bytes the kept files take: the directory is listed only when the count is not known
     /// (the first call, and the first after a file was removed).
-    func keptBytes() -> Int64 {
+    package func keptBytes() -> Int64 {
         tally.total { listing().files.values.reduce(0, +) }
     }
 
@@ -250,7 +250,7 @@ struct AttachmentFiles: Sendable {
     /// chunks when the file is sealed.
     /// - Throws: ``AttachmentFileProblem`` when the file is missing, shorter than that, or a
     ///   sealed chunk does not open.
-    func read(_ sha256: SHA256Digest, offset: Int64, length: Int) throws(AttachmentFileProblem) -> Data {
+    package func read(_ sha256: SHA256Digest, offset: Int64, length: Int) throws(AttachmentFileProblem) -> Data {
         guard let (url, sealed) = location(of: sha256) else { throw .missing }
         let input = open(url.path, O_RDONLY)
         guard input >= 0 else { throw .missing }
@@ -267,7 +267,7 @@ struct AttachmentFiles: Sendable {
     }
 
     /// Hands the plaintext of the file of `sha256` to `body`, a chunk at a time.
-    func withPlaintextChunks(of sha256: SHA256Digest, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+    package func withPlaintextChunks(of sha256: SHA256Digest, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
         guard let (url, sealed) = location(of: sha256) else { throw AttachmentFileProblem.missing }
         let input = open(url.path, O_RDONLY)
         guard input >= 0 else { throw AttachmentFileProblem.missing }
@@ -280,7 +280,7 @@ struct AttachmentFiles: Sendable {
     }
 
     /// Whether the file of `manifest` is there, of its size, and hashes to its SHA-256.
-    func check(_ manifest: AttachmentManifest) -> AttachmentFileProblem? {
+    package func check(_ manifest: AttachmentManifest) -> AttachmentFileProblem? {
         var hasher = SHA256Hasher()
         var size: Int64 = 0
         do {
@@ -299,7 +299,7 @@ struct AttachmentFiles: Sendable {
     }
 
     /// Reads `input` to its end a chunk at a time; `failure` is thrown for a read that fails.
-    static func readChunks(_ input: Int32, _ body: (UnsafeRawBufferPointer) throws -> Void, failure: () -> any Error) throws {
+    package static func readChunks(_ input: Int32, _ body: (UnsafeRawBufferPointer) throws -> Void, failure: () -> any Error) throws {
         var buffer = [UInt8](repeating: 0, count: chunkBytes)
         while true {
             let count = buffer.withUnsafeMutableBytes { systemRead(input, $0.baseAddress!, $0.count) }
@@ -314,7 +314,7 @@ struct AttachmentFiles: Sendable {
 
     /// Fills `buffer` from `input` at `offset`; `false` when the file ends (or a read fails)
     /// first.
-    static func readFully(_ input: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) -> Bool {
+    package static func readFully(_ input: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) -> Bool {
         var filled = 0
         while filled < buffer.count {
             let count = pread(input, buffer.baseAddress! + filled, buffer.count - filled, off_t(offset) + off_t(filled))
@@ -343,7 +343,7 @@ struct AttachmentFiles: Sendable {
 
     /// A write that failed: a full disk is ``OutboxError/storageFull(limitBytes:errno:)``, so the
     /// save fails before anything says saved.
-    static func writeFailure(_ code: Int32, _ url: URL) -> OutboxError {
+    package static func writeFailure(_ code: Int32, _ url: URL) -> OutboxError {
         if code == ENOSPC || code == EDQUOT { return .storageFull(limitBytes: 0, errno: code) }
         return .invalidRequest(field: "attachments", problem: "\(url.path) could not be written (\(String(cString: strerror(code))))")
     }
@@ -353,7 +353,7 @@ struct AttachmentFiles: Sendable {
 private final class KeptTally: Sendable {
     private let bytes = Mutex<Int64?>(nil)
 
-    func total(counting: () -> Int64) -> Int64 {
+    package func total(counting: () -> Int64) -> Int64 {
         bytes.withLock { known in
             if let known { return known }
             let counted = counting()
@@ -362,23 +362,23 @@ private final class KeptTally: Sendable {
         }
     }
 
-    func add(_ more: Int64) {
+    package func add(_ more: Int64) {
         bytes.withLock { if let known = $0 { $0 = known + more } }
     }
 
-    func forget() {
+    package func forget() {
         bytes.withLock { $0 = nil }
     }
 }
 
 /// What is wrong with an attachment's local file.
-enum AttachmentFileProblem: Error, Equatable, CustomStringConvertible {
+package enum AttachmentFileProblem: Error, Equatable, CustomStringConvertible {
     case missing
     case damaged(String)
     /// Sealed at rest, and this reader has no key to open it.
     case sealedWithoutKey
 
-    var description: String {
+    package var description: String {
         switch self {
         case .missing: "its file is missing"
         case .damaged(let why): "its file is damaged: \(why)"

@@ -1,7 +1,7 @@
-import Foundation
-import OutboxCore
-import OutboxStorage
-import OutboxWire
+package import Foundation
+package import OutboxCore
+package import OutboxStorage
+package import OutboxWire
 
 /// A business's change feed as the journal holds it, beside the server base it feeds (the
 /// `records` database, table 4): not a projection, because the base it describes is not one
@@ -11,64 +11,64 @@ import OutboxWire
 /// The business's base lives in one of two generations (`records` tables 1 and 3): the member
 /// sees the active one; a resnapshot stages the server's records in the other, page by page, and
 /// its last commit flips ``generation``, so no read ever sees a mix.
-struct FeedRow: Sendable, Equatable {
+package struct FeedRow: Sendable, Equatable {
     /// Where the next page starts; `nil` until a first page or resnapshot lands.
-    var cursor: FeedPosition?
+    package var cursor: FeedPosition?
     /// The event that set the row last (`pageApplied`, or a resnapshot's).
-    var pageSeq: JournalSequence
+    package var pageSeq: JournalSequence
     /// The generation the member sees: 0 (table 1) or 1 (table 3).
-    var generation: UInt8 = 0
+    package var generation: UInt8 = 0
     /// A resnapshot staging the other generation.
-    var staging: FeedStaging?
+    package var staging: FeedStaging?
     /// Whether the other generation may still hold rows of this business (a swapped-out base, an
     /// abandoned staging), deleted a batch at a time before anything is staged there again.
-    var sweeping = false
+    package var sweeping = false
     /// Types whose base was dropped (``RecordBaseDropped``, a schema change without an adapter)
     /// since the feed moved past their records: each is fetched again whole by the next pull.
-    var resync: [String] = []
+    package var resync: [String] = []
 
     /// The generation a resnapshot stages into.
-    var otherGeneration: UInt8 { 1 - generation }
+    package var otherGeneration: UInt8 { 1 - generation }
 }
 
 /// A resnapshot under way: the snapshot's first position, where the next page starts, and what
 /// was staged so far.
-struct FeedStaging: Sendable, Equatable {
+package struct FeedStaging: Sendable, Equatable {
     /// The one type fetched again (its summary did not match); `nil`: every type.
-    var type: String? = nil
+    package var type: String? = nil
     /// The first page's position: the feed's cursor once swapped in.
-    var position: FeedPosition
+    package var position: FeedPosition
     /// The last record staged (type and id); the next page starts after it.
-    var afterType: String
-    var afterID: String
-    var pages: Int
-    var staged: Int
+    package var afterType: String
+    package var afterID: String
+    package var pages: Int
+    package var staged: Int
     /// The `resnapshotStarted` event.
-    var startedSeq: JournalSequence
+    package var startedSeq: JournalSequence
     /// For one type fetched again: the other types' bases copied so far into the staged
     /// generation (the key of the last one copied; empty: none yet), and whether all are.
-    var carriedThrough: [UInt8] = []
-    var carried = false
+    package var carriedThrough: [UInt8] = []
+    package var carried = false
 
     /// Whether the snapshot being staged already holds `key` as an answer visible at `visibleAt`
     /// left it: every page is read at or after ``position``, where the feed resumes once swapped
     /// in, so an answer visible at or before it (or in an older epoch) is older than what the
     /// pages bring, and staged it would bring back a record deleted before the snapshot began.
     /// Another type's record, carried from the base the member sees, is never covered.
-    func covers(_ key: RecordKey, visibleAt: FeedPosition?) -> Bool {
+    package func covers(_ key: RecordKey, visibleAt: FeedPosition?) -> Bool {
         Self.covers(key, visibleAt: visibleAt, type: type, position: position)
     }
 
     /// The same rule for a staging of `type` (`nil`: every type) begun at `position`, as the
     /// journal's `resnapshotStarted` names them.
-    static func covers(_ key: RecordKey, visibleAt: FeedPosition?, type: String?, position: FeedPosition) -> Bool {
+    package static func covers(_ key: RecordKey, visibleAt: FeedPosition?, type: String?, position: FeedPosition) -> Bool {
         guard let visibleAt, type.map({ $0 == key.type }) ?? true else { return false }
         return visibleAt.isDelivered(by: position)
     }
 }
 
 /// A step's change of its business's feed row, checked before the step's unit lands.
-enum FeedRowWrite: Sendable, Equatable {
+package enum FeedRowWrite: Sendable, Equatable {
     /// A page moves the cursor: the stored cursor must be the one it started from (none for a
     /// feed never pulled), and no resnapshot may be staging.
     case move(business: String, expectFrom: FeedPosition?, to: FeedPosition)
@@ -76,7 +76,7 @@ enum FeedRowWrite: Sendable, Equatable {
     /// step's event).
     case replace(business: String, expect: FeedRow?, row: FeedRow)
 
-    var business: String {
+    package var business: String {
         switch self {
         case .move(let business, _, _), .replace(let business, _, _): business
         }
@@ -89,8 +89,8 @@ extension JournalCodec {
     /// (optional string), position, after type and id as length-prefixed strings, pages u32,
     /// staged u32, started seq u64, the carried-through key as bytes, carried u8); sweeping (u8);
     /// the types to fetch again (u32 count, then each a string). Version 1 (a cursor and the seq) reads as generation 0, nothing staged.
-    enum Feed: LMDBCodec {
-        static func encode(_ item: FeedRow, into bytes: inout [UInt8]) {
+    package enum Feed: LMDBCodec {
+        package static func encode(_ item: FeedRow, into bytes: inout [UInt8]) {
             var writer = ByteWriter(capacity: 64)
             writer.write(UInt8(2))
             writer.writeOptional(item.cursor) { $0.write(position: $1) }
@@ -113,7 +113,7 @@ extension JournalCodec {
             bytes += writer.bytes
         }
 
-        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> FeedRow {
+        package static func decode(_ bytes: UnsafeRawBufferPointer) throws -> FeedRow {
             var reader = ByteReader(Array(bytes))
             do {
                 let version = try reader.readUInt8("feed row version")
@@ -154,12 +154,12 @@ extension JournalCodec {
 
 extension JournalSchema {
     /// A business's feed row; `nil` when its feed was never pulled.
-    func feedRow(business: String, in txn: borrowing LMDBTransaction) throws -> FeedRow? {
+    package func feedRow(business: String, in txn: borrowing LMDBTransaction) throws -> FeedRow? {
         try txn.get(feeds, business)
     }
 
     /// Whether the base `business`'s members see holds any record.
-    func holdsBase(business: String, in txn: borrowing LMDBTransaction) throws -> Bool {
+    package func holdsBase(business: String, in txn: borrowing LMDBTransaction) throws -> Bool {
         var found = false
         try txn.scan(activeBase(business: business, in: txn), leading: RecordKey.businessScopeBytes(business)) { _ in
             found = true
@@ -169,12 +169,12 @@ extension JournalSchema {
     }
 
     /// The table of base generation `generation` (0: table 1, 1: table 3).
-    func baseTable(generation: UInt8) -> LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record> {
+    package func baseTable(generation: UInt8) -> LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record> {
         generation == 0 ? base : stagedBase
     }
 
     /// The base the member sees of `business`: the generation its feed row names.
-    func activeBase(business: String, in txn: borrowing LMDBTransaction) throws -> LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record> {
+    package func activeBase(business: String, in txn: borrowing LMDBTransaction) throws -> LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record> {
         baseTable(generation: try feedRow(business: business, in: txn)?.generation ?? 0)
     }
 }

@@ -9,7 +9,7 @@ import OutboxWire
 /// a commit of many events writes one value, not one per counter. The counters the engine names
 /// itself (events, their bytes, attempts, each status and outcome) sit in fixed slots; those
 /// named by the app's own words (operation types, Sync tab categories) in a short list.
-struct JournalCounters: Equatable, Sendable {
+package struct JournalCounters: Equatable, Sendable {
     /// A counter named by the app's words.
     enum Named: Hashable, Sendable {
         /// Operations of a type whose last answer was a key conflict.
@@ -25,8 +25,8 @@ struct JournalCounters: Equatable, Sendable {
     /// The sum of every operation's attempt count.
     var attempts: Int64 = 0
     /// Attempts abandoned at an open, and attempts an expiry cancelled, over the live operations.
-    var abandonedAttempts: Int64 = 0
-    var cancelledAttempts: Int64 = 0
+    package var abandonedAttempts: Int64 = 0
+    package var cancelledAttempts: Int64 = 0
     /// Live operations acknowledged, by their connected age then (``AcknowledgementObjective/bucket(of:)``).
     private(set) var acknowledged = [Int64](repeating: 0, count: AcknowledgementObjective.bucketCount)
     /// Operations by status, by the status's code (unused slots stay zero).
@@ -39,7 +39,7 @@ struct JournalCounters: Equatable, Sendable {
     /// One more than the largest status or outcome code.
     private static let codeSlots = 16
 
-    static func == (left: JournalCounters, right: JournalCounters) -> Bool {
+    package static func == (left: JournalCounters, right: JournalCounters) -> Bool {
         left.byName == right.byName
     }
 
@@ -63,7 +63,7 @@ struct JournalCounters: Equatable, Sendable {
 
     /// The service objective at `interval` (one of the bucket bounds), with `pendingPast` writes
     /// waiting already past it.
-    func acknowledgement(within interval: Double, pendingPast: Int) -> AcknowledgementObjective {
+    package func acknowledgement(within interval: Double, pendingPast: Int) -> AcknowledgementObjective {
         let within = AcknowledgementObjective.bucket(of: interval)
         return AcknowledgementObjective(
             intervalSeconds: interval, acknowledged: Int(acknowledged.reduce(0, +)),

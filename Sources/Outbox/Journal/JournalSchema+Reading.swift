@@ -1,17 +1,17 @@
-import Foundation
-import OutboxCore
-import OutboxStorage
+package import Foundation
+package import OutboxCore
+package import OutboxStorage
 
 /// Typed reads of the journal, inside a transaction.
 extension JournalSchema {
     /// The seq of the last event; ``JournalSequence/zero`` for an empty journal.
-    func lastSeq(in txn: borrowing LMDBTransaction) throws -> JournalSequence {
+    package func lastSeq(in txn: borrowing LMDBTransaction) throws -> JournalSequence {
         // The key alone: the last record's value is not read, so its damage cannot fault this.
         try txn.lastKey(events) ?? .zero
     }
 
     /// The seq of the first event still in the journal.
-    func firstSeq(in txn: borrowing LMDBTransaction) throws -> JournalSequence? {
+    package func firstSeq(in txn: borrowing LMDBTransaction) throws -> JournalSequence? {
         var first: JournalSequence?
         try txn.scan(events) { entry in
             first = try entry.key()
@@ -21,13 +21,13 @@ extension JournalSchema {
     }
 
     /// The folded state of one operation.
-    func state(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState? {
+    package func state(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState? {
         try state(id, from: operations, in: txn)
     }
 
     /// The folded state of one operation without its event seqs: for a read that shows the
     /// operation, never for one whose state is written back.
-    func stateToShow(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState? {
+    package func stateToShow(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState? {
         try state(id, from: operationsToShow, in: txn)
     }
 
@@ -41,7 +41,7 @@ extension JournalSchema {
     }
 
     /// `attemptAbandoned` drafts for every syncing row (``JournalStore/interruptedAttempts()``).
-    func interruptedAttempts(in txn: borrowing LMDBTransaction) throws -> [JournalStore.Draft] {
+    package func interruptedAttempts(in txn: borrowing LMDBTransaction) throws -> [JournalStore.Draft] {
         try operationIDs(withStatus: .syncing, in: txn).compactMap { id in
             guard let state = try state(id, in: txn) else { return nil }
             return JournalStore.Draft(operationID: id, body: .attemptAbandoned(AttemptAbandoned(
@@ -57,7 +57,7 @@ extension JournalSchema {
     /// open's return, never judged by the last opening on the device it came from. (The route
     /// change an opening may carry is not laid over: until it lands, the connected clock still
     /// counts from the last process's route.) A reader judges by the stored one.
-    func engineStateAsJudged(in txn: borrowing LMDBTransaction) throws -> EngineState {
+    package func engineStateAsJudged(in txn: borrowing LMDBTransaction) throws -> EngineState {
         var engine = try engineState(in: txn)
         if let runningOn { engine.open(on: runningOn) }
         return engine
@@ -65,7 +65,7 @@ extension JournalSchema {
 
     /// The engine-level state folded from engine events, as stored: what the fold and `verify`
     /// read, and what a reader of the journal sees.
-    func engineState(in txn: borrowing LMDBTransaction) throws -> EngineState {
+    package func engineState(in txn: borrowing LMDBTransaction) throws -> EngineState {
         guard let bytes = try txn.get(singletons, SingletonKey.engine) else { return EngineState() }
         do {
             return try StateCodec.decodeEngine(bytes)
@@ -75,19 +75,19 @@ extension JournalSchema {
     }
 
     /// The event at `seq`, checksum checked, its sealed fields opened when the key is known.
-    func event(_ seq: JournalSequence, in txn: borrowing LMDBTransaction) throws -> JournalEvent? {
+    package func event(_ seq: JournalSequence, in txn: borrowing LMDBTransaction) throws -> JournalEvent? {
         guard let record = try txn.get(events, seq) else { return nil }
         return try decode(record, seq: seq)
     }
 
     /// Decodes a record, opening its sealed fields when the key is known.
-    func decode(_ record: [UInt8], seq: JournalSequence) throws(OutboxError) -> JournalEvent {
+    package func decode(_ record: [UInt8], seq: JournalSequence) throws(OutboxError) -> JournalEvent {
         try RecordCodec.decode(record, seq: seq, unseal: sealing.sealing?.unsealer)
     }
 
     /// A state's entity label and summary, opened when sealed; `nil` for sealed text without
     /// the key.
-    func presentation(of state: OperationState) -> (label: String, summary: String)? {
+    package func presentation(of state: OperationState) -> (label: String, summary: String)? {
         guard let sealed = state.sealedPresentation else { return (state.entityLabel, state.summary) }
         guard let text = try? sealing.sealing?.unsealPresentation(sealed, id: state.id) else { return nil }
         return (text.label, text.summary)
@@ -96,14 +96,14 @@ extension JournalSchema {
     /// `state` with its entity label and summary opened for display: the plaintext when the key is
     /// known, "(sealed)" when not. A caller holding the state in a `var` opens it in place with
     /// ``open(_:)``: passing it through here and back copies it.
-    func opened(_ state: consuming OperationState) -> OperationState {
+    package func opened(_ state: consuming OperationState) -> OperationState {
         open(&state)
         return state
     }
 
     /// ``opened(_:)`` in place: a state with nothing sealed is not touched, where passing it
     /// through and back copied its fields (a tenth of a Sync tab row's time).
-    func open(_ state: inout OperationState) {
+    package func open(_ state: inout OperationState) {
         if let sealed = state.sealedServerCurrent, let sealing = sealing.sealing {
             state.serverCurrent = try? sealing.unsealServerCurrent(sealed, id: state.id)
         }
@@ -115,12 +115,12 @@ extension JournalSchema {
 
     /// The request stored in an operation's `enqueued` event, its sealed fields opened when the
     /// key is known.
-    func request(of state: OperationState, in txn: borrowing LMDBTransaction) throws -> OutboxRequest {
+    package func request(of state: OperationState, in txn: borrowing LMDBTransaction) throws -> OutboxRequest {
         try enqueued(of: state, in: txn).request
     }
 
     /// The `enqueued` event of `state`: its request and the record changes it made.
-    func enqueued(of state: OperationState, in txn: borrowing LMDBTransaction) throws -> Enqueued {
+    package func enqueued(of state: OperationState, in txn: borrowing LMDBTransaction) throws -> Enqueued {
         guard let event = try event(state.firstSeq, in: txn), case .enqueued(let enqueued) = event.body,
             event.operationID == state.id
         else {
@@ -130,7 +130,7 @@ extension JournalSchema {
     }
 
     /// Every counter, as stored; all zero for a journal with none yet.
-    func counters(in txn: borrowing LMDBTransaction) throws -> JournalCounters {
+    package func counters(in txn: borrowing LMDBTransaction) throws -> JournalCounters {
         guard let bytes = try txn.get(singletons, SingletonKey.counters) else { return JournalCounters() }
         do {
             return try JournalCounters(decoding: bytes)
@@ -140,7 +140,7 @@ extension JournalSchema {
     }
 
     /// The operations of the statuses `include` accepts, from the stored counters alone.
-    func count(ofStatuses include: (OutboxStatus) -> Bool, in txn: borrowing LMDBTransaction) throws -> Int {
+    package func count(ofStatuses include: (OutboxStatus) -> Bool, in txn: borrowing LMDBTransaction) throws -> Int {
         let count = try Self.countersName.withUnsafeBytes { name in
             try txn.withValue(singletons, encodedKey: name) { bytes -> Int64 in
                 guard let bytes else { return 0 }
@@ -158,7 +158,7 @@ extension JournalSchema {
     private static let countersName = NameCodec.bytes(SingletonKey.counters)
 
     /// Ids of the rows of one status, in journal order.
-    func operationIDs(
+    package func operationIDs(
         withStatus status: OutboxStatus,
         limit: Int = .max,
         in txn: borrowing LMDBTransaction
@@ -173,7 +173,7 @@ extension JournalSchema {
     }
 
     /// The last row of `lane` not yet terminal: the one a new coalescing write may replace.
-    func laneTail(_ lane: Lane, in txn: borrowing LMDBTransaction) throws -> OperationID? {
+    package func laneTail(_ lane: Lane, in txn: borrowing LMDBTransaction) throws -> OperationID? {
         var tail: OperationID?
         try txn.scan(lanes, leading: JournalCodec.LaneKey.leading(lane), reverse: true) { entry in
             tail = try entry.value()
@@ -183,7 +183,7 @@ extension JournalSchema {
     }
 
     /// The first row of `lane` not yet terminal: the only one of the lane that may be sent.
-    func laneHead(_ lane: Lane, in txn: borrowing LMDBTransaction) throws -> OperationID? {
+    package func laneHead(_ lane: Lane, in txn: borrowing LMDBTransaction) throws -> OperationID? {
         var head: OperationID?
         try txn.scan(lanes, leading: JournalCodec.LaneKey.leading(lane)) { entry in
             head = try entry.value()

@@ -82,7 +82,7 @@ extension JournalSchema {
     }
 
     /// `entry` with its sealed value opened when the key is known; as stored otherwise.
-    func opened(_ entry: RecordStoreEntry?, table: RecordStoreWrite.Table, key: RecordKey) throws -> RecordStoreEntry? {
+    package func opened(_ entry: RecordStoreEntry?, table: RecordStoreWrite.Table, key: RecordKey) throws -> RecordStoreEntry? {
         guard var entry, let sealed = entry.sealedValue, let sealing = sealing.sealing else { return entry }
         entry.value = try sealing.unsealStoredValue(sealed, table: table.rawValue, key: key)
         entry.sealedValue = nil

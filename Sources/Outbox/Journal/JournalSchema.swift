@@ -1,7 +1,7 @@
-import Foundation
-import OutboxCrypto
-import OutboxCore
-import OutboxStorage
+package import Foundation
+package import OutboxCrypto
+package import OutboxCore
+package import OutboxStorage
 import Synchronization
 
 /// The journal's LMDB layout (projection layout ``projectionVersion``): the events, the projections kept beside
@@ -30,10 +30,10 @@ import Synchronization
 ///
 /// A class: every read takes the schema, and sharing one costs a retain where copying its
 /// tables would cost one per table.
-final class JournalSchema: Sendable {
+package final class JournalSchema: Sendable {
     /// The layout version of the projections (`state`). A journal stored with another version
     /// has its projections rebuilt from the events at open.
-    static let projectionVersion: UInt32 = 14
+    package static let projectionVersion: UInt32 = 14
 
     /// The first layout that keeps its projections in `state`: a rebuild from such a layout
     /// rewrites what it reads.
@@ -70,8 +70,8 @@ final class JournalSchema: Sendable {
         static let attachments: UInt8 = 9
     }
 
-    let meta: LMDBTable<NameCodec, RawBytes>
-    let events: LMDBTable<JournalCodec.Seq, RawBytes>
+    package let meta: LMDBTable<NameCodec, RawBytes>
+    package let events: LMDBTable<JournalCodec.Seq, RawBytes>
     /// The one database holding every projection.
     let state: LMDBDatabase
     /// The engine state and the counters: one value each.
@@ -92,16 +92,16 @@ final class JournalSchema: Sendable {
     let notices: LMDBTable<JournalCodec.ScheduleKey, JournalCodec.ID>
     /// The writes that carry attachments, by their first seq (layout 14): what the upload queue
     /// works from, and which local files are still referenced.
-    let attachments: LMDBTable<JournalCodec.Seq, JournalCodec.ID>
+    package let attachments: LMDBTable<JournalCodec.Seq, JournalCodec.ID>
     /// The record values' database, and its tables.
     let records: LMDBDatabase
     let base: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>
     /// A business's base generation 1 (``FeedRow/generation``).
     let stagedBase: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>
-    let localRecords: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>
-    let feeds: LMDBTable<NameCodec, JournalCodec.Feed>
+    package let localRecords: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>
+    package let feeds: LMDBTable<NameCodec, JournalCodec.Feed>
     /// The journal's key, when it is encrypted at rest and the key was given.
-    let sealing = SealingBox()
+    package let sealing = SealingBox()
     /// The bytes of segments in flight, which reads add to the landed ones.
     let uploadProgress = UploadProgress()
     /// The installation the engine that opened the journal runs on (``JournalStore/Options/runningOn``).
@@ -113,7 +113,7 @@ final class JournalSchema: Sendable {
     }
 
     /// The operations' table as `verify` sees it.
-    var storedOperations: StoredTable { StoredTable(operations) }
+    package var storedOperations: StoredTable { StoredTable(operations) }
 
     /// Opens the journal's databases, creating them unless the environment is read-only.
     ///
@@ -161,14 +161,14 @@ final class JournalSchema: Sendable {
 
     // MARK: Keys
 
-    enum MetaKey {
-        static let formatVersion = "format-version"
-        static let projectionVersion = "projection-version"
-        static let account = "account"
+    package enum MetaKey {
+        package static let formatVersion = "format-version"
+        package static let projectionVersion = "projection-version"
+        package static let account = "account"
         /// Where layouts 2 to 4 kept the engine state; layout 5 keeps it in `state`.
         static let retiredEngineState = "engine-state"
         /// A constant sealed with the journal's key: present when it is encrypted at rest.
-        static let keyCheck = "key-check"
+        package static let keyCheck = "key-check"
         /// The key the attachments' files are sealed with, itself sealed with the journal's key
         /// (``AttachmentKeyRecord``): a rotation re-seals it, never the files.
         static let attachmentKey = "attachment-key"
@@ -180,7 +180,7 @@ final class JournalSchema: Sendable {
         static let counters = "counters"
     }
 
-    enum TabGroup: UInt8 {
+    package enum TabGroup: UInt8 {
         case waiting = 0
         case approval = 1
         case conflicted = 2
@@ -210,11 +210,11 @@ enum CounterName {
 
 /// The journal's sealing, replaced when the key rotates, and the key its attachments' files
 /// are sealed with.
-final class SealingBox: Sendable {
+package final class SealingBox: Sendable {
     private let current = Mutex<JournalSealing?>(nil)
     private let files = Mutex<SealingKey?>(nil)
 
-    var sealing: JournalSealing? {
+    package var sealing: JournalSealing? {
         get { current.withLock { $0 } }
         set { current.withLock { $0 = newValue } }
     }

@@ -8,7 +8,7 @@ import OutboxCrypto
 /// operation id and field as associated data, so a sealed value cannot be moved to another
 /// operation or field unnoticed. Statuses, timelines, the ledger and metrics are not sealed:
 /// they stay readable without the key.
-struct JournalSealing: Sendable {
+package struct JournalSealing: Sendable {
     let key: SealingKey
 
     /// The constant whose sealed form, kept in `meta`, tells a right key from a wrong one.
@@ -88,7 +88,7 @@ struct JournalSealing: Sendable {
     }
 
     /// The unsealer the record codec takes.
-    var unsealer: RecordCodec.Unsealer {
+    package var unsealer: RecordCodec.Unsealer {
         RecordCodec.Unsealer(
             request: { [self] sealed, id in try unseal(sealed, id: id) },
             serverCurrent: { [self] sealed, id in try unsealServerCurrent(sealed, id: id) },

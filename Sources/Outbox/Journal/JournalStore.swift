@@ -1,19 +1,19 @@
 // Kept in one file: the store's opening and the state it shares; appending, rebuilding and
 // sealing are in files of their own.
 
-import Foundation
-import OutboxCore
-import OutboxCrypto
-import OutboxStorage
-import Synchronization
+package import Foundation
+package import OutboxCore
+package import OutboxCrypto
+package import OutboxStorage
+package import Synchronization
 
 /// The journal on disk: the append-only events and their projections, in one LMDB environment.
 ///
 /// Appends fold each event before writing it, and write the event and everything it changes in
 /// one transaction: they land together or not at all. Opening costs nothing proportional to the
 /// journal's length, unless the projections were written by another layout and are rebuilt.
-final class JournalStore: Sendable {
-    struct Options: Sendable {
+package final class JournalStore: Sendable {
+    package struct Options: Sendable {
         var readOnly = false
         var syncOnCommit = true
         var initialMapSizeBytes = 4 << 20
@@ -49,8 +49,13 @@ final class JournalStore: Sendable {
         }
     }
 
+    /// A reader's options: read-only, with the journal's key when it has one.
+    package static func readerOptions(sealingKey: SealingKey?) -> Options {
+        Options(readOnly: true, sealingKey: sealingKey)
+    }
+
     /// One event to append, before the journal gives it a seq and a moment.
-    struct Draft: Sendable {
+    package struct Draft: Sendable {
         var operationID: OperationID?
         var body: JournalEventBody
         /// Record values the event brings to the record store (a server base, a local record),
@@ -68,7 +73,7 @@ final class JournalStore: Sendable {
 
     /// A draft with its record encoded but for the seq and moment (``RecordCodec/prepare(operationID:body:)``):
     /// prepared on the producer's task, so the writer only finishes it.
-    struct PreparedDraft: Sendable {
+    package struct PreparedDraft: Sendable {
         var draft: Draft
         var record: RecordCodec.PreparedRecord
 
@@ -78,20 +83,20 @@ final class JournalStore: Sendable {
         }
     }
 
-    let environment: LMDBEnvironment
-    let schema: JournalSchema
-    let options: Options
+    package let environment: LMDBEnvironment
+    package let schema: JournalSchema
+    package let options: Options
     /// The process lock a writer holds while the journal is open; `nil` for readers.
-    let writerLock: ProcessLock?
+    package let writerLock: ProcessLock?
     /// Whether a reader opened the journal without LMDB's lock file (read-only media).
-    var isWithoutLockFile: Bool { environment.options.withoutLockFile }
+    package var isWithoutLockFile: Bool { environment.options.withoutLockFile }
     /// Whether the stored projections match this engine's layout (a read-only journal with
     /// older projections is read by folding the events instead).
-    let projectionsAreCurrent: Bool
+    package let projectionsAreCurrent: Bool
     /// The counters as the last append committed them: the next append starts from them instead
     /// of decoding the stored value. Every other write that changes them clears it
     /// (``forgetCounters()``); `nil` until an append commits.
-    let committedCounters = Mutex<JournalCounters?>(nil)
+    package let committedCounters = Mutex<JournalCounters?>(nil)
 
     // MARK: Opening
 
@@ -107,20 +112,20 @@ final class JournalStore: Sendable {
     ///   ``OutboxError/newerFormat(found:supported:)``, ``OutboxError/wrongAccount(journal:configured:)``,
     ///   ``OutboxError/permissionDenied(path:)``, ``OutboxError/storageFull(limitBytes:errno:)``,
     ///   ``OutboxError/journalCorrupt(seq:reason:)`` when a rebuild meets a damaged record.
-    static func open(directory: URL, options: Options) throws(OutboxError) -> JournalStore {
+    package static func open(directory: URL, options: Options) throws(OutboxError) -> JournalStore {
         var phases = OpenPhases()
         return try open(directory: directory, options: options, phases: &phases)
     }
 
     /// Opens the journal as ``open(directory:options:)`` does, timing each phase into `phases`.
-    static func open(directory: URL, options: Options, phases: inout OpenPhases) throws(OutboxError) -> JournalStore {
+    package static func open(directory: URL, options: Options, phases: inout OpenPhases) throws(OutboxError) -> JournalStore {
         var options = options
         options.directoryPath = directory.path
         return options.readOnly ? try openForReading(directory, options, &phases) : try openForWriting(directory, options, &phases)
     }
 
     /// The names a journal's directory holds besides LMDB's own files.
-    enum FileName {
+    package enum FileName {
         static let data = "data.mdb"
         static let lock = "lock.mdb"
         /// The engine's process lock: held by the one process writing the journal.
@@ -216,7 +221,7 @@ final class JournalStore: Sendable {
     }
 
     /// `name` in the directory at `directory`.
-    static func path(_ name: String, in directory: String) -> String {
+    package static func path(_ name: String, in directory: String) -> String {
         directory.hasSuffix("/") ? directory + name : directory + "/" + name
     }
 
@@ -430,11 +435,11 @@ final class JournalStore: Sendable {
 
     /// Drops the counters an append remembered: a compaction, a key rotation or a rebuild
     /// changed the stored ones.
-    func forgetCounters() {
+    package func forgetCounters() {
         committedCounters.withLock { $0 = nil }
     }
 
-    func close() {
+    package func close() {
         environment.close()
         writerLock?.release()
     }
@@ -443,18 +448,18 @@ final class JournalStore: Sendable {
 
     /// `attemptAbandoned` drafts for every syncing row: at open, attempts the last process started
     /// and never saw end.
-    func interruptedAttempts() throws(OutboxError) -> [JournalStore.Draft] {
+    package func interruptedAttempts() throws(OutboxError) -> [JournalStore.Draft] {
         let schema = self.schema
         return try read { txn in try schema.interruptedAttempts(in: txn) }
     }
 
     /// Runs `body` in a read transaction: one consistent snapshot.
-    func read<R>(_ body: (borrowing LMDBTransaction) throws -> R) throws(OutboxError) -> R {
+    package func read<R>(_ body: (borrowing LMDBTransaction) throws -> R) throws(OutboxError) -> R {
         try Self.run(options) { try environment.read(body) }
     }
 
     /// Runs storage work, turning its errors into ``OutboxError``.
-    static func run<R>(_ options: Options, _ body: () throws -> R) throws(OutboxError) -> R {
+    package static func run<R>(_ options: Options, _ body: () throws -> R) throws(OutboxError) -> R {
         do {
             return try body()
         } catch {
@@ -465,5 +470,5 @@ final class JournalStore: Sendable {
 
 extension JournalStore.Options {
     /// The size a full journal reports: the budget when there is one.
-    var limitBytes: Int { budgetBytes ?? maxMapSizeBytes }
+    package var limitBytes: Int { budgetBytes ?? maxMapSizeBytes }
 }

@@ -1,28 +1,28 @@
-import Foundation
-import OutboxCore
-import OutboxStorage
-import OutboxWire
+package import Foundation
+package import OutboxCore
+package import OutboxStorage
+package import OutboxWire
 
 /// How each of the journal's keys and values is laid out: the one place for each.
 ///
 /// A table of ``JournalSchema`` names its key and value codec; code that reads or writes the
 /// journal goes through the table, never through bytes of its own. The layouts are described in
 /// `Docs/journal-format.md`.
-enum JournalCodec {
+package enum JournalCodec {
     /// A seq: 8 bytes, big-endian, so keys sort in journal order.
-    enum Seq: LMDBCodec {
-        static func encode(_ item: JournalSequence, into bytes: inout [UInt8]) {
+    package enum Seq: LMDBCodec {
+        package static func encode(_ item: JournalSequence, into bytes: inout [UInt8]) {
             withUnsafeBytes(of: item.rawValue.bigEndian) { bytes.append(contentsOf: $0) }
         }
 
-        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> JournalSequence {
+        package static func decode(_ bytes: UnsafeRawBufferPointer) throws -> JournalSequence {
             JournalSequence(rawValue: try BigEndianUInt64.decode(bytes))
         }
     }
 
     /// An operation id: its 16 bytes.
-    enum ID: LMDBCodec {
-        static func encode(_ item: OperationID, into bytes: inout [UInt8]) {
+    package enum ID: LMDBCodec {
+        package static func encode(_ item: OperationID, into bytes: inout [UInt8]) {
             withUnsafeBytes(of: item.uuid.uuid) { bytes += $0 }
         }
 
@@ -33,7 +33,7 @@ enum JournalCodec {
 
         /// Loads the 16 bytes at once: `OperationID(bytes:)`, generic over its collection, looks
         /// up that type's metadata at run time on every id an index scan reads.
-        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> OperationID {
+        package static func decode(_ bytes: UnsafeRawBufferPointer) throws -> OperationID {
             guard bytes.count == 16 else {
                 throw LMDBCodecError(reason: "\(bytes.count) bytes where an operation id takes 16")
             }
@@ -42,14 +42,14 @@ enum JournalCodec {
     }
 
     /// An operation's folded state (``StateCodec``).
-    enum State: LMDBCodec {
-        static func encode(_ item: OperationState, into bytes: inout [UInt8]) {
+    package enum State: LMDBCodec {
+        package static func encode(_ item: OperationState, into bytes: inout [UInt8]) {
             var writer = ByteWriter(capacity: 256)
             StateCodec.encode(item, into: &writer)
             bytes += writer.bytes
         }
 
-        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> OperationState {
+        package static func decode(_ bytes: UnsafeRawBufferPointer) throws -> OperationState {
             try StateCodec.decode(Array(bytes))
         }
     }
@@ -57,38 +57,38 @@ enum JournalCodec {
     /// An operation's folded state without its event seqs, the one field that grows with its
     /// history (``StateCodec/decode(_:eventSeqs:)``): for reads that show a row and never write
     /// it back. Never stored through.
-    enum StateToShow: LMDBCodec {
-        static func encode(_ item: OperationState, into bytes: inout [UInt8]) { State.encode(item, into: &bytes) }
+    package enum StateToShow: LMDBCodec {
+        package static func encode(_ item: OperationState, into bytes: inout [UInt8]) { State.encode(item, into: &bytes) }
 
-        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> OperationState {
+        package static func decode(_ bytes: UnsafeRawBufferPointer) throws -> OperationState {
             try StateCodec.decode(Array(bytes), eventSeqs: false)
         }
     }
 
     /// A Sync tab row: the fields of its operation's state the tab shows and judges it by
     /// (``StateCodec/encodeTabRow(_:into:)``), read back as a state holding them.
-    enum TabRow: LMDBCodec {
-        static func encode(_ item: OperationState, into bytes: inout [UInt8]) { bytes += StateCodec.tabRowBytes(item) }
+    package enum TabRow: LMDBCodec {
+        package static func encode(_ item: OperationState, into bytes: inout [UInt8]) { bytes += StateCodec.tabRowBytes(item) }
 
-        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> OperationState {
+        package static func decode(_ bytes: UnsafeRawBufferPointer) throws -> OperationState {
             try StateCodec.decodeTabRow(Array(bytes))
         }
     }
 
     /// The engine's state (``StateCodec``).
-    enum Engine: LMDBCodec {
-        static func encode(_ item: EngineState, into bytes: inout [UInt8]) { bytes += StateCodec.encode(item) }
-        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> EngineState { try StateCodec.decodeEngine(Array(bytes)) }
+    package enum Engine: LMDBCodec {
+        package static func encode(_ item: EngineState, into bytes: inout [UInt8]) { bytes += StateCodec.encode(item) }
+        package static func decode(_ bytes: UnsafeRawBufferPointer) throws -> EngineState { try StateCodec.decodeEngine(Array(bytes)) }
     }
 
     /// A status, then the first seq: rows of one status in journal order.
-    enum StatusKey: LMDBCodec {
-        static func encode(_ item: (status: OutboxStatus, firstSeq: JournalSequence), into bytes: inout [UInt8]) {
+    package enum StatusKey: LMDBCodec {
+        package static func encode(_ item: (status: OutboxStatus, firstSeq: JournalSequence), into bytes: inout [UInt8]) {
             bytes.append(item.status.code)
             Seq.encode(item.firstSeq, into: &bytes)
         }
 
-        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (status: OutboxStatus, firstSeq: JournalSequence) {
+        package static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (status: OutboxStatus, firstSeq: JournalSequence) {
             guard bytes.count == 9, let status = OutboxStatus(code: bytes[0]) else { throw LMDBCodecError(reason: "a damaged status key") }
             return (status, try Seq.decode(UnsafeRawBufferPointer(rebasing: bytes[1...])))
         }
@@ -99,14 +99,14 @@ enum JournalCodec {
 
     /// A due moment (8 bytes that sort as the moment does; all zero for "due now"), then the
     /// first seq: queued rows in the order they come due.
-    enum ScheduleKey: LMDBCodec {
-        static func encode(_ item: (dueAt: Date?, firstSeq: JournalSequence), into bytes: inout [UInt8]) {
+    package enum ScheduleKey: LMDBCodec {
+        package static func encode(_ item: (dueAt: Date?, firstSeq: JournalSequence), into bytes: inout [UInt8]) {
             let due = item.dueAt.map { sortableBits($0.timeIntervalSinceReferenceDate) } ?? 0
             withUnsafeBytes(of: due.bigEndian) { bytes.append(contentsOf: $0) }
             Seq.encode(item.firstSeq, into: &bytes)
         }
 
-        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (dueAt: Date?, firstSeq: JournalSequence) {
+        package static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (dueAt: Date?, firstSeq: JournalSequence) {
             guard bytes.count == 16 else { throw LMDBCodecError(reason: "a damaged schedule key") }
             return (try dueAt(bytes), try Seq.decode(UnsafeRawBufferPointer(rebasing: bytes[8...])))
         }
@@ -132,20 +132,20 @@ enum JournalCodec {
     /// A lane (``Lane/bytes``: its parts length-prefixed), then the first seq: a lane's rows in
     /// journal order. No lane's bytes begin with another's, so a scan of one lane's leading bytes
     /// finds its rows alone.
-    enum LaneKey: LMDBCodec {
-        static func encode(_ item: (lane: Lane, firstSeq: JournalSequence), into bytes: inout [UInt8]) {
+    package enum LaneKey: LMDBCodec {
+        package static func encode(_ item: (lane: Lane, firstSeq: JournalSequence), into bytes: inout [UInt8]) {
             bytes.append(contentsOf: item.lane.bytes)
             Seq.encode(item.firstSeq, into: &bytes)
         }
 
         /// The key of `state`'s lane entry, its lane's bytes written straight into `bytes`
         /// (those of ``OperationState/lane``, without building the lane).
-        static func encode(laneOf state: OperationState, into bytes: inout [UInt8]) {
+        package static func encode(laneOf state: OperationState, into bytes: inout [UInt8]) {
             Lane.encode(businessID: state.businessID, entityID: state.entityID, operation: state.id, into: &bytes)
             Seq.encode(state.laneSeq, into: &bytes)
         }
 
-        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (lane: Lane, firstSeq: JournalSequence) {
+        package static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (lane: Lane, firstSeq: JournalSequence) {
             guard bytes.count > 8, let lane = Lane(bytes: bytes.prefix(bytes.count - 8)) else {
                 throw LMDBCodecError(reason: "a damaged lane key")
             }
@@ -158,15 +158,15 @@ enum JournalCodec {
 
     /// A Sync tab group, a category, a zero byte, then the latest seq: a card's rows, oldest
     /// change first.
-    enum TabKey: LMDBCodec {
-        static func encode(_ item: (group: JournalSchema.TabGroup, category: String, latestSeq: JournalSequence), into bytes: inout [UInt8]) {
+    package enum TabKey: LMDBCodec {
+        package static func encode(_ item: (group: JournalSchema.TabGroup, category: String, latestSeq: JournalSequence), into bytes: inout [UInt8]) {
             bytes.append(item.group.rawValue)
             bytes.append(contentsOf: item.category.utf8)
             bytes.append(0)
             Seq.encode(item.latestSeq, into: &bytes)
         }
 
-        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (group: JournalSchema.TabGroup, category: String, latestSeq: JournalSequence) {
+        package static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (group: JournalSchema.TabGroup, category: String, latestSeq: JournalSequence) {
             guard bytes.count > 10, bytes[bytes.count - 9] == 0, let group = JournalSchema.TabGroup(rawValue: bytes[0]) else {
                 throw LMDBCodecError(reason: "a damaged Sync tab key")
             }
@@ -181,9 +181,9 @@ enum JournalCodec {
     }
 
     /// A 32-bit version, big-endian.
-    enum Version: LMDBCodec {
-        static func encode(_ item: UInt32, into bytes: inout [UInt8]) { bytes += item.bigEndianBytes }
-        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> UInt32 {
+    package enum Version: LMDBCodec {
+        package static func encode(_ item: UInt32, into bytes: inout [UInt8]) { bytes += item.bigEndianBytes }
+        package static func decode(_ bytes: UnsafeRawBufferPointer) throws -> UInt32 {
             guard bytes.count == 4 else { throw LMDBCodecError(reason: "\(bytes.count) bytes where a version takes 4") }
             return bytes.reduce(0) { $0 << 8 | UInt32($1) }
         }
@@ -192,20 +192,20 @@ enum JournalCodec {
 
 /// A table seen as what it stores: its database and key prefix, keys and values as bytes. How a
 /// rebuild writes rows in key order and how `verify` compares what is stored with a rebuild.
-struct StoredTable: Hashable, Sendable {
-    let database: LMDBDatabase
-    let prefix: [UInt8]
+package struct StoredTable: Hashable, Sendable {
+    package let database: LMDBDatabase
+    package let prefix: [UInt8]
     /// What `verify` calls it: the table's name (the database it had to itself before layout 5).
-    let name: String
+    package let name: String
 
-    init<K, V>(_ table: LMDBTable<K, V>) {
+    package init<K, V>(_ table: LMDBTable<K, V>) {
         database = table.database
         prefix = table.prefix
         name = table.name
     }
 
     /// Every entry, its key without the prefix.
-    func entries(in txn: borrowing LMDBTransaction) throws -> [[UInt8]: [UInt8]] {
+    package func entries(in txn: borrowing LMDBTransaction) throws -> [[UInt8]: [UInt8]] {
         var entries: [[UInt8]: [UInt8]] = [:]
         let table = LMDBTable<RawBytes, RawBytes>(database, prefix: prefix)
         try txn.scan(table) { entry in

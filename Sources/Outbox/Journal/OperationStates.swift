@@ -1,4 +1,4 @@
-import OutboxCore
+package import OutboxCore
 
 /// The operations' states of a fold, by id: kept one after another in an array and found
 /// through a dictionary of positions.
@@ -6,23 +6,23 @@ import OutboxCore
 /// A dictionary of the states themselves moves a whole state out of its storage and back at
 /// every event folded into it; here an event modifies its state where it lies, and a reader
 /// walks them without copying any.
-struct OperationStates: Sendable {
+package struct OperationStates: Sendable {
     /// Every state, in the order their operations first came.
-    private(set) var values: [OperationState] = []
+    package private(set) var values: [OperationState] = []
     private var positions: [OperationID: Int] = [:]
 
-    var count: Int { values.count }
+    package var count: Int { values.count }
 
     /// Every operation's id, in the order of ``values``.
-    var keys: LazyMapSequence<[OperationState], OperationID> { values.lazy.map(\.id) }
+    package var keys: LazyMapSequence<[OperationState], OperationID> { values.lazy.map(\.id) }
 
     /// The state of `id`; `nil` when it has none.
-    subscript(id: OperationID) -> OperationState? {
+    package subscript(id: OperationID) -> OperationState? {
         positions[id].map { values[$0] }
     }
 
     /// Puts `state` in the place of its operation's state, or adds it.
-    mutating func update(_ state: OperationState) {
+    package mutating func update(_ state: OperationState) {
         if let position = positions[state.id] {
             values[position] = state
         } else {
@@ -32,7 +32,7 @@ struct OperationStates: Sendable {
 
     /// Hands over every state, leaving none: what a reader that is done with the fold uses to
     /// move the states out rather than copy them.
-    mutating func removeAll() -> [OperationState] {
+    package mutating func removeAll() -> [OperationState] {
         positions = [:]
         defer { values = [] }
         return values
@@ -40,7 +40,7 @@ struct OperationStates: Sendable {
 
     /// Lends `id`'s state (`nil` when it has none) to `body`, which may change it in place or
     /// create it; a state, once there, stays.
-    mutating func modify<Failure: Error>(
+    package mutating func modify<Failure: Error>(
         _ id: OperationID,
         _ body: (inout OperationState) throws(Failure) -> Void,
         creating create: () throws(Failure) -> OperationState
@@ -59,19 +59,19 @@ struct OperationStates: Sendable {
 }
 
 extension OperationStates: Sequence {
-    func makeIterator() -> some IteratorProtocol<(key: OperationID, value: OperationState)> {
+    package func makeIterator() -> some IteratorProtocol<(key: OperationID, value: OperationState)> {
         values.lazy.map { (key: $0.id, value: $0) }.makeIterator()
     }
 }
 
 extension OperationStates: Equatable {
     /// The same operations with equal states, in whatever order they came.
-    static func == (left: OperationStates, right: OperationStates) -> Bool {
+    package static func == (left: OperationStates, right: OperationStates) -> Bool {
         left.count == right.count && left.values.allSatisfy { right[$0.id] == $0 }
     }
 
     /// The same operations as a dictionary of states, with equal states.
-    static func == (left: [OperationID: OperationState], right: OperationStates) -> Bool {
+    package static func == (left: [OperationID: OperationState], right: OperationStates) -> Bool {
         left.count == right.count && right.values.allSatisfy { left[$0.id] == $0 }
     }
 }

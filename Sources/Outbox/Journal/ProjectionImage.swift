@@ -1,6 +1,6 @@
-import Foundation
-import OutboxCore
-import OutboxStorage
+package import Foundation
+package import OutboxCore
+package import OutboxStorage
 import Synchronization
 
 /// Every projection, folded in memory from the events alone.
@@ -8,9 +8,9 @@ import Synchronization
 /// What `verify` compares the stored projections with, and what a reader uses when a journal's
 /// stored projections were written by another layout. It computes each entry with the same pure
 /// functions (``Projection``) the append path uses.
-struct ProjectionImage: Equatable, Sendable {
+package struct ProjectionImage: Equatable, Sendable {
     /// Which operations an image folds: all of them, or one shard of a fold run in parallel.
-    struct Shard: Equatable, Sendable {
+    package struct Shard: Equatable, Sendable {
         var index = 0
         var count = 1
 
@@ -25,17 +25,17 @@ struct ProjectionImage: Equatable, Sendable {
         var ownsEngineEvents: Bool { index == 0 }
     }
 
-    var shard = Shard.whole
-    var states = OperationStates()
-    var engine = EngineState()
+    package var shard = Shard.whole
+    package var states = OperationStates()
+    package var engine = EngineState()
     /// How many events the image folded, and their bytes: the counters events add to by
     /// themselves (the rest come from the states).
-    var eventCount: Int64 = 0
-    var eventBytes: Int64 = 0
+    package var eventCount: Int64 = 0
+    package var eventBytes: Int64 = 0
 
     /// Folds one more event: an event of an operation in the image's shard, or an engine event.
     /// - Throws: ``OutboxError/journalCorrupt(seq:reason:)`` for an illegal transition.
-    mutating func apply(_ event: JournalEvent, recordSize: Int) throws(OutboxError) {
+    package mutating func apply(_ event: JournalEvent, recordSize: Int) throws(OutboxError) {
         if let id = event.operationID {
             do {
                 try states.modify(id) { (state) throws(OutboxError) in
@@ -65,7 +65,7 @@ struct ProjectionImage: Equatable, Sendable {
     }
 
     /// Folds every event of a journal (of `shard`) in one read transaction.
-    static func build(schema: JournalSchema, in txn: borrowing LMDBTransaction, shard: Shard = .whole) throws -> ProjectionImage {
+    package static func build(schema: JournalSchema, in txn: borrowing LMDBTransaction, shard: Shard = .whole) throws -> ProjectionImage {
         var image = ProjectionImage(shard: shard)
         try txn.scan(schema.events) { entry in
             let value = entry.valueBytes
@@ -86,7 +86,7 @@ struct ProjectionImage: Equatable, Sendable {
     /// transaction each, and hands each shard's image to `finish` on its own thread. The caller
     /// holds the write lock, so every shard reads the same events.
     /// - Throws: the error of the earliest damaged record any shard met.
-    static func buildSharded<Finished: Sendable>(
+    package static func buildSharded<Finished: Sendable>(
         schema: JournalSchema,
         environment: LMDBEnvironment,
         count: Int,
@@ -119,7 +119,7 @@ struct ProjectionImage: Equatable, Sendable {
     }
 
     /// Every counter: the events' own and those of each state.
-    var counters: JournalCounters {
+    package var counters: JournalCounters {
         var counters = JournalCounters()
         counters.events = eventCount
         counters.eventBytes = eventBytes
@@ -129,7 +129,7 @@ struct ProjectionImage: Equatable, Sendable {
 
     /// The content each table of operations and indexes should hold, keys and values as their
     /// codecs encode them. (The engine state and the counters are compared as values.)
-    func expectedTables(schema: JournalSchema) -> [StoredTable: [[UInt8]: [UInt8]]] {
+    package func expectedTables(schema: JournalSchema) -> [StoredTable: [[UInt8]: [UInt8]]] {
         var tables: [StoredTable: [[UInt8]: [UInt8]]] = [:]
         var operations: [[UInt8]: [UInt8]] = [:]
         var indexes: [Projection.Index: [[UInt8]: [UInt8]]] = [:]
@@ -151,18 +151,18 @@ struct ProjectionImage: Equatable, Sendable {
 }
 
 /// A difference between a stored projection and the same projection folded from the events.
-struct ProjectionMismatch: Equatable, CustomStringConvertible {
-    var database: String
-    var key: String
-    var problem: String
+package struct ProjectionMismatch: Equatable, CustomStringConvertible {
+    package var database: String
+    package var key: String
+    package var problem: String
 
-    var description: String { "\(database) [\(key)]: \(problem)" }
+    package var description: String { "\(database) [\(key)]: \(problem)" }
 }
 
 extension JournalStore {
     /// Folds the whole journal in memory and compares every stored projection with the result.
     /// - Returns: each difference; empty when the projections equal a rebuild.
-    func compareProjectionsWithRebuild() throws(OutboxError) -> [ProjectionMismatch] {
+    package func compareProjectionsWithRebuild() throws(OutboxError) -> [ProjectionMismatch] {
         let schema = self.schema
         return try read { txn in
             try ProjectionImage.build(schema: schema, in: txn).mismatches(withStoredIn: schema, txn: txn)
@@ -173,7 +173,7 @@ extension JournalStore {
 extension ProjectionImage {
     /// Compares every stored projection with this image.
     /// - Returns: each difference; empty when the stored projections equal the image.
-    func mismatches(withStoredIn schema: JournalSchema, txn: borrowing LMDBTransaction) throws -> [ProjectionMismatch] {
+    package func mismatches(withStoredIn schema: JournalSchema, txn: borrowing LMDBTransaction) throws -> [ProjectionMismatch] {
         var mismatches: [ProjectionMismatch] = []
         for (table, expected) in expectedTables(schema: schema).sorted(by: { $0.key.name < $1.key.name }) {
             let name = table.name
@@ -221,4 +221,9 @@ extension ProjectionImage {
         }
         return key.map { String(format: "%02x", $0) }.joined()
     }
+}
+
+extension ProjectionImage {
+    /// An image of nothing folded yet, of the whole journal.
+    package static var empty: ProjectionImage { ProjectionImage(shard: .whole) }
 }

@@ -1,8 +1,8 @@
-import Foundation
-import OutboxCore
-import OutboxCrypto
-import OutboxStorage
-import OutboxWire
+package import Foundation
+package import OutboxCore
+package import OutboxCrypto
+package import OutboxStorage
+package import OutboxWire
 
 /// The member's record values the journal's events do not hold: each record's server base (what
 /// the server last confirmed) and the local-only records. Kept in their own database,
@@ -16,30 +16,30 @@ import OutboxWire
 /// Each is a cache checked against the journal's trail: every value the store holds came with
 /// an event that names its revision and SHA-256 (`attemptFinished`'s confirmations, or
 /// `recordsWritten`), and `verify` checks the store against that trail.
-struct RecordStoreEntry: Sendable, Equatable {
+package struct RecordStoreEntry: Sendable, Equatable {
     /// The server's revision; 0 for a local record.
-    var revision: UInt64
+    package var revision: UInt64
     /// When the event that brought it was recorded.
-    var learntAt: Date
+    package var learntAt: Date
     /// The event that brought it.
-    var seq: JournalSequence
-    var schemaVersion: Int
+    package var seq: JournalSequence
+    package var schemaVersion: Int
     /// The value's SHA-256; `nil`: deleted (a tombstone, so that an older revision never brings
     /// it back).
-    var valueHash: SHA256Digest?
+    package var valueHash: SHA256Digest?
     /// The value; `nil` when deleted or still sealed.
-    var value: Data?
+    package var value: Data?
     /// The value sealed at rest, when the journal is encrypted.
-    var sealedValue: [UInt8]?
+    package var sealedValue: [UInt8]?
 
-    var isDeleted: Bool { valueHash == nil }
+    package var isDeleted: Bool { valueHash == nil }
 }
 
 extension JournalCodec {
     /// A ``RecordStoreEntry``: a form byte (1), the revision, the moment, the seq, the schema
     /// version, the value's hash (optional), then the value (a tag: none, plaintext, sealed).
-    enum Record: LMDBCodec {
-        static func encode(_ item: RecordStoreEntry, into bytes: inout [UInt8]) {
+    package enum Record: LMDBCodec {
+        package static func encode(_ item: RecordStoreEntry, into bytes: inout [UInt8]) {
             var writer = ByteWriter(capacity: 64 + (item.value?.count ?? item.sealedValue?.count ?? 0))
             writer.write(UInt8(1))
             writer.write(item.revision)
@@ -66,7 +66,7 @@ extension JournalCodec {
             return try reader.readUInt64("revision")
         }
 
-        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> RecordStoreEntry {
+        package static func decode(_ bytes: UnsafeRawBufferPointer) throws -> RecordStoreEntry {
             var reader = ByteReader(Array(bytes))
             guard try reader.readUInt8("record form") == 1 else { throw LMDBCodecError(reason: "an unknown stored record form") }
             let revision = try reader.readUInt64("revision")
@@ -88,10 +88,10 @@ extension JournalCodec {
     }
 
     /// A record key (``RecordKey/bytes``).
-    enum RecordKeyCodec: LMDBCodec {
-        static func encode(_ item: RecordKey, into bytes: inout [UInt8]) { bytes += item.bytes }
+    package enum RecordKeyCodec: LMDBCodec {
+        package static func encode(_ item: RecordKey, into bytes: inout [UInt8]) { bytes += item.bytes }
 
-        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> RecordKey {
+        package static func decode(_ bytes: UnsafeRawBufferPointer) throws -> RecordKey {
             guard let (key, count) = RecordKey.read(bytes), count == bytes.count else { throw LMDBCodecError(reason: "a damaged record key") }
             return key
         }
@@ -99,14 +99,14 @@ extension JournalCodec {
 
     /// A record, then a write's place in its lane and its own first seq: the writes of one
     /// record in the order the member made them (`record-writes`).
-    enum RecordWriteKey: LMDBCodec {
-        static func encode(_ item: (key: RecordKey, laneSeq: JournalSequence, firstSeq: JournalSequence), into bytes: inout [UInt8]) {
+    package enum RecordWriteKey: LMDBCodec {
+        package static func encode(_ item: (key: RecordKey, laneSeq: JournalSequence, firstSeq: JournalSequence), into bytes: inout [UInt8]) {
             bytes += item.key.bytes
             Seq.encode(item.laneSeq, into: &bytes)
             Seq.encode(item.firstSeq, into: &bytes)
         }
 
-        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (key: RecordKey, laneSeq: JournalSequence, firstSeq: JournalSequence) {
+        package static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (key: RecordKey, laneSeq: JournalSequence, firstSeq: JournalSequence) {
             guard let (key, count) = RecordKey.read(bytes), bytes.count == count + 16 else { throw LMDBCodecError(reason: "a damaged record write key") }
             return (key, try Seq.decode(UnsafeRawBufferPointer(rebasing: bytes[count..<(count + 8)])),
                     try Seq.decode(UnsafeRawBufferPointer(rebasing: bytes[(count + 8)...])))
@@ -114,13 +114,13 @@ extension JournalCodec {
     }
 
     /// A record, then the first seq of a write that changed it (`record-ops`): its history.
-    enum RecordOpKey: LMDBCodec {
-        static func encode(_ item: (key: RecordKey, firstSeq: JournalSequence), into bytes: inout [UInt8]) {
+    package enum RecordOpKey: LMDBCodec {
+        package static func encode(_ item: (key: RecordKey, firstSeq: JournalSequence), into bytes: inout [UInt8]) {
             bytes += item.key.bytes
             Seq.encode(item.firstSeq, into: &bytes)
         }
 
-        static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (key: RecordKey, firstSeq: JournalSequence) {
+        package static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (key: RecordKey, firstSeq: JournalSequence) {
             guard let (key, count) = RecordKey.read(bytes), bytes.count == count + 8 else { throw LMDBCodecError(reason: "a damaged record history key") }
             return (key, try Seq.decode(UnsafeRawBufferPointer(rebasing: bytes[count...])))
         }

@@ -1,11 +1,11 @@
-import Foundation
-import OutboxCore
-import OutboxStorage
+package import Foundation
+package import OutboxCore
+package import OutboxStorage
 
 /// The reads both the engine and a read-only ``JournalReader`` answer, each in one snapshot.
 extension JournalQueries {
     /// One operation as it stands, as ``snapshot(of:now:in:)`` reads it.
-    func operationSnapshot(_ id: OperationID, now: Date) throws(OutboxError) -> OperationSnapshot? {
+    package func operationSnapshot(_ id: OperationID, now: Date) throws(OutboxError) -> OperationSnapshot? {
         let projections = self.projections
         return try read { txn in
             guard let state = try projections.state(id, in: txn) else { return nil }
@@ -13,37 +13,10 @@ extension JournalQueries {
         }
     }
 
-    /// A page of the operations `query` lists, newest first, each as ``operationSnapshot(_:now:)``
-    /// answers it, all in one snapshot.
-    func operations(matching query: OperationQuery, now: Date) throws(OutboxError) -> OperationPage {
-        try Self.checkLimit(query.limit)
-        return try read { txn in
-            let page = try statePage(query, in: txn)
-            return OperationPage(operations: try page.rows.map { try snapshot(of: $0, now: now, in: txn) }, nextAfter: page.nextAfter)
-        }
-    }
-
-    /// The same page as folded states, their sealed text opened: no event is read.
-    func operationStates(matching query: OperationQuery) throws(OutboxError) -> OperationStatePage {
-        try Self.checkLimit(query.limit)
-        let schema = self.schema
-        let page = try read { txn in try statePage(query, in: txn) }
-        return OperationStatePage(states: page.rows.map(schema.opened), nextAfter: page.nextAfter)
-    }
-
-    /// The stored states of one page of `query`, and the cursor of the next.
-    private func statePage(_ query: OperationQuery, in txn: borrowing LMDBTransaction) throws
-        -> (rows: [OperationState], nextAfter: JournalSequence?) {
-        let statuses = query.statuses.map { OutboxStatus.allCases.filter($0.contains) } ?? OutboxStatus.allCases
-        let rows = try projections.newestFirst(statuses: statuses, before: query.after, limit: Self.rowsToRead(query.limit),
-                                               where: query.accepts, in: txn)
-        return Self.cut(rows, limit: query.limit, cursor: \.firstSeq)
-    }
-
     /// One operation's snapshot from its stored state: its request, and what a queued row waits
     /// on, read from the stored lane and dependency indexes (a reader of projections of another
     /// layout answers without it); `now` says whether its scheduled moment is still ahead.
-    private func snapshot(of state: OperationState, now: Date, in txn: borrowing LMDBTransaction) throws -> OperationSnapshot {
+    package func snapshot(of state: OperationState, now: Date, in txn: borrowing LMDBTransaction) throws -> OperationSnapshot {
         // A compacted operation's request left the journal with its events.
         let request = state.compactedAt == nil ? try schema.request(of: state, in: txn) : state.request(payload: Data())
         let waiting = projectionsAreCurrent
@@ -54,7 +27,7 @@ extension JournalQueries {
         return OperationSnapshot(state: state, request: request, waitingOn: waiting, conflict: conflict)
     }
 
-    func operationState(_ id: OperationID) throws(OutboxError) -> OperationState? {
+    package func operationState(_ id: OperationID) throws(OutboxError) -> OperationState? {
         let projections = self.projections
         return try read { txn in try projections.state(id, in: txn) }
     }
@@ -63,7 +36,7 @@ extension JournalQueries {
     /// that removed them.
     /// - Throws: ``OutboxError/operationNotFound(_:)`` for an unknown id;
     ///   ``OutboxError/journalCorrupt(seq:reason:)`` at a damaged record of it.
-    func history(_ id: OperationID) throws(OutboxError) -> [JournalEvent] {
+    package func history(_ id: OperationID) throws(OutboxError) -> [JournalEvent] {
         let schema = self.schema
         let projections = self.projections
         let events = try read { txn -> [JournalEvent] in
@@ -84,18 +57,18 @@ extension JournalQueries {
         return events
     }
 
-    func lastSeq() throws(OutboxError) -> JournalSequence {
+    package func lastSeq() throws(OutboxError) -> JournalSequence {
         let schema = self.schema
         return try read { txn in try schema.lastSeq(in: txn) }
     }
 
-    func engineState() throws(OutboxError) -> EngineState {
+    package func engineState() throws(OutboxError) -> EngineState {
         let projections = self.projections
         return try read { txn in try projections.engineState(in: txn) }
     }
 
     /// Up to `limit` events from `start` on, in journal order, checksums checked.
-    func events(from start: JournalSequence, limit: Int) throws(OutboxError) -> [JournalEvent] {
+    package func events(from start: JournalSequence, limit: Int) throws(OutboxError) -> [JournalEvent] {
         let schema = self.schema
         return try read { txn in
             var events: [JournalEvent] = []

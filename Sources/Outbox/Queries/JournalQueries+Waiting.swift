@@ -1,6 +1,6 @@
-import Foundation
-import OutboxCore
-import OutboxStorage
+package import Foundation
+package import OutboxCore
+package import OutboxStorage
 
 /// How long the writes waiting have waited, by the wall clock and by connected age (the time a
 /// route to the server was seen), and which of them wait on the engine rather than on a person:
@@ -8,20 +8,20 @@ import OutboxStorage
 extension JournalQueries {
     /// The most pending writes read for ``Waiting``: ages are reported for the oldest
     /// ``PendingAge/reported`` of them, and the oldest healthy one is looked for among these.
-    static let pendingScanLimit = 1_000
+    package static let pendingScanLimit = 1_000
 
-    struct Waiting: Sendable {
-        var ages: [PendingAge]
-        var oldestHealthy: PendingAge?
+    package struct Waiting: Sendable {
+        package var ages: [PendingAge]
+        package var oldestHealthy: PendingAge?
         /// Healthy writes waiting whose connected age is past the objective's interval.
-        var pastInterval: Int
-        var routeSeen: Bool
+        package var pastInterval: Int
+        package var routeSeen: Bool
     }
 
     /// The waiting writes at `now`, in one snapshot.
     /// - Parameter watchedUntil: for a reader of a journal no engine has open, its last event:
     ///   a route seen then counts as connected up to there, not up to `now`.
-    func waiting(now: Date, objectiveSeconds: Double, watchedUntil: Date? = nil, in txn: borrowing LMDBTransaction) throws -> Waiting {
+    package func waiting(now: Date, objectiveSeconds: Double, watchedUntil: Date? = nil, in txn: borrowing LMDBTransaction) throws -> Waiting {
         let engine = try projections.engineState(in: txn)
         let clock = engine.route.connectedClock(at: watchedUntil.map { min($0, now) } ?? now)
         var ages: [PendingAge] = []

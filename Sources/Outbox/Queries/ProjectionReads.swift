@@ -1,13 +1,13 @@
-import Foundation
-import OutboxCore
-import OutboxStorage
+package import Foundation
+package import OutboxCore
+package import OutboxStorage
 
 /// What the reads ask of the projections: operations, their counts and the engine state.
 ///
 /// Two answer it alike: ``StoredProjections``, the indexes an engine keeps in the journal, and
 /// ``FoldedJournal``, the same folded in memory from the events when the stored ones are of
 /// another layout. A read is written once, against this, and gives the same answer from both.
-protocol ProjectionReads: Sendable {
+package protocol ProjectionReads: Sendable {
     /// One operation's folded state.
     func state(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState?
     /// Every operation's id.
@@ -36,14 +36,14 @@ protocol ProjectionReads: Sendable {
 }
 
 /// The projections an engine keeps in the journal: indexes and counters, never a scan.
-struct StoredProjections: ProjectionReads {
+package struct StoredProjections: ProjectionReads {
     let schema: JournalSchema
 
-    func state(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState? {
+    package func state(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState? {
         try schema.state(id, in: txn)
     }
 
-    func operationIDs(in txn: borrowing LMDBTransaction) throws -> [OperationID] {
+    package func operationIDs(in txn: borrowing LMDBTransaction) throws -> [OperationID] {
         var ids: [OperationID] = []
         try txn.scan(schema.operations) { entry in
             ids.append(try entry.key())
@@ -52,7 +52,7 @@ struct StoredProjections: ProjectionReads {
         return ids
     }
 
-    func newestFirst(statuses: [OutboxStatus], before beforeSeq: JournalSequence?, limit: Int,
+    package func newestFirst(statuses: [OutboxStatus], before beforeSeq: JournalSequence?, limit: Int,
                      where accepts: (OperationState) -> Bool, in txn: borrowing LMDBTransaction) throws -> [OperationState] {
         // Each status's index runs in journal order: read each backwards, then merge.
         var picked: [OperationState] = []
@@ -64,7 +64,7 @@ struct StoredProjections: ProjectionReads {
         return Array(picked.sorted { $0.firstSeq > $1.firstSeq }.prefix(limit))
     }
 
-    func oldestFirst(statuses: [OutboxStatus], after afterSeq: JournalSequence?, limit: Int,
+    package func oldestFirst(statuses: [OutboxStatus], after afterSeq: JournalSequence?, limit: Int,
                      where accepts: (OperationState) -> Bool, in txn: borrowing LMDBTransaction) throws -> [OperationState] {
         var picked: [OperationState] = []
         for status in statuses {
@@ -88,11 +88,11 @@ struct StoredProjections: ProjectionReads {
         }
     }
 
-    func statusCounts(in txn: borrowing LMDBTransaction) throws -> [OutboxStatus: Int] {
+    package func statusCounts(in txn: borrowing LMDBTransaction) throws -> [OutboxStatus: Int] {
         try schema.queueDepth(in: txn)
     }
 
-    func oldestPending(in txn: borrowing LMDBTransaction) throws -> OperationState? {
+    package func oldestPending(in txn: borrowing LMDBTransaction) throws -> OperationState? {
         var oldest: OperationState?
         for status in [OutboxStatus.queued, .syncing] {
             guard let id = try schema.operationIDs(withStatus: status, limit: 1, in: txn).first,
@@ -103,7 +103,7 @@ struct StoredProjections: ProjectionReads {
         return oldest
     }
 
-    func oldestPending(limit: Int, in txn: borrowing LMDBTransaction) throws -> [OperationState] {
+    package func oldestPending(limit: Int, in txn: borrowing LMDBTransaction) throws -> [OperationState] {
         var states: [OperationState] = []
         for status in [OutboxStatus.queued, .syncing] {
             for id in try schema.operationIDs(withStatus: status, limit: limit, in: txn) {
@@ -113,69 +113,16 @@ struct StoredProjections: ProjectionReads {
         return Array(states.sorted { $0.firstSeq < $1.firstSeq }.prefix(limit))
     }
 
-    func engineState(in txn: borrowing LMDBTransaction) throws -> EngineState {
+    package func engineState(in txn: borrowing LMDBTransaction) throws -> EngineState {
         try schema.engineStateAsJudged(in: txn)
     }
 
-    func eventBytes(in txn: borrowing LMDBTransaction) throws -> Int {
+    package func eventBytes(in txn: borrowing LMDBTransaction) throws -> Int {
         Int(try schema.counters(in: txn).eventBytes)
     }
 
-    func recordedSeqs(of id: OperationID, state: OperationState?, in txn: borrowing LMDBTransaction) throws
+    package func recordedSeqs(of id: OperationID, state: OperationState?, in txn: borrowing LMDBTransaction) throws
         -> (seqs: [JournalSequence], damaged: [DamagedRecord]) {
         (state?.eventSeqs ?? [], [])
-    }
-}
-
-extension FoldedJournal: ProjectionReads {
-    func state(_ id: OperationID, in txn: borrowing LMDBTransaction) throws -> OperationState? {
-        image.states[id]
-    }
-
-    func operationIDs(in txn: borrowing LMDBTransaction) throws -> [OperationID] {
-        Array(image.states.keys)
-    }
-
-    func newestFirst(statuses: [OutboxStatus], before beforeSeq: JournalSequence?, limit: Int,
-                     where accepts: (OperationState) -> Bool, in txn: borrowing LMDBTransaction) throws -> [OperationState] {
-        let picked = image.states.values.filter { state in
-            statuses.contains(state.status) && beforeSeq.map { state.firstSeq < $0 } ?? true && accepts(state)
-        }
-        return Array(picked.sorted { $0.firstSeq > $1.firstSeq }.prefix(limit))
-    }
-
-    func oldestFirst(statuses: [OutboxStatus], after afterSeq: JournalSequence?, limit: Int,
-                     where accepts: (OperationState) -> Bool, in txn: borrowing LMDBTransaction) throws -> [OperationState] {
-        let picked = image.states.values.filter { state in
-            statuses.contains(state.status) && afterSeq.map { state.firstSeq > $0 } ?? true && accepts(state)
-        }
-        return Array(picked.sorted { $0.firstSeq < $1.firstSeq }.prefix(limit))
-    }
-
-    func statusCounts(in txn: borrowing LMDBTransaction) throws -> [OutboxStatus: Int] {
-        var counts = Dictionary(uniqueKeysWithValues: OutboxStatus.allCases.map { ($0, 0) })
-        for state in image.states.values { counts[state.status, default: 0] += 1 }
-        return counts
-    }
-
-    func oldestPending(in txn: borrowing LMDBTransaction) throws -> OperationState? {
-        image.states.values.filter { $0.status == .queued || $0.status == .syncing }.min { $0.firstSeq < $1.firstSeq }
-    }
-
-    func oldestPending(limit: Int, in txn: borrowing LMDBTransaction) throws -> [OperationState] {
-        Array(image.states.values.filter { $0.status == .queued || $0.status == .syncing }.sorted { $0.firstSeq < $1.firstSeq }.prefix(limit))
-    }
-
-    func engineState(in txn: borrowing LMDBTransaction) throws -> EngineState {
-        image.engine
-    }
-
-    func eventBytes(in txn: borrowing LMDBTransaction) throws -> Int {
-        Int(image.eventBytes)
-    }
-
-    func recordedSeqs(of id: OperationID, state: OperationState?, in txn: borrowing LMDBTransaction) throws
-        -> (seqs: [JournalSequence], damaged: [DamagedRecord]) {
-        (eventSeqs[id] ?? [], damaged.filter { $0.claimedOperationID == id })
     }
 }

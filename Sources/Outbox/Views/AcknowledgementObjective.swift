@@ -29,6 +29,10 @@ public struct AcknowledgementObjective: Sendable, Equatable, Codable {
     /// The interval an engine is configured with by default, and a reader reports at.
     public static let defaultIntervalSeconds: Double = 60
 
+    /// Nothing acknowledged yet, at the default interval.
+    package static let untracked = AcknowledgementObjective(intervalSeconds: defaultIntervalSeconds, acknowledged: 0,
+                                                            withinInterval: 0, pendingPastInterval: 0)
+
     /// The bucket bounds, in seconds: an interval must be one of them.
     public static let boundsSeconds: [Double] = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1_800, 3_600, 7_200, 14_400, 28_800, 86_400]
 

@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 import Synchronization
 
 /// A transport whose request reaches the server, after which the app dies before the answer is

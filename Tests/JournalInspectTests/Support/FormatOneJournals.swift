@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import OutboxAudit
 
 /// The fixture journals of journal format 1 (`Tests/Fixtures/format1-*`), written by the engine
 /// before events carried the device's uptime and compactions kept who and what a write was.

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Outbox
+import OutboxAudit
 import OutboxStorage
 
 /// Test-only writers: they change a closed journal's bytes behind the engine's back, the way a

@@ -2,6 +2,7 @@ import Foundation
 import JournalInspect
 import struct Outbox.Attachment
 @testable import Outbox
+import OutboxAudit
 import TestHarness
 import OutboxTesting
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import TestHarness
 @testable import Outbox
+import OutboxAudit
 
 /// Drives a journal through a random but legal history: enqueues, attempts with every
 /// disposition, abandonments, withdrawals, retries, discards, approval decisions and engine

@@ -1,26 +1,6 @@
+public import Outbox
 import Foundation
 import OutboxCore
-
-/// The JSON fields of an attempt's outcome, shared by every export that shows one: `outcome`
-/// (`response`, `no_response` or `not_sent`), then `httpStatus` or `transportFailure`.
-struct OutcomeFields {
-    var outcome: String
-    var httpStatus: Int?
-    var transportFailure: TransportFailure?
-
-    init(_ outcome: AttemptOutcome) {
-        switch outcome {
-        case .response(let statusCode):
-            self.outcome = "response"
-            httpStatus = statusCode
-        case .noResponse(let failure):
-            self.outcome = "no_response"
-            transportFailure = failure
-        case .notSent:
-            self.outcome = "not_sent"
-        }
-    }
-}
 
 /// An attempt as `journal-inspect timeline --json` prints it: the fields in the order of
 /// `Docs/journal-inspect.md`, absent (never `null`) when there is nothing to say.

@@ -1,3 +1,4 @@
+public import Outbox
 public import Foundation
 public import OutboxCore
 

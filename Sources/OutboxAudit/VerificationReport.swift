@@ -1,3 +1,4 @@
+public import Outbox
 public import OutboxCore
 
 /// What `verify` found: every record's checksum, every invariant of every operation, and the

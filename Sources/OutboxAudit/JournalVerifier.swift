@@ -1,3 +1,4 @@
+public import Outbox
 import Foundation
 import OutboxCore
 import OutboxCrypto
@@ -27,7 +28,7 @@ struct JournalVerifier {
     init(unseal: RecordCodec.Unsealer? = nil) {
         self.unseal = unseal
     }
-    private(set) var image = ProjectionImage()
+    private(set) var image = ProjectionImage.empty
     private(set) var findings: [VerificationFinding] = []
     private(set) var damaged: [DamagedRecord] = []
     private(set) var recordsChecked = 0

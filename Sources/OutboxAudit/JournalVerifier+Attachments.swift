@@ -1,3 +1,4 @@
+public import Outbox
 import Foundation
 import OutboxCore
 import OutboxCrypto
@@ -17,10 +18,10 @@ extension JournalVerifier {
     /// settled (a settled write's files may be gone once its keep period passed; a compacted
     /// write keeps no manifest). In journal order.
     var neededFiles: [NeededFile] {
-        image.states.values
+        let needing: [OperationState] = image.states.values
             .filter { !$0.status.isTerminal && $0.compactedAt == nil && !$0.attachments.isEmpty }
             .sorted { $0.firstSeq < $1.firstSeq }
-            .flatMap { state in state.attachments.map { NeededFile(operation: state.id, seq: state.firstSeq, upload: $0) } }
+        return needing.flatMap { state in state.attachments.map { NeededFile(operation: state.id, seq: state.firstSeq, upload: $0) } }
     }
 }
 

@@ -1,3 +1,4 @@
+public import Outbox
 import Foundation
 import OutboxCore
 import OutboxStorage
@@ -5,7 +6,7 @@ import OutboxStorage
 /// The audit reads behind `journal-inspect`, for the engine and for a read-only reader alike,
 /// each in one snapshot.
 extension JournalQueries {
-    func events(matching query: EventQuery) throws(OutboxError) -> EventPage {
+    package func events(matching query: EventQuery) throws(OutboxError) -> EventPage {
         try Self.checkLimit(query.limit)
         let schema = self.schema
         let projections = self.projections

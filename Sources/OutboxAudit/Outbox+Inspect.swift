@@ -1,3 +1,4 @@
+public import Outbox
 import Foundation
 public import OutboxCore
 

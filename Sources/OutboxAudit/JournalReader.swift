@@ -1,3 +1,4 @@
+public import Outbox
 public import Foundation
 public import OutboxCore
 package import OutboxStorage
@@ -19,7 +20,7 @@ package import OutboxStorage
 /// at open instead (every read answers the same). A damaged record is reported by the reads that
 /// meet it, as a ``DamagedRecord``, and they carry on with the rest.
 public final class JournalReader: Sendable {
-    let store: JournalStore
+    package let store: JournalStore
     /// Every read: from the stored projections, or from the events folded at open.
     let queries: JournalQueries
     /// The projections folded from the events, when the stored ones are of another layout.
@@ -39,7 +40,7 @@ public final class JournalReader: Sendable {
     public init(directory: URL, encryptionKey: SealingKey? = nil, clock: any OutboxClock = SystemClock()) throws {
         self.clock = clock
         let store = try JournalStore.open(
-            directory: directory, options: JournalStore.Options(readOnly: true, sealingKey: encryptionKey))
+            directory: directory, options: JournalStore.readerOptions(sealingKey: encryptionKey))
         self.store = store
         if store.projectionsAreCurrent {
             queries = store.queries

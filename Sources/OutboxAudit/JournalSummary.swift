@@ -1,3 +1,4 @@
+public import Outbox
 public import Foundation
 public import OutboxCore
 
@@ -44,8 +45,7 @@ public struct JournalSummary: Sendable, Equatable {
     public var routeSeen = false
     /// The service objective at ``AcknowledgementObjective/defaultIntervalSeconds``, and the
     /// attempts abandoned at an open and cancelled by an expiry.
-    public var acknowledgement = AcknowledgementObjective(intervalSeconds: AcknowledgementObjective.defaultIntervalSeconds, acknowledged: 0,
-                                                          withinInterval: 0, pendingPastInterval: 0)
+    public var acknowledgement = AcknowledgementObjective.untracked
     public var abandonedAttempts = 0
     public var cancelledAttempts = 0
 
