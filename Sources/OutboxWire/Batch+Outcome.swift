@@ -19,7 +19,7 @@ extension BatchOutcome {
         let replayed = headers.contains {
             $0.key.lowercased() == WireHeader.idempotentReplayed.lowercased() && $0.value.lowercased() == "true"
         }
-        let code = status >= 400 ? Self.errorCode(in: body) : nil
+        let code = status >= 400 ? AnswerBody(body).code : nil
         switch status {
         case _ where replayed: self = .replayed
         case _ where code == WireErrorCode.idempotencyConflict: self = .keyConflict
@@ -32,12 +32,6 @@ extension BatchOutcome {
         case 400..<500: self = .rejected
         default: self = .retry
         }
-    }
-
-    /// The `code` of a JSON error body, when it has one.
-    private static func errorCode(in body: Data) -> String? {
-        guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else { return nil }
-        return object[WireBodyField.code] as? String
     }
 }
 

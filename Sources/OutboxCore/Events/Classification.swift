@@ -1,4 +1,5 @@
 public import Foundation
+import OutboxWire
 
 /// The engine's decision about one attempt, ready to be recorded in `attemptFinished`.
 public struct Classification: Sendable, Equatable {
@@ -16,8 +17,9 @@ public struct Classification: Sendable, Equatable {
     /// ``maxServerCurrentBytes``; shown beside the member's version to decide.
     public var serverCurrent: Data?
 
-    /// The most of a server's current record kept with a conflict.
-    public static let maxServerCurrentBytes = 64 << 10
+    /// The most of a server's current record kept with a conflict: the cap of every record an
+    /// answer carries (`AnswerBody.maxRecordBytes`, 64 KiB).
+    public static let maxServerCurrentBytes = AnswerBody.maxRecordBytes
 
     public init(
         outcome: AttemptOutcome,

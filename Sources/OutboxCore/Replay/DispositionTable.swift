@@ -7,7 +7,9 @@ package enum TransportResult: Sendable, Equatable {
     case noResponse(TransportFailure)
 }
 
-/// The disposition table: a pure function from an attempt's result to what follows.
+/// The disposition table: a pure function from an attempt's result to what follows. The body
+/// is read by `AnswerBody` (its revision rule, its 64 KiB cap on `current`), as `RecordAnswer`
+/// reads it.
 ///
 /// | result | disposition |
 /// |---|---|
@@ -52,7 +54,9 @@ package enum DispositionTable {
             response = value
         }
         let status = response.statusCode
-        let body = ResponseBody(response)
+        let body = AnswerBody(response.body)
+        // The body's revision (its rule is `AnswerBody`'s), else the entity tag's opaque part.
+        let serverRevision = body.revision.map { String($0) } ?? response.header(WireHeader.eTag).map(Self.entityTagValue)
         let retryAfter = response.header(WireHeader.retryAfter).flatMap { RetryAfter.moment($0, now: now) }
         func decided(
             _ disposition: Disposition,
@@ -72,7 +76,7 @@ package enum DispositionTable {
                 errorMessage: isError ? message : nil,
                 retryAfter: disposition == .transientFailure ? retryAfter : nil,
                 approvalRequestID: approvalRequestID,
-                serverRevision: body.revision ?? response.header(WireHeader.eTag).map(Self.entityTagValue)
+                serverRevision: serverRevision
             )
         }
 
@@ -106,51 +110,13 @@ package enum DispositionTable {
             return decided(.blocked, code: ErrorCode.forbidden)
         case 409 where policy == .terminalTransition:
             return Classification(outcome: .response(statusCode: status), disposition: .replayed,
-                                  errorCode: body.code, errorMessage: nil, serverRevision: body.revision)
+                                  errorCode: body.code, errorMessage: nil, serverRevision: body.revision.map { String($0) })
         case 408, 429, 500..<600:
             return decided(.transientFailure, code: status == 429 ? ErrorCode.rateLimited : ErrorCode.serverUnavailable)
         case 400..<500:
             return decided(.rejected, code: ErrorCode.forStatus(status))
         default:
             return decided(.transientFailure, code: ErrorCode.unexpectedStatus)
-        }
-    }
-}
-
-/// The fields the engine reads from a response body, when it is JSON.
-struct ResponseBody {
-    var isJSON = false
-    var code: String?
-    var message: String?
-    var approvalRequestID: String?
-    var revision: String?
-    /// A conflict's `current`: the server's record, as JSON text, capped.
-    var current: Data?
-
-    init(_ response: TransportResponse) {
-        guard !response.body.isEmpty,
-            let value = try? JSONSerialization.jsonObject(with: response.body, options: [.fragmentsAllowed])
-        else { return }
-        isJSON = true
-        guard let object = value as? [String: Any] else { return }
-        code = Self.text(object["code"])
-        message = Self.text(object["message"])
-        approvalRequestID = Self.text(object[WireBodyField.requestID]) ?? Self.text(object[WireBodyField.approvalRequestID])
-        revision = Self.text(object["revision"]) ?? Self.text(object[WireBodyField.serverRevision])
-        if let value = object[WireBodyField.current], !(value is NSNull),
-            let data = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys]),
-            data.count <= Classification.maxServerCurrentBytes
-        {
-            current = data
-        }
-    }
-
-    /// A non-empty string, or a number written as one.
-    private static func text(_ value: Any?) -> String? {
-        switch value {
-        case let string as String where !string.isEmpty: string
-        case let number as NSNumber: number.stringValue
-        default: nil
         }
     }
 }
