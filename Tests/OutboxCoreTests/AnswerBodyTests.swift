@@ -3,8 +3,9 @@ import OutboxCore
 import OutboxWire
 import Testing
 
-/// An answer's body is read once (`AnswerBody`): the engine's disposition table, its record
-/// answers and the batch word all ask it, so they cannot disagree.
+/// An answer's body is read once (`AnswerBody`), and what its status means is decided once
+/// (`AnswerMeaning`): the engine's disposition table, its record answers and the batch word all
+/// ask them, so they cannot disagree.
 @Suite("An answer read once")
 struct AnswerBodyTests {
     static let now = Date(timeIntervalSinceReferenceDate: 800_000_000)
@@ -136,5 +137,37 @@ struct AnswerBodyTests {
         #expect(AnswerBody(Data(#"{"record":null}"#.utf8)).record == nil)
         #expect(AnswerBody(Data(#"{"deleted":true}"#.utf8)).deleted)
         #expect(!AnswerBody(Data(#"{"deleted":"true"}"#.utf8)).deleted && !AnswerBody(Data(#"{"deleted":1}"#.utf8)).deleted)
+    }
+
+    @Test func theEngineAndTheBatchWordReadOneTableOfStatuses() {
+        let json = ["Content-Type": "application/json"]
+        let replayed = ["Content-Type": "application/json", "Idempotent-Replayed": "true"]
+        let rows: [(Int, [String: String], String, Disposition, BatchOutcome)] = [
+            (200, json, "{}", .accepted, .accepted),
+            (201, replayed, "{}", .replayed, .replayed),
+            (204, [:], "", .accepted, .accepted),
+            (409, json, #"{"code":"idempotency_conflict"}"#, .blocked, .keyConflict),
+            (422, json, #"{"code":"idempotency_conflict"}"#, .blocked, .keyConflict),
+            (409, json, #"{"code":"idempotency_in_progress"}"#, .transientFailure, .inProgress),
+            (412, json, "{}", .conflicted, .revisionConflict),
+            (409, json, #"{"code":"revision_conflict"}"#, .conflicted, .revisionConflict),
+            (401, [:], "", .unauthorized, .unauthorized),
+            (403, [:], "", .blocked, .rejected),
+            (404, [:], "", .rejected, .rejected),
+            (422, json, #"{"code":"validation_failed"}"#, .rejected, .rejected),
+            (408, [:], "", .transientFailure, .retry),
+            (429, [:], "", .transientFailure, .retry),
+            (503, [:], "", .transientFailure, .retry),
+            (302, [:], "", .transientFailure, .retry),
+            (100, [:], "", .transientFailure, .retry),
+            // A code on a 2xx is not a refusal's; a replayed refusal is still a refusal.
+            (200, json, #"{"code":"idempotency_conflict"}"#, .accepted, .accepted),
+            (422, replayed, #"{"code":"validation_failed"}"#, .rejected, .rejected),
+        ]
+        for (status, headers, body, disposition, outcome) in rows {
+            let response = TransportResponse(statusCode: status, headers: headers, body: Data(body.utf8))
+            #expect(Self.classify(response).disposition == disposition, "\(status) \(body)")
+            #expect(BatchOutcome(status: status, headers: headers, body: Data(body.utf8)) == outcome, "\(status) \(body)")
+        }
     }
 }

@@ -7,14 +7,19 @@ package enum TransportResult: Sendable, Equatable {
     case noResponse(TransportFailure)
 }
 
-/// The disposition table: a pure function from an attempt's result to what follows. The body
-/// is read by `AnswerBody` (its revision rule, its 64 KiB cap on `current`), as `RecordAnswer`
-/// reads it.
+/// The disposition table: a pure function from an attempt's result to what follows.
+///
+/// What a status, the body's `code` and `Idempotent-Replayed` mean is `AnswerMeaning`'s, the one
+/// table the server's batch word (`BatchOutcome`) asks too; the body is read by `AnswerBody`
+/// (its revision rule, its 64 KiB cap on `current`). This table adds what only the engine
+/// decides: an approval, a 2xx that is not JSON, a terminal transition's 409, the engine's codes
+/// and `Retry-After`.
 ///
 /// | result | disposition |
 /// |---|---|
 /// | body `code` `idempotency_conflict` (409 or 422) | blocked |
 /// | body `code` `idempotency_in_progress` (409 or 425) | transient failure |
+/// | 412, or 409 with body `code` `revision_conflict` | conflicted: the server's revision and `current` kept |
 /// | 202 with `request_id` or `approval_request_id` | pending approval |
 /// | other 2xx with a JSON body, or 204 | accepted (replayed when `Idempotent-Replayed: true`) |
 /// | 2xx with a body that is not JSON (a captive portal) | transient failure, `invalid_response` |
@@ -80,42 +85,40 @@ package enum DispositionTable {
             )
         }
 
-        // The body's code decides before the status.
-        if status >= 400, body.code == ErrorCode.idempotencyConflict {
+        // What the status, the body's code and `Idempotent-Replayed` mean is the table both
+        // halves share (`AnswerMeaning`); what follows is what only the engine decides of it.
+        let replayed = AnswerMeaning.isReplayed(response.header(WireHeader.idempotentReplayed))
+        switch AnswerMeaning(status: status, code: body.code, replayed: replayed) {
+        case .keyConflict:
             return decided(.blocked)
-        }
-        if status >= 400, body.code == ErrorCode.idempotencyInProgress {
+        case .inProgress:
             return decided(.transientFailure, code: ErrorCode.idempotencyInProgress)
-        }
-        // The record changed elsewhere since the edit began: a person (or the type's rule) decides.
-        if status == 412 || (status == 409 && body.code == ErrorCode.revisionConflict) {
+        case .revisionConflict:
+            // The record changed elsewhere since the edit began: a person (or the type's rule) decides.
             var conflict = decided(.conflicted, code: ErrorCode.preconditionFailed)
             conflict.serverCurrent = body.current
             return conflict
-        }
-
-        switch status {
-        case 202 where body.approvalRequestID != nil:
-            return decided(.pendingApproval, approvalRequestID: body.approvalRequestID)
-        case 204:
-            return decided(response.header(WireHeader.idempotentReplayed)?.lowercased() == "true" ? .replayed : .accepted)
-        case 200..<300:
-            guard body.isJSON else {
+        case .applied(let replayed):
+            if status == 202, let approvalRequestID = body.approvalRequestID {
+                return decided(.pendingApproval, approvalRequestID: approvalRequestID)
+            }
+            // A 204 has no body; any other 2xx says what it did in JSON (a captive portal's page does not).
+            guard status == 204 || body.isJSON else {
                 return decided(.transientFailure, code: ErrorCode.invalidResponse)
             }
-            return decided(response.header(WireHeader.idempotentReplayed)?.lowercased() == "true" ? .replayed : .accepted)
-        case 401:
+            return decided(replayed ? .replayed : .accepted)
+        case .unauthorized:
             return decided(.unauthorized, code: ErrorCode.unauthorized)
-        case 403:
+        case .forbidden:
             return decided(.blocked, code: ErrorCode.forbidden)
-        case 409 where policy == .terminalTransition:
+        case .refused where status == 409 && policy == .terminalTransition:
             return Classification(outcome: .response(statusCode: status), disposition: .replayed,
                                   errorCode: body.code, errorMessage: nil, serverRevision: body.revision.map { String($0) })
-        case 408, 429, 500..<600:
-            return decided(.transientFailure, code: status == 429 ? ErrorCode.rateLimited : ErrorCode.serverUnavailable)
-        case 400..<500:
+        case .refused:
             return decided(.rejected, code: ErrorCode.forStatus(status))
-        default:
+        case .notNow:
+            return decided(.transientFailure, code: status == 429 ? ErrorCode.rateLimited : ErrorCode.serverUnavailable)
+        case .unexpected:
             return decided(.transientFailure, code: ErrorCode.unexpectedStatus)
         }
     }
