@@ -47,8 +47,7 @@ struct WireExchange: Sendable, Equatable {
 extension WireExchange.Answer {
     /// `response` as it reached the engine: its status, the revision its body names, its body.
     init(_ response: TransportResponse) {
-        let body = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
-        let revision = (body?["server_revision"] ?? body?["revision"]).map { "\($0)" }
+        let revision = AnswerBody(response.body).revision.map { String($0) }
         self = .response(status: response.statusCode, revision: revision, body: WireBody(response))
     }
 }
@@ -68,16 +67,13 @@ struct WireBody: Sendable, Equatable {
 
     init(_ response: TransportResponse) {
         visibleAt = response.headers[WireHeader.visibleAt]
-        guard let body = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any] else { return }
-        code = body["code"] as? String
-        deleted = body["deleted"] as? Bool == true
-        type = body["type"] as? String
-        id = body["id"] as? String
-        if let record = body["record"] ?? body["current"], !(record is NSNull),
-            let bytes = try? JSONSerialization.data(withJSONObject: record, options: [.fragmentsAllowed, .sortedKeys])
-        {
-            recordHash = SHA256Digest(of: bytes)
-        }
+        // Read by the engine's one reader of an answer's body: its rules are not modelled twice.
+        let body = AnswerBody(response.body)
+        code = body.code
+        deleted = body.deleted
+        type = body.type
+        id = body.id
+        recordHash = (body.record ?? body.current).map { SHA256Digest(of: $0) }
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Outbox
 import OutboxAudit
+import OutboxWire
 
 /// The member's records: what the workload writes into them, and what must hold of them after
 /// every step (`Docs/records.md`).
@@ -286,10 +287,11 @@ extension Simulation {
         }
     }
 
-    /// The server's JSON as the engine keeps a record's value: its members in key order.
+    /// The server's JSON as the engine keeps a record's value: its members in key order
+    /// (`JSONNode.sortedText()`, the rule `AnswerBody` keeps an answer's record by).
     static func reencoded(_ json: String) -> Data? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8), options: [.fragmentsAllowed]) else { return nil }
-        return try? JSONSerialization.data(withJSONObject: object, options: [.fragmentsAllowed, .sortedKeys])
+        guard let node = try? JSONNode.read(Array(json.utf8)) else { return nil }
+        return node.sortedText().map { Data($0) }
     }
 
     /// A broken invariant of record `key`, with its history as the engine tells it.

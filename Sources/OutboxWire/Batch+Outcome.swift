@@ -2,42 +2,33 @@ public import Foundation
 
 extension BatchOutcome {
     /// The word for an operation answered with `status`, `headers` and `body`: what its answer
-    /// would mean to a client had it come alone.
+    /// means (``AnswerMeaning``, the table the engine's disposition table asks too), named.
     ///
-    /// | answer | outcome |
+    /// | meaning | outcome |
     /// |---|---|
-    /// | `Idempotent-Replayed: true` | ``replayed`` |
+    /// | applied (2xx), with `Idempotent-Replayed: true` | ``replayed`` |
+    /// | applied (2xx) | ``accepted`` |
     /// | body `code` `idempotency_conflict` | ``keyConflict`` |
     /// | body `code` `idempotency_in_progress` | ``inProgress`` |
     /// | 412, or 409 with `code` `revision_conflict` | ``revisionConflict`` |
-    /// | 2xx | ``accepted`` |
     /// | 401 | ``unauthorized`` |
-    /// | 408, 429, 5xx | ``retry`` |
-    /// | other 4xx | ``rejected`` |
-    /// | anything else (1xx, 3xx) | ``retry``: nothing says it was applied |
+    /// | 403, other 4xx | ``rejected`` |
+    /// | 408, 429, 5xx, and anything else (1xx, 3xx) | ``retry``: nothing says it was applied |
     public init(status: Int, headers: [String: String], body: Data) {
         let replayed = headers.contains {
-            $0.key.lowercased() == WireHeader.idempotentReplayed.lowercased() && $0.value.lowercased() == "true"
+            $0.key.lowercased() == WireHeader.idempotentReplayed.lowercased() && AnswerMeaning.isReplayed($0.value)
         }
-        let code = status >= 400 ? Self.errorCode(in: body) : nil
-        switch status {
-        case _ where replayed: self = .replayed
-        case _ where code == WireErrorCode.idempotencyConflict: self = .keyConflict
-        case _ where code == WireErrorCode.idempotencyInProgress: self = .inProgress
-        case 412: self = .revisionConflict
-        case 409 where code == WireErrorCode.revisionConflict: self = .revisionConflict
-        case 200..<300: self = .accepted
-        case 401: self = .unauthorized
-        case 408, 429, 500..<600: self = .retry
-        case 400..<500: self = .rejected
-        default: self = .retry
+        // Only a refusal's body can carry a code the table reads.
+        let code = status >= 400 ? AnswerBody(body).code : nil
+        switch AnswerMeaning(status: status, code: code, replayed: replayed) {
+        case .applied(let replayed): self = replayed ? .replayed : .accepted
+        case .keyConflict: self = .keyConflict
+        case .inProgress: self = .inProgress
+        case .revisionConflict: self = .revisionConflict
+        case .unauthorized: self = .unauthorized
+        case .forbidden, .refused: self = .rejected
+        case .notNow, .unexpected: self = .retry
         }
-    }
-
-    /// The `code` of a JSON error body, when it has one.
-    private static func errorCode(in body: Data) -> String? {
-        guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else { return nil }
-        return object[WireBodyField.code] as? String
     }
 }
 

@@ -194,7 +194,7 @@ struct PullApplyTests {
             $0.recordTypes = ["draft": .localOnly]
         }
         defer { outbox.close() }
-        let huge = Data(("{\"blob\":\"" + String(repeating: "x", count: RecordAnswer.maxRecordBytes) + "\"}").utf8)
+        let huge = Data(("{\"blob\":\"" + String(repeating: "x", count: OutboxRequest.defaultMaxPayloadBytes) + "\"}").utf8)
         let changes = [FeedChange(type: "invoice", id: "i-1", revision: 4, record: Data("{}".utf8)),
                        FeedChange(type: "product", id: "huge", revision: 9, record: huge),
                        FeedChange(type: "draft", id: "d-1", revision: 1, record: Data("{}".utf8)),

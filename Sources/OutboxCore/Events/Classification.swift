@@ -1,4 +1,5 @@
 package import Foundation
+import OutboxWire
 
 /// The engine's decision about one attempt, ready to be recorded in `attemptFinished`.
 package struct Classification: Sendable, Equatable {
@@ -16,8 +17,9 @@ package struct Classification: Sendable, Equatable {
     /// ``maxServerCurrentBytes``; shown beside the member's version to decide.
     package var serverCurrent: Data?
 
-    /// The most of a server's current record kept with a conflict.
-    package static let maxServerCurrentBytes = 64 << 10
+    /// The most of a server's current record kept with a conflict: the cap of every record an
+    /// answer carries (`AnswerBody.maxRecordBytes`, 64 KiB).
+    package static let maxServerCurrentBytes = AnswerBody.maxRecordBytes
 
     package init(
         outcome: AttemptOutcome,

@@ -9,10 +9,17 @@ package enum TransportResult: Sendable, Equatable {
 
 /// The disposition table: a pure function from an attempt's result to what follows.
 ///
+/// What a status, the body's `code` and `Idempotent-Replayed` mean is `AnswerMeaning`'s, the one
+/// table the server's batch word (`BatchOutcome`) asks too; the body is read by `AnswerBody`
+/// (its revision rule, its 64 KiB cap on `current`). This table adds what only the engine
+/// decides: an approval, a 2xx that is not JSON, a terminal transition's 409, the engine's codes
+/// and `Retry-After`.
+///
 /// | result | disposition |
 /// |---|---|
 /// | body `code` `idempotency_conflict` (409 or 422) | blocked |
 /// | body `code` `idempotency_in_progress` (409 or 425) | transient failure |
+/// | 412, or 409 with body `code` `revision_conflict` | conflicted: the server's revision and `current` kept |
 /// | 202 with `request_id` or `approval_request_id` | pending approval |
 /// | other 2xx with a JSON body, or 204 | accepted (replayed when `Idempotent-Replayed: true`) |
 /// | 2xx with a body that is not JSON (a captive portal) | transient failure, `invalid_response` |
@@ -52,7 +59,9 @@ package enum DispositionTable {
             response = value
         }
         let status = response.statusCode
-        let body = ResponseBody(response)
+        let body = AnswerBody(response.body)
+        // The body's revision (its rule is `AnswerBody`'s), else the entity tag's opaque part.
+        let serverRevision = body.revision.map { String($0) } ?? response.header(WireHeader.eTag).map(Self.entityTagValue)
         let retryAfter = response.header(WireHeader.retryAfter).flatMap { RetryAfter.moment($0, now: now) }
         func decided(
             _ disposition: Disposition,
@@ -72,85 +81,45 @@ package enum DispositionTable {
                 errorMessage: isError ? message : nil,
                 retryAfter: disposition == .transientFailure ? retryAfter : nil,
                 approvalRequestID: approvalRequestID,
-                serverRevision: body.revision ?? response.header(WireHeader.eTag).map(Self.entityTagValue)
+                serverRevision: serverRevision
             )
         }
 
-        // The body's code decides before the status.
-        if status >= 400, body.code == ErrorCode.idempotencyConflict {
+        // What the status, the body's code and `Idempotent-Replayed` mean is the table both
+        // halves share (`AnswerMeaning`); what follows is what only the engine decides of it.
+        let replayed = AnswerMeaning.isReplayed(response.header(WireHeader.idempotentReplayed))
+        switch AnswerMeaning(status: status, code: body.code, replayed: replayed) {
+        case .keyConflict:
             return decided(.blocked)
-        }
-        if status >= 400, body.code == ErrorCode.idempotencyInProgress {
+        case .inProgress:
             return decided(.transientFailure, code: ErrorCode.idempotencyInProgress)
-        }
-        // The record changed elsewhere since the edit began: a person (or the type's rule) decides.
-        if status == 412 || (status == 409 && body.code == ErrorCode.revisionConflict) {
+        case .revisionConflict:
+            // The record changed elsewhere since the edit began: a person (or the type's rule) decides.
             var conflict = decided(.conflicted, code: ErrorCode.preconditionFailed)
             conflict.serverCurrent = body.current
             return conflict
-        }
-
-        switch status {
-        case 202 where body.approvalRequestID != nil:
-            return decided(.pendingApproval, approvalRequestID: body.approvalRequestID)
-        case 204:
-            return decided(response.header(WireHeader.idempotentReplayed)?.lowercased() == "true" ? .replayed : .accepted)
-        case 200..<300:
-            guard body.isJSON else {
+        case .applied(let replayed):
+            if status == 202, let approvalRequestID = body.approvalRequestID {
+                return decided(.pendingApproval, approvalRequestID: approvalRequestID)
+            }
+            // A 204 has no body; any other 2xx says what it did in JSON (a captive portal's page does not).
+            guard status == 204 || body.isJSON else {
                 return decided(.transientFailure, code: ErrorCode.invalidResponse)
             }
-            return decided(response.header(WireHeader.idempotentReplayed)?.lowercased() == "true" ? .replayed : .accepted)
-        case 401:
+            return decided(replayed ? .replayed : .accepted)
+        case .unauthorized:
             return decided(.unauthorized, code: ErrorCode.unauthorized)
-        case 403:
+        case .forbidden:
             return decided(.blocked, code: ErrorCode.forbidden)
-        case 409 where policy == .terminalTransition:
+        case .refused where status == 409 && policy == .terminalTransition:
             return Classification(outcome: .response(statusCode: status), disposition: .replayed,
-                                  errorCode: body.code, errorMessage: nil, serverRevision: body.revision)
-        case 408, 429, 500..<600:
-            return decided(.transientFailure, code: status == 429 ? ErrorCode.rateLimited : ErrorCode.serverUnavailable)
-        case 400..<500:
+                                  errorCode: body.code, errorMessage: nil, serverRevision: body.revision.map { String($0) })
+        case .refused:
             return decided(.rejected, code: ErrorCode.forStatus(status))
-        default:
+        case .notNow:
+            return decided(.transientFailure, code: status == 429 ? ErrorCode.rateLimited : ErrorCode.serverUnavailable)
+        case .unexpected:
             return decided(.transientFailure, code: ErrorCode.unexpectedStatus)
-        }
-    }
-}
-
-/// The fields the engine reads from a response body, when it is JSON.
-struct ResponseBody {
-    var isJSON = false
-    var code: String?
-    var message: String?
-    var approvalRequestID: String?
-    var revision: String?
-    /// A conflict's `current`: the server's record, as JSON text, capped.
-    var current: Data?
-
-    init(_ response: TransportResponse) {
-        guard !response.body.isEmpty,
-            let value = try? JSONSerialization.jsonObject(with: response.body, options: [.fragmentsAllowed])
-        else { return }
-        isJSON = true
-        guard let object = value as? [String: Any] else { return }
-        code = Self.text(object["code"])
-        message = Self.text(object["message"])
-        approvalRequestID = Self.text(object[WireBodyField.requestID]) ?? Self.text(object[WireBodyField.approvalRequestID])
-        revision = Self.text(object["revision"]) ?? Self.text(object[WireBodyField.serverRevision])
-        if let value = object[WireBodyField.current], !(value is NSNull),
-            let data = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys]),
-            data.count <= Classification.maxServerCurrentBytes
-        {
-            current = data
-        }
-    }
-
-    /// A non-empty string, or a number written as one.
-    private static func text(_ value: Any?) -> String? {
-        switch value {
-        case let string as String where !string.isEmpty: string
-        case let number as NSNumber: number.stringValue
-        default: nil
         }
     }
 }

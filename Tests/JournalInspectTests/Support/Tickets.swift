@@ -285,7 +285,8 @@ enum Ticket: String, CaseIterable, Sendable, CustomTestStringConvertible {
             _ = try await outbox.enqueue(request, changing: [.put(key, request.payload)])
             await outbox.settle()
         }
-        transport.script(.respond(.json(200, #"{"revision":3,"record":{"id":"antiseptic-500","name":"Antiseptic 500 ml","price":14.0}}"#)))
+        // The server answers its own record: the price as it writes numbers, 14, not as typed.
+        transport.script(.respond(.json(200, #"{"revision":3,"record":{"id":"antiseptic-500","name":"Antiseptic 500 ml","price":14}}"#)))
         try await edit("Antiseptic 500 ml", price: 14.0, summary: "Price checked")
         // Tuesday, offline: the ScriptedTransport answers nothing it was not told to.
         clock.advance(by: 25 * 3600 + 15 * 60)
