@@ -53,7 +53,13 @@ public struct AttachmentProof: Sendable, Equatable {
         public var message: String
     }
 
-    public var manifest: AttachmentManifest
+    package var manifest: AttachmentManifest
+    /// The file as the write's manifest names it: its id, name, media type, size and SHA-256.
+    public var attachmentID: AttachmentID { manifest.id }
+    public var name: String { manifest.name }
+    public var contentType: String { manifest.contentType }
+    public var size: Int64 { manifest.size }
+    public var sha256: SHA256Digest { manifest.sha256 }
     /// The write that carries it.
     public var operationID: OperationID
     /// The write as the journal holds it now.
@@ -100,7 +106,9 @@ public struct AttachmentProof: Sendable, Equatable {
     /// How many segments the file takes at the last grant's segment size.
     public var segmentCount: Int? { upload.segmentSize.map { AttachmentUpload.segmentCount(size: manifest.size, segmentSize: $0) } }
     /// The segments that count toward its completion now (landed under the last grant's size).
-    public var landedSegments: [LandedSegment] { upload.landed }
+    package var landedSegments: [LandedSegment] { upload.landed }
+    /// How many segments count toward its completion now.
+    public var landedSegmentCount: Int { upload.landed.count }
     /// The bytes the store holds: all of them once completed.
     public var landedBytes: Int64 { upload.landedBytes }
     public var isCompleted: Bool { upload.isCompleted }
@@ -194,7 +202,7 @@ extension JournalQueries {
     /// holds a read transaction open.
     /// - Parameters:
     ///   - hashing: read the whole file and hash it, or only look at its presence and size.
-    ///   - keepSeconds: how long the app keeps a settled write's files (``AttachmentSettings/keepSeconds``).
+    ///   - keepSeconds: how long the app keeps a settled write's files (``OutboxConfiguration.AttachmentSettings/keepSeconds``).
     func attachmentProof(_ id: AttachmentID, files: AttachmentFiles, hashing: Bool, keepSeconds: TimeInterval)
         throws(OutboxError) -> AttachmentProof?
     {

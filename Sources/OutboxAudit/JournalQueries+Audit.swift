@@ -159,7 +159,7 @@ extension JournalQueries {
                 damaged: damaged.reversed()
             )
             summary.feeds = feeds
-            let interval = AcknowledgementObjective.defaultIntervalSeconds
+            let interval = OutboxMetrics.AcknowledgementObjective.defaultIntervalSeconds
             let waiting = try self.waiting(now: now, objectiveSeconds: interval, watchedUntil: lastEventAt, in: txn)
             summary.oldestPendingConnectedAgeSeconds = waiting.ages.first?.connectedAgeSeconds
             summary.oldestHealthyPending = waiting.oldestHealthy

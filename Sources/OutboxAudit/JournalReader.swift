@@ -162,7 +162,7 @@ public final class JournalReader: Sendable {
     }
 
     /// Why the worker sends nothing, when a 401 paused it (``Outbox/workerPause()``).
-    public func workerPause() throws -> WorkerPause? {
+    public func workerPause() throws -> Outbox.WorkerPause? {
         try queries.engineState().pause
     }
 
@@ -171,17 +171,17 @@ public final class JournalReader: Sendable {
     /// The member's view of one record, its server base and its sync state (a synced type of
     /// schema version 1 unless `policy` says otherwise: a reader has no app configuration).
     /// Read from the stored projections; a reader of a journal of another layout finds none.
-    public func record(_ key: RecordKey, policy: RecordTypePolicy = RecordTypePolicy()) throws -> LocalRecord? {
+    public func record(_ key: RecordKey, policy: OutboxConfiguration.RecordTypePolicy = OutboxConfiguration.RecordTypePolicy()) throws -> LocalRecord? {
         try queries.record(key, policy: policy)
     }
 
     /// One page of a business's records of a type, as ``Outbox/records(_:)`` answers it.
-    public func records(_ query: RecordQuery, policy: RecordTypePolicy = RecordTypePolicy()) throws -> RecordPage {
+    public func records(_ query: RecordQuery, policy: OutboxConfiguration.RecordTypePolicy = OutboxConfiguration.RecordTypePolicy()) throws -> RecordQuery.Page {
         try queries.records(query, policy: policy)
     }
 
     /// Every event that made a record's value, and a verdict in words (``Outbox/recordHistory(_:showingValues:)``).
-    public func recordHistory(_ key: RecordKey, policy: RecordTypePolicy = RecordTypePolicy(), showingValues: Bool = false) throws -> RecordHistory {
+    public func recordHistory(_ key: RecordKey, policy: OutboxConfiguration.RecordTypePolicy = OutboxConfiguration.RecordTypePolicy(), showingValues: Bool = false) throws -> RecordHistory {
         try queries.recordHistory(key, policy: policy, showingValues: showingValues)
     }
 
@@ -234,14 +234,14 @@ public final class JournalReader: Sendable {
     ///   - keepSeconds: how long the app keeps a settled write's files (a reader has no app
     ///     configuration): what ``AttachmentProof/fileKeptUntil`` counts from.
     public func attachment(_ id: AttachmentID, hashingFile: Bool = true,
-                           keepSeconds: TimeInterval = AttachmentSettings().keepSeconds) throws -> AttachmentProof? {
+                           keepSeconds: TimeInterval = OutboxConfiguration.AttachmentSettings().keepSeconds) throws -> AttachmentProof? {
         try queries.attachmentProof(id, files: attachmentFiles, hashing: hashingFile, keepSeconds: keepSeconds)
     }
 
     /// The proofs of every attachment the journal holds a manifest of, in journal order; their
     /// files looked at for presence and size only, unless `hashingFiles`.
     public func attachments(hashingFiles: Bool = false,
-                            keepSeconds: TimeInterval = AttachmentSettings().keepSeconds) throws -> [AttachmentProof] {
+                            keepSeconds: TimeInterval = OutboxConfiguration.AttachmentSettings().keepSeconds) throws -> [AttachmentProof] {
         try queries.attachmentProofs(files: attachmentFiles, hashing: hashingFiles, keepSeconds: keepSeconds)
     }
 

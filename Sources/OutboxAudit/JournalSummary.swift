@@ -41,11 +41,11 @@ public struct JournalSummary: Sendable, Equatable {
     /// seen at the last event counts up to that event: what came after is unknown), the oldest
     /// one held by no person, whether a route was seen at the last event.
     public var oldestPendingConnectedAgeSeconds: Double?
-    public var oldestHealthyPending: PendingAge?
+    public var oldestHealthyPending: OutboxMetrics.PendingAge?
     public var routeSeen = false
-    /// The service objective at ``AcknowledgementObjective/defaultIntervalSeconds``, and the
+    /// The service objective at ``OutboxMetrics.AcknowledgementObjective/defaultIntervalSeconds``, and the
     /// attempts abandoned at an open and cancelled by an expiry.
-    public var acknowledgement = AcknowledgementObjective.untracked
+    public var acknowledgement = OutboxMetrics.AcknowledgementObjective.untracked
     public var abandonedAttempts = 0
     public var cancelledAttempts = 0
 
@@ -102,7 +102,7 @@ public struct JournalSummary: Sendable, Equatable {
     public var oldestPendingID: OperationID? { oldestPending?.id }
     public var oldestPendingSince: Date? { oldestPending?.createdAt }
     /// Why the worker sends nothing, when a 401 paused it.
-    public var workerPause: WorkerPause? { engine.pause }
+    public var workerPause: Outbox.WorkerPause? { engine.pause }
     /// The last `journalOpened` event: which engine and app opened the journal.
     package var lastOpened: JournalOpened? { engine.lastOpened }
 }

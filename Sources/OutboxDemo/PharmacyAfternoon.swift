@@ -122,7 +122,7 @@ public enum PharmacyAfternoon {
         )
         // The phone pulls the shop's change feed: what changed elsewhere (at the counter) reaches
         // its lists, beneath the member's own unsent changes.
-        configuration.pull = PullConfiguration(types: ["product": PulledType(), "employee": PulledType()], businesses: [Self.business])
+        configuration.pull = PullConfiguration(types: ["product": PullConfiguration.PulledType(), "employee": PullConfiguration.PulledType()], businesses: [Self.business])
         let outbox = try Outbox(directory: directory, transport: signal, configuration: configuration)
         let watcher = Self.narrateCommits(of: outbox, labels: labels, narrator: narrator)
         let screen = MemberScreen(outbox: outbox, business: Self.business, labels: labels, narrator: narrator, signal: signal)

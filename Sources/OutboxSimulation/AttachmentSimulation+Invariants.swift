@@ -10,7 +10,7 @@ extension AttachmentSimulation {
     /// settled one but discarded for the keep period after it settled.
     static func needsFiles(_ state: OperationState, now: Date) -> Bool {
         guard state.status.isTerminal else { return true }
-        return state.status != .discarded && now.timeIntervalSince(state.changedAt) < AttachmentSettings().keepSeconds
+        return state.status != .discarded && now.timeIntervalSince(state.changedAt) < OutboxConfiguration.AttachmentSettings().keepSeconds
     }
 
     var attachmentsFolder: URL { directory.appendingPathComponent("attachments", isDirectory: true) }

@@ -17,8 +17,8 @@ extension Simulation {
         let freshness = Double([60, 600, 3_600][random.int(in: 0..<3)])
         return PullConfiguration(
             pageSize: pageSize,
-            types: [ExactString(SimulationScenario.itemType): PulledType(freshnessSeconds: freshness),
-                    ExactString(SimulationScenario.productType): PulledType(freshnessSeconds: freshness)],
+            types: [ExactString(SimulationScenario.itemType): PullConfiguration.PulledType(freshnessSeconds: freshness),
+                    ExactString(SimulationScenario.productType): PullConfiguration.PulledType(freshnessSeconds: freshness)],
             businesses: [SimulationScenario.business]
         )
     }
@@ -58,7 +58,7 @@ extension Simulation {
     /// server has it. Answers whether it reached the end.
     @discardableResult
     func pullNow() async throws -> Bool {
-        let report: PullReport?
+        let report: Outbox.PullReport?
         do {
             report = try await outbox.pull()
         } catch OutboxError.closed {
@@ -130,7 +130,7 @@ extension Simulation {
     }
 }
 
-extension PullStop {
+extension Outbox.PullStop {
     var traceText: String {
         switch self {
         case .backingOff: "backing off"

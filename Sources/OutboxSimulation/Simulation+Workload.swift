@@ -449,7 +449,7 @@ extension Simulation {
     }
 }
 
-extension SaveResult {
+extension Outbox.SaveResult {
     var traceText: String {
         switch self {
         case .synced: "synced"

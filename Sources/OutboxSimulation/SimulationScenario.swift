@@ -25,14 +25,14 @@ struct SimulationScenario: Sendable, CustomStringConvertible {
     static let itemType = "item"
     static let productType = "product"
     static let draftType = "draft"
-    static let recordTypes: [ExactString: RecordTypePolicy] = [
-        ExactString(itemType): RecordTypePolicy(), ExactString(productType): RecordTypePolicy(),
+    static let recordTypes: [ExactString: OutboxConfiguration.RecordTypePolicy] = [
+        ExactString(itemType): OutboxConfiguration.RecordTypePolicy(), ExactString(productType): OutboxConfiguration.RecordTypePolicy(),
         ExactString(draftType): .localOnly,
     ]
 
     /// Every type's policy, as the engine is configured with it.
     var operationPolicies: [ExactString: OperationTypePolicy]
-    var retryPolicy: RetryPolicy
+    var retryPolicy: OperationTypePolicy.RetryPolicy
     /// The chance, in percent, that an edit of a record the phone has a base for (or a pending
     /// write of) asks for its `If-Match` from that base as it is sent (`revisionFrom`) rather
     /// than naming the revision the member knows.
@@ -40,7 +40,7 @@ struct SimulationScenario: Sendable, CustomStringConvertible {
 
     /// Draws the rules from `random`.
     init(random: inout SeededRandom) {
-        func rule() -> ConflictRule {
+        func rule() -> OperationTypePolicy.ConflictRule {
             switch random.int(in: 0..<10) {
             case 0..<4: .askMember
             case 4..<6: .serverWins
@@ -69,14 +69,14 @@ struct SimulationScenario: Sendable, CustomStringConvertible {
     /// The rules of the storm of uploads (``AttachmentSimulation``): its writes are creates
     /// replayed under their keys, and `retryPolicy` never gives up, so every write settles once
     /// the network heals.
-    init(uploads operationType: String, retryPolicy: RetryPolicy) {
+    init(uploads operationType: String, retryPolicy: OperationTypePolicy.RetryPolicy) {
         operationPolicies = Self.fixedPolicies
         operationPolicies[ExactString(operationType)] = .idempotent
         self.retryPolicy = retryPolicy
         revisionFromPercent = 0
     }
 
-    func conflictRule(for operationType: String) -> ConflictRule {
+    func conflictRule(for operationType: String) -> OperationTypePolicy.ConflictRule {
         operationPolicies[ExactString(operationType)]?.conflictRule ?? .askMember
     }
 
@@ -100,7 +100,7 @@ struct SimulationScenario: Sendable, CustomStringConvertible {
         return "configuration: \(rules.joined(separator: "; ")); \(retryDescription); \(revisionFromPercent)% of edits take If-Match from the record's base"
     }
 
-    private static func describe(_ rule: ConflictRule) -> String {
+    private static func describe(_ rule: OperationTypePolicy.ConflictRule) -> String {
         switch rule {
         case .askMember: "asks the member"
         case .serverWins: "server wins"

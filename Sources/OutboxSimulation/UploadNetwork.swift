@@ -233,7 +233,7 @@ final class UploadNetwork: Sendable {
     /// A write's request, or a grant's or completion's.
     func send(_ request: TransportRequest, from life: EngineLife) async throws -> TransportResponse {
         let key = request.headers[OutboxHeader.idempotencyKey] ?? ""
-        let isUpload = request.endpoint.hasPrefix(AttachmentSettings().uploadsEndpoint)
+        let isUpload = request.endpoint.hasPrefix(OutboxConfiguration.AttachmentSettings().uploadsEndpoint)
         let what = isUpload ? (request.endpoint.hasSuffix("/complete") ? "completion" : "grant") : "write"
         let identity = "\(what) \(key)"
         // A write's requests are the audit's; a grant's or completion's are the server's alone.

@@ -70,7 +70,7 @@ func attachWorker(_ arguments: [String]) async {
             transport: transport,
             configuration: OutboxConfiguration(
                 account: "photo-member",
-                retryPolicy: RetryPolicy(initialDelaySeconds: 0.01, multiplier: 2, maxDelaySeconds: 0.05),
+                retryPolicy: OperationTypePolicy.RetryPolicy(initialDelaySeconds: 0.01, multiplier: 2, maxDelaySeconds: 0.05),
                 operationPolicies: productPolicies,
                 durability: .full
             )

@@ -10,7 +10,7 @@ let recordBusiness = "crash-records"
 
 /// The record types and write types these modes use, configured as an app configures them.
 let recordPolicies: [ExactString: OperationTypePolicy] = ["product.create": .idempotent, "product.update": .idempotent]
-let recordTypes: [ExactString: RecordTypePolicy] = ["draft": .localOnly]
+let recordTypes: [ExactString: OutboxConfiguration.RecordTypePolicy] = ["draft": .localOnly]
 
 func productKey(_ id: String) -> RecordKey { RecordKey(business: recordBusiness, type: "product", id: id) }
 func draftKey(_ id: String) -> RecordKey { RecordKey(business: recordBusiness, type: "draft", id: id) }
@@ -36,11 +36,11 @@ func productWrite(_ key: RecordKey, _ value: Data, creates: Bool) -> OutboxReque
     return request
 }
 
-func openRecordEngine(_ path: String, _ serverURL: String, durability: Durability, steps: Steps) throws -> Outbox {
+func openRecordEngine(_ path: String, _ serverURL: String, durability: OutboxConfiguration.Durability, steps: Steps) throws -> Outbox {
     guard let url = URL(string: serverURL) else { fail("not a URL: \(serverURL)") }
     var configuration = OutboxConfiguration(
         account: "crash-member",
-        retryPolicy: RetryPolicy(initialDelaySeconds: 0.01, multiplier: 2, maxDelaySeconds: 0.05),
+        retryPolicy: OperationTypePolicy.RetryPolicy(initialDelaySeconds: 0.01, multiplier: 2, maxDelaySeconds: 0.05),
         maxConcurrentLanes: 2,
         operationPolicies: recordPolicies,
         durability: durability,
@@ -59,7 +59,7 @@ func openRecordEngine(_ path: String, _ serverURL: String, durability: Durabilit
 /// after another (comma-separated), while the worker sends; the i-th action's values are
 /// numbered `<first> + i`. See main.swift for the actions and the lines printed.
 func recordWorker(_ arguments: [String]) async {
-    guard arguments.count == 8, let first = Int(arguments[4]), let durability = Durability(rawValue: arguments[6]) else {
+    guard arguments.count == 8, let first = Int(arguments[4]), let durability = OutboxConfiguration.Durability(rawValue: arguments[6]) else {
         fail("usage: record-worker <journal-dir> <server-url> <tag> <first> <script> <full|processCrash> <none|step:n>")
     }
     let (path, tag) = (arguments[1], arguments[3])

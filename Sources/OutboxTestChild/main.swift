@@ -76,7 +76,7 @@ func say(_ line: String) {
 /// With `steps`, its durable steps are passed (see Steps.swift): the opening's commit, each
 /// enqueue's, `attemptStarted`, the answer, each outcome's, each compaction's.
 func openEngine(
-    _ path: String, _ serverURL: String, durability: Durability, compaction: CompactionPolicy? = nil, steps: Steps? = nil
+    _ path: String, _ serverURL: String, durability: OutboxConfiguration.Durability, compaction: OutboxConfiguration.CompactionPolicy? = nil, steps: Steps? = nil
 ) throws -> Outbox {
     guard let url = URL(string: serverURL) else { fail("not a URL: \(serverURL)") }
     let http = URLSessionTransport(baseURL: url, timeoutSeconds: 5)
@@ -85,7 +85,7 @@ func openEngine(
         transport: steps.map { SteppingTransport(inner: http, steps: $0) } ?? http,
         configuration: OutboxConfiguration(
             account: "crash-member",
-            retryPolicy: RetryPolicy(initialDelaySeconds: 0.01, multiplier: 2, maxDelaySeconds: 0.05),
+            retryPolicy: OperationTypePolicy.RetryPolicy(initialDelaySeconds: 0.01, multiplier: 2, maxDelaySeconds: 0.05),
             maxConcurrentLanes: 2,
             operationPolicies: productPolicies,
             durability: durability,
@@ -131,7 +131,7 @@ case "snapshot":
 
 case "crash-worker":
     guard arguments.count == 9, let first = Int(arguments[3]), let writers = Int(arguments[4]), writers > 0,
-        let perWriter = Int(arguments[5]), perWriter > 0, let durability = Durability(rawValue: arguments[6]),
+        let perWriter = Int(arguments[5]), perWriter > 0, let durability = OutboxConfiguration.Durability(rawValue: arguments[6]),
         ["write", "compact"].contains(arguments[7])
     else {
         fail("usage: crash-worker <journal-dir> <server-url> <first> <writers> <per-writer> <full|processCrash> <write|compact> <none|step:n>")
@@ -143,7 +143,7 @@ case "crash-worker":
         steps.pass("opening", "-")
         let outbox = try openEngine(
             path, arguments[2], durability: durability,
-            compaction: compacting ? CompactionPolicy(maxEvents: 300, keepSettledSeconds: 0) : nil, steps: steps
+            compaction: compacting ? OutboxConfiguration.CompactionPolicy(maxEvents: 300, keepSettledSeconds: 0) : nil, steps: steps
         )
         say("opened")
         outbox.wake(.appLaunch)

@@ -95,7 +95,7 @@ struct AttachmentEndToEndTests {
     }
 
     /// The backoff the engines here retry with: 10 ms doubling, at most 50 ms.
-    static let retryPolicy = RetryPolicy(initialDelaySeconds: 0.01, multiplier: 2, maxDelaySeconds: 0.05)
+    static let retryPolicy = OperationTypePolicy.RetryPolicy(initialDelaySeconds: 0.01, multiplier: 2, maxDelaySeconds: 0.05)
 
     /// Drains `outbox`, then moves `clock` past the longest backoff, until `done` says so (at
     /// most `passes` passes); answers whether it did. A hang guard counted in passes, never in

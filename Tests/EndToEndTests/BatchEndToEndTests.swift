@@ -21,7 +21,7 @@ struct BatchEndToEndTests {
     }
 
     @Test func queuedWritesGoInBatchesAndEachIsAppliedOnce() async throws {
-        let rig = try Rig { $0.batching = Batching(maxOperations: 8) }
+        let rig = try Rig { $0.batching = OutboxConfiguration.Batching(maxOperations: 8) }
         let ids = try await queued(20, rig: rig)
         try await rig.drainUntilSettled()
         for id in ids { #expect(try rig.outbox.operation(id)?.status == .synced) }
@@ -35,7 +35,7 @@ struct BatchEndToEndTests {
     }
 
     @Test func aWriteAppliedButLeftOutOfTheAnswerIsReplayedUnderItsKeyAndAppliedOnce() async throws {
-        let rig = try Rig { $0.batching = Batching() }
+        let rig = try Rig { $0.batching = OutboxConfiguration.Batching() }
         let ids = try await queued(5, rig: rig)
         rig.server.addFaults([Fault(.dropAfterCommit, key: ids[2].idempotencyKey)])
         try await rig.drainUntilSettled()
@@ -50,7 +50,7 @@ struct BatchEndToEndTests {
     }
 
     @Test func aBatchOverTheServersLimitIsSplitUntilItFits() async throws {
-        let rig = try Rig({ $0.batching = Batching(maxOperations: 10) }, server: { $0.maxBatchOperations = 3 })
+        let rig = try Rig({ $0.batching = OutboxConfiguration.Batching(maxOperations: 10) }, server: { $0.maxBatchOperations = 3 })
         let ids = try await queued(10, rig: rig)
         try await rig.drainUntilSettled()
         for id in ids {
@@ -63,7 +63,7 @@ struct BatchEndToEndTests {
     }
 
     @Test func aBatchedAndASingleSendOfOneKeyReplayEachOther() async throws {
-        let rig = try Rig { $0.batching = Batching() }
+        let rig = try Rig { $0.batching = OutboxConfiguration.Batching() }
         let ids = try await queued(2, rig: rig)
         // The same write, sent alone first under its key (as a previous process might have).
         let state = try #require(try rig.outbox.operationState(ids[0]))

@@ -44,7 +44,7 @@ struct CrashRun {
     var first: Int
     var writers: Int
     var perWriter: Int
-    var durability: Durability
+    var durability: OutboxConfiguration.Durability
     var compacting: Bool
     var ending: Ending
 

@@ -254,7 +254,7 @@ struct EndToEndTests {
     /// Batched, the announcement is on the batch's envelope: learnt from one batch, it blocks a
     /// write sent before it that comes due later.
     @Test func aBatchsEnvelopeAnnouncesTheRetentionToo() async throws {
-        let rig = try Rig({ $0.batching = Batching() }, server: { $0.claimPolicy.retention = 2 * 86_400 })
+        let rig = try Rig({ $0.batching = OutboxConfiguration.Batching() }, server: { $0.claimPolicy.retention = 2 * 86_400 })
         let old = try await rig.outbox.enqueue(Self.product(1))
         rig.network.setOnline(false)
         await rig.outbox.drain()

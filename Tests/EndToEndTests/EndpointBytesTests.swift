@@ -138,7 +138,7 @@ struct EndpointBytesTests {
     @Test func theTransportRefusesBeforeAskingForCredentials() async throws {
         let rig = try Rig()
         for endpoint in ["/products%zz", #"/\evil.example"#, "/products/../admin"] {
-            await #expect(throws: UnsendableEndpoint.self) {
+            await #expect(throws: URLSessionTransport.UnsendableEndpoint.self) {
                 _ = try await rig.transport.send(TransportRequest(
                     method: "POST", endpoint: endpoint, headers: ["Idempotency-Key": "k-1"], body: Data(#"{"id":"p-1"}"#.utf8)))
             }

@@ -252,7 +252,7 @@ struct IntentEndToEndTests {
     // MARK: Giving up
 
     @Test func theRetryPolicyGivesUpAfterThreeUnavailableAnswers() async throws {
-        let rig = try Rig { $0.retryPolicy = RetryPolicy.standard.givingUp(afterAttempts: 3) }
+        let rig = try Rig { $0.retryPolicy = OperationTypePolicy.RetryPolicy.standard.givingUp(afterAttempts: 3) }
         let id = OperationID()
         rig.server.addFaults(Array(repeating: Fault(.unavailable, key: id.idempotencyKey), count: 5))
         _ = try await rig.outbox.enqueue(Self.product("p-3", operationID: id))

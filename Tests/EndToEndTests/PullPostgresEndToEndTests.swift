@@ -162,8 +162,8 @@ struct PullPostgresEndToEndTests {
         /// fence is the cluster's oldest open transaction, so a page may stop short of it while
         /// one (autovacuum's) is open: pulled again, a bounded number of times.
         @discardableResult
-        func pull(through fence: FeedPosition) async throws -> [FeedReport] {
-            var reports: [FeedReport] = []
+        func pull(through fence: FeedPosition) async throws -> [Outbox.FeedReport] {
+            var reports: [Outbox.FeedReport] = []
             for _ in 0..<50 {
                 let report = try #require(try await outbox.pull().feed(PullPostgresEndToEndTests.business))
                 reports.append(report)

@@ -55,7 +55,7 @@ struct RecordCrashRun {
     var tag: String
     var first: Int
     var script: [String]
-    var durability: Durability
+    var durability: OutboxConfiguration.Durability
     var ending: Ending
     /// Faults the server meets on the child's next requests.
     var faults: [Fault]

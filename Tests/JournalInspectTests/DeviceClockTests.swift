@@ -53,7 +53,7 @@ struct DeviceClockTests {
         await outbox.drain()
         move(clock)
         await outbox.drain()
-        clock.advance(by: RetryPolicy.standard.maxDelaySeconds)
+        clock.advance(by: OperationTypePolicy.RetryPolicy.standard.maxDelaySeconds)
         await outbox.settle()
         outbox.close()
         return id
@@ -127,7 +127,7 @@ struct DeviceClockTests {
         await outbox.drain()
         clock.set(to: clock.now().addingTimeInterval(-3 * 3600))
         await outbox.drain()
-        clock.advance(by: RetryPolicy.standard.maxDelaySeconds)
+        clock.advance(by: OperationTypePolicy.RetryPolicy.standard.maxDelaySeconds)
         await outbox.settle()
         outbox.close()
 

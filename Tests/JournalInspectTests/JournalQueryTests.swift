@@ -151,7 +151,7 @@ struct JournalQueryTests {
         #expect(summary.engine.lastOpened?.appVersion == "2.3.1")
         // What an app reads of the same, without the fold's types.
         #expect(summary.oldestPendingID == journal.queued && summary.oldestPendingSince == summary.oldestPending?.createdAt)
-        #expect(summary.workerPause == WorkerPause(reason: "token_expired", since: summary.engine.pausedAt, triggeredBy: journal.paused))
+        #expect(summary.workerPause == Outbox.WorkerPause(reason: "token_expired", since: summary.engine.pausedAt, triggeredBy: journal.paused))
         #expect(summary.lastOpened?.appVersion == "2.3.1")
         #expect(summary.lastEventAt == journal.closedAt)
         #expect(summary.fileBytes > 0 && summary.usedBytes > 0 && summary.eventBytes > 0)

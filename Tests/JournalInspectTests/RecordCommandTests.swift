@@ -37,7 +37,7 @@ struct RecordCommandTests {
     }
 
     /// The library's own verdict for `key`, read with a reader of its own (closed before the tool opens the journal).
-    private func libraryVerdict(_ key: RecordKey, policy: RecordTypePolicy = RecordTypePolicy(), showingValues: Bool = false) throws -> String {
+    private func libraryVerdict(_ key: RecordKey, policy: OutboxConfiguration.RecordTypePolicy = OutboxConfiguration.RecordTypePolicy(), showingValues: Bool = false) throws -> String {
         let reader = try JournalReader(directory: directory.url)
         defer { reader.close() }
         return try reader.recordHistory(key, policy: policy, showingValues: showingValues).verdict

@@ -17,7 +17,7 @@ struct WaitingVerdictTests {
     private var journal: URL { directory.path("journal") }
 
     private func open(_ clock: ManualClock, _ transport: any OutboxTransport, session: (any OutboxSession)? = nil,
-                      retryPolicy: RetryPolicy = .standard) throws -> Outbox {
+                      retryPolicy: OperationTypePolicy.RetryPolicy = .standard) throws -> Outbox {
         try Outbox(directory: journal, transport: transport, configuration: OutboxConfiguration(
             account: "member-42", retryPolicy: retryPolicy, clock: clock, session: session, defaultPolicy: .idempotent, durability: .processCrash))
     }
@@ -123,7 +123,7 @@ struct WaitingVerdictTests {
     @Test func identicalAnswersAreOneClauseAndARowAndAnAppNotRunSinceIsSaid() async throws {
         let clock = ManualClock()
         let transport = ScriptedTransport(otherwise: .respond(.error(503, code: "server_unavailable", message: "Planned maintenance")))
-        let outbox = try open(clock, transport, retryPolicy: RetryPolicy(initialDelaySeconds: 60, multiplier: 1, maxDelaySeconds: 60))
+        let outbox = try open(clock, transport, retryPolicy: OperationTypePolicy.RetryPolicy(initialDelaySeconds: 60, multiplier: 1, maxDelaySeconds: 60))
         let id = try await outbox.enqueue(product(1))
         await outbox.drain()
         for _ in 2...6 {

@@ -139,18 +139,18 @@ struct RetryPolicyTests {
 
     @Test func theStandardScheduleDoublesFromTwoSecondsToTheCap() {
         let id = OperationID()
-        let delays = (1...11).map { RetryPolicy.standard.delaySeconds(afterAttempt: AttemptNumber(rawValue: $0), of: id) }
+        let delays = (1...11).map { OperationTypePolicy.RetryPolicy.standard.delaySeconds(afterAttempt: AttemptNumber(rawValue: $0), of: id) }
         #expect(delays == [2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300])
-        #expect(RetryPolicy.standard.delaySeconds(afterAttempt: 10_000, of: id) == 300)
+        #expect(OperationTypePolicy.RetryPolicy.standard.delaySeconds(afterAttempt: 10_000, of: id) == 300)
     }
 
     @Test func jitterStaysWithinItsBoundsAndRepeatsForTheSameID() {
-        let policy = RetryPolicy.standard.jittered(0.5)
+        let policy = OperationTypePolicy.RetryPolicy.standard.jittered(0.5)
         var spread = Set<Double>()
         for _ in 0..<200 {
             let id = OperationID()
             for attempt in 1...10 {
-                let plain = RetryPolicy.standard.delaySeconds(afterAttempt: AttemptNumber(rawValue: attempt), of: id)
+                let plain = OperationTypePolicy.RetryPolicy.standard.delaySeconds(afterAttempt: AttemptNumber(rawValue: attempt), of: id)
                 let jittered = policy.delaySeconds(afterAttempt: AttemptNumber(rawValue: attempt), of: id)
                 #expect(jittered <= plain && jittered >= plain * 0.5)
                 #expect(jittered == policy.delaySeconds(afterAttempt: AttemptNumber(rawValue: attempt), of: id))
@@ -162,7 +162,7 @@ struct RetryPolicyTests {
 
     @Test func aLaterRetryAfterWinsButNotBeyondTheCap() {
         let id = OperationID()
-        let policy = RetryPolicy.standard
+        let policy = OperationTypePolicy.RetryPolicy.standard
         #expect(policy.nextAttempt(afterAttempt: 1, of: id, now: Self.now) == Self.now.addingTimeInterval(2))
         #expect(policy.nextAttempt(afterAttempt: 1, of: id, now: Self.now, retryAfter: Self.now.addingTimeInterval(30)) == Self.now.addingTimeInterval(30))
         #expect(policy.nextAttempt(afterAttempt: 5, of: id, now: Self.now, retryAfter: Self.now.addingTimeInterval(1)) == Self.now.addingTimeInterval(32))
@@ -170,7 +170,7 @@ struct RetryPolicyTests {
     }
 
     @Test func aDueMomentBeyondTheCapCountsAsTheCapFromWhenItWasSeen() {
-        let policy = RetryPolicy.standard
+        let policy = OperationTypePolicy.RetryPolicy.standard
         let farAhead = Self.now.addingTimeInterval(6 * 3600)
         #expect(policy.effectiveDue(farAhead, now: Self.now) == Self.now.addingTimeInterval(300))
         #expect(policy.effectiveDue(farAhead, now: Self.now.addingTimeInterval(100), firstSeen: Self.now) == Self.now.addingTimeInterval(300))

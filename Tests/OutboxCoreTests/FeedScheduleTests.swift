@@ -57,7 +57,7 @@ struct FeedScheduleTests {
     }
 
     @Test func twoBusinessesBackOffApartWithJitterTheSameWayEveryTime() {
-        let policy = RetryPolicy.standard.jittered(0.5)
+        let policy = OperationTypePolicy.RetryPolicy.standard.jittered(0.5)
         let feed = FeedSchedule.Feed(failures: 6, lastFailureAt: Self.noon)
         func due(_ business: String) -> Date { FeedSchedule.due(feed, business: business, freshnessSeconds: Self.hour, policy: policy, now: Self.now) }
         #expect(due("pharmacy-7") == due("pharmacy-7"))

@@ -99,7 +99,7 @@ struct OutboxWordsTests {
         french.rolledBack = "annulée"
         french.needsCorrecting = "Le serveur a refusé cette modification. Corrigez-la."
         #expect(french.failure(code: ErrorCode.offline, serverMessage: nil) == french.offline)
-        var sync = RecordSync()
+        var sync = LocalRecord.Sync()
         sync.pending = [.init(operation: OperationID(), status: .queued, deletes: false)]
         sync.rolledBack = .init(operation: OperationID(), status: .failed, code: ErrorCode.validationFailed, message: "ignored")
         #expect(french.recordState(sync, online: false) == "en attente d'internet; annulée: Le serveur a refusé cette modification. Corrigez-la.")
@@ -108,7 +108,7 @@ struct OutboxWordsTests {
     /// The record's sync state, row by row.
     @Test func aRecordsSyncStateInWords() {
         let id = OperationID()
-        var sync = RecordSync()
+        var sync = LocalRecord.Sync()
         #expect(Self.words.recordState(sync, online: true) == "saved")
         sync.pending = [.init(operation: id, status: .syncing, deletes: false)]
         #expect(Self.words.recordState(sync, online: true) == "sending...")
@@ -117,7 +117,7 @@ struct OutboxWordsTests {
         #expect(Self.words.recordState(sync, online: true) == "waiting for the owner's approval")
         sync.conflict = .init(operation: id, serverRevision: "4", serverValue: nil)
         #expect(Self.words.recordState(sync, online: true) == "changed elsewhere")
-        sync = RecordSync()
+        sync = LocalRecord.Sync()
         sync.held = [id]
         sync.rolledBack = .init(operation: OperationID(), status: .blocked, code: "not_owner", message: "", serverMessage: "Only the owner may change prices.")
         #expect(Self.words.recordState(sync, online: true) == "held: made on a change that was rolled back; rolled back: Only the owner may change prices.")

@@ -16,8 +16,8 @@ struct OutcomePlannerTests {
 
     static func facts(
         attempt: Int = 1, epochAttempts: Int = 0, ageSeconds: TimeInterval = 0, rebases: Int = 0,
-        replay: OperationPolicy = .idempotent, rule: ConflictRule = .askMember,
-        retry: RetryPolicy = .standard, withdraw: Bool = false, pauses: Bool = true
+        replay: OperationPolicy = .idempotent, rule: OperationTypePolicy.ConflictRule = .askMember,
+        retry: OperationTypePolicy.RetryPolicy = .standard, withdraw: Bool = false, pauses: Bool = true
     ) -> OutcomePlanner.Facts {
         OutcomePlanner.Facts(
             operation: id, attempt: AttemptNumber(rawValue: attempt), retryEpochAttempts: epochAttempts,
@@ -39,7 +39,7 @@ struct OutcomePlannerTests {
         var added: [Added]
     }
 
-    static let giveUpPolicy = RetryPolicy.standard.givingUp(afterAttempts: 3, orAge: 3_600)
+    static let giveUpPolicy = OperationTypePolicy.RetryPolicy.standard.givingUp(afterAttempts: 3, orAge: 3_600)
 
     static let table: [Row] = [
         Row(name: "201", result: response(201), facts: facts(), disposition: .accepted, code: nil, rescheduled: false, added: []),

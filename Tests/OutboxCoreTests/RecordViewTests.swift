@@ -26,11 +26,11 @@ struct RecordViewTests {
         return RecordView.Write(state: state, change: change)
     }
 
-    static func base(seq: UInt64 = 1) -> ServerBase {
-        ServerBase(value: baseValue, revision: 2, learntAt: Date(timeIntervalSince1970: 0), seq: JournalSequence(rawValue: seq))
+    static func base(seq: UInt64 = 1) -> LocalRecord.ServerBase {
+        LocalRecord.ServerBase(value: baseValue, revision: 2, learntAt: Date(timeIntervalSince1970: 0), seq: JournalSequence(rawValue: seq))
     }
 
-    static func view(_ writes: [RecordView.Write], base: ServerBase? = base()) -> LocalRecord {
+    static func view(_ writes: [RecordView.Write], base: LocalRecord.ServerBase? = base()) -> LocalRecord {
         RecordView.view(key, stored: RecordView.Stored(base: base, value: base?.value, schemaVersion: 1), isLocalOnly: false,
                         writes: writes, schemaVersion: 1, upgrade: nil)
     }

@@ -10,10 +10,10 @@ struct MemberScreenTests {
     static let key = RecordKey(business: "folakes-pharmacy", type: "product", id: "antiseptic-500")
     static let typed = Data(#"{"id":"antiseptic-500","name":"Antiseptic 500 ml","price":13.5}"#.utf8)
     static let servers = Data(#"{"id":"antiseptic-500","name":"Antiseptic 500 ml","price":12.5,"revision":1}"#.utf8)
-    static let base = ServerBase(value: servers, revision: 1, learntAt: Date(timeIntervalSince1970: 0), seq: 4)
+    static let base = LocalRecord.ServerBase(value: servers, revision: 1, learntAt: Date(timeIntervalSince1970: 0), seq: 4)
 
-    static func record(_ value: Data?, server: ServerBase? = base, _ sync: (inout RecordSync) -> Void) -> LocalRecord {
-        var state = RecordSync()
+    static func record(_ value: Data?, server: LocalRecord.ServerBase? = base, _ sync: (inout LocalRecord.Sync) -> Void) -> LocalRecord {
+        var state = LocalRecord.Sync()
         sync(&state)
         return LocalRecord(key: key, value: value, schemaVersion: 1, server: server, isLocalOnly: false, sync: state)
     }

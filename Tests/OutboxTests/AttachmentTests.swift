@@ -451,7 +451,7 @@ struct AttachmentRecordTests {
         let request = AttachmentTests.request(naming: [photo])
         _ = try await outbox.enqueue(request, changing: [.put(key, request.payload)], attaching: [photo])
         let sync = try #require(try outbox.record(key)).sync
-        #expect(sync.pending.first?.upload == RecordSync.Upload(attachment: photo.id, name: "note.jpg", landed: 0, size: 2_500_000))
+        #expect(sync.pending.first?.upload == LocalRecord.Sync.Upload(attachment: photo.id, name: "note.jpg", landed: 0, size: 2_500_000))
         #expect(OutboxWords.english.recordState(sync, online: false) == "note.jpg waiting for internet")
 
         server.setOnline(true)

@@ -45,7 +45,7 @@ struct BatchingTests {
     /// A journal whose worker is held (nobody signed in) while `count` writes are saved, each to
     /// its own entity unless `lanes` says otherwise; then the member signs in.
     private func queued(_ count: Int, transport: ScriptedTransport, lanes: (Int) -> String? = { "product-\($0)" },
-                        batching: Batching = Batching()) async throws -> (TestJournal, Outbox, [OperationID], SwitchableSession) {
+                        batching: OutboxConfiguration.Batching = OutboxConfiguration.Batching()) async throws -> (TestJournal, Outbox, [OperationID], SwitchableSession) {
         let journal = TestJournal(transport: transport)
         let session = SwitchableSession(account: nil)
         let outbox = try journal.open(server: transport, session: session) { $0.batching = batching }
@@ -189,7 +189,7 @@ struct BatchingTests {
         // writes, and at most two payloads' bytes.
         let payloadBytes = productRequest(0).payload.count
         let (_, outbox, ids, _) = try await queued(5, transport: transport, lanes: { $0 < 2 ? "product-shared" : "product-\($0)" },
-                                                   batching: Batching(maxOperations: 3, maxBytes: payloadBytes * 2 + 1))
+                                                   batching: OutboxConfiguration.Batching(maxOperations: 3, maxBytes: payloadBytes * 2 + 1))
         defer { outbox.close() }
         await outbox.drain()
         for id in ids { #expect(try outbox.operation(id)?.status == .synced) }
@@ -207,7 +207,7 @@ struct BatchingTests {
         let transport = ScriptedTransport(otherwise: server.step)
         let journal = TestJournal(transport: transport)
         let session = SwitchableSession(account: nil)
-        let outbox = try journal.open(server: transport, session: session) { $0.batching = Batching() }
+        let outbox = try journal.open(server: transport, session: session) { $0.batching = OutboxConfiguration.Batching() }
         defer { outbox.close() }
         let product = try await outbox.enqueue(productRequest(1, entityID: "product-1"))
         var movement = productRequest(2, entityID: "move-1")
@@ -223,10 +223,10 @@ struct BatchingTests {
     @Test func aBatchEndpointThatIsNotAPathIsRefusedAtOpen() throws {
         let journal = TestJournal()
         #expect(throws: OutboxError.self) {
-            _ = try journal.open { $0.batching = Batching(endpoint: "sync/batch") }
+            _ = try journal.open { $0.batching = OutboxConfiguration.Batching(endpoint: "sync/batch") }
         }
         #expect(throws: OutboxError.invalidConfiguration(field: "batching.maxOperations", problem: "must be within 1...1000, not 0")) {
-            _ = try journal.open { $0.batching = Batching(maxOperations: 0) }
+            _ = try journal.open { $0.batching = OutboxConfiguration.Batching(maxOperations: 0) }
         }
     }
 }

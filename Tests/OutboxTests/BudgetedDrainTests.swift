@@ -49,7 +49,7 @@ struct BudgetedDrainTests {
 
     @Test func anInterruptedAttemptIsDueAtOnceAndNeverNearerGivingUp() {
         let id = OperationID()
-        var policy = RetryPolicy(initialDelaySeconds: 2, multiplier: 2, maxDelaySeconds: 60)
+        var policy = OperationTypePolicy.RetryPolicy(initialDelaySeconds: 2, multiplier: 2, maxDelaySeconds: 60)
         policy.maxAttempts = 3
         for (failure, dueAtOnce, givesUp) in [(TransportFailure.cancelled, true, false), (.offline, false, true)] {
             let facts = OutcomePlanner.Facts(operation: id, attempt: AttemptNumber(rawValue: 3), retryEpochAttempts: 0, retryEpochAgeSeconds: 10,
@@ -69,7 +69,7 @@ struct BudgetedDrainTests {
         /// Seconds each answer takes.
         var perRequest: TimeInterval
         var attempts: Int
-        var ending: DrainReport.Ending
+        var ending: Outbox.DrainReport.Ending
         var testDescription: String { name }
     }
 

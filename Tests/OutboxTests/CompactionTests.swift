@@ -136,7 +136,7 @@ struct CompactionTests {
     }
 
     /// The file's growth per operation over a steady workload, with and without compaction.
-    private func growthPerOperation(compaction: CompactionPolicy?) async throws -> (early: Int, late: Int, events: Int) {
+    private func growthPerOperation(compaction: OutboxConfiguration.CompactionPolicy?) async throws -> (early: Int, late: Int, events: Int) {
         let journal = TestJournal()
         let outbox = try journal.open(server: InMemoryServer()) {
             $0.durability = .processCrash
@@ -161,7 +161,7 @@ struct CompactionTests {
 
     @Test func withCompactionOnTheFileGrowsOnlyByLedgerRows() async throws {
         let without = try await growthPerOperation(compaction: nil)
-        let with = try await growthPerOperation(compaction: CompactionPolicy(maxEvents: 600, keepSettledSeconds: 0))
+        let with = try await growthPerOperation(compaction: OutboxConfiguration.CompactionPolicy(maxEvents: 600, keepSettledSeconds: 0))
         #expect(with.events < 1000, "compaction kept the journal's events bounded")
         // What remains per settled operation is its ledger row, with who and what it was (type,
         // label, summary, category, entity, endpoint, request hash), never its payload: a

@@ -43,7 +43,7 @@ struct ConnectedAgeTests {
 
     /// A retry a second after every failure, however many: each step of the day retries once.
     static func configure(_ configuration: inout OutboxConfiguration) {
-        configuration.retryPolicy = RetryPolicy(initialDelaySeconds: 1, multiplier: 1, maxDelaySeconds: 1)
+        configuration.retryPolicy = OperationTypePolicy.RetryPolicy(initialDelaySeconds: 1, multiplier: 1, maxDelaySeconds: 1)
         configuration.acknowledgementObjectiveSeconds = 60
     }
 
@@ -94,7 +94,7 @@ struct ConnectedAgeTests {
         #expect(try outbox.operation(first)?.status == .synced && outbox.operation(second)?.status == .synced)
 
         metrics = try outbox.metrics()
-        #expect(metrics.acknowledgement == AcknowledgementObjective(intervalSeconds: 60, acknowledged: 2, withinInterval: 1, pendingPastInterval: 0))
+        #expect(metrics.acknowledgement == OutboxMetrics.AcknowledgementObjective(intervalSeconds: 60, acknowledged: 2, withinInterval: 1, pendingPastInterval: 0))
         #expect(metrics.acknowledgement.share == 0.5)
         #expect(metrics.pendingAges.isEmpty && metrics.oldestHealthyPending == nil)
         // Dozens of answers, three changes journaled.

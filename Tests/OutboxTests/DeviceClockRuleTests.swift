@@ -10,7 +10,7 @@ import Testing
 struct DeviceClockRuleTests {
     @Test func theGiveUpAgeIsNotReachedByAWallClockMovedForward() async throws {
         let journal = TestJournal(transport: ScriptedTransport(otherwise: .respond(.json(503, "{}"))))
-        let outbox = try journal.open { $0.retryPolicy = RetryPolicy.standard.givingUp(afterAttempts: nil, orAge: 3_600) }
+        let outbox = try journal.open { $0.retryPolicy = OperationTypePolicy.RetryPolicy.standard.givingUp(afterAttempts: nil, orAge: 3_600) }
         defer { outbox.close() }
         let id = try await outbox.enqueue(productRequest(1))
         await outbox.drain()
@@ -29,7 +29,7 @@ struct DeviceClockRuleTests {
 
     @Test func theCompactionPolicysKeepPeriodIsMeasuredByUptime() async throws {
         let journal = TestJournal(transport: ScriptedTransport(otherwise: .respond(.json(201, "{}"))))
-        let outbox = try journal.open { $0.compaction = CompactionPolicy(maxEvents: 1, keepSettledSeconds: 86_400) }
+        let outbox = try journal.open { $0.compaction = OutboxConfiguration.CompactionPolicy(maxEvents: 1, keepSettledSeconds: 86_400) }
         defer { outbox.close() }
         let settled = try await outbox.enqueue(productRequest(1))
         await outbox.drain()

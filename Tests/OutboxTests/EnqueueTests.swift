@@ -150,8 +150,8 @@ struct EnqueueTests {
     /// A reader that takes nothing while commits land: under a limit, the newest changes stay
     /// apart and the older are merged (no operation lost, every commit counted); unbounded, each
     /// commit is its own change.
-    @Test(arguments: [ChangeBuffering.coalescing(limit: 4), .coalescing(limit: 1), .unbounded])
-    func aReaderThatFallsBehindKeepsTheNewestApartAndTheOlderMerged(_ buffering: ChangeBuffering) async throws {
+    @Test(arguments: [OutboxChanges.Buffering.coalescing(limit: 4), .coalescing(limit: 1), .unbounded])
+    func aReaderThatFallsBehindKeepsTheNewestApartAndTheOlderMerged(_ buffering: OutboxChanges.Buffering) async throws {
         let journal = TestJournal()
         let outbox = try journal.open()
         let stream = outbox.changes(buffering: buffering)

@@ -73,7 +73,7 @@ struct FixtureTests {
             // Format 3: every record reads as it was written, local-only ones too.
             for record in manifest.records ?? [] {
                 let key = try #require(RecordKey(path: record.key))
-                let policy = record.localOnly ? RecordTypePolicy.localOnly : RecordTypePolicy()
+                let policy = record.localOnly ? OutboxConfiguration.RecordTypePolicy.localOnly : OutboxConfiguration.RecordTypePolicy()
                 #expect(try outbox.store.queries.record(key, policy: policy)?.value?.base64EncodedString() == record.valueBase64, "\(name): \(key)")
             }
 

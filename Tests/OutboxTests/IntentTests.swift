@@ -115,7 +115,7 @@ struct ConflictTests {
         #expect(try outbox.metrics().revisionConflictsByOperationType == ["product.update": 1])
         #expect(try outbox.metrics().conflictsByOperationType.isEmpty, "a key conflict is another thing")
         if case .respond(let response) = answer, response.statusCode == 412 {
-            #expect(row.conflict == Conflict(serverRevision: "r2", serverCurrent: Data(#"{"price":13}"#.utf8)))
+            #expect(row.conflict == OperationSnapshot.Conflict(serverRevision: "r2", serverCurrent: Data(#"{"price":13}"#.utf8)))
             #expect(tab.conflictCard?.rows.first?.serverValue == #"{"price":13}"#)
         }
         // A retry would resend the stale If-Match: refused.
@@ -386,7 +386,7 @@ struct DependencyTests {
 
     @Test func theRetryPolicyGivesUpPastItsLimitsAndARetryStartsOver() async throws {
         let journal = TestJournal(transport: ScriptedTransport(otherwise: .respond(TransportResponse.error(503, code: "down", message: "Down"))))
-        let outbox = try journal.open { $0.retryPolicy = RetryPolicy.standard.givingUp(afterAttempts: 3) }
+        let outbox = try journal.open { $0.retryPolicy = OperationTypePolicy.RetryPolicy.standard.givingUp(afterAttempts: 3) }
         defer { outbox.close() }
         let id = try await outbox.enqueue(productRequest(1))
         for _ in 0..<5 {
@@ -408,7 +408,7 @@ struct DependencyTests {
         let transport = ScriptedTransport(otherwise: .fail(.offline))
         let journal = TestJournal(transport: transport)
         let session = SwitchableSession(account: nil)
-        let outbox = try journal.open(server: transport, session: session) { $0.retryPolicy = RetryPolicy.standard.givingUp(orAge: 3600) }
+        let outbox = try journal.open(server: transport, session: session) { $0.retryPolicy = OperationTypePolicy.RetryPolicy.standard.givingUp(orAge: 3600) }
         defer { outbox.close() }
         let id = try await outbox.enqueue(productRequest(1))
         journal.clock.advance(by: 7200)

@@ -57,7 +57,7 @@ struct DecisionNoticeTests {
             switch decision {
             case .serverWins: $0.operationPolicies["product.update"] = .idempotent.onConflict(.serverWins)
             case .rebase: $0.operationPolicies["product.update"] = .idempotent.onConflict(.rebase(maxTimes: 1))
-            case .giveUp: $0.retryPolicy = RetryPolicy.standard.givingUp(afterAttempts: 2)
+            case .giveUp: $0.retryPolicy = OperationTypePolicy.RetryPolicy.standard.givingUp(afterAttempts: 2)
             case .coalesce: $0.operationPolicies["product.update"] = .idempotent.coalescing()
             }
         }
@@ -207,7 +207,7 @@ struct ClaimRetentionTests {
     @Test func aRetryOfAWriteGivenUpKeepsItsClaimsAge() async throws {
         let transport = ScriptedTransport(otherwise: .fail(.offline))
         let journal = TestJournal(transport: transport)
-        let outbox = try journal.open { $0.retryPolicy = RetryPolicy.standard.givingUp(afterAttempts: 1) }
+        let outbox = try journal.open { $0.retryPolicy = OperationTypePolicy.RetryPolicy.standard.givingUp(afterAttempts: 1) }
         defer { outbox.close() }
         let id = try await outbox.enqueue(productRequest(1))
         await outbox.drain()
@@ -340,8 +340,8 @@ struct SyncTabWordsTests {
     struct BannerCase: Sendable, CustomStringConvertible {
         var name: String
         var isOnline: Bool
-        var hold: SyncBanner.Hold?
-        var kind: SyncBanner.Kind
+        var hold: SyncTab.Banner.Hold?
+        var kind: SyncTab.Banner.Kind
         var text: String
         var description: String { name }
     }
@@ -357,7 +357,7 @@ struct SyncTabWordsTests {
 
     @Test(arguments: banners)
     func theBannerNeverPromisesASyncThatCannotHappen(_ row: BannerCase) {
-        let banner = SyncBanner.make(isOnline: row.isOnline, waitingForNetwork: 2, needingAttention: 0, waitingForApproval: 0, hold: row.hold)
+        let banner = SyncTab.Banner.make(isOnline: row.isOnline, waitingForNetwork: 2, needingAttention: 0, waitingForApproval: 0, hold: row.hold)
         #expect(banner.kind == row.kind && banner.text == row.text)
     }
 
@@ -373,8 +373,8 @@ struct SyncTabWordsTests {
         #expect(tab.banner.kind == .signInRequired && tab.banner.text == "Sign in to sync these changes")
     }
 
-    static let nouns = ["Products": CategoryNoun(one: "product", other: "products"),
-                        "Employees": CategoryNoun(one: "employee", other: "employees")]
+    static let nouns = ["Products": OutboxConfiguration.CategoryNoun(one: "product", other: "products"),
+                        "Employees": OutboxConfiguration.CategoryNoun(one: "employee", other: "employees")]
 
     static let headlines: [([(String, Int)], String)] = [
         ([("Products", 1)], "1 product is waiting for approval"),

@@ -255,7 +255,7 @@ struct ObservationTests {
         let journal = TestJournal(transport: PullWorkerTests.server(feed))
         journal.clock.set(to: PullTests.t0)
         let outbox = try journal.open {
-            PullTests.configured(&$0, PullConfiguration(types: ["product": PulledType(freshnessSeconds: 900)], businesses: [Self.business]))
+            PullTests.configured(&$0, PullConfiguration(types: ["product": PullConfiguration.PulledType(freshnessSeconds: 900)], businesses: [Self.business]))
         }
         defer { outbox.close() }
         _ = try await outbox.pull()

@@ -65,7 +65,7 @@ private final class HeldCommit: Sendable {
 struct OpeningRecordTests {
     /// A journal whose one row the server applied while its process ended before the outcome
     /// was recorded: it is `syncing` on the disk.
-    private func journalWithAnInterruptedAttempt(_ durability: Durability) async throws -> (TestJournal, InMemoryServer, OperationID) {
+    private func journalWithAnInterruptedAttempt(_ durability: OutboxConfiguration.Durability) async throws -> (TestJournal, InMemoryServer, OperationID) {
         let journal = TestJournal()
         let server = InMemoryServer()
         let id = try await journal.interruptAnAttempt(on: server, applied: true) { $0.durability = durability }
@@ -73,7 +73,7 @@ struct OpeningRecordTests {
         return (journal, server, id)
     }
 
-    private func open(_ journal: TestJournal, _ server: InMemoryServer, _ durability: Durability, _ calls: StorageCalls) throws -> Outbox {
+    private func open(_ journal: TestJournal, _ server: InMemoryServer, _ durability: OutboxConfiguration.Durability, _ calls: StorageCalls) throws -> Outbox {
         var configuration = journal.configuration()
         configuration.durability = durability
         return try Outbox(directory: journal.directory, transport: server, configuration: configuration, faultHook: calls.hook)
@@ -82,8 +82,8 @@ struct OpeningRecordTests {
     /// (tier) -> the commit an open with an attempt to abandon makes, on the writer's queue:
     /// `journalOpened` and the abandonment share one durable commit (`.processCrash` flushes
     /// none, and leaves it for the close).
-    @Test(arguments: [(Durability.full, false), (.processCrash, true)])
-    func anOpeningThatAbandonsCommitsItsRecordWithTheAbandonment(_ durability: Durability, _ unflushed: Bool) async throws {
+    @Test(arguments: [(OutboxConfiguration.Durability.full, false), (.processCrash, true)])
+    func anOpeningThatAbandonsCommitsItsRecordWithTheAbandonment(_ durability: OutboxConfiguration.Durability, _ unflushed: Bool) async throws {
         let (journal, server, id) = try await journalWithAnInterruptedAttempt(durability)
         let calls = StorageCalls()
         let outbox = try open(journal, server, durability, calls)
@@ -137,12 +137,12 @@ struct OpeningRecordTests {
     /// with nothing to abandon is committed durably, so only `.processCrash` leaves a commit
     /// for the close to flush.
     @Test(arguments: [
-        (Durability.full, false, false),
+        (OutboxConfiguration.Durability.full, false, false),
         (.full, true, false),
         (.processCrash, false, true),
         (.processCrash, true, true),
     ])
-    func closingFlushesWhatNoCommitFlushed(_ durability: Durability, _ enqueues: Bool, _ flushesAtClose: Bool) async throws {
+    func closingFlushesWhatNoCommitFlushed(_ durability: OutboxConfiguration.Durability, _ enqueues: Bool, _ flushesAtClose: Bool) async throws {
         let journal = TestJournal()
         try journal.open { $0.durability = durability }.close()
         let calls = StorageCalls()
@@ -193,7 +193,7 @@ struct OpeningRecordTests {
         #expect(gate.waitUntilHeld())
         #expect(try outbox.events().filter { $0.kind == .journalOpened }.count == 1, "the open returned before its opening landed")
         let held = before != nil && now != nil && before != now
-        let waiting: WaitingOn? = held ? .otherInstallation(madeOn: before ?? "") : nil
+        let waiting: OperationSnapshot.WaitingOn? = held ? .otherInstallation(madeOn: before ?? "") : nil
         #expect(try outbox.operation(id)?.waitingOn == waiting)
         #expect((try outbox.syncTab(isOnline: true).banner.kind == .otherInstallation) == held)
         #expect((try outbox.engineState().foreignInstallation != nil) == held)

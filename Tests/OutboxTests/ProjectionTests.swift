@@ -131,7 +131,7 @@ struct ProjectionTests {
     }
 
     /// For every state a seeded random history leaves (every status, lanes, dependencies,
-    /// corrections, conflicts), its tab row shows the same `SyncRow` and gets the same verdict
+    /// corrections, conflicts), its tab row shows the same `SyncTab.Row` and gets the same verdict
     /// as the whole state: the row keeps every field the tab reads.
     @Test(arguments: historyRounds(2))
     func aTabRowShowsAndIsJudgedAsItsWholeState(_ round: Int) async throws {
@@ -157,7 +157,7 @@ struct ProjectionTests {
                 }
                 schema.open(&whole)
                 schema.open(&row)
-                #expect(SyncRow(row) == SyncRow(whole), "seed \(seed): \(id)")
+                #expect(SyncTab.Row(row) == SyncTab.Row(whole), "seed \(seed): \(id)")
                 compared += 1
             }
         }

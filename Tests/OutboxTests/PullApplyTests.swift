@@ -190,7 +190,7 @@ struct PullApplyTests {
     @Test func aChangeTheEnginePassesOverIsNamedWithWhyAndCounted() async throws {
         let journal = TestJournal()
         let outbox = try journal.open {
-            $0.pull = PullConfiguration(types: ["product": PulledType(), "draft": PulledType()], businesses: [Self.business])
+            $0.pull = PullConfiguration(types: ["product": PullConfiguration.PulledType(), "draft": PullConfiguration.PulledType()], businesses: [Self.business])
             $0.recordTypes = ["draft": .localOnly]
         }
         defer { outbox.close() }

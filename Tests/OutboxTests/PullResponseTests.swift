@@ -16,7 +16,7 @@ struct PullResponseTests {
     struct Row: Sendable, CustomTestStringConvertible {
         var name: String
         var response: TransportResponse?
-        var stop: PullStop
+        var stop: Outbox.PullStop
         var testDescription: String { name }
     }
 

@@ -97,7 +97,7 @@ struct PullTests {
         /// Signs out before the request with this index is sent (-1: never), or during it.
         var signOutBefore = -1
         var signOutDuring = -1
-        var stop: PullStop?
+        var stop: Outbox.PullStop?
         var pagesApplied = 0
         var cursor: String?
         /// A `pageRefused` journaled.
@@ -329,7 +329,7 @@ struct PullTests {
         let transport = ScriptedTransport(otherwise: .fail(.offline))
         transport.script(.respond(TransportResponse(statusCode: 200, headers: [:], body: page.encoded())))
         let journal = TestJournal(transport: transport)
-        let outbox = try journal.open { Self.configured(&$0, PullConfiguration(types: ["product": PulledType()], businesses: [Self.business])) }
+        let outbox = try journal.open { Self.configured(&$0, PullConfiguration(types: ["product": PullConfiguration.PulledType()], businesses: [Self.business])) }
         defer { outbox.close() }
         let report = try #require(try await outbox.pull().feed(Self.business))
         #expect(report.reachedEnd && report.changesApplied == 1 && report.skipped == 1)
@@ -369,7 +369,7 @@ struct PullTests {
         let feed = ScriptedFeed(count: 3)
         let journal = TestJournal(transport: ScriptedTransport(otherwise: .handle { feed.answer($0) }))
         journal.clock.set(to: Self.t0)
-        let outbox = try journal.open { Self.configured(&$0, PullConfiguration(pageSize: 2, types: ["product": PulledType(freshnessSeconds: 900)],
+        let outbox = try journal.open { Self.configured(&$0, PullConfiguration(pageSize: 2, types: ["product": PullConfiguration.PulledType(freshnessSeconds: 900)],
                                                                                businesses: [Self.business])) }
         defer { outbox.close() }
         #expect(try outbox.feedState(business: Self.business) == FeedState(business: Self.business, nextPullAt: Self.t0))
@@ -446,8 +446,8 @@ struct PullTests {
         BadSetting(field: "pull.changesEndpoint") { $0.changesEndpoint = "sync/changes" },
         BadSetting(field: "pull.changesEndpoint") { $0.changesEndpoint = "/sync/changes?since=0" },
         BadSetting(field: "pull.snapshotEndpoint") { $0.snapshotEndpoint = "//elsewhere/snapshot" },
-        BadSetting(field: "pull.types[\"product\"].freshnessSeconds") { $0.types = ["product": PulledType(freshnessSeconds: -1)] },
-        BadSetting(field: "pull.types[\"\"]") { $0.types = ["": PulledType()] },
+        BadSetting(field: "pull.types[\"product\"].freshnessSeconds") { $0.types = ["product": PullConfiguration.PulledType(freshnessSeconds: -1)] },
+        BadSetting(field: "pull.types[\"\"]") { $0.types = ["": PullConfiguration.PulledType()] },
         BadSetting(field: "pull.businesses[1]") { $0.businesses = ["pharmacy-7", ""] },
     ]
 

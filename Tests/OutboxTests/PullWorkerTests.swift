@@ -136,7 +136,7 @@ struct PullWorkerTests {
         let journal = TestJournal(transport: transport)
         journal.clock.set(to: Self.t0)
         let outbox = try journal.open {
-            PullTests.configured(&$0, PullConfiguration(types: ["product": PulledType(freshnessSeconds: 900)], businesses: [Self.business]))
+            PullTests.configured(&$0, PullConfiguration(types: ["product": PullConfiguration.PulledType(freshnessSeconds: 900)], businesses: [Self.business]))
         }
         defer { outbox.close() }
         _ = try await outbox.pull()

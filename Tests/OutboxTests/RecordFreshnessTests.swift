@@ -17,7 +17,7 @@ struct RecordFreshnessTests {
         let transport = ScriptedTransport(otherwise: .fail(.offline))
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open {
-            $0.pull = PullConfiguration(types: ["product": PulledType(freshnessSeconds: 600)], businesses: [business])
+            $0.pull = PullConfiguration(types: ["product": PullConfiguration.PulledType(freshnessSeconds: 600)], businesses: [business])
             $0.recordTypes = ["draft": .localOnly]
         }
         return (journal, outbox, transport)

@@ -135,7 +135,7 @@ struct RecordJournalTests {
         _ = try await old.enqueue(edit(1), changing: [.put(Self.key, Data(#"{"price":13.5}"#.utf8))])
         old.close()
         let outbox = try journal.open {
-            $0.recordTypes = ["product": RecordTypePolicy(schemaVersion: 2, upgrade: { value, version in
+            $0.recordTypes = ["product": OutboxConfiguration.RecordTypePolicy(schemaVersion: 2, upgrade: { value, version in
                 #expect(version == 1)
                 return Data(String(decoding: value, as: UTF8.self).replacingOccurrences(of: "price", with: "unitPrice").utf8)
             })]

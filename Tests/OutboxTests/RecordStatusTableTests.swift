@@ -84,7 +84,7 @@ struct RecordStatusTableTests {
                 try await outbox.discard(id)
             }, shows: nil, baseRevision: nil, sync: .rolledBack(code: ErrorCode.discarded)),
         Row(change: "gave up past the retry policy", script: [json(503, "{}")],
-            configure: { $0.retryPolicy = RetryPolicy.standard.givingUp(afterAttempts: 1) },
+            configure: { $0.retryPolicy = OperationTypePolicy.RetryPolicy.standard.givingUp(afterAttempts: 1) },
             make: { outbox in try await enqueueAndDrain(outbox, 13.5) }, shows: nil, baseRevision: nil, sync: .rolledBack(code: ErrorCode.gaveUp)),
         Row(change: "conflicted: changed elsewhere", script: [json(412, #"{"current":{"name":"Antiseptic","price":14},"revision":"4"}"#)],
             make: { outbox in try await enqueueAndDrain(outbox, 13.5) }, shows: value(13.5), baseRevision: 4, sync: .conflict(serverRevision: "4")),

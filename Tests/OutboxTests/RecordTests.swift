@@ -35,7 +35,7 @@ struct RecordTests {
         let record = try #require(try outbox.record(Self.key))
         #expect(record.value == Self.value(13.5))
         #expect(record.server == nil)
-        #expect(record.sync.pending == [RecordSync.Pending(operation: id, status: .queued, deletes: false)])
+        #expect(record.sync.pending == [LocalRecord.Sync.Pending(operation: id, status: .queued, deletes: false)])
         #expect(!record.sync.isSynced)
     }
 
@@ -105,7 +105,7 @@ struct RecordTests {
         await outbox.drain()
         var record = try #require(try outbox.record(Self.key))
         #expect(record.value == nil, "the rolled-back value never shows")
-        #expect(record.sync.rolledBack == RecordSync.RolledBack(operation: id, status: .failed, code: "validation_failed", message: "Price must be positive", serverMessage: "Price must be positive"))
+        #expect(record.sync.rolledBack == LocalRecord.Sync.RolledBack(operation: id, status: .failed, code: "validation_failed", message: "Price must be positive", serverMessage: "Price must be positive"))
         try await outbox.retry(id)
         record = try #require(try outbox.record(Self.key))
         #expect(record.value == Self.value(-1) && record.sync.rolledBack == nil)
@@ -145,7 +145,7 @@ struct RecordTests {
         var record = try #require(try outbox.record(Self.key))
         #expect(record.value == nil && record.sync.rolledBack?.code == "discarded")
         try await outbox.acknowledgeRollback(of: Self.key)
-        record = try outbox.record(Self.key) ?? LocalRecord(key: Self.key, value: nil, schemaVersion: nil, server: nil, isLocalOnly: false, sync: RecordSync())
+        record = try outbox.record(Self.key) ?? LocalRecord(key: Self.key, value: nil, schemaVersion: nil, server: nil, isLocalOnly: false, sync: LocalRecord.Sync())
         #expect(record.sync.rolledBack == nil)
         #expect(try outbox.store.compareProjectionsWithRebuild().isEmpty)
         await #expect(throws: OutboxError.self) { try await outbox.acknowledgeRollback(of: Self.key) }
@@ -165,7 +165,7 @@ struct RecordTests {
         let server = Data(#"{"price":14}"#.utf8)
         #expect(record.value == Self.value(13.5))
         #expect(record.server?.revision == 5 && record.server?.value == server)
-        #expect(record.sync.conflict == RecordSync.Conflict(operation: id, serverRevision: "5", serverValue: server))
+        #expect(record.sync.conflict == LocalRecord.Sync.Conflict(operation: id, serverRevision: "5", serverValue: server))
     }
 
     @Test func aRevisionMovesTheOverlayToTheNewWriteEvenWhenItNamesNoChange() async throws {
@@ -192,7 +192,7 @@ struct RecordTests {
         defer { outbox.close() }
         let id = try await outbox.enqueue(Self.edit(), changing: [.put(Self.key, Self.value(13.5))])
         await outbox.drain()
-        #expect(try outbox.record(Self.key)?.sync.pending == [RecordSync.Pending(operation: id, status: .pendingApproval, deletes: false)])
+        #expect(try outbox.record(Self.key)?.sync.pending == [LocalRecord.Sync.Pending(operation: id, status: .pendingApproval, deletes: false)])
         try await outbox.recordApprovalDecision(id, approved: true)
         let record = try #require(try outbox.record(Self.key))
         #expect(record.value == Self.value(13.5) && record.sync.confirmed == [id])

@@ -106,13 +106,13 @@ struct ResnapshotTests {
         let id = try await outbox.enqueue(edit("p1", 1), changing: [.put(Self.key("p1"), Self.value(11))])
         await outbox.drain()
         let server = Data(#"{"price":14}"#.utf8)
-        #expect(try outbox.record(Self.key("p1"))?.sync.conflict == RecordSync.Conflict(operation: id, serverRevision: "5", serverValue: server))
+        #expect(try outbox.record(Self.key("p1"))?.sync.conflict == LocalRecord.Sync.Conflict(operation: id, serverRevision: "5", serverValue: server))
         // The server was restored: epoch 2 holds p1 at revision 1.
         transport.script(.respond(Self.snapshot(at: FeedPosition(epoch: 2, major: 2), more: false, [PullApplyTests.put("p1", 1, 9)])))
         #expect(try await outbox.resnapshot(business: Self.business, reason: "foreign_epoch").swapped)
         let record = try #require(try outbox.record(Self.key("p1")))
         #expect(record.server?.revision == 1 && record.value == Self.value(11))
-        #expect(record.sync.conflict == RecordSync.Conflict(operation: id, serverRevision: "5", serverValue: server))
+        #expect(record.sync.conflict == LocalRecord.Sync.Conflict(operation: id, serverRevision: "5", serverValue: server))
     }
 
     /// A first pull over a base answers built (seed 1000449 of the simulation): a 412 put p1 at
@@ -329,19 +329,19 @@ struct ResnapshotTests {
     @Test func aTypeWhoseSchemaChangedWithoutAnAdapterIsFetchedAgainWhole() async throws {
         let (transport, asked) = Self.typeSnapshotServer()
         let journal = TestJournal(transport: transport)
-        func open(_ product: RecordTypePolicy) throws -> Outbox {
+        func open(_ product: OutboxConfiguration.RecordTypePolicy) throws -> Outbox {
             try journal.open {
                 $0.pull = PullConfiguration(businesses: [Self.business], summaryIntervalSeconds: nil)
                 $0.recordTypes = ["product": product]
             }
         }
-        var outbox = try open(RecordTypePolicy(schemaVersion: 1))
+        var outbox = try open(OutboxConfiguration.RecordTypePolicy(schemaVersion: 1))
         _ = try await outbox.apply(PullApplyTests.page(from: .start(of: 1), to: PullApplyTests.at(9), [PullApplyTests.put("p1", 3, 10)]),
                                    requested: nil, limit: 500)
         #expect(try outbox.record(Self.key("p1"))?.server?.revision == 3)
         outbox.close()
         // The app's next version changed products, with no adapter for the stored values.
-        outbox = try open(RecordTypePolicy(schemaVersion: 2))
+        outbox = try open(OutboxConfiguration.RecordTypePolicy(schemaVersion: 2))
         let report = try #require(try await outbox.pull().feed(Self.business))
         #expect(report.resnapshots == 1 && report.reachedEnd)
         #expect(asked.all.contains { $0.hasPrefix(SnapshotPage.path) && $0.contains("type=product") }, "fetched again at the first pull")
@@ -355,7 +355,7 @@ struct ResnapshotTests {
         outbox.close()
         // A later version with an adapter: the stored values are read through it, nothing fetched.
         let before = asked.all.count
-        outbox = try open(RecordTypePolicy(schemaVersion: 3, upgrade: { value, _ in value }))
+        outbox = try open(OutboxConfiguration.RecordTypePolicy(schemaVersion: 3, upgrade: { value, _ in value }))
         defer { outbox.close() }
         _ = try await outbox.pull()
         #expect(asked.all.dropFirst(before).allSatisfy { !$0.hasPrefix(SnapshotPage.path) }, "no snapshot asked")

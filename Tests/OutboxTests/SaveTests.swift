@@ -160,7 +160,7 @@ struct SaveTests {
         let leak = "could not connect to server: host=10.0.4.7 port=6432 user=outbox_app"
         let transport = ScriptedTransport(otherwise: .respond(.json(503, #"{"code":"db_unavailable","message":"\#(leak)"}"#)))
         let journal = TestJournal(transport: transport)
-        let outbox = try journal.open { $0.retryPolicy = RetryPolicy.standard.givingUp(afterAttempts: 1) }
+        let outbox = try journal.open { $0.retryPolicy = OperationTypePolicy.RetryPolicy.standard.givingUp(afterAttempts: 1) }
         defer { outbox.close() }
         let result = try await outbox.save(productRequest(1))
         guard case .failed(let id, let code, let message) = result else { Issue.record("\(result)"); return }

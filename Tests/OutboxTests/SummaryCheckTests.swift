@@ -44,7 +44,7 @@ struct SummaryCheckTests {
     static func open(_ transport: ScriptedTransport) throws -> (TestJournal, Outbox) {
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open {
-            $0.pull = PullConfiguration(types: ["product": PulledType(), "employee": PulledType()], businesses: [business])
+            $0.pull = PullConfiguration(types: ["product": PullConfiguration.PulledType(), "employee": PullConfiguration.PulledType()], businesses: [business])
         }
         return (journal, outbox)
     }

@@ -207,7 +207,7 @@ struct ViewTests {
         let waitingByCategory = Dictionary(grouping: folded.filter { $0.status.countsOnBadge && $0.status != .conflicted }, by: \.category)
         #expect(Dictionary(uniqueKeysWithValues: tab.cards.map { ($0.category, $0.count) }) == waitingByCategory.mapValues(\.count), "seed \(seed)")
         for card in tab.cards {
-            let expected = waitingByCategory[card.category, default: []].sorted { $0.latestSeq > $1.latestSeq }.map(SyncRow.init)
+            let expected = waitingByCategory[card.category, default: []].sorted { $0.latestSeq > $1.latestSeq }.map(SyncTab.Row.init)
             // What holds a queued row is read with the tab, not folded: compared apart.
             #expect(card.rows.map(\.withoutWaitingReason) == expected, "seed \(seed): \(card.category)")
         }
@@ -400,8 +400,8 @@ struct ReactiveTests {
     }
 }
 
-extension SyncRow {
-    var withoutWaitingReason: SyncRow {
+extension SyncTab.Row {
+    var withoutWaitingReason: SyncTab.Row {
         var row = self
         row.waitingReason = nil
         return row

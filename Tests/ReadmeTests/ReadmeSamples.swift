@@ -35,7 +35,7 @@ enum ReadmeSamples {
         }
     }
 
-    static func wakeAndDrain(_ outbox: Outbox, deadline: Date) async -> DrainReport {
+    static func wakeAndDrain(_ outbox: Outbox, deadline: Date) async -> Outbox.DrainReport {
         outbox.wake(.appLaunch)                        // also .connectivityRegained, .foreground, .clockChanged
         let report = await outbox.drain(until: deadline) // in a background task; report.nextWake for the next one
         return report

@@ -106,7 +106,7 @@ final class SQLiteOutbox: @unchecked Sendable {
     /// Opens (or creates) the outbox database in `directory`; with `appTable`, the app's table of
     /// records beside it (`products`) and an index of the outbox rows by entity, to find a
     /// record's pending rows.
-    init(directory: URL, durability: Durability, appTable: Bool = false) throws {
+    init(directory: URL, durability: OutboxConfiguration.Durability, appTable: Bool = false) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         path = directory.appendingPathComponent("outbox.sqlite").path
         writer = try SQLiteConnection(path: path)

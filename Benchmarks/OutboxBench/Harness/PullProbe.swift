@@ -168,8 +168,8 @@ enum PullProbe {
 
     /// One `pull()` timed, `RssAnon` sampled meanwhile: its report (pages applied in the
     /// measurement) and the measurement.
-    private static func pulled(_ outbox: Outbox) async throws -> (FeedReport, Measurement) {
-        var report: FeedReport?
+    private static func pulled(_ outbox: Outbox) async throws -> (Outbox.FeedReport, Measurement) {
+        var report: Outbox.FeedReport?
         var measurement = try await sampled(pages: 1) { _ in
             report = try await outbox.pull().feed(Workload.businessID)
             return nil

@@ -77,7 +77,7 @@ enum AttachmentUploads {
         let session = SwitchableSession(account: nil)
         var configuration = Workload.configuration(durability: .full)
         configuration.session = session
-        configuration.retryPolicy = RetryPolicy(initialDelaySeconds: 0.01, multiplier: 2, maxDelaySeconds: 0.05)
+        configuration.retryPolicy = OperationTypePolicy.RetryPolicy(initialDelaySeconds: 0.01, multiplier: 2, maxDelaySeconds: 0.05)
         return (try Outbox(directory: directory, transport: transport, configuration: configuration), session)
     }
 

@@ -31,7 +31,7 @@ extension Scenario {
             let writes = context.sizes.drainedWrites
             let latency = context.sizes.requestLatencySeconds
             let batched = try await BatchedPushesBench.drain(writes, latency: latency, context: context) {
-                $0.batching = Batching(maxOperations: 50)
+                $0.batching = OutboxConfiguration.Batching(maxOperations: 50)
                 $0.maxConcurrentLanes = 1
             }
             let eightLanes = try await BatchedPushesBench.drain(writes, latency: latency, context: context) { $0.maxConcurrentLanes = 8 }

@@ -4,7 +4,7 @@ import OutboxAudit
 
 /// Scenarios 1 and 2 (and 9.1, 9.2 for the `.processCrash` tier): enqueues that return once durable.
 extension Scenario {
-    static func enqueueOneProducer(_ durability: Durability) -> Scenario {
+    static func enqueueOneProducer(_ durability: OutboxConfiguration.Durability) -> Scenario {
         let full = durability == .full
         return Scenario(
             id: full ? "1" : "9.1",
@@ -67,7 +67,7 @@ extension Scenario {
         )
     }
 
-    static func enqueueConcurrent(_ durability: Durability) -> Scenario {
+    static func enqueueConcurrent(_ durability: OutboxConfiguration.Durability) -> Scenario {
         let full = durability == .full
         return Scenario(
             id: full ? "2" : "9.2",
@@ -125,7 +125,7 @@ extension Scenario {
     private static func concurrentEnqueues(
         producers: Int,
         each: Int,
-        durability: Durability,
+        durability: OutboxConfiguration.Durability,
         context: Context
     ) async throws -> (rate: Trio, p99: Trio, perCommit: Trio) {
         let directory = try context.freshDirectory("enqueue-\(producers)")

@@ -19,7 +19,7 @@ struct BenchmarkFailure: Error, CustomStringConvertible {
 
 /// Scenario 3 (and 9.3): the full lifecycle of many operations, against an instant in-memory server.
 extension Scenario {
-    static func lifecycle(_ durability: Durability) -> Scenario {
+    static func lifecycle(_ durability: OutboxConfiguration.Durability) -> Scenario {
         let full = durability == .full
         return Scenario(
             id: full ? "3" : "9.3",
@@ -82,7 +82,7 @@ extension Scenario {
         _ directory: URL,
         operations: Int,
         lanes: Int,
-        durability: Durability
+        durability: OutboxConfiguration.Durability
     ) async throws -> (LifecycleTimes, Outbox, [OutboxRequest]) {
         let server = InMemoryServer()
         let outbox = try Workload.openOutbox(directory, durability: durability, lanes: lanes, transport: server)
@@ -104,7 +104,7 @@ extension Scenario {
         _ directory: URL,
         operations: Int,
         lanes: Int,
-        durability: Durability
+        durability: OutboxConfiguration.Durability
     ) async throws -> (LifecycleTimes, SQLiteOutbox) {
         let server = InMemoryServer()
         let sqlite = try SQLiteOutbox(directory: directory, durability: durability)

@@ -5,7 +5,7 @@ import OutboxAudit
 /// Scenarios 13.1 and 13.2: an enqueue that commits the member's record change with it, beside the
 /// same enqueue alone, in the durable and the `.processCrash` tier.
 extension Scenario {
-    static func recordsEnqueue(_ durability: Durability) -> Scenario {
+    static func recordsEnqueue(_ durability: OutboxConfiguration.Durability) -> Scenario {
         let full = durability == .full
         let bound = full ? 1.10 : 1.25
         return Scenario(

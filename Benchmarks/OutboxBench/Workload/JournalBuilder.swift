@@ -170,7 +170,7 @@ struct JournalBuilder {
         let now = moment(seq + 1)
         let classification = DispositionTable.classify(.response(response), policy: .idempotent, now: now)
         let next = classification.disposition == .transientFailure
-            ? RetryPolicy.standard.nextAttempt(afterAttempt: attempt, of: id, now: now, retryAfter: nil) : nil
+            ? OperationTypePolicy.RetryPolicy.standard.nextAttempt(afterAttempt: attempt, of: id, now: now, retryAfter: nil) : nil
         try append(id, .attemptFinished(AttemptFinished(attempt: attempt, classification, nextAttemptAt: next)))
     }
 

@@ -88,7 +88,7 @@ struct RecordJournal: Sendable {
     /// Creates each product with its record (`type`'s) in a fresh journal at `directory`, drains
     /// them to an instant in-memory server, checks each has its base, and closes the journal.
     static func createAndSync(_ directory: URL, numbers: [Int], type: String = Workload.productType,
-                              durability: Durability = .processCrash) async throws {
+                              durability: OutboxConfiguration.Durability = .processCrash) async throws {
         let server = InMemoryServer()
         let outbox = try Workload.openOutbox(directory, durability: durability, lanes: 8, transport: server)
         let producers = 16

@@ -37,7 +37,7 @@ enum Workload {
 
     /// The engine's configuration for a benchmark: the app's defaults but for the tier, the lanes
     /// and room for a million events.
-    static func configuration(durability: Durability, lanes: Int = 1) -> OutboxConfiguration {
+    static func configuration(durability: OutboxConfiguration.Durability, lanes: Int = 1) -> OutboxConfiguration {
         OutboxConfiguration(
             account: account,
             maxConcurrentLanes: lanes,
@@ -55,7 +55,7 @@ enum Workload {
 
     static func openOutbox(
         _ directory: URL,
-        durability: Durability = .full,
+        durability: OutboxConfiguration.Durability = .full,
         lanes: Int = 1,
         transport: any OutboxTransport = InMemoryServer()
     ) throws -> Outbox {

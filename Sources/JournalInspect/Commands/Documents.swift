@@ -63,9 +63,9 @@ struct SummaryDocument: Encodable {
     var operationCount: Int
     var oldestPending: Pending?
     var oldestPendingConnectedAgeSeconds: Double?
-    var oldestHealthyPending: PendingAge?
+    var oldestHealthyPending: OutboxMetrics.PendingAge?
     var routeSeen: Bool
-    var acknowledgement: AcknowledgementObjective
+    var acknowledgement: OutboxMetrics.AcknowledgementObjective
     var abandonedAttempts: Int
     var cancelledAttempts: Int
     var worker: Worker

@@ -70,7 +70,7 @@ struct FactsReader {
     /// projections are of another layout has none, so the same rules are applied here to the
     /// folded states. A schedule is judged against the output's now, not the clock's.
     func waiting(for state: OperationState) throws -> Waiting? {
-        var on: WaitingOn?
+        var on: OperationSnapshot.WaitingOn?
         // The engine's snapshot reads the payload too: a damaged `enqueued` record leaves the
         // rules applied here.
         if listed == nil, reader.projectionsAreCurrent, let snapshot = try? reader.operation(state.id) {
@@ -106,7 +106,7 @@ struct FactsReader {
     /// The engine's rule for what holds a queued row (`Eligibility`, the one the worker and
     /// the Sync tab ask), over folded states: the facts are gathered here, the rule decides. Its
     /// schedule is judged by the caller against the output's now.
-    private func foldedWaiting(for state: OperationState) throws -> WaitingOn? {
+    private func foldedWaiting(for state: OperationState) throws -> OperationSnapshot.WaitingOn? {
         let recorded = Eligibility.Engine(engine)
         var facts = Eligibility.Facts(id: state.id, status: state.status, dueAt: nil, engine: recorded, now: now)
         facts.dependencies = state.dependsOn.map { dependency in

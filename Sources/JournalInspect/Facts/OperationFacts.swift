@@ -91,11 +91,11 @@ package struct Restart: Sendable {
 
 /// What a queued row waits for, with the write it waits on as it stands.
 package struct Waiting: Sendable {
-    package var on: WaitingOn
+    package var on: OperationSnapshot.WaitingOn
     /// The write it waits behind or depends on; for a paused worker, the write the 401 met.
     package var other: OperationState?
 
-    package init(on: WaitingOn, other: OperationState? = nil) {
+    package init(on: OperationSnapshot.WaitingOn, other: OperationState? = nil) {
         self.on = on
         self.other = other
     }

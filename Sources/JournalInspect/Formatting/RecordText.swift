@@ -153,7 +153,7 @@ package enum RecordText {
 
     // MARK: A page of records
 
-    package static func page(_ page: RecordPage, includeValues: Bool, style: Style) -> String {
+    package static func page(_ page: RecordQuery.Page, includeValues: Bool, style: Style) -> String {
         var table = TextTable(headers: ["ID", "VALUE", "REVISION", "SYNC"], rightAligned: [2])
         for record in page.records {
             // A page lists only records whose view holds a value.

@@ -36,54 +36,58 @@ public struct OperationSnapshot: Sendable, Equatable {
     public var compactedAt: Date? { state.compactedAt }
     /// What a queued row waits for, read with the snapshot; `nil` when it is due and nothing holds
     /// it, and for every other status (the status says it).
-    public var waitingOn: WaitingOn?
+    public var waitingOn: OperationSnapshot.WaitingOn?
     /// The row this one replaces (a correction, a resolution, a coalesced write).
     public var supersedes: OperationID? { state.supersedes?.operation }
     /// The operation that replaced this one, once `superseded`.
     public var supersededBy: OperationID? { state.supersededBy }
     /// For a `conflicted` row: the server's revision and its current record when it answered.
-    public var conflict: Conflict?
+    public var conflict: OperationSnapshot.Conflict?
 
-    package init(state: OperationState, request: OutboxRequest, waitingOn: WaitingOn? = nil, conflict: Conflict? = nil) {
+    package init(state: OperationState, request: OutboxRequest, waitingOn: OperationSnapshot.WaitingOn? = nil, conflict: OperationSnapshot.Conflict? = nil) {
         self.state = state
         self.request = request
         self.waitingOn = waitingOn
         self.conflict = conflict ?? (state.status == .conflicted
-            ? Conflict(serverRevision: state.serverRevision, serverCurrent: state.serverCurrent) : nil)
+            ? OperationSnapshot.Conflict(serverRevision: state.serverRevision, serverCurrent: state.serverCurrent) : nil)
     }
 }
 
-/// What a queued row waits for.
-public enum WaitingOn: Sendable, Equatable {
-    /// An earlier write to the same entity (its lane's head), with that write's status.
-    case laneHead(OperationID, OutboxStatus?)
-    /// A write it depends on (or what replaced it), not synced yet, with that write's status.
-    case dependency(OperationID, OutboxStatus?)
-    /// The journal was opened on another installation than the one its writes were made on (a
-    /// backup restored onto another device): nothing is sent until the app revalidates them
-    /// (``Outbox/adoptInstallation()``).
-    case otherInstallation(madeOn: String)
-    /// A 401 paused the worker; nothing is sent until the session is refreshed.
-    case sessionPaused(since: Date?)
-    /// Nobody is signed in.
-    case noSession
-    /// Another account is signed in: nothing is sent under it.
-    case otherAccount
-    /// Its next attempt is due at this moment (a retry's backoff).
-    case scheduled(Date)
-    /// An earlier write of a record it changes, not settled yet, with that write's status: a
-    /// record's writes reach the server in the order the member made them.
-    case recordWrite(OperationID, OutboxStatus?)
-    /// A file it carries is not uploaded and completed yet: the first such, with the bytes the
-    /// store holds of it and its size.
-    case attachment(AttachmentID, landed: Int64, of: Int64)
+extension OperationSnapshot {
+    /// What a queued row waits for.
+    public enum WaitingOn: Sendable, Equatable {
+        /// An earlier write to the same entity (its lane's head), with that write's status.
+        case laneHead(OperationID, OutboxStatus?)
+        /// A write it depends on (or what replaced it), not synced yet, with that write's status.
+        case dependency(OperationID, OutboxStatus?)
+        /// The journal was opened on another installation than the one its writes were made on (a
+        /// backup restored onto another device): nothing is sent until the app revalidates them
+        /// (``Outbox/adoptInstallation()``).
+        case otherInstallation(madeOn: String)
+        /// A 401 paused the worker; nothing is sent until the session is refreshed.
+        case sessionPaused(since: Date?)
+        /// Nobody is signed in.
+        case noSession
+        /// Another account is signed in: nothing is sent under it.
+        case otherAccount
+        /// Its next attempt is due at this moment (a retry's backoff).
+        case scheduled(Date)
+        /// An earlier write of a record it changes, not settled yet, with that write's status: a
+        /// record's writes reach the server in the order the member made them.
+        case recordWrite(OperationID, OutboxStatus?)
+        /// A file it carries is not uploaded and completed yet: the first such, with the bytes the
+        /// store holds of it and its size.
+        case attachment(AttachmentID, landed: Int64, of: Int64)
+    }
 }
 
-/// The server's side of a revision conflict.
-public struct Conflict: Sendable, Equatable {
-    /// The record's revision on the server (body `server_revision`, else the `ETag`).
-    public var serverRevision: String?
-    /// The server's current record (body `current`) as JSON text's bytes, when it sent one and
-    /// it can be read (sealed without the key, it cannot).
-    public var serverCurrent: Data?
+extension OperationSnapshot {
+    /// The server's side of a revision conflict.
+    public struct Conflict: Sendable, Equatable {
+        /// The record's revision on the server (body `server_revision`, else the `ETag`).
+        public var serverRevision: String?
+        /// The server's current record (body `current`) as JSON text's bytes, when it sent one and
+        /// it can be read (sealed without the key, it cannot).
+        public var serverCurrent: Data?
+    }
 }

@@ -1,37 +1,6 @@
 public import Foundation
 import OutboxCore
 
-/// When the engine compacts on its own.
-///
-/// ```swift
-/// OutboxConfiguration(account: "member-42", compaction: .init(maxEvents: 50_000, keepSettledSeconds: 7 * 86_400))
-/// ```
-public struct CompactionPolicy: Sendable, Equatable {
-    /// Compact once the journal holds more events than this.
-    public var maxEvents: Int
-    /// Settled operations keep their details at least this long after they settled, measured
-    /// by the device's uptime within a boot (``DeviceMoment``), so support can still read a
-    /// recent timeline whatever the wall clock says.
-    public var keepSettledSeconds: TimeInterval
-
-    /// A policy; `Outbox` checks its values when it opens (`maxEvents` at least 1,
-    /// `keepSettledSeconds` zero or more).
-    public init(maxEvents: Int, keepSettledSeconds: TimeInterval) {
-        self.maxEvents = maxEvents
-        self.keepSettledSeconds = keepSettledSeconds
-    }
-}
-
-/// What one compaction did.
-public struct CompactionResult: Sendable, Equatable {
-    /// Operations whose events were removed.
-    public var operations: Int
-    /// Events removed.
-    public var eventsRemoved: Int
-    /// The `compacted` events appended (one per chunk of operations).
-    public var compactedEvents: [JournalSequence]
-}
-
 extension Outbox {
     /// Removes the detailed events of operations that settled (synced, withdrawn, discarded)
     /// before `horizon`. Nothing queued, syncing, waiting for approval, failed or blocked is ever
@@ -44,7 +13,7 @@ extension Outbox {
     /// revision stay in the ledger, and `operation(id)` reports when its details were compacted.
     /// Freed pages are reused by later writes.
     @discardableResult
-    public func compact(before horizon: Date) async throws -> CompactionResult {
+    public func compact(before horizon: Date) async throws -> Outbox.CompactionResult {
         try ensureOpen()
         return try await Compactor(store: store, writer: writer, log: log, retention: Compactor.Retention(configuration)).compact(.settledBefore(horizon), reason: "requested")
     }
@@ -91,5 +60,40 @@ extension Outbox {
         }
         // The files keep their key; a file kept before the journal had one is sealed now.
         files.sealPlainFiles()
+    }
+}
+
+extension OutboxConfiguration {
+    /// When the engine compacts on its own.
+    ///
+    /// ```swift
+    /// OutboxConfiguration(account: "member-42", compaction: .init(maxEvents: 50_000, keepSettledSeconds: 7 * 86_400))
+    /// ```
+    public struct CompactionPolicy: Sendable, Equatable {
+        /// Compact once the journal holds more events than this.
+        public var maxEvents: Int
+        /// Settled operations keep their details at least this long after they settled, measured
+        /// by the device's uptime within a boot (``DeviceMoment``), so support can still read a
+        /// recent timeline whatever the wall clock says.
+        public var keepSettledSeconds: TimeInterval
+
+        /// A policy; `Outbox` checks its values when it opens (`maxEvents` at least 1,
+        /// `keepSettledSeconds` zero or more).
+        public init(maxEvents: Int, keepSettledSeconds: TimeInterval) {
+            self.maxEvents = maxEvents
+            self.keepSettledSeconds = keepSettledSeconds
+        }
+    }
+}
+
+extension Outbox {
+    /// What one compaction did.
+    public struct CompactionResult: Sendable, Equatable {
+        /// Operations whose events were removed.
+        public var operations: Int
+        /// Events removed.
+        public var eventsRemoved: Int
+        /// The `compacted` events appended (one per chunk of operations).
+        public var compactedEvents: [JournalSequence]
     }
 }

@@ -5,7 +5,7 @@ extension Outbox {
     /// The installation this journal's writes were made on, when it is open on another one
     /// (``OutboxConfiguration/installation`` differs: a backup restored onto another device, a
     /// journal copied over); `nil` otherwise. While it is set, nothing is sent: each pending
-    /// write waits (``WaitingOn/otherInstallation(madeOn:)``) until ``adoptInstallation()``.
+    /// write waits (``OperationSnapshot.WaitingOn/otherInstallation(madeOn:)``) until ``adoptInstallation()``.
     ///
     /// ```swift
     /// if let madeOn = try outbox.restoredInstallation() {

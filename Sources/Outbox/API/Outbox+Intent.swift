@@ -2,15 +2,6 @@ public import Foundation
 public import OutboxCore
 import OutboxCrypto
 
-/// Which version a person keeps when a record changed elsewhere.
-public enum ConflictChoice: Sendable, Equatable {
-    /// The server's: the row is discarded, with that reason.
-    case theirs
-    /// The member's (or a merge): a new operation sends `payload` against the server's revision
-    /// `baseRevision`, replacing the conflicted row.
-    case mine(payload: Data, baseRevision: String)
-}
-
 extension Outbox {
     /// Corrects a failed, blocked or conflicted row: a new operation (a new id and key, since the
     /// body changed) sends `payload` in the old row's place in its lane, ahead of later writes
@@ -57,7 +48,7 @@ extension Outbox {
     /// - Parameter changing: for the member's version, the records it changes; `nil` (the
     ///   default) keeps the conflicted row's changes, which move to the new operation.
     @discardableResult
-    public func resolveConflict(_ id: OperationID, keeping choice: ConflictChoice, changing: [RecordChange]? = nil) async throws -> OperationID? {
+    public func resolveConflict(_ id: OperationID, keeping choice: OperationSnapshot.ConflictChoice, changing: [RecordChange]? = nil) async throws -> OperationID? {
         switch choice {
         case .theirs:
             guard let state = try operationState(id) else { throw OutboxError.operationNotFound(id) }
@@ -171,5 +162,16 @@ extension Outbox {
         guard state.compactedAt == nil else { return sameRequest }
         return sameRequest && (state.rebaseCount > 0 || state.baseRevision == request.baseRevision)
             && state.dependsOn == request.dependsOn
+    }
+}
+
+extension OperationSnapshot {
+    /// Which version a person keeps when a record changed elsewhere.
+    public enum ConflictChoice: Sendable, Equatable {
+        /// The server's: the row is discarded, with that reason.
+        case theirs
+        /// The member's (or a merge): a new operation sends `payload` against the server's revision
+        /// `baseRevision`, replacing the conflicted row.
+        case mine(payload: Data, baseRevision: String)
     }
 }

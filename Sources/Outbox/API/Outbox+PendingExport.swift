@@ -3,28 +3,6 @@ public import OutboxCore
 public import OutboxCrypto
 import OutboxStorage
 
-/// What ``Outbox/importPending(from:key:)`` did with each write of an export.
-public struct ImportReport: Sendable, Equatable {
-    /// The account the export was written under: this journal's.
-    public var account: String
-    /// When the export was written, by that device's clock: display only.
-    public var exportedAt: Date
-    /// Enqueued again under their own operation ids and idempotency keys, in the file's order.
-    public var imported: [PendingWrite] = []
-    /// Already in this journal (the file imported before, or the journal never wiped): nothing
-    /// was written for them.
-    public var alreadyInJournal: [PendingWrite] = []
-    /// Refused by this engine's checks, each with the error saying why: nothing of them was
-    /// written. A write depending on a refused one is refused in turn.
-    public var refused: [RefusedImport] = []
-}
-
-/// A write of an export that an import did not enqueue, and why.
-public struct RefusedImport: Sendable, Equatable {
-    public var write: PendingWrite
-    public var error: OutboxError
-}
-
 extension Outbox {
     /// Writes every pending write (every row the badge counts: queued, syncing, failed,
     /// blocked, conflicted) to `url`, sealed with `key`, for an import into this account's journal
@@ -75,7 +53,7 @@ extension Outbox {
     ///   ``OutboxError/exportOtherAccount(path:exported:configured:)``; while writing,
     ///   ``OutboxError/storageFull(limitBytes:errno:)`` and ``OutboxError/closed``.
     @discardableResult
-    public func importPending(from url: URL, key: SealingKey) async throws -> ImportReport {
+    public func importPending(from url: URL, key: SealingKey) async throws -> Outbox.ImportReport {
         try ensureOpen()
         let bytes: [UInt8]
         do {
@@ -93,13 +71,13 @@ extension Outbox {
             return (named: write.named(request.operationID!), request: request, changes: write.recordChanges,
                     firstSentAt: write.firstAttemptAt, files: try write.files(path: url.path))
         }
-        var report = ImportReport(account: export.contents.account, exportedAt: export.contents.exportedAt)
+        var report = Outbox.ImportReport(account: export.contents.account, exportedAt: export.contents.exportedAt)
         for write in writes {
             if let existing = try operationState(write.named.operationID) {
                 // Discarded here (a sign-out without a wipe), it cannot come back under its id:
                 // said, not passed off as already imported.
                 if existing.status == .discarded || existing.status == .withdrawn {
-                    report.refused.append(RefusedImport(write: write.named, error: .invalidRequest(
+                    report.refused.append(Outbox.RefusedImport(write: write.named, error: .invalidRequest(
                         field: "operationID",
                         problem: "\(write.named.operationID) is \(existing.status.rawValue) in this journal: import into a fresh journal (Outbox.wipeJournal(at:) after the sign-out, then open it again)"
                     )))
@@ -121,7 +99,7 @@ extension Outbox {
                 case .existing: report.alreadyInJournal.append(write.named)
                 }
             } catch let error as OutboxError where error.refusesOneWrite {
-                report.refused.append(RefusedImport(write: write.named, error: error))
+                report.refused.append(Outbox.RefusedImport(write: write.named, error: error))
             }
         }
         log.log(.info, "pending writes imported", [
@@ -252,5 +230,31 @@ extension PendingExport.Write {
         changes.map { change in
             change.value.map { .put(change.key.recordKey, $0) } ?? .delete(change.key.recordKey)
         }
+    }
+}
+
+extension Outbox {
+    /// What ``Outbox/importPending(from:key:)`` did with each write of an export.
+    public struct ImportReport: Sendable, Equatable {
+        /// The account the export was written under: this journal's.
+        public var account: String
+        /// When the export was written, by that device's clock: display only.
+        public var exportedAt: Date
+        /// Enqueued again under their own operation ids and idempotency keys, in the file's order.
+        public var imported: [PendingWrite] = []
+        /// Already in this journal (the file imported before, or the journal never wiped): nothing
+        /// was written for them.
+        public var alreadyInJournal: [PendingWrite] = []
+        /// Refused by this engine's checks, each with the error saying why: nothing of them was
+        /// written. A write depending on a refused one is refused in turn.
+        public var refused: [Outbox.RefusedImport] = []
+    }
+}
+
+extension Outbox {
+    /// A write of an export that an import did not enqueue, and why.
+    public struct RefusedImport: Sendable, Equatable {
+        public var write: PendingWrite
+        public var error: OutboxError
     }
 }

@@ -36,7 +36,7 @@ extension Outbox {
     /// ```
     /// - Parameter buffering: what waits while the reader is busy: by default the newest 64
     ///   changes apart and the older merged into one (``OutboxChange/coalesced`` says how many).
-    public func changes(buffering: ChangeBuffering = .standard) -> OutboxChanges {
+    public func changes(buffering: OutboxChanges.Buffering = .standard) -> OutboxChanges {
         broadcaster.subscribe(buffering: buffering)
     }
 
@@ -55,7 +55,7 @@ extension Outbox {
     /// Why the worker sends nothing, when a 401 paused it: `nil` while it sends. The Sync tab's
     /// banner says the same to the member; ``resumeSession()`` ends it once the session is
     /// refreshed.
-    public func workerPause() throws -> WorkerPause? {
+    public func workerPause() throws -> Outbox.WorkerPause? {
         try engineState().pause
     }
 

@@ -18,7 +18,7 @@ extension Outbox {
 
     /// A page of one business's records of one type, in the order of their ids' bytes: pending
     /// creates included, records the member deleted left out. One snapshot.
-    public func records(_ query: RecordQuery) throws -> RecordPage {
+    public func records(_ query: RecordQuery) throws -> RecordQuery.Page {
         var page = try store.queries.records(query, policy: configuration.recordPolicy(for: query.type))
         if let freshness = try freshness(business: query.business, type: query.type) {
             page.freshness = freshness
@@ -28,10 +28,10 @@ extension Outbox {
     }
 
     /// How fresh the base of one business's type is: `nil` unless the type is pulled.
-    private func freshness(business: String, type: String) throws -> RecordFreshness? {
+    private func freshness(business: String, type: String) throws -> LocalRecord.Freshness? {
         guard let pull = configuration.pull, pull.pulls(type: type), !configuration.recordPolicy(for: type).isLocalOnly else { return nil }
         let state = try feedState(business: business)
-        return RecordFreshness(caughtUpAt: state?.caughtUpAt, ageSeconds: state?.lagSeconds,
+        return LocalRecord.Freshness(caughtUpAt: state?.caughtUpAt, ageSeconds: state?.lagSeconds,
                                freshnessSeconds: pull.types[ExactString(type)]?.freshnessSeconds ?? pull.freshnessSeconds)
     }
 
@@ -39,7 +39,7 @@ extension Outbox {
     /// answer, a pulled page, a resnapshot's swap, a dropped base...), and once when its freshness
     /// turns stale: ``observe(_:)`` of ``OutboxObservation/records(_:)``. The stream ends when the
     /// outbox closes.
-    public func recordUpdates(_ query: RecordQuery) -> AsyncStream<RecordPage> {
+    public func recordUpdates(_ query: RecordQuery) -> AsyncStream<RecordQuery.Page> {
         observe(.records(query))
     }
 
@@ -54,7 +54,7 @@ extension Outbox {
 
     // MARK: Writing without sending
 
-    /// Writes records of local-only types (drafts, preferences: ``RecordTypePolicy/isLocalOnly``),
+    /// Writes records of local-only types (drafts, preferences: ``OutboxConfiguration.RecordTypePolicy/isLocalOnly``),
     /// durable when it returns, never sent. One commit for them all.
     /// - Throws: ``OutboxError/invalidRequest(field:problem:)`` for a change that cannot be kept,
     ///   or of a type that is not local-only (its changes go with the write that sends them);

@@ -2,32 +2,6 @@ public import Foundation
 import OutboxCore
 import OutboxStorage
 
-/// What ``Outbox/moveAsideDamagedJournal(at:encryptionKey:)`` found in a journal it set aside.
-public struct DamagedJournalReport: Sendable {
-    /// Where the damaged journal now is, kept for support (never deleted by the engine).
-    public var movedTo: URL
-    /// Records still read whole (each carries its own checksum).
-    public var eventsRead: Int
-    /// The highest seq among them.
-    public var lastSeqRead: JournalSequence?
-    /// Records that were found damaged.
-    public var damagedRecords: Int
-    /// Operations the records show.
-    public var operationCount: Int
-    /// Operations that had not settled: queued, syncing, failed, blocked or waiting for approval,
-    /// each with its request when its `enqueued` record was read (and opened, when sealed).
-    public var pendingOperations: [RecoveredOperation]
-}
-
-/// An operation recovered from a damaged journal.
-public struct RecoveredOperation: Sendable, Equatable {
-    public var id: OperationID
-    /// Its status as far as the records read show; later events may have been lost with the damage.
-    public var status: OutboxStatus
-    /// The request as enqueued; `nil` when its payload is sealed and the key was not given.
-    public var request: OutboxRequest?
-}
-
 extension Outbox {
     /// Moves a journal that cannot be opened aside, and reports what it still holds.
     ///
@@ -55,7 +29,7 @@ extension Outbox {
     /// - Throws: ``OutboxError/alreadyOpen(path:)`` or ``OutboxError/openInAnotherProcess(path:processID:)``
     ///   while it is open; ``OutboxError/notAJournal(path:reason:)`` when the directory holds no
     ///   data file; ``OutboxError/permissionDenied(path:)`` when it cannot be moved.
-    public static func moveAsideDamagedJournal(at directory: URL, encryptionKey: SealingKey? = nil) throws -> DamagedJournalReport {
+    public static func moveAsideDamagedJournal(at directory: URL, encryptionKey: SealingKey? = nil) throws -> Outbox.DamagedJournalReport {
         let path = directory.path
         let canonical = directory.standardizedFileURL.resolvingSymlinksInPath().path
         if LMDBEnvironment.isOpen(path: canonical) { throw OutboxError.alreadyOpen(path: canonical) }
@@ -86,9 +60,9 @@ extension Outbox {
             .filter { !$0.status.isTerminal }
             .sorted { $0.firstSeq < $1.firstSeq }
             .map { state in
-                RecoveredOperation(id: state.id, status: state.status, request: recoveredRequest(state, salvage.events[state.firstSeq]))
+                Outbox.RecoveredOperation(id: state.id, status: state.status, request: recoveredRequest(state, salvage.events[state.firstSeq]))
             }
-        return DamagedJournalReport(
+        return Outbox.DamagedJournalReport(
             movedTo: destination,
             eventsRead: salvage.events.count,
             lastSeqRead: salvage.events.keys.max(),
@@ -120,5 +94,35 @@ extension Outbox {
         guard case .enqueued(let enqueued)? = event?.body else { return nil }
         if enqueued.sealed != nil, enqueued.request.payload.isEmpty { return nil }
         return enqueued.request
+    }
+}
+
+extension Outbox {
+    /// What ``Outbox/moveAsideDamagedJournal(at:encryptionKey:)`` found in a journal it set aside.
+    public struct DamagedJournalReport: Sendable {
+        /// Where the damaged journal now is, kept for support (never deleted by the engine).
+        public var movedTo: URL
+        /// Records still read whole (each carries its own checksum).
+        public var eventsRead: Int
+        /// The highest seq among them.
+        public var lastSeqRead: JournalSequence?
+        /// Records that were found damaged.
+        public var damagedRecords: Int
+        /// Operations the records show.
+        public var operationCount: Int
+        /// Operations that had not settled: queued, syncing, failed, blocked or waiting for approval,
+        /// each with its request when its `enqueued` record was read (and opened, when sealed).
+        public var pendingOperations: [Outbox.RecoveredOperation]
+    }
+}
+
+extension Outbox {
+    /// An operation recovered from a damaged journal.
+    public struct RecoveredOperation: Sendable, Equatable {
+        public var id: OperationID
+        /// Its status as far as the records read show; later events may have been lost with the damage.
+        public var status: OutboxStatus
+        /// The request as enqueued; `nil` when its payload is sealed and the key was not given.
+        public var request: OutboxRequest?
     }
 }

@@ -1,33 +1,6 @@
 import Foundation
 import OutboxCore
 
-/// What an inline save came to, in the words a form shows.
-public enum SaveResult: Sendable, Equatable {
-    /// The server applied it: "Saved".
-    case synced(TransportResponse)
-    /// The server holds it for someone's approval: "Sent for approval".
-    case pendingApproval(approvalRequestID: String)
-    /// Durable on the device, waiting for the network or the server: "Saved, waiting for
-    /// internet". The worker will send it.
-    case queued(OperationID)
-    /// The server rejected it as invalid: the form shows `message`. The row was withdrawn and
-    /// never existed for the member.
-    case rejected(code: String, message: String)
-    /// The server refused the member or the key (403, a key conflict): the row is blocked until a
-    /// person decides, and the Sync tab shows why.
-    case blocked(OperationID, code: String, message: String)
-    /// The record changed elsewhere since the edit began (412, `revision_conflict`): the row is
-    /// `conflicted` and the member decides (``Outbox/resolveConflict(_:keeping:)``), unless the
-    /// type's conflict rule already did.
-    case conflicted(OperationID, serverRevision: String?)
-    /// The retry policy gave up on it (a limit of one attempt): the row is `failed`, code
-    /// `gave_up`; ``Outbox/retry(_:)`` starts over.
-    case failed(OperationID, code: String, message: String)
-    /// The request's ``OutboxRequest/operationID`` was saved before (a double tap, a retry after a
-    /// crash): nothing new was written or sent; this is where that operation stands.
-    case alreadySaved(OperationSnapshot)
-}
-
 extension Outbox {
     /// Queues a write (durable first), then sends it at once.
     ///
@@ -47,14 +20,14 @@ extension Outbox {
     /// is blocking. A write behind an earlier one to the same entity, or after a write it depends
     /// on that is not synced yet, waits its turn in the queue.
     /// - Throws: as ``enqueue(_:)``: nothing was saved.
-    public func save(_ request: OutboxRequest) async throws -> SaveResult {
+    public func save(_ request: OutboxRequest) async throws -> Outbox.SaveResult {
         try await save(request, changing: [])
     }
 
     /// Queues a write with the member's record changes (one commit, as
     /// ``enqueue(_:changing:)``), then sends it at once. A refused write rolls its changes back:
     /// the record's view is the base again, and it says why.
-    public func save(_ request: OutboxRequest, changing changes: [RecordChange]) async throws -> SaveResult {
+    public func save(_ request: OutboxRequest, changing changes: [RecordChange]) async throws -> Outbox.SaveResult {
         let id: OperationID
         switch try await appendIntent(request, changing: changes) {
         case .new(let new): id = new
@@ -117,4 +90,33 @@ extension Outbox {
 /// (a gave-up save's recorded message names the server's words for support).
 private func memberWords(_ classification: Classification) -> String? {
     OutboxWords.english.failure(code: classification.errorCode, serverMessage: classification.errorMessage)
+}
+
+extension Outbox {
+    /// What an inline save came to, in the words a form shows.
+    public enum SaveResult: Sendable, Equatable {
+        /// The server applied it: "Saved".
+        case synced(TransportResponse)
+        /// The server holds it for someone's approval: "Sent for approval".
+        case pendingApproval(approvalRequestID: String)
+        /// Durable on the device, waiting for the network or the server: "Saved, waiting for
+        /// internet". The worker will send it.
+        case queued(OperationID)
+        /// The server rejected it as invalid: the form shows `message`. The row was withdrawn and
+        /// never existed for the member.
+        case rejected(code: String, message: String)
+        /// The server refused the member or the key (403, a key conflict): the row is blocked until a
+        /// person decides, and the Sync tab shows why.
+        case blocked(OperationID, code: String, message: String)
+        /// The record changed elsewhere since the edit began (412, `revision_conflict`): the row is
+        /// `conflicted` and the member decides (``Outbox/resolveConflict(_:keeping:)``), unless the
+        /// type's conflict rule already did.
+        case conflicted(OperationID, serverRevision: String?)
+        /// The retry policy gave up on it (a limit of one attempt): the row is `failed`, code
+        /// `gave_up`; ``Outbox/retry(_:)`` starts over.
+        case failed(OperationID, code: String, message: String)
+        /// The request's ``OutboxRequest/operationID`` was saved before (a double tap, a retry after a
+        /// crash): nothing new was written or sent; this is where that operation stands.
+        case alreadySaved(OperationSnapshot)
+    }
 }

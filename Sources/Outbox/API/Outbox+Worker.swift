@@ -56,14 +56,14 @@ extension Outbox {
     /// in flight are cancelled and each is recorded as no response of class `cancelled`, due
     /// again at once and never nearer giving up (a request the server did take is replayed
     /// under its key, so nothing applies twice). When it returns, nothing more starts until the
-    /// next ``wake(_:)``, ``drain()`` or enqueue: hand ``DrainReport/nextWake`` to the system's
+    /// next ``wake(_:)``, ``drain()`` or enqueue: hand ``Outbox.DrainReport/nextWake`` to the system's
     /// scheduler (Docs/replay.md shows how).
     ///
     /// - Returns: the passes' attempts (and of them the cancelled ones), the last pull's report,
     ///   why it ended, and when the engine next has work.
     @discardableResult
-    public func drain(until deadline: Date) async -> DrainReport {
-        guard !isClosed else { return DrainReport(ending: .closed, attempts: 0, cancelledAttempts: 0, pull: nil, nextWake: nil) }
+    public func drain(until deadline: Date) async -> Outbox.DrainReport {
+        guard !isClosed else { return Outbox.DrainReport(ending: .closed, attempts: 0, cancelledAttempts: 0, pull: nil, nextWake: nil) }
         let worker = self.worker
         let pass = self.replayPass
         let tally = await withTaskCancellationHandler {
@@ -78,13 +78,13 @@ extension Outbox {
             await attempts.routes.recordAlone(responded: false, at: configuration.clock.now(), writer: writer, log: log,
                                               failure: "could not record that the route stopped being watched")
         }
-        let ending: DrainReport.Ending = switch tally.cut {
+        let ending: Outbox.DrainReport.Ending = switch tally.cut {
         case _ where isClosed: .closed
         case .budgetSpent?: .budgetSpent
         case .expired?: .expired
         case nil: .finished
         }
-        return DrainReport(ending: ending, attempts: tally.attempts, cancelledAttempts: tally.cancelled, pull: tally.pull, nextWake: nextWake)
+        return Outbox.DrainReport(ending: ending, attempts: tally.attempts, cancelledAttempts: tally.cancelled, pull: tally.pull, nextWake: nextWake)
     }
 
     /// The system takes the app's background time back (a `BGTask`'s expiration handler, a

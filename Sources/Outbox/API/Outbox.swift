@@ -230,7 +230,7 @@ public final class Outbox: Sendable {
         store.close()
     }
 
-    /// Flushes every commit to disk. Needed only with the ``Durability/processCrash`` tier, where
+    /// Flushes every commit to disk. Needed only with the ``OutboxConfiguration.Durability/processCrash`` tier, where
     /// commits are not flushed one by one: call it when the app moves to the background.
     /// - Throws: the storage error when the flush fails; what was committed stays committed.
     public func flush() throws {

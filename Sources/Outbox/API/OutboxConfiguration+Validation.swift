@@ -53,8 +53,8 @@ extension OutboxConfiguration {
         if !(attemptBudgetSeconds > 0 && attemptBudgetSeconds.isFinite) {
             throw refuse("attemptBudgetSeconds", "must be a positive number of seconds (the transport's timeout), not \(attemptBudgetSeconds)")
         }
-        if !AcknowledgementObjective.boundsSeconds.contains(acknowledgementObjectiveSeconds) {
-            throw refuse("acknowledgementObjectiveSeconds", "must be one of \(AcknowledgementObjective.boundsSeconds.map { "\(Int($0))" }.joined(separator: ", ")) seconds, not \(acknowledgementObjectiveSeconds)")
+        if !OutboxMetrics.AcknowledgementObjective.boundsSeconds.contains(acknowledgementObjectiveSeconds) {
+            throw refuse("acknowledgementObjectiveSeconds", "must be one of \(OutboxMetrics.AcknowledgementObjective.boundsSeconds.map { "\(Int($0))" }.joined(separator: ", ")) seconds, not \(acknowledgementObjectiveSeconds)")
         }
         if !(claimRetentionSeconds > 0 && claimRetentionSeconds.isFinite) {
             throw refuse("claimRetentionSeconds", "must be a positive number of seconds (how long the server keeps idempotency claims), not \(claimRetentionSeconds)")
@@ -90,7 +90,7 @@ extension OutboxConfiguration {
                 throw refuse("batching.endpoint", problem)
             }
             if !(1...Batching.maximumOperations).contains(batching.maxOperations) {
-                throw refuse("batching.maxOperations", "must be within 1...\(Batching.maximumOperations), not \(batching.maxOperations)")
+                throw refuse("batching.maxOperations", "must be within 1...\(OutboxConfiguration.Batching.maximumOperations), not \(batching.maxOperations)")
             }
             if batching.maxBytes < 1 { throw refuse("batching.maxBytes", "must be at least 1 byte, not \(batching.maxBytes)") }
         }

@@ -6,7 +6,7 @@ public import OutboxWire
 ///
 /// ```swift
 /// configuration.pull = PullConfiguration(
-///     types: ["product": PulledType(freshnessSeconds: 900), "employee": PulledType()],
+///     types: ["product": PullConfiguration.PulledType(freshnessSeconds: 900), "employee": PullConfiguration.PulledType()],
 ///     businesses: ["pharmacy-7"]
 /// )
 /// try await outbox.pull()
@@ -25,13 +25,13 @@ public struct PullConfiguration: Sendable {
     public var pageSize: Int
     /// The record types the app knows, each with how old its base may be. A change of a type not
     /// listed is passed over (counted in the page's `skipped`); empty: every synced type is
-    /// pulled, each with ``PulledType/init(freshnessSeconds:)``'s default.
-    public var types: [ExactString: PulledType]
+    /// pulled, each with ``PullConfiguration.PulledType/init(freshnessSeconds:)``'s default.
+    public var types: [ExactString: PullConfiguration.PulledType]
     /// Businesses pulled besides those the journal holds (a feed, a base record or a record
     /// write of): the ones the member is about to see before writing anything.
     public var businesses: [String]
     /// The most pages one pass pulls over every feed: past it, the feed stops with
-    /// ``PullStop/pageLimit`` and the next pass goes on.
+    /// ``Outbox.PullStop/pageLimit`` and the next pass goes on.
     public var maxPagesPerPass: Int
     /// How often each listed type's summary is compared with the base (the invariant check,
     /// ``SummaryChecked``), after a pull that reached the feed's end: at most once per interval
@@ -42,7 +42,7 @@ public struct PullConfiguration: Sendable {
     public static let maximumPageSize = 10_000
 
     public init(changesEndpoint: String = FeedPage.path, snapshotEndpoint: String = "/sync/snapshot", summaryEndpoint: String = "/sync/summary",
-                pageSize: Int = 500, types: [ExactString: PulledType] = [:], businesses: [String] = [], maxPagesPerPass: Int = 1_000,
+                pageSize: Int = 500, types: [ExactString: PullConfiguration.PulledType] = [:], businesses: [String] = [], maxPagesPerPass: Int = 1_000,
                 summaryIntervalSeconds: TimeInterval? = 86_400) {
         self.changesEndpoint = changesEndpoint
         self.snapshotEndpoint = snapshotEndpoint
@@ -57,7 +57,7 @@ public struct PullConfiguration: Sendable {
     /// How old a feed's base may be before the worker pulls it again: the shortest freshness of
     /// the types it carries (a feed carries every type of its business).
     var freshnessSeconds: TimeInterval {
-        types.values.map(\.freshnessSeconds).min() ?? PulledType.defaultFreshnessSeconds
+        types.values.map(\.freshnessSeconds).min() ?? PullConfiguration.PulledType.defaultFreshnessSeconds
     }
 
     /// Whether a pulled change of `type` is applied: every type when none is listed.
@@ -72,16 +72,18 @@ public struct PullConfiguration: Sendable {
     }
 }
 
-/// What the app declares of one pulled record type.
-public struct PulledType: Sendable, Equatable {
-    /// How old the base of the type may be, in seconds, before the worker pulls again (measured by
-    /// uptime within a boot, by the wall clock across one).
-    public var freshnessSeconds: TimeInterval
+extension PullConfiguration {
+    /// What the app declares of one pulled record type.
+    public struct PulledType: Sendable, Equatable {
+        /// How old the base of the type may be, in seconds, before the worker pulls again (measured by
+        /// uptime within a boot, by the wall clock across one).
+        public var freshnessSeconds: TimeInterval
 
-    /// An hour.
-    public static let defaultFreshnessSeconds: TimeInterval = 3_600
+        /// An hour.
+        public static let defaultFreshnessSeconds: TimeInterval = 3_600
 
-    public init(freshnessSeconds: TimeInterval = PulledType.defaultFreshnessSeconds) {
-        self.freshnessSeconds = freshnessSeconds
+        public init(freshnessSeconds: TimeInterval = PullConfiguration.PulledType.defaultFreshnessSeconds) {
+            self.freshnessSeconds = freshnessSeconds
+        }
     }
 }

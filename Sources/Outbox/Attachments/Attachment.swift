@@ -62,22 +62,24 @@ public struct Attachment: Sendable {
     }
 }
 
-/// How the engine keeps and uploads attachments.
-public struct AttachmentSettings: Sendable, Equatable {
-    /// The largest file accepted; a larger one is refused at enqueue.
-    public var maxFileBytes: Int64 = 256 << 20
-    /// The most attachments one write may carry.
-    public var maxPerWrite: Int = 10
-    /// The most bytes of attachments the device keeps at once, apart from the journal (whose
-    /// writes keep their own reserve): past it, an enqueue with a file is refused before
-    /// anything is saved, and ``Outbox/canKeep(attachmentBytes:)`` says so before the member
-    /// confirms.
-    public var budgetBytes: Int64 = 2 << 30
-    /// How long a settled write's files stay on the device (the member may still export them);
-    /// a discarded write's go at once.
-    public var keepSeconds: TimeInterval = 7 * 86_400
-    /// The server's endpoint that grants an upload (`POST`), and under it `/<id>/complete`.
-    public var uploadsEndpoint: String = "/uploads"
+extension OutboxConfiguration {
+    /// How the engine keeps and uploads attachments.
+    public struct AttachmentSettings: Sendable, Equatable {
+        /// The largest file accepted; a larger one is refused at enqueue.
+        public var maxFileBytes: Int64 = 256 << 20
+        /// The most attachments one write may carry.
+        public var maxPerWrite: Int = 10
+        /// The most bytes of attachments the device keeps at once, apart from the journal (whose
+        /// writes keep their own reserve): past it, an enqueue with a file is refused before
+        /// anything is saved, and ``Outbox/canKeep(attachmentBytes:)`` says so before the member
+        /// confirms.
+        public var budgetBytes: Int64 = 2 << 30
+        /// How long a settled write's files stay on the device (the member may still export them);
+        /// a discarded write's go at once.
+        public var keepSeconds: TimeInterval = 7 * 86_400
+        /// The server's endpoint that grants an upload (`POST`), and under it `/<id>/complete`.
+        public var uploadsEndpoint: String = "/uploads"
 
-    public init() {}
+        public init() {}
+    }
 }

@@ -20,7 +20,7 @@ extension Outbox {
     /// server, and ``OperationSnapshot/waitingOn`` says which file and how far until then.
     /// - Throws: as ``enqueue(_:changing:)``; ``OutboxError/invalidRequest(field:problem:)``
     ///   naming the attachment (a missing file, a directory, over
-    ///   ``AttachmentSettings/maxFileBytes``, more than ``AttachmentSettings/maxPerWrite``, an id
+    ///   ``OutboxConfiguration.AttachmentSettings/maxFileBytes``, more than ``OutboxConfiguration.AttachmentSettings/maxPerWrite``, an id
     ///   the payload does not name); ``OutboxError/storageFull(limitBytes:errno:)`` when the
     ///   files cannot be kept (nothing was saved).
     public func enqueue(_ request: OutboxRequest, changing changes: [RecordChange] = [], attaching attachments: [Attachment]) async throws -> OperationID {
@@ -65,7 +65,7 @@ extension Outbox {
     }
 
     /// Whether attachments of `attachmentBytes` in all can be kept on the device now: within
-    /// ``AttachmentSettings/budgetBytes`` beside the files kept already, and on a disk with room
+    /// ``OutboxConfiguration.AttachmentSettings/budgetBytes`` beside the files kept already, and on a disk with room
     /// for them and a margin for the journal's own writes. Ask it before the member confirms, so
     /// the screen says "the photo will be sent when you're online" or that it cannot be kept.
     public func canKeep(attachmentBytes: Int64) -> Bool {
@@ -85,7 +85,7 @@ extension Outbox {
     private func checkAttachments(_ attachments: [Attachment], for request: OutboxRequest) throws -> [Int64] {
         let settings = configuration.attachments
         guard attachments.count <= settings.maxPerWrite else {
-            throw OutboxError.invalidRequest(field: "attachments", problem: "\(attachments.count) files; a write carries at most \(settings.maxPerWrite) (AttachmentSettings.maxPerWrite)")
+            throw OutboxError.invalidRequest(field: "attachments", problem: "\(attachments.count) files; a write carries at most \(settings.maxPerWrite) (OutboxConfiguration.AttachmentSettings.maxPerWrite)")
         }
         let payload = String(decoding: request.payload, as: UTF8.self).uppercased()
         var seen: Set<AttachmentID> = []
@@ -111,7 +111,7 @@ extension Outbox {
             }
             guard let size = attachment.size else { throw refuse("the file cannot be read: attach a regular file this app may read") }
             guard size <= settings.maxFileBytes else {
-                throw refuse("is \(size) bytes; at most \(settings.maxFileBytes) are accepted (AttachmentSettings.maxFileBytes)")
+                throw refuse("is \(size) bytes; at most \(settings.maxFileBytes) are accepted (OutboxConfiguration.AttachmentSettings.maxFileBytes)")
             }
             return size
         }

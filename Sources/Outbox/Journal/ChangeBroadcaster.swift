@@ -5,7 +5,7 @@ import Synchronization
 /// One reader's changes not taken yet: commits append under the buffering policy, the reader
 /// takes from the front.
 struct ChangeBacklog: MailboxBacklog {
-    let buffering: ChangeBuffering
+    let buffering: OutboxChanges.Buffering
     /// Waiting from `head` on: taking one moves `head`, so a long unbounded backlog is not
     /// shifted down at every take; the taken are dropped once they are half the array.
     var pending: [OutboxChange] = []
@@ -50,7 +50,7 @@ final class ChangeBroadcaster: Sendable {
         self.recordsTouched = recordsTouched
     }
 
-    func subscribe(buffering: ChangeBuffering) -> OutboxChanges {
+    func subscribe(buffering: OutboxChanges.Buffering) -> OutboxChanges {
         OutboxChanges(subscription: subscriptions.open(ChangeBacklog(buffering: buffering)).mailbox)
     }
 

@@ -46,8 +46,8 @@ struct Compactor: Sendable {
     }
 
     /// - Parameter reason: why it runs, for the log (`requested`, `policy`, `budget`, `file_full`).
-    func compact(_ selection: Selection, reason: String) async throws -> CompactionResult {
-        var result = CompactionResult(operations: 0, eventsRemoved: 0, compactedEvents: [])
+    func compact(_ selection: Selection, reason: String) async throws -> Outbox.CompactionResult {
+        var result = Outbox.CompactionResult(operations: 0, eventsRemoved: 0, compactedEvents: [])
         var chunk = JournalStore.compactionChunk
         while true {
             let now = DeviceMoment(wall: retention.clock.now(), uptime: retention.clock.uptime())

@@ -27,8 +27,8 @@ package struct JournalCounters: Equatable, Sendable {
     /// Attempts abandoned at an open, and attempts an expiry cancelled, over the live operations.
     package var abandonedAttempts: Int64 = 0
     package var cancelledAttempts: Int64 = 0
-    /// Live operations acknowledged, by their connected age then (``AcknowledgementObjective/bucket(of:)``).
-    private(set) var acknowledged = [Int64](repeating: 0, count: AcknowledgementObjective.bucketCount)
+    /// Live operations acknowledged, by their connected age then (``OutboxMetrics.AcknowledgementObjective/bucket(of:)``).
+    private(set) var acknowledged = [Int64](repeating: 0, count: OutboxMetrics.AcknowledgementObjective.bucketCount)
     /// Operations by status, by the status's code (unused slots stay zero).
     private(set) var statuses = [Int64](repeating: 0, count: Self.codeSlots)
     /// Operations by latest outcome, by the outcome's code.
@@ -63,9 +63,9 @@ package struct JournalCounters: Equatable, Sendable {
 
     /// The service objective at `interval` (one of the bucket bounds), with `pendingPast` writes
     /// waiting already past it.
-    package func acknowledgement(within interval: Double, pendingPast: Int) -> AcknowledgementObjective {
-        let within = AcknowledgementObjective.bucket(of: interval)
-        return AcknowledgementObjective(
+    package func acknowledgement(within interval: Double, pendingPast: Int) -> OutboxMetrics.AcknowledgementObjective {
+        let within = OutboxMetrics.AcknowledgementObjective.bucket(of: interval)
+        return OutboxMetrics.AcknowledgementObjective(
             intervalSeconds: interval, acknowledged: Int(acknowledged.reduce(0, +)),
             withinInterval: Int(acknowledged.prefix(within + 1).reduce(0, +)), pendingPastInterval: pendingPast
         )
@@ -196,7 +196,7 @@ package struct JournalCounters: Equatable, Sendable {
     /// or was made before the journal kept the connected clock. A compacted operation keeps none.
     private static func acknowledgedBucket(_ state: OperationState) -> Int? {
         guard state.compactedAt == nil, let age = state.acknowledgedConnectedAge else { return nil }
-        return AcknowledgementObjective.bucket(of: age)
+        return OutboxMetrics.AcknowledgementObjective.bucket(of: age)
     }
 
     /// Counters from states survive compaction: attempts, the latest outcome, a conflict met.

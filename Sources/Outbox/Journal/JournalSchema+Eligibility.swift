@@ -126,7 +126,7 @@ extension JournalSchema {
 
     /// What a queued row waits for now (``Eligibility``); `nil` when it is due and nothing holds
     /// it, and for every other status (the status itself says what it waits for).
-    func waitingOn(_ state: OperationState, engine: EngineState, now: Date, in txn: borrowing LMDBTransaction) throws -> WaitingOn? {
+    func waitingOn(_ state: OperationState, engine: EngineState, now: Date, in txn: borrowing LMDBTransaction) throws -> OperationSnapshot.WaitingOn? {
         try verdict(on: state, engine: engine, now: now, in: txn).waitingOn
     }
 }

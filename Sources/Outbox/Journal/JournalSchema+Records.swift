@@ -163,7 +163,7 @@ extension JournalSchema {
 extension JournalSchema {
     /// The member's view of `key` in one snapshot: its base (or local value), and every write
     /// whose change it may show, with their states. `nil` when the journal holds nothing of it.
-    func record(_ key: RecordKey, policy: RecordTypePolicy, in txn: borrowing LMDBTransaction) throws -> LocalRecord? {
+    func record(_ key: RecordKey, policy: OutboxConfiguration.RecordTypePolicy, in txn: borrowing LMDBTransaction) throws -> LocalRecord? {
         let entry = try txn.get(policy.isLocalOnly ? localRecords : activeBase(business: key.business, in: txn), key)
         var feed: FeedPosition?? = nil
         return try view(key, entry: entry, writes: recordWriteIDs(key, in: txn), policy: policy, feed: &feed, in: txn)
@@ -176,7 +176,7 @@ extension JournalSchema {
     /// records) and `record-writes`, merged by the ids' bytes; each view from the entries the
     /// cursors read, with no second lookup.
     /// - Returns: at most `limit` records, and whether more may follow.
-    func records(business: String, type: String, after: String?, limit: Int, policy: RecordTypePolicy,
+    func records(business: String, type: String, after: String?, limit: Int, policy: OutboxConfiguration.RecordTypePolicy,
                  in txn: borrowing LMDBTransaction) throws -> (records: [LocalRecord], more: Bool) {
         let scope = RecordKey.scopeBytes(business: business, type: type)
         // The first key past `after`: the id's bytes and one byte more than the terminator.
@@ -233,13 +233,13 @@ extension JournalSchema {
     /// - Parameter feed: the business's feed cursor once read (`nil`: not read yet), read here
     ///   the first time a synced write needs it.
     private func view(_ key: RecordKey, entry: RecordStoreEntry?, writes: [(id: OperationID, firstSeq: JournalSequence)],
-                      policy: RecordTypePolicy, feed: inout FeedPosition??, in txn: borrowing LMDBTransaction) throws -> LocalRecord? {
+                      policy: OutboxConfiguration.RecordTypePolicy, feed: inout FeedPosition??, in txn: borrowing LMDBTransaction) throws -> LocalRecord? {
         let opened = try self.opened(entry, table: policy.isLocalOnly ? .local : .base, key: key)
         let stored: RecordView.Stored
         if policy.isLocalOnly {
             stored = RecordView.Stored(base: nil, value: opened?.value, schemaVersion: opened?.schemaVersion, valueHash: .some(opened?.valueHash))
         } else {
-            let base = opened.map { ServerBase(value: $0.value, revision: $0.revision, learntAt: $0.learntAt, seq: $0.seq, valueHash: .some($0.valueHash)) }
+            let base = opened.map { LocalRecord.ServerBase(value: $0.value, revision: $0.revision, learntAt: $0.learntAt, seq: $0.seq, valueHash: .some($0.valueHash)) }
             stored = RecordView.Stored(base: base, value: opened?.value, schemaVersion: opened?.schemaVersion, valueHash: .some(opened?.valueHash))
         }
         let viewWrites = try writes.map { try viewWrite($0.id, firstSeq: $0.firstSeq, key: key, in: txn) }
@@ -331,7 +331,7 @@ extension JournalSchema {
     /// Every event that made `key`'s value, in journal order: the changes of each write of it
     /// still in the journal, each status change of those writes, what answers confirmed of it,
     /// the local write and the event that brought its base.
-    func recordHistory(_ key: RecordKey, policy: RecordTypePolicy, showingValues: Bool, in txn: borrowing LMDBTransaction) throws -> RecordHistory {
+    func recordHistory(_ key: RecordKey, policy: OutboxConfiguration.RecordTypePolicy, showingValues: Bool, in txn: borrowing LMDBTransaction) throws -> RecordHistory {
         let record = try self.record(key, policy: policy, in: txn)
         var entries: [RecordHistory.Entry] = []
         var seen = Set<JournalSequence>()

@@ -16,7 +16,7 @@ extension JournalSchema {
             for key in state.awaitingServerValue {
                 // Still confirmed: the server's value is not back for it yet.
                 if feeds[key.business] == nil { feeds[key.business] = .some(try feedRow(business: key.business, in: txn)?.cursor) }
-                let stored = try txn.get(activeBase(business: key.business, in: txn), key).map { ServerBase(value: nil, revision: $0.revision, learntAt: $0.learntAt, seq: $0.seq) }
+                let stored = try txn.get(activeBase(business: key.business, in: txn), key).map { LocalRecord.ServerBase(value: nil, revision: $0.revision, learntAt: $0.learntAt, seq: $0.seq) }
                 guard RecordView.isRetired(write, base: stored, feed: feeds[key.business] ?? nil) else { return false }
             }
         }

@@ -194,7 +194,7 @@ enum CounterName {
     static let attempts = "attempts"
     static let abandonedAttempts = "attempts-abandoned"
     static let cancelledAttempts = "attempts-cancelled"
-    static func acknowledged(bucket: Int) -> String { "acknowledged-within/\(AcknowledgementObjective.bucketName(bucket))" }
+    static func acknowledged(bucket: Int) -> String { "acknowledged-within/\(OutboxMetrics.AcknowledgementObjective.bucketName(bucket))" }
 
     static func status(_ status: OutboxStatus) -> String { "status/\(status.rawValue)" }
     static func outcome(_ outcome: OutcomeCategory) -> String { "outcome/\(outcome.rawValue)" }

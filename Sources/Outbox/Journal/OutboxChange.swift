@@ -13,7 +13,7 @@ public struct OutboxChange: Sendable, Equatable {
     /// of their status moves the view), confirmed, wrote locally or acknowledged.
     public var records: Set<RecordKey>
     /// How many later commits were merged into this change because its reader fell behind
-    /// (``ChangeBuffering/coalescing(limit:)``): its seqs, operations, kinds and records are the
+    /// (``OutboxChanges.Buffering/coalescing(limit:)``): its seqs, operations, kinds and records are the
     /// union of them all. 0 for one commit.
     public var coalesced = 0
 
@@ -42,19 +42,6 @@ public struct OutboxChange: Sendable, Equatable {
     }
 }
 
-/// How a stream of ``Outbox/changes(buffering:)`` holds the changes its reader has not taken yet.
-public enum ChangeBuffering: Sendable, Equatable {
-    /// At most `limit` changes wait; past it the two oldest are merged into one
-    /// (``OutboxChange/coalesced`` counts the commits merged away), so a reader that falls behind
-    /// holds bounded memory and still learns of every operation and record a commit touched.
-    case coalescing(limit: Int)
-    /// Every commit its own change, however far the reader falls behind (memory grows with it).
-    case unbounded
-
-    /// The newest 64 apart, the older merged.
-    public static let standard = ChangeBuffering.coalescing(limit: 64)
-}
-
 /// The changes of every commit from the moment ``Outbox/changes(buffering:)`` was called, until
 /// the outbox closes. One reader takes them (a second iterator shares the same buffer); dropping
 /// the sequence and its iterator ends the subscription.
@@ -68,4 +55,19 @@ public struct OutboxChanges: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(subscription: subscription) }
+}
+
+extension OutboxChanges {
+    /// How a stream of ``Outbox/changes(buffering:)`` holds the changes its reader has not taken yet.
+    public enum Buffering: Sendable, Equatable {
+        /// At most `limit` changes wait; past it the two oldest are merged into one
+        /// (``OutboxChange/coalesced`` counts the commits merged away), so a reader that falls behind
+        /// holds bounded memory and still learns of every operation and record a commit touched.
+        case coalescing(limit: Int)
+        /// Every commit its own change, however far the reader falls behind (memory grows with it).
+        case unbounded
+
+        /// The newest 64 apart, the older merged.
+        public static let standard = OutboxChanges.Buffering.coalescing(limit: 64)
+    }
 }

@@ -48,7 +48,7 @@ extension OutboxLogHandler {
 
 /// A handler that writes nothing: the engine's default, so that an app that gives no logger pays
 /// for no message (its level is `.critical`, which the engine never uses).
-public struct NoOpOutboxLogHandler: OutboxLogHandler {
+package struct NoOpOutboxLogHandler: OutboxLogHandler {
     public var logLevel: OutboxLogger.Level
     public var metadata: OutboxLogger.Metadata
 

@@ -31,7 +31,7 @@ public struct OutboxProblem: Sendable, Equatable {
         case openingNotRecorded = "opening_not_recorded"
         /// A compaction failed: the journal keeps its settled rows for now.
         case compactionFailed = "compaction_failed"
-        /// Flushing the last commits to disk at close failed (``Durability/processCrash`` only).
+        /// Flushing the last commits to disk at close failed (``OutboxConfiguration.Durability/processCrash`` only).
         case flushFailed = "flush_failed"
         /// A Sync tab for ``Outbox/syncTabUpdates(isOnline:rowsPerCard:)`` could not be read: that
         /// update is skipped, the next commit brings a fresh one.

@@ -44,8 +44,8 @@ extension OutboxObservation {
     }
 
     /// A page of records. Its freshness turning stale yields once, at the moment it does.
-    public static func records(_ query: RecordQuery) -> OutboxObservation<RecordPage> where Value == RecordPage {
-        OutboxObservation<RecordPage>(deadline: { page, now in page.freshness.flatMap { $0.staleAt(readAt: now) } }) { try $0.records(query) }
+    public static func records(_ query: RecordQuery) -> OutboxObservation<RecordQuery.Page> where Value == RecordQuery.Page {
+        OutboxObservation<RecordQuery.Page>(deadline: { page, now in page.freshness.flatMap { $0.staleAt(readAt: now) } }) { try $0.records(query) }
     }
 
     /// The Sync tab.

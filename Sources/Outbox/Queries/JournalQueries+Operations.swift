@@ -23,7 +23,7 @@ extension JournalQueries {
             ? try schema.waitingOn(state, engine: try projections.engineState(in: txn), now: now, in: txn) : nil
         // The server's record of a conflict, opened when the journal is sealed and the key known.
         let conflict = state.status == .conflicted
-            ? Conflict(serverRevision: state.serverRevision, serverCurrent: schema.opened(state).serverCurrent) : nil
+            ? OperationSnapshot.Conflict(serverRevision: state.serverRevision, serverCurrent: schema.opened(state).serverCurrent) : nil
         return OperationSnapshot(state: state, request: request, waitingOn: waiting, conflict: conflict)
     }
 

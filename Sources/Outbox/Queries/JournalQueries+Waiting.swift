@@ -7,12 +7,12 @@ package import OutboxStorage
 /// what ``OutboxMetrics`` and `journal-inspect summary` show of a stranded device.
 extension JournalQueries {
     /// The most pending writes read for ``Waiting``: ages are reported for the oldest
-    /// ``PendingAge/reported`` of them, and the oldest healthy one is looked for among these.
+    /// ``OutboxMetrics.PendingAge/reported`` of them, and the oldest healthy one is looked for among these.
     package static let pendingScanLimit = 1_000
 
     package struct Waiting: Sendable {
-        package var ages: [PendingAge]
-        package var oldestHealthy: PendingAge?
+        package var ages: [OutboxMetrics.PendingAge]
+        package var oldestHealthy: OutboxMetrics.PendingAge?
         /// Healthy writes waiting whose connected age is past the objective's interval.
         package var pastInterval: Int
         package var routeSeen: Bool
@@ -24,16 +24,16 @@ extension JournalQueries {
     package func waiting(now: Date, objectiveSeconds: Double, watchedUntil: Date? = nil, in txn: borrowing LMDBTransaction) throws -> Waiting {
         let engine = try projections.engineState(in: txn)
         let clock = engine.route.connectedClock(at: watchedUntil.map { min($0, now) } ?? now)
-        var ages: [PendingAge] = []
-        var healthy: PendingAge?
+        var ages: [OutboxMetrics.PendingAge] = []
+        var healthy: OutboxMetrics.PendingAge?
         var past = 0
         for state in try projections.oldestPending(limit: Self.pendingScanLimit, in: txn) {
             let held = try heldByPerson(state, engine: engine, now: now, in: txn)
-            let age = PendingAge(
+            let age = OutboxMetrics.PendingAge(
                 operation: state.id, ageSeconds: max(0, now.timeIntervalSince(state.createdAt)),
                 connectedAgeSeconds: state.connectedClockAtEnqueue.map { max(0, clock - $0) }, heldByPerson: held
             )
-            if ages.count < PendingAge.reported { ages.append(age) }
+            if ages.count < OutboxMetrics.PendingAge.reported { ages.append(age) }
             if !held {
                 if healthy == nil { healthy = age }
                 if let connected = age.connectedAgeSeconds, connected > objectiveSeconds { past += 1 }

@@ -11,19 +11,19 @@ extension JournalQueries {
             let counters = try schema.counters(in: txn)
             let engine = try schema.engineStateAsJudged(in: txn)
             var reading = TabReading(engine: engine)
-            var cards: [SyncCard] = []
+            var cards: [SyncTab.Card] = []
             for (category, count) in counters.tabCounts(.waiting) {
                 let rows = try schema.tabRows(.waiting, category: category.string, limit: rowsPerCard, reading: &reading, in: txn)
                 guard let latest = rows.first else { continue }
-                cards.append(SyncCard(category: category.string, count: Int(count), latestChangeAt: latest.changedAt, rows: rows))
+                cards.append(SyncTab.Card(category: category.string, count: Int(count), latestChangeAt: latest.changedAt, rows: rows))
             }
             cards.sort { ($0.latestChangeAt, ExactString($1.category)) > ($1.latestChangeAt, ExactString($0.category)) }
 
             var (approvalCard, approvalCount) = try schema.mergedCard(
-                .approval, named: SyncCard.approvalCategory, counters: counters, rowsPerCard: rowsPerCard, reading: &reading, in: txn)
+                .approval, named: SyncTab.Card.approvalCategory, counters: counters, rowsPerCard: rowsPerCard, reading: &reading, in: txn)
             approvalCard?.headline = wording.approvalHeadline(counters.tabCounts(.approval).map { ($0.key.string, Int($0.value)) })
             let (conflictCard, conflictCount) = try schema.mergedCard(
-                .conflicted, named: SyncCard.conflictCategory, counters: counters, rowsPerCard: rowsPerCard, reading: &reading, in: txn)
+                .conflicted, named: SyncTab.Card.conflictCategory, counters: counters, rowsPerCard: rowsPerCard, reading: &reading, in: txn)
 
             let depth = JournalSchema.queueDepth(counters)
             func rows(_ counted: (OutboxStatus) -> Bool) -> Int { depth.filter { counted($0.key) }.reduce(0) { $0 + $1.value } }
@@ -45,7 +45,7 @@ extension JournalQueries {
 
     /// What holds every waiting row at once, as the journal records the engine: the banner
     /// then says so instead of promising they sync on their own.
-    static func bannerHold(_ engine: EngineState) -> SyncBanner.Hold? {
+    static func bannerHold(_ engine: EngineState) -> SyncTab.Banner.Hold? {
         switch Eligibility.engineHold(Eligibility.Engine(engine)) {
         case .otherInstallation?: .otherInstallation
         case .sessionPaused?, .noSession?, .otherAccount?: .signIn
@@ -68,7 +68,7 @@ extension JournalQueries {
 struct SyncTabWording {
     var now: Date
     var noticeSeconds: TimeInterval
-    var nouns: [String: CategoryNoun]
+    var nouns: [String: OutboxConfiguration.CategoryNoun]
 
     init(_ configuration: OutboxConfiguration) {
         now = configuration.clock.now()
@@ -84,7 +84,7 @@ struct SyncTabWording {
         guard !parts.isEmpty else { return nil }
         let phrases = parts.map { part in
             nouns[part.category]?.counted(part.count)
-                ?? "\(CategoryNoun.change.counted(part.count)) in \(part.category)"
+                ?? "\(OutboxConfiguration.CategoryNoun.change.counted(part.count)) in \(part.category)"
         }
         let list = phrases.count == 1 ? phrases[0] : phrases.dropLast().joined(separator: ", ") + " and " + phrases.last!
         let verb = parts.count == 1 && parts[0].count == 1 ? "is" : "are"

@@ -2,11 +2,11 @@ import Foundation
 import OutboxCore
 import OutboxStorage
 
-/// The Sync tab's words for what holds a queued row (``WaitingOn``).
+/// The Sync tab's words for what holds a queued row (``OperationSnapshot.WaitingOn``).
 extension JournalSchema {
     /// What holds a queued row, in the member's words; the label of the row it waits on is
     /// taken from `labels` when a row before it named that one already, and kept there.
-    func waitingReason(_ waiting: WaitingOn, labels: inout [OperationID: String], in txn: borrowing LMDBTransaction) throws -> String? {
+    func waitingReason(_ waiting: OperationSnapshot.WaitingOn, labels: inout [OperationID: String], in txn: borrowing LMDBTransaction) throws -> String? {
         func label(_ id: OperationID) throws -> String {
             if let known = labels[id] { return known }
             var label = "an earlier change"

@@ -4,7 +4,7 @@ public import OutboxWire
 
 /// The headers the engine sets on every request (and a server reads): spelled once, in
 /// `OutboxWire`, for both halves.
-public typealias OutboxHeader = WireHeader
+package typealias OutboxHeader = WireHeader
 
 extension TransportRequest {
     /// The request of a stored operation exactly as journaled, under the operation's key. No

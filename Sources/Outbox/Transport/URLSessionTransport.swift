@@ -19,7 +19,7 @@ import OutboxCore
 /// is recorded as unexpected. Responses are never cached and no cookies are kept.
 ///
 /// The endpoint is sent byte for byte as journaled, never re-encoded: one that cannot be (a row
-/// an older engine accepted under a looser rule) throws ``UnsendableEndpoint`` before anything
+/// an older engine accepted under a looser rule) throws ``URLSessionTransport.UnsendableEndpoint`` before anything
 /// is sent.
 public final class URLSessionTransport: OutboxTransport {
     /// The server's base URL; an endpoint `/products` is sent to `baseURL/products`.
@@ -93,7 +93,7 @@ public final class URLSessionTransport: OutboxTransport {
     /// `%5C`), and the HTTP client resolves `.` and `..` segments: either would send another
     /// endpoint than the journal holds. So the endpoint must pass the rule `enqueue` applies,
     /// and the URL is parsed without encoding and must print as the text it was made from.
-    /// - Throws: ``UnsendableEndpoint`` otherwise; nothing is sent.
+    /// - Throws: ``URLSessionTransport.UnsendableEndpoint`` otherwise; nothing is sent.
     /// PUTs one segment of an attachment to its signed URL, without the app's authorization
     /// (the URL is the credential; the store must never see the server's token). In the
     /// foreground: the segment is read from its file (a few MiB) and sent from memory. An iOS app
@@ -116,15 +116,15 @@ public final class URLSessionTransport: OutboxTransport {
         return TransportResponse(statusCode: http.statusCode, headers: headers, body: data)
     }
 
-    func url(for endpoint: String) throws(UnsendableEndpoint) -> URL {
+    func url(for endpoint: String) throws(URLSessionTransport.UnsendableEndpoint) -> URL {
         if let problem = OutboxRequest.endpointProblem(endpoint) {
-            throw UnsendableEndpoint(endpoint: endpoint, problem: problem)
+            throw URLSessionTransport.UnsendableEndpoint(endpoint: endpoint, problem: problem)
         }
         var base = baseURL.absoluteString
         while base.hasSuffix("/") { base.removeLast() }
         let text = base + endpoint
         guard let url = URL(string: text, encodingInvalidCharacters: false), url.absoluteString == text else {
-            throw UnsendableEndpoint(endpoint: endpoint, problem: "would not stay as written in a URL on \(base)")
+            throw URLSessionTransport.UnsendableEndpoint(endpoint: endpoint, problem: "would not stay as written in a URL on \(base)")
         }
         return url
     }

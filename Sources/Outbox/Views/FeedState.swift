@@ -24,13 +24,13 @@ public struct FeedState: Sendable, Equatable {
     /// Failed pulls in a row since the last that went on, and what stopped the last pull (kept
     /// in memory since the journal opened).
     public var failures: Int
-    public var lastStop: PullStop?
+    public var lastStop: Outbox.PullStop?
     /// A resnapshot under way: the base fetched again whole is being staged while the member
     /// still sees the old one.
-    public var resnapshot: ResnapshotProgress?
+    public var resnapshot: FeedState.ResnapshotProgress?
 
     public init(business: String, epoch: UInt64? = nil, cursor: String? = nil, lastPageAt: Date? = nil, caughtUpAt: Date? = nil,
-                nextPullAt: Date? = nil, lagSeconds: Double? = nil, limits: FeedLimits? = nil, failures: Int = 0, lastStop: PullStop? = nil) {
+                nextPullAt: Date? = nil, lagSeconds: Double? = nil, limits: FeedLimits? = nil, failures: Int = 0, lastStop: Outbox.PullStop? = nil) {
         self.business = business
         self.epoch = epoch
         self.cursor = cursor
@@ -44,16 +44,18 @@ public struct FeedState: Sendable, Equatable {
     }
 }
 
-/// How far a resnapshot's staging has come.
-public struct ResnapshotProgress: Sendable, Equatable {
-    /// The first snapshot page's position: the feed's cursor once swapped in.
-    public var position: String
-    public var pagesStaged: Int
-    public var recordsStaged: Int
+extension FeedState {
+    /// How far a resnapshot's staging has come.
+    public struct ResnapshotProgress: Sendable, Equatable {
+        /// The first snapshot page's position: the feed's cursor once swapped in.
+        public var position: String
+        public var pagesStaged: Int
+        public var recordsStaged: Int
 
-    public init(position: String, pagesStaged: Int, recordsStaged: Int) {
-        self.position = position
-        self.pagesStaged = pagesStaged
-        self.recordsStaged = recordsStaged
+        public init(position: String, pagesStaged: Int, recordsStaged: Int) {
+            self.position = position
+            self.pagesStaged = pagesStaged
+            self.recordsStaged = recordsStaged
+        }
     }
 }

@@ -15,14 +15,14 @@ public struct OutboxMetrics: Sendable, Equatable, Codable {
     /// The oldest pending row that waits on the engine, not on a person (no failed, blocked,
     /// conflicted or awaiting-approval row ahead of it, no sign-in needed): a stranded device
     /// shows here. Looked for among the oldest 1,000 pending rows.
-    public var oldestHealthyPending: PendingAge? = nil
-    /// The oldest pending rows (at most ``PendingAge/reported``), oldest first, each with its
+    public var oldestHealthyPending: OutboxMetrics.PendingAge? = nil
+    /// The oldest pending rows (at most ``OutboxMetrics.PendingAge/reported``), oldest first, each with its
     /// wall-clock and connected age.
-    public var pendingAges: [PendingAge] = []
+    public var pendingAges: [OutboxMetrics.PendingAge] = []
     /// Whether a route to the server is seen now, as the journal last recorded it.
     public var routeSeen: Bool = false
-    /// The service objective (``AcknowledgementObjective``) at the configured interval.
-    public var acknowledgement = AcknowledgementObjective(intervalSeconds: 60, acknowledged: 0, withinInterval: 0, pendingPastInterval: 0)
+    /// The service objective (``OutboxMetrics.AcknowledgementObjective``) at the configured interval.
+    public var acknowledgement = OutboxMetrics.AcknowledgementObjective(intervalSeconds: 60, acknowledged: 0, withinInterval: 0, pendingPastInterval: 0)
     /// Attempts the app's end interrupted (abandoned at the next open, replayed under their key),
     /// and attempts an expiry of background time cancelled, over the operations whose events the
     /// journal keeps (compaction takes them with the events).
@@ -80,25 +80,27 @@ public struct OutboxMetrics: Sendable, Equatable, Codable {
     }
 }
 
-/// How long one pending write has waited.
-public struct PendingAge: Sendable, Equatable, Codable {
-    public var operation: OperationID
-    /// Since it was made, by the clock now.
-    public var ageSeconds: Double
-    /// Of that, the time a route to the server was seen; `nil` for a write made before the
-    /// journal kept the connected clock.
-    public var connectedAgeSeconds: Double?
-    /// Whether it waits on a person (a row ahead of it failed, is blocked, conflicted or awaits
-    /// approval, or someone must sign in) rather than on the engine.
-    public var heldByPerson: Bool
+extension OutboxMetrics {
+    /// How long one pending write has waited.
+    public struct PendingAge: Sendable, Equatable, Codable {
+        public var operation: OperationID
+        /// Since it was made, by the clock now.
+        public var ageSeconds: Double
+        /// Of that, the time a route to the server was seen; `nil` for a write made before the
+        /// journal kept the connected clock.
+        public var connectedAgeSeconds: Double?
+        /// Whether it waits on a person (a row ahead of it failed, is blocked, conflicted or awaits
+        /// approval, or someone must sign in) rather than on the engine.
+        public var heldByPerson: Bool
 
-    /// How many of the oldest pending writes ``OutboxMetrics/pendingAges`` lists.
-    public static let reported = 20
+        /// How many of the oldest pending writes ``OutboxMetrics/pendingAges`` lists.
+        public static let reported = 20
 
-    public init(operation: OperationID, ageSeconds: Double, connectedAgeSeconds: Double?, heldByPerson: Bool) {
-        self.operation = operation
-        self.ageSeconds = ageSeconds
-        self.connectedAgeSeconds = connectedAgeSeconds
-        self.heldByPerson = heldByPerson
+        public init(operation: OperationID, ageSeconds: Double, connectedAgeSeconds: Double?, heldByPerson: Bool) {
+            self.operation = operation
+            self.ageSeconds = ageSeconds
+            self.connectedAgeSeconds = connectedAgeSeconds
+            self.heldByPerson = heldByPerson
+        }
     }
 }

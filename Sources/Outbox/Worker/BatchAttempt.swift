@@ -2,7 +2,7 @@ import Foundation
 import OutboxCore
 import OutboxWire
 
-/// Several queued rows sent in one request to the batch endpoint (``Batching``), each still its
+/// Several queued rows sent in one request to the batch endpoint (``OutboxConfiguration.Batching``), each still its
 /// own attempt: prepared and checked as ``ReplayAttempt`` prepares a single row, its
 /// `attemptStarted` durable before the batch leaves, its answer classified by the disposition
 /// table as a single response would be, its outcome recorded on its own. The starts share
@@ -14,7 +14,7 @@ import OutboxWire
 /// alone, and a 401 pauses the worker once.
 struct BatchAttempt: Sendable {
     let attempts: ReplayAttempt
-    let batching: Batching
+    let batching: OutboxConfiguration.Batching
 
     private var configuration: OutboxConfiguration { attempts.configuration }
     private var log: EngineLog { attempts.log }

@@ -9,11 +9,11 @@ import OutboxCore
 /// due one cap after it was first seen, instead of waiting out the hours the clock lost. The worker
 /// hands it what the schedule shows at each pass; it answers which rows are due by the clamp.
 struct ClockSkewClamp: Sendable, Equatable {
-    let policy: RetryPolicy
+    let policy: OperationTypePolicy.RetryPolicy
     /// Each row seen beyond the cap, with the moment it was first seen so.
     private(set) var firstSeen: [OperationID: Date] = [:]
 
-    init(policy: RetryPolicy) {
+    init(policy: OperationTypePolicy.RetryPolicy) {
         self.policy = policy
     }
 

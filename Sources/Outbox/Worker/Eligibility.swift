@@ -10,14 +10,14 @@ package import OutboxCore
 /// | facts | answer |
 /// |---|---|
 /// | the row is not queued | ``Verdict/notQueued`` |
-/// | the journal was opened on another installation than its writes were made on | waiting: ``WaitingOn/otherInstallation(madeOn:)`` |
-/// | a 401 paused the worker | waiting: ``WaitingOn/sessionPaused(since:)`` |
-/// | nobody signed in / another account | waiting: ``WaitingOn/noSession`` / ``WaitingOn/otherAccount`` |
-/// | the first dependency not synced is neither discarded nor withdrawn (or unknown) | waiting: ``WaitingOn/dependency(_:_:)`` |
-/// | another row heads its lane | waiting: ``WaitingOn/laneHead(_:_:)`` |
-/// | an earlier write of a record it changes is not settled | waiting: ``WaitingOn/recordWrite(_:_:)`` |
-/// | a file it carries is not completed on the server | waiting: ``WaitingOn/attachment(_:landed:of:)`` |
-/// | its due moment is after now | waiting: ``WaitingOn/scheduled(_:)`` |
+/// | the journal was opened on another installation than its writes were made on | waiting: ``OperationSnapshot.WaitingOn/otherInstallation(madeOn:)`` |
+/// | a 401 paused the worker | waiting: ``OperationSnapshot.WaitingOn/sessionPaused(since:)`` |
+/// | nobody signed in / another account | waiting: ``OperationSnapshot.WaitingOn/noSession`` / ``OperationSnapshot.WaitingOn/otherAccount`` |
+/// | the first dependency not synced is neither discarded nor withdrawn (or unknown) | waiting: ``OperationSnapshot.WaitingOn/dependency(_:_:)`` |
+/// | another row heads its lane | waiting: ``OperationSnapshot.WaitingOn/laneHead(_:_:)`` |
+/// | an earlier write of a record it changes is not settled | waiting: ``OperationSnapshot.WaitingOn/recordWrite(_:_:)`` |
+/// | a file it carries is not completed on the server | waiting: ``OperationSnapshot.WaitingOn/attachment(_:landed:of:)`` |
+/// | its due moment is after now | waiting: ``OperationSnapshot.WaitingOn/scheduled(_:)`` |
 /// | the first dependency not synced was discarded or withdrawn | ``Verdict/dependencyEnded(_:_:)``: the worker blocks it |
 /// | its first attempt is older than the server's claims last (less a margin; the worker's facts only) | ``Verdict/claimMayBeForgotten(firstAttemptAt:window:)``: the worker blocks it |
 /// | otherwise | ``Verdict/ready`` |
@@ -103,7 +103,7 @@ package enum Eligibility {
     /// The rule's answer.
     package enum Verdict: Sendable, Equatable {
         case ready
-        case waiting(WaitingOn)
+        case waiting(OperationSnapshot.WaitingOn)
         /// A write it depends on ended without being applied: it can never be sent as it is, and
         /// the worker blocks it (`dependencyEnded`).
         case dependencyEnded(OperationID, OutboxStatus)
@@ -115,7 +115,7 @@ package enum Eligibility {
 
         /// What a member is told the row waits for: `nil` when it is ready, not queued, or about
         /// to be blocked (its status says so once the worker has).
-        package var waitingOn: WaitingOn? {
+        package var waitingOn: OperationSnapshot.WaitingOn? {
             if case .waiting(let on) = self { on } else { nil }
         }
     }
@@ -128,7 +128,7 @@ package enum Eligibility {
     }
 
     /// What holds every row at once: the 401 pause, then the session; `nil` when neither does.
-    package static func engineHold(_ engine: Engine) -> WaitingOn? {
+    package static func engineHold(_ engine: Engine) -> OperationSnapshot.WaitingOn? {
         if let madeOn = engine.foreignInstallation { return .otherInstallation(madeOn: madeOn) }
         if engine.isPaused { return .sessionPaused(since: engine.pausedAt) }
         switch engine.session {

@@ -33,7 +33,7 @@ extension FeedPuller {
         var refused = 0
         var retryAfter: Date?
         /// Why it stopped before the swap; `nil` when it swapped.
-        var stoppedBy: PullStop?
+        var stoppedBy: Outbox.PullStop?
     }
 
     /// Stages `business`'s snapshot from where its staging stands (or from the start) and swaps it
@@ -46,9 +46,9 @@ extension FeedPuller {
     /// - Parameter interruption: asked after each staged page; only a drain's budget or the
     ///   expiry stops the staging there (the staged pages stay, and the next pull goes on from them).
     func resnapshot(business: String, type: String? = nil, reason: String, settings: PullConfiguration, limits: FeedLimits?,
-                    maxPages: Int, interruption: () -> PullStop? = { nil }) async -> Resnapshot {
+                    maxPages: Int, interruption: () -> Outbox.PullStop? = { nil }) async -> Resnapshot {
         var done = Resnapshot()
-        func stop(_ reason: PullStop) -> Resnapshot {
+        func stop(_ reason: Outbox.PullStop) -> Resnapshot {
             done.stoppedBy = reason
             return done
         }

@@ -5,8 +5,8 @@ import OutboxStorage
 /// A pulled type whose schema changed: its base fetched again whole, never a mix of versions.
 extension FeedPuller {
     /// Drops the base of each pulled type of `business` whose records were fetched under an older
-    /// schema version than the configured one (``RecordTypePolicy/schemaVersion``), when the app
-    /// gives no adapter for the stored values (``RecordTypePolicy/upgrade``): as
+    /// schema version than the configured one (``OutboxConfiguration.RecordTypePolicy/schemaVersion``), when the app
+    /// gives no adapter for the stored values (``OutboxConfiguration.RecordTypePolicy/upgrade``): as
     /// ``Outbox/dropRecordBase(business:type:)`` does, recorded as `recordBaseDropped`, so the
     /// next page of the business's feed fetches the type again whole. A type with an adapter is
     /// read through it and kept. Answers the types dropped.

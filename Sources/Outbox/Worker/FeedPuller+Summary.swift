@@ -17,7 +17,7 @@ extension FeedPuller {
         var resync: Resnapshot?
         var pagesApplied = 0
         /// What stopped it before a verdict (no response, a sign-out, ...): nothing journaled.
-        var stoppedBy: PullStop?
+        var stoppedBy: Outbox.PullStop?
     }
 
     func checkSummary(business: String, type: String, settings: PullConfiguration, limits: FeedLimits?, maxPages: Int) async -> SummaryCheck {

@@ -31,7 +31,7 @@ final class FeedPuller: Sendable {
 
     /// What one feed's pull came to, beside its report: what the schedule learns from it.
     struct Pulled: Sendable {
-        var report: FeedReport
+        var report: Outbox.FeedReport
         /// The server's `Retry-After` (429, 5xx), when it said one.
         var retryAfter: Date?
         /// The limits the last page published.
@@ -47,16 +47,16 @@ final class FeedPuller: Sendable {
     /// - Parameter until: stop at this position (the summary check's): the page that reaches it
     ///   ends the pull, ``Pulled/reachedUntil`` set.
     func pull(business: String, settings: PullConfiguration, limits: FeedLimits?, maxPages: Int, until: FeedPosition? = nil,
-              interruption: () -> PullStop?) async -> Pulled {
-        var pulled = Pulled(report: FeedReport(business: business), limits: limits)
-        func stop(_ reason: PullStop) -> Pulled {
+              interruption: () -> Outbox.PullStop?) async -> Pulled {
+        var pulled = Pulled(report: Outbox.FeedReport(business: business), limits: limits)
+        func stop(_ reason: Outbox.PullStop) -> Pulled {
             pulled.report.reachedEnd = false
             pulled.report.stoppedBy = reason
             return pulled
         }
         var pagesLeft = maxPages
         /// Fetches the base again whole; `nil` once swapped in (the feed goes on from its cursor).
-        func resnapshot(_ reason: String, type: String? = nil) async -> PullStop? {
+        func resnapshot(_ reason: String, type: String? = nil) async -> Outbox.PullStop? {
             log.log(.notice, "a feed is fetched again whole; it keeps its base until the swap", [EngineLog.Key.reason: .string(reason)])
             let done = await self.resnapshot(business: business, type: type, reason: reason, settings: settings, limits: pulled.limits,
                                              maxPages: pagesLeft, interruption: interruption)
@@ -203,14 +203,14 @@ final class FeedPuller: Sendable {
 
     /// What a request that got no response stops a pull with: the expiry when the pass's task
     /// was cancelled or the request itself was (the feed does not back off for it), else no network.
-    static func noResponse(_ error: any Error) -> PullStop {
+    static func noResponse(_ error: any Error) -> Outbox.PullStop {
         Task.isCancelled || TransportFailure(error) == .cancelled ? .expired : .offline
     }
 
     /// What an answer other than 200 (or a feed's 409) does to a pull: a 401 pauses the worker,
     /// as for a write; 429 and 5xx back off, until the server's `Retry-After` when it said one;
     /// anything else is the server's words, as it said them (at most 512 bytes).
-    func refusal(_ response: TransportResponse, business: String) async -> (PullStop, retryAfter: Date?) {
+    func refusal(_ response: TransportResponse, business: String) async -> (Outbox.PullStop, retryAfter: Date?) {
         switch response.statusCode {
         case 401:
             await pause(business: business)
@@ -226,7 +226,7 @@ final class FeedPuller: Sendable {
 
     /// `signedOut` or `otherAccount` when the session is no longer the journal's account
     /// (recorded, as a pass records it); `nil` while it is.
-    func accountChanged() async -> PullStop? {
+    func accountChanged() async -> Outbox.PullStop? {
         let account = await configuration.session.currentAccount()
         switch SessionObservation(signedIn: account, journalAccount: configuration.account) {
         case .signedIn: return nil
@@ -314,7 +314,7 @@ final class FeedPuller: Sendable {
     }
 
     /// Why a pulled change (or snapshot record) is passed over; `nil`: it goes to the base.
-    func skipReason(_ key: RecordKey, policy: RecordTypePolicy, record: Data?) -> SkippedChange.Reason? {
+    func skipReason(_ key: RecordKey, policy: OutboxConfiguration.RecordTypePolicy, record: Data?) -> SkippedChange.Reason? {
         if key.problem != nil { return .invalidKey }
         if policy.isLocalOnly { return .localOnly }
         if !(configuration.pull?.pulls(type: key.type) ?? true) { return .unknownType }

@@ -54,7 +54,7 @@ final class PullStage: Sendable {
         var lastFailureAt: Date?
         var retryAfter: Date?
         var limits: FeedLimits?
-        var lastStop: PullStop?
+        var lastStop: Outbox.PullStop?
         /// When each type's summary was last compared with the base (since the journal opened).
         var summarizedAt: [ExactString: Date] = [:]
     }
@@ -74,13 +74,13 @@ final class PullStage: Sendable {
 
     /// What the stage came to.
     struct Result: Sendable {
-        var report: PullReport
+        var report: Outbox.PullReport
         /// When the next pass should run for the feeds.
         var next: Date?
     }
 
     private var clock: any OutboxClock { configuration.clock }
-    private var policy: RetryPolicy { configuration.retryPolicy }
+    private var policy: OperationTypePolicy.RetryPolicy { configuration.retryPolicy }
     private func moment() -> DeviceMoment { DeviceMoment(wall: clock.now(), uptime: clock.uptime()) }
 
     // MARK: The stage
@@ -88,15 +88,15 @@ final class PullStage: Sendable {
     /// Pulls the feeds due (every feed on a wake that ``WakeReason/forcesPull``), at most
     /// ``PullConfiguration/maxPagesPerPass`` pages over all of them. Stops every feed left when
     /// the session goes (a 401, a sign-out, another account), and when `interruption` says so
-    /// after a page: ``PullStop/signedOut`` once the worker is stopped, ``PullStop/writesWaiting``
+    /// after a page: ``Outbox.PullStop/signedOut`` once the worker is stopped, ``Outbox.PullStop/writesWaiting``
     /// once a page has landed and a write waits.
-    func run(trigger: WakeReason, interruption: () -> PullStop?) async -> Result {
+    func run(trigger: WakeReason, interruption: () -> Outbox.PullStop?) async -> Result {
         let businesses: [ExactString]
         do {
             businesses = try self.businesses()
         } catch {
             log.problem(.journalRead, "could not read which feeds to pull; the next pass pulls them", error: error)
-            return Result(report: PullReport(feeds: []), next: poll())
+            return Result(report: Outbox.PullReport(feeds: []), next: poll())
         }
         // Once a process: a type whose schema changed with no adapter is fetched again whole, in
         // this pass.
@@ -107,7 +107,7 @@ final class PullStage: Sendable {
         let forced = trigger.forcesPull
         let start = moment()
         var toPull: [ExactString] = []
-        var reports: [FeedReport] = []
+        var reports: [Outbox.FeedReport] = []
         memory.withLock { memory in
             for business in businesses {
                 var track = memory.tracks[business] ?? Track()
@@ -116,19 +116,19 @@ final class PullStage: Sendable {
                 if isDue(track, business: business.string, now: start, forced: forced) {
                     toPull.append(business)
                 } else if forced {
-                    reports.append(FeedReport(business: business.string, stoppedBy: .backingOff(until: due(track, business: business.string, now: start))))
+                    reports.append(Outbox.FeedReport(business: business.string, stoppedBy: .backingOff(until: due(track, business: business.string, now: start))))
                 }
             }
             if !toPull.isEmpty { memory.pulls += 1 }
         }
         var budget = settings.maxPagesPerPass
         var pagesLanded = 0
-        var halt: PullStop?
+        var halt: Outbox.PullStop?
         for business in toPull {
             if halt == nil, let interrupted = interruption(), interrupted != .writesWaiting || pagesLanded > 0 { halt = interrupted }
             if halt == nil, budget <= 0 { halt = .pageLimit }
             if let halt {
-                reports.append(FeedReport(business: business.string, stoppedBy: halt))
+                reports.append(Outbox.FeedReport(business: business.string, stoppedBy: halt))
                 continue
             }
             let limits = memory.withLock { $0.tracks[business]?.limits }
@@ -151,13 +151,13 @@ final class PullStage: Sendable {
         case .unauthorized?, .signedOut?, .otherAccount?: halted = true
         default: halted = false
         }
-        return Result(report: PullReport(feeds: reports), next: halted ? poll() : nextDue(of: businesses))
+        return Result(report: Outbox.PullReport(feeds: reports), next: halted ? poll() : nextDue(of: businesses))
     }
 
     /// Compares the summary of each listed type whose interval ran out with the base, after the
     /// feed reached its end (``FeedPuller/checkSummary(business:type:settings:limits:maxPages:)``).
     /// - Returns: the pages it pulled and staged on the way.
-    private func checkSummaries(of business: ExactString, into report: inout FeedReport, limits: FeedLimits?, budget: Int) async -> Int {
+    private func checkSummaries(of business: ExactString, into report: inout Outbox.FeedReport, limits: FeedLimits?, budget: Int) async -> Int {
         guard let interval = settings.summaryIntervalSeconds else { return 0 }
         let now = clock.now()
         let due = memory.withLock { memory in
@@ -187,7 +187,7 @@ final class PullStage: Sendable {
     }
 
     /// What the feed's pull teaches its schedule; the report, its backoff's end filled in.
-    private func learn(_ pulled: FeedPuller.Pulled, business: ExactString) -> FeedReport {
+    private func learn(_ pulled: FeedPuller.Pulled, business: ExactString) -> Outbox.FeedReport {
         var report = pulled.report
         let now = moment()
         var next: Date?
@@ -232,7 +232,7 @@ final class PullStage: Sendable {
     }
 
     /// The report of a pass the 401 pause kept from pulling: every feed stopped, nothing asked.
-    func pausedReport() -> PullReport {
+    func pausedReport() -> Outbox.PullReport {
         let businesses: [ExactString]
         do {
             businesses = try self.businesses()
@@ -241,7 +241,7 @@ final class PullStage: Sendable {
             log.problem(.journalRead, "could not read the businesses the journal pulls; the report names the configured ones", error: error)
             businesses = settings.businesses.map { ExactString($0) }
         }
-        return PullReport(feeds: businesses.map { FeedReport(business: $0.string, stoppedBy: .unauthorized) })
+        return Outbox.PullReport(feeds: businesses.map { Outbox.FeedReport(business: $0.string, stoppedBy: .unauthorized) })
     }
 
     // MARK: The schedule
@@ -353,7 +353,7 @@ final class PullStage: Sendable {
         state.epoch = stored.row.cursor?.epoch
         state.cursor = stored.row.cursor?.text
         state.resnapshot = stored.row.staging.map {
-            ResnapshotProgress(position: $0.position.text, pagesStaged: $0.pages, recordsStaged: $0.staged)
+            FeedState.ResnapshotProgress(position: $0.position.text, pagesStaged: $0.pages, recordsStaged: $0.staged)
         }
         state.lastPageAt = stored.pageAt?.wall
         if stored.page?.reachedEnd == true, let caughtUp = stored.pageAt {

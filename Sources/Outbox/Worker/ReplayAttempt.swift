@@ -202,7 +202,7 @@ final class ReplayAttempt: Sendable {
             let result: TransportResult
             do {
                 result = .response(try await transport.send(prepared.transportRequest))
-            } catch let refusal as UnsendableEndpoint {
+            } catch let refusal as URLSessionTransport.UnsendableEndpoint {
                 // Nothing was sent, and retrying cannot change the stored endpoint: a person decides.
                 let plan = OutcomePlanner.plan(.notSent(refusal.classification), planningFacts(prepared.state, attempt: prepared.attempt, startedAt: startedAt))
                 return await record(plan, state: prepared.state, response: nil)

@@ -43,7 +43,7 @@ final class ReplayPass: Sendable {
     }
 
     var clock: any OutboxClock { configuration.clock }
-    private var policy: RetryPolicy { configuration.retryPolicy }
+    private var policy: OperationTypePolicy.RetryPolicy { configuration.retryPolicy }
 
     /// Starts no more rows, in this pass or any other; attempts in flight finish and are recorded.
     func stop() {
@@ -64,7 +64,7 @@ final class ReplayPass: Sendable {
     /// pull configuration).
     struct Outcome: Sendable {
         var next: Date?
-        var pull: PullReport?
+        var pull: Outbox.PullReport?
         /// Attempts that ran and were recorded, and of them those the expiry interrupted.
         var attempts = 0
         var cancelled = 0
@@ -109,14 +109,14 @@ final class ReplayPass: Sendable {
         writesWaiting.store(false, ordering: .relaxed)
         switch isPaused() {
         case true?: return Outcome(next: ended(trigger, Progress(), next: nil, because: "paused"), pull: pulls?.pausedReport())
-        case nil: return Outcome(next: ended(trigger, Progress(), next: poll(), because: "unreadable"), pull: pulls.map { _ in PullReport(feeds: []) })
+        case nil: return Outcome(next: ended(trigger, Progress(), next: poll(), because: "unreadable"), pull: pulls.map { _ in Outbox.PullReport(feeds: []) })
         case false?: break
         }
         if let cut = budgetStop() {
             // The system took its time back, or too little is left for a request: nothing starts.
             var progress = Progress()
             progress.cut = cut
-            return Outcome(next: nextPass(after: progress, pulls: nil, trigger: trigger), pull: pulls.map { _ in PullReport(feeds: []) }, cut: cut)
+            return Outcome(next: nextPass(after: progress, pulls: nil, trigger: trigger), pull: pulls.map { _ in Outbox.PullReport(feeds: []) }, cut: cut)
         }
         log.log(.debug, "pass started", [EngineLog.Key.trigger: .string(trigger.rawValue)])
         await attempts.sessions.recordIfChanged()
@@ -180,17 +180,17 @@ final class ReplayPass: Sendable {
     /// pass's or earlier) holds the worker paused.
     private func pull(trigger: WakeReason) async -> PullStage.Result? {
         guard let pulls else { return nil }
-        guard !attempts.isStopped else { return PullStage.Result(report: PullReport(feeds: []), next: nil) }
+        guard !attempts.isStopped else { return PullStage.Result(report: Outbox.PullReport(feeds: []), next: nil) }
         switch isPaused() {
         case true?: return PullStage.Result(report: pulls.pausedReport(), next: nil)
-        case nil: return PullStage.Result(report: PullReport(feeds: []), next: poll())
+        case nil: return PullStage.Result(report: Outbox.PullReport(feeds: []), next: poll())
         case false?: break
         }
         return await pulls.run(trigger: trigger) {
             // Stopped (a sign-out): the pull ends after the page in hand, so the stop never
             // waits for a long first sync.
             if self.attempts.isStopped { return .signedOut }
-            if let stop = self.budgetStop() { return PullStop(stop) }
+            if let stop = self.budgetStop() { return Outbox.PullStop(stop) }
             return self.writesWaiting.load(ordering: .relaxed) ? .writesWaiting : nil
         }
     }

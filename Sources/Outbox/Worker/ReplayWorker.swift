@@ -16,9 +16,9 @@ actor ReplayWorker {
     /// The budgeted drain's deadline, firing the expiry when it passes.
     private var deadlineTask: Task<Void, Never>?
     /// `pull()` callers, resumed like drainers with the report of the pass they waited for.
-    private var pullers: [Int: CheckedContinuation<PullReport?, Never>] = [:]
+    private var pullers: [Int: CheckedContinuation<Outbox.PullReport?, Never>] = [:]
     /// What the last pass's pull did.
-    private var lastPull: PullReport?
+    private var lastPull: Outbox.PullReport?
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
     private var nextDrainerID = 0
     /// The moment the worker next has work, readable synchronously (`Outbox.nextWake`).
@@ -52,7 +52,7 @@ actor ReplayWorker {
         var attempts = 0
         var cancelled = 0
         var cut: DrainBudget.Stop?
-        var pull: PullReport?
+        var pull: Outbox.PullReport?
 
         mutating func add(_ outcome: ReplayPass.Outcome) {
             passes += 1
@@ -119,7 +119,7 @@ actor ReplayWorker {
 
     /// Runs a pass that pulls every feed (or waits for the one running, then one such more) and
     /// returns its pull's report; `nil` when the worker closed first.
-    func pull() async -> PullReport? {
+    func pull() async -> Outbox.PullReport? {
         resumeFromExpiry(.pullRequested)
         let id = nextDrainerID
         nextDrainerID += 1
@@ -219,7 +219,7 @@ actor ReplayWorker {
             case .resumeDrainers(let ids):
                 for id in ids {
                     drainers.removeValue(forKey: id)?.resume()
-                    pullers.removeValue(forKey: id)?.resume(returning: machine.isClosed ? nil : lastPull ?? PullReport(feeds: []))
+                    pullers.removeValue(forKey: id)?.resume(returning: machine.isClosed ? nil : lastPull ?? Outbox.PullReport(feeds: []))
                 }
             case .armTimer(let deadline, _):
                 timerTask?.cancel()

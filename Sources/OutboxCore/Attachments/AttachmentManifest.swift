@@ -4,7 +4,7 @@ public import OutboxCrypto
 /// What the journal keeps of one attachment in the `enqueued` event that carries it: its
 /// identity, how the member named it, and the size and SHA-256 of the file the engine holds
 /// (`attachments/<sha256>` in the journal's directory, durable before that commit).
-public struct AttachmentManifest: Sendable, Equatable {
+package struct AttachmentManifest: Sendable, Equatable {
     public var id: AttachmentID
     /// The file's name as the member or the app gave it (`note.jpg`): shown, never a path.
     public var name: String
@@ -27,7 +27,7 @@ public struct AttachmentManifest: Sendable, Equatable {
 
 /// One segment of an attachment that reached the object store: its number (from 1), its size
 /// and the store's ETag for it, as the completion names them.
-public struct LandedSegment: Sendable, Equatable {
+package struct LandedSegment: Sendable, Equatable {
     public var number: Int
     public var size: Int64
     public var etag: String

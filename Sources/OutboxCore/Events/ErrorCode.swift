@@ -8,7 +8,7 @@ package enum ErrorCode {
     package static let idempotencyKeyRequired = WireErrorCode.idempotencyKeyRequired
     package static let validationFailed = WireErrorCode.validationFailed
     package static let payloadCorrupt = "payload_corrupt"
-    /// A stored endpoint the transport cannot send byte for byte (see `UnsendableEndpoint`).
+    /// A stored endpoint the transport cannot send byte for byte (see `URLSessionTransport.UnsendableEndpoint`).
     package static let endpointUnsendable = "endpoint_unsendable"
     package static let unauthorized = "unauthorized"
     package static let forbidden = "forbidden"

@@ -1,5 +1,5 @@
 /// The number of an attempt to send one operation: 1 for the first, then 2, 3, ...
-public struct AttemptNumber: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible,
+package struct AttemptNumber: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible,
     ExpressibleByIntegerLiteral
 {
     public var rawValue: Int

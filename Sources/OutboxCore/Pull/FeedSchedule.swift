@@ -33,7 +33,7 @@ package enum FeedSchedule {
     }
 
     /// The wall moment the feed is due: at or before `now` when it is due now.
-    package static func due(_ feed: Feed, business: String, freshnessSeconds: TimeInterval, policy: RetryPolicy, now: DeviceMoment) -> Date {
+    package static func due(_ feed: Feed, business: String, freshnessSeconds: TimeInterval, policy: OperationTypePolicy.RetryPolicy, now: DeviceMoment) -> Date {
         if feed.failures > 0, let failedAt = feed.lastFailureAt {
             return policy.nextAttempt(afterAttempt: AttemptNumber(rawValue: feed.failures), of: seed(business), now: failedAt,
                                       retryAfter: feed.retryAfter)
@@ -45,7 +45,7 @@ package enum FeedSchedule {
     }
 
     /// Whether to pull now. - Parameter forced: a wake the member caused.
-    package static func isDue(_ feed: Feed, business: String, freshnessSeconds: TimeInterval, policy: RetryPolicy,
+    package static func isDue(_ feed: Feed, business: String, freshnessSeconds: TimeInterval, policy: OperationTypePolicy.RetryPolicy,
                               now: DeviceMoment, forced: Bool) -> Bool {
         if let retryAfter = feed.retryAfter, retryAfter > now.wall { return false }
         return forced || due(feed, business: business, freshnessSeconds: freshnessSeconds, policy: policy, now: now) <= now.wall

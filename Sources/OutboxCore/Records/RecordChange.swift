@@ -29,7 +29,7 @@ public enum RecordChange: Sendable, Equatable {
 
 /// A record change as the journal keeps it: its key, its value (`nil`: deleted), the value's
 /// SHA-256 and its type's schema version when it was made.
-public struct RecordWrite: Sendable, Equatable {
+package struct RecordWrite: Sendable, Equatable {
     public var key: RecordKey
     /// The value; empty when sealed at rest (``sealedValue``) or deleted.
     public var value: Data?
@@ -66,7 +66,7 @@ public struct RecordWrite: Sendable, Equatable {
 
 /// What the server confirmed of one record, as the journal keeps its trail: the revision and
 /// the value's SHA-256 (the value itself lives in the record's server base), or its deletion.
-public struct RecordConfirmation: Sendable, Equatable {
+package struct RecordConfirmation: Sendable, Equatable {
     public var key: RecordKey
     /// The server's revision of the record: ordered per record, so the base never moves back.
     public var revision: UInt64

@@ -13,7 +13,7 @@ import Foundation
 public struct RecordQuery: Sendable, Equatable {
     public var business: String
     public var type: String
-    /// Only ids after this one (by bytes): the previous page's ``RecordPage/nextAfter``.
+    /// Only ids after this one (by bytes): the previous page's ``RecordQuery.Page/nextAfter``.
     public var after: String?
     /// The most records a page holds (1...10,000).
     public var limit: Int
@@ -28,19 +28,21 @@ public struct RecordQuery: Sendable, Equatable {
     }
 }
 
-/// One page of a ``RecordQuery``: the member's view of each record, pending creates included,
-/// records the member deleted left out.
-public struct RecordPage: Sendable, Equatable {
-    public var records: [LocalRecord]
-    /// The id to ask `after:` for the next page; `nil` when this page is the last.
-    public var nextAfter: String?
-    /// How fresh the page's server bases are (each record says the same): `nil` for a local-only
-    /// or unpulled type.
-    public var freshness: RecordFreshness?
+extension RecordQuery {
+    /// One page of a ``RecordQuery``: the member's view of each record, pending creates included,
+    /// records the member deleted left out.
+    public struct Page: Sendable, Equatable {
+        public var records: [LocalRecord]
+        /// The id to ask `after:` for the next page; `nil` when this page is the last.
+        public var nextAfter: String?
+        /// How fresh the page's server bases are (each record says the same): `nil` for a local-only
+        /// or unpulled type.
+        public var freshness: LocalRecord.Freshness?
 
-    public init(records: [LocalRecord], nextAfter: String?, freshness: RecordFreshness? = nil) {
-        self.records = records
-        self.nextAfter = nextAfter
-        self.freshness = freshness
+        public init(records: [LocalRecord], nextAfter: String?, freshness: LocalRecord.Freshness? = nil) {
+            self.records = records
+            self.nextAfter = nextAfter
+            self.freshness = freshness
+        }
     }
 }

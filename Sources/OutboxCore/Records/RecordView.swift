@@ -35,7 +35,7 @@ package enum RecordView {
         package var visibleAt: FeedPosition?
         package var change: RecordWrite?
         /// The first of its files not uploaded yet, for a queued write that carries files.
-        package var upload: RecordSync.Upload?
+        package var upload: LocalRecord.Sync.Upload?
 
         package init(state: OperationState, change: RecordWrite?) {
             id = state.id
@@ -52,7 +52,7 @@ package enum RecordView {
             visibleAt = state.visibleAt
             self.change = change
             upload = state.pendingAttachment.map {
-                RecordSync.Upload(attachment: $0.id, name: $0.manifest.name, landed: $0.landedBytes, size: $0.manifest.size)
+                LocalRecord.Sync.Upload(attachment: $0.id, name: $0.manifest.name, landed: $0.landedBytes, size: $0.manifest.size)
             }
         }
 
@@ -74,20 +74,20 @@ package enum RecordView {
     }
 
     /// Whether a synced write's change no longer shows over `base` (``OverlayRetirement``).
-    package static func isRetired(_ write: Write, base: ServerBase?, feed: FeedPosition?) -> Bool {
+    package static func isRetired(_ write: Write, base: LocalRecord.ServerBase?, feed: FeedPosition?) -> Bool {
         let answer = OverlayRetirement.Answer(seq: write.latestSeq, visibleAt: write.visibleAt, revision: write.serverRevision.flatMap(UInt64.init))
         return OverlayRetirement.isRetired(answer, base: base.map { OverlayRetirement.Base(seq: $0.seq, revision: $0.revision) }, feed: feed)
     }
 
     /// A value as stored: its bytes (`nil`: none) and the schema version it was written with.
     package struct Stored: Sendable {
-        package var base: ServerBase?
+        package var base: LocalRecord.ServerBase?
         package var value: Data?
         package var schemaVersion: Int?
         /// The value's hash as stored: a value sealed from this reader still has one.
         package var valueHash: SHA256Digest?
 
-        package init(base: ServerBase?, value: Data?, schemaVersion: Int?, valueHash: SHA256Digest?? = nil) {
+        package init(base: LocalRecord.ServerBase?, value: Data?, schemaVersion: Int?, valueHash: SHA256Digest?? = nil) {
             self.base = base
             self.value = value
             self.schemaVersion = schemaVersion
@@ -106,8 +106,8 @@ package enum RecordView {
         var value = stored.value
         var hash = stored.valueHash
         var version = stored.schemaVersion
-        var sync = RecordSync()
-        var notice: RecordSync.RolledBack?
+        var sync = LocalRecord.Sync()
+        var notice: LocalRecord.Sync.RolledBack?
         for write in writes {
             let state = write
             // The records' status-change table (``RecordRule``) says how the write stands.
@@ -118,10 +118,10 @@ package enum RecordView {
                 sync.held.append(state.id)
             case .pending, .conflicted:
                 apply(write.change, to: &value, hash: &hash, version: &version)
-                sync.pending.append(RecordSync.Pending(operation: state.id, status: state.status, deletes: write.change?.isDelete ?? false,
+                sync.pending.append(LocalRecord.Sync.Pending(operation: state.id, status: state.status, deletes: write.change?.isDelete ?? false,
                                                        upload: state.upload))
                 if state.status == .conflicted {
-                    sync.conflict = RecordSync.Conflict(operation: state.id, serverRevision: state.serverRevision,
+                    sync.conflict = LocalRecord.Sync.Conflict(operation: state.id, serverRevision: state.serverRevision,
                                                         serverValue: serverValue(of: state, base: stored.base))
                 }
                 notice = nil
@@ -162,19 +162,19 @@ package enum RecordView {
 
     /// The server's value beside a conflicted change: the base when it holds the conflict's
     /// revision (a 412's `current` went there), else what the conflict kept.
-    private static func serverValue(of state: Write, base: ServerBase?) -> Data? {
+    private static func serverValue(of state: Write, base: LocalRecord.ServerBase?) -> Data? {
         if let base, let revision = state.serverRevision.flatMap(UInt64.init), base.revision >= revision { return base.value }
         return state.serverCurrent
     }
 
-    private static func rolledBack(_ state: Write) -> RecordSync.RolledBack {
+    private static func rolledBack(_ state: Write) -> LocalRecord.Sync.RolledBack {
         let words = OutboxWords.english
         if state.status == .discarded {
             let code = state.latestOutcome == .conflicted ? ErrorCode.serverVersionKept : ErrorCode.discarded
-            return RecordSync.RolledBack(operation: state.id, status: .discarded, code: code,
+            return LocalRecord.Sync.RolledBack(operation: state.id, status: .discarded, code: code,
                                          message: words.failure(code: code, serverMessage: nil) ?? words.discarded)
         }
-        return RecordSync.RolledBack(operation: state.id, status: state.status, code: state.lastErrorCode ?? "refused",
+        return LocalRecord.Sync.RolledBack(operation: state.id, status: state.status, code: state.lastErrorCode ?? "refused",
                                      message: words.failure(code: state.lastErrorCode, serverMessage: state.lastErrorMessage) ?? words.refused,
                                      serverMessage: state.lastErrorMessage)
     }

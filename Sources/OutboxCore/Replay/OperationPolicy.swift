@@ -13,20 +13,6 @@ public enum OperationPolicy: String, Sendable, Codable {
     case onlineOnly
 }
 
-/// What the engine does when the server answers that the record changed elsewhere (412, or 409
-/// `revision_conflict`), per operation type. Every decision it makes is an event in the history.
-public enum ConflictRule: Sendable, Equatable {
-    /// The row becomes `conflicted`, on the badge and the Sync tab's "Changed elsewhere" card,
-    /// until the member keeps theirs or the server's. The default.
-    case askMember
-    /// The server's version wins: the row is discarded, with that reason.
-    case serverWins
-    /// The same operation, under the same key, is sent again against the server's revision, at
-    /// most `maxTimes` times; after that the member decides. For whole-record drafts one member
-    /// owns, where the server's changes are the member's own from another device.
-    case rebase(maxTimes: Int)
-}
-
 /// Everything the engine is told about one operation type, in one value: how a replay of it is
 /// proved (``replay``), what a revision conflict does (``conflictRule``), and whether a new write
 /// replaces the entity lane's last unsent one (``coalesces``).
@@ -43,13 +29,13 @@ public struct OperationTypePolicy: Sendable, Equatable {
     /// How a replay of the type is proved (``OperationPolicy``).
     public var replay: OperationPolicy
     /// What a revision conflict (412, or 409 `revision_conflict`) does.
-    public var conflictRule: ConflictRule
+    public var conflictRule: OperationTypePolicy.ConflictRule
     /// Whether a new write of the type to an entity replaces the entity lane's last row when it is
     /// of the same type and was never attempted (the replaced row becomes `superseded`, reason
     /// `coalesced`, its payload kept in the history).
     public var coalesces: Bool
 
-    public init(replay: OperationPolicy, conflictRule: ConflictRule = .askMember, coalesces: Bool = false) {
+    public init(replay: OperationPolicy, conflictRule: OperationTypePolicy.ConflictRule = .askMember, coalesces: Bool = false) {
         self.replay = replay
         self.conflictRule = conflictRule
         self.coalesces = coalesces
@@ -63,7 +49,7 @@ public struct OperationTypePolicy: Sendable, Equatable {
     public static let onlineOnly = OperationTypePolicy(replay: .onlineOnly)
 
     /// This policy with `rule` for revision conflicts.
-    public func onConflict(_ rule: ConflictRule) -> OperationTypePolicy {
+    public func onConflict(_ rule: OperationTypePolicy.ConflictRule) -> OperationTypePolicy {
         var policy = self
         policy.conflictRule = rule
         return policy
@@ -74,5 +60,21 @@ public struct OperationTypePolicy: Sendable, Equatable {
         var policy = self
         policy.coalesces = on
         return policy
+    }
+}
+
+extension OperationTypePolicy {
+    /// What the engine does when the server answers that the record changed elsewhere (412, or 409
+    /// `revision_conflict`), per operation type. Every decision it makes is an event in the history.
+    public enum ConflictRule: Sendable, Equatable {
+        /// The row becomes `conflicted`, on the badge and the Sync tab's "Changed elsewhere" card,
+        /// until the member keeps theirs or the server's. The default.
+        case askMember
+        /// The server's version wins: the row is discarded, with that reason.
+        case serverWins
+        /// The same operation, under the same key, is sent again against the server's revision, at
+        /// most `maxTimes` times; after that the member decides. For whole-record drafts one member
+        /// owns, where the server's changes are the member's own from another device.
+        case rebase(maxTimes: Int)
     }
 }

@@ -50,8 +50,8 @@ package enum OutcomePlanner {
         /// Rebases the row has had.
         package var rebaseCount: Int
         package var replay: OperationPolicy
-        package var conflictRule: ConflictRule
-        package var retryPolicy: RetryPolicy
+        package var conflictRule: OperationTypePolicy.ConflictRule
+        package var retryPolicy: OperationTypePolicy.RetryPolicy
         /// An inline save withdraws a row the server rejects as invalid.
         package var withdrawOnRejection = false
         /// Whether a 401 pauses the worker with this outcome (a batch pauses once).
@@ -64,7 +64,7 @@ package enum OutcomePlanner {
         package var connectedAgeSeconds: Double?
 
         package init(operation: OperationID, attempt: AttemptNumber, retryEpochAttempts: Int, retryEpochAgeSeconds: TimeInterval,
-                     rebaseCount: Int, replay: OperationPolicy, conflictRule: ConflictRule, retryPolicy: RetryPolicy,
+                     rebaseCount: Int, replay: OperationPolicy, conflictRule: OperationTypePolicy.ConflictRule, retryPolicy: OperationTypePolicy.RetryPolicy,
                      withdrawOnRejection: Bool = false, pausesWorker: Bool = true, now: Date) {
             self.operation = operation
             self.attempt = attempt

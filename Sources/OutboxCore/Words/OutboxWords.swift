@@ -151,7 +151,7 @@ public struct OutboxWords: Sendable, Equatable {
     /// several joined by `"; "` when the record says several things at once. `online`: whether
     /// the app sees a network (a write in flight with none fails at once, so the member is told
     /// what they wait for).
-    public func recordState(_ sync: RecordSync, online: Bool) -> String {
+    public func recordState(_ sync: LocalRecord.Sync, online: Bool) -> String {
         var parts: [String] = []
         if sync.conflict != nil {
             parts.append(waitingForDecision)

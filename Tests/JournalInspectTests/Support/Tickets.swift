@@ -186,7 +186,7 @@ enum Ticket: String, CaseIterable, Sendable, CustomTestStringConvertible {
         // retry cap after the worker first sees it so.
         clock.set(to: clock.now().addingTimeInterval(-328 * 86_400))
         await outbox.drain()
-        clock.advance(by: RetryPolicy.standard.maxDelaySeconds)
+        clock.advance(by: OperationTypePolicy.RetryPolicy.standard.maxDelaySeconds)
         await outbox.settle()
         clock.advance(by: 1200)
         _ = try await outbox.enqueue(item("Cough syrup", entity: "cough-syrup"))
@@ -231,7 +231,7 @@ enum Ticket: String, CaseIterable, Sendable, CustomTestStringConvertible {
         let transport = ScriptedTransport(otherwise: .respond(.json(
             503, #"{"code":"server_unavailable","message":"Planned maintenance: back soon"}"#)))
         let outbox = try await open(directory, number, clock: clock, transport: transport, account: "yemi",
-                              retryPolicy: RetryPolicy(initialDelaySeconds: 2, multiplier: 2, maxDelaySeconds: 3600))
+                              retryPolicy: OperationTypePolicy.RetryPolicy(initialDelaySeconds: 2, multiplier: 2, maxDelaySeconds: 3600))
         _ = try await outbox.enqueue(item("Insulin pens, 5 pack", entity: "insulin-5"))
         await outbox.settle()
         for _ in 2...51 {
@@ -338,7 +338,7 @@ enum Ticket: String, CaseIterable, Sendable, CustomTestStringConvertible {
     // MARK: Building blocks
 
     private static func open(_ directory: URL, _ number: UInt64, clock: ManualClock, transport: any OutboxTransport,
-                             account: String, appVersion: String = "3.8.0", retryPolicy: RetryPolicy = .standard) async throws -> Outbox {
+                             account: String, appVersion: String = "3.8.0", retryPolicy: OperationTypePolicy.RetryPolicy = .standard) async throws -> Outbox {
         // The members are in Lagos unless a ticket says otherwise: the zone the engine records.
         if clock.timeZone.secondsFromGMT() == 0, let lagos = TimeZone(identifier: "Africa/Lagos") { clock.setTimeZone(lagos) }
         var configuration = OutboxConfiguration(account: account, retryPolicy: retryPolicy, clock: clock, defaultPolicy: .idempotent, durability: .processCrash,
