@@ -95,7 +95,7 @@ public struct AttachmentProof: Sendable, Equatable {
     /// The same events as the engine shows them (``HistoryEntry``), in the same order.
     public var entries: [HistoryEntry] { events.map { HistoryEntry($0) } }
     /// The write's records that could not be read: the proof is incomplete when any is listed.
-    public var damaged: [DamagedRecord]
+    public var damaged: [Outbox.DamagedRecord]
 
     /// The upload as its events left it: the segment size of the last grant, the segments
     /// landed under it, whether it is completed or refused.

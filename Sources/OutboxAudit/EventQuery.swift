@@ -89,7 +89,7 @@ public struct EventQuery: Sendable, Equatable {
 
     /// Whether a damaged record in the range may be one this query asked for: only its claimed
     /// operation can be judged.
-    func mayInclude(_ damaged: DamagedRecord) -> Bool {
+    func mayInclude(_ damaged: Outbox.DamagedRecord) -> Bool {
         guard let operationID else { return true }
         return damaged.claimedOperationID == nil || damaged.claimedOperationID == operationID
     }
@@ -102,7 +102,7 @@ public struct EventPage: Sendable, Equatable {
     /// The same events as the engine shows them (``HistoryEntry``), in the same order.
     public var entries: [HistoryEntry] { events.map { HistoryEntry($0) } }
     /// Records in the range that could not be read: the page carries on past each one.
-    public var damaged: [DamagedRecord]
+    public var damaged: [Outbox.DamagedRecord]
     /// The seq to ask `after:` for the next page (the last one this page looked at); `nil` when
     /// the range holds no more. Filters are applied as the page is read, so a next page may
     /// come back empty.
@@ -114,7 +114,7 @@ public struct EventPage: Sendable, Equatable {
     /// `--from` (or `--to`) journal-inspect prints, across a compaction's gap too.
     package var nextStart: JournalSequence?
 
-    package init(events: [JournalEvent] = [], damaged: [DamagedRecord] = [], nextAfter: JournalSequence? = nil,
+    package init(events: [JournalEvent] = [], damaged: [Outbox.DamagedRecord] = [], nextAfter: JournalSequence? = nil,
                 lastExamined: JournalSequence? = nil) {
         self.events = events
         self.damaged = damaged

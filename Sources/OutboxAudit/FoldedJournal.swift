@@ -8,7 +8,7 @@ import OutboxStorage
 struct FoldedJournal: Sendable {
     var image: ProjectionImage
     /// The records the fold could not read: reported by every read that meets them.
-    var damaged: [DamagedRecord]
+    var damaged: [Outbox.DamagedRecord]
     /// The seqs of every readable event of each operation, in order, including events the fold
     /// refused (``verify`` names those).
     var eventSeqs: [OperationID: [JournalSequence]]
@@ -72,7 +72,7 @@ extension FoldedJournal: ProjectionReads {
     }
 
     func recordedSeqs(of id: OperationID, state: OperationState?, in txn: borrowing LMDBTransaction) throws
-        -> (seqs: [JournalSequence], damaged: [DamagedRecord]) {
+        -> (seqs: [JournalSequence], damaged: [Outbox.DamagedRecord]) {
         (eventSeqs[id] ?? [], damaged.filter { $0.claimedOperationID == id })
     }
 }

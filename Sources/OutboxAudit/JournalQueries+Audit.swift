@@ -30,7 +30,7 @@ extension JournalQueries {
                 do {
                     event = try schema.decode(record, seq: seq)
                 } catch {
-                    let damaged = DamagedRecord(seq: seq, error: error, record: record)
+                    let damaged = Outbox.DamagedRecord(seq: seq, error: error, record: record)
                     if query.mayInclude(damaged) { page.damaged.append(damaged) }
                     return .next
                 }
@@ -84,14 +84,14 @@ extension JournalQueries {
             var events: [JournalEvent] = []
             for seq in seqs {
                 guard let record = try txn.get(schema.events, seq) else {
-                    damaged.append(DamagedRecord(seq: seq, reason: "listed in the operation's history, missing from the journal",
+                    damaged.append(Outbox.DamagedRecord(seq: seq, reason: "listed in the operation's history, missing from the journal",
                                                  claimedOperationID: id))
                     continue
                 }
                 do {
                     events.append(try schema.decode(record, seq: seq))
                 } catch {
-                    damaged.append(DamagedRecord(seq: seq, error: error, record: record))
+                    damaged.append(Outbox.DamagedRecord(seq: seq, error: error, record: record))
                 }
             }
             guard state != nil || !events.isEmpty || !damaged.isEmpty else { throw OutboxError.operationNotFound(id) }
@@ -116,7 +116,7 @@ extension JournalQueries {
         let current = projectionsAreCurrent
         return try read { txn in
             // The moment of the last event: the last record that reads, each damaged one noted.
-            var damaged: [DamagedRecord] = []
+            var damaged: [Outbox.DamagedRecord] = []
             var lastEventAt: Date?
             try txn.scan(schema.events, reverse: true) { entry in
                 let seq = (try? entry.key()) ?? .zero
@@ -125,7 +125,7 @@ extension JournalQueries {
                     lastEventAt = try schema.decode(record, seq: seq).recordedAt
                     return .stop
                 } catch {
-                    damaged.append(DamagedRecord(seq: seq, error: error, record: record))
+                    damaged.append(Outbox.DamagedRecord(seq: seq, error: error, record: record))
                     return .next
                 }
             }

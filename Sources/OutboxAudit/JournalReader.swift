@@ -18,7 +18,7 @@ package import OutboxStorage
 ///
 /// A journal whose stored projections were written by another layout is folded from its events
 /// at open instead (every read answers the same). A damaged record is reported by the reads that
-/// meet it, as a ``DamagedRecord``, and they carry on with the rest.
+/// meet it, as a ``Outbox.DamagedRecord``, and they carry on with the rest.
 public final class JournalReader: Sendable {
     package let store: JournalStore
     /// Every read: from the stored projections, or from the events folded at open.
@@ -82,7 +82,7 @@ public final class JournalReader: Sendable {
 
     /// The records the fold at open could not read, when the projections are of another layout
     /// (empty otherwise): operations and counts folded without them may be incomplete.
-    public var recordsSkippedByFold: [DamagedRecord] { folded?.damaged ?? [] }
+    public var recordsSkippedByFold: [Outbox.DamagedRecord] { folded?.damaged ?? [] }
 
     // MARK: Operations
 
@@ -181,7 +181,7 @@ public final class JournalReader: Sendable {
     }
 
     /// Every event that made a record's value, and a verdict in words (``Outbox/recordHistory(_:showingValues:)``).
-    public func recordHistory(_ key: RecordKey, policy: OutboxConfiguration.RecordTypePolicy = OutboxConfiguration.RecordTypePolicy(), showingValues: Bool = false) throws -> RecordHistory {
+    public func recordHistory(_ key: RecordKey, policy: OutboxConfiguration.RecordTypePolicy = OutboxConfiguration.RecordTypePolicy(), showingValues: Bool = false) throws -> LocalRecord.History {
         try queries.recordHistory(key, policy: policy, showingValues: showingValues)
     }
 

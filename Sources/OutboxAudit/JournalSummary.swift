@@ -34,7 +34,7 @@ public struct JournalSummary: Sendable, Equatable {
     /// When the last readable event was recorded (device clock).
     public var lastEventAt: Date?
     /// The records the summary had to read and could not (the journal's last ones, when damaged).
-    public var damaged: [DamagedRecord]
+    public var damaged: [Outbox.DamagedRecord]
     /// Each business's change feed the journal pulled: its cursor and the page that set it.
     public var feeds: [Feed] = []
     /// The waiting writes at the moment read as now: the oldest one's connected age (a route
@@ -76,7 +76,7 @@ public struct JournalSummary: Sendable, Equatable {
     package init(path: String, formatVersion: Int, projectionVersion: Int?, projectionsAreCurrent: Bool,
                 account: String?, firstSeq: JournalSequence?, lastSeq: JournalSequence, eventCount: Int,
                 eventBytes: Int, fileBytes: Int, usedBytes: Int, statusCounts: [OutboxStatus: Int],
-                oldestPending: OperationState?, engine: EngineState, lastEventAt: Date?, damaged: [DamagedRecord]) {
+                oldestPending: OperationState?, engine: EngineState, lastEventAt: Date?, damaged: [Outbox.DamagedRecord]) {
         self.path = path
         self.formatVersion = formatVersion
         self.projectionVersion = projectionVersion

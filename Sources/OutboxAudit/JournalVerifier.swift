@@ -30,7 +30,7 @@ struct JournalVerifier {
     }
     private(set) var image = ProjectionImage.empty
     private(set) var findings: [VerificationFinding] = []
-    private(set) var damaged: [DamagedRecord] = []
+    private(set) var damaged: [Outbox.DamagedRecord] = []
     private(set) var recordsChecked = 0
     /// The seq of every readable event of each operation, legal or not: what a timeline of a
     /// folded journal lists.
@@ -64,7 +64,7 @@ struct JournalVerifier {
         do {
             event = try RecordCodec.decode(record, seq: seq, unseal: unseal)
         } catch {
-            noteDamage(DamagedRecord(seq: seq, error: error, record: record))
+            noteDamage(Outbox.DamagedRecord(seq: seq, error: error, record: record))
             return
         }
         switch event.body {
@@ -148,7 +148,7 @@ struct JournalVerifier {
         }
     }
 
-    private mutating func noteDamage(_ record: DamagedRecord) {
+    private mutating func noteDamage(_ record: Outbox.DamagedRecord) {
         damaged.append(record)
         var message = "the record cannot be read: \(record.reason)"
         if let claimed = record.claimedOperationID {

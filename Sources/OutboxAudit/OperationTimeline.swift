@@ -22,13 +22,13 @@ public struct OperationTimeline: Sendable, Equatable {
     /// The same events as the engine shows them (``HistoryEntry``), in the same order.
     public var entries: [HistoryEntry] { events.map { HistoryEntry($0) } }
     /// Its records that could not be read. When any is listed, the timeline is incomplete.
-    public var damaged: [DamagedRecord]
+    public var damaged: [Outbox.DamagedRecord]
     /// One entry per attempt, in order, with its outcome and the gap before it.
     package var attempts: [AttemptSummary]
     /// The payload and its hash check; `nil` when the `enqueued` record is unreadable.
     public var payload: PayloadCheck?
 
-    package init(id: OperationID, state: OperationState?, events: [JournalEvent], damaged: [DamagedRecord],
+    package init(id: OperationID, state: OperationState?, events: [JournalEvent], damaged: [Outbox.DamagedRecord],
                 attempts: [AttemptSummary], payload: PayloadCheck?) {
         self.id = id
         self.state = state

@@ -17,8 +17,8 @@ extension Simulation {
         let freshness = Double([60, 600, 3_600][random.int(in: 0..<3)])
         return PullConfiguration(
             pageSize: pageSize,
-            types: [ExactString(SimulationScenario.itemType): PullConfiguration.PulledType(freshnessSeconds: freshness),
-                    ExactString(SimulationScenario.productType): PullConfiguration.PulledType(freshnessSeconds: freshness)],
+            types: [SimulationScenario.itemType: PullConfiguration.PulledType(freshnessSeconds: freshness),
+                    SimulationScenario.productType: PullConfiguration.PulledType(freshnessSeconds: freshness)],
             businesses: [SimulationScenario.business]
         )
     }

@@ -157,7 +157,7 @@ extension Simulation {
         let keys = all ? audit.records.keys.sorted() : touched.sorted()
         recordTally["record views compared", default: 0] += keys.count
         for key in keys {
-            let isLocalOnly = SimulationScenario.recordTypes[ExactString(key.type)]?.isLocalOnly ?? false
+            let isLocalOnly = SimulationScenario.recordTypes[key.type]?.isLocalOnly ?? false
             let record = try outbox.record(key)
             let shown = ExpectedRecord(engine: record, isLocalOnly: isLocalOnly)
             let expected = audit.expected(key, isLocalOnly: isLocalOnly)

@@ -14,7 +14,7 @@ struct SimulationScenario: Sendable, CustomStringConvertible {
     static let editTypes: Set<String> = [priceEdit, draftEdit]
     /// The types whose policy no seed changes: a create and a stock movement, each replayed
     /// under its `Idempotency-Key`.
-    static let fixedPolicies: [ExactString: OperationTypePolicy] = [
+    static let fixedPolicies: [String: OperationTypePolicy] = [
         "product.create": .idempotent, "product.delete": .idempotent, "stock.move": .idempotent,
     ]
 
@@ -25,13 +25,13 @@ struct SimulationScenario: Sendable, CustomStringConvertible {
     static let itemType = "item"
     static let productType = "product"
     static let draftType = "draft"
-    static let recordTypes: [ExactString: OutboxConfiguration.RecordTypePolicy] = [
-        ExactString(itemType): OutboxConfiguration.RecordTypePolicy(), ExactString(productType): OutboxConfiguration.RecordTypePolicy(),
-        ExactString(draftType): .localOnly,
+    static let recordTypes: [String: OutboxConfiguration.RecordTypePolicy] = [
+        itemType: OutboxConfiguration.RecordTypePolicy(), productType: OutboxConfiguration.RecordTypePolicy(),
+        draftType: .localOnly,
     ]
 
     /// Every type's policy, as the engine is configured with it.
-    var operationPolicies: [ExactString: OperationTypePolicy]
+    var operationPolicies: [String: OperationTypePolicy]
     var retryPolicy: OperationTypePolicy.RetryPolicy
     /// The chance, in percent, that an edit of a record the phone has a base for (or a pending
     /// write of) asks for its `If-Match` from that base as it is sent (`revisionFrom`) rather
@@ -52,8 +52,8 @@ struct SimulationScenario: Sendable, CustomStringConvertible {
         if random.chance(50) { draft.coalesces = true }
         if random.chance(25) { price.coalesces = true }
         operationPolicies = Self.fixedPolicies
-        operationPolicies[ExactString(Self.priceEdit)] = price
-        operationPolicies[ExactString(Self.draftEdit)] = draft
+        operationPolicies[Self.priceEdit] = price
+        operationPolicies[Self.draftEdit] = draft
         retryPolicy = .standard
         if random.chance(40) {
             // Gives up after a few attempts, and for some seeds after an age as well.
@@ -71,18 +71,18 @@ struct SimulationScenario: Sendable, CustomStringConvertible {
     /// the network heals.
     init(uploads operationType: String, retryPolicy: OperationTypePolicy.RetryPolicy) {
         operationPolicies = Self.fixedPolicies
-        operationPolicies[ExactString(operationType)] = .idempotent
+        operationPolicies[operationType] = .idempotent
         self.retryPolicy = retryPolicy
         revisionFromPercent = 0
     }
 
     func conflictRule(for operationType: String) -> OperationTypePolicy.ConflictRule {
-        operationPolicies[ExactString(operationType)]?.conflictRule ?? .askMember
+        operationPolicies[operationType]?.conflictRule ?? .askMember
     }
 
     /// Whether a write of `operationType` replaces its lane's last unsent one of the type.
     func coalesces(_ operationType: String) -> Bool {
-        operationPolicies[ExactString(operationType)]?.coalesces ?? false
+        operationPolicies[operationType]?.coalesces ?? false
     }
 
     var retryDescription: String {

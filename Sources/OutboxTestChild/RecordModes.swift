@@ -9,8 +9,8 @@ import OutboxAudit
 let recordBusiness = "crash-records"
 
 /// The record types and write types these modes use, configured as an app configures them.
-let recordPolicies: [ExactString: OperationTypePolicy] = ["product.create": .idempotent, "product.update": .idempotent]
-let recordTypes: [ExactString: OutboxConfiguration.RecordTypePolicy] = ["draft": .localOnly]
+let recordPolicies: [String: OperationTypePolicy] = ["product.create": .idempotent, "product.update": .idempotent]
+let recordTypes: [String: OutboxConfiguration.RecordTypePolicy] = ["draft": .localOnly]
 
 func productKey(_ id: String) -> RecordKey { RecordKey(business: recordBusiness, type: "product", id: id) }
 func draftKey(_ id: String) -> RecordKey { RecordKey(business: recordBusiness, type: "draft", id: id) }

@@ -97,7 +97,7 @@ func openEngine(
 }
 
 /// The one type the child writes, listed as an app lists its types.
-let productPolicies: [ExactString: OperationTypePolicy] = ["product.create": .idempotent]
+let productPolicies: [String: OperationTypePolicy] = ["product.create": .idempotent]
 
 func product(_ number: Int) -> OutboxRequest {
     OutboxRequest(

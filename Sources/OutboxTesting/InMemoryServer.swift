@@ -39,7 +39,7 @@ public final class InMemoryServer: OutboxTransport {
         /// Apply the write, then lose the response on the way back.
         case applyThenDropResponse
         /// No response, and the write never reached the server.
-        case noResponse(TransportFailure)
+        case noResponse(TransportRequest.Failure)
         /// Answer this without applying anything (a 5xx, a 401, a captive portal, ...).
         case respond(TransportResponse)
         /// Hold the request for approval: apply it, store and answer 202 with a request id.

@@ -20,7 +20,7 @@ public final class ScriptedTransport: OutboxTransport {
         /// Answer with this response.
         case respond(TransportResponse)
         /// No response: throw a `URLError` of this failure's class.
-        case fail(TransportFailure)
+        case fail(TransportRequest.Failure)
         /// Compute the answer (a model server, a suspension point for a test).
         case handle(@Sendable (TransportRequest) async throws -> TransportResponse)
         /// Hold the request, as a slow network does, until ``answerHeld(_:)`` gives it an
@@ -182,7 +182,7 @@ extension TransportResponse {
     }
 }
 
-extension TransportFailure {
+extension TransportRequest.Failure {
     /// A `URLError` code of this class.
     public var urlErrorCode: URLError.Code {
         switch self {

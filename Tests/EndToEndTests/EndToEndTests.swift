@@ -159,7 +159,7 @@ struct EndToEndTests {
             _ = try await transport.send(TransportRequest(method: "POST", endpoint: "/products", headers: [:], body: Data("{}".utf8)))
             Issue.record("a refused connection answered")
         } catch {
-            #expect(TransportFailure(error) == .cannotConnect)
+            #expect(TransportRequest.Failure(error) == .cannotConnect)
         }
         withExtendedLifetime(refusing) {}
     }
@@ -174,7 +174,7 @@ struct EndToEndTests {
                 method: "POST", endpoint: "/products", headers: ["Idempotency-Key": "held"], body: Data(#"{"id":"p-2"}"#.utf8)))
             Issue.record("a held request answered")
         } catch {
-            #expect(TransportFailure(error) == .timedOut)
+            #expect(TransportRequest.Failure(error) == .timedOut)
         }
         server.release()
     }

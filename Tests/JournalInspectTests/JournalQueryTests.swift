@@ -242,7 +242,7 @@ struct JournalQueryTests {
         #expect(enqueued.payloadHashMatches == true)
         #expect(HistoryEntry(events[0], includePayload: true).payload?.contains("Antiseptic 500 ml") == true)
         let offline = HistoryEntry(events[2])
-        #expect(offline.outcome == "no_response" && offline.transportFailure == TransportFailure.offline.rawValue && offline.httpStatus == nil)
+        #expect(offline.outcome == "no_response" && offline.transportFailure == TransportRequest.Failure.offline.rawValue && offline.httpStatus == nil)
         #expect(offline.disposition == Disposition.transientFailure.rawValue && offline.nextAttemptAt == fixtureStart.addingTimeInterval(2))
         let accepted = HistoryEntry(events[6])
         #expect(accepted.outcome == "response" && accepted.httpStatus == 201 && accepted.serverRevision == "1")

@@ -19,7 +19,7 @@ struct DispositionTableTests {
         return .response(TransportResponse(statusCode: status, headers: allHeaders, body: body))
     }
 
-    static func classify(_ result: TransportResult, _ policy: OperationPolicy = .idempotent) -> Classification {
+    static func classify(_ result: TransportResult, _ policy: OperationTypePolicy.Replay = .idempotent) -> Classification {
         DispositionTable.classify(result, policy: policy, now: now)
     }
 

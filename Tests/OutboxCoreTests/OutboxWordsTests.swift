@@ -71,7 +71,7 @@ struct OutboxWordsTests {
 
     /// No text the member reads names a Swift case, the way "(cannotConnect)" once did.
     @Test func noTextNamesASwiftCase() {
-        let failures: [TransportFailure] = [.offline, .timedOut, .connectionLost, .cannotConnect, .hostNotFound,
+        let failures: [TransportRequest.Failure] = [.offline, .timedOut, .connectionLost, .cannotConnect, .hostNotFound,
                                             .secureConnectionFailed, .cancelled, .other, .missingFromBatch]
         for failure in failures {
             let classification = DispositionTable.classify(.noResponse(failure), policy: .idempotent, now: Date(timeIntervalSince1970: 0))

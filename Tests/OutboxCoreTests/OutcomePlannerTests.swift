@@ -16,7 +16,7 @@ struct OutcomePlannerTests {
 
     static func facts(
         attempt: Int = 1, epochAttempts: Int = 0, ageSeconds: TimeInterval = 0, rebases: Int = 0,
-        replay: OperationPolicy = .idempotent, rule: OperationTypePolicy.ConflictRule = .askMember,
+        replay: OperationTypePolicy.Replay = .idempotent, rule: OperationTypePolicy.ConflictRule = .askMember,
         retry: OperationTypePolicy.RetryPolicy = .standard, withdraw: Bool = false, pauses: Bool = true
     ) -> OutcomePlanner.Facts {
         OutcomePlanner.Facts(

@@ -51,7 +51,7 @@ struct BudgetedDrainTests {
         let id = OperationID()
         var policy = OperationTypePolicy.RetryPolicy(initialDelaySeconds: 2, multiplier: 2, maxDelaySeconds: 60)
         policy.maxAttempts = 3
-        for (failure, dueAtOnce, givesUp) in [(TransportFailure.cancelled, true, false), (.offline, false, true)] {
+        for (failure, dueAtOnce, givesUp) in [(TransportRequest.Failure.cancelled, true, false), (.offline, false, true)] {
             let facts = OutcomePlanner.Facts(operation: id, attempt: AttemptNumber(rawValue: 3), retryEpochAttempts: 0, retryEpochAgeSeconds: 10,
                                              rebaseCount: 0, replay: .idempotent, conflictRule: .askMember, retryPolicy: policy, now: Self.t0)
             let plan = OutcomePlanner.plan(.transport(.noResponse(failure)), facts)

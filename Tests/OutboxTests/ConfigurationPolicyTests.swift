@@ -22,7 +22,7 @@ private func isUnlistedTypeRefusal(_ error: any Error, _ operationType: String) 
 }
 
 /// A configuration listing exactly `policies`, with no default policy: every other type is refused.
-private func listingOnly(_ policies: [ExactString: OperationTypePolicy]) -> (inout OutboxConfiguration) -> Void {
+private func listingOnly(_ policies: [String: OperationTypePolicy]) -> (inout OutboxConfiguration) -> Void {
     { configuration in
         configuration.operationPolicies = policies
         configuration.defaultPolicy = nil
@@ -138,7 +138,7 @@ struct ConfigurationPolicyTests {
         let decomposed = "cafe\u{301}.create"
         #expect(composed == decomposed, "Swift's String calls the two equal; the configuration must not")
         let journal = TestJournal()
-        let outbox = try journal.open(listingOnly([ExactString(composed): .idempotent]))
+        let outbox = try journal.open(listingOnly([composed: .idempotent]))
         defer { outbox.close() }
         #expect(outbox.canQueue(composed))
         #expect(!outbox.canQueue(decomposed))

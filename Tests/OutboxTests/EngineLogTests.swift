@@ -233,10 +233,10 @@ struct ProblemTests {
         let start = Date(timeIntervalSince1970: 1_800_000_000)
         var tally = ProblemTally()
         for second in 0..<40 {
-            tally.record(OutboxProblem(kind: second.isMultiple(of: 4) ? .compactionFailed : .journalRead,
+            tally.record(OutboxLogger.Problem(kind: second.isMultiple(of: 4) ? .compactionFailed : .journalRead,
                                        recordedAt: start.addingTimeInterval(Double(second)), operationID: nil, errorDescription: "e"))
         }
-        #expect(tally.recent.count == OutboxProblem.recentLimit)
+        #expect(tally.recent.count == OutboxLogger.Problem.recentLimit)
         #expect(tally.recent.first?.recordedAt == start.addingTimeInterval(8), "the oldest eight were let go")
         #expect(tally.recent.last?.recordedAt == start.addingTimeInterval(39))
         #expect(tally.counts == [.journalRead: 30, .compactionFailed: 10])
@@ -246,10 +246,10 @@ struct ProblemTests {
         struct EchoingError: Error, CustomStringConvertible {
             var description: String { "server said: PAYLOAD-MARKER-7731" }
         }
-        let description = OutboxProblem.describe(EchoingError())
+        let description = OutboxLogger.Problem.describe(EchoingError())
         #expect(!description.contains("PAYLOAD-MARKER"))
         #expect(description.hasSuffix("EchoingError"))
-        #expect(OutboxProblem.describe(OutboxError.storage(code: 5, message: "Input/output error")) == "storage error 5: Input/output error")
+        #expect(OutboxLogger.Problem.describe(OutboxError.storage(code: 5, message: "Input/output error")) == "storage error 5: Input/output error")
     }
 
     @Test func problemCountsEncodeAsAnObjectKeyedByKind() throws {

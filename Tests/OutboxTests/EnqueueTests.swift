@@ -159,9 +159,9 @@ struct EnqueueTests {
         var ids: Set<OperationID> = []
         for number in 1...10 { ids.insert(try await outbox.enqueue(productRequest(number))) }
         outbox.close()
-        var taken: [OutboxChange] = []
+        var taken: [OutboxChanges.Change] = []
         for await change in stream { taken.append(change) }
-        var commits: [OutboxChange] = []
+        var commits: [OutboxChanges.Change] = []
         for await change in everyCommit { commits.append(change) }
         #expect(commits.count >= 10 && commits.allSatisfy { $0.coalesced == 0 })
         #expect(Set(taken.flatMap(\.operations)) == ids, "every operation touched is in some change")

@@ -87,7 +87,7 @@ struct KeyBoundsTests {
         )
         let journal = TestJournal(transport: transport)
         let outbox = try journal.open {
-            $0.operationPolicies = [ExactString(String(repeating: "t", count: OutboxRequest.maxOperationTypeBytes)): .idempotent]
+            $0.operationPolicies = [String(repeating: "t", count: OutboxRequest.maxOperationTypeBytes): .idempotent]
         }
         defer { outbox.close() }
         var request = Self.requestAtTheBounds()

@@ -394,7 +394,7 @@ struct ReplayTests {
         var ids: [OperationID] = []
         for number in 0..<4 { ids.append(try await outbox.enqueue(productRequest(number))) }
         outbox.wake(.appLaunch)
-        for reason in [AppWake.foreground, .connectivityRegained, .appLaunch, .foreground] { outbox.wake(reason) }
+        for reason in [Outbox.AppWake.foreground, .connectivityRegained, .appLaunch, .foreground] { outbox.wake(reason) }
         await released.open()
         await outbox.drain()
         #expect(transport.requests.count == 4)

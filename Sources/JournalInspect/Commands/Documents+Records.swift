@@ -127,7 +127,7 @@ struct RecordDocument: Encodable {
     var verdict: String
 
     /// - Parameter values: the values the entries name, by their SHA-256 in hex (with `--payload`).
-    init(_ history: RecordHistory, includeValues: Bool, values: [String: Data] = [:], sealed: Bool) {
+    init(_ history: LocalRecord.History, includeValues: Bool, values: [String: Data] = [:], sealed: Bool) {
         key = history.key.description
         business = history.key.business
         type = history.key.type

@@ -71,12 +71,12 @@ struct SummaryDocument: Encodable {
     var worker: Worker
     var lastOpened: LastOpened?
     var lastEventAt: Date?
-    var damaged: [DamagedRecord]
+    var damaged: [Outbox.DamagedRecord]
     /// Absent for a journal that never pulled.
     var feeds: [Feed]?
     var generatedAt: Date
 
-    init(_ summary: JournalSummary, now: Date, damaged: [DamagedRecord]) {
+    init(_ summary: JournalSummary, now: Date, damaged: [Outbox.DamagedRecord]) {
         path = summary.path
         formatVersion = summary.formatVersion
         projectionVersion = summary.projectionVersion
@@ -127,7 +127,7 @@ struct LedgerDocument: Encodable {
 
 struct EventsDocument: Encodable {
     var events: [HistoryEntry]
-    var damaged: [DamagedRecord]
+    var damaged: [Outbox.DamagedRecord]
     /// Where the next page would start, when the limit cut the range short.
     var nextSeq: JournalSequence?
 }
@@ -179,7 +179,7 @@ struct TimelineDocument: Encodable {
     var events: [HistoryEntry]
     var attempts: [AttemptSummary]
     var payload: PayloadDocument?
-    var damaged: [DamagedRecord]
+    var damaged: [Outbox.DamagedRecord]
     var complete: Bool
     var restarts: [RestartDocument]
     /// What the device clock did between events, where it jumped: one sentence each.
@@ -240,5 +240,5 @@ struct ReportDocument: Encodable {
     var file: String
     var bytes: Int
     var operations: Int
-    var damaged: [DamagedRecord]
+    var damaged: [Outbox.DamagedRecord]
 }

@@ -124,7 +124,7 @@ struct AttachmentDocument: Encodable {
     var completion: Completion?
     var refusals: [Refusal]
     var state: AttachmentStanding
-    var damaged: [DamagedRecord]
+    var damaged: [Outbox.DamagedRecord]
     var verdict: String
 
     init(_ proof: AttachmentProof, journalLastEvent: JournalEvent? = nil, moments: MomentFormat) {

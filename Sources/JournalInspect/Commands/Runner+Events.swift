@@ -180,7 +180,7 @@ package enum EventsText {
             + "\n"
     }
 
-    package static func lines(_ events: [JournalEvent], damaged: [DamagedRecord], seqWidth: Int,
+    package static func lines(_ events: [JournalEvent], damaged: [Outbox.DamagedRecord], seqWidth: Int,
                              moments: MomentFormat = MomentFormat(now: Date()), style: Style) -> String {
         let width = momentWidth(moments)
         var rows: [(seq: JournalSequence, text: String)] = events.map { event in

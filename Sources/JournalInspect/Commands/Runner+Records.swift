@@ -60,7 +60,7 @@ extension Runner {
     /// The values a history names by their SHA-256 (in hex), as far as the journal still holds them: each
     /// write's change (in its `enqueued` event), the view, the base and a conflict's server
     /// value. An earlier base the server replaced is not kept: only its hash is.
-    private func valuesNamed(in history: RecordHistory) throws -> [String: Data] {
+    private func valuesNamed(in history: LocalRecord.History) throws -> [String: Data] {
         var values: [String: Data] = [:]
         func add(_ value: Data?) {
             if let value { values[SHA256Digest(of: value).hex] = value }
@@ -79,7 +79,7 @@ extension Runner {
 
     /// The record's history as a synced type's, or as a local-only type's when the journal holds
     /// nothing of it as a synced one.
-    private func recordHistory(_ key: RecordKey, showingValues: Bool) throws -> RecordHistory {
+    private func recordHistory(_ key: RecordKey, showingValues: Bool) throws -> LocalRecord.History {
         let synced = try reader.recordHistory(key, showingValues: showingValues)
         guard synced.record == nil, synced.entries.isEmpty else { return synced }
         let local = try reader.recordHistory(key, policy: .localOnly, showingValues: showingValues)

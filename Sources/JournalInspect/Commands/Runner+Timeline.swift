@@ -28,7 +28,7 @@ extension Runner {
             }
         }
         var timelines: [OperationTimeline] = []
-        var damaged: [DamagedRecord] = []
+        var damaged: [Outbox.DamagedRecord] = []
         var unreadable: [OperationID] = []
         for id in ids {
             // With --all the ids come from the journal: one it holds nothing of is damage, not a usage error.

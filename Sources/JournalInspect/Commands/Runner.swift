@@ -53,7 +53,7 @@ struct Runner {
 
     /// Reports damaged records, and listed operations of which the journal holds nothing, on
     /// standard error; answers the exit code of a command that read everything else.
-    func finish(damaged: [DamagedRecord], unreadable: [OperationID] = []) -> ExitCode {
+    func finish(damaged: [Outbox.DamagedRecord], unreadable: [OperationID] = []) -> ExitCode {
         guard !damaged.isEmpty || !unreadable.isEmpty else { return .success }
         var text = ""
         for id in unreadable {
@@ -73,7 +73,7 @@ struct Runner {
     }
 
     /// The records a folded reader could not read: they may hide operations from any list.
-    var foldDamage: [DamagedRecord] { reader.recordsSkippedByFold }
+    var foldDamage: [Outbox.DamagedRecord] { reader.recordsSkippedByFold }
 
     /// The one operation `prefix` names.
     /// - Throws: a ``UsageError`` listing the candidates when it names none or several.

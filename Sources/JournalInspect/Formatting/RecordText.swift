@@ -13,7 +13,7 @@ package enum RecordText {
     ///   - values: the values the history names, by their SHA-256 in hex, when they are to be shown
     ///     (`--payload`); `nil` names each by its hash only.
     ///   - sealed: the journal is encrypted at rest and was read without its key.
-    package static func render(_ history: RecordHistory, values: [String: Data]?, sealed: Bool = false, moments: MomentFormat,
+    package static func render(_ history: LocalRecord.History, values: [String: Data]?, sealed: Bool = false, moments: MomentFormat,
                               style: Style) -> String {
         let includeValues = values != nil
         var text = fields(history, includeValues: includeValues, sealed: sealed, moments: moments, style: style).render(style)
@@ -29,7 +29,7 @@ package enum RecordText {
 
     /// The library's verdict; for values sealed from this reader, what can be told without them
     /// (the engine reads a sealed value as none, so its words would say "deleted").
-    static func verdict(_ history: RecordHistory, sealed: Bool) -> String {
+    static func verdict(_ history: LocalRecord.History, sealed: Bool) -> String {
         guard sealed, let record = history.record else { return history.verdict }
         return "its values are sealed (the journal is encrypted at rest): --key-file opens them, and the verdict needs them; "
             + "its sync state without them: \(syncShort(record))"
@@ -37,7 +37,7 @@ package enum RecordText {
     }
 
     /// The header: the record, the member's view, the server's base, the sync state.
-    static func fields(_ history: RecordHistory, includeValues: Bool, sealed: Bool, moments: MomentFormat, style: Style) -> FieldList {
+    static func fields(_ history: LocalRecord.History, includeValues: Bool, sealed: Bool, moments: MomentFormat, style: Style) -> FieldList {
         var fields = FieldList()
         fields.add("Record", history.key.description)
         guard let record = history.record else { return fields }
@@ -122,7 +122,7 @@ package enum RecordText {
     }
 
     /// The events that made the record's value.
-    static func rows(_ entries: [RecordHistory.Entry], moments: MomentFormat) -> TextTable {
+    static func rows(_ entries: [LocalRecord.History.Entry], moments: MomentFormat) -> TextTable {
         var table = TextTable(headers: ["SEQ", "MOMENT", "KIND", "WRITE", "WHAT", "REVISION", "VALUE"], rightAligned: [0, 5])
         for entry in entries {
             table.add([
@@ -136,7 +136,7 @@ package enum RecordText {
 
     /// Each value the events name, once, by the first digits of its hash: its JSON text, or why
     /// the journal no longer holds it.
-    static func valueLines(_ entries: [RecordHistory.Entry], values: [String: Data]) -> String {
+    static func valueLines(_ entries: [LocalRecord.History.Entry], values: [String: Data]) -> String {
         var seen = Set<String>()
         var text = ""
         for hash in entries.compactMap(\.valueHash) where seen.insert(hash.hex).inserted {

@@ -96,7 +96,7 @@ package enum TimelineText {
     /// One line of the table, before runs are folded.
     private enum Line {
         case event(JournalEvent, gap: String, notes: [String])
-        case damaged(DamagedRecord)
+        case damaged(Outbox.DamagedRecord)
     }
 
     /// The events, with damaged records in their place, the restarts and compaction that

@@ -13,7 +13,7 @@ package struct HTMLReportInput: Sendable {
     /// The zone moments print in, and the moment the report is as of.
     package var moments: MomentFormat
     /// Damaged records the report met.
-    package var damaged: [DamagedRecord]
+    package var damaged: [Outbox.DamagedRecord]
     /// Every attachment the journal holds a manifest of, in journal order (their files looked
     /// at for presence and size).
     package var attachments: [AttachmentProof]
@@ -21,7 +21,7 @@ package struct HTMLReportInput: Sendable {
     package var generatedAt: Date { moments.now }
 
     package init(summary: JournalSummary, depth: [QueueDepthSample], operations: [OperationFacts], engine: EngineState,
-                moments: MomentFormat, damaged: [DamagedRecord], attachments: [AttachmentProof] = []) {
+                moments: MomentFormat, damaged: [Outbox.DamagedRecord], attachments: [AttachmentProof] = []) {
         self.attachments = attachments
         self.summary = summary
         self.depth = depth

@@ -1,3 +1,6 @@
+// Kept in one file: one function builds an entry from every kind of event, and the fields it
+// fills are declared beside it; split, a kind's fields and their filling would part.
+
 public import Foundation
 public import OutboxCore
 
@@ -392,7 +395,7 @@ extension HistoryEntry {
 package struct OutcomeFields {
     package var outcome: String
     package var httpStatus: Int?
-    package var transportFailure: TransportFailure?
+    package var transportFailure: TransportRequest.Failure?
 
     package init(_ outcome: AttemptOutcome) {
         switch outcome {

@@ -73,7 +73,7 @@ extension Outbox {
     /// What the worker learnt in memory since the journal opened (its backoff, the limits the
     /// server published) is absent after a restart until the feed is pulled again.
     /// - Throws: ``OutboxError/closed``, or a storage error reading the feed.
-    public func feedState(business: String) throws -> FeedState? {
+    public func feedState(business: String) throws -> Outbox.FeedState? {
         try ensureOpen()
         return try replayPass.pulls?.state(business: business)
             ?? PullStage.state(stored: store.queries.storedFeed(business: business), business: business, clock: configuration.clock)
@@ -81,7 +81,7 @@ extension Outbox {
 
     /// Every pulled feed's state (``feedState(business:)``), in the order of the businesses' bytes.
     /// - Throws: ``OutboxError/closed``, or a storage error reading the feeds.
-    public func feedStates() throws -> [FeedState] {
+    public func feedStates() throws -> [Outbox.FeedState] {
         try ensureOpen()
         if let pulls = replayPass.pulls { return try pulls.states() }
         return try store.queries.pulledBusinesses().compactMap { business in

@@ -35,7 +35,7 @@ extension Outbox {
     /// for await change in outbox.changes() where change.operations.contains(id) { ... }
     /// ```
     /// - Parameter buffering: what waits while the reader is busy: by default the newest 64
-    ///   changes apart and the older merged into one (``OutboxChange/coalesced`` says how many).
+    ///   changes apart and the older merged into one (``OutboxChanges.Change/coalesced`` says how many).
     public func changes(buffering: OutboxChanges.Buffering = .standard) -> OutboxChanges {
         broadcaster.subscribe(buffering: buffering)
     }

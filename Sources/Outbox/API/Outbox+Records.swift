@@ -32,7 +32,7 @@ extension Outbox {
         guard let pull = configuration.pull, pull.pulls(type: type), !configuration.recordPolicy(for: type).isLocalOnly else { return nil }
         let state = try feedState(business: business)
         return LocalRecord.Freshness(caughtUpAt: state?.caughtUpAt, ageSeconds: state?.lagSeconds,
-                               freshnessSeconds: pull.types[ExactString(type)]?.freshnessSeconds ?? pull.freshnessSeconds)
+                               freshnessSeconds: pull.exactTypes[ExactString(type)]?.freshnessSeconds ?? pull.freshnessSeconds)
     }
 
     /// The first page of `query` now, then again after each commit that changed it (a write, an
@@ -48,7 +48,7 @@ extension Outbox {
     /// for internet; the server last confirmed ... at revision 2").
     /// - Parameter showingValues: name values by their JSON text (the member's data) rather
     ///   than by their hash.
-    public func recordHistory(_ key: RecordKey, showingValues: Bool = false) throws -> RecordHistory {
+    public func recordHistory(_ key: RecordKey, showingValues: Bool = false) throws -> LocalRecord.History {
         try store.queries.recordHistory(key, policy: configuration.recordPolicy(for: key.type), showingValues: showingValues)
     }
 
@@ -164,7 +164,7 @@ extension Outbox {
     }
 }
 
-extension OutboxChange {
+extension OutboxChanges.Change {
     /// Whether the commit may have changed a record of `business` and `type`.
     func touchesRecords(business: String, type: String) -> Bool {
         records.contains { $0.business.utf8.elementsEqual(business.utf8) && $0.type.utf8.elementsEqual(type.utf8) }

@@ -13,9 +13,9 @@ extension Outbox {
     }
 
     /// The latest problems the engine met since it opened, oldest first: at most
-    /// ``OutboxProblem/recentLimit``, kept in memory only (never journaled), readable after
+    /// ``OutboxLogger.Problem/recentLimit``, kept in memory only (never journaled), readable after
     /// ``close()`` too.
-    public var recentProblems: [OutboxProblem] {
+    public var recentProblems: [OutboxLogger.Problem] {
         log.recentProblems
     }
 }

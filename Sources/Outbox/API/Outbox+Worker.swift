@@ -8,7 +8,7 @@ extension Outbox {
     /// reason (``AttemptStarted/trigger``).
     ///
     /// Until the first wake (or ``drain()``), the worker sends nothing on its own.
-    public func wake(_ event: AppWake) {
+    public func wake(_ event: Outbox.AppWake) {
         wake(engine: event.reason)
     }
 

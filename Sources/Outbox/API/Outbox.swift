@@ -192,7 +192,7 @@ public final class Outbox: Sendable {
         close()
     }
 
-    /// Whether `operationType` may be queued: `false` for ``OperationPolicy/onlineOnly`` types
+    /// Whether `operationType` may be queued: `false` for ``OperationTypePolicy.Replay/onlineOnly`` types
     /// and for types the configuration lists nowhere (``OutboxConfiguration/operationPolicies``,
     /// ``OutboxConfiguration/defaultPolicy``). Ask before the member confirms, so the form can
     /// say "needs a connection" first.

@@ -77,7 +77,7 @@ extension OutboxConfiguration {
                 throw refuse("compaction.keepSettledSeconds", "must be zero or more seconds, not \(compaction.keepSettledSeconds)")
             }
         }
-        for (type, policy) in operationPolicies {
+        for (type, policy) in exactOperationPolicies {
             if case .rebase(let maxTimes) = policy.conflictRule, !(1...100).contains(maxTimes) {
                 throw refuse("operationPolicies[\"\(type)\"].conflictRule", "rebases within 1...100 times, not \(maxTimes)")
             }
@@ -94,7 +94,7 @@ extension OutboxConfiguration {
             }
             if batching.maxBytes < 1 { throw refuse("batching.maxBytes", "must be at least 1 byte, not \(batching.maxBytes)") }
         }
-        if let empty = operationPolicies.keys.first(where: \.string.isEmpty) {
+        if let empty = exactOperationPolicies.keys.first(where: \.string.isEmpty) {
             throw refuse("operationPolicies", "names an empty operation type (\"\(empty)\"): give each policy its type")
         }
         if let pull, let problem = pull.problem {
@@ -119,7 +119,7 @@ extension PullConfiguration {
         if let interval = summaryIntervalSeconds, !(interval > 0 && interval.isFinite) {
             return ("summaryIntervalSeconds", "must be more than zero seconds, or nil for never, not \(interval)")
         }
-        for (type, pulled) in types.sorted(by: { $0.key.string.utf8.lexicographicallyPrecedes($1.key.string.utf8) }) {
+        for (type, pulled) in exactTypes.sorted(by: { $0.key.string.utf8.lexicographicallyPrecedes($1.key.string.utf8) }) {
             let check = RecordKey(business: "b", type: type.string, id: "i").problem
             if let check { return ("types[\"\(type)\"]", "names a type that \(check.problem)") }
             if !(pulled.freshnessSeconds >= 0 && pulled.freshnessSeconds.isFinite) {

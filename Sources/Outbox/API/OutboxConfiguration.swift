@@ -34,7 +34,12 @@ public struct OutboxConfiguration: Sendable {
     /// Every operation type the app queues, with its policy: how a replay is proved, what a
     /// revision conflict does, whether it coalesces. Types are compared byte for byte. A type
     /// listed nowhere is refused at enqueue unless ``defaultPolicy`` is set.
-    public var operationPolicies: [ExactString: OperationTypePolicy]
+    public var operationPolicies: [String: OperationTypePolicy] {
+        get { exactOperationPolicies.byString { first, _ in first } }
+        set { exactOperationPolicies = newValue.byExactBytes }
+    }
+    /// ``operationPolicies`` by the types' exact bytes: what the engine looks a type up in.
+    package var exactOperationPolicies: [ExactString: OperationTypePolicy]
     /// The policy of every type ``operationPolicies`` does not list; `nil` (the default): such a
     /// type is refused by `enqueue` and `save` (fail-closed). Rows journaled before, of a type
     /// no longer listed, keep sending as ``OperationTypePolicy/idempotent``: an upgrade never
@@ -75,7 +80,12 @@ public struct OutboxConfiguration: Sendable {
     /// that reads values of older versions), and whether it is local-only (drafts, preferences:
     /// written with ``Outbox/writeLocal(_:)``, never sent). A type listed nowhere is a synced
     /// type of schema version 1. Types are compared byte for byte.
-    public var recordTypes: [ExactString: OutboxConfiguration.RecordTypePolicy] = [:]
+    public var recordTypes: [String: OutboxConfiguration.RecordTypePolicy] {
+        get { exactRecordTypes.byString { first, _ in first } }
+        set { exactRecordTypes = newValue.byExactBytes }
+    }
+    /// ``recordTypes`` by the types' exact bytes: what the engine looks a type up in.
+    package var exactRecordTypes: [ExactString: OutboxConfiguration.RecordTypePolicy] = [:]
     /// How long a refused or discarded write's values stay readable (its history, the record's
     /// "rolled back" notice) before compaction may take them, measured by the device's uptime:
     /// 30 days by default.
@@ -132,7 +142,7 @@ public struct OutboxConfiguration: Sendable {
         clock: any OutboxClock = SystemClock(),
         session: (any OutboxSession)? = nil,
         maxConcurrentLanes: Int = 1,
-        operationPolicies: [ExactString: OperationTypePolicy] = [:],
+        operationPolicies: [String: OperationTypePolicy] = [:],
         defaultPolicy: OperationTypePolicy? = nil,
         durability: OutboxConfiguration.Durability = .full,
         maxPayloadBytes: Int = OutboxRequest.defaultMaxPayloadBytes,
@@ -149,7 +159,7 @@ public struct OutboxConfiguration: Sendable {
         self.clock = clock
         self.session = session ?? FixedSession(account: account)
         self.maxConcurrentLanes = maxConcurrentLanes
-        self.operationPolicies = operationPolicies
+        self.exactOperationPolicies = operationPolicies.byExactBytes
         self.defaultPolicy = defaultPolicy
         self.durability = durability
         self.maxPayloadBytes = maxPayloadBytes
@@ -165,7 +175,7 @@ public struct OutboxConfiguration: Sendable {
     /// The policy of an operation type: its entry in ``operationPolicies``, else
     /// ``defaultPolicy``; `nil` when neither: a write of the type is refused at enqueue.
     public func policy(for operationType: String) -> OperationTypePolicy? {
-        operationPolicies[ExactString(operationType)] ?? defaultPolicy
+        exactOperationPolicies[ExactString(operationType)] ?? defaultPolicy
     }
 
     /// The policy a journaled row of `operationType` is sent under: a type listed nowhere (a row
@@ -177,7 +187,7 @@ public struct OutboxConfiguration: Sendable {
 
     /// What the app declared of a record type; a type listed nowhere is synced, version 1.
     public func recordPolicy(for type: String) -> OutboxConfiguration.RecordTypePolicy {
-        recordTypes[ExactString(type)] ?? OutboxConfiguration.RecordTypePolicy()
+        exactRecordTypes[ExactString(type)] ?? OutboxConfiguration.RecordTypePolicy()
     }
 
     /// The conflict rule a journaled row of an operation type is sent under.

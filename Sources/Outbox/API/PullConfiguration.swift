@@ -26,7 +26,12 @@ public struct PullConfiguration: Sendable {
     /// The record types the app knows, each with how old its base may be. A change of a type not
     /// listed is passed over (counted in the page's `skipped`); empty: every synced type is
     /// pulled, each with ``PullConfiguration.PulledType/init(freshnessSeconds:)``'s default.
-    public var types: [ExactString: PullConfiguration.PulledType]
+    public var types: [String: PullConfiguration.PulledType] {
+        get { exactTypes.byString { first, _ in first } }
+        set { exactTypes = newValue.byExactBytes }
+    }
+    /// ``types`` by their exact bytes: what the engine looks a type up in.
+    package var exactTypes: [ExactString: PullConfiguration.PulledType]
     /// Businesses pulled besides those the journal holds (a feed, a base record or a record
     /// write of): the ones the member is about to see before writing anything.
     public var businesses: [String]
@@ -42,13 +47,13 @@ public struct PullConfiguration: Sendable {
     public static let maximumPageSize = 10_000
 
     public init(changesEndpoint: String = FeedPage.path, snapshotEndpoint: String = "/sync/snapshot", summaryEndpoint: String = "/sync/summary",
-                pageSize: Int = 500, types: [ExactString: PullConfiguration.PulledType] = [:], businesses: [String] = [], maxPagesPerPass: Int = 1_000,
+                pageSize: Int = 500, types: [String: PullConfiguration.PulledType] = [:], businesses: [String] = [], maxPagesPerPass: Int = 1_000,
                 summaryIntervalSeconds: TimeInterval? = 86_400) {
         self.changesEndpoint = changesEndpoint
         self.snapshotEndpoint = snapshotEndpoint
         self.summaryEndpoint = summaryEndpoint
         self.pageSize = pageSize
-        self.types = types
+        self.exactTypes = types.byExactBytes
         self.businesses = businesses
         self.maxPagesPerPass = maxPagesPerPass
         self.summaryIntervalSeconds = summaryIntervalSeconds
@@ -57,12 +62,12 @@ public struct PullConfiguration: Sendable {
     /// How old a feed's base may be before the worker pulls it again: the shortest freshness of
     /// the types it carries (a feed carries every type of its business).
     var freshnessSeconds: TimeInterval {
-        types.values.map(\.freshnessSeconds).min() ?? PullConfiguration.PulledType.defaultFreshnessSeconds
+        exactTypes.values.map(\.freshnessSeconds).min() ?? PullConfiguration.PulledType.defaultFreshnessSeconds
     }
 
     /// Whether a pulled change of `type` is applied: every type when none is listed.
     func pulls(type: String) -> Bool {
-        types.isEmpty || types[ExactString(type)] != nil
+        exactTypes.isEmpty || exactTypes[ExactString(type)] != nil
     }
 
     /// The page size to ask for: the configured one, no more than the server's `max_limit`.

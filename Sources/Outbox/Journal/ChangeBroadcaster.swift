@@ -8,18 +8,18 @@ struct ChangeBacklog: MailboxBacklog {
     let buffering: OutboxChanges.Buffering
     /// Waiting from `head` on: taking one moves `head`, so a long unbounded backlog is not
     /// shifted down at every take; the taken are dropped once they are half the array.
-    var pending: [OutboxChange] = []
+    var pending: [OutboxChanges.Change] = []
     var head = 0
 
     var waiting: Int { pending.count - head }
 
-    mutating func take() -> OutboxChange? {
+    mutating func take() -> OutboxChanges.Change? {
         guard head < pending.count else { return nil }
         defer { skipFirst() }
         return pending[head]
     }
 
-    mutating func append(_ change: OutboxChange) {
+    mutating func append(_ change: OutboxChanges.Change) {
         pending.append(change)
         if case .coalescing(let limit) = buffering, waiting > max(1, limit) {
             pending[head + 1] = pending[head].merged(with: pending[head + 1])
@@ -57,7 +57,7 @@ final class ChangeBroadcaster: Sendable {
     func publish(_ events: [JournalEvent]) {
         let live = subscriptions.live
         // Nobody listening: the change is not even built.
-        guard !live.isEmpty, let change = OutboxChange(events: events, records: recordsTouched(events)) else { return }
+        guard !live.isEmpty, let change = OutboxChanges.Change(events: events, records: recordsTouched(events)) else { return }
         for subscription in live { subscription.deliver { $0.append(change) } }
     }
 

@@ -331,9 +331,9 @@ extension JournalSchema {
     /// Every event that made `key`'s value, in journal order: the changes of each write of it
     /// still in the journal, each status change of those writes, what answers confirmed of it,
     /// the local write and the event that brought its base.
-    func recordHistory(_ key: RecordKey, policy: OutboxConfiguration.RecordTypePolicy, showingValues: Bool, in txn: borrowing LMDBTransaction) throws -> RecordHistory {
+    func recordHistory(_ key: RecordKey, policy: OutboxConfiguration.RecordTypePolicy, showingValues: Bool, in txn: borrowing LMDBTransaction) throws -> LocalRecord.History {
         let record = try self.record(key, policy: policy, in: txn)
-        var entries: [RecordHistory.Entry] = []
+        var entries: [LocalRecord.History.Entry] = []
         var seen = Set<JournalSequence>()
         for id in try recordOpIDs(key, in: txn) {
             guard let state = try state(id, in: txn) else { continue }
@@ -347,14 +347,14 @@ extension JournalSchema {
             entries.append(Self.entry(event, key: key))
         }
         entries.sort { $0.seq < $1.seq }
-        return RecordHistory(key: key, record: record, entries: entries,
-                             verdict: RecordHistory.verdict(for: record, key: key, showingValues: showingValues))
+        return LocalRecord.History(key: key, record: record, entries: entries,
+                             verdict: LocalRecord.History.verdict(for: record, key: key, showingValues: showingValues))
     }
 
     /// One event in the words of a record's history.
-    private static func entry(_ event: JournalEvent, key: RecordKey) -> RecordHistory.Entry {
-        func made(_ what: String, revision: UInt64? = nil, hash: SHA256Digest? = nil) -> RecordHistory.Entry {
-            RecordHistory.Entry(seq: event.seq, recordedAt: event.recordedAt, kind: event.kind, operation: event.operationID,
+    private static func entry(_ event: JournalEvent, key: RecordKey) -> LocalRecord.History.Entry {
+        func made(_ what: String, revision: UInt64? = nil, hash: SHA256Digest? = nil) -> LocalRecord.History.Entry {
+            LocalRecord.History.Entry(seq: event.seq, recordedAt: event.recordedAt, kind: event.kind, operation: event.operationID,
                                 what: what, revision: revision, valueHash: hash)
         }
         switch event.body {

@@ -29,13 +29,13 @@ final class EngineLog: Sendable {
     /// outcome that could not be recorded is one even then, since a request went out.
     /// - Parameters:
     ///   - message: what the engine was doing and what it does instead, without the error.
-    ///   - error: what failed; described by ``OutboxProblem/describe(_:)``, never by a payload.
+    ///   - error: what failed; described by ``OutboxLogger.Problem/describe(_:)``, never by a payload.
     func problem(
-        _ kind: OutboxProblem.Kind, _ message: String, error: (any Error)?, operation: OperationID? = nil,
+        _ kind: OutboxLogger.Problem.Kind, _ message: String, error: (any Error)?, operation: OperationID? = nil,
         _ metadata: OutboxLogger.Metadata = [:],
         file: String = #fileID, function: String = #function, line: UInt = #line
     ) {
-        let description = error.map(OutboxProblem.describe) ?? message
+        let description = error.map(OutboxLogger.Problem.describe) ?? message
         var fields = metadata
         fields[Key.problem] = .string(kind.rawValue)
         fields[Key.error] = .string(description)
@@ -44,18 +44,18 @@ final class EngineLog: Sendable {
             logger.log(level: .debug, "\(message) (the outbox closed)", metadata: fields, file: file, function: function, line: line)
             return
         }
-        let problem = OutboxProblem(kind: kind, recordedAt: clock.now(), operationID: operation, errorDescription: description)
+        let problem = OutboxLogger.Problem(kind: kind, recordedAt: clock.now(), operationID: operation, errorDescription: description)
         tally.withLock { $0.record(problem) }
         logger.log(level: kind.logLevel, "\(message)", metadata: fields, file: file, function: function, line: line)
     }
 
     /// Problems so far, by kind.
-    var problemCounts: [OutboxProblem.Kind: Int] {
+    var problemCounts: [OutboxLogger.Problem.Kind: Int] {
         tally.withLock { $0.counts }
     }
 
     /// The latest problems, oldest first.
-    var recentProblems: [OutboxProblem] {
+    var recentProblems: [OutboxLogger.Problem] {
         tally.withLock { $0.recent }
     }
 }

@@ -23,7 +23,7 @@ extension JournalQueries {
 }
 
 extension JournalQueries {
-    package func recordHistory(_ key: RecordKey, policy: OutboxConfiguration.RecordTypePolicy, showingValues: Bool) throws(OutboxError) -> RecordHistory {
+    package func recordHistory(_ key: RecordKey, policy: OutboxConfiguration.RecordTypePolicy, showingValues: Bool) throws(OutboxError) -> LocalRecord.History {
         let key = try key.checked()
         let schema = self.schema
         return try read { txn in try schema.recordHistory(key, policy: policy, showingValues: showingValues, in: txn) }

@@ -32,7 +32,7 @@ package protocol ProjectionReads: Sendable {
     func eventBytes(in txn: borrowing LMDBTransaction) throws -> Int
     /// The seqs of one operation's events and the damaged records that name it.
     func recordedSeqs(of id: OperationID, state: OperationState?, in txn: borrowing LMDBTransaction) throws
-        -> (seqs: [JournalSequence], damaged: [DamagedRecord])
+        -> (seqs: [JournalSequence], damaged: [Outbox.DamagedRecord])
 }
 
 /// The projections an engine keeps in the journal: indexes and counters, never a scan.
@@ -122,7 +122,7 @@ package struct StoredProjections: ProjectionReads {
     }
 
     package func recordedSeqs(of id: OperationID, state: OperationState?, in txn: borrowing LMDBTransaction) throws
-        -> (seqs: [JournalSequence], damaged: [DamagedRecord]) {
+        -> (seqs: [JournalSequence], damaged: [Outbox.DamagedRecord]) {
         (state?.eventSeqs ?? [], [])
     }
 }

@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import OutboxCore
 
-extension TransportFailure {
+extension TransportRequest.Failure {
     /// The class of a transport's error: `URLError`s by their code, cancellation as such,
     /// anything else as `other`.
     init(_ error: any Error) {

@@ -1,50 +1,7 @@
 public import Foundation
 public import OutboxWire
 
-/// A business's change feed as the engine holds it: where its cursor is, when pages last landed
-/// and last reached the end, when the worker pulls it next and how far behind it is. A screen can
-/// say "updated 2 hours ago" from ``caughtUpAt`` and ``lagSeconds``.
-public struct FeedState: Sendable, Equatable {
-    public var business: String
-    /// The server epoch and the cursor (`epoch-major-minor`) the next page starts from; `nil`
-    /// for a feed never pulled.
-    public var epoch: UInt64?
-    public var cursor: String?
-    /// When a page last landed, and when a page last reached the feed's end.
-    public var lastPageAt: Date?
-    public var caughtUpAt: Date?
-    /// When the worker pulls it next on its own (freshness, or a backoff); `nil` without a
-    /// pull configuration. At or before now: at the next pass.
-    public var nextPullAt: Date?
-    /// Seconds since the last page that reached the end, by the clock now (uptime within a
-    /// boot, the wall clock across one); `nil` when it never did.
-    public var lagSeconds: Double?
-    /// What the server published of its feed in the last page seen since the journal opened.
-    public var limits: FeedLimits?
-    /// Failed pulls in a row since the last that went on, and what stopped the last pull (kept
-    /// in memory since the journal opened).
-    public var failures: Int
-    public var lastStop: Outbox.PullStop?
-    /// A resnapshot under way: the base fetched again whole is being staged while the member
-    /// still sees the old one.
-    public var resnapshot: FeedState.ResnapshotProgress?
-
-    public init(business: String, epoch: UInt64? = nil, cursor: String? = nil, lastPageAt: Date? = nil, caughtUpAt: Date? = nil,
-                nextPullAt: Date? = nil, lagSeconds: Double? = nil, limits: FeedLimits? = nil, failures: Int = 0, lastStop: Outbox.PullStop? = nil) {
-        self.business = business
-        self.epoch = epoch
-        self.cursor = cursor
-        self.lastPageAt = lastPageAt
-        self.caughtUpAt = caughtUpAt
-        self.nextPullAt = nextPullAt
-        self.lagSeconds = lagSeconds
-        self.limits = limits
-        self.failures = failures
-        self.lastStop = lastStop
-    }
-}
-
-extension FeedState {
+extension Outbox.FeedState {
     /// How far a resnapshot's staging has come.
     public struct ResnapshotProgress: Sendable, Equatable {
         /// The first snapshot page's position: the feed's cursor once swapped in.
@@ -56,6 +13,51 @@ extension FeedState {
             self.position = position
             self.pagesStaged = pagesStaged
             self.recordsStaged = recordsStaged
+        }
+    }
+}
+
+extension Outbox {
+    /// A business's change feed as the engine holds it: where its cursor is, when pages last landed
+    /// and last reached the end, when the worker pulls it next and how far behind it is. A screen can
+    /// say "updated 2 hours ago" from ``caughtUpAt`` and ``lagSeconds``.
+    public struct FeedState: Sendable, Equatable {
+        public var business: String
+        /// The server epoch and the cursor (`epoch-major-minor`) the next page starts from; `nil`
+        /// for a feed never pulled.
+        public var epoch: UInt64?
+        public var cursor: String?
+        /// When a page last landed, and when a page last reached the feed's end.
+        public var lastPageAt: Date?
+        public var caughtUpAt: Date?
+        /// When the worker pulls it next on its own (freshness, or a backoff); `nil` without a
+        /// pull configuration. At or before now: at the next pass.
+        public var nextPullAt: Date?
+        /// Seconds since the last page that reached the end, by the clock now (uptime within a
+        /// boot, the wall clock across one); `nil` when it never did.
+        public var lagSeconds: Double?
+        /// What the server published of its feed in the last page seen since the journal opened.
+        package var limits: FeedLimits?
+        /// Failed pulls in a row since the last that went on, and what stopped the last pull (kept
+        /// in memory since the journal opened).
+        public var failures: Int
+        public var lastStop: Outbox.PullStop?
+        /// A resnapshot under way: the base fetched again whole is being staged while the member
+        /// still sees the old one.
+        public var resnapshot: Outbox.FeedState.ResnapshotProgress?
+
+        package init(business: String, epoch: UInt64? = nil, cursor: String? = nil, lastPageAt: Date? = nil, caughtUpAt: Date? = nil,
+                    nextPullAt: Date? = nil, lagSeconds: Double? = nil, limits: FeedLimits? = nil, failures: Int = 0, lastStop: Outbox.PullStop? = nil) {
+            self.business = business
+            self.epoch = epoch
+            self.cursor = cursor
+            self.lastPageAt = lastPageAt
+            self.caughtUpAt = caughtUpAt
+            self.nextPullAt = nextPullAt
+            self.lagSeconds = lagSeconds
+            self.limits = limits
+            self.failures = failures
+            self.lastStop = lastStop
         }
     }
 }

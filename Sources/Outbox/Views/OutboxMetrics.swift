@@ -38,10 +38,10 @@ public struct OutboxMetrics: Sendable, Equatable, Codable {
     public var transientFailures: Int
     /// Operations whose last answer was `idempotency_conflict`, by operation type (compared
     /// byte for byte, as the journal keeps it).
-    public var conflictsByOperationType: [ExactString: Int]
+    public var conflictsByOperationType: [String: Int]
     /// Operations whose last answer was a revision conflict (412, `revision_conflict`), by
     /// operation type: the record changed elsewhere, apart from key conflicts.
-    public var revisionConflictsByOperationType: [ExactString: Int] = [:]
+    public var revisionConflictsByOperationType: [String: Int] = [:]
     /// Operations the retry policy gave up on (`gave_up`).
     public var gaveUp: Int = 0
     /// The journal's size: events, their record bytes, and the bytes of the file in use.
@@ -56,7 +56,7 @@ public struct OutboxMetrics: Sendable, Equatable, Codable {
     /// to throw them to (a read that failed during a pass, an outcome it could not record, a
     /// compaction that failed). Counted in memory, never journaled; each is also logged, and the
     /// latest are in `Outbox.recentProblems`. Empty from a ``JournalReader``.
-    public var problems: [OutboxProblem.Kind: Int] = [:]
+    public var problems: [OutboxLogger.Problem.Kind: Int] = [:]
     /// The pull's numbers since the journal opened (counted in memory, zero from a
     /// ``JournalReader``): passes that pulled at least one feed, pages applied, pages refused
     /// (each journaled as `pageRefused`), and pulled changes passed over (of a local-only type or
@@ -72,7 +72,7 @@ public struct OutboxMetrics: Sendable, Equatable, Codable {
     public var summaryMismatches: Int = 0
     /// Per business, the seconds since its feed's last page that reached the end, by the clock
     /// now (uptime within a boot): a feed never caught up is absent.
-    public var cursorLagSeconds: [ExactString: Double] = [:]
+    public var cursorLagSeconds: [String: Double] = [:]
 
     /// The share of the budget in use, 0...1.
     public var budgetUsed: Double {

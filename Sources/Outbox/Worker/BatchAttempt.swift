@@ -96,7 +96,7 @@ struct BatchAttempt: Sendable {
                 headers: [OutboxHeader.contentType: "application/json"], body: try request.encoded()
             ))
         } catch {
-            let failure = TransportFailure(error)
+            let failure = TransportRequest.Failure(error)
             return Dictionary(uniqueKeysWithValues: chunk.map { ($0.state.id, TransportResult.noResponse(failure)) })
         }
         // The envelope says how long the server keeps claims; its per-write answers may not.

@@ -13,7 +13,7 @@ extension FeedPuller {
     func dropBasesOfChangedSchemas(business: String) async -> [String] {
         guard let pull = configuration.pull else { return [] }
         var dropped: [String] = []
-        for (type, policy) in configuration.recordTypes.sorted(by: { $0.key < $1.key })
+        for (type, policy) in configuration.exactRecordTypes.sorted(by: { $0.key < $1.key })
         where policy.upgrade == nil && !policy.isLocalOnly && pull.pulls(type: type.string) {
             do {
                 let stored = try store.read { txn in try store.schema.baseSchemaVersion(business: business, type: type.string, in: txn) }

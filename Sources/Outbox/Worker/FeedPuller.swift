@@ -204,7 +204,7 @@ final class FeedPuller: Sendable {
     /// What a request that got no response stops a pull with: the expiry when the pass's task
     /// was cancelled or the request itself was (the feed does not back off for it), else no network.
     static func noResponse(_ error: any Error) -> Outbox.PullStop {
-        Task.isCancelled || TransportFailure(error) == .cancelled ? .expired : .offline
+        Task.isCancelled || TransportRequest.Failure(error) == .cancelled ? .expired : .offline
     }
 
     /// What an answer other than 200 (or a feed's 409) does to a pull: a 401 pauses the worker,

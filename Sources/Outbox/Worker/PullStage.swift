@@ -161,7 +161,7 @@ final class PullStage: Sendable {
         guard let interval = settings.summaryIntervalSeconds else { return 0 }
         let now = clock.now()
         let due = memory.withLock { memory in
-            settings.types.keys.sorted { $0.string.utf8.lexicographicallyPrecedes($1.string.utf8) }.filter { type in
+            settings.exactTypes.keys.sorted { $0.string.utf8.lexicographicallyPrecedes($1.string.utf8) }.filter { type in
                 memory.tracks[business]?.summarizedAt[type].map { now.timeIntervalSince($0) >= interval } ?? true
             }
         }
@@ -323,14 +323,14 @@ final class PullStage: Sendable {
     // MARK: What an app reads
 
     /// `business`'s feed state; `nil` when it is neither pulled nor was.
-    func state(business: String) throws -> FeedState? {
+    func state(business: String) throws -> Outbox.FeedState? {
         let key = ExactString(business)
         let businesses = try self.businesses()
         let stored = try store.queries.storedFeed(business: business)
         guard stored != nil || businesses.contains(key) else { return nil }
         let track = memory.withLock { $0.tracks[key] } ?? Track()
         let now = moment()
-        var state = Self.state(stored: stored, business: business, clock: clock) ?? FeedState(business: business)
+        var state = Self.state(stored: stored, business: business, clock: clock) ?? Outbox.FeedState(business: business)
         state.lastPageAt = track.lastPageAt ?? state.lastPageAt
         state.caughtUpAt = track.caughtUpAt?.wall ?? state.caughtUpAt
         state.lagSeconds = track.caughtUpAt.map { DeviceMoment.elapsed(from: $0, to: now, bootGapCapSeconds: .infinity) } ?? state.lagSeconds
@@ -342,18 +342,18 @@ final class PullStage: Sendable {
     }
 
     /// Every pulled feed's state, by the businesses' bytes.
-    func states() throws -> [FeedState] {
+    func states() throws -> [Outbox.FeedState] {
         try businesses().compactMap { try state(business: $0.string) }
     }
 
     /// A feed's state from the journal alone (no worker's schedule); `nil` for a feed never pulled.
-    static func state(stored: StoredFeed?, business: String, clock: any OutboxClock) -> FeedState? {
+    static func state(stored: StoredFeed?, business: String, clock: any OutboxClock) -> Outbox.FeedState? {
         guard let stored else { return nil }
-        var state = FeedState(business: business)
+        var state = Outbox.FeedState(business: business)
         state.epoch = stored.row.cursor?.epoch
         state.cursor = stored.row.cursor?.text
         state.resnapshot = stored.row.staging.map {
-            FeedState.ResnapshotProgress(position: $0.position.text, pagesStaged: $0.pages, recordsStaged: $0.staged)
+            Outbox.FeedState.ResnapshotProgress(position: $0.position.text, pagesStaged: $0.pages, recordsStaged: $0.staged)
         }
         state.lastPageAt = stored.pageAt?.wall
         if stored.page?.reachedEnd == true, let caughtUp = stored.pageAt {
@@ -385,7 +385,7 @@ final class PullStage: Sendable {
             for (business, track) in memory.tracks {
                 if let caughtUp = track.caughtUpAt { lag[business] = DeviceMoment.elapsed(from: caughtUp, to: now, bootGapCapSeconds: .infinity) }
             }
-            metrics.cursorLagSeconds = lag
+            metrics.cursorLagSeconds = lag.byString { first, _ in first }
         }
     }
 }

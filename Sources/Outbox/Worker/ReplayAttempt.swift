@@ -207,7 +207,7 @@ final class ReplayAttempt: Sendable {
                 let plan = OutcomePlanner.plan(.notSent(refusal.classification), planningFacts(prepared.state, attempt: prepared.attempt, startedAt: startedAt))
                 return await record(plan, state: prepared.state, response: nil)
             } catch {
-                result = .noResponse(TransportFailure(error))
+                result = .noResponse(TransportRequest.Failure(error))
             }
             return await finish(prepared, result: result, startedAt: startedAt, withdrawOnRejection: withdrawOnRejection, carry: carry)
         }

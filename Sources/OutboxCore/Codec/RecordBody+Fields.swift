@@ -75,7 +75,7 @@ extension ByteReader {
         switch OutcomeTag(rawValue: tag) {
         case .none?: return nil
         case .response?: return .response(statusCode: Int(try readUInt16("status code")))
-        case .noResponse?: return .noResponse(try readCode(TransportFailure.self, "transport failure"))
+        case .noResponse?: return .noResponse(try readCode(TransportRequest.Failure.self, "transport failure"))
         case .notSent?: return .notSent
         case nil: throw DecodingProblem("unknown outcome tag \(tag)")
         }

@@ -14,31 +14,6 @@ extension JournalCode {
     }
 }
 
-/// What an app tells the engine happened (``Outbox/wake(_:)``): the reasons of
-/// ``WakeReason`` that are the app's to give. The engine's own (a timer, a drain, an enqueue, an
-/// inline save, a retry, a refreshed session, a pull) it gives itself.
-public enum AppWake: String, Sendable, CaseIterable {
-    /// The app started: a sweep of everything due.
-    case appLaunch
-    /// The device regained a network path.
-    case connectivityRegained
-    /// The app came to the foreground.
-    case foreground
-    /// The device's clock was changed (iOS: `significantTimeChangeNotification`): the timer is
-    /// armed again from the new time.
-    case clockChanged
-
-    /// The reason the attempts it starts record.
-    package var reason: WakeReason {
-        switch self {
-        case .appLaunch: .appLaunch
-        case .connectivityRegained: .connectivityRegained
-        case .foreground: .foreground
-        case .clockChanged: .clockChanged
-        }
-    }
-}
-
 /// What woke the worker for a pass, recorded on each attempt it starts (``AttemptStarted/trigger``).
 package enum WakeReason: String, Sendable, Codable, CustomStringConvertible, JournalCode {
     /// The raw value, as the journal's readers print it.
@@ -90,44 +65,12 @@ package enum WakeReason: String, Sendable, Codable, CustomStringConvertible, Jou
 
 }
 
-/// Why no response arrived.
-public enum TransportFailure: String, Sendable, Codable, CustomStringConvertible, JournalCode {
-    /// The raw value, as the journal's readers print it.
-    public var description: String { rawValue }
-
-    case offline
-    case timedOut
-    case connectionLost
-    case cannotConnect
-    case hostNotFound
-    case secureConnectionFailed
-    case cancelled
-    case other
-    /// The request was a batch whose answer did not name this operation: no response for it.
-    case missingFromBatch
-
-    public var code: UInt8 {
-        switch self {
-        case .offline: 1
-        case .timedOut: 2
-        case .connectionLost: 3
-        case .cannotConnect: 4
-        case .hostNotFound: 5
-        case .secureConnectionFailed: 6
-        case .cancelled: 7
-        case .other: 8
-        case .missingFromBatch: 9
-        }
-    }
-
-}
-
 /// What an attempt produced.
 package enum AttemptOutcome: Sendable, Equatable, CustomStringConvertible {
     /// The server answered with this HTTP status.
     case response(statusCode: Int)
     /// No response arrived: offline, a timeout, a reset connection.
-    case noResponse(TransportFailure)
+    case noResponse(TransportRequest.Failure)
     /// The engine refused to send (the stored payload no longer matched its hash).
     case notSent
 
@@ -371,5 +314,39 @@ public enum AutomaticDecision: String, Sendable, Codable, CustomStringConvertibl
         case .gaveUp: 3
         case .coalesced: 4
         }
+    }
+}
+
+extension TransportRequest {
+    /// Why no response arrived.
+    public enum Failure: String, Sendable, Codable, CustomStringConvertible, JournalCode {
+        /// The raw value, as the journal's readers print it.
+        public var description: String { rawValue }
+
+        case offline
+        case timedOut
+        case connectionLost
+        case cannotConnect
+        case hostNotFound
+        case secureConnectionFailed
+        case cancelled
+        case other
+        /// The request was a batch whose answer did not name this operation: no response for it.
+        case missingFromBatch
+
+        public var code: UInt8 {
+            switch self {
+            case .offline: 1
+            case .timedOut: 2
+            case .connectionLost: 3
+            case .cannotConnect: 4
+            case .hostNotFound: 5
+            case .secureConnectionFailed: 6
+            case .cancelled: 7
+            case .other: 8
+            case .missingFromBatch: 9
+            }
+        }
+
     }
 }

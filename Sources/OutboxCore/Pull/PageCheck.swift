@@ -6,13 +6,13 @@ public enum PageRefusal: Sendable, Equatable, CustomStringConvertible {
     /// The page is another business's feed.
     case otherBusiness(String)
     /// The page does not start where the request asked.
-    case otherStart(asked: FeedPosition, answered: FeedPosition)
+    case otherStart(asked: String, answered: String)
     /// The page's cursor is before where it started.
-    case movedBack(from: FeedPosition, to: FeedPosition)
+    case movedBack(from: String, to: String)
     /// The page holds changes but its cursor did not move: the next page would repeat it forever.
-    case stuck(at: FeedPosition, changes: Int)
+    case stuck(at: String, changes: Int)
     /// An empty page says more follow: the next page would ask the same again forever.
-    case moreAfterEmpty(at: FeedPosition)
+    case moreAfterEmpty(at: String)
     /// The page says it holds `said` changes and holds `held`.
     case countMismatch(said: Int, held: Int)
     /// The page's digest is not the digest of the changes it holds.
@@ -98,12 +98,12 @@ package enum PageCheck {
             // Either end in another epoch: the server lives another life than the cursor's.
             return .resnapshot(epoch: page.cursor.epoch != request.cursor.epoch ? page.cursor.epoch : page.from.epoch)
         }
-        guard page.from == request.cursor else { return .refuse(.otherStart(asked: request.cursor, answered: page.from)) }
-        guard page.cursor >= page.from else { return .refuse(.movedBack(from: page.from, to: page.cursor)) }
+        guard page.from == request.cursor else { return .refuse(.otherStart(asked: request.cursor.text, answered: page.from.text)) }
+        guard page.cursor >= page.from else { return .refuse(.movedBack(from: page.from.text, to: page.cursor.text)) }
         if page.changes.isEmpty {
-            if page.hasMore { return .refuse(.moreAfterEmpty(at: page.cursor)) }
+            if page.hasMore { return .refuse(.moreAfterEmpty(at: page.cursor.text)) }
         } else if page.cursor == page.from {
-            return .refuse(.stuck(at: page.cursor, changes: page.changes.count))
+            return .refuse(.stuck(at: page.cursor.text, changes: page.changes.count))
         }
         guard page.changes.count <= request.limit else { return .refuse(.overLimit(changes: page.changes.count, limit: request.limit)) }
         guard page.count == page.changes.count else { return .refuse(.countMismatch(said: page.count, held: page.changes.count)) }
@@ -146,9 +146,9 @@ extension PageCheck {
         guard ExactString(page.business) == ExactString(request.business) else { return .refuse(.otherBusiness(page.business)) }
         if let since = request.since {
             if page.position.epoch != since.epoch { return .resnapshot(epoch: page.position.epoch) }
-            guard page.position >= since else { return .refuse(.movedBack(from: since, to: page.position)) }
+            guard page.position >= since else { return .refuse(.movedBack(from: since.text, to: page.position.text)) }
         }
-        if page.records.isEmpty, page.hasMore { return .refuse(.moreAfterEmpty(at: page.position)) }
+        if page.records.isEmpty, page.hasMore { return .refuse(.moreAfterEmpty(at: page.position.text)) }
         guard page.records.count <= request.limit else { return .refuse(.overLimit(changes: page.records.count, limit: request.limit)) }
         guard page.count == page.records.count else { return .refuse(.countMismatch(said: page.count, held: page.records.count)) }
         var previous = request.after.map { (type: Array($0.type.utf8), id: Array($0.id.utf8)) }

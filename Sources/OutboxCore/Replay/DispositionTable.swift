@@ -4,7 +4,7 @@ import OutboxWire
 /// What a transport produced for one attempt: a response, or none.
 package enum TransportResult: Sendable, Equatable {
     case response(TransportResponse)
-    case noResponse(TransportFailure)
+    case noResponse(TransportRequest.Failure)
 }
 
 /// The disposition table: a pure function from an attempt's result to what follows.
@@ -26,7 +26,7 @@ package enum TransportResult: Sendable, Equatable {
 /// | no response; 5xx; 429; 408 | transient failure, `Retry-After` kept |
 /// | 401 | unauthorized: queued, the worker paused |
 /// | 403 | blocked |
-/// | 409 for a ``OperationPolicy/terminalTransition`` | replayed: it was already applied |
+/// | 409 for a ``OperationTypePolicy.Replay/terminalTransition`` | replayed: it was already applied |
 /// | 400, 404, 409, 422, other 4xx | rejected |
 /// | 1xx, 3xx, anything else | transient failure, `unexpected_status` (recorded as such, never guessed synced) |
 ///
@@ -46,7 +46,7 @@ package enum DispositionTable {
         return String(value)
     }
 
-    package static func classify(_ result: TransportResult, policy: OperationPolicy, now: Date) -> Classification {
+    package static func classify(_ result: TransportResult, policy: OperationTypePolicy.Replay, now: Date) -> Classification {
         let response: TransportResponse
         switch result {
         case .noResponse(let failure):

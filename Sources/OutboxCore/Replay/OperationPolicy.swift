@@ -1,17 +1,3 @@
-/// Which writes may wait in the queue (see `Docs/replay.md`).
-///
-/// A write may be queued only if its replay can be proved either way: the server applies it at
-/// most once however often it is sent, and the device holds everything it needs.
-public enum OperationPolicy: String, Sendable, Codable {
-    /// A create carrying its client-generated id and `Idempotency-Key`: the server replays the
-    /// stored outcome for a repeat. What a journaled row of a type no longer listed is sent as.
-    case idempotent
-    /// A transition reachable from one state only (e.g. delivered): a 409 on a replay proves it
-    /// was already applied, so it settles as synced, recorded as a replay.
-    case terminalTransition
-    /// Never queued: a replay could not be told apart from a conflict. `enqueue` refuses it.
-    case onlineOnly
-}
 
 /// Everything the engine is told about one operation type, in one value: how a replay of it is
 /// proved (``replay``), what a revision conflict does (``conflictRule``), and whether a new write
@@ -26,8 +12,8 @@ public enum OperationPolicy: String, Sendable, Codable {
 /// ]
 /// ```
 public struct OperationTypePolicy: Sendable, Equatable {
-    /// How a replay of the type is proved (``OperationPolicy``).
-    public var replay: OperationPolicy
+    /// How a replay of the type is proved (``OperationTypePolicy.Replay``).
+    public var replay: OperationTypePolicy.Replay
     /// What a revision conflict (412, or 409 `revision_conflict`) does.
     public var conflictRule: OperationTypePolicy.ConflictRule
     /// Whether a new write of the type to an entity replaces the entity lane's last row when it is
@@ -35,7 +21,7 @@ public struct OperationTypePolicy: Sendable, Equatable {
     /// `coalesced`, its payload kept in the history).
     public var coalesces: Bool
 
-    public init(replay: OperationPolicy, conflictRule: OperationTypePolicy.ConflictRule = .askMember, coalesces: Bool = false) {
+    public init(replay: OperationTypePolicy.Replay, conflictRule: OperationTypePolicy.ConflictRule = .askMember, coalesces: Bool = false) {
         self.replay = replay
         self.conflictRule = conflictRule
         self.coalesces = coalesces
@@ -76,5 +62,22 @@ extension OperationTypePolicy {
         /// most `maxTimes` times; after that the member decides. For whole-record drafts one member
         /// owns, where the server's changes are the member's own from another device.
         case rebase(maxTimes: Int)
+    }
+}
+
+extension OperationTypePolicy {
+    /// Which writes may wait in the queue (see `Docs/replay.md`).
+    ///
+    /// A write may be queued only if its replay can be proved either way: the server applies it at
+    /// most once however often it is sent, and the device holds everything it needs.
+    public enum Replay: String, Sendable, Codable {
+        /// A create carrying its client-generated id and `Idempotency-Key`: the server replays the
+        /// stored outcome for a repeat. What a journaled row of a type no longer listed is sent as.
+        case idempotent
+        /// A transition reachable from one state only (e.g. delivered): a 409 on a replay proves it
+        /// was already applied, so it settles as synced, recorded as a replay.
+        case terminalTransition
+        /// Never queued: a replay could not be told apart from a conflict. `enqueue` refuses it.
+        case onlineOnly
     }
 }

@@ -49,7 +49,7 @@ package enum OutcomePlanner {
         package var retryEpochAgeSeconds: TimeInterval
         /// Rebases the row has had.
         package var rebaseCount: Int
-        package var replay: OperationPolicy
+        package var replay: OperationTypePolicy.Replay
         package var conflictRule: OperationTypePolicy.ConflictRule
         package var retryPolicy: OperationTypePolicy.RetryPolicy
         /// An inline save withdraws a row the server rejects as invalid.
@@ -64,7 +64,7 @@ package enum OutcomePlanner {
         package var connectedAgeSeconds: Double?
 
         package init(operation: OperationID, attempt: AttemptNumber, retryEpochAttempts: Int, retryEpochAgeSeconds: TimeInterval,
-                     rebaseCount: Int, replay: OperationPolicy, conflictRule: OperationTypePolicy.ConflictRule, retryPolicy: OperationTypePolicy.RetryPolicy,
+                     rebaseCount: Int, replay: OperationTypePolicy.Replay, conflictRule: OperationTypePolicy.ConflictRule, retryPolicy: OperationTypePolicy.RetryPolicy,
                      withdrawOnRejection: Bool = false, pausesWorker: Bool = true, now: Date) {
             self.operation = operation
             self.attempt = attempt
