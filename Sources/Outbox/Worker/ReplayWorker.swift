@@ -8,19 +8,12 @@ actor ReplayWorker {
     private let pass: ReplayPass
     private let clock: any OutboxClock
     private var machine = WorkerStateMachine()
+    /// The callers waiting on passes: `drain()`, `pull()`, `waitUntilIdle()`.
+    private var waiters = WorkerWaiters()
+    // The tasks the worker runs: a pass, the timer, and a budgeted drain's deadline.
     private var passTask: Task<Void, Never>?
     private var timerTask: Task<Void, Never>?
-    private var drainers: [Int: CheckedContinuation<Void, Never>] = [:]
-    /// What the passes did while each drain caller waited.
-    private var tallies: [Int: Tally] = [:]
-    /// The budgeted drain's deadline, firing the expiry when it passes.
     private var deadlineTask: Task<Void, Never>?
-    /// `pull()` callers, resumed like drainers with the report of the pass they waited for.
-    private var pullers: [Int: CheckedContinuation<Outbox.PullReport?, Never>] = [:]
-    /// What the last pass's pull did.
-    private var lastPull: Outbox.PullReport?
-    private var idleWaiters: [CheckedContinuation<Void, Never>] = []
-    private var nextDrainerID = 0
     /// The moment the worker next has work, readable synchronously (`Outbox.nextWake`).
     nonisolated let armedTimer = Mutex<Date?>(nil)
 
@@ -46,37 +39,11 @@ actor ReplayWorker {
         if wasExpired, timerTask == nil, let deadline = machine.timerDeadline { perform([.armTimer(deadline, .timer)]) }
     }
 
-    /// What the passes did while a drain caller waited.
-    struct Tally: Sendable {
-        var passes = 0
-        var attempts = 0
-        var cancelled = 0
-        var cut: DrainBudget.Stop?
-        var pull: Outbox.PullReport?
-
-        mutating func add(_ outcome: ReplayPass.Outcome) {
-            passes += 1
-            attempts += outcome.attempts
-            cancelled += outcome.cancelled
-            cut = outcome.cut ?? cut
-            if let report = outcome.pull { pull = report }
-        }
-
-        /// Adds another drain's passes: the latest cut and pull win, as for one pass.
-        mutating func add(_ other: Tally) {
-            passes += other.passes
-            attempts += other.attempts
-            cancelled += other.cancelled
-            cut = other.cut ?? cut
-            if let report = other.pull { pull = report }
-        }
-    }
-
     /// Drains within the time the system gave, up to `deadline` of the clock: passes run while
     /// rows are due and the time left covers a request; at the deadline, or at ``expire()``, the
     /// requests in flight are cancelled and recorded, and nothing more starts until the next
     /// wake or drain.
-    func drain(until deadline: Date) async -> Tally {
+    func drain(until deadline: Date) async -> WorkerWaiters.Tally {
         resumeFromExpiry(.drain)
         pass.budget.withLock { $0.deadline = deadline }
         deadlineTask?.cancel()
@@ -88,7 +55,7 @@ actor ReplayWorker {
             }
             self.expire()
         }
-        var total = Tally()
+        var total = WorkerWaiters.Tally()
         while !machine.isClosed {
             let tally = await drainOnce()
             total.add(tally)
@@ -121,10 +88,9 @@ actor ReplayWorker {
     /// returns its pull's report; `nil` when the worker closed first.
     func pull() async -> Outbox.PullReport? {
         resumeFromExpiry(.pullRequested)
-        let id = nextDrainerID
-        nextDrainerID += 1
+        let id = waiters.nextID()
         return await withCheckedContinuation { continuation in
-            pullers[id] = continuation
+            waiters.pullers[id] = continuation
             perform(machine.requestPull(waiter: id))
         }
     }
@@ -135,16 +101,15 @@ actor ReplayWorker {
     }
 
     /// A pass (or the one running, then one more), and what the passes did meanwhile.
-    private func drainOnce() async -> Tally {
+    private func drainOnce() async -> WorkerWaiters.Tally {
         resumeFromExpiry(.drain)
-        let id = nextDrainerID
-        nextDrainerID += 1
-        tallies[id] = Tally()
+        let id = waiters.nextID()
+        waiters.tallies[id] = WorkerWaiters.Tally()
         await withCheckedContinuation { continuation in
-            drainers[id] = continuation
+            waiters.drainers[id] = continuation
             perform(machine.drain(waiter: id))
         }
-        return tallies.removeValue(forKey: id) ?? Tally()
+        return waiters.tallies.removeValue(forKey: id) ?? WorkerWaiters.Tally()
     }
 
     /// An enqueue or a retry made a row due at `moment`.
@@ -183,7 +148,7 @@ actor ReplayWorker {
     /// worker was going to do at this moment of the clock is done.
     func waitUntilIdle() async {
         if isIdle { return }
-        await withCheckedContinuation { idleWaiters.append($0) }
+        await withCheckedContinuation { waiters.idle.append($0) }
     }
 
     private var isIdle: Bool {
@@ -196,8 +161,7 @@ actor ReplayWorker {
 
     private func passFinished(_ outcome: ReplayPass.Outcome) {
         passTask = nil
-        lastPull = outcome.pull
-        for id in tallies.keys { tallies[id]?.add(outcome) }
+        waiters.passFinished(outcome)
         // A pass the budget or the expiry cut short: the time given is over, and what is due is
         // the system's to schedule, not this process's timer.
         if outcome.cut != nil { pass.budget.withLock { $0.expired = true } }
@@ -217,10 +181,7 @@ actor ReplayWorker {
                     self.passFinished(outcome)
                 }
             case .resumeDrainers(let ids):
-                for id in ids {
-                    drainers.removeValue(forKey: id)?.resume()
-                    pullers.removeValue(forKey: id)?.resume(returning: machine.isClosed ? nil : lastPull ?? Outbox.PullReport(feeds: []))
-                }
+                waiters.resume(ids, closed: machine.isClosed)
             case .armTimer(let deadline, _):
                 timerTask?.cancel()
                 timerTask = nil
@@ -242,10 +203,6 @@ actor ReplayWorker {
         }
         // What `nextWake` reads: the machine's word, kept while a pass (a rerun too) runs.
         armedTimer.withLock { $0 = machine.nextWork }
-        if isIdle, !idleWaiters.isEmpty {
-            let waiters = idleWaiters
-            idleWaiters.removeAll()
-            for waiter in waiters { waiter.resume() }
-        }
+        if isIdle { waiters.resumeIdle() }
     }
 }
