@@ -71,6 +71,45 @@ struct PullWorkerTests {
         #expect(try outbox.feedState(business: Self.business)?.lastStop == nil)
     }
 
+    /// A save while a long pull commits waits behind at most the one page whose commit is under
+    /// way, counted by commits: the pull holds the writer for a page at a time, never for the pull.
+    @Test func aSaveDuringALongPullWaitsBehindAtMostOnePagesCommit() async throws {
+        let feed = ScriptedFeed(count: 20)
+        let holder = Holder()
+        let held = Mutex(false)
+        let transport = Self.server(feed) { request in
+            // The third page's commit is held in the writer's queue, as if its disk were slow.
+            if feed.queries.count == 2, let outbox = holder.outbox.withLock({ $0 }) {
+                outbox.writer.hold()
+                held.withLock { $0 = true }
+            }
+            return feed.answer(request)
+        }
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open { PullTests.configured(&$0, PullConfiguration(pageSize: 1, businesses: [Self.business])) }
+        defer { outbox.close() }
+        holder.outbox.withLock { $0 = outbox }
+        let pulling = Task { try await outbox.pull() }
+        // The page is queued, its commit not made; then the member saves behind it.
+        while !held.withLock({ $0 }) || outbox.writer.pendingCount < 1 { await Task.yield() }
+        let pagesCommitted = try outbox.events(from: 1, limit: 10_000).filter { $0.kind == .pageApplied }.count
+        let transactionsBefore = try outbox.store.environment.info().lastTransactionID
+        let saving = Task { try await outbox.enqueue(productRequest(1)) }
+        while outbox.writer.pendingCount < 2 { await Task.yield() }
+        outbox.writer.release()
+        let saved = try await saving.value
+        let transactionsToSave = try outbox.store.environment.info().lastTransactionID - transactionsBefore
+        _ = try await pulling.value
+
+        let events = try outbox.events(from: 1, limit: 10_000)
+        let savedSeq = try #require(events.first { $0.operationID == saved }?.seq)
+        let pagesBeforeSave = events.filter { $0.kind == .pageApplied && $0.seq < savedSeq }.count
+        #expect(pagesCommitted >= 1, "the pull was under way")
+        #expect(pagesBeforeSave == pagesCommitted + 1, "the pages committed before, and the one whose commit was under way")
+        #expect(transactionsToSave <= 2, "the page's commit and the save's (or one they share): \(transactionsToSave)")
+        #expect(events.filter { $0.kind == .pageApplied }.count >= 3)
+    }
+
     @Test func aSignOutStopsALongPullAfterThePageInHand() async throws {
         let feed = ScriptedFeed(count: 5)
         let holder = Holder()
