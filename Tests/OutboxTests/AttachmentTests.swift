@@ -461,7 +461,7 @@ struct AttachmentRecordTests {
     }
 }
 
-@Suite("What an upload's answer means", .timeLimit(.minutes(1)))
+@Suite("What an upload's answer means", .timeLimit(.minutes(10)))
 struct UploadAnswerTests {
     @Test func aServersInProgressAnswerIsAskedAgainAndAReusedKeyRefused() {
         let inProgress = TransportResponse(statusCode: 409, body: Data(#"{"code":"idempotency_in_progress","message":"retry shortly"}"#.utf8))

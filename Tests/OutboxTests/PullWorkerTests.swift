@@ -110,6 +110,39 @@ struct PullWorkerTests {
         #expect(events.filter { $0.kind == .pageApplied }.count >= 3)
     }
 
+    /// A progress bar reads a long pull's pages, changes and bytes as each page lands, from
+    /// memory (no commit per record), and an observation hears it, the pull's end included.
+    @Test func aLongPullsProgressIsReadAndObservedPageByPage() async throws {
+        let feed = ScriptedFeed(count: 6)
+        let holder = Holder()
+        let seen = Mutex<[Outbox.FeedState.PullProgress]>([])
+        let transport = Self.server(feed) { request in
+            if let outbox = holder.outbox.withLock({ $0 }), let progress = try outbox.feedState(business: Self.business)?.pull {
+                seen.withLock { $0.append(progress) }
+            }
+            return feed.answer(request)
+        }
+        let journal = TestJournal(transport: transport)
+        let outbox = try journal.open { PullTests.configured(&$0, PullConfiguration(pageSize: 1, businesses: [Self.business])) }
+        defer { outbox.close() }
+        holder.outbox.withLock { $0 = outbox }
+        #expect(try outbox.feedState(business: Self.business)?.pull == nil, "no pull yet since the journal opened")
+        var running = outbox.observe(OutboxObservation { try $0.feedState(business: Self.business)?.pull?.isRunning }).makeAsyncIterator()
+        #expect(await running.next() == .some(nil))
+
+        let report = try #require(try await outbox.pull().feed(Self.business))
+        let asked = seen.withLock { $0 }
+        #expect(asked.map(\.pagesApplied) == Array(0..<asked.count), "each page request saw the pages before it")
+        #expect(asked.allSatisfy(\.isRunning) && asked.count >= report.pagesApplied)
+        #expect(zip(asked, asked.dropFirst()).allSatisfy { $0.bytesApplied < $1.bytesApplied && $0.changesApplied < $1.changesApplied })
+        let last = try #require(try outbox.feedState(business: Self.business)?.pull)
+        #expect(!last.isRunning && last.pagesApplied == report.pagesApplied && last.changesApplied == report.changesApplied)
+        #expect(last.changesApplied == 6 && last.bytesApplied > 6 * 20, "\(last)")
+        #expect(last.startedAt == journal.clock.now())
+        // The observation hears the pull's end, which no commit carries.
+        while let value = await running.next(), value != .some(false) {}
+    }
+
     @Test func aSignOutStopsALongPullAfterThePageInHand() async throws {
         let feed = ScriptedFeed(count: 5)
         let holder = Holder()

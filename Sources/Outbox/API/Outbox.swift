@@ -125,6 +125,7 @@ public final class Outbox: Sendable {
         self.attempts = attempts
         self.replayPass = ReplayPass(store: store, room: room, attempts: attempts, configuration: configuration, files: files, log: log)
         self.worker = ReplayWorker(pass: replayPass, clock: configuration.clock)
+        replayPass.pulls?.progress.onPage { [observations] region in observations.changed(region) }
         let recording = OpenPhases.now()
         Self.recordOpening(opening, writer: writer, appVersion: configuration.appVersion, installation: configuration.installation,
                            clock: configuration.clock, log: log)

@@ -2,6 +2,31 @@ public import Foundation
 public import OutboxWire
 
 extension Outbox.FeedState {
+    /// How far a pull of the feed has come: what a progress bar shows while a first sync of a
+    /// large catalogue runs. Counted in memory as each page lands (a page is one commit; no
+    /// commit is made per record), and observable: an observation reading ``Outbox/feedState(business:)``
+    /// hears every page. The feed names no total ahead: a screen shows the count, or the share
+    /// of a total the app knows.
+    public struct PullProgress: Sendable, Equatable {
+        /// When the pull began.
+        public var startedAt: Date
+        /// Whether it still runs; `false` once it reached the end, gave way to a write or stopped.
+        public var isRunning: Bool
+        public var pagesApplied: Int
+        /// Changes applied: records written or deleted (passed-over changes not counted).
+        public var changesApplied: Int
+        /// Bytes of the server's pages applied.
+        public var bytesApplied: Int
+
+        public init(startedAt: Date, isRunning: Bool = true, pagesApplied: Int = 0, changesApplied: Int = 0, bytesApplied: Int = 0) {
+            self.startedAt = startedAt
+            self.isRunning = isRunning
+            self.pagesApplied = pagesApplied
+            self.changesApplied = changesApplied
+            self.bytesApplied = bytesApplied
+        }
+    }
+
     /// How far a resnapshot's staging has come.
     public struct ResnapshotProgress: Sendable, Equatable {
         /// The first snapshot page's position: the feed's cursor once swapped in.
@@ -45,6 +70,9 @@ extension Outbox {
         /// A resnapshot under way: the base fetched again whole is being staged while the member
         /// still sees the old one.
         public var resnapshot: Outbox.FeedState.ResnapshotProgress?
+        /// The pull under way, or the last one since the journal opened: pages, changes and bytes
+        /// applied so far.
+        public var pull: Outbox.FeedState.PullProgress?
 
         package init(business: String, epoch: UInt64? = nil, cursor: String? = nil, lastPageAt: Date? = nil, caughtUpAt: Date? = nil,
                     nextPullAt: Date? = nil, lagSeconds: Double? = nil, limits: FeedLimits? = nil, failures: Int = 0, lastStop: Outbox.PullStop? = nil) {

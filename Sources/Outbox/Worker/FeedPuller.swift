@@ -46,8 +46,9 @@ final class FeedPuller: Sendable {
     /// after each page whether to stop there (a write waits, the worker stopped).
     /// - Parameter until: stop at this position (the summary check's): the page that reaches it
     ///   ends the pull, ``Pulled/reachedUntil`` set.
+    /// - Parameter landed: told of each page applied: its changes and the bytes of its answer.
     func pull(business: String, settings: PullConfiguration, limits: FeedLimits?, maxPages: Int, until: FeedPosition? = nil,
-              interruption: () -> Outbox.PullStop?) async -> Pulled {
+              interruption: () -> Outbox.PullStop?, landed: (_ changes: Int, _ bytes: Int) -> Void = { _, _ in }) async -> Pulled {
         var pulled = Pulled(report: Outbox.FeedReport(business: business), limits: limits)
         func stop(_ reason: Outbox.PullStop) -> Pulled {
             pulled.report.reachedEnd = false
@@ -139,6 +140,7 @@ final class FeedPuller: Sendable {
                 }
                 switch outcome {
                 case .applied(let applied):
+                    landed(applied.confirmations.count, response.body.count)
                     pagesLeft -= 1
                     pulled.report.pagesApplied += 1
                     pulled.report.changesApplied += applied.confirmations.count

@@ -29,6 +29,8 @@ final class PullStage: Sendable {
     let configuration: OutboxConfiguration
     let log: EngineLog
     private let memory = Mutex(Memory())
+    /// How far each feed's pull has come, for a progress bar.
+    let progress = PullProgressBoard()
 
     /// The soonest the timer asks again for a feed that just reached its end: a freshness of
     /// zero would otherwise pull back to back.
@@ -132,7 +134,12 @@ final class PullStage: Sendable {
                 continue
             }
             let limits = memory.withLock { $0.tracks[business]?.limits }
-            var pulled = await puller.pull(business: business.string, settings: settings, limits: limits, maxPages: budget, interruption: interruption)
+            progress.began(business.string, at: clock.now())
+            var pulled = await puller.pull(business: business.string, settings: settings, limits: limits, maxPages: budget,
+                                           interruption: interruption) { [progress] changes, bytes in
+                progress.applied(business.string, changes: changes, bytes: bytes)
+            }
+            progress.ended(business.string)
             budget -= pulled.report.pagesApplied + pulled.report.pagesStaged
             pagesLanded += pulled.report.pagesApplied
             pulled.report = learn(pulled, business: business)
@@ -338,6 +345,7 @@ final class PullStage: Sendable {
         state.limits = track.limits
         state.failures = track.failures
         state.lastStop = track.lastStop
+        state.pull = progress.progress(of: business)
         return state
     }
 
