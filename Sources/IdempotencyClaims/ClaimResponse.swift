@@ -74,6 +74,26 @@ public struct ClaimResponse: Hashable, Sendable {
     }
 }
 
+extension ClaimResponse {
+    /// The one answer of an update or a delete whose `If-Match` names another revision than the
+    /// record's: 412, its `ETag`, and a body with `code` (`revision_conflict`), `message`,
+    /// `server_revision` and `current` (the record as the server holds it; `null` once deleted).
+    /// Every server of the package answers a stale edit with it (`Docs/records.md`).
+    /// - Parameters:
+    ///   - current: the record's JSON as this server represents it; `nil` for a deleted record.
+    ///   - message: this server's words for a person.
+    package static func revisionConflict(revision: UInt64, current: Data?, message: String) -> ClaimResponse {
+        var body = Data(("{" + JSONText.quoted(WireBodyField.code) + ":" + JSONText.quoted(WireErrorCode.revisionConflict)
+            + "," + JSONText.quoted(WireBodyField.message) + ":" + JSONText.quoted(message)
+            + "," + JSONText.quoted(WireBodyField.serverRevision) + ":" + JSONText.quoted(String(revision))
+            + "," + JSONText.quoted(WireBodyField.current) + ":").utf8)
+        body += current ?? Data("null".utf8)
+        body += Data("}".utf8)
+        return ClaimResponse(status: 412, headers: [Header(name: "Content-Type", value: "application/json"),
+                                                    Header(name: WireHeader.eTag, value: "\"\(revision)\"")], body: body)
+    }
+}
+
 extension String {
     func caseInsensitiveEquals(_ other: String) -> Bool {
         utf8.count == other.utf8.count && lowercased() == other.lowercased()

@@ -386,9 +386,8 @@ final class ModelServer: Sendable {
                 problemsFound.withLock { $0.append("the 412 under key \(key ?? "") left its claim behind") }
             }
             // A record deleted since has no current value: `null`.
-            let current = conflict.item.deleted ? "null" : conflict.item.json
-            let body = #"{"code":"\#(WireErrorCode.revisionConflict)","message":"Changed elsewhere.","server_revision":"\#(conflict.item.revision)","current":\#(current)}"#
-            return TransportResponse(statusCode: 412, headers: ["Content-Type": "application/json"], body: Data(body.utf8))
+            let current = conflict.item.deleted ? nil : Data(conflict.item.json.utf8)
+            return TransportResponse(.revisionConflict(revision: UInt64(conflict.item.revision), current: current, message: "Changed elsewhere."))
         }
         return TransportResponse(answer.response)
     }

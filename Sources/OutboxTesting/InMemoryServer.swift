@@ -291,12 +291,8 @@ public final class InMemoryServer: OutboxTransport {
             throw ClaimRefusal(.problem(status: 400, code: "if_match_invalid", message: error.message))
         }
         if let condition, !condition.matches(revision: record.revision) {
-            var body = Data(#"{"code":"\#(WireErrorCode.revisionConflict)","message":"This record changed elsewhere: it is at revision \#(record.revision).","server_revision":"\#(record.revision)","current":"#.utf8)
-            body += record.body
-            body += Data("}".utf8)
-            throw ClaimRefusal(ClaimResponse(
-                status: 412, headers: [Header(name: "Content-Type", value: "application/json"), Header(name: WireHeader.eTag, value: "\"\(record.revision)\"")],
-                body: body))
+            throw ClaimRefusal(.revisionConflict(revision: UInt64(record.revision), current: record.body,
+                                                 message: "This record changed elsewhere: it is at revision \(record.revision)."))
         }
         guard isObject(request.body) else {
             throw ClaimRefusal(.problem(status: 422, code: WireErrorCode.validationFailed, message: "An update's body must be a JSON object."))

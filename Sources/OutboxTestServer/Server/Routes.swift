@@ -414,13 +414,7 @@ struct Routes: Sendable {
             message = "the \(current.type) \(current.id) is at revision \(revision), not \(ifMatch) (If-Match)\(weak):"
                 + " it changed since this edit began; send it again against revision \(revision), or drop it"
         }
-        var body = Data(("{" + JSONText.quoted(WireBodyField.code) + ":" + JSONText.quoted(WireErrorCode.revisionConflict)
-            + "," + JSONText.quoted(WireBodyField.message) + ":" + JSONText.quoted(message)
-            + "," + JSONText.quoted(WireBodyField.serverRevision) + ":" + JSONText.quoted(String(current.revision))
-            + "," + JSONText.quoted(WireBodyField.current) + ":").utf8)
-        body += RecordBody.withRevision(current.body, current.revision)
-        body += Data("}".utf8)
-        return ClaimResponse(status: 412, headers: [jsonType, entityTag(current.revision)], body: body)
+        return .revisionConflict(revision: UInt64(current.revision), current: RecordBody.withRevision(current.body, current.revision), message: message)
     }
 
     /// Changes a record as another device would: `patch` merged into it as its next revision,
