@@ -65,6 +65,10 @@ enum PullProbe {
         /// The store's bytes on disk once every page is in, the store still open: the engine's
         /// and the floor's `data.mdb`, the SQLite client's database and write-ahead log.
         var storeBytes: Int?
+        /// Of the engine's: its events' records, and the pages in use (the rest of the file is
+        /// pages LMDB freed and keeps for reuse), in bytes.
+        var eventBytes: Int?
+        var liveBytes: Int?
     }
 
     static func run(_ mode: Mode, directory: URL) -> Int32 {
@@ -128,6 +132,9 @@ enum PullProbe {
                 throw BenchmarkFailure(description: "the engine's pull over loopback: \(report)")
             }
             measurement.storeBytes = FileSize.of(store.appendingPathComponent("data.mdb"))
+            let metrics = try outbox.metrics()
+            measurement.eventBytes = metrics.journalEventBytes
+            measurement.liveBytes = metrics.journalLiveBytes
             try checkEngine(outbox, feed: feed)
             return measurement
         case .resnapshot:

@@ -16,6 +16,8 @@ extension Scenario {
             .time("apply", "apply path (no HTTP): every page decoded and applied", .seconds),
             .time("decode", "apply path: of which decoding the pages", .seconds),
             .size("disk", "bytes on disk per record after the sync"),
+            .size("live", "of which pages in use (not freed), per record"),
+            .size("events", "of which the journal's events, per record"),
             .size("served", "the record's own bytes as served, per record"),
         ],
         contenders: .pull,
@@ -59,6 +61,8 @@ extension Scenario {
                 "apply": Trio(ours: oursApply?.seconds, floor: floor?.seconds),
                 "decode": Trio(ours: oursApply?.decodeSeconds, floor: floor?.decodeSeconds),
                 "disk": Trio(ours: perRecord(ours.storeBytes), sqlite: perRecord(sqlite?.storeBytes), floor: perRecord(floor?.storeBytes)),
+                "live": Trio(ours: perRecord(ours.liveBytes)),
+                "events": Trio(ours: perRecord(ours.eventBytes)),
                 "served": Trio(floor: perRecord(feed.recordBytes)),
             ]
         }
