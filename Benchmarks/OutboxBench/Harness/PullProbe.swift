@@ -71,6 +71,9 @@ enum PullProbe {
         var liveBytes: Int?
     }
 
+    /// A measurement's KiB in MiB.
+    static func mebibytes(_ kibibytes: Double?) -> Double? { kibibytes.map { $0 / 1024 } }
+
     static func run(_ mode: Mode, directory: URL) -> Int32 {
         let outcome = Mutex<Result<Measurement, any Error>?>(nil)
         let finished = DispatchSemaphore(value: 0)

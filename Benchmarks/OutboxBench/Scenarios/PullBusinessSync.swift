@@ -41,11 +41,7 @@ extension Scenario {
             let feed = try context.fixtures.pullFeed(records: context.sizes.businessRecords, catalogue: .business, context: context)
             func child(_ kind: Probe.Kind) throws -> PullProbe.Measurement {
                 context.progress("\(kind.rawValue): \(feed.records) records")
-                let measured = try Probe.measure(kind, path: feed.directory, as: PullProbe.Measurement.self)
-                guard measured.pages >= feed.pages - 1 else {
-                    throw BenchmarkFailure(description: "the \(kind.rawValue) probe applied \(measured.pages) of \(feed.pages) pages")
-                }
-                return measured
+                return try feed.measure(kind)
             }
             // For profiles (`OUTBOX_BENCH_OURS_ONLY`), the engine's pull over loopback alone.
             let others = !Scenario.oursOnly
@@ -53,7 +49,7 @@ extension Scenario {
             let oursApply = others ? try child(.pullEngine) : nil
             let ours = try child(.pullEngineHTTP)
             let sqlite = others ? try child(.pullSQLiteHTTP) : nil
-            func mebibytes(_ kibibytes: Double?) -> Double? { kibibytes.map { $0 / 1024 } }
+            let mebibytes = PullProbe.mebibytes
             func perRecord(_ bytes: Int?) -> Double? { bytes.map { Double($0) / Double(feed.records) } }
             return [
                 "sync": Trio(ours: ours.seconds, sqlite: sqlite?.seconds, floor: floor?.seconds),

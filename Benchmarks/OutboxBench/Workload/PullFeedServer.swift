@@ -93,6 +93,16 @@ final class PullFeedServer: Sendable {
         try JSONEncoder().encode(feed).write(to: directory.appendingPathComponent("feed.json"))
     }
 
+    /// A pull probe over this feed in a fresh child process: its measurement, once it applied
+    /// every page (or all but the last, which an engine's pull may find empty).
+    func measure(_ kind: Probe.Kind) throws -> PullProbe.Measurement {
+        let measured = try Probe.measure(kind, path: directory, as: PullProbe.Measurement.self)
+        guard measured.pages >= pages - 1 else {
+            throw BenchmarkFailure(description: "the \(kind.rawValue) probe applied \(measured.pages) of \(pages) pages")
+        }
+        return measured
+    }
+
     /// The pages, as the apply path reads them.
     func pageBodies() throws -> [Data] {
         try PullFeed.pages(in: directory.appendingPathComponent("pages.bin"))
