@@ -76,6 +76,13 @@ final class SQLitePull {
         return page.cursor
     }
 
+    /// The bytes on disk of the client in `directory`: its database and its write-ahead log (the
+    /// log's bytes are the database's until a checkpoint moves them in).
+    static func fileBytes(_ directory: URL) -> Int {
+        let database = directory.appendingPathComponent("pull.sqlite")
+        return FileSize.of(database) + FileSize.of(URL(fileURLWithPath: database.path + "-wal"))
+    }
+
     /// The feed's stored cursor; `nil` when never pulled.
     func cursor() throws -> FeedPosition? {
         try readCursor.bind([.text(Workload.businessID)])

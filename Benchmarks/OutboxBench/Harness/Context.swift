@@ -39,6 +39,8 @@ struct Sizes: Sendable {
     /// pages of changes 14.2 times per repeat.
     var pullRecords: Int
     var pullPagesTimed: Int
+    /// The records of 14.5's feed, of several types.
+    var businessRecords: Int
     /// How long 14.4's writers and reader run per repeat, in seconds, and the changes in the feed
     /// before its first repeat.
     var feedReadSeconds: Double
@@ -49,7 +51,7 @@ struct Sizes: Sendable {
         lifecycleOperations: 10_000, largeJournalEvents: 1_000_000, smallJournalEvents: 10_000,
         waitingRows: 10_000, claims: 1600, drainedWrites: 200, requestLatencySeconds: 0.05, readIterations: 500, openIterations: 5, floorCommits: 500,
         records: 1000, recordQueryIterations: 40, streamRecords: 100, streamCommits: 200,
-        pullRecords: 100_000, pullPagesTimed: 40, feedReadSeconds: 10, feedBacklog: 10_000
+        pullRecords: 100_000, pullPagesTimed: 40, businessRecords: 1_000_000, feedReadSeconds: 10, feedBacklog: 10_000
     )
 
     static let quick = Sizes(
@@ -57,7 +59,7 @@ struct Sizes: Sendable {
         lifecycleOperations: 100, largeJournalEvents: 3000, smallJournalEvents: 600,
         waitingRows: 100, claims: 32, drainedWrites: 20, requestLatencySeconds: 0.002, readIterations: 5, openIterations: 1, floorCommits: 10,
         records: 50, recordQueryIterations: 2, streamRecords: 10, streamCommits: 5,
-        pullRecords: 600, pullPagesTimed: 3, feedReadSeconds: 0.5, feedBacklog: 200
+        pullRecords: 600, pullPagesTimed: 3, businessRecords: 3000, feedReadSeconds: 0.5, feedBacklog: 200
     )
 }
 

@@ -11,7 +11,7 @@ import Synchronization
 /// used again.
 ///
 /// The directory holds `feed.json` (``Feed``: what the feed holds, and the server's address) and
-/// `pages.bin` (the feed's pages as the server answered them, ``PullFeed/write(_:to:)``); the
+/// `pages.bin` (the feed's pages as the server answered them, ``PullFeed/framed(_:)``); the
 /// child writes its journal or database under it. It measures from a store already open to the
 /// feed's end, samples `RssAnon` every 5 ms meanwhile, checks what it stored, and prints one
 /// ``Measurement`` as a JSON line.
@@ -46,6 +46,8 @@ enum PullProbe {
         var cursor: String
         /// The loopback server's base URL.
         var url: String
+        /// Live records of each type, when the feed holds more types than products (scenario 14.5).
+        var types: [String: Int]?
     }
 
     struct Measurement: Codable, Sendable {
@@ -60,7 +62,17 @@ enum PullProbe {
         var anonymousEndKiB: Double
         /// The slowest page's decode and apply, in ms (apply modes only).
         var slowestPageMilliseconds: Double
+        /// The store's bytes on disk once every page is in, the store still open: the engine's
+        /// and the floor's `data.mdb`, the SQLite client's database and write-ahead log.
+        var storeBytes: Int?
+        /// Of the engine's: its events' records, and the pages in use (the rest of the file is
+        /// pages LMDB freed and keeps for reuse), in bytes.
+        var eventBytes: Int?
+        var liveBytes: Int?
     }
+
+    /// A measurement's KiB in MiB.
+    static func mebibytes(_ kibibytes: Double?) -> Double? { kibibytes.map { $0 / 1024 } }
 
     static func run(_ mode: Mode, directory: URL) -> Int32 {
         let outcome = Mutex<Result<Measurement, any Error>?>(nil)
@@ -91,23 +103,26 @@ enum PullProbe {
             let outbox = try Workload.openOutbox(store)
             defer { outbox.close() }
             var cursor: FeedPosition?
-            let measurement = try await applying(directory: directory) { page in
+            var measurement = try await applying(directory: directory) { page in
                 switch try await outbox.apply(page, requested: cursor, limit: PullFeed.pageSize) {
                 case .applied, .unchanged: cursor = page.cursor
                 case let other: throw BenchmarkFailure(description: "the engine did not apply the page from \(page.from): \(other)")
                 }
             }
+            measurement.storeBytes = FileSize.of(store.appendingPathComponent("data.mdb"))
             try checkEngine(outbox, feed: feed)
             return measurement
         case .sqlite:
             let sqlite = try SQLitePull(directory: store)
             var cursor: FeedPosition?
-            let measurement = try await applying(directory: directory) { page in cursor = try sqlite.apply(page, requested: cursor) }
+            var measurement = try await applying(directory: directory) { page in cursor = try sqlite.apply(page, requested: cursor) }
+            measurement.storeBytes = SQLitePull.fileBytes(store)
             try checkSQLite(sqlite, feed: feed)
             return measurement
         case .floor:
             let floor = try PullFloor(directory: store)
-            let measurement = try await applying(directory: directory) { page in try floor.apply(page) }
+            var measurement = try await applying(directory: directory) { page in try floor.apply(page) }
+            measurement.storeBytes = FileSize.of(store.appendingPathComponent("data.mdb"))
             guard try floor.rows() == feed.records + 1 else {
                 throw BenchmarkFailure(description: "the floor holds \(try floor.rows()) rows, not \(feed.records) and the cursor")
             }
@@ -115,10 +130,14 @@ enum PullProbe {
         case .engineHTTP:
             let outbox = try pulling(store, transport: URLSessionTransport(baseURL: URL(string: feed.url)!, timeoutSeconds: 30))
             defer { outbox.close() }
-            let (report, measurement) = try await pulled(outbox)
+            var (report, measurement) = try await pulled(outbox)
             guard report.stoppedBy == nil, report.reachedEnd, report.changesApplied == feed.records else {
                 throw BenchmarkFailure(description: "the engine's pull over loopback: \(report)")
             }
+            measurement.storeBytes = FileSize.of(store.appendingPathComponent("data.mdb"))
+            let metrics = try outbox.metrics()
+            measurement.eventBytes = metrics.journalEventBytes
+            measurement.liveBytes = metrics.journalLiveBytes
             try checkEngine(outbox, feed: feed)
             return measurement
         case .resnapshot:
@@ -152,6 +171,7 @@ enum PullProbe {
                 return nil
             }
             measurement.pages = pages
+            measurement.storeBytes = SQLitePull.fileBytes(store)
             try checkSQLite(sqlite, feed: feed)
             return measurement
         }
@@ -215,10 +235,12 @@ enum PullProbe {
 
     /// The engine's journal holds every record of the feed as its base and the last page's cursor.
     private static func checkEngine(_ outbox: Outbox, feed: Feed) throws {
-        let live = try PullCheck.liveRecords(outbox)
+        let expected = feed.types ?? [Workload.productType: feed.records]
+        var live: [String: Int] = [:]
+        for type in expected.keys { live[type] = try PullCheck.liveRecords(outbox, type: type) }
         let cursor = try outbox.feedCursor(business: Workload.businessID)
-        guard live == feed.records, cursor?.text == feed.cursor else {
-            throw BenchmarkFailure(description: "the engine holds \(live) records at cursor \(cursor?.text ?? "none"); the feed \(feed.records) at \(feed.cursor)")
+        guard live == expected, cursor?.text == feed.cursor else {
+            throw BenchmarkFailure(description: "the engine holds \(live) records at cursor \(cursor?.text ?? "none"); the feed \(expected) at \(feed.cursor)")
         }
     }
 
@@ -276,9 +298,9 @@ final class AnonymousMemorySampler: Sendable {
 
 /// What the pull scenarios check of a journal through the engine's own reads.
 enum PullCheck {
-    /// The business's live product records, read through `records(_:)` a page of 1,000 at a time.
-    static func liveRecords(_ outbox: Outbox) throws -> Int {
-        var query = RecordQuery(business: Workload.businessID, type: Workload.productType, limit: 1000)
+    /// The business's live records of `type`, read through `records(_:)` a page of 1,000 at a time.
+    static func liveRecords(_ outbox: Outbox, type: String = Workload.productType) throws -> Int {
+        var query = RecordQuery(business: Workload.businessID, type: type, limit: 1000)
         var count = 0
         repeat {
             let page = try outbox.records(query)

@@ -25,6 +25,7 @@ extension Scenario {
         .pullPageApplied,
         .pullResnapshot,
         .pullFeedRead,
+        .pullBusinessSync,
         .attachmentUpload,
         .attachmentUploadMemory,
         .attachmentEnqueue,

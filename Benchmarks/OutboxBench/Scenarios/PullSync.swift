@@ -38,13 +38,7 @@ extension Scenario {
         ],
         run: { context in
             let feed = try context.fixtures.pullFeed(records: context.sizes.pullRecords, context: context)
-            func child(_ kind: Probe.Kind) throws -> PullProbe.Measurement {
-                let measured = try Probe.measure(kind, path: feed.directory, as: PullProbe.Measurement.self)
-                guard measured.pages >= feed.pages - 1 else {
-                    throw BenchmarkFailure(description: "the \(kind.rawValue) probe applied \(measured.pages) of \(feed.pages) pages")
-                }
-                return measured
-            }
+            func child(_ kind: Probe.Kind) throws -> PullProbe.Measurement { try feed.measure(kind) }
             // For profiles (`OUTBOX_BENCH_OURS_ONLY`), the engine's two children alone.
             let others = !Scenario.oursOnly
             let floor = others ? try child(.pullFloor) : nil
@@ -52,7 +46,7 @@ extension Scenario {
             let sqlite = others ? try child(.pullSQLite) : nil
             let oursSync = try child(.pullEngineHTTP)
             let sqliteSync = others ? try child(.pullSQLiteHTTP) : nil
-            func mebibytes(_ kibibytes: Double?) -> Double? { kibibytes.map { $0 / 1024 } }
+            let mebibytes = PullProbe.mebibytes
             return [
                 "apply": Trio(ours: ours.seconds, sqlite: sqlite?.seconds, floor: floor?.seconds),
                 "apply-anon": Trio(ours: mebibytes(ours.anonymousPeakKiB), sqlite: mebibytes(sqlite?.anonymousPeakKiB),

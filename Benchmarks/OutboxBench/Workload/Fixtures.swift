@@ -18,7 +18,7 @@ final class Fixtures: Sendable {
     private let journals = Mutex<[Int: JournalBuilder.Built]>([:])
     private let waiting = Mutex<[Int: Waiting]>([:])
     private let recordJournals = Mutex<[Int: RecordJournal]>([:])
-    private let pullFeeds = Mutex<[Int: PullFeedServer]>([:])
+    private let pullFeeds = Mutex<[String: PullFeedServer]>([:])
     private let pullBases = Mutex<[Int: PullBase]>([:])
     private let pullResnapshots = Mutex<[Int: PullResnapshot]>([:])
     private let postgresFeeds = Mutex<PostgresFeedServer?>(nil)
@@ -74,17 +74,21 @@ final class Fixtures: Sendable {
         return built
     }
 
-    /// A loopback test server whose feed holds `records` products, and its pages in a file
-    /// (see ``PullFeedServer``).
-    func pullFeed(records: Int, context: Context) throws -> PullFeedServer {
-        if let built = pullFeeds.withLock({ $0[records] }) { return built }
-        context.progress("creating \(records) products on the loopback test server (memory store) and reading its feed")
+    /// A loopback test server whose feed holds `records` products, or records of the several
+    /// types of ``BusinessFeed``, and its pages in a file (see ``PullFeedServer``).
+    func pullFeed(records: Int, catalogue: PullFeedServer.Catalogue = .products, context: Context) throws -> PullFeedServer {
+        let key = "\(catalogue)-\(records)"
+        if let built = pullFeeds.withLock({ $0[key] }) { return built }
+        let what = catalogue == .products ? "products" : "records of \(BusinessFeed.types.count) types"
+        context.progress("creating \(records) \(what) on the loopback test server (memory store) and reading its feed")
         var built: PullFeedServer?
-        let nanoseconds = try Stopwatch.time { built = try PullFeedServer(records: records, directory: try context.freshDirectory("pull-feed-\(records)")) }
+        let nanoseconds = try Stopwatch.time {
+            built = try PullFeedServer(records: records, catalogue: catalogue, directory: try context.freshDirectory("pull-feed-\(key)"))
+        }
         guard let built else { throw BenchmarkFailure(description: "the feed of \(records) records was not built") }
         context.progress("built in \(TextReport.format(nanoseconds / 1e9)) s: \(built.pages) pages, "
             + "\(TextReport.format(Double(built.pageBytes) / 1_048_576)) MiB of them")
-        pullFeeds.withLock { $0[records] = built }
+        pullFeeds.withLock { $0[key] = built }
         return built
     }
 

@@ -74,17 +74,13 @@ enum PullFeed {
         return body(from: from, changes, hasMore: false)
     }
 
-    /// Pages laid end to end in one file: each a u32 big-endian length, then its bytes.
-    static func write(_ pages: [Data], to url: URL) throws {
-        var file = Data()
-        for page in pages {
-            file += UInt32(page.count).bigEndianByteArray
-            file += page
-        }
-        try file.write(to: url)
+    /// A page as a file of pages holds it, laid end to end with the others: a u32 big-endian
+    /// length, then its bytes.
+    static func framed(_ page: Data) -> Data {
+        Data(UInt32(page.count).bigEndianByteArray) + page
     }
 
-    /// The pages of a file ``write(_:to:)`` wrote, mapped rather than read: the file's pages stay
+    /// The pages of a file of ``framed(_:)`` pages, mapped rather than read: the file's pages stay
     /// the page cache's, never the reader's heap, until a page is taken.
     static func pages(in url: URL) throws -> [Data] {
         let file = try Data(contentsOf: url, options: .alwaysMapped)
