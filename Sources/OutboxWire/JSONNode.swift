@@ -56,6 +56,11 @@ package indirect enum JSONNode: Equatable, Sendable {
     /// space around it left out. A feed page's records are hashed as sent, so the reader that
     /// checks the page says where they are rather than a second scanner.
     ///
+    /// A picked value is checked under every rule but not built: the caller keeps its bytes, so
+    /// an object reads as `.object([])` and an array as `.array([])`, their kind alone (a page's
+    /// records are most of its nodes, and building them was most of reading it). A value inside
+    /// a picked one is not picked again.
+    ///
     /// ```swift
     /// let (node, spans) = try JSONNode.read(body) { $0.components.last == .member("record") }
     /// body[spans[0].range]   // the record's bytes as written: its spaces, key order and escapes
@@ -145,8 +150,11 @@ package indirect enum JSONNode: Equatable, Sendable {
         let wanted: ((JSONPath) -> Bool)?
         var spans: [JSONSpan] = []
         let maxDepth: Int
-        /// `false` for a check: every rule applies, and no member, element or string is kept.
-        let buildsTree: Bool
+        /// `false` for a check, or inside a picked value: every rule applies, and no member,
+        /// element or string is kept.
+        var buildsTree: Bool
+        /// Inside a picked value, whose bytes the caller keeps: nothing in it is picked again.
+        var insidePicked = false
 
         init(_ bytes: [UInt8], wanted: ((JSONPath) -> Bool)?, maxDepth: Int, buildsTree: Bool = true) {
             self.bytes = bytes
@@ -175,10 +183,29 @@ package indirect enum JSONNode: Equatable, Sendable {
         }
 
         mutating func value(at path: JSONPath, depth: Int) throws(JSONReadError) -> JSONNode {
+            guard !insidePicked, let wanted, wanted(path) else { return try bareValue(at: path, depth: depth) }
             let start = position
-            let node = try bareValue(at: path, depth: depth)
-            if let wanted, wanted(path) { spans.append(JSONSpan(path: path, range: start..<position)) }
-            return node
+            // An object or an array is checked, not built; a scalar is cheap and built as usual.
+            let container = current == UInt8(ascii: "{") || current == UInt8(ascii: "[")
+            let builds = buildsTree
+            buildsTree = builds && !container
+            insidePicked = true
+            defer {
+                buildsTree = builds
+                insidePicked = false
+            }
+            let node: JSONNode
+            do {
+                node = try bareValue(at: path, depth: depth)
+            } catch where !buildsTree && builds {
+                // Read again, building, so the error names the field inside it by its path.
+                position = start
+                buildsTree = true
+                node = try bareValue(at: path, depth: depth)
+            }
+            spans.append(JSONSpan(path: path, range: start..<position))
+            guard builds, container else { return node }
+            return bytes[start] == UInt8(ascii: "{") ? .object([]) : .array([])
         }
 
         mutating func bareValue(at path: JSONPath, depth: Int) throws(JSONReadError) -> JSONNode {

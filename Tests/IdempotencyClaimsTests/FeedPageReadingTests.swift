@@ -155,14 +155,23 @@ struct JSONNodeSpanTests {
         let (node, spans) = try JSONNode.read(bytes) { path in
             path.components.count == 2 || path == JSONPath.root.member("b")
         }
-        #expect(node == (try JSONNode.read(bytes)), "the tree is the one read without spans")
         #expect(spans.map(\.path.description) == ["a[0]", "a[1]", "a[2]", "b"])
         #expect(spans.map { String(decoding: bytes[$0.range], as: UTF8.self) } == [#"{"x" :1}"#, #""two\u0021""#, "3.50", "{ }"])
+        // A picked object or array is its kind alone (its bytes are the caller's); scalars and
+        // everything not picked are built as without spans.
+        #expect(node == (try JSONNode.read(Array(#"{"a": [ {}, "two!" , 3.50 ], "b":{ }, "a2":null}"#.utf8))))
     }
 
-    @Test func noSpansAreKeptUnlessAsked() throws {
+    @Test func aValueInsideAPickedOneIsNotPickedAgain() throws {
         #expect(try JSONNode.read(Array(#"{"a":1}"#.utf8), spans: nil).spans.isEmpty)
-        #expect(try JSONNode.read(Array(#"{"a":1}"#.utf8)) { _ in true }.spans.map(\.path.description) == ["a", ""])
+        #expect(try JSONNode.read(Array(#"{"a":1}"#.utf8)) { _ in true }.spans.map(\.path.description) == [""])
+        #expect(try JSONNode.read(Array(#"[1,{"a":[2]}]"#.utf8)) { $0.components.count == 1 }.spans.map(\.path.description) == ["[0]", "[1]"])
+    }
+
+    @Test func aPickedValueIsCheckedUnderEveryRuleThoughNotBuilt() {
+        for bad in [#"{"a":[{"x":01}]}"#, #"{"a":[{"x":"\ud800"}]}"#, #"{"a":[{"x" 1}]}"#, #"{"a":[[1,]]}"#] {
+            #expect(throws: JSONReadError.self, "\(bad)") { try JSONNode.read(Array(bad.utf8)) { $0.components.count == 2 } }
+        }
     }
 }
 
