@@ -97,7 +97,7 @@ public enum FeedHandling {
         var bytes = envelopeBytes
         var count = 0
         for change in changes {
-            let size = change.encoded().count + 1
+            let size = change.encodedCount + 1
             if count == limit || (count > 0 && bytes + size > limits.maxPageBytes) { break }
             count += 1
             bytes += size

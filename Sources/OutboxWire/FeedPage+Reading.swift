@@ -41,17 +41,55 @@ extension FeedChange {
     /// `{"type":...,"id":...,"revision":n,"record":<its bytes>}` or, for a tombstone,
     /// `{"type":...,"id":...,"revision":n,"deleted":true}`.
     public func encoded() -> Data {
-        var out = Data("{".utf8)
-        out += FeedReading.member(WireBodyField.type, FeedReading.quoted(type)) + Data(",".utf8)
-        out += FeedReading.member(WireBodyField.id, FeedReading.quoted(id)) + Data(",".utf8)
-        out += FeedReading.member(WireBodyField.revision, String(revision)) + Data(",".utf8)
+        var out = Data()
+        out.reserveCapacity(encodedCount)
+        encode(into: &out)
+        return out
+    }
+
+    /// How many bytes ``encoded()`` writes, counted without writing them: a server fills a page
+    /// up to its `max_page_bytes` by this, then writes each change once.
+    public var encodedCount: Int {
+        let fields = Self.fieldPrefixes
+        return fields.type.count + FeedReading.quoted(type).utf8.count + fields.id.count + FeedReading.quoted(id).utf8.count
+            + fields.revision.count + Self.digitCount(revision) + (record.map { fields.record.count + $0.count } ?? fields.deleted.count) + 1
+    }
+
+    /// Appends ``encoded()``'s bytes to `out`.
+    func encode(into out: inout Data) {
+        let fields = Self.fieldPrefixes
+        out += fields.type
+        out += Data(FeedReading.quoted(type).utf8)
+        out += fields.id
+        out += Data(FeedReading.quoted(id).utf8)
+        out += fields.revision
+        out += Data(String(revision).utf8)
         if let record {
-            out += Data((FeedReading.quoted(WireBodyField.record) + ":").utf8) + record
+            out += fields.record
+            out += record
         } else {
-            out += FeedReading.member(WireBodyField.deleted, "true")
+            out += fields.deleted
         }
         out += Data("}".utf8)
-        return out
+    }
+
+    /// The fixed bytes before each field's value, and a tombstone's ending.
+    private static let fieldPrefixes = (
+        type: Data(("{" + FeedReading.quoted(WireBodyField.type) + ":").utf8),
+        id: Data(("," + FeedReading.quoted(WireBodyField.id) + ":").utf8),
+        revision: Data(("," + FeedReading.quoted(WireBodyField.revision) + ":").utf8),
+        record: Data(("," + FeedReading.quoted(WireBodyField.record) + ":").utf8),
+        deleted: Data(("," + FeedReading.quoted(WireBodyField.deleted) + ":true").utf8)
+    )
+
+    private static func digitCount(_ number: UInt64) -> Int {
+        var count = 1
+        var rest = number / 10
+        while rest > 0 {
+            count += 1
+            rest /= 10
+        }
+        return count
     }
 }
 
@@ -254,9 +292,10 @@ struct FeedReading {
         var out = Data("{".utf8)
         for (name, value) in members { out += member(name, value) + Data(",".utf8) }
         out += Data((quoted(list) + ":[").utf8)
+        out.reserveCapacity(out.count + changes.reduce(2) { $0 + $1.encodedCount + 1 })
         for (index, change) in changes.enumerated() {
             if index > 0 { out += Data(",".utf8) }
-            out += change.encoded()
+            change.encode(into: &out)
         }
         out += Data("]}".utf8)
         return out

@@ -19,6 +19,21 @@ private func text(_ data: Data) -> String { String(decoding: data, as: UTF8.self
 
 @Suite("Reading and writing a feed page")
 struct FeedPageReadingTests {
+    @Test func aChangesCountedBytesAreTheBytesItWrites() throws {
+        let changes = [
+            FeedChange(type: "product", id: "p1", revision: 0, record: Data(#"{"id":"p1"}"#.utf8)),
+            FeedChange(type: "pro\"duct", id: "caf\u{E9}\n\u{1}", revision: 9, record: nil),
+            FeedChange(type: "t", id: "", revision: 10, record: Data("{}".utf8)),
+            FeedChange(type: "stock_movement", id: "m-99", revision: UInt64.max, record: Data(#"{ "qty" : -3 }"#.utf8)),
+        ]
+        for change in changes {
+            #expect(change.encodedCount == change.encoded().count, "\(change)")
+            let page = FeedPage(business: "b", from: .start(of: 1), cursor: .start(of: 1), hasMore: false, count: 1,
+                                digest: FeedDigest.page([change.digestInput]), changes: [change])
+            #expect(try FeedPage.decoded(from: page.encoded()).changes == [change])
+        }
+    }
+
     @Test(arguments: [
         #"{"id":"p1","price":14,"revision":19}"#,
         #"{ "price" : 14 ,  "id":"p1" }"#,
