@@ -32,6 +32,9 @@ package struct AnswerBody: Sendable, Equatable {
     package var revision: UInt64?
     /// `record`: the record as the server now holds it, in key order, capped.
     package var record: Data?
+    /// The answer sent a `record` (or a `current`) that is not kept: over the cap, or naming a
+    /// member twice. What the server holds is then known only by pulling it.
+    package var recordWithheld = false
     /// A conflict's `current`: the server's record, in key order, capped.
     package var current: Data?
     /// `deleted: true` (the literal; `"true"` or `1` is not a delete).
@@ -54,8 +57,12 @@ package struct AnswerBody: Sendable, Equatable {
             ?? node.member(WireBodyField.approvalRequestID).flatMap(Self.text)
         revision = node.member(WireBodyField.revision).flatMap(Self.revision)
             ?? node.member(WireBodyField.serverRevision).flatMap(Self.revision)
-        record = node.member(WireBodyField.record).flatMap(Self.kept)
-        current = node.member(WireBodyField.current).flatMap(Self.kept)
+        let sentRecord = node.member(WireBodyField.record)
+        let sentCurrent = node.member(WireBodyField.current)
+        record = sentRecord.flatMap(Self.kept)
+        current = sentCurrent.flatMap(Self.kept)
+        recordWithheld = (record == nil && sentRecord.map { $0 != .null } == true)
+            || (current == nil && sentCurrent.map { $0 != .null } == true)
         deleted = node.member(WireBodyField.deleted) == .bool(true)
         if case .string(let text)? = node.member(WireBodyField.type) { type = text }
         if case .string(let text)? = node.member(WireBodyField.id) { id = text }

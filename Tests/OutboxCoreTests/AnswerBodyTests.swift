@@ -70,6 +70,11 @@ struct AnswerBodyTests {
         let notKept = #"{"revision":2,"record":"\#(overTheCap)"}"#
         #expect(RecordAnswer(Self.response(200, notKept)).record == nil)
         #expect(RecordAnswer(Self.response(200, notKept)).revision == 2, "the revision still counts")
+        #expect(RecordAnswer(Self.response(200, notKept)).recordWithheld, "sent, not kept: the server's value is unknown")
+        #expect(!RecordAnswer(Self.response(200, kept)).recordWithheld)
+        #expect(!RecordAnswer(Self.response(200, #"{"revision":2,"record":null}"#)).recordWithheld, "null is no record")
+        #expect(!RecordAnswer(Self.response(200, #"{"revision":2}"#)).recordWithheld)
+        #expect(RecordAnswer(Self.response(200, #"{"revision":2,"record":{"a":1,"a":2}}"#)).recordWithheld, "a member named twice")
 
         let conflict = #"{"code":"revision_conflict","server_revision":"3","current":"\#(atTheCap)"}"#
         #expect(Self.classify(Self.response(412, conflict)).serverCurrent?.count == cap)

@@ -127,6 +127,26 @@ struct PullOverlayTests {
         #expect(try outbox.verify().isClean)
     }
 
+    /// The server answered its record at a revision, but too large to keep: what it holds may
+    /// differ from what the member saved, so nothing is stored at that revision and the member's
+    /// value shows until the pull brings the server's.
+    @Test func aRecordTooLargeToKeepWaitsForThePullNotForTheMembersValue() async throws {
+        let note = String(repeating: "n", count: 70_000)
+        let served = Data(#"{"name":"Antiseptic","note":"\#(note)","price":12}"#.utf8)
+        let (_, outbox, id) = try await Self.editAnswered(Self.answer(
+            visibleAt: "1-10-0", body: #"{"revision":8,"record":"# + String(decoding: served, as: UTF8.self) + "}"))
+        defer { outbox.close() }
+        let waiting = try #require(try outbox.record(Self.p1))
+        #expect(waiting.server?.revision == 5, "no base at 8 made from the member's value")
+        #expect(waiting.value == Self.value(12) && waiting.sync.confirmed == [id], "the member's value, confirmed, waits for the feed")
+        let change = FeedChange(type: "product", id: "p1", revision: 8, record: served)
+        _ = try await outbox.apply(PullApplyTests.page(from: Self.at(5), to: Self.at(10), [change]), requested: Self.at(5), limit: 500)
+        let pulled = try #require(try outbox.record(Self.p1))
+        #expect(pulled.server?.revision == 8 && pulled.value == served, "the server's record, as it holds it")
+        #expect(pulled.sync.confirmed.isEmpty)
+        #expect(try outbox.verify().isClean)
+    }
+
     @Test func anAnswerWithoutAPositionThatDescribesTheRecordNeedsNoFeed() async throws {
         let (_, outbox, id) = try await Self.editAnswered(TransportResponse(statusCode: 200, headers: ["ETag": "\"8\"", "Content-Type": "application/json"], body: Data("{}".utf8)))
         defer { outbox.close() }

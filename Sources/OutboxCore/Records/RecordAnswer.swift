@@ -13,6 +13,9 @@ package struct RecordAnswer: Sendable, Equatable {
     /// The record's JSON, as the engine stores it (its members re-encoded in key order), when
     /// within ``AnswerBody/maxRecordBytes``: a larger one is not kept.
     package var record: Data?
+    /// The answer sent a record that is not kept (``AnswerBody/recordWithheld``): the value
+    /// the server holds at ``revision`` is not known until a pull brings it.
+    package var recordWithheld = false
     package var deleted = false
     package var type: String?
     package var id: String?
@@ -31,5 +34,6 @@ package struct RecordAnswer: Sendable, Equatable {
         type = body.type
         id = body.id
         record = body.record ?? body.current
+        recordWithheld = record == nil && body.recordWithheld
     }
 }

@@ -24,7 +24,7 @@ import OutboxCrypto
 /// |---|---|
 /// | applied, with a revision and a `record` | that record at that revision |
 /// | applied, with a revision, no `record` | the value the write put (or its delete) at that revision |
-/// | applied, without a revision | nothing: each record keeps the member's value, confirmed, until the server's arrives |
+/// | applied, without a revision, or with a `record` too large to keep | nothing: each record keeps the member's value, confirmed, until the server's arrives |
 /// | 412 with `server_revision` and `current` | the server's record (`revisionFrom`'s, else the first) at its revision, beside the member's change |
 ///
 /// `attemptFinished` comes first; what the plan adds lands with it, in the same commit. The
@@ -163,7 +163,9 @@ package enum OutcomePlanner {
     private static func confirmation(of response: TransportResponse, _ classification: Classification,
                                      _ facts: Facts) -> (confirmation: RecordConfirmation, write: RecordStoreWrite)? {
         let answer = RecordAnswer(response)
-        guard let revision = answer.revision else { return nil }
+        // A record the answer sent but the engine did not keep (too large) may differ from the
+        // member's value: nothing is stored at its revision, and the pull brings the server's.
+        guard let revision = answer.revision, !answer.recordWithheld else { return nil }
         let named = answer.type.flatMap { type in answer.id.map { RecordKey(business: facts.changes[0].key.business, type: type, id: $0) } }
         switch classification.disposition {
         case .accepted, .replayed:
