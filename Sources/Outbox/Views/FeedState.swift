@@ -1,5 +1,5 @@
 public import Foundation
-public import OutboxWire
+package import OutboxWire
 
 extension Outbox.FeedState {
     /// How far a pull of the feed has come: what a progress bar shows while a first sync of a
