@@ -10,7 +10,7 @@ extension Scenario {
     static let inMemoryServerCost = Scenario(
         id: "9.4",
         name: "in-memory-server",
-        title: "InMemoryServer's own cost per request, driven directly with a lifecycle's requests, beside the canned answer",
+        title: "InMemoryServer's own cost per request, driven directly with the requests a drain sends, beside the canned answer",
         metrics: [
             .time("cpu", "CPU per request, every request"),
             .time("wall", "wall time per request, every request"),
