@@ -129,6 +129,7 @@ extension Scenario {
             }
         }
         try keepStore(directory, suffix: "-enqueued")
+        // Nothing was sent yet: until its first wake or drain, the engine's worker sends nothing.
         transport.expect(keys.withLock { $0 })
         var drained = 0.0
         let drainCPU = await CPUClock.measure {
