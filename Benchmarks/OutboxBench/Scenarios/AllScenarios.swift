@@ -13,6 +13,7 @@ extension Scenario {
         .enqueueOneProducer(.processCrash),
         .enqueueConcurrent(.processCrash),
         .lifecycle(.processCrash),
+        .inMemoryServerCost,
         .claims,
         .batchedPushes,
         .memoryStoreCreates,
