@@ -11,9 +11,19 @@ public struct OperationID: Hashable, Sendable, Comparable, CustomStringConvertib
         self.uuid = uuid
     }
 
-    /// A fresh random identity.
+    /// A fresh random identity: a version 4 UUID from the system's secure generator
+    /// (`getrandom` on Linux, `arc4random` on Apple platforms). Foundation's `UUID()` on Linux
+    /// opens and reads `/dev/urandom` for each one, a file opened per enqueue.
     public init() {
-        self.uuid = UUID()
+        var generator = SystemRandomNumberGenerator()
+        var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &bytes) { raw in
+            raw.storeBytes(of: generator.next() as UInt64, toByteOffset: 0, as: UInt64.self)
+            raw.storeBytes(of: generator.next() as UInt64, toByteOffset: 8, as: UInt64.self)
+            raw[6] = raw[6] & 0x0F | 0x40  // version 4: random
+            raw[8] = raw[8] & 0x3F | 0x80  // the RFC 9562 variant
+        }
+        self.uuid = UUID(uuid: bytes)
     }
 
     /// Parses a UUID string such as `"E621E1F8-C36C-495A-93FC-0C247A3E6E5F"`.
