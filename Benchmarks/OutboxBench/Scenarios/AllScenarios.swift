@@ -26,6 +26,7 @@ extension Scenario {
         .pullResnapshot,
         .pullFeedRead,
         .pullBusinessSync,
+        .pullWhileWorking,
         .attachmentUpload,
         .attachmentUploadMemory,
         .attachmentEnqueue,
