@@ -203,8 +203,9 @@ enum PullProbe {
 
     /// The engine opened on `store` to pull the feed's business over `transport`, in the feed's
     /// pages, to its end in one pass.
-    static func pulling(_ store: URL, transport: any OutboxTransport) throws -> Outbox {
+    static func pulling(_ store: URL, transport: any OutboxTransport, policies: [String: OperationTypePolicy] = [:]) throws -> Outbox {
         var configuration = Workload.configuration(durability: .full, lanes: 1)
+        configuration.operationPolicies.merge(policies) { _, added in added }
         configuration.pull = PullConfiguration(pageSize: PullFeed.pageSize, businesses: [Workload.businessID], maxPagesPerPass: 100_000,
                                                summaryIntervalSeconds: nil)
         return try Outbox(directory: store, transport: transport, configuration: configuration)
