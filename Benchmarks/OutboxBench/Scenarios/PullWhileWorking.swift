@@ -34,8 +34,7 @@ extension Scenario {
         limit: { result in
             "the same saves and reads on the same journal once the sync is over (ours: save p50 "
                 + "\(TextReport.format(result.ours("save-idle-p50"))) µs, read p50 \(TextReport.format(result.ours("read-idle-p50"))) µs): "
-                + "a save can wait behind the one page commit in hand (a page of 500 takes the sync's time over its pages), a read "
-                + "behind nothing (an LMDB read transaction). The save is the durable enqueue of a product's price edit with its "
+                + "a save can wait behind the one page commit in hand, a read behind nothing (an LMDB read transaction). The save is the durable enqueue of a product's price edit with its "
                 + "record change (as 13.1), replacing the record's edit not yet sent (coalescing); its send meets no signal, so every contender pulls the same feed; the engine's pull gives way "
                 + "after the page in hand to each write that becomes due and goes on in the next pass. The screen is one "
                 + "`OutboxObservation` reading the record and the page, timed inside its read, run again by each commit that "
