@@ -29,6 +29,10 @@ enum Probe {
         case pullSQLiteHTTP = "pull-sqlite-http"
         /// Scenario 14.3: a pulled journal with pending edits fetches its base again whole.
         case pullResnapshot = "pull-resnapshot"
+        /// Scenario 14.6 (``WorkingProbe``): pulled over loopback while the member saves and a
+        /// screen reads, by the engine and by the SQLite client.
+        case pullEngineWorking = "pull-engine-working"
+        case pullSQLiteWorking = "pull-sqlite-working"
         /// Scenario 15.2 (``AttachmentProbe``): a file uploaded through the engine, `RssAnon` sampled.
         case attachmentUpload = "attachment-upload"
     }
@@ -144,7 +148,7 @@ enum Probe {
             // Its connections close when it goes.
             let close = Stopwatch.time { opened = nil }
             return (open + reads, Steps(open: open, reads: reads, close: close))
-        case .pullEngine, .pullSQLite, .pullFloor, .pullEngineHTTP, .pullSQLiteHTTP, .pullResnapshot:
+        case .pullEngine, .pullSQLite, .pullFloor, .pullEngineHTTP, .pullSQLiteHTTP, .pullResnapshot, .pullEngineWorking, .pullSQLiteWorking:
             preconditionFailure("a pull probe is run by PullProbe")
         case .attachmentUpload:
             preconditionFailure("an attachment probe is run by AttachmentProbe")

@@ -25,6 +25,9 @@ enum PullProbe {
         /// Scenario 14.3: the journal of ``PullResnapshot`` copied, then pulled over loopback
         /// while its writes meet no signal: the base is fetched again whole beside its pending edits.
         case resnapshot
+        /// Scenario 14.6: pulled over loopback while the member saves and a screen reads
+        /// (``WorkingProbe``), by the engine and by the SQLite client.
+        case engineWorking, sqliteWorking
 
         init?(_ kind: Probe.Kind) {
             switch kind {
@@ -34,6 +37,8 @@ enum PullProbe {
             case .pullEngineHTTP: self = .engineHTTP
             case .pullSQLiteHTTP: self = .sqliteHTTP
             case .pullResnapshot: self = .resnapshot
+            case .pullEngineWorking: self = .engineWorking
+            case .pullSQLiteWorking: self = .sqliteWorking
             case .engine, .sqlite, .floor, .attachmentUpload: return nil
             }
         }
@@ -75,11 +80,20 @@ enum PullProbe {
     static func mebibytes(_ kibibytes: Double?) -> Double? { kibibytes.map { $0 / 1024 } }
 
     static func run(_ mode: Mode, directory: URL) -> Int32 {
-        let outcome = Mutex<Result<Measurement, any Error>?>(nil)
+        switch mode {
+        case .engineWorking, .sqliteWorking: child(mode) { try await WorkingProbe.measure(mode, directory: directory) }
+        default: child(mode) { try await measure(mode, directory: directory) }
+        }
+    }
+
+    /// Runs `body` on a task of its own, prints what it measured as one JSON line, answers the
+    /// exit status.
+    private static func child<M: Encodable & Sendable>(_ mode: Mode, _ body: @escaping @Sendable () async throws -> M) -> Int32 {
+        let outcome = Mutex<Result<M, any Error>?>(nil)
         let finished = DispatchSemaphore(value: 0)
         Task.detached {
-            let result: Result<Measurement, any Error>
-            do { result = .success(try await measure(mode, directory: directory)) } catch { result = .failure(error) }
+            let result: Result<M, any Error>
+            do { result = .success(try await body()) } catch { result = .failure(error) }
             outcome.withLock { $0 = result }
             finished.signal()
         }
@@ -99,6 +113,8 @@ enum PullProbe {
         let store = directory.appendingPathComponent("store-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: store) }
         switch mode {
+        case .engineWorking, .sqliteWorking:
+            preconditionFailure("a working pull is measured by WorkingProbe")
         case .engine:
             let outbox = try Workload.openOutbox(store)
             defer { outbox.close() }
@@ -156,18 +172,7 @@ enum PullProbe {
             let sqlite = try SQLitePull(directory: store)
             var pages = 0
             var measurement = try await sampled(pages: 1) { _ in
-                var cursor: FeedPosition?
-                while true {
-                    let query = "?limit=\(PullFeed.pageSize)" + (cursor.map { "&cursor=\($0.text)" } ?? "")
-                    let response = try await transport.send(TransportRequest(
-                        method: "GET", endpoint: FeedPage.path + query, headers: [WireHeader.businessID: Workload.businessID], body: Data()))
-                    guard response.statusCode == 200 else { throw BenchmarkFailure(description: "the feed answered \(response.statusCode)") }
-                    let page = try FeedPage.decoded(from: response.body)
-                    if page.changes.isEmpty, page.cursor == cursor { break }
-                    cursor = try sqlite.apply(page, requested: cursor)
-                    pages += 1
-                    if !page.hasMore { break }
-                }
+                pages = try await pullSQLite(sqlite, over: transport)
                 return nil
             }
             measurement.pages = pages
@@ -177,10 +182,30 @@ enum PullProbe {
         }
     }
 
+    /// The SQLite client's pull over `transport`: the feed's pages asked one after another from its
+    /// start to its end, each applied in one transaction. Answers the pages applied.
+    static func pullSQLite(_ sqlite: SQLitePull, over transport: any OutboxTransport) async throws -> Int {
+        var cursor: FeedPosition?
+        var pages = 0
+        while true {
+            let query = "?limit=\(PullFeed.pageSize)" + (cursor.map { "&cursor=\($0.text)" } ?? "")
+            let response = try await transport.send(TransportRequest(
+                method: "GET", endpoint: FeedPage.path + query, headers: [WireHeader.businessID: Workload.businessID], body: Data()))
+            guard response.statusCode == 200 else { throw BenchmarkFailure(description: "the feed answered \(response.statusCode)") }
+            let page = try FeedPage.decoded(from: response.body)
+            if page.changes.isEmpty, page.cursor == cursor { break }
+            cursor = try sqlite.apply(page, requested: cursor)
+            pages += 1
+            if !page.hasMore { break }
+        }
+        return pages
+    }
+
     /// The engine opened on `store` to pull the feed's business over `transport`, in the feed's
     /// pages, to its end in one pass.
-    private static func pulling(_ store: URL, transport: any OutboxTransport) throws -> Outbox {
+    static func pulling(_ store: URL, transport: any OutboxTransport, policies: [String: OperationTypePolicy] = [:]) throws -> Outbox {
         var configuration = Workload.configuration(durability: .full, lanes: 1)
+        configuration.operationPolicies.merge(policies) { _, added in added }
         configuration.pull = PullConfiguration(pageSize: PullFeed.pageSize, businesses: [Workload.businessID], maxPagesPerPass: 100_000,
                                                summaryIntervalSeconds: nil)
         return try Outbox(directory: store, transport: transport, configuration: configuration)
@@ -234,7 +259,7 @@ enum PullProbe {
     }
 
     /// The engine's journal holds every record of the feed as its base and the last page's cursor.
-    private static func checkEngine(_ outbox: Outbox, feed: Feed) throws {
+    static func checkEngine(_ outbox: Outbox, feed: Feed) throws {
         let expected = feed.types ?? [Workload.productType: feed.records]
         var live: [String: Int] = [:]
         for type in expected.keys { live[type] = try PullCheck.liveRecords(outbox, type: type) }
@@ -264,7 +289,7 @@ enum PullProbe {
         }
     }
 
-    private static func checkSQLite(_ sqlite: SQLitePull, feed: Feed) throws {
+    static func checkSQLite(_ sqlite: SQLitePull, feed: Feed) throws {
         let live = try sqlite.liveRecords()
         let cursor = try sqlite.cursor()
         guard live == feed.records, cursor?.text == feed.cursor else {

@@ -27,6 +27,7 @@ extension Scenario {
         .pullResnapshot,
         .pullFeedRead,
         .pullBusinessSync,
+        .pullWhileWorking,
         .attachmentUpload,
         .attachmentUploadMemory,
         .attachmentEnqueue,
