@@ -29,6 +29,8 @@ enum Probe {
         case pullSQLiteHTTP = "pull-sqlite-http"
         /// Scenario 14.3: a pulled journal with pending edits fetches its base again whole.
         case pullResnapshot = "pull-resnapshot"
+        /// Scenario 14.7 (``ResnapshotProbe``): the same at a million records, the member reading and saving throughout.
+        case pullResnapshotLive = "pull-resnapshot-live"
         /// Scenario 15.2 (``AttachmentProbe``): a file uploaded through the engine, `RssAnon` sampled.
         case attachmentUpload = "attachment-upload"
     }
@@ -90,6 +92,7 @@ enum Probe {
     /// The child's side: measures, prints one JSON line, answers the exit status.
     static func run(_ kind: Kind, path: String) -> Int32 {
         if kind == .attachmentUpload { return AttachmentProbe.run(directory: URL(fileURLWithPath: path)) }
+        if kind == .pullResnapshotLive { return ResnapshotProbe.run(directory: URL(fileURLWithPath: path)) }
         if let pull = PullProbe.Mode(kind) { return PullProbe.run(pull, directory: URL(fileURLWithPath: path)) }
         do {
             let url = URL(fileURLWithPath: path)
@@ -144,8 +147,8 @@ enum Probe {
             // Its connections close when it goes.
             let close = Stopwatch.time { opened = nil }
             return (open + reads, Steps(open: open, reads: reads, close: close))
-        case .pullEngine, .pullSQLite, .pullFloor, .pullEngineHTTP, .pullSQLiteHTTP, .pullResnapshot:
-            preconditionFailure("a pull probe is run by PullProbe")
+        case .pullEngine, .pullSQLite, .pullFloor, .pullEngineHTTP, .pullSQLiteHTTP, .pullResnapshot, .pullResnapshotLive:
+            preconditionFailure("a pull probe is run by PullProbe or ResnapshotProbe")
         case .attachmentUpload:
             preconditionFailure("an attachment probe is run by AttachmentProbe")
         case .floor:

@@ -34,7 +34,7 @@ enum PullProbe {
             case .pullEngineHTTP: self = .engineHTTP
             case .pullSQLiteHTTP: self = .sqliteHTTP
             case .pullResnapshot: self = .resnapshot
-            case .engine, .sqlite, .floor, .attachmentUpload: return nil
+            case .engine, .sqlite, .floor, .attachmentUpload, .pullResnapshotLive: return nil
             }
         }
     }
