@@ -75,7 +75,10 @@ enum ResnapshotProbe {
         var configuration = Workload.configuration(durability: .full, lanes: 1)
         configuration.pull = PullConfiguration(pageSize: PullFeed.pageSize, businesses: [Workload.businessID], maxPagesPerPass: 100_000,
                                                summaryIntervalSeconds: nil)
-        let transport = WritesMeetNoSignal(inner: URLSessionTransport(baseURL: URL(string: feed.url)!, timeoutSeconds: 30))
+        // A generous timeout: with 30 s, a run on two loaded cores had its pull stopped as
+        // offline before its first page (the test server sorts the million once for the
+        // snapshot's first page).
+        let transport = WritesMeetNoSignal(inner: URLSessionTransport(baseURL: URL(string: feed.url)!, timeoutSeconds: 600))
         let outbox = try Outbox(directory: store, transport: transport, configuration: configuration)
         defer { outbox.close() }
 

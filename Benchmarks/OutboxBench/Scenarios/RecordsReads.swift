@@ -142,6 +142,7 @@ extension Scenario {
             .time("first-100-p99", "the same, p99"),
             .time("page-1000", "the first page of 1,000 records, median", .milliseconds),
             .time("page-1000-p99", "the same, p99", .milliseconds),
+            .time("page-1000-cpu", "the same, its thread's CPU time, median", .milliseconds),
         ],
         limit: { result in
             "one read transaction touching the same entries, nothing decoded: a cursor over the first bases of the type in `records` "
@@ -162,11 +163,20 @@ extension Scenario {
         run: { context in
             let journal = try await MillionRecords.shared(context.sizes.millionRecords, context: context)
             let iterations = context.sizes.millionQueryIterations
-            func timed(_ read: () throws -> Void) throws -> Latencies {
-                Latencies(nanoseconds: try (0..<iterations).map { _ in try Stopwatch.time(read) })
+            // Each read's wall time, and its thread's CPU time (the time it ran, whatever else
+            // the shared cores ran meanwhile).
+            func timed(_ read: () throws -> Void) throws -> (wall: Latencies, cpu: Latencies) {
+                var wall: [Double] = [], cpu: [Double] = []
+                for _ in 0..<iterations {
+                    let start = threadCPU()
+                    wall.append(try Stopwatch.time(read))
+                    cpu.append(threadCPU() - start)
+                }
+                return (Latencies(nanoseconds: wall), Latencies(nanoseconds: cpu))
             }
             let pages = [100, min(1000, journal.firstIDs.count)]
-            var ours: [Latencies] = [], theirs: [Latencies] = [], floors: [Latencies] = []
+            var ours: [(wall: Latencies, cpu: Latencies)] = [], theirs: [(wall: Latencies, cpu: Latencies)] = []
+            var floors: [(wall: Latencies, cpu: Latencies)] = []
 
             let outbox = try Workload.openOutbox(journal.directory)
             for count in pages {
@@ -206,11 +216,19 @@ extension Scenario {
             }
             // Latencies are in µs: the page of 100 in µs, the page of 1,000 in ms.
             return [
-                "first-100": Trio(ours: ours[0].p50, sqlite: theirs[0].p50, floor: floors[0].p50),
-                "first-100-p99": Trio(ours: ours[0].p99, sqlite: theirs[0].p99, floor: floors[0].p99),
-                "page-1000": Trio(ours: ours[1].p50 / 1000, sqlite: theirs[1].p50 / 1000, floor: floors[1].p50 / 1000),
-                "page-1000-p99": Trio(ours: ours[1].p99 / 1000, sqlite: theirs[1].p99 / 1000, floor: floors[1].p99 / 1000),
+                "first-100": Trio(ours: ours[0].wall.p50, sqlite: theirs[0].wall.p50, floor: floors[0].wall.p50),
+                "first-100-p99": Trio(ours: ours[0].wall.p99, sqlite: theirs[0].wall.p99, floor: floors[0].wall.p99),
+                "page-1000": Trio(ours: ours[1].wall.p50 / 1000, sqlite: theirs[1].wall.p50 / 1000, floor: floors[1].wall.p50 / 1000),
+                "page-1000-p99": Trio(ours: ours[1].wall.p99 / 1000, sqlite: theirs[1].wall.p99 / 1000, floor: floors[1].wall.p99 / 1000),
+                "page-1000-cpu": Trio(ours: ours[1].cpu.p50 / 1000, sqlite: theirs[1].cpu.p50 / 1000, floor: floors[1].cpu.p50 / 1000),
             ]
         }
     )
+}
+
+/// The calling thread's CPU time, in nanoseconds.
+private func threadCPU() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+    return Double(time.tv_sec) * 1e9 + Double(time.tv_nsec)
 }
