@@ -21,7 +21,8 @@ enum ResnapshotProbe {
         /// How far `RssAnon` rose above its value before the pull, at its highest and at the end, in KiB.
         var anonymousPeakKiB: Double
         var anonymousEndKiB: Double
-        /// The reads made during the pull (not the one before it, nor the one after), their latencies in µs.
+        /// The reader's reads, from just before the pull starts to its end (not the check before it,
+        /// nor the one after), their latencies in µs.
         var reads: Int
         var readP50: Double
         var readP99: Double
@@ -116,17 +117,21 @@ enum ResnapshotProbe {
                 if reads.failure == nil { reads.failure = failure }
             }
         }
-        // One read before the pull: the old base.
+        // One read before the pull: the old base. The reader's first read is made before the
+        // pull starts too, so that however short the pull, one read is made beside it.
         read(0)
+        let readerStarted = DispatchSemaphore(value: 0)
         Thread {
             var index = 1
             while !done.load(ordering: .acquiring) {
                 read(index)
+                if index == 1 { readerStarted.signal() }
                 index += 1
                 usleep(100_000)
             }
             readerDone.signal()
         }.start()
+        readerStarted.wait()
         let writer = Task { () throws -> [Double] in
             var latencies: [Double] = []
             var index = 0
