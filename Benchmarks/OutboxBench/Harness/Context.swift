@@ -45,6 +45,12 @@ struct Sizes: Sendable {
     /// before its first repeat.
     var feedReadSeconds: Double
     var feedBacklog: Int
+    /// The records of 13.6's type (its first pages queried), and how many times each page is
+    /// timed per repeat.
+    var millionRecords: Int = 1_000_000
+    var millionQueryIterations: Int = 200
+    /// The records of 14.7's resnapshot.
+    var resnapshotMillion: Int = 1_000_000
 
     static let full = Sizes(
         sequentialEnqueues: 1000, enqueuesPer16Producer: 200, enqueuesPer64Producer: 100,
@@ -59,7 +65,8 @@ struct Sizes: Sendable {
         lifecycleOperations: 100, largeJournalEvents: 3000, smallJournalEvents: 600,
         waitingRows: 100, claims: 32, drainedWrites: 20, requestLatencySeconds: 0.002, readIterations: 5, openIterations: 1, floorCommits: 10,
         records: 50, recordQueryIterations: 2, streamRecords: 10, streamCommits: 5,
-        pullRecords: 600, pullPagesTimed: 3, businessRecords: 3000, feedReadSeconds: 0.5, feedBacklog: 200
+        pullRecords: 600, pullPagesTimed: 3, businessRecords: 3000, feedReadSeconds: 0.5, feedBacklog: 200,
+        millionRecords: 3000, millionQueryIterations: 3, resnapshotMillion: 2000
     )
 }
 

@@ -33,6 +33,8 @@ enum Probe {
         /// screen reads, by the engine and by the SQLite client.
         case pullEngineWorking = "pull-engine-working"
         case pullSQLiteWorking = "pull-sqlite-working"
+        /// Scenario 14.7 (``ResnapshotProbe``): the same at a million records, the member reading and saving throughout.
+        case pullResnapshotLive = "pull-resnapshot-live"
         /// Scenario 15.2 (``AttachmentProbe``): a file uploaded through the engine, `RssAnon` sampled.
         case attachmentUpload = "attachment-upload"
     }
@@ -94,6 +96,7 @@ enum Probe {
     /// The child's side: measures, prints one JSON line, answers the exit status.
     static func run(_ kind: Kind, path: String) -> Int32 {
         if kind == .attachmentUpload { return AttachmentProbe.run(directory: URL(fileURLWithPath: path)) }
+        if kind == .pullResnapshotLive { return ResnapshotProbe.run(directory: URL(fileURLWithPath: path)) }
         if let pull = PullProbe.Mode(kind) { return PullProbe.run(pull, directory: URL(fileURLWithPath: path)) }
         do {
             let url = URL(fileURLWithPath: path)
@@ -148,8 +151,9 @@ enum Probe {
             // Its connections close when it goes.
             let close = Stopwatch.time { opened = nil }
             return (open + reads, Steps(open: open, reads: reads, close: close))
-        case .pullEngine, .pullSQLite, .pullFloor, .pullEngineHTTP, .pullSQLiteHTTP, .pullResnapshot, .pullEngineWorking, .pullSQLiteWorking:
-            preconditionFailure("a pull probe is run by PullProbe")
+        case .pullEngine, .pullSQLite, .pullFloor, .pullEngineHTTP, .pullSQLiteHTTP, .pullResnapshot, .pullEngineWorking, .pullSQLiteWorking,
+             .pullResnapshotLive:
+            preconditionFailure("a pull probe is run by PullProbe or ResnapshotProbe")
         case .attachmentUpload:
             preconditionFailure("an attachment probe is run by AttachmentProbe")
         case .floor:

@@ -39,7 +39,7 @@ enum PullProbe {
             case .pullResnapshot: self = .resnapshot
             case .pullEngineWorking: self = .engineWorking
             case .pullSQLiteWorking: self = .sqliteWorking
-            case .engine, .sqlite, .floor, .attachmentUpload: return nil
+            case .engine, .sqlite, .floor, .attachmentUpload, .pullResnapshotLive: return nil
             }
         }
     }

@@ -39,3 +39,55 @@ extension Scenario {
         }
     )
 }
+
+/// Scenario 14.7: 14.3 at a million records, the member at work throughout: the journal of
+/// ``PullResnapshot`` (a catalogue of 1,000,000 products pulled, 50 edits pending) fetches its
+/// base again whole in a fresh child while a reader reads a record every 100 ms and a writer
+/// saves an edit every 250 ms (``ResnapshotProbe``).
+extension Scenario {
+    static let pullResnapshotMillion = Scenario(
+        id: "14.7",
+        name: "pull-resnapshot-million",
+        title: "Pull: a resnapshot of 1,000,001 records with 50 pending writes over loopback, the member reading and saving throughout",
+        metrics: [
+            .time("resnapshot", "the pull that fetches the base again: staging, swap, sweep", .seconds),
+            .size("anon", "RssAnon growth, peak", .mebibytes),
+            .time("read-p50", "a record's read during it, median"),
+            .time("read-p99", "the same, p99"),
+            .time("read-max", "the same, the slowest"),
+            .time("save-p50", "an edit's save during it, median", .milliseconds),
+            .time("save-p99", "the same, p99", .milliseconds),
+            .time("save-max", "the same, the slowest", .milliseconds),
+            .count("reads", "reads during it", higherIsBetter: true),
+            .count("saves", "saves during it, each still pending after", higherIsBetter: true),
+        ],
+        contenders: Contenders(ours: "resnapshot", sqlite: "-", floor: "-", versusSQLite: "-", versusFloor: "-"),
+        limit: { _ in
+            "14.3's resnapshot at ten times its size: the server answers the journal's cursor 409 and the same `pull()` stages "
+                + "the snapshot's pages one commit each in the generation the member does not see, swaps it in with one commit, "
+                + "and sweeps the old one. Meanwhile a reader reads a record every 100 ms (a synced one and one with a pending "
+                + "edit in turn: each read must find its base and the member's value, the synced record's base the old "
+                + "generation's, then the new one's, once) and a writer saves an edit of another product every 250 ms "
+                + "(durable, as the member's saves are). After it, the 50 edits and every edit saved meanwhile are still "
+                + "pending, each shown over the new base (checked). No contender: the floor of a resnapshot is 14.3's "
+                + "initial pull of as many records, 14.5's million-record sync at this size"
+        },
+        targets: [],
+        run: { context in
+            let fixture = try await context.fixtures.pullResnapshot(records: context.sizes.resnapshotMillion, context: context)
+            let measured = try Probe.measure(.pullResnapshotLive, path: fixture.feed.directory, as: ResnapshotProbe.Measurement.self)
+            return [
+                "resnapshot": Trio(ours: measured.seconds),
+                "anon": Trio(ours: measured.anonymousPeakKiB / 1024),
+                "read-p50": Trio(ours: measured.readP50),
+                "read-p99": Trio(ours: measured.readP99),
+                "read-max": Trio(ours: measured.readMax),
+                "save-p50": Trio(ours: measured.saveP50),
+                "save-p99": Trio(ours: measured.saveP99),
+                "save-max": Trio(ours: measured.saveMax),
+                "reads": Trio(ours: Double(measured.reads)),
+                "saves": Trio(ours: Double(measured.saves)),
+            ]
+        }
+    )
+}

@@ -183,7 +183,9 @@ extension JournalSchema {
         var storeFrom: [UInt8]? = after.map { scope + Array($0.utf8) + [1] }
         var writeFrom = storeFrom
         let store = policy.isLocalOnly ? localRecords : try activeBase(business: business, in: txn)
-        var stored: [(id: [UInt8], entry: RecordStoreEntry)] = [], storedAt = 0
+        // Each entry is moved out of its batch into its view, not copied: the batch never holds
+        // a second reference to a value, so building the view retains and releases nothing more.
+        var stored: [(id: [UInt8], entry: RecordStoreEntry?)] = [], storedAt = 0
         var written: [(id: [UInt8], writes: [(id: OperationID, firstSeq: JournalSequence)])] = [], writtenAt = 0
         var feed: FeedPosition?? = nil
         var storeDone = false
@@ -201,30 +203,51 @@ extension JournalSchema {
                 (written, writeFrom, writeDone) = try Self.writtenBatch(recordWrites, scope: scope, from: writeFrom, in: txn)
                 writtenAt = 0
             }
-            let storedID = storedAt < stored.count ? stored[storedAt].id : nil
-            let writtenID = writtenAt < written.count ? written[writtenAt].id : nil
-            let id: [UInt8]
-            switch (storedID, writtenID) {
-            case (nil, nil):
+            let hasStored = storedAt < stored.count
+            let hasWritten = writtenAt < written.count
+            // Which fronts hold the next id: both when they are the same record.
+            let takeStored: Bool, takeWritten: Bool
+            switch (hasStored, hasWritten) {
+            case (false, false):
                 return (found, false)
-            case (let left?, nil): id = left
-            case (nil, let right?): id = right
-            case (let left?, let right?): id = left.lexicographicallyPrecedes(right) ? left : right
+            case (true, false): (takeStored, takeWritten) = (true, false)
+            case (false, true): (takeStored, takeWritten) = (false, true)
+            case (true, true):
+                let order = Self.order(stored[storedAt].id, written[writtenAt].id)
+                (takeStored, takeWritten) = (order <= 0, order >= 0)
             }
             var entry: RecordStoreEntry?
-            if storedID == id {
-                entry = stored[storedAt].entry
-                storedAt += 1
-            }
             var writes: [(id: OperationID, firstSeq: JournalSequence)] = []
-            if writtenID == id {
-                writes = written[writtenAt].writes
+            let id: String
+            if takeStored {
+                swap(&entry, &stored[storedAt].entry)
+                id = String(decoding: stored[storedAt].id, as: UTF8.self)
+                storedAt += 1
+            } else {
+                id = String(decoding: written[writtenAt].id, as: UTF8.self)
+            }
+            if takeWritten {
+                swap(&writes, &written[writtenAt].writes)
                 writtenAt += 1
             }
-            let key = RecordKey(business: business, type: type, id: String(decoding: id, as: UTF8.self))
+            let key = RecordKey(business: business, type: type, id: id)
             guard let record = try view(key, entry: entry, writes: writes, policy: policy, feed: &feed, in: txn), record.exists else { continue }
             if found.count == limit { return (found, true) }
             found.append(record)
+        }
+    }
+
+    /// How two ids' bytes compare: below 0 when `left` comes first, 0 when they are the same.
+    private static func order(_ left: [UInt8], _ right: [UInt8]) -> Int {
+        left.withUnsafeBufferPointer { left in
+            right.withUnsafeBufferPointer { right in
+                let common = min(left.count, right.count)
+                if common > 0, let l = left.baseAddress, let r = right.baseAddress {
+                    let compared = memcmp(l, r, common)
+                    if compared != 0 { return Int(compared) }
+                }
+                return left.count - right.count
+            }
         }
     }
 
@@ -232,9 +255,11 @@ extension JournalSchema {
     /// (``record(_:policy:in:)``) or by the query's cursors.
     /// - Parameter feed: the business's feed cursor once read (`nil`: not read yet), read here
     ///   the first time a synced write needs it.
-    private func view(_ key: RecordKey, entry: RecordStoreEntry?, writes: [(id: OperationID, firstSeq: JournalSequence)],
+    private func view(_ key: RecordKey, entry: consuming RecordStoreEntry?, writes: [(id: OperationID, firstSeq: JournalSequence)],
                       policy: OutboxConfiguration.RecordTypePolicy, feed: inout FeedPosition??, in txn: borrowing LMDBTransaction) throws -> LocalRecord? {
-        let opened = try self.opened(entry, table: policy.isLocalOnly ? .local : .base, key: key)
+        // Moved, not copied; opened only when sealed.
+        var opened = entry
+        if opened?.sealedValue != nil { opened = try self.opened(opened, table: policy.isLocalOnly ? .local : .base, key: key) }
         let stored: RecordView.Stored
         if policy.isLocalOnly {
             stored = RecordView.Stored(base: nil, value: opened?.value, schemaVersion: opened?.schemaVersion, valueHash: .some(opened?.valueHash))
@@ -251,8 +276,8 @@ extension JournalSchema {
 
     /// The next store entries within `scope` from `start`, a batch, each with its id's bytes.
     private static func storedBatch(_ table: LMDBTable<JournalCodec.RecordKeyCodec, JournalCodec.Record>, scope: [UInt8], from start: [UInt8]?,
-                                    in txn: borrowing LMDBTransaction) throws -> ([(id: [UInt8], entry: RecordStoreEntry)], [UInt8]?, Bool) {
-        var batch: [(id: [UInt8], entry: RecordStoreEntry)] = []
+                                    in txn: borrowing LMDBTransaction) throws -> ([(id: [UInt8], entry: RecordStoreEntry?)], [UInt8]?, Bool) {
+        var batch: [(id: [UInt8], entry: RecordStoreEntry?)] = []
         batch.reserveCapacity(Self.queryBatch)
         var done = true
         try txn.scan(table, leading: scope, from: start) { entry in
