@@ -19,6 +19,16 @@ private func text(_ data: Data) -> String { String(decoding: data, as: UTF8.self
 
 @Suite("Reading and writing a feed page")
 struct FeedPageReadingTests {
+    @Test func quotedTextReadsBackAsItWasAndPlainTextIsOnlyQuoted() throws {
+        for text in ["p-1", "café", "", "a/b", "tab\there", "quote\"d", "back\\slash", "\u{1}\u{1F}\u{7F}", "line\nbreak", "😀 \u{2028}"] {
+            let quoted = JSONNode.quoted(text)
+            #expect(try JSONNode.read(Array(quoted.utf8)) == .string(text), "\(quoted)")
+            #expect(!quoted.dropFirst().dropLast().utf8.contains { $0 < 0x20 }, "no raw control character: \(quoted)")
+        }
+        #expect(JSONNode.quoted("stock_movement-99/é") == "\"stock_movement-99/é\"")
+        #expect(JSONNode.quoted("a\u{1}\"") == #""a\u0001\"""#)
+    }
+
     @Test func aChangesCountedBytesAreTheBytesItWrites() throws {
         let changes = [
             FeedChange(type: "product", id: "p1", revision: 0, record: Data(#"{"id":"p1"}"#.utf8)),
