@@ -81,14 +81,14 @@ enum PullProbe {
 
     static func run(_ mode: Mode, directory: URL) -> Int32 {
         switch mode {
-        case .engineWorking, .sqliteWorking: child(mode) { try await WorkingProbe.measure(mode, directory: directory) }
-        default: child(mode) { try await measure(mode, directory: directory) }
+        case .engineWorking, .sqliteWorking: child("pull probe \(mode)") { try await WorkingProbe.measure(mode, directory: directory) }
+        default: child("pull probe \(mode)") { try await measure(mode, directory: directory) }
         }
     }
 
     /// Runs `body` on a task of its own, prints what it measured as one JSON line, answers the
-    /// exit status.
-    private static func child<M: Encodable & Sendable>(_ mode: Mode, _ body: @escaping @Sendable () async throws -> M) -> Int32 {
+    /// exit status; a failure is written to standard error after `label`. Each pull child's body.
+    static func child<M: Encodable & Sendable>(_ label: String, _ body: @escaping @Sendable () async throws -> M) -> Int32 {
         let outcome = Mutex<Result<M, any Error>?>(nil)
         let finished = DispatchSemaphore(value: 0)
         Task.detached {
@@ -103,7 +103,7 @@ enum PullProbe {
             print(String(decoding: try JSONEncoder().encode(measurement), as: UTF8.self))
             return 0
         } catch {
-            FileHandle.standardError.write(Data("pull probe \(mode): \(error)\n".utf8))
+            FileHandle.standardError.write(Data("\(label): \(error)\n".utf8))
             return 1
         }
     }

@@ -42,23 +42,7 @@ enum ResnapshotProbe {
     static let readSynced = 2
 
     static func run(directory: URL) -> Int32 {
-        let outcome = Mutex<Result<Measurement, any Error>?>(nil)
-        let finished = DispatchSemaphore(value: 0)
-        Task.detached {
-            let result: Result<Measurement, any Error>
-            do { result = .success(try await measure(directory: directory)) } catch { result = .failure(error) }
-            outcome.withLock { $0 = result }
-            finished.signal()
-        }
-        finished.wait()
-        do {
-            let measurement = try outcome.withLock { $0! }.get()
-            print(String(decoding: try JSONEncoder().encode(measurement), as: UTF8.self))
-            return 0
-        } catch {
-            FileHandle.standardError.write(Data("resnapshot probe: \(error)\n".utf8))
-            return 1
-        }
+        PullProbe.child("resnapshot probe") { try await measure(directory: directory) }
     }
 
     /// What the reader saw.
