@@ -116,9 +116,10 @@ extension Scenario {
         )
     }
 
-    /// For profiles only: `OUTBOX_BENCH_OURS_ONLY=1` leaves the floor and the SQLite outbox out of
-    /// scenarios 2 and 9.2, so that a profile of the process counts the engine's work (and the
-    /// harness's) alone. The figures printed then have no ratios.
+    /// For profiles only: `OUTBOX_BENCH_OURS_ONLY=1` leaves the floor and the SQLite contender out
+    /// of the scenarios that ask it (the enqueues, the lifecycles and the pulls), so that a
+    /// profile of the process counts the engine's work (and the harness's) alone. The figures
+    /// printed then have no ratios.
     static var oursOnly: Bool { ProcessInfo.processInfo.environment["OUTBOX_BENCH_OURS_ONLY"] != nil }
 
     /// `producers` tasks each enqueueing `each` writes one after another, for each contender.
